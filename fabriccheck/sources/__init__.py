@@ -1,0 +1,1 @@
+"""Sources: each cloud (fetch + normalize) and saved inventories, all ending in `model.Inventory`."""
