@@ -117,7 +117,14 @@ def fabric_siblings(instance_type: str, live: dict[str, Capability]) -> list[Sib
         cap = resolve(name, live)
         if cap is not None and cap.fabric is not FabricKind.NONE and cap.accelerators > 0:
             found.append(Sibling(name, cap))
-    return sorted(found, key=lambda s: (s.capability.accelerators, s.instance_type))
+    return sorted(found, key=lambda s: (s.capability.accelerators, _size(s.instance_type), s.instance_type))
+
+
+def _size(instance_type: str) -> int:
+    """'8xlarge' -> 8, 'xlarge' -> 1, 'metal' -> large: smaller sizes are suggested first."""
+    size = instance_type.split(".", 1)[-1]
+    match = re.match(r"(\d+)xlarge", size)
+    return int(match.group(1)) if match else (1 if size.endswith("large") else 10_000)
 
 
 @dataclass(frozen=True)
