@@ -1,0 +1,3 @@
+from fabriccheck.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,80 @@
+"""JSON (the documented contract, schema_version 1) and SARIF 2.1.0."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from fabriccheck import __version__
+from fabriccheck.engine import builtin_rules
+from fabriccheck.flow import Report
+
+SARIF_LEVEL = {"error": "error", "warning": "warning", "info": "note"}
+
+
+def render_json(report: Report, color: bool = False) -> str:
+    return orjson.dumps(report.model_dump(mode="json"), option=orjson.OPT_INDENT_2).decode() + "\n"
+
+
+def render_sarif(report: Report, color: bool = False) -> str:
+    known = {r.id: r for r in builtin_rules()}
+    used = sorted({f.rule for f in report.findings} | set(report.rules))
+    rules: list[dict[str, Any]] = []
+    for rule_id in used:
+        rule = known.get(rule_id)
+        example = next((f for f in report.findings if f.rule == rule_id), None)
+        title = rule.title if rule else (example.title if example else rule_id)
+        rules.append(
+            {
+                "id": rule_id,
+                "name": title,
+                "shortDescription": {"text": title},
+                "fullDescription": {"text": rule.remediation.summary.strip() if rule else title},
+                "helpUri": (rule.references[0] if rule else (example.references[0] if example else None)),
+                "help": {"text": rule.remediation.as_text() if rule else ""},
+                "defaultConfiguration": {"level": SARIF_LEVEL[rule.severity] if rule else "warning"},
+                "properties": {"category": rule.category if rule else (example.category if example else "")},
+            }
+        )
+    index = {r["id"]: i for i, r in enumerate(rules)}
+    results = [
+        {
+            "ruleId": f.rule,
+            "ruleIndex": index[f.rule],
+            "level": SARIF_LEVEL[f.severity],
+            "message": {"text": f.message},
+            # Live resources have no file; the cloud's own id stands in as the location (as posture tools do).
+            "locations": [
+                {
+                    "physicalLocation": {"artifactLocation": {"uri": resource}},
+                    "logicalLocations": [{"name": resource, "kind": "resource",
+                                          "fullyQualifiedName": f"{f.cluster}/{resource}" if f.cluster else resource}],
+                }
+                for resource in f.resources
+            ],
+            "properties": {"category": f.category, "cluster": f.cluster, "remediation": f.remediation},
+        }
+        for f in report.findings
+    ]
+    sarif = {
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {"driver": {"name": "fabriccheck", "version": __version__,
+                                    "rules": rules}},
+                "invocations": [
+                    {
+                        "executionSuccessful": report.complete,
+                        "toolExecutionNotifications": [
+                            {"level": "error", "message": {"text": f"{e.call} ({e.region}): {e.code}: {e.message}"}}
+                            for e in report.errors
+                        ],
+                    }
+                ],
+                "results": results,
+            }
+        ],
+    }
+    return orjson.dumps(sarif, option=orjson.OPT_INDENT_2).decode() + "\n"
