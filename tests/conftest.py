@@ -1,0 +1,55 @@
+"""Test-wide guards: fake credentials, no metadata probing, and no socket may leave 127.0.0.1."""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+ROOT = Path(__file__).resolve().parent.parent
+DEMO = ROOT / "fixtures" / "demo" / "aws"
+
+# Set for this process and inherited by every subprocess a test starts (reference/testing.md).
+SAFE_ENV = {
+    "AWS_ACCESS_KEY_ID": "AKIDEXAMPLETESTONLY",
+    "AWS_SECRET_ACCESS_KEY": "test-secret-not-real",
+    "AWS_DEFAULT_REGION": "us-east-1",
+    "AWS_EC2_METADATA_DISABLED": "true",
+    "AWS_CONFIG_FILE": os.devnull,
+    "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
+    "NO_GCE_CHECK": "True",
+    "GCE_METADATA_HOST": "127.0.0.1:9",
+    "AZURE_TOKEN_CREDENTIALS": "AzureCliCredential",
+}
+os.environ.update(SAFE_ENV)
+for leaking in ("AWS_PROFILE", "AWS_ENDPOINT_URL", "AWS_SESSION_TOKEN"):
+    os.environ.pop(leaking, None)
+
+_real_connect = socket.socket.connect
+
+
+def _loopback_only(self: socket.socket, address: Any) -> Any:
+    host = address[0] if isinstance(address, tuple) else address
+    if self.family in (socket.AF_INET, socket.AF_INET6) and host not in ("127.0.0.1", "::1", "localhost"):
+        raise AssertionError(f"test tried to reach {address!r}: only 127.0.0.1 is allowed")
+    return _real_connect(self, address)
+
+
+socket.socket.connect = _loopback_only  # type: ignore[method-assign]
+
+
+@pytest.fixture
+def demo_dir() -> Path:
+    return DEMO
+
+
+@pytest.fixture
+def env() -> Iterator[dict[str, str]]:
+    yield {**os.environ, **SAFE_ENV}
