@@ -232,7 +232,10 @@ class _progress:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point: every failure is one line on stderr and exit code 2, never a traceback."""
-    import click
+    try:  # newer typer carries its own copy of click
+        from typer._click import exceptions as click_errors
+    except ImportError:  # pragma: no cover - typer releases that use click itself
+        from click import exceptions as click_errors
 
     from fabriccheck.errors import FabricCheckError
 
@@ -240,16 +243,16 @@ def main(argv: list[str] | None = None) -> int:
     try:
         result = command.main(args=argv, prog_name="fabriccheck", standalone_mode=False)
         return int(result) if isinstance(result, int) else 0
-    except click.exceptions.Exit as exc:
+    except typer.Exit as exc:
         return int(exc.exit_code)
-    except click.exceptions.NoArgsIsHelpError as exc:
+    except click_errors.NoArgsIsHelpError as exc:
         sys.stdout.write(exc.ctx.get_help() + "\n")
         return 0
-    except click.UsageError as exc:
-        hint = f" (see: fabriccheck {exc.ctx.info_name if exc.ctx and exc.ctx.parent else ''} --help)"
-        sys.stderr.write(f"fabriccheck: error: {exc.format_message()}{hint.replace('  ', ' ')}\n")
+    except click_errors.UsageError as exc:
+        where = exc.ctx.command_path if exc.ctx is not None else "fabriccheck"
+        sys.stderr.write(f"fabriccheck: error: {exc.format_message()} (see: {where} --help)\n")
         return 2
-    except click.Abort:
+    except typer.Abort:
         sys.stderr.write("fabriccheck: aborted\n")
         return 2
     except FabricCheckError as exc:

@@ -1,0 +1,201 @@
+"""The installed command, run as a user runs it: exit codes, formats, bad input as one line."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from ec2_replay import Ec2Replay, serve
+
+ROOT = Path(__file__).resolve().parent.parent
+DEMO = ROOT / "fixtures" / "demo" / "aws"
+
+
+def run(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    # The installed console script, started from a folder outside the source tree unless told otherwise.
+    return subprocess.run(["fabriccheck", *args], capture_output=True, text=True, timeout=120,
+                          cwd=cwd or Path("/"), env=env or os.environ.copy())
+
+
+def one_clean_line(result: subprocess.CompletedProcess[str]) -> str:
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr + result.stdout
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    return lines[0]
+
+
+def test_demo_runs_outside_the_source_tree_and_shows_every_category() -> None:
+    result = run("demo", "--format", "json")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["schema_version"] == 1 and report["complete"] is True and report["errors"] == []
+    categories = {f["category"] for f in report["findings"]}
+    assert categories == {"fabric-missing", "fabric-partial", "fabric-isolated", "placement", "instance-choice",
+                          "network-config"}
+    clusters = {c["id"]: c for c in report["clusters"]}
+    clean = clusters["aws:us-east-1:auto-scaling-group/llm-prod"]
+    assert clean["findings"] == 0 and clean["penalty"]["slowdown"] == {"low": 1.0, "high": 1.0}
+    missing = clusters["aws:us-east-1:eks-node-group/research/llm-exp"]
+    assert missing["penalty"]["slowdown"]["high"] > missing["penalty"]["slowdown"]["low"] > 1.0
+    assert missing["penalty"]["workload"] == "llm-70b-fsdp"
+    for finding in report["findings"]:
+        assert {"rule", "severity", "category", "provider", "cluster", "resources", "message",
+                "remediation"} <= set(finding)
+        assert finding["resources"] and finding["remediation"]
+    assert report["summary"]["findings"]["error"] > 0
+
+
+def test_fail_on_sets_the_exit_code() -> None:
+    assert run("demo", "--fail-on", "error", "-f", "json").returncode == 1
+    assert run("demo", "--fail-on", "never", "-f", "json").returncode == 0
+    only_info = run("demo", "--select", "AWS150", "--fail-on", "warning", "-f", "json")
+    assert only_info.returncode == 0 and json.loads(only_info.stdout)["summary"]["findings"]["info"] == 1
+    assert run("demo", "--select", "AWS150", "--fail-on", "info", "-f", "json").returncode == 1
+
+
+def test_text_report_is_plain_when_piped(tmp_path: Path) -> None:
+    result = run("demo", "--price-per-gpu-hour", "4.5")
+    assert result.returncode == 0
+    assert "\x1b[" not in result.stdout
+    assert "Cluster aws:us-east-1:auto-scaling-group/llm-prod" in result.stdout
+    assert "AWS101 fabric-missing" in result.stdout and "Summary:" in result.stdout
+    assert "$" in result.stdout  # dollars appear once a price is given
+
+
+def test_sarif_junit_markdown(tmp_path: Path) -> None:
+    sarif_file = tmp_path / "out.sarif"
+    assert run("demo", "-f", "sarif", "-o", str(sarif_file)).returncode == 0
+    sarif = json.loads(sarif_file.read_text())
+    assert sarif["version"] == "2.1.0"
+    results = sarif["runs"][0]["results"]
+    assert {r["ruleId"] for r in results} >= {"AWS101", "AWS142"}
+    assert all(r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for r in results)
+    junit = ET.fromstring(run("demo", "-f", "junit").stdout)
+    assert int(junit.get("failures", "0")) > 0
+    markdown = run("demo", "-f", "markdown").stdout
+    assert markdown.startswith("# fabriccheck report") and "### ERROR AWS101" in markdown
+
+
+def test_save_inventory_then_check_gives_the_same_findings(tmp_path: Path) -> None:
+    saved = tmp_path / "inventory.json"
+    first = run("demo", "-f", "json", "--save-inventory", str(saved))
+    again = run("check", str(saved), "-f", "json", "--fail-on", "never")
+    assert again.returncode == 0, again.stderr
+    key = lambda r: sorted((f["rule"], tuple(f["resources"])) for f in json.loads(r.stdout)["findings"])  # noqa: E731
+    assert key(first) == key(again)
+    assert json.loads(saved.read_text())["schema_version"] == 1
+
+
+def test_from_dump_equals_demo() -> None:
+    dump = run("aws", "--from-dump", str(DEMO), "-f", "json", "--fail-on", "never")
+    demo = run("demo", "-f", "json")
+    findings = lambda r: json.loads(r.stdout)["findings"]  # noqa: E731
+    assert dump.returncode == 0 and findings(dump) == findings(demo)
+
+
+def test_live_command_against_a_local_endpoint() -> None:
+    """`fabriccheck aws --endpoint-url` as a subprocess, boto3 speaking EC2's protocol to 127.0.0.1."""
+    replay = Ec2Replay.from_dump(DEMO)
+    with serve(replay) as url:
+        live = run("aws", "--endpoint-url", url, "--region", "us-east-1", "--topology", "-f", "json",
+                   "--fail-on", "never")
+    assert live.returncode == 0, live.stderr
+    demo = run("demo", "-f", "json")
+    pairs = lambda r: sorted((f["rule"], tuple(f["resources"])) for f in json.loads(r.stdout)["findings"])  # noqa: E731
+    assert pairs(live) == pairs(demo)
+    assert json.loads(live.stdout)["source"].startswith("aws live")
+
+
+def test_access_denied_makes_the_run_incomplete_exit_2() -> None:
+    replay = Ec2Replay.from_dump(DEMO)
+    replay.deny = {"DescribeSecurityGroups"}
+    with serve(replay) as url:
+        result = run("aws", "--endpoint-url", url, "-r", "us-east-1", "-f", "json", "--fail-on", "never")
+    assert result.returncode == 2
+    report = json.loads(result.stdout)
+    assert report["complete"] is False
+    assert report["errors"][0]["permission"] == "ec2:DescribeSecurityGroups"
+    assert "AWS110" not in {f["rule"] for f in report["findings"]}  # not judged on facts it could not see
+
+
+def test_print_iam_policy() -> None:
+    policy = json.loads(run("aws", "--print-iam-policy").stdout)
+    actions = policy["Statement"][0]["Action"]
+    assert "ec2:DescribeInstances" in actions and all(a.startswith("ec2:Describe") for a in actions)
+
+
+def test_rules_listing_and_explain() -> None:
+    listing = run("rules")
+    assert listing.returncode == 0 and "AWS101" in listing.stdout and "fabric-missing" in listing.stdout
+    explain = run("rules", "AWS110")
+    assert "Failing examples (run now):" in explain.stdout and "flags i-1, i-2" in explain.stdout
+    data = json.loads(run("rules", "AWS120", "-f", "json").stdout)
+    assert data["examples"]["failing"][0]["flags"] == ["i-1", "i-2"]
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["aws", "--from-dump", "/nonexistent/dump"], "--from-dump /nonexistent/dump: not a folder"),
+        (["demo", "--format", "yaml"], "'yaml' is not one of"),
+        (["demo", "--workload", "gpt5"], "--workload gpt5: unknown workload"),
+        (["demo", "--select", "AWS999"], "no rule or category matches 'AWS999'"),
+        (["demo", "--price-per-gpu-hour", "-3"], "--price-per-gpu-hour"),
+        (["check", "/nonexistent.json"], "/nonexistent.json: cannot read"),
+        (["rules", "AWS999"], "no rule AWS999"),
+        (["aws", "--nonsense"], "No such option: --nonsense"),
+        (["aws", "--profile", "missing-profile", "-r", "us-east-1"], "--profile missing-profile: no such AWS profile"),
+    ],
+)
+def test_bad_usage_is_one_line_exit_2(args: list[str], needle: str) -> None:
+    assert needle in one_clean_line(run(*args))
+
+
+def test_malformed_and_misshapen_dumps(tmp_path: Path) -> None:
+    for path in DEMO.glob("*.json"):
+        (tmp_path / path.name).write_text(path.read_text())
+    (tmp_path / "describe-subnets.json").write_text("{not json")
+    line = one_clean_line(run("aws", "--from-dump", str(tmp_path)))
+    assert "describe-subnets.json: not valid JSON" in line
+    (tmp_path / "describe-subnets.json").write_text('{"Subnets": {"SubnetId": "x"}}')
+    assert "describe-subnets.json: field Subnets: expected a list" in one_clean_line(run("aws", "--from-dump", str(tmp_path)))
+    (tmp_path / "describe-subnets.json").write_text('{"Subnets": [{"VpcId": "vpc-1"}]}')
+    assert "describe-subnets.json: unexpected shape: missing field 'SubnetId'" in one_clean_line(
+        run("aws", "--from-dump", str(tmp_path)))
+
+
+def test_missing_dump_file_is_reported_and_incomplete(tmp_path: Path) -> None:
+    for path in DEMO.glob("*.json"):
+        if path.name != "describe-security-groups.json":
+            (tmp_path / path.name).write_text(path.read_text())
+    result = run("aws", "--from-dump", str(tmp_path), "-f", "json")
+    assert result.returncode == 2
+    errors = json.loads(result.stdout)["errors"]
+    assert errors[0]["code"] == "MissingDump" and "describe-security-groups.json" in errors[0]["message"]
+    text = run("aws", "--from-dump", str(tmp_path))
+    assert "INCOMPLETE" in text.stdout
+
+
+def test_unreachable_endpoint_is_incomplete_not_a_traceback() -> None:
+    result = run("aws", "--endpoint-url", "http://127.0.0.1:9", "-r", "us-east-1", "-f", "json")
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert json.loads(result.stdout)["errors"][0]["code"] == "Unreachable"
+
+
+def test_no_credentials_is_one_line(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_ACCESS") and not k.startswith("AWS_SECRET")}
+    line = one_clean_line(run("aws", "-r", "us-east-1", env=env))
+    assert "no AWS credentials found" in line
+
+
+def test_help_is_fast_and_does_not_import_cloud_sdks() -> None:
+    code = ("import sys, fabriccheck.cli as c; c.main(['--help']); "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('boto3','botocore','cel','pydantic')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip().splitlines()[-1] == "[]"
