@@ -500,6 +500,11 @@ def _error(call: Ec2Call, region: str, exc: Exception) -> CollectionError:
             return CollectionError(region=region, call=call.operation, code="Throttled",
                                    message=f"{code}: still throttled after retries with backoff")
         return CollectionError(region=region, call=call.operation, code=code, message=text)
+    from botocore.parsers import ResponseParserError
+
+    if isinstance(exc, ResponseParserError):
+        return CollectionError(region=region, call=call.operation, code="BadResponse",
+                               message="the endpoint answered with something that is not an EC2 response")
     return CollectionError(region=region, call=call.operation, code="Unreachable",
                            message=str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
 
@@ -508,6 +513,7 @@ def collect_region(client: Any, region: str, topology: bool = False,
                    progress: Progress | None = None) -> Inventory:
     """Every answer for one region through one EC2 client, normalized. Failures become CollectionErrors."""
     from botocore.exceptions import BotoCoreError, ClientError
+    from botocore.parsers import ResponseParserError
 
     progress = progress or Progress()
     answers: dict[Ec2Call, Any] = {}
@@ -519,7 +525,7 @@ def collect_region(client: Any, region: str, topology: bool = False,
         progress.step(region, call.operation)
         try:
             answers[call] = _answer(client, call, used_types)
-        except (ClientError, BotoCoreError) as exc:
+        except (ClientError, BotoCoreError, ResponseParserError) as exc:
             error = _error(call, region, exc)
             errors.append(error)
             if error.code == "Unreachable" or (call is INSTANCES and error.code == "AccessDenied"
