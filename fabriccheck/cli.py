@@ -51,9 +51,7 @@ FailOnOpt = Annotated[FailOn, typer.Option(help="Exit 1 when a finding is at or 
 WorkloadOpt = Annotated[
     str, typer.Option(help="Workload preset for the penalty: llm-70b-fsdp, llm-8b-ddp, llm-175b-3d.")
 ]
-PriceOpt = Annotated[
-    float | None, typer.Option(min=0.0, help="Price of one GPU-hour, for dollars in the penalty.")
-]
+PriceOpt = Annotated[float | None, typer.Option(min=0.0, help="Price of one GPU-hour, for dollars in the penalty.")]
 RulesDirOpt = Annotated[list[Path] | None, typer.Option("--rules-dir", help="Add rules from DIR (repeatable).")]
 SelectOpt = Annotated[list[str] | None, typer.Option(help="Run only these rule ids, id prefixes or categories.")]
 IgnoreOpt = Annotated[list[str] | None, typer.Option(help="Skip these rule ids, id prefixes or categories.")]
@@ -61,16 +59,29 @@ SaveOpt = Annotated[Path | None, typer.Option(help="Also save the collected inve
 ClusterTagOpt = Annotated[str | None, typer.Option(help="Group nodes that share this tag's value into a cluster.")]
 
 
-def _options(workload: str, price: float | None, cluster_tag: str | None, rules_dir: list[Path] | None,
-             select: list[str] | None, ignore: list[str] | None) -> Options:
+def _options(
+    workload: str,
+    price: float | None,
+    cluster_tag: str | None,
+    rules_dir: list[Path] | None,
+    select: list[str] | None,
+    ignore: list[str] | None,
+) -> Options:
     from fabriccheck.flow import Options
 
-    return Options(workload=workload, price_per_gpu_hour=price, cluster_tag=cluster_tag,
-                   rules_dirs=rules_dir or [], select=select or [], ignore=ignore or [])
+    return Options(
+        workload=workload,
+        price_per_gpu_hour=price,
+        cluster_tag=cluster_tag,
+        rules_dirs=rules_dir or [],
+        select=select or [],
+        ignore=ignore or [],
+    )
 
 
-def _finish(inventory: Inventory, options: Options, fmt: Format, output: Path | None, fail_on: FailOn,
-            save: Path | None) -> NoReturn:
+def _finish(
+    inventory: Inventory, options: Options, fmt: Format, output: Path | None, fail_on: FailOn, save: Path | None
+) -> NoReturn:
     from fabriccheck import flow, reports
     from fabriccheck.engine import SEVERITY_RANK
 
@@ -135,8 +146,14 @@ def aws(
         inventory = source.load_dump(from_dump, region[0] if region and len(region) == 1 else None)
     else:
         with _progress() as progress:
-            inventory = source.collect_live(region or [], profile=profile, endpoint_url=endpoint_url,
-                                            every_region=all_regions, topology=topology, progress=progress)
+            inventory = source.collect_live(
+                region or [],
+                profile=profile,
+                endpoint_url=endpoint_url,
+                every_region=all_regions,
+                topology=topology,
+                progress=progress,
+            )
     _finish(inventory, options, fmt, output, fail_on, save_inventory)
 
 
@@ -232,10 +249,12 @@ class _progress:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point: every failure is one line on stderr and exit code 2, never a traceback."""
+    import importlib
+
     try:  # newer typer carries its own copy of click
-        from typer._click import exceptions as click_errors
-    except ImportError:  # pragma: no cover - typer releases that use click itself
-        from click import exceptions as click_errors
+        click_errors: Any = importlib.import_module("typer._click.exceptions")
+    except ImportError:  # typer releases that use click itself
+        click_errors = importlib.import_module("click.exceptions")
 
     from fabriccheck.errors import FabricCheckError
 
@@ -264,6 +283,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # the promise is one line, never a traceback; FABRICCHECK_DEBUG=1 shows it
         if os.environ.get("FABRICCHECK_DEBUG"):
             raise
-        sys.stderr.write(f"fabriccheck: internal error: {type(exc).__name__}: {exc} "
-                         "(set FABRICCHECK_DEBUG=1 for details)\n")
+        sys.stderr.write(
+            f"fabriccheck: internal error: {type(exc).__name__}: {exc} (set FABRICCHECK_DEBUG=1 for details)\n"
+        )
         return 2

@@ -72,8 +72,13 @@ class Rule(RuleModel):
     title: str
     severity: Severity
     category: Literal[
-        "fabric-missing", "fabric-partial", "fabric-isolated", "placement", "instance-choice",
-        "network-config", "software",
+        "fabric-missing",
+        "fabric-partial",
+        "fabric-isolated",
+        "placement",
+        "instance-choice",
+        "network-config",
+        "software",
     ]
     provider: Literal["aws", "azure", "gcp"]
     scope: Literal["node", "cluster", "template"]
@@ -140,7 +145,9 @@ def _render(template: str, facts: dict[str, Any], rule: Rule) -> str:
         try:
             value = _lookup(facts, match.group(1))
         except (KeyError, TypeError):
-            raise FabricCheckError(f"{rule.path}: rule {rule.id}: message names unknown fact {{{match.group(1)}}}")
+            raise FabricCheckError(
+                f"{rule.path}: rule {rule.id}: message names unknown fact {{{match.group(1)}}}"
+            ) from None
         if isinstance(value, float):
             return f"{value:g}"
         if isinstance(value, list):
@@ -239,10 +246,12 @@ def _tokens(values: list[str]) -> list[str]:
 # ---------------------------------------------------------------------------------------------- evaluate
 
 
-def evaluate(rules: list[Rule], inventory: Inventory, clusters: list[Cluster]) -> list[Finding]:
+def evaluate(
+    rules: list[Rule], inventory: Inventory, clusters: list[Cluster], facts: FactBuilder | None = None
+) -> list[Finding]:
     import cel
 
-    facts = FactBuilder(inventory)
+    facts = facts or FactBuilder(inventory)
     findings: list[Finding] = []
     by_scope: dict[str, list[Rule]] = {"node": [], "cluster": [], "template": []}
     for rule in rules:
@@ -258,16 +267,21 @@ def evaluate(rules: list[Rule], inventory: Inventory, clusters: list[Cluster]) -
         for rule in rules_here:
             if rule.matches(context):
                 findings.append(_finding(rule, cluster.id, [n.id for n in cluster.nodes], {"cluster": cluster_facts}))
-        if not cluster_facts["multi_node"]:
+        if not cluster_facts["multi_node"] or not node_rules:
             continue  # a node that trains alone does not use the inter-node fabric
+        # Nodes of one cluster mostly share their facts but for their names: evaluate each distinct shape
+        # once (a 500-node group costs one evaluation, not 500).
+        verdicts: dict[Any, list[Rule]] = {}
+        shared = not any(_NAMING_REFERENCE.search(r.condition) for r in node_rules)
         for node in cluster.nodes:
             node_facts = facts.node(node)
-            context.add_variable("node", node_facts)
-            for rule in node_rules:
-                if rule.matches(context):
-                    findings.append(
-                        _finding(rule, cluster.id, [node.id], {"node": node_facts, "cluster": cluster_facts})
-                    )
+            shape = _shape(node_facts) if shared else node.id
+            matched = verdicts.get(shape)
+            if matched is None:
+                context.add_variable("node", node_facts)
+                matched = verdicts[shape] = [rule for rule in node_rules if rule.matches(context)]
+            for rule in matched:
+                findings.append(_finding(rule, cluster.id, [node.id], {"node": node_facts, "cluster": cluster_facts}))
 
     template_rules = by_scope["template"]
     for template in inventory.launch_templates if template_rules else ():
@@ -277,6 +291,19 @@ def evaluate(rules: list[Rule], inventory: Inventory, clusters: list[Cluster]) -
             if rule.provider == "aws" and rule.matches(context):
                 findings.append(_finding(rule, None, [template_facts["label"]], {"template": template_facts}))
     return sort_findings(findings)
+
+
+# Facts that name a node rather than describe it; two nodes differing only in these judge alike.
+_NAMING_FACTS = frozenset({"id", "efa_security_groups"})
+_NAMING_REFERENCE = re.compile(r"node\.(id|efa_security_groups)\b")
+
+
+def _shape(facts: dict[str, Any]) -> tuple[Any, ...]:
+    return tuple(
+        (k, tuple(sorted(v.items())) if isinstance(v, dict) else v)
+        for k, v in facts.items()
+        if k not in _NAMING_FACTS
+    )
 
 
 def _finding(rule: Rule, cluster: str | None, resources_: list[str], facts: dict[str, Any]) -> Finding:
@@ -301,8 +328,16 @@ def sort_findings(findings: list[Finding]) -> list[Finding]:
 
 # ---------------------------------------------------------------------------------------------- examples
 
-ALL_FACTS = ("instances", "instance_types", "placement_groups", "security_groups", "subnets",
-             "launch_templates", "capacity_reservations", "topology")
+ALL_FACTS = (
+    "instances",
+    "instance_types",
+    "placement_groups",
+    "security_groups",
+    "subnets",
+    "launch_templates",
+    "capacity_reservations",
+    "topology",
+)
 
 
 def example_inventory(example: Example) -> Inventory:

@@ -28,6 +28,8 @@ class FactBuilder:
         self._capabilities: dict[str, Capability | None] = {}
         self._node_facts: dict[str, Facts] = {}
         self._siblings: dict[str, list[catalog.Sibling]] = {}
+        self._group_ok: dict[tuple[str, str], bool] = {}
+        self._cluster_facts: dict[str, Facts] = {}
 
     def capability(self, instance_type: str) -> Capability | None:
         if instance_type not in self._capabilities:
@@ -67,8 +69,9 @@ class FactBuilder:
             "accelerator": (cap.accelerator_name if cap else None) or "",
             # Worth a fabric: a type with one that trains (accelerators) or runs HPC jobs. Plain instances
             # that merely support EFA (c5n web fleets) are not flagged.
-            "fabric_expected": bool(cap and cap.fabric is not FabricKind.NONE
-                                    and (accelerators > 0 or fam.startswith("hpc"))),
+            "fabric_expected": bool(
+                cap and cap.fabric is not FabricKind.NONE and (accelerators > 0 or fam.startswith("hpc"))
+            ),
             "fabric": {
                 "kind": kind,
                 "known": cap is not None,
@@ -93,10 +96,17 @@ class FactBuilder:
         if not self.has(node.region, "security_groups"):
             return "unknown"
         for nic in fabric_nics:
-            groups = [self.security_groups.get((node.region, g)) for g in nic.security_group_ids]
-            if not any(g is not None and g.allows_all_with_itself() for g in groups):
+            if not any(self._group_allows_self(node.region, g) for g in nic.security_group_ids):
                 return "missing"
         return "ok"
+
+    def _group_allows_self(self, region: str, group_id: str) -> bool:
+        key = (region, group_id)
+        verdict = self._group_ok.get(key)
+        if verdict is None:
+            group = self.security_groups.get(key)
+            verdict = self._group_ok[key] = group is not None and group.allows_all_with_itself()
+        return verdict
 
     def _capacity_block(self, node: Node) -> bool | None:
         if node.capacity_block_id:
@@ -111,6 +121,12 @@ class FactBuilder:
     # -------------------------------------------------------------------------------------------- cluster
 
     def cluster(self, cluster: Cluster) -> Facts:
+        cached = self._cluster_facts.get(cluster.id)
+        if cached is None:
+            cached = self._cluster_facts[cluster.id] = self._build_cluster(cluster)
+        return cached
+
+    def _build_cluster(self, cluster: Cluster) -> Facts:
         nodes = [self.node(n) for n in cluster.nodes]
         fabric_nodes = [f for f in nodes if f["fabric_expected"]]
         types = sorted({n.instance_type for n in cluster.nodes})
@@ -179,8 +195,9 @@ class FactBuilder:
 
     def _choice(self, cluster: Cluster, nodes: list[Facts]) -> Facts:
         """A multi-node accelerated cluster on a type without fabric, where its generation has one."""
-        weaker = cluster.size > 1 and all(f["fabric"]["known"] and f["fabric"]["kind"] == "none"
-                                          and f["accelerators"] > 0 for f in nodes)
+        weaker = cluster.size > 1 and all(
+            f["fabric"]["known"] and f["fabric"]["kind"] == "none" and f["accelerators"] > 0 for f in nodes
+        )
         suggestion = ""
         if weaker:
             want = max(f["accelerators"] for f in nodes)
@@ -201,14 +218,23 @@ class FactBuilder:
             "name": template.name,
             "version": template.version,
             "label": f"{template.id}:{template.version}",
-            "role": "default and latest" if template.is_default and template.is_latest
-            else "default" if template.is_default else "latest",
+            "role": "default and latest"
+            if template.is_default and template.is_latest
+            else "default"
+            if template.is_default
+            else "latest",
             "instance_type": template.instance_type or "",
             "type_known": cap is not None,
-            "fabric_expected": bool(cap and cap.fabric is not FabricKind.NONE
-                                    and (accelerators > 0 or catalog.family(cap.instance_type).startswith("hpc"))),
-            "fabric": {"kind": cap.fabric.value if cap else "unknown", "max": cap.fabric_interfaces if cap else 0,
-                       "attached": len(fabric)},
+            "fabric_expected": bool(
+                cap
+                and cap.fabric is not FabricKind.NONE
+                and (accelerators > 0 or catalog.family(cap.instance_type).startswith("hpc"))
+            ),
+            "fabric": {
+                "kind": cap.fabric.value if cap else "unknown",
+                "max": cap.fabric_interfaces if cap else 0,
+                "attached": len(fabric),
+            },
             "interfaces": len(template.interfaces),
             "public_ip_interfaces": sum(1 for i in template.interfaces if i.associate_public_ip),
             "placement_group": template.placement_group or "",

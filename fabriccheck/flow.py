@@ -13,7 +13,7 @@ from pathlib import Path
 import orjson
 from pydantic import BaseModel, ValidationError
 
-from fabriccheck import __version__, catalog, engine, penalty
+from fabriccheck import __version__, engine, penalty
 from fabriccheck.clusters import Cluster, build_clusters
 from fabriccheck.engine import SEVERITY_RANK, Finding
 from fabriccheck.errors import FabricCheckError
@@ -88,13 +88,13 @@ def run(inventory: Inventory, options: Options) -> Report:
     rules = engine.load_rules(options.rules_dirs) if options.rules_dirs else list(engine.builtin_rules())
     rules = engine.select_rules(rules, options.select, options.ignore)
     clusters = build_clusters(inventory, options.cluster_tag)
-    findings = engine.evaluate(rules, inventory, clusters)
+    facts = FactBuilder(inventory)
+    findings = engine.evaluate(rules, inventory, clusters, facts)
 
     by_cluster: dict[str, list[Finding]] = {}
     for finding in findings:
         if finding.cluster:
             by_cluster.setdefault(finding.cluster, []).append(finding)
-    facts = FactBuilder(inventory)
     reported: list[ClusterReport] = []
     judged_nodes = 0
     for cluster in clusters:

@@ -44,8 +44,13 @@ EFFICIENCY = {
 TCP_EFFICIENCY = (0.41, 0.16)  # (best, worst)
 # Latency of one collective between 2 nodes (8-byte nccl-tests rows): p5 EFA 65-74 us (row 4), IB ~30 us
 # (row 16). TCP: no published NCCL socket figure; assumed above p4de EFA's 161 us (row 5).
-LATENCY_S = {FabricKind.EFA: 70e-6, FabricKind.INFINIBAND: 30e-6, FabricKind.RDMA: 30e-6,
-             FabricKind.TCPXO: 123e-6, FabricKind.TCPX: 123e-6}
+LATENCY_S = {
+    FabricKind.EFA: 70e-6,
+    FabricKind.INFINIBAND: 30e-6,
+    FabricKind.RDMA: 30e-6,
+    FabricKind.TCPXO: 123e-6,
+    FabricKind.TCPX: 123e-6,
+}
 TCP_LATENCY_S = 200e-6
 # Loose placement: no published bandwidth cost (penalty-model F); modelled as doubled latency on the high side.
 LOOSE_PLACEMENT_LATENCY_FACTOR = 2.0
@@ -77,19 +82,39 @@ WORKLOADS = {
     w.name: w
     for w in (
         Workload(
-            "llm-70b-fsdp", "70B-class dense LLM, FSDP (ZeRO-3) over all GPUs", 70e9, 80, 8192, 8192, "fsdp",
+            "llm-70b-fsdp",
+            "70B-class dense LLM, FSDP (ZeRO-3) over all GPUs",
+            70e9,
+            80,
+            8192,
+            8192,
+            "fsdp",
             tokens_per_gpu=16384,
             source="Llama-3.1-70B shape; batch of penalty-model C.5 (256 x 8192 tokens on 128 GPUs)",
         ),
         Workload(
-            "llm-8b-ddp", "8B-class dense LLM, DDP / ZeRO-1 (one gradient all-reduce per step)", 8e9, 32, 4096,
-            8192, "ddp", tokens_per_gpu=8192,
+            "llm-8b-ddp",
+            "8B-class dense LLM, DDP / ZeRO-1 (one gradient all-reduce per step)",
+            8e9,
+            32,
+            4096,
+            8192,
+            "ddp",
+            tokens_per_gpu=8192,
             source="Llama-3-8B shape; local batch 1 x 8192 as in pytorch/torchtitan docs/performance.md",
         ),
         Workload(
-            "llm-175b-3d", "175B-class dense LLM, tensor parallel 8 inside the node, pipeline 8 and data "
-            "parallel across nodes", 175e9, 96, 12288, 2048, "3d", global_batch=1536, tensor_parallel=8,
-            pipeline_parallel=8, source="GPT-3 175B shape and 1,536 x 2,048-token batch; Megatron-LM 3D layout",
+            "llm-175b-3d",
+            "175B-class dense LLM, tensor parallel 8 inside the node, pipeline 8 and data parallel across nodes",
+            175e9,
+            96,
+            12288,
+            2048,
+            "3d",
+            global_batch=1536,
+            tensor_parallel=8,
+            pipeline_parallel=8,
+            source="GPT-3 175B shape and 1,536 x 2,048-token batch; Megatron-LM 3D layout",
         ),
     )
 }
@@ -235,8 +260,11 @@ def estimate(
 
     effects_by_node: dict[str, set[str]] = {n.id: set() for n in cluster.nodes}
     for finding in findings:
-        targets = finding.resources if len(finding.resources) == 1 and finding.resources[0] in effects_by_node \
+        targets = (
+            finding.resources
+            if len(finding.resources) == 1 and finding.resources[0] in effects_by_node
             else list(effects_by_node)
+        )
         for node_id in targets:
             effects_by_node[node_id].add(finding.effect)
 
@@ -290,10 +318,15 @@ def estimate(
     slowdown = Range(low=low / healthy_step, high=high / healthy_step)
     all_effects = set().union(*effects_by_node.values())
     reason = None
-    if all_effects & {"loose-placement"} and not all_effects & {"tcp-fallback", "unreachable", "weaker-fabric",
-                                                                 "partial-fabric"}:
-        reason = ("loose placement: AWS publishes no bandwidth cost; latency-only estimate, "
-                  f"{slowdown.high:.3f}x at most")
+    if all_effects & {"loose-placement"} and not all_effects & {
+        "tcp-fallback",
+        "unreachable",
+        "weaker-fabric",
+        "partial-fabric",
+    }:
+        reason = (
+            f"loose placement: AWS publishes no bandwidth cost; latency-only estimate, {slowdown.high:.3f}x at most"
+        )
     total_gpus = nodes * gpus
     # penalty-model A.8: extra GPU-hours = healthy GPU-hours x (slowdown - 1), per day of healthy work.
     extra = Range(low=total_gpus * 24 * (slowdown.low - 1), high=total_gpus * 24 * (slowdown.high - 1))

@@ -46,13 +46,17 @@ def _xml(shape: Any, value: Any) -> str:
 def answer_xml(action: str, answer: dict[str, Any]) -> str:
     output = _MODEL.operation_model(action).output_shape
     body = _xml(output, answer)
-    return (f'<?xml version="1.0" encoding="UTF-8"?>\n<{action}Response xmlns="http://ec2.amazonaws.com/doc/2016-11-15/">'
-            f"<requestId>00000000-0000-0000-0000-000000000000</requestId>{body}</{action}Response>")
+    return (
+        f'<?xml version="1.0" encoding="UTF-8"?>\n<{action}Response xmlns="http://ec2.amazonaws.com/doc/2016-11-15/">'
+        f"<requestId>00000000-0000-0000-0000-000000000000</requestId>{body}</{action}Response>"
+    )
 
 
 def error_xml(code: str, message: str) -> str:
-    return (f'<?xml version="1.0" encoding="UTF-8"?>\n<Response><Errors><Error><Code>{code}</Code>'
-            f"<Message>{escape(message)}</Message></Error></Errors><RequestID>0</RequestID></Response>")
+    return (
+        f'<?xml version="1.0" encoding="UTF-8"?>\n<Response><Errors><Error><Code>{code}</Code>'
+        f"<Message>{escape(message)}</Message></Error></Errors><RequestID>0</RequestID></Response>"
+    )
 
 
 class Ec2Replay:
@@ -79,8 +83,15 @@ class Ec2Replay:
         if action in self.deny:
             return 403, error_xml("UnauthorizedOperation", f"You are not authorized to perform: ec2:{action}")
         if action == "DescribeRegions":
-            return 200, answer_xml(action, {"Regions": [{"RegionName": r, "Endpoint": "x", "OptInStatus":
-                                                         "opt-in-not-required"} for r in sorted(self.answers)]})
+            return 200, answer_xml(
+                action,
+                {
+                    "Regions": [
+                        {"RegionName": r, "Endpoint": "x", "OptInStatus": "opt-in-not-required"}
+                        for r in sorted(self.answers)
+                    ]
+                },
+            )
         file = _CAMEL.sub("-", action).lower() + ".json"
         answer = self.answers.get(region, {}).get(file)
         output = _MODEL.operation_model(action).output_shape
@@ -89,7 +100,7 @@ class Ec2Replay:
         items = _filter(action, items, params)
         start = int(params.get("NextToken", ["0"])[0])
         size = int(params.get("MaxResults", [str(len(items) or 1)])[0])
-        page = {list_key: items[start:start + size]}
+        page = {list_key: items[start : start + size]}
         if start + size < len(items):
             page["NextToken"] = str(start + size)
         return 200, answer_xml(action, page)
@@ -114,7 +125,7 @@ _SCOPE = re.compile(r"Credential=[^/]+/\d+/([^/]+)/ec2/")
 @contextmanager
 def serve(replay: Ec2Replay) -> Iterator[str]:
     class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802 - the http.server API
+        def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length", 0))
             params = urllib.parse.parse_qs(self.rfile.read(length).decode(), keep_blank_values=True)
             scope = _SCOPE.search(self.headers.get("Authorization", ""))

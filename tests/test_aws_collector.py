@@ -40,23 +40,28 @@ def test_stubbed_full_scan_pages_and_matches_the_dump() -> None:
     stub = Stubber(client)
     reservations = answers["describe-instances.json"]["Reservations"]
     # The API would have filtered terminated instances server-side.
-    live = [{**r, "Instances": [i for i in r["Instances"] if i["State"]["Name"] != "terminated"]}
-            for r in reservations]
+    live = [{**r, "Instances": [i for i in r["Instances"] if i["State"]["Name"] != "terminated"]} for r in reservations]
     half = len(live) // 2
-    stub.add_response("describe_instances", {"Reservations": live[:half], "NextToken": "page2"},
-                      {"Filters": ANY, "MaxResults": 1000})
-    stub.add_response("describe_instances", {"Reservations": live[half:]},
-                      {"Filters": ANY, "MaxResults": 1000, "NextToken": "page2"})
+    stub.add_response(
+        "describe_instances", {"Reservations": live[:half], "NextToken": "page2"}, {"Filters": ANY, "MaxResults": 1000}
+    )
+    stub.add_response(
+        "describe_instances", {"Reservations": live[half:]}, {"Filters": ANY, "MaxResults": 1000, "NextToken": "page2"}
+    )
     types = answers["describe-instance-types.json"]["InstanceTypes"]
     stub.add_response("describe_instance_types", {"InstanceTypes": types}, {"InstanceTypes": ANY})
     stub.add_response("describe_instance_types", {"InstanceTypes": []}, {"Filters": ANY, "MaxResults": 100})
     stub.add_response("describe_placement_groups", answers["describe-placement-groups.json"], {})
     stub.add_response("describe_security_groups", answers["describe-security-groups.json"], {"MaxResults": 1000})
     stub.add_response("describe_subnets", answers["describe-subnets.json"], {"MaxResults": 1000})
-    stub.add_response("describe_launch_template_versions", answers["describe-launch-template-versions.json"],
-                      {"Versions": ["$Latest", "$Default"], "MaxResults": 200})
-    stub.add_response("describe_capacity_reservations", answers["describe-capacity-reservations.json"],
-                      {"MaxResults": 1000})
+    stub.add_response(
+        "describe_launch_template_versions",
+        answers["describe-launch-template-versions.json"],
+        {"Versions": ["$Latest", "$Default"], "MaxResults": 200},
+    )
+    stub.add_response(
+        "describe_capacity_reservations", answers["describe-capacity-reservations.json"], {"MaxResults": 1000}
+    )
     stub.add_response("describe_instance_topology", answers["describe-instance-topology.json"], {"MaxResults": 100})
     with stub:
         inventory = aws.collect_region(client, "us-east-1", topology=True)
@@ -82,8 +87,11 @@ def test_access_denied_is_recorded_with_the_missing_permission() -> None:
         inventory = aws.collect_region(client, "eu-west-1")
     assert not inventory.complete
     denied = next(e for e in inventory.errors if e.call == "DescribeSecurityGroups")
-    assert (denied.code, denied.permission, denied.region) == ("AccessDenied", "ec2:DescribeSecurityGroups",
-                                                               "eu-west-1")
+    assert (denied.code, denied.permission, denied.region) == (
+        "AccessDenied",
+        "ec2:DescribeSecurityGroups",
+        "eu-west-1",
+    )
     throttled = next(e for e in inventory.errors if e.call == "DescribeCapacityReservations")
     assert throttled.code == "Throttled"
     assert "eu-west-1:security_groups" not in inventory.collected
@@ -96,8 +104,7 @@ def test_only_read_calls_and_the_iam_policy_names_exactly_them() -> None:
     session = boto3.session.Session()
     session.events.register("before-call.ec2.*", lambda model, **_: issued.append(model.name))
     with serve(replay) as url:
-        inventory = aws.collect_live(["us-east-1"], endpoint_url=url, topology=True, every_region=True,
-                                     session=session)
+        inventory = aws.collect_live(["us-east-1"], endpoint_url=url, topology=True, every_region=True, session=session)
     assert inventory.complete
     assert issued, "the recorder saw no call"
     assert all(op.startswith(("Describe", "List", "Get")) for op in issued)
@@ -131,13 +138,29 @@ def test_regions_run_in_parallel_and_each_keeps_its_answers() -> None:
 
 @pytest.mark.parametrize("instances", [0, 999, 1000, 2500])
 def test_describe_instances_pages_grow_with_fleet_and_nothing_else_does(instances: int) -> None:
-    reservation = {"OwnerId": "1", "ReservationId": "r-1", "Groups": [], "Instances": [
-        {"InstanceId": f"i-{n:017x}", "InstanceType": "c5.large", "State": {"Code": 16, "Name": "running"},
-         "Placement": {"AvailabilityZone": "us-east-1a"}} for n in range(instances)]}
+    reservation = {
+        "OwnerId": "1",
+        "ReservationId": "r-1",
+        "Groups": [],
+        "Instances": [
+            {
+                "InstanceId": f"i-{n:017x}",
+                "InstanceType": "c5.large",
+                "State": {"Code": 16, "Name": "running"},
+                "Placement": {"AvailabilityZone": "us-east-1a"},
+            }
+            for n in range(instances)
+        ],
+    }
     # One instance per reservation, as when each was launched alone: the worst case for paging.
-    answers = _answers() | {"describe-instances.json": {"Reservations": [
-        {**reservation, "ReservationId": f"r-{i}", "Instances": [inst]} for i, inst in enumerate(
-            reservation["Instances"])]}}
+    answers = _answers() | {
+        "describe-instances.json": {
+            "Reservations": [
+                {**reservation, "ReservationId": f"r-{i}", "Instances": [inst]}
+                for i, inst in enumerate(reservation["Instances"])
+            ]
+        }
+    }
     replay = Ec2Replay({"us-east-1": answers})
     with serve(replay) as url:
         inventory = aws.collect_region(_client(url), "us-east-1")
@@ -150,7 +173,9 @@ def test_describe_instances_pages_grow_with_fleet_and_nothing_else_does(instance
 
 def test_unreachable_region_is_one_error_and_the_run_is_incomplete() -> None:
     client = boto3.session.Session().client(
-        "ec2", region_name="us-east-1", endpoint_url="http://127.0.0.1:9",
+        "ec2",
+        region_name="us-east-1",
+        endpoint_url="http://127.0.0.1:9",
         config=__import__("botocore.config").config.Config(retries={"max_attempts": 1}, connect_timeout=1),
     )
     inventory = aws.collect_region(client, "us-east-1")

@@ -27,11 +27,18 @@ def test_every_catalog_row_has_sources_and_a_date() -> None:
         assert cap is not None and cap.source.startswith("fabriccheck catalog:") and cap.as_of
 
 
-@pytest.mark.parametrize(("name", "kind", "nics", "gbps"), [
-    ("p5.48xlarge", "efa", 32, 3200), ("p5en.48xlarge", "efa", 16, 3200), ("p4d.24xlarge", "efa", 4, 400),
-    ("Standard_ND96isr_H100_v5", "infiniband", 8, 3200), ("a3-megagpu-8g", "gpudirect-tcpxo", 8, 1600),
-    ("a3-ultragpu-8g", "rdma", 8, 3200), ("Standard_NC40ads_H100_v5", "none", 0, None),
-])
+@pytest.mark.parametrize(
+    ("name", "kind", "nics", "gbps"),
+    [
+        ("p5.48xlarge", "efa", 32, 3200),
+        ("p5en.48xlarge", "efa", 16, 3200),
+        ("p4d.24xlarge", "efa", 4, 400),
+        ("Standard_ND96isr_H100_v5", "infiniband", 8, 3200),
+        ("a3-megagpu-8g", "gpudirect-tcpxo", 8, 1600),
+        ("a3-ultragpu-8g", "rdma", 8, 3200),
+        ("Standard_NC40ads_H100_v5", "none", 0, None),
+    ],
+)
 def test_catalog_facts_from_the_reference(name: str, kind: str, nics: int, gbps: float | None) -> None:
     cap = catalog.resolve(name, {})
     assert cap is not None
@@ -39,8 +46,16 @@ def test_catalog_facts_from_the_reference(name: str, kind: str, nics: int, gbps:
 
 
 def test_live_answer_wins_and_is_completed_from_the_catalog() -> None:
-    live = {"p4d.24xlarge": Capability(instance_type="p4d.24xlarge", provider="aws", fabric=FabricKind.EFA,
-                                       fabric_interfaces=4, fabric_gbps=400, source="live")}
+    live = {
+        "p4d.24xlarge": Capability(
+            instance_type="p4d.24xlarge",
+            provider="aws",
+            fabric=FabricKind.EFA,
+            fabric_interfaces=4,
+            fabric_gbps=400,
+            source="live",
+        )
+    }
     cap = catalog.resolve("p4d.24xlarge", live)
     assert cap is not None and cap.source == "live" and cap.gpudirect_rdma is True and cap.ethernet_gbps == 100
 
@@ -49,8 +64,12 @@ def test_unknown_type_is_unknown_not_no_fabric() -> None:
     from fabriccheck import flow
 
     assert catalog.resolve("p9.96xlarge", {}) is None
-    inventory = Inventory(nodes=[Node(id=f"i-{i}", region="us-east-1", instance_type="p9.96xlarge",
-                                      tags={"aws:autoscaling:groupName": "g"}) for i in range(2)])
+    inventory = Inventory(
+        nodes=[
+            Node(id=f"i-{i}", region="us-east-1", instance_type="p9.96xlarge", tags={"aws:autoscaling:groupName": "g"})
+            for i in range(2)
+        ]
+    )
     report = flow.run(inventory, flow.Options())
     assert report.summary.unknown_instance_types == ["p9.96xlarge"]
     assert any("p9.96xlarge" in n for n in report.notes)
@@ -64,7 +83,11 @@ def test_recorded_aws_table_matches_the_live_mapping() -> None:
         live = aws.capability_from_instance_type(item, "x")
         table = catalog._recorded_aws_types()[item["InstanceType"]]
         assert (live.fabric, live.fabric_interfaces, live.fabric_gbps, live.accelerators) == (
-            table.fabric, table.fabric_interfaces, table.fabric_gbps, table.accelerators)
+            table.fabric,
+            table.fabric_interfaces,
+            table.fabric_gbps,
+            table.accelerators,
+        )
 
 
 @pytest.mark.parametrize("path", sorted(DEMO.glob("describe-*.json")), ids=lambda p: p.name)

@@ -18,8 +18,14 @@ DEMO = ROOT / "fixtures" / "demo" / "aws"
 
 def run(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     # The installed console script, started from a folder outside the source tree unless told otherwise.
-    return subprocess.run(["fabriccheck", *args], capture_output=True, text=True, timeout=120,
-                          cwd=cwd or Path("/"), env=env or os.environ.copy())
+    return subprocess.run(
+        ["fabriccheck", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=cwd or Path("/"),
+        env=env or os.environ.copy(),
+    )
 
 
 def one_clean_line(result: subprocess.CompletedProcess[str]) -> str:
@@ -36,8 +42,14 @@ def test_demo_runs_outside_the_source_tree_and_shows_every_category() -> None:
     report = json.loads(result.stdout)
     assert report["schema_version"] == 1 and report["complete"] is True and report["errors"] == []
     categories = {f["category"] for f in report["findings"]}
-    assert categories == {"fabric-missing", "fabric-partial", "fabric-isolated", "placement", "instance-choice",
-                          "network-config"}
+    assert categories == {
+        "fabric-missing",
+        "fabric-partial",
+        "fabric-isolated",
+        "placement",
+        "instance-choice",
+        "network-config",
+    }
     clusters = {c["id"]: c for c in report["clusters"]}
     clean = clusters["aws:us-east-1:auto-scaling-group/llm-prod"]
     assert clean["findings"] == 0 and clean["penalty"]["slowdown"] == {"low": 1.0, "high": 1.0}
@@ -45,8 +57,9 @@ def test_demo_runs_outside_the_source_tree_and_shows_every_category() -> None:
     assert missing["penalty"]["slowdown"]["high"] > missing["penalty"]["slowdown"]["low"] > 1.0
     assert missing["penalty"]["workload"] == "llm-70b-fsdp"
     for finding in report["findings"]:
-        assert {"rule", "severity", "category", "provider", "cluster", "resources", "message",
-                "remediation"} <= set(finding)
+        assert {"rule", "severity", "category", "provider", "cluster", "resources", "message", "remediation"} <= set(
+            finding
+        )
         assert finding["resources"] and finding["remediation"]
     assert report["summary"]["findings"]["error"] > 0
 
@@ -103,8 +116,9 @@ def test_live_command_against_a_local_endpoint() -> None:
     """`fabriccheck aws --endpoint-url` as a subprocess, boto3 speaking EC2's protocol to 127.0.0.1."""
     replay = Ec2Replay.from_dump(DEMO)
     with serve(replay) as url:
-        live = run("aws", "--endpoint-url", url, "--region", "us-east-1", "--topology", "-f", "json",
-                   "--fail-on", "never")
+        live = run(
+            "aws", "--endpoint-url", url, "--region", "us-east-1", "--topology", "-f", "json", "--fail-on", "never"
+        )
     assert live.returncode == 0, live.stderr
     demo = run("demo", "-f", "json")
     pairs = lambda r: sorted((f["rule"], tuple(f["resources"])) for f in json.loads(r.stdout)["findings"])  # noqa: E731
@@ -164,10 +178,13 @@ def test_malformed_and_misshapen_dumps(tmp_path: Path) -> None:
     line = one_clean_line(run("aws", "--from-dump", str(tmp_path)))
     assert "describe-subnets.json: not valid JSON" in line
     (tmp_path / "describe-subnets.json").write_text('{"Subnets": {"SubnetId": "x"}}')
-    assert "describe-subnets.json: field Subnets: expected a list" in one_clean_line(run("aws", "--from-dump", str(tmp_path)))
+    assert "describe-subnets.json: field Subnets: expected a list" in one_clean_line(
+        run("aws", "--from-dump", str(tmp_path))
+    )
     (tmp_path / "describe-subnets.json").write_text('{"Subnets": [{"VpcId": "vpc-1"}]}')
     assert "describe-subnets.json: unexpected shape: missing field 'SubnetId'" in one_clean_line(
-        run("aws", "--from-dump", str(tmp_path)))
+        run("aws", "--from-dump", str(tmp_path))
+    )
 
 
 def test_missing_dump_file_is_reported_and_incomplete(tmp_path: Path) -> None:
@@ -195,7 +212,9 @@ def test_no_credentials_is_one_line(tmp_path: Path) -> None:
 
 
 def test_help_is_fast_and_does_not_import_cloud_sdks() -> None:
-    code = ("import sys, fabriccheck.cli as c; c.main(['--help']); "
-            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('boto3','botocore','cel','pydantic')))")
+    code = (
+        "import sys, fabriccheck.cli as c; c.main(['--help']); "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('boto3','botocore','cel','pydantic')))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.stdout.strip().splitlines()[-1] == "[]"

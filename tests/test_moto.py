@@ -32,14 +32,27 @@ def test_moto_account_without_efa(endpoint: str) -> None:
     vpc = ec2.create_vpc(CidrBlock="10.1.0.0/16")["Vpc"]["VpcId"]
     subnet = ec2.create_subnet(VpcId=vpc, CidrBlock="10.1.0.0/20", AvailabilityZone="us-east-1a")["Subnet"]["SubnetId"]
     group = ec2.create_security_group(GroupName="efa", Description="efa", VpcId=vpc)["GroupId"]
-    ec2.authorize_security_group_ingress(GroupId=group, IpPermissions=[
-        {"IpProtocol": "-1", "UserIdGroupPairs": [{"GroupId": group}]}])
-    ec2.run_instances(ImageId="ami-12c6146b", MinCount=3, MaxCount=3, InstanceType="p4d.24xlarge",
-                      SubnetId=subnet, SecurityGroupIds=[group],
-                      TagSpecifications=[{"ResourceType": "instance", "Tags": [
-                          {"Key": "aws:autoscaling:groupName", "Value": "trainers"}]}])
-    ec2.create_launch_template(LaunchTemplateName="gpu", LaunchTemplateData={
-        "InstanceType": "p5.48xlarge", "NetworkInterfaces": [{"DeviceIndex": 0, "InterfaceType": "interface"}]})
+    ec2.authorize_security_group_ingress(
+        GroupId=group, IpPermissions=[{"IpProtocol": "-1", "UserIdGroupPairs": [{"GroupId": group}]}]
+    )
+    ec2.run_instances(
+        ImageId="ami-12c6146b",
+        MinCount=3,
+        MaxCount=3,
+        InstanceType="p4d.24xlarge",
+        SubnetId=subnet,
+        SecurityGroupIds=[group],
+        TagSpecifications=[
+            {"ResourceType": "instance", "Tags": [{"Key": "aws:autoscaling:groupName", "Value": "trainers"}]}
+        ],
+    )
+    ec2.create_launch_template(
+        LaunchTemplateName="gpu",
+        LaunchTemplateData={
+            "InstanceType": "p5.48xlarge",
+            "NetworkInterfaces": [{"DeviceIndex": 0, "InterfaceType": "interface"}],
+        },
+    )
 
     inventory = aws.collect_region(ec2, "us-east-1")
     # moto's real instance-type data came through the live call

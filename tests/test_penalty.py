@@ -48,20 +48,46 @@ def test_collective_hits_published_scale_out_bandwidth() -> None:
 
 
 def _cluster(instance_type: str, count: int, efa: int) -> tuple[Inventory, list[Node]]:
-    nodes = [Node(id=f"i-{i}", region="us-east-1", zone="us-east-1a", instance_type=instance_type,
-                  tags={"aws:autoscaling:groupName": "g"},
-                  interfaces=[NetworkInterface(id=f"e-{i}-{c}", interface_type="efa", network_card_index=c)
-                              for c in range(efa)]) for i in range(count)]
+    nodes = [
+        Node(
+            id=f"i-{i}",
+            region="us-east-1",
+            zone="us-east-1a",
+            instance_type=instance_type,
+            tags={"aws:autoscaling:groupName": "g"},
+            interfaces=[
+                NetworkInterface(id=f"e-{i}-{c}", interface_type="efa", network_card_index=c) for c in range(efa)
+            ],
+        )
+        for i in range(count)
+    ]
     return Inventory(nodes=nodes), nodes
 
 
 def _finding(effect: str, resources: list[str]) -> Finding:
-    return Finding(rule="T", title="t", severity="error", category="fabric-partial", provider="aws",
-                   cluster="c", resources=resources, message="", remediation="", effect=effect, references=[])
+    return Finding(
+        rule="T",
+        title="t",
+        severity="error",
+        category="fabric-partial",
+        provider="aws",
+        cluster="c",
+        resources=resources,
+        message="",
+        remediation="",
+        effect=effect,
+        references=[],
+    )
 
 
-def _estimate(instance_type: str, count: int, efa: int, effect: str | None, workload: str = "llm-70b-fsdp",
-              price: float | None = None) -> penalty.Penalty:
+def _estimate(
+    instance_type: str,
+    count: int,
+    efa: int,
+    effect: str | None,
+    workload: str = "llm-70b-fsdp",
+    price: float | None = None,
+) -> penalty.Penalty:
     inventory, nodes = _cluster(instance_type, count, efa)
     cluster = build_clusters(inventory)[0]
     findings = [_finding(effect, [n.id]) for n in nodes] if effect else []

@@ -14,21 +14,64 @@ from fabriccheck.errors import FabricCheckError
 from fabriccheck.sources import aws
 
 DEMO = Path(__file__).resolve().parent.parent / "fixtures" / "demo" / "aws"
-KEYS = ["Reservations", "Instances", "InstanceId", "InstanceType", "State", "Name", "Placement",
-        "AvailabilityZone", "GroupName", "NetworkInterfaces", "InterfaceType", "Attachment", "NetworkCardIndex",
-        "Groups", "GroupId", "Tags", "Key", "Value", "SecurityGroups", "IpPermissions", "IpPermissionsEgress",
-        "UserIdGroupPairs", "IpProtocol", "Subnets", "SubnetId", "PlacementGroups", "Strategy",
-        "LaunchTemplateVersions", "LaunchTemplateId", "LaunchTemplateData", "VersionNumber", "InstanceTypes",
-        "NetworkInfo", "EfaSupported", "EfaInfo", "MaximumEfaInterfaces", "NetworkCards", "GpuInfo", "Gpus",
-        "Count", "CapacityReservations", "CapacityReservationId", "NetworkNodes"]
+KEYS = [
+    "Reservations",
+    "Instances",
+    "InstanceId",
+    "InstanceType",
+    "State",
+    "Name",
+    "Placement",
+    "AvailabilityZone",
+    "GroupName",
+    "NetworkInterfaces",
+    "InterfaceType",
+    "Attachment",
+    "NetworkCardIndex",
+    "Groups",
+    "GroupId",
+    "Tags",
+    "Key",
+    "Value",
+    "SecurityGroups",
+    "IpPermissions",
+    "IpPermissionsEgress",
+    "UserIdGroupPairs",
+    "IpProtocol",
+    "Subnets",
+    "SubnetId",
+    "PlacementGroups",
+    "Strategy",
+    "LaunchTemplateVersions",
+    "LaunchTemplateId",
+    "LaunchTemplateData",
+    "VersionNumber",
+    "InstanceTypes",
+    "NetworkInfo",
+    "EfaSupported",
+    "EfaInfo",
+    "MaximumEfaInterfaces",
+    "NetworkCards",
+    "GpuInfo",
+    "Gpus",
+    "Count",
+    "CapacityReservations",
+    "CapacityReservationId",
+    "NetworkNodes",
+]
 
-scalars = st.one_of(st.none(), st.booleans(), st.integers(-5, 5000), st.floats(allow_nan=False),
-                    st.sampled_from(["running", "terminated", "efa", "efa-only", "p5.48xlarge", "us-east-1a",
-                                     "cluster", "-1", "i-1", "sg-1", ""]))
+scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-5, 5000),
+    st.floats(allow_nan=False),
+    st.sampled_from(
+        ["running", "terminated", "efa", "efa-only", "p5.48xlarge", "us-east-1a", "cluster", "-1", "i-1", "sg-1", ""]
+    ),
+)
 shapes: Any = st.recursive(
     scalars,
-    lambda inner: st.one_of(st.lists(inner, max_size=4),
-                            st.dictionaries(st.sampled_from(KEYS), inner, max_size=6)),
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(st.sampled_from(KEYS), inner, max_size=6)),
     max_leaves=30,
 )
 
@@ -71,8 +114,24 @@ def test_mutated_real_answers_normalize_or_fail_cleanly(data: st.DataObject) -> 
 
 
 @settings(max_examples=200, deadline=None)
-@given(doc=st.dictionaries(st.sampled_from(["schema_version", "nodes", "source", "capabilities", "errors",
-                                            "placement_groups", "security_groups", "collected"]), shapes, max_size=5))
+@given(
+    doc=st.dictionaries(
+        st.sampled_from(
+            [
+                "schema_version",
+                "nodes",
+                "source",
+                "capabilities",
+                "errors",
+                "placement_groups",
+                "security_groups",
+                "collected",
+            ]
+        ),
+        shapes,
+        max_size=5,
+    )
+)
 def test_random_saved_inventories_load_or_fail_cleanly(tmp_path_factory: Any, doc: dict[str, Any]) -> None:
     path = tmp_path_factory.mktemp("inv") / "inventory.json"
     doc.setdefault("schema_version", 1)

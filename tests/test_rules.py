@@ -27,8 +27,14 @@ def test_rule_example(rule: engine.Rule, kind: str, example: engine.Example) -> 
 
 def test_every_aws_category_has_a_rule() -> None:
     categories = {r.category for r in RULES if r.provider == "aws"}
-    assert {"fabric-missing", "fabric-partial", "fabric-isolated", "placement", "instance-choice",
-            "network-config"} <= categories
+    assert {
+        "fabric-missing",
+        "fabric-partial",
+        "fabric-isolated",
+        "placement",
+        "instance-choice",
+        "network-config",
+    } <= categories
 
 
 def test_rule_ids_are_unique_and_files_named_by_id() -> None:
@@ -55,10 +61,14 @@ GOOD = (Path(__file__).parent.parent / "rules" / "aws" / "AWS121-spread-placemen
         (lambda t: t.replace("category: placement", "category: speed"), "field category"),
         (lambda t: t.replace("id: X901", "id: lower1"), "field id"),
         (lambda t: t.replace("effect: loose-placement\n", ""), "field effect: Field required"),
-        (lambda t: t.replace('cluster.placement.strategy in ["spread", "partition"]', "cluster.fabric_cluster &&"),
-         "field condition: does not compile"),
-        (lambda t: t.replace('cluster.placement.strategy in ["spread", "partition"]', 'node.id == "x"'),
-         "unknown variable 'node'"),
+        (
+            lambda t: t.replace('cluster.placement.strategy in ["spread", "partition"]', "cluster.fabric_cluster &&"),
+            "field condition: does not compile",
+        ),
+        (
+            lambda t: t.replace('cluster.placement.strategy in ["spread", "partition"]', 'node.id == "x"'),
+            "unknown variable 'node'",
+        ),
         (lambda t: t.replace("{cluster.size} nodes", "{template.name} nodes"), "field message: unknown fact"),
         (lambda t: t.replace("  - https://docs.aws", "  - docs.aws"), "field references"),
         (lambda t: t.replace("title: Training", "title: [Training"), "not valid YAML"),

@@ -18,7 +18,8 @@ from fabriccheck.sources.aws import capability_from_instance_type
 SOURCE = f"EC2 DescribeInstanceTypes answer recorded in moto {version('moto')} (ec2/resources/instance_types.json.gz)"
 AS_OF = "2026-10"  # moto 5.2.5's release month
 
-recorded = json.load(gzip.open(os.path.join(os.path.dirname(moto.__file__), "ec2/resources/instance_types.json.gz")))
+with gzip.open(os.path.join(os.path.dirname(moto.__file__), "ec2/resources/instance_types.json.gz")) as raw:
+    recorded = json.load(raw)
 types = {}
 for name, item in sorted(recorded.items()):
     cap = capability_from_instance_type(item, SOURCE)

@@ -15,14 +15,19 @@ def render(report: Report, color: bool = False) -> str:
         flagged.add(finding.rule)
         for resource in finding.resources:
             tests += 1
-            case = ET.SubElement(suite, "testcase", classname=f"fabriccheck.{finding.provider}.{finding.rule}",
-                                 name=f"{finding.rule} {resource}")
+            case = ET.SubElement(
+                suite,
+                "testcase",
+                classname=f"fabriccheck.{finding.provider}.{finding.rule}",
+                name=f"{finding.rule} {resource}",
+            )
             if finding.severity == "info":
                 ET.SubElement(case, "system-out").text = finding.message
                 continue
             failures += 1
-            failure = ET.SubElement(case, "failure", type=finding.category,
-                                    message=f"[{finding.severity}] {finding.title}")
+            failure = ET.SubElement(
+                case, "failure", type=finding.category, message=f"[{finding.severity}] {finding.title}"
+            )
             failure.text = f"{finding.message}\n\nFix: {finding.remediation}"
     for rule in report.rules:
         if rule not in flagged:
@@ -31,8 +36,12 @@ def render(report: Report, color: bool = False) -> str:
     for error in report.errors:
         tests += 1
         errors += 1
-        case = ET.SubElement(suite, "testcase", classname="fabriccheck.collection",
-                             name=f"collect {error.call} {error.region or ''}".strip())
+        case = ET.SubElement(
+            suite,
+            "testcase",
+            classname="fabriccheck.collection",
+            name=f"collect {error.call} {error.region or ''}".strip(),
+        )
         ET.SubElement(case, "error", type=error.code, message=error.message)
     suite.set("tests", str(tests))
     suite.set("failures", str(failures))

@@ -48,8 +48,13 @@ def render_sarif(report: Report, color: bool = False) -> str:
             "locations": [
                 {
                     "physicalLocation": {"artifactLocation": {"uri": resource}},
-                    "logicalLocations": [{"name": resource, "kind": "resource",
-                                          "fullyQualifiedName": f"{f.cluster}/{resource}" if f.cluster else resource}],
+                    "logicalLocations": [
+                        {
+                            "name": resource,
+                            "kind": "resource",
+                            "fullyQualifiedName": f"{f.cluster}/{resource}" if f.cluster else resource,
+                        }
+                    ],
                 }
                 for resource in f.resources
             ],
@@ -62,8 +67,7 @@ def render_sarif(report: Report, color: bool = False) -> str:
         "version": "2.1.0",
         "runs": [
             {
-                "tool": {"driver": {"name": "fabriccheck", "version": __version__,
-                                    "rules": rules}},
+                "tool": {"driver": {"name": "fabriccheck", "version": __version__, "rules": rules}},
                 "invocations": [
                     {
                         "executionSuccessful": report.complete,

@@ -28,8 +28,13 @@ def render(report: Report, color: bool = False) -> str:
         if s.extra_dollars_per_day:
             line += f", {dollars(s.extra_dollars_per_day.low)}–{dollars(s.extra_dollars_per_day.high)} per day"
         out.append(line + ".")
-    out += ["", "## Clusters", "", "| cluster | grouped by | nodes | types | GPUs | findings | penalty |",
-            "|---|---|---|---|---|---|---|"]
+    out += [
+        "",
+        "## Clusters",
+        "",
+        "| cluster | grouped by | nodes | types | GPUs | findings | penalty |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for c in report.clusters:
         out.append(
             f"| `{c.id}` | {c.grouped_by} | {len(c.nodes)} | {', '.join(c.instance_types)} | {c.gpus} | "

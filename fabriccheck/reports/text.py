@@ -9,7 +9,6 @@ import io
 import textwrap
 
 from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
 from fabriccheck.engine import Finding
@@ -62,13 +61,15 @@ def _finding_blocks(console: Console, findings: list[Finding]) -> None:
 
 def render(report: Report, color: bool = False) -> str:
     buffer = io.StringIO()
-    console = Console(file=buffer, force_terminal=color, no_color=not color, width=WIDTH + 10, highlight=False,
-                      soft_wrap=True)
+    console = Console(
+        file=buffer, force_terminal=color, no_color=not color, width=WIDTH + 10, highlight=False, soft_wrap=True
+    )
     console.print(Text(f"fabriccheck {report.tool['version']} · {report.source}", style="bold"))
     console.print(f"workload assumed: {report.workload['name']} ({report.workload['description']})")
     if not report.complete:
-        console.print(Text("\nINCOMPLETE: some facts could not be collected; this result cannot pass a gate.",
-                           style="bold red"))
+        console.print(
+            Text("\nINCOMPLETE: some facts could not be collected; this result cannot pass a gate.", style="bold red")
+        )
         for e in report.errors:
             need = f" (needs {e.permission})" if e.permission else ""
             console.print(f"  - {e.call} in {e.region or '?'}: {e.code}: {e.message}{need}")
@@ -77,8 +78,11 @@ def render(report: Report, color: bool = False) -> str:
     for f in report.findings:
         by_cluster.setdefault(f.cluster, []).append(f)
     for c in report.clusters:
-        status = Text("clean", style="green") if not c.findings else Text(
-            f"{c.findings} finding(s)", style=STYLE[_worst(by_cluster.get(c.id, []))])
+        status = (
+            Text("clean", style="green")
+            if not c.findings
+            else Text(f"{c.findings} finding(s)", style=STYLE[_worst(by_cluster.get(c.id, []))])
+        )
         console.print()
         head = Text(f"Cluster {c.id}", style="bold")
         head.append(f"  ({c.grouped_by}: {len(c.nodes)} × {', '.join(c.instance_types)}, {c.gpus} accelerators) ")
@@ -100,13 +104,17 @@ def render(report: Report, color: bool = False) -> str:
         f"train alone or have no fabric to use. "
     )
     for severity in ("error", "warning", "info"):
-        summary.append(f"{s.findings[severity]} {severity}{'s' if s.findings[severity] != 1 else ''}",
-                       style=STYLE[severity] if s.findings[severity] else "")
+        summary.append(
+            f"{s.findings[severity]} {severity}{'s' if s.findings[severity] != 1 else ''}",
+            style=STYLE[severity] if s.findings[severity] else "",
+        )
         summary.append(", " if severity != "info" else ".")
     console.print(summary)
     if s.extra_gpu_hours_per_day.high > 0:
-        waste = f"Estimated waste: {s.extra_gpu_hours_per_day.low:,.0f}–{s.extra_gpu_hours_per_day.high:,.0f} " \
-                "extra GPU-hours per day of training"
+        waste = (
+            f"Estimated waste: {s.extra_gpu_hours_per_day.low:,.0f}–{s.extra_gpu_hours_per_day.high:,.0f} "
+            "extra GPU-hours per day of training"
+        )
         if s.extra_dollars_per_day:
             waste += f", {dollars(s.extra_dollars_per_day.low)}–{dollars(s.extra_dollars_per_day.high)} per day"
         else:

@@ -60,9 +60,7 @@ PLACEMENT_GROUPS = Ec2Call("DescribePlacementGroups", "PlacementGroups", "placem
 SECURITY_GROUPS = Ec2Call("DescribeSecurityGroups", "SecurityGroups", "security_groups", True)
 SUBNETS = Ec2Call("DescribeSubnets", "Subnets", "subnets", True)
 LAUNCH_TEMPLATES = Ec2Call("DescribeLaunchTemplateVersions", "LaunchTemplateVersions", "launch_templates", True)
-CAPACITY_RESERVATIONS = Ec2Call(
-    "DescribeCapacityReservations", "CapacityReservations", "capacity_reservations", True
-)
+CAPACITY_RESERVATIONS = Ec2Call("DescribeCapacityReservations", "CapacityReservations", "capacity_reservations", True)
 TOPOLOGY = Ec2Call("DescribeInstanceTopology", "Instances", "topology", False)
 
 CALLS = (
@@ -351,8 +349,9 @@ def _normalize_one(
                 )
             )
     elif call is TOPOLOGY:
-        topology = {item["InstanceId"]: [str(n) for n in item.get("NetworkNodes") or ()]
-                    for _, item in _each(shape, doc, call)}
+        topology = {
+            item["InstanceId"]: [str(n) for n in item.get("NetworkNodes") or ()] for _, item in _each(shape, doc, call)
+        }
         for node in inventory.nodes:
             node.network_nodes = topology.get(node.id, node.network_nodes)
     inventory.collected.append(f"{where_region}:{call.fact}")
@@ -367,7 +366,9 @@ def _dump_dirs(directory: Path) -> list[tuple[Path, str | None]]:
         raise FabricCheckError(f"--from-dump {directory}: not a folder")
     if any((directory / c.dump_file).exists() for c in CALLS):
         return [(directory, None)]
-    regional = sorted((p, p.name) for p in directory.iterdir() if p.is_dir() and _REGION.fullmatch(p.name))
+    regional: list[tuple[Path, str | None]] = sorted(
+        (p, p.name) for p in directory.iterdir() if p.is_dir() and _REGION.fullmatch(p.name)
+    )
     if not regional:
         expected = ", ".join(c.dump_file for c in CALLS if c.required)
         raise FabricCheckError(f"--from-dump {directory}: no EC2 answers found (expected files such as {expected})")
@@ -398,9 +399,13 @@ def load_dump(directory: Path, region: str | None = None) -> Inventory:
                 missing.append(call)
         region_here = folder_region or region
         part = Inventory()
+
+        def where(c: Ec2Call, folder: Path = folder) -> str:
+            return str(folder / c.dump_file)
+
         for call in answers:  # CALLS order: instances first
             doc = _read_json(folder / call.dump_file)
-            normalize({call: doc}, region_here, lambda c, f=folder: str(f / c.dump_file), into=part)
+            normalize({call: doc}, region_here, where, into=part)
             del doc
             if call is INSTANCES and region_here is None:
                 found = sorted({n.region for n in part.nodes} - {"unknown"})
@@ -424,8 +429,13 @@ def _relabel_region(part: Inventory, region: str | None) -> None:
     """Answers read before the region was known were filed under 'unknown'; file them under it now."""
     if not region:
         return
-    for items in (part.placement_groups, part.security_groups, part.subnets, part.capacity_reservations,
-                  part.launch_templates):
+    for items in (
+        part.placement_groups,
+        part.security_groups,
+        part.subnets,
+        part.capacity_reservations,
+        part.launch_templates,
+    ):
         for item in items:
             if item.region == "unknown":
                 item.region = region
@@ -437,8 +447,15 @@ def _relabel_region(part: Inventory, region: str | None) -> None:
 
 # ---------------------------------------------------------------------------------------------- live
 
-ACCESS_DENIED = {"UnauthorizedOperation", "AccessDenied", "AccessDeniedException", "AuthFailure",
-                 "InvalidClientTokenId", "UnrecognizedClientException", "OptInRequired"}
+ACCESS_DENIED = {
+    "UnauthorizedOperation",
+    "AccessDenied",
+    "AccessDeniedException",
+    "AuthFailure",
+    "InvalidClientTokenId",
+    "UnrecognizedClientException",
+    "OptInRequired",
+}
 THROTTLED = {"RequestLimitExceeded", "Throttling", "ThrottlingException", "TooManyRequestsException"}
 
 
@@ -472,8 +489,12 @@ def _answer(client: Any, call: Ec2Call, used_types: Iterable[str] = ()) -> dict[
         for start in range(0, len(names), 100):
             batch = _paged(client, call, InstanceTypes=names[start : start + 100])
             found.update({t["InstanceType"]: t for t in batch.get("InstanceTypes", [])})
-        efa = _paged(client, call, Filters=[{"Name": "network-info.efa-supported", "Values": ["true"]}],
-                     PaginationConfig={"PageSize": 100})
+        efa = _paged(
+            client,
+            call,
+            Filters=[{"Name": "network-info.efa-supported", "Values": ["true"]}],
+            PaginationConfig={"PageSize": 100},
+        )
         found.update({t["InstanceType"]: t for t in efa.get("InstanceTypes", [])})
         return {"InstanceTypes": list(found.values())}
     if call is PLACEMENT_GROUPS:
@@ -494,23 +515,39 @@ def _error(call: Ec2Call, region: str, exc: Exception) -> CollectionError:
         message = str(exc.response.get("Error", {}).get("Message", "")).splitlines()[0:1]
         text = message[0] if message else code
         if code in ACCESS_DENIED:
-            return CollectionError(region=region, call=call.operation, code="AccessDenied",
-                                   message=f"{code}: {text}", permission=f"ec2:{call.operation}")
+            return CollectionError(
+                region=region,
+                call=call.operation,
+                code="AccessDenied",
+                message=f"{code}: {text}",
+                permission=f"ec2:{call.operation}",
+            )
         if code in THROTTLED:
-            return CollectionError(region=region, call=call.operation, code="Throttled",
-                                   message=f"{code}: still throttled after retries with backoff")
+            return CollectionError(
+                region=region,
+                call=call.operation,
+                code="Throttled",
+                message=f"{code}: still throttled after retries with backoff",
+            )
         return CollectionError(region=region, call=call.operation, code=code, message=text)
     from botocore.parsers import ResponseParserError
 
     if isinstance(exc, ResponseParserError):
-        return CollectionError(region=region, call=call.operation, code="BadResponse",
-                               message="the endpoint answered with something that is not an EC2 response")
-    return CollectionError(region=region, call=call.operation, code="Unreachable",
-                           message=str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+        return CollectionError(
+            region=region,
+            call=call.operation,
+            code="BadResponse",
+            message="the endpoint answered with something that is not an EC2 response",
+        )
+    return CollectionError(
+        region=region,
+        call=call.operation,
+        code="Unreachable",
+        message=str(exc).splitlines()[0] if str(exc) else type(exc).__name__,
+    )
 
 
-def collect_region(client: Any, region: str, topology: bool = False,
-                   progress: Progress | None = None) -> Inventory:
+def collect_region(client: Any, region: str, topology: bool = False, progress: Progress | None = None) -> Inventory:
     """Every answer for one region through one EC2 client, normalized. Failures become CollectionErrors."""
     from botocore.exceptions import BotoCoreError, ClientError
     from botocore.parsers import ResponseParserError
@@ -528,13 +565,18 @@ def collect_region(client: Any, region: str, topology: bool = False,
         except (ClientError, BotoCoreError, ResponseParserError) as exc:
             error = _error(call, region, exc)
             errors.append(error)
-            if error.code == "Unreachable" or (call is INSTANCES and error.code == "AccessDenied"
-                                               and "AuthFailure" in error.message):
+            if error.code == "Unreachable" or (
+                call is INSTANCES and error.code == "AccessDenied" and "AuthFailure" in error.message
+            ):
                 break  # the region (or the credentials) fail every call alike; one line says it
             continue
         if call is INSTANCES:
-            used_types = {i["InstanceType"] for r in answers[call].get("Reservations", [])
-                          for i in r.get("Instances", []) if "InstanceType" in i}
+            used_types = {
+                i["InstanceType"]
+                for r in answers[call].get("Reservations", [])
+                for i in r.get("Instances", [])
+                if "InstanceType" in i
+            }
     inventory = normalize(answers, region, lambda c: f"EC2 {c.operation} in {region}")
     inventory.errors.extend(errors)
     return inventory
@@ -554,8 +596,12 @@ def _client(session: Any, region: str, endpoint_url: str | None) -> Any:
     from botocore.config import Config
 
     # Standard retry mode backs off exponentially on RequestLimitExceeded and other throttling codes.
-    config = Config(retries={"mode": "standard", "max_attempts": 8}, connect_timeout=5, read_timeout=60,
-                    user_agent_extra="fabriccheck/0.1")
+    config = Config(
+        retries={"mode": "standard", "max_attempts": 8},
+        connect_timeout=5,
+        read_timeout=60,
+        user_agent_extra="fabriccheck/0.1",
+    )
     return session.client("ec2", region_name=region, endpoint_url=endpoint_url, config=config)
 
 

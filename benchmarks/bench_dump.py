@@ -1,0 +1,116 @@
+"""Benchmark: `fabriccheck aws --from-dump` on a 10,000-instance fleet against plain `json.load` of the files.
+
+Fleet: 2,500 p5.48xlarge with 32 EFA interfaces each (33 NICs), 2,500 p4d.24xlarge with 4 EFAs, 5,000 CPU
+instances, in node groups of 16; about 190 MB of CLI-shaped JSON. Both sides run as fresh processes so their
+peak memory (max RSS) is comparable. The fabriccheck time is the whole command (interpreter, imports, read,
+normalize, cluster, rules, penalty, JSON report); the baseline is json.load alone inside its process.
+
+Run: python benchmarks/bench_dump.py [--instances 10000] [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
+from build_demo import SG_EFA, Account, placement_groups, recorded_instance_types, security_groups, subnets, write
+
+
+def build_fleet(folder: Path, instances: int) -> None:
+    account = Account()
+    quarter = instances // 4
+    subnet = "subnet-0a00000000000000a"
+    for group in range(quarter // 16):
+        account.instances(16, "p5.48xlarge", nics=lambda: account.efa_layout(32, subnet, [SG_EFA]),
+                          placement_group=f"pg-p5-{group}", tags={"aws:autoscaling:groupName": f"p5-{group}"})
+    for group in range(quarter // 16):
+        # every other p4d group forgot its EFA interfaces: findings to report, not just clean clusters
+        account.instances(16, "p4d.24xlarge",
+                          nics=(lambda: account.efa_layout(4, subnet, [SG_EFA])) if group % 2 else None,
+                          placement_group=f"pg-p4d-{group}", tags={"aws:autoscaling:groupName": f"p4d-{group}"})
+    for group in range((instances - 2 * (quarter // 16) * 16) // 50):
+        account.instances(50, "c5.xlarge", tags={"aws:autoscaling:groupName": f"web-{group}"})
+    groups = {f"pg-p5-{g}": "cluster" for g in range(quarter // 16)} | {
+        f"pg-p4d-{g}": "cluster" for g in range(quarter // 16)}
+    write(folder, {
+        "describe-instances.json": {"Reservations": account.reservations},
+        "describe-instance-types.json": {"InstanceTypes": recorded_instance_types(
+            {"p5.48xlarge", "p4d.24xlarge", "c5.xlarge"})},
+        "describe-placement-groups.json": placement_groups(groups),
+        "describe-security-groups.json": security_groups(),
+        "describe-subnets.json": subnets(),
+        "describe-launch-template-versions.json": {"LaunchTemplateVersions": []},
+        "describe-capacity-reservations.json": {"CapacityReservations": []},
+    })
+
+
+def measure(argv: list[str]) -> tuple[float, float, str]:
+    """(wall seconds, max RSS in MB, stdout) of a fresh process."""
+    with tempfile.TemporaryFile("w+") as stdout, tempfile.TemporaryFile("w+") as stderr:
+        start = time.perf_counter()
+        process = subprocess.Popen(argv, stdout=stdout, stderr=stderr, text=True)
+        _, status, usage = os.wait4(process.pid, 0)  # wait4: this child's own peak memory
+        wall = time.perf_counter() - start
+        stdout.seek(0)
+        stderr.seek(0)
+        out, err = stdout.read(), stderr.read()
+    if os.waitstatus_to_exitcode(status) not in (0, 1):
+        raise SystemExit(f"{argv[0]} failed: {err}")
+    return wall, usage.ru_maxrss / 1024, out
+
+
+JSON_LOAD = """
+import json, sys, time
+start = time.perf_counter()
+loaded = [json.load(open(path)) for path in sys.argv[1:]]
+print(time.perf_counter() - start)
+"""
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--instances", type=int, default=10_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--keep", type=Path, help="build the dump here and keep it")
+    args = parser.parse_args()
+    folder = args.keep or Path(tempfile.mkdtemp(prefix="fabriccheck-bench-"))
+    if not (folder / "describe-instances.json").exists():
+        t = time.perf_counter()
+        build_fleet(folder, args.instances)
+        print(f"built {args.instances} instances in {time.perf_counter() - t:.1f} s")
+    files = sorted(str(p) for p in folder.glob("*.json"))
+    size = sum(os.path.getsize(f) for f in files) / 1e6
+    print(f"dump: {size:.0f} MB in {len(files)} files ({folder})")
+
+    fabriccheck = shutil.which("fabriccheck") or "fabriccheck"
+    load_times, load_rss, run_times, run_rss = [], [], [], []
+    for _ in range(args.repeat):
+        _, rss, out = measure([sys.executable, "-c", JSON_LOAD, *files])
+        load_times.append(float(out.strip()))
+        load_rss.append(rss)
+        wall, rss, out = measure([fabriccheck, "aws", "--from-dump", str(folder), "-f", "json", "--fail-on", "never"])
+        run_times.append(wall)
+        run_rss.append(rss)
+    report = json.loads(out)
+    load_t, run_t = min(load_times), min(run_times)
+    print(f"json.load of the files: {load_t:.2f} s, peak RSS {min(load_rss):.0f} MB")
+    print(f"fabriccheck aws --from-dump (whole command): {run_t:.2f} s, peak RSS {min(run_rss):.0f} MB")
+    print(f"  {len(report['findings'])} findings in {report['summary']['clusters']} clusters, "
+          f"{report['summary']['nodes']} nodes")
+    print(f"time ratio (fabriccheck / json.load): {run_t / load_t:.2f}  (target <= 3, aim 1.5)")
+    print(f"memory ratio (fabriccheck / json.load): {min(run_rss) / min(load_rss):.2f}  (target <= 2)")
+    print(f"time per 1,000 instances: {run_t / args.instances * 1000 * 1000:.0f} ms")
+    if not args.keep:
+        shutil.rmtree(folder)
+
+
+if __name__ == "__main__":
+    main()
