@@ -29,27 +29,41 @@ def build_fleet(folder: Path, instances: int) -> None:
     quarter = instances // 4
     subnet = "subnet-0a00000000000000a"
     for group in range(quarter // 16):
-        account.instances(16, "p5.48xlarge", nics=lambda: account.efa_layout(32, subnet, [SG_EFA]),
-                          placement_group=f"pg-p5-{group}", tags={"aws:autoscaling:groupName": f"p5-{group}"})
+        account.instances(
+            16,
+            "p5.48xlarge",
+            nics=lambda: account.efa_layout(32, subnet, [SG_EFA]),
+            placement_group=f"pg-p5-{group}",
+            tags={"aws:autoscaling:groupName": f"p5-{group}"},
+        )
     for group in range(quarter // 16):
         # every other p4d group forgot its EFA interfaces: findings to report, not just clean clusters
-        account.instances(16, "p4d.24xlarge",
-                          nics=(lambda: account.efa_layout(4, subnet, [SG_EFA])) if group % 2 else None,
-                          placement_group=f"pg-p4d-{group}", tags={"aws:autoscaling:groupName": f"p4d-{group}"})
+        account.instances(
+            16,
+            "p4d.24xlarge",
+            nics=(lambda: account.efa_layout(4, subnet, [SG_EFA])) if group % 2 else None,
+            placement_group=f"pg-p4d-{group}",
+            tags={"aws:autoscaling:groupName": f"p4d-{group}"},
+        )
     for group in range((instances - 2 * (quarter // 16) * 16) // 50):
         account.instances(50, "c5.xlarge", tags={"aws:autoscaling:groupName": f"web-{group}"})
     groups = {f"pg-p5-{g}": "cluster" for g in range(quarter // 16)} | {
-        f"pg-p4d-{g}": "cluster" for g in range(quarter // 16)}
-    write(folder, {
-        "describe-instances.json": {"Reservations": account.reservations},
-        "describe-instance-types.json": {"InstanceTypes": recorded_instance_types(
-            {"p5.48xlarge", "p4d.24xlarge", "c5.xlarge"})},
-        "describe-placement-groups.json": placement_groups(groups),
-        "describe-security-groups.json": security_groups(),
-        "describe-subnets.json": subnets(),
-        "describe-launch-template-versions.json": {"LaunchTemplateVersions": []},
-        "describe-capacity-reservations.json": {"CapacityReservations": []},
-    })
+        f"pg-p4d-{g}": "cluster" for g in range(quarter // 16)
+    }
+    write(
+        folder,
+        {
+            "describe-instances.json": {"Reservations": account.reservations},
+            "describe-instance-types.json": {
+                "InstanceTypes": recorded_instance_types({"p5.48xlarge", "p4d.24xlarge", "c5.xlarge"})
+            },
+            "describe-placement-groups.json": placement_groups(groups),
+            "describe-security-groups.json": security_groups(),
+            "describe-subnets.json": subnets(),
+            "describe-launch-template-versions.json": {"LaunchTemplateVersions": []},
+            "describe-capacity-reservations.json": {"CapacityReservations": []},
+        },
+    )
 
 
 def measure(argv: list[str]) -> tuple[float, float, str]:
@@ -103,8 +117,10 @@ def main() -> None:
     load_t, run_t = min(load_times), min(run_times)
     print(f"json.load of the files: {load_t:.2f} s, peak RSS {min(load_rss):.0f} MB")
     print(f"fabriccheck aws --from-dump (whole command): {run_t:.2f} s, peak RSS {min(run_rss):.0f} MB")
-    print(f"  {len(report['findings'])} findings in {report['summary']['clusters']} clusters, "
-          f"{report['summary']['nodes']} nodes")
+    print(
+        f"  {len(report['findings'])} findings in {report['summary']['clusters']} clusters, "
+        f"{report['summary']['nodes']} nodes"
+    )
     print(f"time ratio (fabriccheck / json.load): {run_t / load_t:.2f}  (target <= 3, aim 1.5)")
     print(f"memory ratio (fabriccheck / json.load): {min(run_rss) / min(load_rss):.2f}  (target <= 2)")
     print(f"time per 1,000 instances: {run_t / args.instances * 1000 * 1000:.0f} ms")

@@ -7,6 +7,7 @@ commands, so `fabriccheck --help` stays fast.
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 from enum import StrEnum
@@ -258,6 +259,10 @@ def main(argv: list[str] | None = None) -> int:
 
     from fabriccheck.errors import FabricCheckError
 
+    # A run builds hundreds of thousands of small objects next to a large parsed answer; the cyclic garbage
+    # collector would rescan that answer again and again (a 190 MB dump normalizes 2.5x slower with it). The
+    # model holds no reference cycles and the process ends with the command, so reference counting suffices.
+    gc.disable()
     command = typer.main.get_command(app)
     try:
         result = command.main(args=argv, prog_name="fabriccheck", standalone_mode=False)

@@ -300,9 +300,7 @@ _NAMING_REFERENCE = re.compile(r"node\.(id|efa_security_groups)\b")
 
 def _shape(facts: dict[str, Any]) -> tuple[Any, ...]:
     return tuple(
-        (k, tuple(sorted(v.items())) if isinstance(v, dict) else v)
-        for k, v in facts.items()
-        if k not in _NAMING_FACTS
+        (k, tuple(sorted(v.items())) if isinstance(v, dict) else v) for k, v in facts.items() if k not in _NAMING_FACTS
     )
 
 
