@@ -24,7 +24,8 @@ from fabriccheck.model import Inventory
 
 Severity = Literal["error", "warning", "info"]
 SEVERITY_RANK = {"info": 0, "warning": 1, "error": 2}
-CATEGORIES = (
+# The stable category vocabulary (DESIGN.md): dashboards and waivers key on it.
+Category = Literal[
     "fabric-missing",
     "fabric-partial",
     "fabric-isolated",
@@ -32,9 +33,9 @@ CATEGORIES = (
     "instance-choice",
     "network-config",
     "software",
-)
+]
 # What a finding does to the cluster's fabric; the penalty model reads this, never a number in the rule.
-EFFECTS = ("tcp-fallback", "partial-fabric", "unreachable", "loose-placement", "weaker-fabric", "none")
+Effect = Literal["tcp-fallback", "partial-fabric", "unreachable", "loose-placement", "weaker-fabric", "none"]
 SCOPE_VARIABLES = {"node": {"node", "cluster"}, "cluster": {"cluster"}, "template": {"template"}}
 
 
@@ -71,19 +72,11 @@ class Rule(RuleModel):
     id: str = Field(pattern=r"^[A-Z]+[0-9]{3}$")
     title: str
     severity: Severity
-    category: Literal[
-        "fabric-missing",
-        "fabric-partial",
-        "fabric-isolated",
-        "placement",
-        "instance-choice",
-        "network-config",
-        "software",
-    ]
+    category: Category
     provider: Literal["aws", "azure", "gcp"]
     scope: Literal["node", "cluster", "template"]
     condition: str
-    effect: Literal["tcp-fallback", "partial-fabric", "unreachable", "loose-placement", "weaker-fabric", "none"]
+    effect: Effect
     message: str
     remediation: Remediation
     references: list[str] = Field(min_length=1)
