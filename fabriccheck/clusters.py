@@ -10,7 +10,6 @@ cluster for the split to be seen. A node with no signal trains alone.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from dataclasses import dataclass, field
 
 from fabriccheck.model import Inventory, Node
@@ -73,15 +72,3 @@ def build_clusters(inventory: Inventory, cluster_tag: str | None = None) -> list
             cluster = groups[key] = Cluster(id=key, provider=node.provider, signal=signal)
         cluster.nodes.append(node)
     return sorted(groups.values(), key=lambda c: c.id)
-
-
-def by_id(clusters: list[Cluster]) -> dict[str, Cluster]:
-    return {c.id: c for c in clusters}
-
-
-def node_cluster(clusters: list[Cluster]) -> dict[str, Cluster]:
-    index: dict[str, Cluster] = defaultdict()
-    for cluster in clusters:
-        for node in cluster.nodes:
-            index[node.id] = cluster
-    return index
