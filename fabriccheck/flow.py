@@ -140,7 +140,7 @@ def _cluster_report(
         instance_types=sorted({n.instance_type for n in cluster.nodes}),
         gpus=int(facts.cluster(cluster)["gpus"]),
         findings=len(findings),
-        penalty=penalty.estimate(cluster, findings, inventory, workload, options.price_per_gpu_hour),
+        penalty=penalty.estimate(cluster, findings, inventory, workload, options.price_per_gpu_hour, facts),
     )
 
 

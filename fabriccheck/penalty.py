@@ -20,6 +20,7 @@ from pydantic import BaseModel
 from fabriccheck import catalog
 from fabriccheck.clusters import Cluster
 from fabriccheck.engine import Finding
+from fabriccheck.facts import FactBuilder
 from fabriccheck.model import Capability, FabricKind, Inventory
 
 GB = 1e9
@@ -241,9 +242,10 @@ def estimate(
     inventory: Inventory,
     workload: Workload,
     price_per_gpu_hour: float | None = None,
+    facts: FactBuilder | None = None,
 ) -> Penalty:
-    live = inventory.capabilities
-    caps = [catalog.resolve(n.instance_type, live) for n in cluster.nodes]
+    facts = facts or FactBuilder(inventory)  # the run's own builder carries its capability cache
+    caps = [facts.capability(n.instance_type) for n in cluster.nodes]
     base = Penalty(workload=workload.name, estimated=False)
     if cluster.size < 2:
         return base.model_copy(update={"reason": "a single node does not use the inter-node fabric"})
@@ -274,7 +276,7 @@ def estimate(
     for node, cap in zip(cluster.nodes, known, strict=True):
         link = _healthy_link(cap)
         if link is None and "weaker-fabric" in effects_by_node[node.id]:
-            siblings = catalog.fabric_siblings(cap.instance_type, live)
+            siblings = facts.siblings(cap.instance_type)
             pick = next((s.capability for s in siblings if s.capability.accelerators >= cap.accelerators), None)
             sibling_link = _healthy_link(pick) if pick else None
             if sibling_link and pick:
