@@ -23,7 +23,7 @@ os.environ.update(
 
 from ec2_replay import Ec2Replay, serve  # noqa: E402
 
-from fabriccheck.sources import aws  # noqa: E402
+from fabriccheck.providers.aws import collect  # noqa: E402
 
 
 def main() -> None:
@@ -47,7 +47,7 @@ def main() -> None:
     replay = Ec2Replay({"us-east-1": answers})
     with serve(replay) as url:
         start = time.perf_counter()
-        inventory = aws.collect_live(["us-east-1"], endpoint_url=url)
+        inventory = collect.collect_live(["us-east-1"], endpoint_url=url)
         elapsed = time.perf_counter() - start
     counts = collections.Counter(action for _, action in replay.calls)
     pages = counts.pop("DescribeInstances")

@@ -9,7 +9,6 @@ of these is unknown, and is reported as unknown, never as "no fabric".
 from __future__ import annotations
 
 import functools
-import re
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
@@ -17,12 +16,13 @@ from typing import Any
 import orjson
 import yaml
 
+from fabriccheck.cloud import CloudSupport
 from fabriccheck.model import Capability, FabricKind
 
 DATA = resources.files("fabriccheck") / "data"
+# A recorded type-listing answer (the file says which provider and source) covering every type of that cloud.
+RECORDED_TYPES = "aws_instance_types.json"
 
-# Types whose EFA traffic cannot cross to other types (AWS EFA limitations; fabric-requirements A8).
-EFA_ISOLATED_FAMILIES = ("p4d", "p4de", "dl1")
 
 
 @functools.cache
@@ -53,11 +53,11 @@ def _catalog_rows() -> tuple[dict[str, Capability], str]:
 
 
 @functools.cache
-def _recorded_aws_types() -> dict[str, Capability]:
-    doc = orjson.loads((DATA / "aws_instance_types.json").read_bytes())
-    source = doc["source"]
+def _recorded_types() -> dict[str, Capability]:
+    doc = orjson.loads((DATA / RECORDED_TYPES).read_bytes())
+    source, provider = doc["source"], doc["provider"]
     return {
-        name: Capability(instance_type=name, provider="aws", source=source, as_of=doc["as_of"], **fields)
+        name: Capability(instance_type=name, provider=provider, source=source, as_of=doc["as_of"], **fields)
         for name, fields in doc["types"].items()
     }
 
@@ -67,7 +67,7 @@ def catalog_entry(instance_type: str) -> Capability | None:
     rows, _ = _catalog_rows()
     if instance_type in rows:
         return rows[instance_type]
-    return _recorded_aws_types().get(instance_type)
+    return _recorded_types().get(instance_type)
 
 
 def resolve(instance_type: str, live: dict[str, Capability]) -> Capability | None:
@@ -86,18 +86,14 @@ def resolve(instance_type: str, live: dict[str, Capability]) -> Capability | Non
     return found.model_copy(update=filled) if filled else found
 
 
-def family(instance_type: str) -> str:
-    """'p4de.24xlarge' -> 'p4de'; 'Standard_ND96isr_H100_v5' -> the whole name (no families on Azure yet)."""
-    return instance_type.split(".", 1)[0]
-
-
-_GENERATION = re.compile(r"^([a-z]+\d+)")
-
-
-def generation(instance_type: str) -> str:
-    """The AWS generation a type belongs to: p3 and p3dn, g6 and g6e, trn1 and trn1n share one."""
-    match = _GENERATION.match(family(instance_type))
-    return match.group(1) if match else family(instance_type)
+def known_types(provider: str, live: dict[str, Capability]) -> set[str]:
+    """Every type of one provider that the live answer or the shipped tables know."""
+    rows = _catalog_rows()[0]
+    names = {n for n, c in live.items() if c.provider == provider}
+    names |= {n for n, c in rows.items() if c.provider == provider}
+    recorded = _recorded_types()
+    names |= {n for n, c in recorded.items() if c.provider == provider}
+    return names
 
 
 @dataclass(frozen=True)
@@ -106,25 +102,23 @@ class Sibling:
     capability: Capability
 
 
-def fabric_siblings(instance_type: str, live: dict[str, Capability]) -> list[Sibling]:
-    """Types of the same generation that have a fabric, fewest accelerators first."""
-    gen = generation(instance_type)
-    names = set(live) | set(_catalog_rows()[0]) | set(_recorded_aws_types())
+def fabric_siblings(cloud: CloudSupport, instance_type: str, live: dict[str, Capability]) -> list[Sibling]:
+    """Types of the same provider and generation (the provider parses its own names) that have a fabric and
+    the same accelerator, fewest accelerators first."""
+    own = resolve(instance_type, live)
+    accelerator = own.accelerator_name if own else None
+    gen = cloud.generation(instance_type)
     found = []
-    for name in names:
-        if name == instance_type or generation(name) != gen:
+    for name in known_types(cloud.name, live):
+        if name == instance_type or cloud.generation(name) != gen:
             continue
         cap = resolve(name, live)
-        if cap is not None and cap.fabric is not FabricKind.NONE and cap.accelerators > 0:
-            found.append(Sibling(name, cap))
-    return sorted(found, key=lambda s: (s.capability.accelerators, _size(s.instance_type), s.instance_type))
-
-
-def _size(instance_type: str) -> int:
-    """'8xlarge' -> 8, 'xlarge' -> 1, 'metal' -> large: smaller sizes are suggested first."""
-    size = instance_type.split(".", 1)[-1]
-    match = re.match(r"(\d+)xlarge", size)
-    return int(match.group(1)) if match else (1 if size.endswith("large") else 10_000)
+        if cap is None or cap.fabric is FabricKind.NONE or cap.accelerators == 0:
+            continue
+        if accelerator and cap.accelerator_name and cap.accelerator_name != accelerator:
+            continue  # g6 (L4) is no stand-in for g6e (L40S), nor a3-highgpu (H100) for a3-ultragpu (H200)
+        found.append(Sibling(name, cap))
+    return sorted(found, key=lambda s: (s.capability.accelerators, cloud.size_rank(s.instance_type), s.instance_type))
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,6 @@ commands, so `fabriccheck --help` stays fast.
 
 from __future__ import annotations
 
-import gc
 import os
 import sys
 from enum import StrEnum
@@ -18,7 +17,7 @@ import typer
 
 if TYPE_CHECKING:
     from fabriccheck.flow import Options, Report
-    from fabriccheck.model import Inventory
+    from fabriccheck.inventory import Inventory
 
 app = typer.Typer(
     name="fabriccheck",
@@ -85,9 +84,10 @@ def _finish(
 ) -> NoReturn:
     from fabriccheck import flow, reports
     from fabriccheck.engine import SEVERITY_RANK
+    from fabriccheck.sources.snapshot import save_inventory
 
     if save is not None:
-        flow.save_inventory(inventory, save)
+        save_inventory(inventory, save)
     report: Report = flow.run(inventory, options)
     color = output is None and fmt is Format.text and sys.stdout.isatty() and "NO_COLOR" not in os.environ
     text = reports.render(report, fmt.value, color)
@@ -137,17 +137,17 @@ def aws(
     """Audit AWS: EFA interfaces, security groups, placement groups and launch templates."""
     import json
 
-    from fabriccheck.sources import aws as source
+    from fabriccheck.providers.aws import collect, dump
 
     if print_iam_policy:
-        sys.stdout.write(json.dumps(source.iam_policy(), indent=2) + "\n")
+        sys.stdout.write(json.dumps(collect.iam_policy(), indent=2) + "\n")
         raise typer.Exit(0)
     options = _options(workload, price_per_gpu_hour, cluster_tag, rules_dir, select, ignore)
     if from_dump is not None:
-        inventory = source.load_dump(from_dump, region[0] if region and len(region) == 1 else None)
+        inventory = dump.load_dump(from_dump, region[0] if region and len(region) == 1 else None)
     else:
         with _progress() as progress:
-            inventory = source.collect_live(
+            inventory = collect.collect_live(
                 region or [],
                 profile=profile,
                 endpoint_url=endpoint_url,
@@ -171,10 +171,10 @@ def demo(
     save_inventory: SaveOpt = None,
 ) -> None:
     """Run the AWS audit on a bundled example account (no credentials, no network)."""
-    from fabriccheck.sources import aws as source
+    from fabriccheck.providers.aws.dump import load_dump
 
     options = _options(workload, price_per_gpu_hour, cluster_tag, None, select, ignore)
-    _finish(source.load_dump(demo_dir() / "aws"), options, fmt, output, fail_on, save_inventory)
+    _finish(load_dump(demo_dir() / "aws"), options, fmt, output, fail_on, save_inventory)
 
 
 @app.command()
@@ -191,10 +191,10 @@ def check(
     ignore: IgnoreOpt = None,
 ) -> None:
     """Judge a saved inventory (from --save-inventory) without calling any cloud."""
-    from fabriccheck import flow
+    from fabriccheck.sources.snapshot import load_inventory
 
     options = _options(workload, price_per_gpu_hour, cluster_tag, rules_dir, select, ignore)
-    _finish(flow.load_inventory(inventory_file), options, fmt, output, fail_on, None)
+    _finish(load_inventory(inventory_file), options, fmt, output, fail_on, None)
 
 
 @app.command()
@@ -214,7 +214,7 @@ def rules(
     if rule_id is None:
         sys.stdout.write(rules_report.listing(loaded, fmt))
         return
-    match = [r for r in loaded if r.id == rule_id.upper()]
+    match = [r for r in loaded if rule_id.upper() in r.finding_ids()]
     if not match:
         raise FabricCheckError(f"no rule {rule_id} (see: fabriccheck rules)")
     sys.stdout.write(rules_report.explain(match[0], fmt))
@@ -231,7 +231,7 @@ class _progress:
     """A status line on stderr while collecting, only when stderr is a terminal."""
 
     def __enter__(self) -> Any:
-        from fabriccheck.sources.aws import Progress
+        from fabriccheck.sources.common import Progress
 
         self.status = None
         if sys.stderr.isatty():
@@ -240,7 +240,7 @@ class _progress:
             self.status = Console(stderr=True).status("collecting")
             self.status.start()
             status = self.status
-            return Progress(step=lambda region, what: status.update(f"collecting: {region} {what}"))
+            return Progress(step=lambda scope, what: status.update(f"collecting: {scope} {what}"))
         return Progress()
 
     def __exit__(self, *exc: object) -> None:
@@ -259,10 +259,6 @@ def main(argv: list[str] | None = None) -> int:
 
     from fabriccheck.errors import FabricCheckError
 
-    # A run builds hundreds of thousands of small objects next to a large parsed answer; the cyclic garbage
-    # collector would rescan that answer again and again (a 190 MB dump normalizes 2.5x slower with it). The
-    # model holds no reference cycles and the process ends with the command, so reference counting suffices.
-    gc.disable()
     command = typer.main.get_command(app)
     try:
         result = command.main(args=argv, prog_name="fabriccheck", standalone_mode=False)

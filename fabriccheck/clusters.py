@@ -1,74 +1,84 @@
 """Group nodes that train together.
 
 A finding only matters for nodes that exchange collective traffic. Each node gets the strongest grouping
-signal it carries, in this order: the user's --cluster-tag; scheduler and orchestrator tags (ParallelCluster
-queue, AWS PCS node group, EKS node group, Karpenter node pool, Auto Scaling group); the placement group;
-the Capacity Block or capacity reservation. The placement group is deliberately below the scheduler tags:
-it is one of the things being judged, so a node group split over two placement groups must stay one
-cluster for the split to be seen. A node with no signal trains alone.
+signal it carries: the user's --cluster-tag first, then its provider's signals in the provider's order
+(scheduler and orchestrator tags, then placement). Every key carries the node's provider and account, and all
+but the user's tag its region: two accounts that both have a group named `trainers` are two clusters. A node
+with no signal trains alone. A node that a template or plan would launch forms a cluster of its own kind
+(`spec`), judged as the group it would launch.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from fabriccheck.model import Inventory, Node
-
-# (tag keys that together name the group, human label). Tag names as each tool writes them.
-SCHEDULER_TAGS: tuple[tuple[tuple[str, ...], str], ...] = (
-    # AWS ParallelCluster v3 compute nodes: one queue's compute resource trains together.
-    (("parallelcluster:cluster-name", "parallelcluster:queue-name"), "ParallelCluster queue"),
-    # AWS Parallel Computing Service compute node groups.
-    (("aws:pcs:compute-node-group-id",), "AWS PCS node group"),
-    # EKS managed node groups.
-    (("eks:cluster-name", "eks:nodegroup-name"), "EKS node group"),
-    # Karpenter-launched nodes.
-    (("karpenter.sh/nodepool",), "Karpenter node pool"),
-    # Any Auto Scaling group (self-managed node groups, Slurm fleets built on ASGs).
-    (("aws:autoscaling:groupName",), "Auto Scaling group"),
-)
+from fabriccheck.cloud import PlacementSignal, TagSignal, support
+from fabriccheck.inventory import Inventory
+from fabriccheck.model import Node
 
 
 @dataclass
 class Cluster:
     id: str
     provider: str
+    account: str
     signal: str  # what grouped these nodes, for the report
     nodes: list[Node] = field(default_factory=list)
+    spec: bool = False  # what one template or plan would launch, not nodes that run
 
     @property
     def size(self) -> int:
         return len(self.nodes)
 
 
-def _key(node: Node, cluster_tag: str | None) -> tuple[str, str]:
+def _slug(label: str) -> str:
+    return label.lower().replace(" ", "-")
+
+
+def cluster_key(node: Node, cluster_tag: str | None) -> tuple[str, str]:
+    """(cluster id, what grouped it) for a running node."""
+    scope = f"{node.provider}:{node.account}"
     if cluster_tag and cluster_tag in node.tags:
         # A user's tag names a job across regions, which is exactly when a region split must show.
-        return f"{node.provider}:tag/{cluster_tag}={node.tags[cluster_tag]}", f"tag {cluster_tag}"
-    if node.tags.get("parallelcluster:node-type") == "HeadNode":
-        return f"{node.provider}:{node.region}:{node.id}", "single node"
-    for keys, label in SCHEDULER_TAGS:
-        if all(k in node.tags for k in keys):
-            name = "/".join(node.tags[k] for k in keys)
-            return f"{node.provider}:{node.region}:{label.lower().replace(' ', '-')}/{name}", label
-    if node.placement_group:
-        return f"{node.provider}:{node.region}:placement-group/{node.placement_group}", "placement group"
-    if node.capacity_block_id:
-        return f"{node.provider}:{node.region}:capacity-block/{node.capacity_block_id}", "Capacity Block"
-    if node.capacity_reservation_id:
-        return (
-            f"{node.provider}:{node.region}:capacity-reservation/{node.capacity_reservation_id}",
-            "capacity reservation",
-        )
-    return f"{node.provider}:{node.region}:{node.id}", "single node"
+        return f"{scope}:tag/{cluster_tag}={node.tags[cluster_tag]}", f"tag {cluster_tag}"
+    cloud = support(node.provider)
+    here = f"{scope}:{node.region}"
+    if any(node.tags.get(key) == value for key, value in cloud.alone_tags):
+        return f"{here}:{node.id}", "single node"
+    for signal in cloud.signals:
+        if isinstance(signal, TagSignal):
+            if all(k in node.tags for k in signal.keys):
+                name = "/".join(node.tags[k] for k in signal.keys)
+                return f"{here}:{_slug(signal.label)}/{name}", signal.label
+        elif isinstance(signal, PlacementSignal):
+            placed = node.placed_by(signal.kind)
+            if placed:
+                return f"{here}:{_slug(signal.label)}/{placed}", signal.label
+    return f"{here}:{node.id}", "single node"
 
 
 def build_clusters(inventory: Inventory, cluster_tag: str | None = None) -> list[Cluster]:
+    """Clusters of running nodes, sorted by id."""
     groups: dict[str, Cluster] = {}
     for node in inventory.nodes:
-        key, signal = _key(node, cluster_tag)
+        key, signal = cluster_key(node, cluster_tag)
         cluster = groups.get(key)
         if cluster is None:
-            cluster = groups[key] = Cluster(id=key, provider=node.provider, signal=signal)
+            cluster = groups[key] = Cluster(id=key, provider=node.provider, account=node.account, signal=signal)
         cluster.nodes.append(node)
     return sorted(groups.values(), key=lambda c: c.id)
+
+
+def spec_clusters(inventory: Inventory) -> list[Cluster]:
+    """One cluster per spec: the group a template or plan would launch."""
+    return [
+        Cluster(
+            id=f"{spec.provider}:{spec.account}:{spec.region}:{spec.spec.kind if spec.spec else 'spec'}/{spec.id}",
+            provider=spec.provider,
+            account=spec.account,
+            signal=spec.spec.kind if spec.spec else "spec",
+            nodes=[spec],
+            spec=True,
+        )
+        for spec in inventory.specs
+    ]

@@ -12,15 +12,18 @@ import re
 from collections.abc import Iterable
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
-from fabriccheck.clusters import Cluster
+from fabriccheck import facts as derived
+from fabriccheck.cloud import support
+from fabriccheck.clusters import Cluster, build_clusters, spec_clusters
 from fabriccheck.errors import FabricCheckError
 from fabriccheck.facts import FactBuilder
-from fabriccheck.model import Inventory
+from fabriccheck.inventory import Inventory
+from fabriccheck.model import PROVIDERS, Origin, fact_key
 
 Severity = Literal["error", "warning", "info"]
 SEVERITY_RANK = {"info": 0, "warning": 1, "error": 2}
@@ -36,11 +39,19 @@ Category = Literal[
 ]
 # What a finding does to the cluster's fabric; the penalty model reads this, never a number in the rule.
 Effect = Literal["tcp-fallback", "partial-fabric", "unreachable", "loose-placement", "weaker-fabric", "none"]
-SCOPE_VARIABLES = {"node": {"node", "cluster"}, "cluster": {"cluster"}, "template": {"template"}}
+SCOPE_VARIABLES = {"node": {"node", "cluster"}, "cluster": {"cluster"}}
+ORIGINS: tuple[Origin, ...] = ("running", "template", "plan")
 
 
 class RuleModel(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+def _urls(refs: list[str]) -> list[str]:
+    for ref in refs:
+        if not ref.startswith(("https://", "http://")):
+            raise ValueError(f"not a URL: {ref!r}")
+    return refs
 
 
 class Remediation(RuleModel):
@@ -63,6 +74,24 @@ class Example(RuleModel):
     flags: list[str] = Field(default_factory=list)  # resources a failing example must flag, exactly
 
 
+class Variant(RuleModel):
+    """How a rule reports on nodes of one origin. One condition judges a running node and a node a template
+    would launch; the finding on a template keeps the id (and severity and wording) it had before the two
+    were one rule, because dashboards, waivers and --ignore lists key on ids."""
+
+    id: str | None = Field(default=None, pattern=r"^[A-Z]+[0-9]{3}$")
+    severity: Severity | None = None
+    title: str | None = None
+    message: str | None = None
+    remediation: Remediation | None = None
+    references: list[str] | None = None
+
+    @field_validator("references")
+    @classmethod
+    def _urls(cls, refs: list[str] | None) -> list[str] | None:
+        return _urls(refs) if refs is not None else None
+
+
 class Examples(RuleModel):
     passing: list[Example] = Field(min_length=1)
     failing: list[Example] = Field(min_length=1)
@@ -74,23 +103,42 @@ class Rule(RuleModel):
     severity: Severity
     category: Category
     provider: Literal["aws", "azure", "gcp"]
-    scope: Literal["node", "cluster", "template"]
+    scope: Literal["node", "cluster"]
     condition: str
     effect: Effect
     message: str
     remediation: Remediation
     references: list[str] = Field(min_length=1)
+    by_origin: dict[Origin, Variant] = Field(default_factory=dict)
     examples: Examples
     _program: Any = PrivateAttr(default=None)
     _path: str = PrivateAttr(default="")
+    _origins: frozenset[str] = PrivateAttr(default=frozenset(ORIGINS))  # what --select/--ignore left on
+
+    def variant(self, origin: str) -> Variant:
+        return self.by_origin.get(cast(Origin, origin), _PLAIN)
+
+    def id_for(self, origin: str) -> str:
+        return self.variant(origin).id or self.id
+
+    def finding_ids(self) -> dict[str, set[str]]:
+        """Each id this rule's findings can carry, with the origins it covers."""
+        ids: dict[str, set[str]] = {}
+        for origin in ORIGINS:
+            ids.setdefault(self.id_for(origin), set()).add(origin)
+        return ids
+
+    @property
+    def aliases(self) -> list[str]:
+        return sorted(i for i in self.finding_ids() if i != self.id)
+
+    def judges(self, origin: str) -> bool:
+        return origin in self._origins
 
     @field_validator("references")
     @classmethod
     def _urls(cls, refs: list[str]) -> list[str]:
-        for ref in refs:
-            if not ref.startswith(("https://", "http://")):
-                raise ValueError(f"not a URL: {ref!r}")
-        return refs
+        return _urls(refs)
 
     @property
     def path(self) -> str:
@@ -105,8 +153,11 @@ class Rule(RuleModel):
             raise FabricCheckError(f"{self._path}: rule {self.id}: condition returned {result!r}, not true/false")
         return result
 
-    def render(self, facts: dict[str, Any]) -> str:
-        return _render(self.message, facts, self)
+    def render(self, facts: dict[str, Any], origin: str = "running") -> str:
+        return _render(self.variant(origin).message or self.message, facts, self)
+
+
+_PLAIN = Variant()
 
 
 class Finding(BaseModel):
@@ -115,6 +166,7 @@ class Finding(BaseModel):
     severity: Severity
     category: str
     provider: str
+    account: str
     cluster: str | None
     resources: list[str]
     message: str
@@ -194,21 +246,56 @@ def _load_file(path: Path) -> Rule:
             f"{path}: field condition: unknown variable {bad[0]!r} for scope {rule.scope} "
             f"(use {', '.join(sorted(allowed))})"
         )
-    for name in _PLACEHOLDER.findall(rule.message):
-        if name.split(".")[0] not in allowed:
-            raise FabricCheckError(f"{path}: field message: unknown fact {{{name}}} for scope {rule.scope}")
+    node_facts, cluster_facts = derived.schema(rule.provider)
+    known = {"node": node_facts, "cluster": cluster_facts}
+    for fact in _fact_paths(rule.condition):
+        root, _, rest = fact.partition(".")
+        if root in allowed and rest not in known[root]:
+            raise FabricCheckError(
+                f"{path}: field condition: {fact} is not a {rule.provider} {root} fact (see: fabriccheck rules --facts)"
+            )
+    messages = [("message", rule.message)] + [
+        (f"by_origin.{o}.message", v.message) for o, v in rule.by_origin.items() if v.message
+    ]
+    for field_name, message in messages:
+        for name in _PLACEHOLDER.findall(message):
+            root, _, rest = name.partition(".")
+            if root not in allowed or rest not in known[root]:
+                raise FabricCheckError(f"{path}: field {field_name}: unknown fact {{{name}}} for scope {rule.scope}")
     return rule
+
+
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'')
+_FACT_PATH = re.compile(r"\b(node|cluster)((?:\.[a-z_][a-z0-9_]*)+)(\s*\()?")
+
+
+def _fact_paths(condition: str) -> set[str]:
+    """The dotted fact paths a condition reads (`node.fabric.kind`), method calls (`.exists(`) left out."""
+    found = set()
+    for match in _FACT_PATH.finditer(_STRING.sub('""', condition)):
+        parts = (match.group(1) + match.group(2)).split(".")
+        if match.group(3):  # the last part is a method: node.types.exists(...)
+            parts = parts[:-1]
+        found.add(".".join(parts))
+    return found
 
 
 def load_rules(extra_dirs: Iterable[Path] = ()) -> list[Rule]:
     rules: dict[str, Rule] = {}
+    owners: dict[str, Rule] = {}  # every id a finding can carry, and the rule that defines it
     for directory in (builtin_rules_dir(), *extra_dirs):
         if not directory.is_dir():
             raise FabricCheckError(f"--rules-dir {directory}: not a folder")
         for path in sorted(directory.rglob("*.yaml")) + sorted(directory.rglob("*.yml")):
             rule = _load_file(path)
-            if rule.id in rules:
-                raise FabricCheckError(f"{path}: field id: {rule.id} is already defined in {rules[rule.id].path}")
+            for finding_id in rule.finding_ids():
+                if finding_id in owners:
+                    field = "id" if finding_id == rule.id else "by_origin"
+                    raise FabricCheckError(
+                        f"{path}: field {field}: {finding_id} is already defined in {owners[finding_id].path}"
+                    )
+            for finding_id in rule.finding_ids():
+                owners[finding_id] = rule
             rules[rule.id] = rule
     return sorted(rules.values(), key=lambda r: r.id)
 
@@ -219,17 +306,43 @@ def builtin_rules() -> tuple[Rule, ...]:
 
 
 def select_rules(rules: list[Rule], select: list[str], ignore: list[str]) -> list[Rule]:
-    """--select / --ignore take rule ids, id prefixes (AWS1) or categories."""
+    """--select / --ignore take finding ids (a rule's own id, or the id it reports on templates, e.g.
+    AWS140), id prefixes (AWS1) or categories. Ignoring AWS140 silences AWS101 on templates only."""
 
-    def hits(token: str) -> list[Rule]:
-        found = [r for r in rules if r.id == token or r.category == token or r.id.startswith(token)]
+    def hits(token: str) -> list[tuple[Rule, set[str]]]:
+        found = [
+            (rule, origins)
+            for rule in rules
+            for finding_id, origins in rule.finding_ids().items()
+            if finding_id == token or rule.category == token or finding_id.startswith(token)
+        ]
         if not found:
             raise FabricCheckError(f"no rule or category matches {token!r} (see: fabriccheck rules)")
         return found
 
-    chosen = rules if not select else [r for r in rules if any(r in hits(t) for t in _tokens(select))]
-    dropped = {r.id for t in _tokens(ignore) for r in hits(t)}
-    return [r for r in chosen if r.id not in dropped]
+    on: dict[str, set[str]] = {}
+    if select:
+        for token in _tokens(select):
+            for rule, origins in hits(token):
+                on.setdefault(rule.id, set()).update(origins)
+    else:
+        on = {rule.id: set(ORIGINS) for rule in rules}
+    for token in _tokens(ignore):
+        for rule, origins in hits(token):
+            on.get(rule.id, set()).difference_update(origins)
+    chosen = []
+    for rule in rules:
+        origins = on.get(rule.id, set())
+        if origins:
+            copy = rule.model_copy()
+            copy._program, copy._path, copy._origins = rule._program, rule._path, frozenset(origins)
+            chosen.append(copy)
+    return chosen
+
+
+def active_ids(rules: list[Rule]) -> list[str]:
+    """The finding ids the chosen rules can report, for the report's `rules` list."""
+    return sorted({i for r in rules for i, origins in r.finding_ids().items() if origins & r._origins})
 
 
 def _tokens(values: list[str]) -> list[str]:
@@ -240,111 +353,137 @@ def _tokens(values: list[str]) -> list[str]:
 
 
 def evaluate(
-    rules: list[Rule], inventory: Inventory, clusters: list[Cluster], facts: FactBuilder | None = None
+    rules: list[Rule],
+    inventory: Inventory,
+    clusters: list[Cluster],
+    facts: FactBuilder | None = None,
+    specs: list[Cluster] | None = None,
 ) -> list[Finding]:
+    """Findings of `rules` on running clusters, and of node rules on the clusters specs would launch."""
     import cel
 
     facts = facts or FactBuilder(inventory)
     findings: list[Finding] = []
-    by_scope: dict[str, list[Rule]] = {"node": [], "cluster": [], "template": []}
+    by_scope: dict[str, list[Rule]] = {"node": [], "cluster": []}
     for rule in rules:
         by_scope[rule.scope].append(rule)
 
-    for cluster in clusters:
-        rules_here = [r for r in by_scope["cluster"] if r.provider == cluster.provider]
+    for cluster in [*clusters, *(specs if specs is not None else spec_clusters(inventory))]:
+        origin = cluster.nodes[0].origin if cluster.spec else "running"
+        # A spec is judged on its nodes only: it has no placement, zone split or peers yet.
+        rules_here = [] if cluster.spec else [r for r in by_scope["cluster"] if r.provider == cluster.provider]
         node_rules = [r for r in by_scope["node"] if r.provider == cluster.provider]
         if not rules_here and not node_rules:
             continue
         cluster_facts = facts.cluster(cluster)
         context = cel.Context(variables={"cluster": cluster_facts})
         for rule in rules_here:
-            if rule.matches(context):
-                findings.append(_finding(rule, cluster.id, [n.id for n in cluster.nodes], {"cluster": cluster_facts}))
+            if rule.judges(origin) and rule.matches(context):
+                findings.append(_finding(rule, cluster, [n.id for n in cluster.nodes], {"cluster": cluster_facts}))
         if not cluster_facts["multi_node"] or not node_rules:
             continue  # a node that trains alone does not use the inter-node fabric
         # Nodes of one cluster mostly share their facts but for their names: evaluate each distinct shape
         # once (a 500-node group costs one evaluation, not 500).
+        naming = _naming_facts(cluster.provider)
+        shared = not any(_names_a_node(r.condition, naming) for r in node_rules)
         verdicts: dict[Any, list[Rule]] = {}
-        shared = not any(_NAMING_REFERENCE.search(r.condition) for r in node_rules)
         for node in cluster.nodes:
             node_facts = facts.node(node)
-            shape = _shape(node_facts) if shared else node.id
+            shape = _shape(node_facts, naming) if shared else id(node)
             matched = verdicts.get(shape)
             if matched is None:
                 context.add_variable("node", node_facts)
-                matched = verdicts[shape] = [rule for rule in node_rules if rule.matches(context)]
+                matched = verdicts[shape] = [r for r in node_rules if r.judges(node.origin) and r.matches(context)]
             for rule in matched:
-                findings.append(_finding(rule, cluster.id, [node.id], {"node": node_facts, "cluster": cluster_facts}))
-
-    template_rules = by_scope["template"]
-    for template in inventory.launch_templates if template_rules else ():
-        template_facts = facts.template(template)
-        context = cel.Context(variables={"template": template_facts})
-        for rule in template_rules:
-            if rule.provider == "aws" and rule.matches(context):
-                findings.append(_finding(rule, None, [template_facts["label"]], {"template": template_facts}))
+                findings.append(_finding(rule, cluster, [node.id], {"node": node_facts, "cluster": cluster_facts}))
     return sort_findings(findings)
 
 
-# Facts that name a node rather than describe it; two nodes differing only in these judge alike.
-_NAMING_FACTS = frozenset({"id", "efa_security_groups"})
-_NAMING_REFERENCE = re.compile(r"node\.(id|efa_security_groups)\b")
+@functools.cache
+def _naming_facts(provider: str) -> frozenset[str]:
+    """Facts that name a node rather than describe it; two nodes differing only in these judge alike."""
+    return frozenset({"id", "label"} | support(provider).schema.naming)
 
 
-def _shape(facts: dict[str, Any]) -> tuple[Any, ...]:
+def _names_a_node(condition: str, naming: frozenset[str]) -> bool:
+    return any(path.split(".")[1] in naming for path in _fact_paths(condition) if path.startswith("node."))
+
+
+def _shape(facts: dict[str, Any], naming: frozenset[str]) -> tuple[Any, ...]:
     return tuple(
-        (k, tuple(sorted(v.items())) if isinstance(v, dict) else v) for k, v in facts.items() if k not in _NAMING_FACTS
+        (k, tuple(sorted(v.items())) if isinstance(v, dict) else v) for k, v in facts.items() if k not in naming
     )
 
 
-def _finding(rule: Rule, cluster: str | None, resources_: list[str], facts: dict[str, Any]) -> Finding:
+def _finding(rule: Rule, cluster: Cluster, resources_: list[str], facts: dict[str, Any]) -> Finding:
+    origin = cluster.nodes[0].origin if cluster.spec else "running"
+    variant = rule.variant(origin)
+    remediation = variant.remediation or rule.remediation
     return Finding(
-        rule=rule.id,
-        title=rule.title,
-        severity=rule.severity,
+        rule=rule.id_for(origin),
+        title=variant.title or rule.title,
+        severity=variant.severity or rule.severity,
         category=rule.category,
         provider=rule.provider,
-        cluster=cluster,
+        account=cluster.account,
+        # Findings on what a template or plan would launch belong to no running cluster.
+        cluster=None if cluster.spec else cluster.id,
         resources=resources_,
-        message=rule.render(facts),
-        remediation=rule.remediation.as_text(),
+        message=rule.render(facts, origin),
+        remediation=remediation.as_text(),
         effect=rule.effect,
-        references=rule.references,
+        references=variant.references or rule.references,
     )
 
 
 def sort_findings(findings: list[Finding]) -> list[Finding]:
-    return sorted(findings, key=lambda f: (-SEVERITY_RANK[f.severity], f.rule, f.cluster or "", f.resources))
+    return sorted(
+        findings, key=lambda f: (-SEVERITY_RANK[f.severity], f.rule, f.account, f.cluster or "", f.resources)
+    )
 
 
 # ---------------------------------------------------------------------------------------------- examples
 
-ALL_FACTS = (
-    "instances",
-    "instance_types",
-    "placement_groups",
-    "security_groups",
-    "subnets",
-    "launch_templates",
-    "capacity_reservations",
-    "topology",
-)
+EXAMPLE_ACCOUNT = "111122223333"
 
 
-def example_inventory(example: Example) -> Inventory:
-    """An example's inventory; unless it says otherwise, every fact counts as collected for its regions."""
+def example_inventory(rule: Rule, example: Example) -> Inventory:
+    """An example's inventory. Nodes and specs default to the rule's provider, an example account and
+    us-east-1; unless the example says otherwise, every fact its provider collects counts as collected for
+    every account and region in it."""
     data = dict(example.inventory)
+    scopes: set[tuple[str, str]] = set()
+    for key in ("nodes", "specs"):
+        items = []
+        for item in data.get(key, []):
+            item = {"provider": rule.provider, "account": EXAMPLE_ACCOUNT, "region": "us-east-1", **item}
+            if key == "specs":
+                item.setdefault("origin", "template")
+            scopes.add((item["account"], item["region"]))
+            items.append(item)
+        data[key] = items
+    for namespace in PROVIDERS:
+        if isinstance(data.get(namespace), dict):
+            data[namespace] = {
+                kind: [{"account": EXAMPLE_ACCOUNT, "region": "us-east-1", **item} for item in items]
+                for kind, items in data[namespace].items()
+            }
     if "collected" not in data:
-        regions = {n.get("region", "us-east-1") for n in data.get("nodes", [])}
-        regions |= {t.get("region", "us-east-1") for t in data.get("launch_templates", [])}
-        data["collected"] = [f"{r}:{f}" for r in sorted(regions) for f in ALL_FACTS]
-    return Inventory.model_validate(data)
+        data["collected"] = [
+            fact_key(rule.provider, account, region, fact)
+            for account, region in sorted(scopes)
+            for fact in support(rule.provider).collected_facts
+        ]
+    try:
+        return Inventory.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise FabricCheckError(f"{rule.path}: example {example.name!r}: field {where}: {first['msg']}") from None
 
 
 def run_example(rule: Rule, example: Example) -> list[str]:
     """The resources `rule` flags in `example`, sorted."""
-    from fabriccheck.clusters import build_clusters
-
-    inventory = example_inventory(example)
+    inventory = example_inventory(rule, example)
     findings = evaluate([rule], inventory, build_clusters(inventory))
     return sorted({r for f in findings for r in f.resources})

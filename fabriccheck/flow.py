@@ -10,15 +10,16 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import orjson
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from fabriccheck import __version__, engine, penalty
-from fabriccheck.clusters import Cluster, build_clusters
+from fabriccheck.cloud import support
+from fabriccheck.clusters import Cluster, build_clusters, spec_clusters
 from fabriccheck.engine import SEVERITY_RANK, Finding
 from fabriccheck.errors import FabricCheckError
 from fabriccheck.facts import FactBuilder
-from fabriccheck.model import SCHEMA_VERSION, CollectionError, Inventory
+from fabriccheck.inventory import Inventory
+from fabriccheck.model import CollectionError
 
 REPORT_SCHEMA_VERSION = 1
 
@@ -36,6 +37,7 @@ class Options:
 class ClusterReport(BaseModel):
     id: str
     provider: str
+    account: str
     grouped_by: str
     nodes: list[str]
     instance_types: list[str]
@@ -89,7 +91,7 @@ def run(inventory: Inventory, options: Options) -> Report:
     rules = engine.select_rules(rules, options.select, options.ignore)
     clusters = build_clusters(inventory, options.cluster_tag)
     facts = FactBuilder(inventory)
-    findings = engine.evaluate(rules, inventory, clusters, facts)
+    findings = engine.evaluate(rules, inventory, clusters, facts, spec_clusters(inventory))
 
     by_cluster: dict[str, list[Finding]] = {}
     for finding in findings:
@@ -99,12 +101,24 @@ def run(inventory: Inventory, options: Options) -> Report:
     judged_nodes = 0
     for cluster in clusters:
         cluster_findings = by_cluster.get(cluster.id, [])
-        if not cluster_findings and not _fabric_cluster(facts, cluster):
+        if not cluster_findings and not facts.cluster(cluster)["fabric_cluster"]:
             continue
         judged_nodes += cluster.size
-        reported.append(_cluster_report(cluster, cluster_findings, inventory, workload, options, facts))
+        reported.append(
+            ClusterReport(
+                id=cluster.id,
+                provider=cluster.provider,
+                account=cluster.account,
+                grouped_by=cluster.signal,
+                nodes=[n.id for n in cluster.nodes],
+                instance_types=sorted({n.instance_type or "" for n in cluster.nodes}),
+                gpus=int(facts.cluster(cluster)["gpus"]),
+                findings=len(cluster_findings),
+                penalty=cluster_penalty(cluster, cluster_findings, workload, options.price_per_gpu_hour, facts),
+            )
+        )
 
-    unknown = sorted({n.instance_type for n in inventory.nodes if facts.capability(n.instance_type) is None})
+    unknown = sorted({n.instance_type or "" for n in inventory.nodes if facts.capability(n) is None})
     return Report(
         tool={"name": "fabriccheck", "version": __version__},
         source=inventory.source,
@@ -112,7 +126,7 @@ def run(inventory: Inventory, options: Options) -> Report:
         complete=inventory.complete,
         errors=inventory.errors,
         workload={"name": workload.name, "description": workload.description, "source": workload.source},
-        rules=[r.id for r in rules],
+        rules=engine.active_ids(rules),
         findings=findings,
         clusters=reported,
         summary=_summary(inventory, reported, findings, judged_nodes, unknown),
@@ -120,28 +134,55 @@ def run(inventory: Inventory, options: Options) -> Report:
     )
 
 
-def _fabric_cluster(facts: FactBuilder, cluster: Cluster) -> bool:
-    return bool(facts.cluster(cluster)["fabric_cluster"])
+# What a finding's effect does to the fabric of the node it names (or of every node, for a cluster finding).
+_TCP_EFFECTS = {"tcp-fallback", "unreachable", "weaker-fabric"}
 
 
-def _cluster_report(
+def cluster_penalty(
     cluster: Cluster,
     findings: list[Finding],
-    inventory: Inventory,
     workload: penalty.Workload,
-    options: Options,
+    price_per_gpu_hour: float | None,
     facts: FactBuilder,
-) -> ClusterReport:
-    return ClusterReport(
-        id=cluster.id,
-        provider=cluster.provider,
-        grouped_by=cluster.signal,
-        nodes=[n.id for n in cluster.nodes],
-        instance_types=sorted({n.instance_type for n in cluster.nodes}),
-        gpus=int(facts.cluster(cluster)["gpus"]),
-        findings=len(findings),
-        penalty=penalty.estimate(cluster, findings, inventory, workload, options.price_per_gpu_hour, facts),
-    )
+) -> penalty.Penalty:
+    """Map a cluster's findings to a fabric state per node, and ask the penalty core what that costs."""
+    caps = [facts.capability(n) for n in cluster.nodes]
+    known = [c for c in caps if c is not None]
+    if len(known) < len(caps):
+        return penalty.Penalty(
+            workload=workload.name, estimated=False, reason="an instance type's capability is unknown"
+        )
+    effects: dict[str, set[str]] = {n.id: set() for n in cluster.nodes}
+    for finding in findings:
+        one = len(finding.resources) == 1 and finding.resources[0] in effects
+        for node_id in finding.resources if one else effects:
+            effects[node_id].add(finding.effect)
+    members: list[tuple[penalty.FabricDescription, penalty.FabricState]] = []
+    for node, cap in zip(cluster.nodes, known, strict=True):
+        fabric = penalty.FabricDescription.from_capability(cap)
+        node_effects = effects[node.id]
+        if "weaker-fabric" in node_effects and not fabric.fabric_gbps:
+            # Healthy would be the fabric of the same-generation type the instance-choice rule suggests,
+            # scaled to this type's accelerators; the node keeps its own ordinary NIC.
+            pick = next(
+                (s.capability for s in facts.siblings(cluster.provider, cap.instance_type)
+                 if s.capability.accelerators >= cap.accelerators),
+                None,
+            )
+            if pick is not None and pick.accelerators:
+                fabric = penalty.FabricDescription.borrowed(cap, pick)
+        loose = "loose-placement" in node_effects
+        if node_effects & _TCP_EFFECTS:
+            state = penalty.FabricState("tcp-fallback", loose_placement=loose)
+        elif "partial-fabric" in node_effects:
+            attached = int(facts.node(node)["fabric"]["attached"])
+            state = penalty.FabricState("partial", nics_used=attached, loose_placement=loose)
+        else:
+            state = penalty.FabricState("healthy", loose_placement=loose)
+        members.append((fabric, state))
+    slowdown = penalty.estimate_members(members, workload)
+    gpus = min((c.accelerators for c in known), default=0) * cluster.size
+    return penalty.penalty_of(slowdown, workload, gpus, price_per_gpu_hour)
 
 
 def _summary(
@@ -179,43 +220,9 @@ def _notes(inventory: Inventory, unknown: list[str]) -> list[str]:
             + ", ".join(unknown)
             + ": not in the live answer or the catalog, so their nodes were not judged for fabric"
         )
-    regions = sorted({c.split(":", 1)[0] for c in inventory.collected})
-    live_types = any(c.endswith(":instance_types") for c in inventory.collected)
-    if inventory.nodes and not live_types:
-        notes.append("instance-type capabilities come from the shipped catalog (no DescribeInstanceTypes answer)")
-    if regions and not any(c.endswith(":topology") for c in inventory.collected):
-        notes.append("EC2 topology not collected (aws --topology, or describe-instance-topology.json in a dump)")
+    providers = sorted({n.provider for n in [*inventory.nodes, *inventory.specs]} | {
+        c.split(":", 1)[0] for c in inventory.collected
+    })
+    for provider in providers:
+        notes += support(provider).notes(inventory)
     return notes
-
-
-# ---------------------------------------------------------------------------------------------- snapshots
-
-
-def save_inventory(inventory: Inventory, path: Path) -> None:
-    try:
-        path.write_bytes(orjson.dumps(inventory.model_dump(mode="json"), option=orjson.OPT_INDENT_2))
-    except OSError as exc:
-        raise FabricCheckError(f"--save-inventory {path}: cannot write ({exc.strerror})") from None
-
-
-def load_inventory(path: Path) -> Inventory:
-    try:
-        data = orjson.loads(path.read_bytes())
-    except OSError as exc:
-        raise FabricCheckError(f"{path}: cannot read ({exc.strerror})") from None
-    except orjson.JSONDecodeError as exc:
-        raise FabricCheckError(f"{path}: not valid JSON ({exc})") from None
-    if not isinstance(data, dict):
-        raise FabricCheckError(f"{path}: not a saved inventory (expected a JSON object)")
-    version = data.get("schema_version")
-    if version != SCHEMA_VERSION:
-        raise FabricCheckError(
-            f"{path}: field schema_version: {version!r} is not a version this fabriccheck reads ({SCHEMA_VERSION})"
-        )
-    try:
-        inventory = Inventory.model_validate(data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        raise FabricCheckError(f"{path}: field {'.'.join(str(p) for p in first['loc'])}: {first['msg']}") from None
-    inventory.source = f"snapshot {path} (of {inventory.source})"
-    return inventory

@@ -1,8 +1,11 @@
-"""The one inventory model every source ends in.
+"""The cloud-neutral part of the model every source ends in.
 
-A live AWS account, a saved snapshot and (later) a Terraform plan or another cloud all normalize into
-`Inventory`, so a rule written once judges them alike. The model keeps only the facts rules and the
-penalty model need; raw API responses are dropped after normalization.
+A node is a node on every cloud: an EC2 instance, an Azure VM or a Compute Engine instance, and equally a node
+that a launch template, a scale-set model or a Terraform plan would launch (`origin`). Each node carries its
+scope (`account`: AWS account id, Azure subscription id, GCP project id), its network interfaces each with
+their own network and subnet, and its placement as neutral references (kind + id). Resources that exist on
+one cloud only (security groups, scale sets, resource policies ...) live in that provider's namespace of the
+`Inventory` (fabriccheck/inventory.py). Raw API answers are dropped after normalization.
 """
 
 from __future__ import annotations
@@ -12,14 +15,30 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 Provider = Literal["aws", "azure", "gcp"]
+PROVIDERS: tuple[Provider, ...] = ("aws", "azure", "gcp")
+# running: it exists now. template: a launch template / scale-set model / instance template would launch it.
+# plan: a Terraform plan would create it.
+Origin = Literal["running", "template", "plan"]
+UNKNOWN_ACCOUNT = "unknown"
 
 
 class Model(BaseModel):
     # Unknown keys in a saved inventory are a user error worth naming, not something to drop silently.
     model_config = ConfigDict(extra="forbid", frozen=False)
+
+
+class Scoped(Model):
+    """Anything that belongs to one account and region. Every lookup goes through `scope_key`, so two
+    accounts (or regions) that both have a `trainers` group or an `sg-1` never lend each other facts."""
+
+    account: str
+    region: str
+
+    def scope_key(self, resource_id: str) -> tuple[str, str, str]:
+        return (self.account, self.region, resource_id)
 
 
 class FabricKind(StrEnum):
@@ -32,12 +51,12 @@ class FabricKind(StrEnum):
 
 
 class Capability(Model):
-    """What an instance type offers, from the cloud's own API or the shipped catalog."""
+    """What an instance type / VM size / machine type offers, from the cloud's own API or the shipped catalog."""
 
     instance_type: str
     provider: Provider
     fabric: FabricKind
-    fabric_interfaces: int = 0  # most fabric NICs the type takes (MaximumEfaInterfaces on AWS)
+    fabric_interfaces: int = 0  # most fabric NICs the type takes (MaximumEfaInterfaces, IB ports, GPU NICs)
     fabric_gbps: float | None = None  # total fabric bandwidth, one direction
     ethernet_gbps: float | None = None  # what ordinary TCP traffic can use when the fabric is not used
     gpudirect_rdma: bool | None = None
@@ -50,146 +69,74 @@ class Capability(Model):
 
 class NetworkInterface(Model):
     id: str
-    interface_type: str = "interface"  # AWS InterfaceType: interface | efa | efa-only | trunk ...
+    # The cloud's own word for the NIC: AWS InterfaceType (interface | efa | efa-only | trunk), GCP nicType
+    # (GVNIC | VIRTIO_NET | MRDMA ...), Azure "nic". Which of them carry the fabric is the provider's call.
+    interface_type: str = "interface"
+    network: str | None = None  # AWS VPC id, Azure virtual network id, GCP network URL
+    subnet: str | None = None
+    security_groups: list[str] = Field(default_factory=list)
+    # True: has (or asks for) a public address; None: not said (a template leaves it to the subnet).
+    public_ip: bool | None = False
     network_card_index: int = 0
     device_index: int = 0
-    subnet_id: str | None = None
-    security_group_ids: list[str] = Field(default_factory=list)
-    public_ip: bool = False
-
-    @property
-    def is_fabric(self) -> bool:
-        return self.interface_type in ("efa", "efa-only")
 
 
-class Node(Model):
-    """One instance / VM."""
+class Placement(Model):
+    """A neutral reference to what places a node: an AWS placement group, Capacity Block or capacity
+    reservation; an Azure scale set, availability set or proximity placement group; a GCP resource policy."""
+
+    kind: str  # e.g. "placement-group", "capacity-block", "capacity-reservation", "scale-set", "resource-policy"
+    id: str
+
+
+class NodeSpec(Model):
+    """What would launch a node that does not exist yet."""
+
+    kind: str  # "launch-template", "scale-set-model", "instance-template", "terraform"
+    name: str
+    version: str | None = None
+    role: str | None = None  # how the spec is used, e.g. "the default and latest version"
+
+
+class Node(Scoped):
+    """One instance / VM that runs, or would run from a template or plan (then `spec` says what)."""
 
     id: str
     provider: Provider = "aws"
-    account: str | None = None
-    region: str
+    origin: Origin = "running"
+    spec: NodeSpec | None = None
     zone: str | None = None
-    vpc_id: str | None = None
-    subnet_id: str | None = None
-    instance_type: str
+    instance_type: str | None = None  # None only for a spec that leaves the type to something else
     state: str = "running"
-    image_id: str | None = None
+    image: str | None = None
     tags: dict[str, str] = Field(default_factory=dict)
     interfaces: list[NetworkInterface] = Field(default_factory=list)
-    placement_group: str | None = None
-    capacity_reservation_id: str | None = None
-    capacity_block_id: str | None = None
-    network_nodes: list[str] | None = None  # EC2 topology, top layer first; None when not collected
+    placement: list[Placement] = Field(default_factory=list)
+    network_nodes: list[str] | None = None  # network topology, top layer first; None when not collected
 
+    def placed_by(self, kind: str) -> str | None:
+        """The id of this node's placement of `kind`, if any."""
+        return next((p.id for p in self.placement if p.kind == kind), None)
 
-class PlacementGroup(Model):
-    name: str
-    region: str
-    strategy: str  # cluster | spread | partition
-    state: str = "available"
-    id: str | None = None
-
-
-class SecurityRule(Model):
-    protocol: str  # "-1" means all traffic
-    group_ids: list[str] = Field(default_factory=list)
-    cidrs: list[str] = Field(default_factory=list)
-
-
-class SecurityGroup(Model):
-    id: str
-    region: str
-    name: str | None = None
-    vpc_id: str | None = None
-    ingress: list[SecurityRule] = Field(default_factory=list)
-    egress: list[SecurityRule] = Field(default_factory=list)
-
-    def allows_all_with_itself(self) -> bool:
-        """EFA's rule: all traffic in AND out, each naming this group itself (ParallelCluster's
-        EfaSecurityGroupValidator). Egress to 0.0.0.0/0 alone does not count."""
-
-        def has(rules: list[SecurityRule]) -> bool:
-            return any(r.protocol == "-1" and self.id in r.group_ids for r in rules)
-
-        return has(self.ingress) and has(self.egress)
-
-
-class Subnet(Model):
-    id: str
-    region: str
-    vpc_id: str | None = None
-    zone: str | None = None
-    map_public_ip_on_launch: bool = False
-
-
-class CapacityReservation(Model):
-    id: str
-    region: str
-    reservation_type: str | None = None  # "capacity-block" for Capacity Blocks
-    instance_type: str | None = None
-    placement_group_arn: str | None = None
-
-
-class TemplateInterface(Model):
-    interface_type: str = "interface"
-    network_card_index: int = 0
-    device_index: int = 0
-    associate_public_ip: bool | None = None
-    subnet_id: str | None = None
-
-
-class LaunchTemplate(Model):
-    """A launch template version that node groups or scaling groups would launch from."""
-
-    id: str
-    name: str
-    version: int
-    region: str
-    is_default: bool = False
-    is_latest: bool = False
-    instance_type: str | None = None  # None: chosen elsewhere (scaling group override, node group)
-    interfaces: list[TemplateInterface] = Field(default_factory=list)
-    placement_group: str | None = None
+    @property
+    def primary_interface(self) -> NetworkInterface | None:
+        if not self.interfaces:
+            return None
+        return min(self.interfaces, key=lambda i: (i.network_card_index, i.device_index))
 
 
 class CollectionError(Model):
     """Something that could not be collected. Any of these makes the run incomplete."""
 
     provider: Provider = "aws"
+    account: str = UNKNOWN_ACCOUNT
     region: str | None = None
     call: str  # e.g. "DescribeInstances" or "describe-instances.json"
     code: str  # AccessDenied, Throttled, Unreachable, MissingDump, ...
     message: str
-    permission: str | None = None  # the IAM action that was missing, when known
+    permission: str | None = None  # the permission that was missing, when known
 
 
-class Inventory(Model):
-    schema_version: int = SCHEMA_VERSION
-    source: str = "unknown"  # "aws live", "aws dump DIR", "snapshot FILE", ...
-    nodes: list[Node] = Field(default_factory=list)
-    capabilities: dict[str, Capability] = Field(default_factory=dict)  # live answers, by instance type
-    placement_groups: list[PlacementGroup] = Field(default_factory=list)
-    security_groups: list[SecurityGroup] = Field(default_factory=list)
-    subnets: list[Subnet] = Field(default_factory=list)
-    capacity_reservations: list[CapacityReservation] = Field(default_factory=list)
-    launch_templates: list[LaunchTemplate] = Field(default_factory=list)
-    errors: list[CollectionError] = Field(default_factory=list)
-    # Which kinds of facts were collected at all; a rule needing facts that were not collected stays silent
-    # and the report says so, rather than judging on an empty list.
-    collected: list[str] = Field(default_factory=list)
-
-    @property
-    def complete(self) -> bool:
-        return not self.errors
-
-    def merge(self, other: Inventory) -> None:
-        self.nodes.extend(other.nodes)
-        self.capabilities.update(other.capabilities)
-        self.placement_groups.extend(other.placement_groups)
-        self.security_groups.extend(other.security_groups)
-        self.subnets.extend(other.subnets)
-        self.capacity_reservations.extend(other.capacity_reservations)
-        self.launch_templates.extend(other.launch_templates)
-        self.errors.extend(other.errors)
-        self.collected = sorted(set(self.collected) | set(other.collected))
+def fact_key(provider: str, account: str, region: str, fact: str) -> str:
+    """How `Inventory.collected` records that one kind of fact was collected for one account and region."""
+    return f"{provider}:{account}:{region}:{fact}"

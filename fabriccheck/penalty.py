@@ -1,27 +1,28 @@
-"""What a cluster's findings cost: slower steps, extra GPU-hours, dollars.
+"""What a degraded fabric costs: slower steps, extra GPU-hours, dollars.
 
 The model (reference: penalty-model.md) is an alpha-beta model of the collectives a workload runs per step:
 hierarchical all-reduce / reduce-scatter / all-gather with NVLink inside the node and `efficiency x node
 bandwidth` between nodes, point-to-point for pipeline stages. Compute time comes from 6·N·T and an MFU prior
-per accelerator. Findings change the inter-node link (no fabric -> TCP over the ordinary NIC, k of N NICs,
-looser placement); the slowdown is the ratio of degraded to healthy step time, given as a range from perfect
-overlap of communication with compute (low) to none (high). Every constant names its source.
+per accelerator. A node's fabric state changes its inter-node link (no fabric -> TCP over the ordinary NIC,
+k of N NICs, GPUDirect RDMA off, looser placement); the slowdown is the ratio of degraded to healthy step
+time, given as a range from perfect overlap of communication with compute (low) to none (high). Every
+constant names its source.
+
+The core is pure: `estimate` / `estimate_members` take fabric descriptions and states (no clusters, findings
+or inventories) and return a `Slowdown`; `penalty_of` turns that into the report's `Penalty`.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from pydantic import BaseModel
 
 from fabriccheck import catalog
-from fabriccheck.clusters import Cluster
-from fabriccheck.engine import Finding
-from fabriccheck.facts import FactBuilder
-from fabriccheck.model import Capability, FabricKind, Inventory
+from fabriccheck.model import Capability, FabricKind
 
 GB = 1e9
 
@@ -55,6 +56,17 @@ LATENCY_S = {
 TCP_LATENCY_S = 200e-6
 # Loose placement: no published bandwidth cost (penalty-model F); modelled as doubled latency on the high side.
 LOOSE_PLACEMENT_LATENCY_FACTOR = 2.0
+# GPUDirect RDMA off: the fabric still carries the traffic, but GPU buffers are staged through host memory.
+# Fraction of the fabric's busbw kept, (best, worst). NOT SOURCED IN THE REFERENCE: penalty-model.md names
+# "GPUDirect RDMA off" in its scope but gives no with/without-GPUDirect measurement, and neither do the other
+# reference files (fabric-requirements A9 only says that on AWS `gdr_required` types aws-ofi-nccl refuses to
+# run without GDR: there the job fails rather than slows). Best, 0.83: the one clean with/without pair found
+# outside the reference, NVIDIA/nccl#1579 (2x GH200, 4x200 Gbps, NCCL 2.24.3, all_reduce busbw at 2 GB:
+# 79.72 GB/s without GDR vs 96.07 with; GH200 reaches the NIC through its CPU over C2C, a mild case).
+# Worst, 0.5: an assumption (estimate), not a measurement. NCCL maintainers say GDR matters most when NIC and
+# GPU share a PCIe switch, because without it every byte crosses CPU memory (NVIDIA/nccl#465, #685); no
+# published busbw pair for such a node (p4d, p5, ND H100 v5) was found. Latency is left unchanged (no figure).
+GPUDIRECT_OFF_EFFICIENCY = (0.83, 0.5)  # (best, worst)
 # NVLink achieved fraction: calculon-ai/calculon h100_80g_nvl8.json (0.6) and the A100 file (0.65).
 NVLINK_EFFICIENCY = 0.6
 # PyTorch DDP default gradient bucket (bucket_cap_mb=25, pytorch/pytorch#118421).
@@ -221,133 +233,274 @@ def step_times(w: Workload, nodes: int, gpus: int, accel: catalog.Accelerator, l
     return StepTimes(compute=compute, critical=pp, overlappable=dp)
 
 
-# ---------------------------------------------------------------------------------------------- cluster
+# ---------------------------------------------------------------------------------------------- fabric
+
+FabricHealth = Literal["healthy", "tcp-fallback", "partial", "gpudirect-off", "unreachable"]
 
 
-def _healthy_link(cap: Capability) -> Link | None:
-    if cap.fabric is FabricKind.NONE or not cap.fabric_gbps:
+@dataclass(frozen=True)
+class FabricDescription:
+    """What one node's inter-node path offers when nothing is wrong with it."""
+
+    accelerator: str  # key into catalog.accelerators(), e.g. "H100"
+    gpus_per_node: int
+    fabric: FabricKind
+    nics: int  # fabric NICs per node
+    gbps_per_nic: float  # one direction
+    gpudirect_rdma: bool | None
+    ethernet_gbps: float | None  # the ordinary NIC that NCCL sockets fall back to
+    instance_type: str | None = None  # only names the node in messages; the model does not use it
+
+    @property
+    def fabric_gbps(self) -> float:
+        """Total fabric bandwidth of the node, one direction (0 when unknown)."""
+        return max(0, self.nics) * max(0.0, self.gbps_per_nic)
+
+    @classmethod
+    def from_capability(cls, cap: Capability) -> FabricDescription:
+        nics = cap.fabric_interfaces
+        per_nic = cap.fabric_gbps / nics if cap.fabric_gbps and nics > 0 else 0.0
+        return cls(
+            accelerator=cap.accelerator_name or "",
+            gpus_per_node=cap.accelerators,
+            fabric=cap.fabric,
+            nics=nics,
+            gbps_per_nic=per_nic,
+            gpudirect_rdma=cap.gpudirect_rdma,
+            ethernet_gbps=cap.ethernet_gbps,
+            instance_type=cap.instance_type,
+        )
+
+    def scaled(self, share: float) -> FabricDescription:
+        """The same fabric with `share` of its bandwidth (same NIC count, each NIC `share` as fast)."""
+        return replace(self, gbps_per_nic=self.gbps_per_nic * share)
+
+    @classmethod
+    def borrowed(cls, cap: Capability, sibling: Capability) -> FabricDescription:
+        """A node of type `cap` judged against the fabric of `sibling` (a same-generation type that has one):
+        the sibling's fabric scaled per accelerator (cap.accelerators / sibling.accelerators), with this
+        node's accelerator, GPU count and ordinary Ethernet. Pair it with a tcp-fallback state for a type
+        whose fabric is weaker than its generation's."""
+        own = cls.from_capability(cap)
+        share = cap.accelerators / sibling.accelerators if sibling.accelerators > 0 else 0.0
+        return replace(
+            cls.from_capability(sibling).scaled(share),
+            accelerator=own.accelerator,
+            gpus_per_node=own.gpus_per_node,
+            ethernet_gbps=own.ethernet_gbps,
+            instance_type=own.instance_type,
+        )
+
+
+@dataclass(frozen=True)
+class FabricState:
+    """What is wrong with one node's fabric. `partial` uses `nics_used` of the description's `nics` (0 behaves
+    as tcp-fallback, more than `nics` as all of them); loose placement combines with any fabric state."""
+
+    fabric: FabricHealth
+    nics_used: int | None = None
+    loose_placement: bool = False
+
+    @classmethod
+    def healthy(cls, loose_placement: bool = False) -> FabricState:
+        return cls("healthy", loose_placement=loose_placement)
+
+    @classmethod
+    def tcp_fallback(cls, loose_placement: bool = False) -> FabricState:
+        return cls("tcp-fallback", loose_placement=loose_placement)
+
+    @classmethod
+    def unreachable(cls, loose_placement: bool = False) -> FabricState:
+        return cls("unreachable", loose_placement=loose_placement)
+
+    @classmethod
+    def partial(cls, nics_used: int, loose_placement: bool = False) -> FabricState:
+        return cls("partial", nics_used=nics_used, loose_placement=loose_placement)
+
+    @classmethod
+    def gpudirect_off(cls, loose_placement: bool = False) -> FabricState:
+        return cls("gpudirect-off", loose_placement=loose_placement)
+
+
+@dataclass(frozen=True)
+class Slowdown:
+    """Degraded over healthy step time for one workload on a set of nodes; 1.0 when not estimated."""
+
+    estimated: bool
+    reason: str | None = None  # why nothing was estimated, or what limits the estimate
+    low: float = 1.0
+    high: float = 1.0
+    healthy_step_seconds: float | None = None
+    degraded_step_seconds_low: float | None = None
+    degraded_step_seconds_high: float | None = None
+    healthy_gbytes_per_s: float | None = None  # inter-node link, one direction
+    degraded_best_gbytes_per_s: float | None = None
+    degraded_worst_gbytes_per_s: float | None = None
+
+
+def _uses_fabric(fabric: FabricDescription) -> bool:
+    return fabric.fabric is not FabricKind.NONE and fabric.fabric_gbps > 0
+
+
+def _tcp_link(fabric: FabricDescription, efficiency: float) -> Link | None:
+    if fabric.ethernet_gbps is None or not fabric.ethernet_gbps > 0:
         return None
-    return Link(cap.fabric_gbps / 8 * GB * EFFICIENCY[cap.fabric], LATENCY_S[cap.fabric])
+    return Link(fabric.ethernet_gbps / 8 * GB * efficiency, TCP_LATENCY_S)
 
 
-def _tcp_link(cap: Capability, efficiency: float) -> Link | None:
-    if not cap.ethernet_gbps:
+def _healthy(fabric: FabricDescription) -> Link | str:
+    if _uses_fabric(fabric):
+        efficiency, latency = EFFICIENCY.get(fabric.fabric), LATENCY_S.get(fabric.fabric)
+        if efficiency is None or latency is None:
+            return f"no sourced efficiency for {fabric.fabric} fabrics"
+        return Link(fabric.fabric_gbps / 8 * GB * efficiency, latency)
+    # No fabric to lose (or no figure for it): TCP over the ordinary NIC is the healthy state.
+    link = _tcp_link(fabric, TCP_EFFICIENCY[0])
+    return link if link is not None else f"no bandwidth figure for {fabric.instance_type or 'this node type'}"
+
+
+def _degraded(fabric: FabricDescription, state: FabricState, healthy: Link, best: bool) -> Link | str:
+    side = 0 if best else 1
+    kind = state.fabric
+    used = state.nics_used
+    if kind == "partial":
+        if used is None:
+            return "partial fabric: how many fabric NICs are in use is unknown"
+        if used <= 0:
+            kind = "tcp-fallback"  # none of the fabric NICs: NCCL falls back to sockets
+    link = healthy
+    if kind in ("tcp-fallback", "unreachable"):
+        tcp = _tcp_link(fabric, TCP_EFFICIENCY[side])
+        if tcp is None:
+            return "no ordinary-Ethernet bandwidth figure for this type"
+        link = Link(min(link.bandwidth, tcp.bandwidth), tcp.latency)
+    elif kind == "partial" and used is not None and fabric.nics > 0 and _uses_fabric(fabric):
+        link = Link(link.bandwidth * (min(used, fabric.nics) / fabric.nics), link.latency)
+    elif kind == "gpudirect-off" and fabric.gpudirect_rdma and _uses_fabric(fabric):
+        link = Link(link.bandwidth * GPUDIRECT_OFF_EFFICIENCY[side], link.latency)
+    if state.loose_placement and not best:
+        link = Link(link.bandwidth, link.latency * LOOSE_PLACEMENT_LATENCY_FACTOR)
+    return link
+
+
+def healthy_link(fabric: FabricDescription) -> Link | None:
+    """A node's inter-node link with nothing wrong, or None when no bandwidth figure is known."""
+    link = _healthy(fabric)
+    return link if isinstance(link, Link) else None
+
+
+def degraded_link(fabric: FabricDescription, state: FabricState, worst: bool = False) -> Link | None:
+    """A node's inter-node link in `state`, at the best (default) or worst end of the range; None when it
+    cannot be modelled."""
+    healthy = _healthy(fabric)
+    if isinstance(healthy, str):
         return None
-    return Link(cap.ethernet_gbps / 8 * GB * efficiency, TCP_LATENCY_S)
+    link = _degraded(fabric, state, healthy, best=not worst)
+    return link if isinstance(link, Link) else None
 
 
-def estimate(
-    cluster: Cluster,
-    findings: Iterable[Finding],
-    inventory: Inventory,
-    workload: Workload,
-    price_per_gpu_hour: float | None = None,
-    facts: FactBuilder | None = None,
-) -> Penalty:
-    facts = facts or FactBuilder(inventory)  # the run's own builder carries its capability cache
-    caps = [facts.capability(n.instance_type) for n in cluster.nodes]
-    base = Penalty(workload=workload.name, estimated=False)
-    if cluster.size < 2:
-        return base.model_copy(update={"reason": "a single node does not use the inter-node fabric"})
-    if any(c is None for c in caps):
-        return base.model_copy(update={"reason": "an instance type's capability is unknown"})
-    known = [c for c in caps if c is not None]
-    gpus = min(c.accelerators for c in known)
-    if gpus == 0:
-        return base.model_copy(update={"reason": "no accelerators: not a training cluster"})
-    name = known[0].accelerator_name or "?"
+def _bottleneck(links: Sequence[Link]) -> Link:
+    """A collective runs at its slowest member's pace: least bandwidth, most latency."""
+    return Link(min(x.bandwidth for x in links), max(x.latency for x in links))
+
+
+def estimate_members(members: Sequence[tuple[FabricDescription, FabricState]], workload: Workload) -> Slowdown:
+    """Slowdown of `workload` on one node per member. Nodes may differ (mixed types, some degraded): the
+    cluster runs at the bottleneck link, with the fewest GPUs per node and the first node's accelerator."""
+    if not members:
+        return Slowdown(estimated=False, reason="no nodes")
+    nodes = len(members)
+    if nodes < 2:
+        return Slowdown(estimated=False, reason="a single node does not use the inter-node fabric")
+    gpus = min(fabric.gpus_per_node for fabric, _ in members)
+    if gpus <= 0:
+        return Slowdown(estimated=False, reason="no accelerators: not a training cluster")
+    name = members[0][0].accelerator
     accel = catalog.accelerators().get(name)
     if accel is None:
-        return base.model_copy(update={"reason": f"no sourced peak throughput for {name} accelerators"})
+        return Slowdown(estimated=False, reason=f"no sourced peak throughput for {name or '?'} accelerators")
 
-    effects_by_node: dict[str, set[str]] = {n.id: set() for n in cluster.nodes}
-    for finding in findings:
-        targets = (
-            finding.resources
-            if len(finding.resources) == 1 and finding.resources[0] in effects_by_node
-            else list(effects_by_node)
-        )
-        for node_id in targets:
-            effects_by_node[node_id].add(finding.effect)
+    distinct = list(dict.fromkeys(members))  # identical nodes are modelled once
+    healthy_of: dict[FabricDescription, Link] = {}
+    for fabric, _ in distinct:
+        if fabric not in healthy_of:
+            link = _healthy(fabric)
+            if isinstance(link, str):
+                return Slowdown(estimated=False, reason=link)
+            healthy_of[fabric] = link
+    sides: list[list[Link]] = [[], []]
+    for fabric, state in distinct:
+        for side, best_side in enumerate((True, False)):
+            degraded = _degraded(fabric, state, healthy_of[fabric], best_side)
+            if isinstance(degraded, str):
+                return Slowdown(estimated=False, reason=degraded)
+            sides[side].append(degraded)
+    healthy, best, worst = _bottleneck(list(healthy_of.values())), _bottleneck(sides[0]), _bottleneck(sides[1])
 
-    # Healthy: the type's own fabric, or for a type without one the fabric of the same-generation type the
-    # instance-choice rule suggests, scaled per accelerator.
-    healthy_links: list[Link] = []
-    for node, cap in zip(cluster.nodes, known, strict=True):
-        link = _healthy_link(cap)
-        if link is None and "weaker-fabric" in effects_by_node[node.id]:
-            siblings = facts.siblings(cap.instance_type)
-            pick = next((s.capability for s in siblings if s.capability.accelerators >= cap.accelerators), None)
-            sibling_link = _healthy_link(pick) if pick else None
-            if sibling_link and pick:
-                share = cap.accelerators / pick.accelerators
-                link = Link(sibling_link.bandwidth * share, sibling_link.latency)
-        if link is None:
-            link = _tcp_link(cap, TCP_EFFICIENCY[0])  # no fabric to lose: TCP is the healthy state
-        if link is None:
-            return base.model_copy(update={"reason": f"no bandwidth figure for {cap.instance_type}"})
-        healthy_links.append(link)
-
-    def degraded(best: bool) -> Link | None:
-        links = []
-        for node, cap, healthy in zip(cluster.nodes, known, healthy_links, strict=True):
-            effects = effects_by_node[node.id]
-            link = healthy
-            if effects & {"tcp-fallback", "unreachable", "weaker-fabric"}:
-                tcp = _tcp_link(cap, TCP_EFFICIENCY[0 if best else 1])
-                if tcp is None:
-                    return None
-                link = Link(min(link.bandwidth, tcp.bandwidth), tcp.latency)
-            elif "partial-fabric" in effects:
-                attached = sum(1 for i in node.interfaces if i.is_fabric)
-                share = attached / cap.fabric_interfaces if cap.fabric_interfaces else 1.0
-                link = Link(link.bandwidth * min(1.0, share), link.latency)
-            if "loose-placement" in effects and not best:
-                link = Link(link.bandwidth, link.latency * LOOSE_PLACEMENT_LATENCY_FACTOR)
-            links.append(link)
-        return Link(min(x.bandwidth for x in links), max(x.latency for x in links))
-
-    healthy = Link(min(x.bandwidth for x in healthy_links), max(x.latency for x in healthy_links))
-    best, worst = degraded(True), degraded(False)
-    if best is None or worst is None:
-        return base.model_copy(update={"reason": "no ordinary-Ethernet bandwidth figure for this type"})
-    nodes = cluster.size
     healthy_step, low, high = degraded_step_range(
         step_times(workload, nodes, gpus, accel, healthy),
         step_times(workload, nodes, gpus, accel, best),
         step_times(workload, nodes, gpus, accel, worst),
     )
-    slowdown = Range(low=low / healthy_step, high=high / healthy_step)
-    all_effects = set().union(*effects_by_node.values())
+    slow_low, slow_high = low / healthy_step, high / healthy_step
     reason = None
-    if all_effects & {"loose-placement"} and not all_effects & {
-        "tcp-fallback",
-        "unreachable",
-        "weaker-fabric",
-        "partial-fabric",
-    }:
-        reason = (
-            f"loose placement: AWS publishes no bandwidth cost; latency-only estimate, {slowdown.high:.3f}x at most"
-        )
-    total_gpus = nodes * gpus
-    # penalty-model A.8: extra GPU-hours = healthy GPU-hours x (slowdown - 1), per day of healthy work.
+    states = [state for _, state in distinct]
+    if any(s.loose_placement for s in states) and all(s.fabric == "healthy" for s in states):
+        reason = f"loose placement: AWS publishes no bandwidth cost; latency-only estimate, {slow_high:.3f}x at most"
+    return Slowdown(
+        estimated=True,
+        reason=reason,
+        low=slow_low,
+        high=slow_high,
+        healthy_step_seconds=healthy_step,
+        degraded_step_seconds_low=low,
+        degraded_step_seconds_high=high,
+        healthy_gbytes_per_s=healthy.bandwidth / GB,
+        degraded_best_gbytes_per_s=best.bandwidth / GB,
+        degraded_worst_gbytes_per_s=worst.bandwidth / GB,
+    )
+
+
+def estimate(fabric: FabricDescription, nodes: int, state: FabricState, workload: Workload) -> Slowdown:
+    """Slowdown of `workload` on `nodes` identical nodes, all in `state`."""
+    return estimate_members([(fabric, state)] * max(0, nodes), workload)
+
+
+# ---------------------------------------------------------------------------------------------- report
+
+
+def penalty_of(
+    slowdown: Slowdown, workload: Workload, total_gpus: int, price_per_gpu_hour: float | None = None
+) -> Penalty:
+    """The report's Penalty: the slowdown, and per day of healthy work on `total_gpus` GPUs the extra
+    GPU-hours (penalty-model A.8: healthy GPU-hours x (slowdown - 1)) and, given a price, dollars."""
+    if not slowdown.estimated:
+        return Penalty(workload=workload.name, estimated=False, reason=slowdown.reason)
     extra = Range(low=total_gpus * 24 * (slowdown.low - 1), high=total_gpus * 24 * (slowdown.high - 1))
     dollars = None
     if price_per_gpu_hour is not None:
         dollars = Range(low=extra.low * price_per_gpu_hour, high=extra.high * price_per_gpu_hour)
+    degraded = None
+    if slowdown.degraded_step_seconds_low is not None and slowdown.degraded_step_seconds_high is not None:
+        degraded = Range(low=slowdown.degraded_step_seconds_low, high=slowdown.degraded_step_seconds_high)
+    bandwidth = {
+        key: value
+        for key, value in (
+            ("healthy", slowdown.healthy_gbytes_per_s),
+            ("degraded_best", slowdown.degraded_best_gbytes_per_s),
+            ("degraded_worst", slowdown.degraded_worst_gbytes_per_s),
+        )
+        if value is not None
+    }
     return Penalty(
         workload=workload.name,
         estimated=True,
-        reason=reason,
-        slowdown=slowdown,
+        reason=slowdown.reason,
+        slowdown=Range(low=slowdown.low, high=slowdown.high),
         extra_gpu_hours_per_day=extra,
         extra_dollars_per_day=dollars,
         price_per_gpu_hour=price_per_gpu_hour,
-        healthy_step_seconds=healthy_step,
-        degraded_step_seconds=Range(low=low, high=high),
-        inter_node_gbytes_per_s={
-            "healthy": healthy.bandwidth / GB,
-            "degraded_best": best.bandwidth / GB,
-            "degraded_worst": worst.bandwidth / GB,
-        },
+        healthy_step_seconds=slowdown.healthy_step_seconds,
+        degraded_step_seconds=degraded,
+        inter_node_gbytes_per_s=bandwidth or None,
     )

@@ -14,7 +14,7 @@ from botocore.stub import ANY, Stubber
 from ec2_replay import Ec2Replay, serve
 
 from fabriccheck import flow
-from fabriccheck.sources import aws
+from fabriccheck.providers.aws import collect, dump
 
 DEMO = Path(__file__).resolve().parent.parent / "fixtures" / "demo" / "aws"
 
@@ -64,12 +64,12 @@ def test_stubbed_full_scan_pages_and_matches_the_dump() -> None:
     )
     stub.add_response("describe_instance_topology", answers["describe-instance-topology.json"], {"MaxResults": 100})
     with stub:
-        inventory = aws.collect_region(client, "us-east-1", topology=True)
+        inventory = collect.collect_region(client, "us-east-1", topology=True)
     stub.assert_no_pending_responses()
     assert inventory.complete
     assert len(inventory.nodes) == 34  # the terminated node is not there
-    dump = aws.load_dump(DEMO)
-    assert _rules_found(inventory) == _rules_found(dump)
+    from_dump = dump.load_dump(DEMO)
+    assert _rules_found(inventory) == _rules_found(from_dump)
     assert {"AWS101", "AWS102", "AWS110", "AWS111", "AWS120", "AWS150"} <= {r for r, _ in _rules_found(inventory)}
 
 
@@ -84,7 +84,7 @@ def test_access_denied_is_recorded_with_the_missing_permission() -> None:
     stub.add_response("describe_launch_template_versions", {"LaunchTemplateVersions": []}, None)
     stub.add_client_error("describe_capacity_reservations", "RequestLimitExceeded", "Rate exceeded", 503)
     with stub:
-        inventory = aws.collect_region(client, "eu-west-1")
+        inventory = collect.collect_region(client, "eu-west-1")
     assert not inventory.complete
     denied = next(e for e in inventory.errors if e.call == "DescribeSecurityGroups")
     assert (denied.code, denied.permission, denied.region) == (
@@ -94,8 +94,9 @@ def test_access_denied_is_recorded_with_the_missing_permission() -> None:
     )
     throttled = next(e for e in inventory.errors if e.call == "DescribeCapacityReservations")
     assert throttled.code == "Throttled"
-    assert "eu-west-1:security_groups" not in inventory.collected
-    assert "eu-west-1:subnets" in inventory.collected
+    # No answer named an owner, so the scope is "unknown"; it still records which facts came back.
+    assert "aws:unknown:eu-west-1:security_groups" not in inventory.collected
+    assert "aws:unknown:eu-west-1:subnets" in inventory.collected
 
 
 def test_only_read_calls_and_the_iam_policy_names_exactly_them() -> None:
@@ -104,13 +105,15 @@ def test_only_read_calls_and_the_iam_policy_names_exactly_them() -> None:
     session = boto3.session.Session()
     session.events.register("before-call.ec2.*", lambda model, **_: issued.append(model.name))
     with serve(replay) as url:
-        inventory = aws.collect_live(["us-east-1"], endpoint_url=url, topology=True, every_region=True, session=session)
+        inventory = collect.collect_live(
+            ["us-east-1"], endpoint_url=url, topology=True, every_region=True, session=session
+        )
     assert inventory.complete
     assert issued, "the recorder saw no call"
     assert all(op.startswith(("Describe", "List", "Get")) for op in issued)
-    assert set(issued) == set(aws.OPERATIONS)  # every declared call is used, and no other
-    policy = aws.iam_policy()
-    assert sorted(policy["Statement"][0]["Action"]) == sorted(f"ec2:{op}" for op in aws.OPERATIONS)
+    assert set(issued) == set(collect.OPERATIONS)  # every declared call is used, and no other
+    policy = collect.iam_policy()
+    assert sorted(policy["Statement"][0]["Action"]) == sorted(f"ec2:{op}" for op in collect.OPERATIONS)
     assert [a for _, a in replay.calls] == issued
 
 
@@ -118,7 +121,7 @@ def test_throttling_is_retried_with_backoff() -> None:
     replay = Ec2Replay.from_dump(DEMO)
     replay.throttle = {"DescribeInstances": 2, "DescribeSubnets": 1}
     with serve(replay) as url:
-        inventory = aws.collect_region(_client(url), "us-east-1")
+        inventory = collect.collect_region(_client(url), "us-east-1")
     assert inventory.complete
     assert [a for _, a in replay.calls].count("DescribeInstances") == 3
     assert len(inventory.nodes) == 34
@@ -128,10 +131,15 @@ def test_regions_run_in_parallel_and_each_keeps_its_answers() -> None:
     answers = _answers()
     replay = Ec2Replay({"us-east-1": answers, "us-west-2": {}})
     with serve(replay) as url:
-        inventory = aws.collect_live(["us-east-1", "us-west-2"], endpoint_url=url)
+        inventory = collect.collect_live(["us-east-1", "us-west-2"], endpoint_url=url)
     assert inventory.complete
     assert {n.region for n in inventory.nodes} == {"us-east-1"}
-    assert {"us-west-2:instances", "us-east-1:security_groups"} <= set(inventory.collected)
+    # One session is one account: us-west-2 names no owner, yet is filed under the account us-east-1 names.
+    account = "111122223333"
+    assert {f"aws:{account}:us-west-2:instances", f"aws:{account}:us-east-1:security_groups"} <= set(
+        inventory.collected
+    )
+    assert {n.account for n in inventory.nodes} == {account}
     assert {r for r, _ in replay.calls} == {"us-east-1", "us-west-2"}
 
 
@@ -162,7 +170,7 @@ def test_describe_instances_pages_grow_with_fleet_and_nothing_else_does(instance
     }
     replay = Ec2Replay({"us-east-1": answers})
     with serve(replay) as url:
-        inventory = aws.collect_region(_client(url), "us-east-1")
+        inventory = collect.collect_region(_client(url), "us-east-1")
     assert len(inventory.nodes) == instances
     calls = [a for _, a in replay.calls]
     assert calls.count("DescribeInstances") == max(1, math.ceil(instances / 1000))
@@ -177,6 +185,6 @@ def test_unreachable_region_is_one_error_and_the_run_is_incomplete() -> None:
         endpoint_url="http://127.0.0.1:9",
         config=__import__("botocore.config").config.Config(retries={"max_attempts": 1}, connect_timeout=1),
     )
-    inventory = aws.collect_region(client, "us-east-1")
+    inventory = collect.collect_region(client, "us-east-1")
     assert [e.code for e in inventory.errors] == ["Unreachable"]
     assert not inventory.complete

@@ -51,9 +51,9 @@ def test_demo_runs_outside_the_source_tree_and_shows_every_category() -> None:
         "network-config",
     }
     clusters = {c["id"]: c for c in report["clusters"]}
-    clean = clusters["aws:us-east-1:auto-scaling-group/llm-prod"]
+    clean = clusters["aws:111122223333:us-east-1:auto-scaling-group/llm-prod"]
     assert clean["findings"] == 0 and clean["penalty"]["slowdown"] == {"low": 1.0, "high": 1.0}
-    missing = clusters["aws:us-east-1:eks-node-group/research/llm-exp"]
+    missing = clusters["aws:111122223333:us-east-1:eks-node-group/research/llm-exp"]
     assert missing["penalty"]["slowdown"]["high"] > missing["penalty"]["slowdown"]["low"] > 1.0
     assert missing["penalty"]["workload"] == "llm-70b-fsdp"
     for finding in report["findings"]:
@@ -76,7 +76,7 @@ def test_text_report_is_plain_when_piped(tmp_path: Path) -> None:
     result = run("demo", "--price-per-gpu-hour", "4.5")
     assert result.returncode == 0
     assert "\x1b[" not in result.stdout
-    assert "Cluster aws:us-east-1:auto-scaling-group/llm-prod" in result.stdout
+    assert "Cluster aws:111122223333:us-east-1:auto-scaling-group/llm-prod" in result.stdout
     assert "AWS101 fabric-missing" in result.stdout and "Summary:" in result.stdout
     assert "$" in result.stdout  # dollars appear once a price is given
 
@@ -102,7 +102,7 @@ def test_save_inventory_then_check_gives_the_same_findings(tmp_path: Path) -> No
     assert again.returncode == 0, again.stderr
     key = lambda r: sorted((f["rule"], tuple(f["resources"])) for f in json.loads(r.stdout)["findings"])  # noqa: E731
     assert key(first) == key(again)
-    assert json.loads(saved.read_text())["schema_version"] == 1
+    assert json.loads(saved.read_text())["schema_version"] == 2
 
 
 def test_from_dump_equals_demo() -> None:

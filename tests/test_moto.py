@@ -13,7 +13,7 @@ import boto3
 import pytest
 
 from fabriccheck import flow
-from fabriccheck.sources import aws
+from fabriccheck.providers.aws import collect
 
 moto_server = pytest.importorskip("moto.server")
 
@@ -54,7 +54,7 @@ def test_moto_account_without_efa(endpoint: str) -> None:
         },
     )
 
-    inventory = aws.collect_region(ec2, "us-east-1")
+    inventory = collect.collect_region(ec2, "us-east-1")
     # moto's real instance-type data came through the live call
     assert inventory.capabilities["p4d.24xlarge"].fabric_interfaces == 4
     assert len([n for n in inventory.nodes if n.instance_type == "p4d.24xlarge"]) == 3

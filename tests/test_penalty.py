@@ -1,16 +1,53 @@
-"""The penalty model against the reference's worked example and published measurements."""
+"""The penalty model against the reference's worked example and published measurements, and the pure core
+(fabric descriptions and states in, a Slowdown out) against the properties a slowdown must have."""
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fabriccheck import catalog, penalty
-from fabriccheck.clusters import build_clusters
-from fabriccheck.engine import Finding
-from fabriccheck.model import Inventory, NetworkInterface, Node
-from fabriccheck.penalty import WORKLOADS, Link, degraded_step_range, step_times
+from fabriccheck.model import Capability, FabricKind
+from fabriccheck.penalty import (
+    GB,
+    TCP_EFFICIENCY,
+    WORKLOADS,
+    FabricDescription,
+    FabricState,
+    Link,
+    Slowdown,
+    degraded_link,
+    degraded_step_range,
+    estimate,
+    estimate_members,
+    healthy_link,
+    penalty_of,
+    step_times,
+)
 
 H100_C5 = catalog.Accelerator("H100", 989, 450, 0.54, ())  # penalty-model C.5 uses MFU 0.54
+
+# Rows of fabric-catalog.md (AWS): accelerator, GPUs, fabric, fabric NICs x Gbps, GPUDirect RDMA, ENA Gbps.
+P5 = FabricDescription("H100", 8, FabricKind.EFA, 32, 100.0, True, 100.0, "p5.48xlarge")
+P4D = FabricDescription("A100", 8, FabricKind.EFA, 4, 100.0, True, 100.0, "p4d.24xlarge")
+P5_4XL = FabricDescription("H100", 1, FabricKind.EFA, 1, 100.0, False, 100.0, "p5.4xlarge")  # gdr_required=false
+ND_H100 = FabricDescription("H100", 8, FabricKind.INFINIBAND, 8, 400.0, True, 80.0, "Standard_ND96isr_H100_v5")
+NO_FABRIC = FabricDescription("A100", 8, FabricKind.NONE, 0, 0.0, None, 100.0, "a2-highgpu-8g")
+ESTIMABLE = (P5, P4D, P5_4XL, ND_H100, NO_FABRIC)
+
+HEALTHY = FabricState.healthy()
+TCP = FabricState.tcp_fallback()
+FSDP = WORKLOADS["llm-70b-fsdp"]
+
+
+def _range(s: Slowdown) -> tuple[float, float]:
+    return s.low, s.high
+
+
+# ---------------------------------------------------------------------------------------------- model
 
 
 def test_worked_example_c5_70b_fsdp_tcp_fallback() -> None:
@@ -37,92 +74,327 @@ def test_ddp_moves_a_third_less_than_fsdp() -> None:
     assert ratio == pytest.approx(1.5, rel=0.01)
 
 
-def test_collective_hits_published_scale_out_bandwidth() -> None:
-    """A.4: at N >= 4 an all-reduce of S costs ~2S/busbw with busbw = eff x B_node; Voltage Park measured
-    330.9 GB/s on 4 x 8 H100 over 3.2 Tb/s InfiniBand (row 15)."""
-    link = Link(3200 / 8 * 1e9 * penalty.EFFICIENCY[penalty.FabricKind.INFINIBAND], 0.0)
-    size = 8 * 2**30
-    seconds = penalty.collective_seconds("all_reduce", size, 4, 8, link, 450e9 * 0.6)
-    busbw = size * 2 * (32 - 1) / 32 / seconds
-    assert busbw / 1e9 == pytest.approx(330.9, rel=0.1)
+def _p4d_busbw(link: Link | None) -> float:
+    """Model busbw (GB/s) of a 2 GiB all_reduce on 2 x p4d (16 ranks), as nccl-tests reports it."""
+    assert link is not None
+    size = 2 * 2**30
+    seconds = penalty.collective_seconds("all_reduce", size, 2, 8, link, 300e9 * penalty.NVLINK_EFFICIENCY)
+    return size / seconds * 2 * (16 - 1) / 16 / GB
 
 
-def _cluster(instance_type: str, count: int, efa: int) -> tuple[Inventory, list[Node]]:
-    nodes = [
-        Node(
-            id=f"i-{i}",
-            region="us-east-1",
-            zone="us-east-1a",
-            instance_type=instance_type,
-            tags={"aws:autoscaling:groupName": "g"},
-            interfaces=[
-                NetworkInterface(id=f"e-{i}-{c}", interface_type="efa", network_card_index=c) for c in range(efa)
-            ],
-        )
-        for i in range(count)
-    ]
-    return Inventory(nodes=nodes), nodes
-
-
-def _finding(effect: str, resources: list[str]) -> Finding:
-    return Finding(
-        rule="T",
-        title="t",
-        severity="error",
-        category="fabric-partial",
-        provider="aws",
-        cluster="c",
-        resources=resources,
-        message="",
-        remediation="",
-        effect=effect,
-        references=[],
-    )
-
-
-def _estimate(
-    instance_type: str,
-    count: int,
-    efa: int,
-    effect: str | None,
-    workload: str = "llm-70b-fsdp",
-    price: float | None = None,
-) -> penalty.Penalty:
-    inventory, nodes = _cluster(instance_type, count, efa)
-    cluster = build_clusters(inventory)[0]
-    findings = [_finding(effect, [n.id]) for n in nodes] if effect else []
-    return penalty.estimate(cluster, findings, inventory, WORKLOADS[workload], price)
-
-
-def test_healthy_cluster_costs_nothing() -> None:
-    p = _estimate("p5.48xlarge", 8, 32, None)
-    assert p.estimated and p.slowdown.low == p.slowdown.high == 1.0 and p.extra_gpu_hours_per_day.high == 0
-
-
-def test_fewer_nics_cost_more_and_tcp_costs_most() -> None:
-    partial = [_estimate("p5.48xlarge", 8, k, "partial-fabric").slowdown.high for k in (16, 4, 1)]
-    tcp = _estimate("p5.48xlarge", 8, 0, "tcp-fallback").slowdown
-    assert partial == sorted(partial) and partial[0] < partial[-1]
-    assert tcp.high > partial[-1] and tcp.low > 1.5
-    assert tcp.low <= tcp.high
+def test_collective_against_published_rows_not_used_for_fitting() -> None:
+    """penalty-model G (skypilot examples/aws_efa), 2 x p4d, 2 GB all_reduce: 77.35 GB/s busbw with 4 EFA,
+    20.31 with 1 EFA, 4.13 (EKS) and 8.20 (VMs) over TCP. None of these fitted a constant: EFFICIENCY[EFA]
+    is the mean of rows 4 and 5, TCP_EFFICIENCY comes from rows 1 and 7. The model sits LOW on the EFA rows:
+    70.2 vs 77.35 (-9%) and 17.6 vs 20.31 (-13%), because p4d reaches ~0.83 of line rate while 0.75 also
+    averages in p5's 0.65. The tolerances document that gap; the TCP rows must fall inside the TCP range."""
+    healthy = _p4d_busbw(healthy_link(P4D))
+    one_efa = _p4d_busbw(degraded_link(P4D, FabricState.partial(1)))
+    assert healthy < 77.35 and healthy == pytest.approx(77.35, rel=0.12)
+    assert one_efa < 20.31 and one_efa == pytest.approx(20.31, rel=0.15)
+    tcp_best = _p4d_busbw(degraded_link(P4D, TCP))
+    tcp_worst = _p4d_busbw(degraded_link(P4D, TCP, worst=True))
+    assert tcp_worst <= 4.13 <= tcp_best
+    assert tcp_worst <= 8.20 <= tcp_best
 
 
 def test_3d_layout_suffers_less_than_fsdp() -> None:
     """penalty-model D: compute-heavy 3D layouts lose a little, FSDP several times."""
-    fsdp = _estimate("p5.48xlarge", 16, 0, "tcp-fallback").slowdown.high
-    three_d = _estimate("p5.48xlarge", 16, 0, "tcp-fallback", "llm-175b-3d").slowdown.high
+    fsdp = estimate(P5, 16, TCP, FSDP).high
+    three_d = estimate(P5, 16, TCP, WORKLOADS["llm-175b-3d"]).high
     assert 1.0 < three_d < fsdp
 
 
-def test_gpu_hours_and_dollars_follow_the_slowdown() -> None:
-    p = _estimate("p4d.24xlarge", 4, 0, "tcp-fallback", price=4.0)
-    assert p.extra_gpu_hours_per_day.high == pytest.approx(32 * 24 * (p.slowdown.high - 1))
+# ---------------------------------------------------------------------------------------------- penalty
+
+
+def test_penalty_of_a_hand_worked_slowdown() -> None:
+    """32 GPUs, 1.5x-3x slower, $4/GPU-h: a day of healthy work costs 32 x 24 = 768 GPU-h, so the extra is
+    768 x 0.5 = 384 to 768 x 2 = 1,536 GPU-h, i.e. $1,536 to $6,144."""
+    slow = Slowdown(
+        estimated=True,
+        low=1.5,
+        high=3.0,
+        healthy_step_seconds=10.0,
+        degraded_step_seconds_low=15.0,
+        degraded_step_seconds_high=30.0,
+        healthy_gbytes_per_s=50.0,
+        degraded_best_gbytes_per_s=5.0,
+        degraded_worst_gbytes_per_s=2.0,
+    )
+    p = penalty_of(slow, FSDP, 32, 4.0)
+    assert p.estimated and p.workload == "llm-70b-fsdp" and p.reason is None
+    assert (p.slowdown.low, p.slowdown.high) == (1.5, 3.0)
+    assert (p.extra_gpu_hours_per_day.low, p.extra_gpu_hours_per_day.high) == (384.0, 1536.0)
     assert p.extra_dollars_per_day is not None
-    assert p.extra_dollars_per_day.high == pytest.approx(p.extra_gpu_hours_per_day.high * 4.0)
+    assert (p.extra_dollars_per_day.low, p.extra_dollars_per_day.high) == (1536.0, 6144.0)
+    assert p.price_per_gpu_hour == 4.0 and p.healthy_step_seconds == 10.0
+    assert p.degraded_step_seconds is not None and (p.degraded_step_seconds.low, p.degraded_step_seconds.high) == (
+        15.0,
+        30.0,
+    )
+    assert p.inter_node_gbytes_per_s == {"healthy": 50.0, "degraded_best": 5.0, "degraded_worst": 2.0}
+    assert penalty_of(slow, FSDP, 32, None).extra_dollars_per_day is None
 
 
-def test_no_estimate_without_sourced_accelerator_or_for_single_nodes() -> None:
-    trn = _estimate("trn1.32xlarge", 4, 0, "tcp-fallback")
-    assert not trn.estimated and "Trainium" in (trn.reason or "")
-    alone = _estimate("p5.48xlarge", 1, 0, "tcp-fallback")
-    assert not alone.estimated and "single node" in (alone.reason or "")
+def test_penalty_of_an_unestimated_slowdown_carries_its_reason() -> None:
+    p = penalty_of(estimate(P5, 1, TCP, FSDP), FSDP, 8, 4.0)
+    assert not p.estimated and p.reason == "a single node does not use the inter-node fabric"
+    assert p.slowdown.high == 1.0 and p.extra_gpu_hours_per_day.high == 0.0 and p.extra_dollars_per_day is None
+
+
+# ---------------------------------------------------------------------------------------------- states
+
+
+@pytest.mark.parametrize("fabric", ESTIMABLE, ids=lambda f: f.instance_type)
+@pytest.mark.parametrize("nodes", [2, 5, 64])
+@pytest.mark.parametrize("workload", sorted(WORKLOADS))
+def test_healthy_costs_exactly_nothing(fabric: FabricDescription, nodes: int, workload: str) -> None:
+    s = estimate(fabric, nodes, HEALTHY, WORKLOADS[workload])
+    assert s.estimated and _range(s) == (1.0, 1.0)
+    p = penalty_of(s, WORKLOADS[workload], nodes * fabric.gpus_per_node, 3.0)
+    assert p.extra_gpu_hours_per_day.high == 0.0 and p.extra_dollars_per_day is not None
+    assert p.extra_dollars_per_day.high == 0.0
+
+
+def test_tcp_fallback_is_a_real_slowdown() -> None:
+    s = estimate(P5, 8, TCP, FSDP)
+    assert s.estimated and s.low > 1.5 and s.high >= s.low
+    assert s.degraded_worst_gbytes_per_s == pytest.approx(100 / 8 * TCP_EFFICIENCY[1])
+
+
+def test_a_fallback_never_makes_the_link_faster() -> None:
+    """A fabric slower than the ordinary NIC (a small share of a sibling's fabric): TCP keeps the lesser
+    bandwidth, with TCP's latency."""
+    slow_fabric = FabricDescription("H100", 8, FabricKind.EFA, 1, 10.0, False, 100.0)
+    s = estimate(slow_fabric, 4, TCP, FSDP)
+    assert s.healthy_gbytes_per_s == pytest.approx(10 / 8 * 0.75)
+    assert s.degraded_best_gbytes_per_s == s.healthy_gbytes_per_s
+    link = degraded_link(slow_fabric, TCP)
+    assert link is not None and link.latency == penalty.TCP_LATENCY_S
+
+
+@pytest.mark.parametrize("fabric", [P5, P4D, ND_H100], ids=lambda f: f.instance_type)
+@pytest.mark.parametrize("workload", sorted(WORKLOADS))
+def test_zero_of_n_nics_is_tcp_fallback(fabric: FabricDescription, workload: str) -> None:
+    for loose in (False, True):
+        zero = estimate(fabric, 8, FabricState.partial(0, loose), WORKLOADS[workload])
+        assert zero == estimate(fabric, 8, FabricState.tcp_fallback(loose), WORKLOADS[workload])
+    assert estimate(fabric, 8, FabricState.partial(-3), WORKLOADS[workload]) == estimate(
+        fabric, 8, TCP, WORKLOADS[workload]
+    )
+
+
+def test_more_nics_than_the_type_has_clamps_to_all_of_them() -> None:
+    for k in (P5.nics, P5.nics + 1, 1000):
+        s = estimate(P5, 16, FabricState.partial(k), FSDP)
+        assert _range(s) == (1.0, 1.0) and s.degraded_best_gbytes_per_s == s.healthy_gbytes_per_s
+    assert estimate(P4D, 4, FabricState.partial(16), FSDP) == estimate(P4D, 4, FabricState.partial(4), FSDP)
+
+
+@pytest.mark.parametrize("fabric", [P5, P4D, ND_H100], ids=lambda f: f.instance_type)
+@pytest.mark.parametrize("workload", sorted(WORKLOADS))
+def test_more_nics_in_use_cost_less(fabric: FabricDescription, workload: str) -> None:
+    highs = [estimate(fabric, 16, FabricState.partial(k), WORKLOADS[workload]).high for k in range(fabric.nics + 1)]
+    lows = [estimate(fabric, 16, FabricState.partial(k), WORKLOADS[workload]).low for k in range(fabric.nics + 1)]
+    # non-increasing, up to float rounding: a fully hidden step is compute + comm - comm (1 ulp off 1.0)
+    for values in (highs, lows):
+        assert all(b <= a * (1 + 1e-12) for a, b in pairwise(values))
+    assert highs[0] > highs[-1] == 1.0  # each workload loses something when no NIC is left
+
+
+@pytest.mark.parametrize("fabric", [P5, P4D, ND_H100], ids=lambda f: f.instance_type)
+@pytest.mark.parametrize("nodes", [2, 4, 16, 64])
+@pytest.mark.parametrize("workload", sorted(WORKLOADS))
+def test_tcp_costs_at_least_as_much_as_any_partial_fabric(fabric: FabricDescription, nodes: int, workload: str) -> None:
+    tcp = estimate(fabric, nodes, TCP, WORKLOADS[workload])
+    for k in range(1, fabric.nics + 1):
+        partial = estimate(fabric, nodes, FabricState.partial(k), WORKLOADS[workload])
+        assert tcp.low >= partial.low and tcp.high >= partial.high
+    assert tcp.high > 1.0
+
+
+@pytest.mark.parametrize("fabric", [P5, P4D, ND_H100], ids=lambda f: f.instance_type)
+@pytest.mark.parametrize("workload", sorted(WORKLOADS))
+def test_gpudirect_off_sits_between_healthy_and_tcp_fallback(fabric: FabricDescription, workload: str) -> None:
+    off = estimate(fabric, 16, FabricState.gpudirect_off(), WORKLOADS[workload])
+    tcp = estimate(fabric, 16, TCP, WORKLOADS[workload])
+    assert off.estimated and 1.0 <= off.low <= tcp.low and off.high <= tcp.high and off.low <= off.high
+    assert off.healthy_gbytes_per_s is not None and off.degraded_worst_gbytes_per_s is not None
+    assert off.degraded_worst_gbytes_per_s == pytest.approx(off.healthy_gbytes_per_s * 0.5)
+    if workload == "llm-70b-fsdp":
+        assert off.high > 1.0  # FSDP's exposed traffic grows when half the bandwidth is lost
+
+
+@pytest.mark.parametrize("gdr", [False, None])
+def test_gpudirect_off_costs_nothing_without_gpudirect(gdr: bool | None) -> None:
+    for fabric in (P5_4XL, FabricDescription("H100", 8, FabricKind.EFA, 32, 100.0, gdr, 100.0)):
+        for workload in WORKLOADS.values():
+            assert estimate(fabric, 16, TCP, workload).high > 1.0  # the type does have something to lose
+            s = estimate(fabric, 16, FabricState.gpudirect_off(), workload)
+            assert s.estimated and _range(s) == (1.0, 1.0)
+
+
+def test_one_degraded_node_slows_the_whole_cluster() -> None:
+    """A collective runs at its slowest member: one node in tcp-fallback costs what all sixteen would."""
+    for state in (TCP, FabricState.partial(2), FabricState.gpudirect_off()):
+        mixed = estimate_members([(P5, HEALTHY)] * 15 + [(P5, state)], FSDP)
+        assert _range(mixed) == _range(estimate(P5, 16, state, FSDP))
+        assert mixed.high > 1.0
+    # a weaker node type (p4d's 400 Gbps) sets the healthy link as well: its own fabric is not a finding
+    mixed_types = estimate_members([(P5, HEALTHY)] * 3 + [(P4D, HEALTHY)], FSDP)
+    assert mixed_types.healthy_gbytes_per_s == pytest.approx(400 / 8 * 0.75) and _range(mixed_types) == (1.0, 1.0)
+
+
+def test_loose_placement_alone_is_latency_only() -> None:
+    s = estimate(P5, 16, FabricState.healthy(loose_placement=True), WORKLOADS["llm-8b-ddp"])
+    assert s.low == 1.0 and s.high > 1.0
+    assert s.healthy_gbytes_per_s == s.degraded_best_gbytes_per_s == s.degraded_worst_gbytes_per_s
+    assert s.reason == (
+        f"loose placement: AWS publishes no bandwidth cost; latency-only estimate, {s.high:.3f}x at most"
+    )
+    both = estimate(P5, 16, FabricState.partial(4, loose_placement=True), WORKLOADS["llm-8b-ddp"])
+    assert both.reason is None and both.high > estimate(P5, 16, FabricState.partial(4), WORKLOADS["llm-8b-ddp"]).high
+
+
+def test_a_type_without_a_fabric_is_healthy_on_tcp() -> None:
+    s = estimate(NO_FABRIC, 4, HEALTHY, FSDP)
+    assert s.healthy_gbytes_per_s == pytest.approx(100 / 8 * TCP_EFFICIENCY[0])
+    link = healthy_link(NO_FABRIC)
+    assert link is not None and link.latency == penalty.TCP_LATENCY_S
+    # a fabric with no usable bandwidth figure (no NICs, or nonsense counts) is judged on TCP as well
+    for nics, per_nic in ((0, 100.0), (4, 0.0), (-1, -5.0)):
+        odd = FabricDescription("A100", 8, FabricKind.EFA, nics, per_nic, True, 100.0)
+        assert healthy_link(odd) == link
+
+
+def _cap(name: str, fabric: FabricKind, nics: int, gbps: float | None, accelerators: int) -> Capability:
+    return Capability(
+        instance_type=name,
+        provider="aws",
+        fabric=fabric,
+        fabric_interfaces=nics,
+        fabric_gbps=gbps,
+        ethernet_gbps=50.0,
+        gpudirect_rdma=True,
+        accelerators=accelerators,
+        accelerator_name="H100",
+        source="test",
+    )
+
+
+def test_descriptions_from_capabilities() -> None:
+    p5 = FabricDescription.from_capability(_cap("p5.48xlarge", FabricKind.EFA, 32, 3200.0, 8))
+    assert (p5.nics, p5.gbps_per_nic, p5.fabric_gbps, p5.accelerator, p5.gpus_per_node) == (
+        32,
+        100.0,
+        3200.0,
+        "H100",
+        8,
+    )
+    unknown = FabricDescription.from_capability(_cap("x", FabricKind.EFA, 4, None, 8))
+    assert unknown.gbps_per_nic == 0.0 and unknown.fabric_gbps == 0.0
+    assert p5.scaled(0.25).fabric_gbps == 800.0 and p5.scaled(0.25).nics == 32
+
+
+def test_a_weaker_type_is_judged_against_its_siblings_fabric_per_accelerator() -> None:
+    """A 2-GPU type without a fabric next to an 8-GPU sibling with 3,200 Gbps: its healthy link is a quarter of
+    the sibling's, and its fallback is TCP on its own 50 Gbps NIC."""
+    small = _cap("p5.12xlarge", FabricKind.NONE, 0, None, 2)
+    borrowed = FabricDescription.borrowed(small, _cap("p5.48xlarge", FabricKind.EFA, 32, 3200.0, 8))
+    assert (borrowed.gpus_per_node, borrowed.ethernet_gbps, borrowed.fabric) == (2, 50.0, FabricKind.EFA)
+    s = estimate(borrowed, 4, TCP, FSDP)
+    assert s.healthy_gbytes_per_s == pytest.approx(3200 / 8 * 0.75 / 4)
+    assert s.degraded_best_gbytes_per_s == pytest.approx(50 / 8 * TCP_EFFICIENCY[0]) and s.low > 1.0
+
+
+# ---------------------------------------------------------------------------------------------- refusals
+
+
+def test_no_estimate_for_a_single_node() -> None:
+    for state in (HEALTHY, TCP, FabricState.partial(0)):
+        s = estimate(P5, 1, state, FSDP)
+        assert not s.estimated and s.reason == "a single node does not use the inter-node fabric"
+        assert _range(s) == (1.0, 1.0)
+
+
+def test_no_estimate_without_a_sourced_accelerator_or_gpus() -> None:
+    trn = FabricDescription("Trainium", 16, FabricKind.EFA, 8, 100.0, True, 100.0)
+    s = estimate(trn, 4, TCP, FSDP)
+    assert not s.estimated and s.reason == "no sourced peak throughput for Trainium accelerators"
+    cpu = FabricDescription("", 0, FabricKind.EFA, 1, 100.0, None, 100.0)
+    s = estimate(cpu, 4, TCP, FSDP)
+    assert not s.estimated and s.reason == "no accelerators: not a training cluster"
+
+
+def test_no_estimate_without_an_ethernet_figure_when_one_is_needed() -> None:
+    no_ena = FabricDescription("H100", 8, FabricKind.EFA, 32, 100.0, True, None, "p5.48xlarge")
+    assert estimate(no_ena, 4, HEALTHY, FSDP).estimated  # the fabric alone is enough when it works
+    for state in (TCP, FabricState.unreachable(), FabricState.partial(0)):
+        s = estimate(no_ena, 4, state, FSDP)
+        assert not s.estimated and s.reason == "no ordinary-Ethernet bandwidth figure for this type"
+    nothing = FabricDescription("H100", 8, FabricKind.NONE, 0, 0.0, None, None, "a3-highgpu-4g")
+    s = estimate(nothing, 4, HEALTHY, FSDP)
+    assert not s.estimated and s.reason == "no bandwidth figure for a3-highgpu-4g"
+
+
+# ---------------------------------------------------------------------------------------------- properties
+
+FABRICS = st.sampled_from(
+    (
+        *ESTIMABLE,
+        FabricDescription("H100", 8, FabricKind.EFA, 32, 100.0, True, None),  # no Ethernet figure
+        FabricDescription("H100", 8, FabricKind.NONE, 0, 0.0, None, None),  # no figure at all
+        FabricDescription("H100", 8, FabricKind.EFA, 0, 0.0, True, 25.0),  # fabric without NICs or bandwidth
+        FabricDescription("A10G", 8, FabricKind.EFA, 1, 100.0, False, 100.0),  # unknown accelerator
+        FabricDescription("H100", 0, FabricKind.EFA, 1, 100.0, False, 100.0),  # no GPUs
+        FabricDescription("B200", 8, FabricKind.TCPXO, 8, 200.0, None, 200.0),
+        FabricDescription("H100", 8, FabricKind.EFA, 4, 100.0, True, 0.0),  # Ethernet recorded as 0
+        FabricDescription("A100", 8, FabricKind.NONE, 0, 0.0, None, 0.0),
+        FabricDescription("A100", 8, FabricKind.RDMA, -1, -5.0, True, 50.0),  # nonsense counts
+    )
+)
+STATES = st.builds(
+    FabricState,
+    fabric=st.sampled_from(("healthy", "tcp-fallback", "partial", "gpudirect-off", "unreachable")),
+    nics_used=st.one_of(st.none(), st.integers(min_value=-2, max_value=70)),
+    loose_placement=st.booleans(),
+)
+
+
+def _sane(s: Slowdown) -> None:
+    assert 1.0 <= s.low <= s.high
+    if s.estimated:
+        assert s.healthy_step_seconds is not None and s.healthy_step_seconds > 0
+    else:
+        assert s.reason and _range(s) == (1.0, 1.0)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    fabric=FABRICS,
+    state=STATES,
+    nodes=st.integers(min_value=1, max_value=64),
+    workload=st.sampled_from(sorted(WORKLOADS)),
+)
+def test_every_state_for_every_node_count_is_a_sane_slowdown(
+    fabric: FabricDescription, state: FabricState, nodes: int, workload: str
+) -> None:
+    s = estimate(fabric, nodes, state, WORKLOADS[workload])
+    _sane(s)
+    p = penalty_of(s, WORKLOADS[workload], nodes * fabric.gpus_per_node, 2.0)
+    assert p.estimated == s.estimated and (p.slowdown.low, p.slowdown.high) == _range(s)
+    assert 0.0 <= p.extra_gpu_hours_per_day.low <= p.extra_gpu_hours_per_day.high
+    if nodes >= 2 and fabric in ESTIMABLE and not (state.fabric == "partial" and state.nics_used is None):
+        assert s.estimated
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    members=st.lists(st.tuples(FABRICS, STATES), min_size=1, max_size=12),
+    workload=st.sampled_from(sorted(WORKLOADS)),
+)
+def test_mixed_members_never_raise_and_stay_sane(
+    members: list[tuple[FabricDescription, FabricState]], workload: str
+) -> None:
+    _sane(estimate_members(members, WORKLOADS[workload]))

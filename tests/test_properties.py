@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 from fabriccheck import flow
 from fabriccheck.errors import FabricCheckError
-from fabriccheck.sources import aws
+from fabriccheck.providers.aws import normalize
+from fabriccheck.sources.snapshot import load_inventory
 
 DEMO = Path(__file__).resolve().parent.parent / "fixtures" / "demo" / "aws"
 KEYS = [
@@ -81,10 +82,10 @@ def _demo(name: str) -> Any:
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(call=st.sampled_from(aws.CALLS), doc=shapes)
-def test_random_answers_normalize_or_fail_cleanly(call: aws.Ec2Call, doc: Any) -> None:
+@given(call=st.sampled_from(normalize.CALLS), doc=shapes)
+def test_random_answers_normalize_or_fail_cleanly(call: normalize.Ec2Call, doc: Any) -> None:
     try:
-        inventory = aws.normalize({call: doc}, "us-east-1", lambda c: c.dump_file)
+        inventory = normalize.normalize({call: doc}, "us-east-1", lambda c: c.dump_file)
     except FabricCheckError as exc:
         assert call.dump_file in str(exc) and "\n" not in str(exc)
         return
@@ -95,7 +96,7 @@ def test_random_answers_normalize_or_fail_cleanly(call: aws.Ec2Call, doc: Any) -
 @given(data=st.data())
 def test_mutated_real_answers_normalize_or_fail_cleanly(data: st.DataObject) -> None:
     """Take a real answer and replace one nested value by a random shape."""
-    call = data.draw(st.sampled_from([c for c in aws.CALLS]))
+    call = data.draw(st.sampled_from([c for c in normalize.CALLS]))
     doc = _demo(call.dump_file)
     node: Any = doc
     path = []
@@ -106,7 +107,7 @@ def test_mutated_real_answers_normalize_or_fail_cleanly(data: st.DataObject) -> 
     if path:
         parent[path[-1]] = data.draw(shapes)
     try:
-        inventory = aws.normalize({call: doc}, "us-east-1", lambda c: c.dump_file)
+        inventory = normalize.normalize({call: doc}, "us-east-1", lambda c: c.dump_file)
     except FabricCheckError as exc:
         assert "\n" not in str(exc)
         return
@@ -134,10 +135,10 @@ def test_mutated_real_answers_normalize_or_fail_cleanly(data: st.DataObject) -> 
 )
 def test_random_saved_inventories_load_or_fail_cleanly(tmp_path_factory: Any, doc: dict[str, Any]) -> None:
     path = tmp_path_factory.mktemp("inv") / "inventory.json"
-    doc.setdefault("schema_version", 1)
+    doc.setdefault("schema_version", 2)
     path.write_text(json.dumps(doc))
     try:
-        inventory = flow.load_inventory(path)
+        inventory = load_inventory(path)
     except FabricCheckError as exc:
         assert str(path) in str(exc) and "\n" not in str(exc)
         return

@@ -37,10 +37,9 @@ def test_every_aws_category_has_a_rule() -> None:
     } <= categories
 
 
-def test_rule_ids_are_unique_and_files_named_by_id() -> None:
+def test_rule_files_are_named_by_id() -> None:
     for rule in RULES:
         assert Path(rule.path).name.startswith(rule.id)
-    assert len({r.id for r in RULES}) == len(RULES)
 
 
 def _write(tmp_path: Path, text: str, name: str = "X900-test.yaml") -> Path:
@@ -95,6 +94,61 @@ def test_duplicate_rule_id_is_an_error(tmp_path: Path) -> None:
         engine.load_rules([folder])
 
 
+def test_an_id_a_rule_reports_on_templates_cannot_be_taken_by_another_rule(tmp_path: Path) -> None:
+    """AWS140 is what AWS101 reports on launch templates; a user rule with that id would make findings
+    ambiguous."""
+    folder = _write(tmp_path, GOOD.replace("id: AWS121", "id: AWS140"))
+    with pytest.raises(FabricCheckError, match=r"field id: AWS140 is already defined in .*AWS101"):
+        engine.load_rules([folder])
+
+
+def test_a_misspelt_fact_is_an_error_naming_the_file(tmp_path: Path) -> None:
+    text = GOOD.replace("id: AWS121", "id: X903")
+    text = text.replace("cluster.placement.strategy in", "cluster.placment.strategy in")
+    with pytest.raises(FabricCheckError, match=r"X900-test.yaml: field condition: cluster.placment.strategy is not"):
+        engine.load_rules([_write(tmp_path, text)])
+    # A fact of another provider is no fact of this one: placement is AWS's cluster fact.
+    text = GOOD.replace("id: AWS121", "id: X904").replace("provider: aws", "provider: gcp").replace(
+        'cluster.placement.strategy in ["spread", "partition"]', "cluster.size > 1"
+    )
+    with pytest.raises(FabricCheckError, match=r"field message: unknown fact \{cluster.placement"):
+        engine.load_rules([_write(tmp_path, text)])
+
+
+def test_fact_paths_ignore_strings_and_methods() -> None:
+    paths = engine._fact_paths('node.fabric.kind == "node.nonsense" && cluster.types.exists(t, t == "x")')
+    assert paths == {"node.fabric.kind", "cluster.types"}
+
+
+def test_one_rule_judges_a_running_node_and_a_template() -> None:
+    """AWS101 flags a running node and a launch template with the same condition; the template's finding keeps
+    the id, severity and wording it had as AWS140."""
+    rule = next(r for r in RULES if r.id == "AWS101")
+    node = {
+        "id": "i-1",
+        "instance_type": "p5.48xlarge",
+        "tags": {"aws:autoscaling:groupName": "g"},
+        "interfaces": [{"id": "eni-1", "interface_type": "interface"}],
+    }
+    spec = {
+        "id": "lt-1:2",
+        "spec": {"kind": "launch-template", "name": "gpu", "version": "2", "role": "default"},
+        "instance_type": "p5.48xlarge",
+        "interfaces": [{"id": "nic-1", "interface_type": "interface"}],
+    }
+    example = engine.Example(name="both", inventory={"nodes": [node, {**node, "id": "i-2"}], "specs": [spec]})
+    inventory = engine.example_inventory(rule, example)
+    from fabriccheck.clusters import build_clusters
+
+    findings = engine.evaluate([rule], inventory, build_clusters(inventory))
+    by_resource = {f.resources[0]: f for f in findings}
+    assert set(by_resource) == {"i-1", "i-2", "lt-1:2"}
+    assert (by_resource["i-1"].rule, by_resource["i-1"].severity) == ("AWS101", "error")
+    assert (by_resource["lt-1:2"].rule, by_resource["lt-1:2"].severity) == ("AWS140", "warning")
+    assert by_resource["lt-1:2"].cluster is None and "Launch template gpu" in by_resource["lt-1:2"].message
+    assert by_resource["i-1"].account == engine.EXAMPLE_ACCOUNT
+
+
 def test_user_rule_runs_against_the_model(tmp_path: Path) -> None:
     text = GOOD.replace("id: AWS121", "id: X902").replace(
         'cluster.placement.strategy in ["spread", "partition"]', "cluster.size >= 2 && cluster.gpus >= 16"
@@ -106,7 +160,12 @@ def test_user_rule_runs_against_the_model(tmp_path: Path) -> None:
 
 def test_select_and_ignore() -> None:
     assert {r.id for r in engine.select_rules(RULES, ["placement"], [])} == {"AWS120", "AWS121", "AWS150"}
-    assert {r.id for r in engine.select_rules(RULES, ["AWS14"], ["AWS141"])} == {"AWS140", "AWS142"}
+    assert engine.active_ids(engine.select_rules(RULES, ["AWS14"], ["AWS141"])) == ["AWS140", "AWS142"]
     assert "AWS110" not in {r.id for r in engine.select_rules(RULES, [], ["fabric-isolated"])}
+    # Ignoring the template id silences AWS101 on templates only; running nodes are still judged.
+    chosen = {r.id: r for r in engine.select_rules(RULES, [], ["AWS140"])}
+    assert chosen["AWS101"].judges("running") and not chosen["AWS101"].judges("template")
+    assert "AWS140" not in engine.active_ids(list(chosen.values()))
+    assert "AWS101" not in {r.id for r in engine.select_rules(RULES, [], ["AWS101", "AWS140"])}
     with pytest.raises(FabricCheckError, match="no rule or category matches 'AWS999'"):
         engine.select_rules(RULES, ["AWS999"], [])

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import moto
 
-from fabriccheck.sources.aws import capability_from_instance_type
+from fabriccheck.providers.aws.normalize import capability_from_instance_type
 
 SOURCE = f"EC2 DescribeInstanceTypes answer recorded in moto {version('moto')} (ec2/resources/instance_types.json.gz)"
 AS_OF = "2026-10"  # moto 5.2.5's release month
@@ -25,5 +25,6 @@ for name, item in sorted(recorded.items()):
     cap = capability_from_instance_type(item, SOURCE)
     types[name] = cap.model_dump(exclude={"instance_type", "provider", "source", "as_of"}, exclude_defaults=True)
 out = Path(__file__).resolve().parent.parent / "fabriccheck" / "data" / "aws_instance_types.json"
-out.write_text(json.dumps({"source": SOURCE, "as_of": AS_OF, "types": types}, separators=(",", ":")) + "\n")
+doc = {"provider": "aws", "source": SOURCE, "as_of": AS_OF, "types": types}
+out.write_text(json.dumps(doc, separators=(",", ":")) + "\n")
 print(f"wrote {len(types)} types to {out}")

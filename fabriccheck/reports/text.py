@@ -93,7 +93,7 @@ def render(report: Report, color: bool = False) -> str:
     templates = by_cluster.get(None, [])
     if templates:
         console.print()
-        console.print(Text("Launch templates (judged before any node launches)", style="bold"))
+        console.print(Text("Templates (judged before any node launches)", style="bold"))
         _finding_blocks(console, templates)
 
     s = report.summary

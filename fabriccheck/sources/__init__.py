@@ -1,1 +1,2 @@
-"""Sources: each cloud (fetch + normalize) and saved inventories, all ending in `model.Inventory`."""
+"""Where inventories come from besides the clouds themselves (saved snapshots), and the plumbing every
+cloud's collector in fabriccheck/providers shares (sources/common.py)."""

@@ -1,0 +1,149 @@
+"""What each cloud tells the neutral stages, and where to find it.
+
+The neutral stages (catalog, clusters, facts, engine, penalty, flow, reports) never name a cloud: they ask the
+node's provider, through `support(node.provider)`, how its type names parse, whether it should use a fabric,
+how much of its fabric is attached, which signals group its nodes, and which extra facts its rules read. Each
+provider implements `CloudSupport` in `fabriccheck/providers/<name>/support.py`; that module imports no SDK,
+so judging a saved inventory never loads boto3 or the Azure and Google clients.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+from fabriccheck.model import Capability, FabricKind, NetworkInterface, Node
+
+if TYPE_CHECKING:
+    from fabriccheck.inventory import Inventory
+
+Facts = dict[str, Any]
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class TagSignal:
+    """Nodes whose tags (labels) carry all of `keys` with the same values train together."""
+
+    keys: tuple[str, ...]
+    label: str
+
+
+@dataclass(frozen=True)
+class PlacementSignal:
+    """Nodes with the same placement of `kind` (see model.Placement) train together."""
+
+    kind: str
+    label: str
+
+
+Signal = TagSignal | PlacementSignal
+
+
+@dataclass(frozen=True)
+class FabricAttachment:
+    """How much of a node's fabric is there: `attached` fabric NICs or ports in use, on `paths` distinct
+    cards or networks, carried by `interfaces` (empty where the fabric is not a NIC, as Azure InfiniBand)."""
+
+    attached: int
+    paths: int
+    interfaces: tuple[NetworkInterface, ...] = ()
+
+
+class FactContext(Protocol):
+    """What provider fact hooks may read: the inventory, capabilities, and whether a fact was collected."""
+
+    inventory: Inventory
+
+    def capability(self, node: Node) -> Capability | None: ...
+
+    def has(self, node: Node, fact: str) -> bool: ...
+
+    def cached(self, key: str, build: Callable[[], T]) -> T:
+        """A value built once per run (indexes of a provider's namespace)."""
+        ...
+
+
+@dataclass(frozen=True)
+class FactSchema:
+    """The facts a provider adds to the neutral ones, as dotted paths with one line each: the engine refuses a
+    rule that reads any other fact, and a test holds the built facts to this list."""
+
+    node: dict[str, str] = field(default_factory=dict)
+    cluster: dict[str, str] = field(default_factory=dict)
+    naming: frozenset[str] = frozenset()  # node facts that name the node rather than describe it
+
+
+_SIZE = re.compile(r"(\d+)")
+
+
+class CloudSupport:
+    """One cloud's answers. Subclasses override what differs; the defaults are the common case."""
+
+    name: str = ""
+    # Strongest grouping signal first. The user's --cluster-tag comes before all of them.
+    signals: tuple[Signal, ...] = ()
+    # Tag (key, value) pairs that mark a node that never trains with others (a scheduler's head node).
+    alone_tags: tuple[tuple[str, str], ...] = ()
+    schema: FactSchema = FactSchema()
+    # The kinds of facts its collector records in Inventory.collected (model.fact_key); examples in rule
+    # files count all of them as collected unless they say otherwise.
+    collected_facts: tuple[str, ...] = ()
+
+    # ---------------------------------------------------------------------------------------- naming
+
+    def family(self, instance_type: str) -> str:
+        return instance_type
+
+    def generation(self, instance_type: str) -> str:
+        """Types that can stand in for each other (same generation and accelerator), for suggestions."""
+        return self.family(instance_type)
+
+    def size_rank(self, instance_type: str) -> int:
+        """Smaller sizes sort first when suggesting a type."""
+        match = _SIZE.search(instance_type)
+        return int(match.group(1)) if match else 10_000
+
+    def owns(self, instance_type: str) -> bool:
+        """Whether a type name is this cloud's (catalog rows carry their provider; this guards free text)."""
+        return True
+
+    # ---------------------------------------------------------------------------------------- fabric
+
+    def is_hpc(self, instance_type: str) -> bool:
+        """CPU types built for tightly coupled HPC jobs, which use the fabric without accelerators."""
+        return False
+
+    def fabric_expected(self, instance_type: str, cap: Capability | None) -> bool:
+        """Worth a fabric: a type that has one and trains (accelerators) or runs HPC jobs. Types that merely
+        support a fabric (network-optimized CPU fleets) are not flagged."""
+        return bool(
+            cap and cap.fabric is not FabricKind.NONE and (cap.accelerators > 0 or self.is_hpc(instance_type))
+        )
+
+    def fabric_attachment(self, node: Node, cap: Capability | None) -> FabricAttachment:
+        raise NotImplementedError
+
+    # ---------------------------------------------------------------------------------------- facts
+
+    def node_facts(self, node: Node, context: FactContext) -> Facts:
+        return {}
+
+    def notes(self, inventory: Inventory) -> list[str]:
+        """What the report should say about this cloud's collection (facts that fall back or were skipped)."""
+        return []
+
+    def cluster_facts(self, nodes: list[Node], node_facts: list[Facts], context: FactContext) -> Facts:
+        return {}
+
+
+@functools.cache
+def support(provider: str) -> CloudSupport:
+    """The provider's support object, imported on first use."""
+    module = importlib.import_module(f"fabriccheck.providers.{provider}.support")
+    found: CloudSupport = module.SUPPORT
+    return found

@@ -1,0 +1,42 @@
+"""The one inventory every source ends in: neutral nodes and specs, plus each provider's own namespace.
+
+A live account, a dump, a saved snapshot and (later) a Terraform plan all normalize into `Inventory`, so a
+rule written once judges them alike. This module is where the provider namespaces meet; everything that
+reads the inventory through the neutral fields names no cloud.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from fabriccheck.model import SCHEMA_VERSION, Capability, CollectionError, Model, Node, fact_key
+from fabriccheck.providers.aws.resources import AwsResources
+
+
+class Inventory(Model):
+    schema_version: int = SCHEMA_VERSION
+    source: str = "unknown"  # "aws live", "aws dump DIR", "snapshot FILE", ...
+    nodes: list[Node] = Field(default_factory=list)  # what runs now
+    specs: list[Node] = Field(default_factory=list)  # what templates and plans would launch
+    capabilities: dict[str, Capability] = Field(default_factory=dict)  # live answers, by instance type
+    aws: AwsResources = Field(default_factory=AwsResources)
+    errors: list[CollectionError] = Field(default_factory=list)
+    # Which kinds of facts were collected, as "provider:account:region:fact" (model.fact_key). A rule needing
+    # facts that were not collected for a node's own account and region stays silent and the report says so,
+    # rather than judging on an empty list or on another account's answer.
+    collected: list[str] = Field(default_factory=list)
+
+    @property
+    def complete(self) -> bool:
+        return not self.errors
+
+    def has(self, provider: str, account: str, region: str, fact: str) -> bool:
+        return fact_key(provider, account, region, fact) in self.collected
+
+    def merge(self, other: Inventory) -> None:
+        self.nodes.extend(other.nodes)
+        self.specs.extend(other.specs)
+        self.capabilities.update(other.capabilities)
+        self.aws.merge(other.aws)
+        self.errors.extend(other.errors)
+        self.collected = sorted(set(self.collected) | set(other.collected))

@@ -1,0 +1,1 @@
+"""One package per cloud: collection, normalization, derived facts and grouping signals."""

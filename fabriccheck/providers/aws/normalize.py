@@ -1,0 +1,401 @@
+"""AWS answers -> the model: the one EC2 call table, and the pure function from `aws ec2 describe-*` answers
+(the very dicts boto3 returns and the CLI prints) to nodes, specs and the `aws` namespace.
+
+Live runs and dumps share this half. `CALLS` is the single list of EC2 calls: the live fetch issues them,
+dumps are named after them, and the IAM policy lists them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+
+from fabriccheck.errors import FabricCheckError
+from fabriccheck.inventory import Inventory
+from fabriccheck.model import (
+    UNKNOWN_ACCOUNT,
+    Capability,
+    FabricKind,
+    NetworkInterface,
+    Node,
+    NodeSpec,
+    Placement,
+    fact_key,
+)
+from fabriccheck.providers.aws.resources import (
+    CapacityReservation,
+    PlacementGroup,
+    SecurityGroup,
+    SecurityRule,
+    Subnet,
+)
+from fabriccheck.providers.aws.support import CAPACITY_BLOCK, CAPACITY_RESERVATION, PLACEMENT_GROUP
+from fabriccheck.sources.common import Shape, describe
+
+
+@dataclass(frozen=True)
+class Ec2Call:
+    operation: str  # EC2 API name, also the IAM action after "ec2:"
+    result_key: str  # top-level key of the answer (and of the CLI's JSON)
+    fact: str  # what it tells us, recorded in Inventory.collected (model.fact_key)
+    required: bool  # missing -> the run is incomplete; optional ones have a fallback or are opt-in
+
+    @property
+    def dump_file(self) -> str:
+        # DescribeLaunchTemplateVersions -> describe-launch-template-versions.json, as the CLI names it
+        return re.sub(r"(?<!^)(?=[A-Z])", "-", self.operation).lower() + ".json"
+
+    @property
+    def method(self) -> str:
+        return re.sub(r"(?<!^)(?=[A-Z])", "_", self.operation).lower()
+
+
+INSTANCES = Ec2Call("DescribeInstances", "Reservations", "instances", True)
+INSTANCE_TYPES = Ec2Call("DescribeInstanceTypes", "InstanceTypes", "instance_types", False)
+PLACEMENT_GROUPS = Ec2Call("DescribePlacementGroups", "PlacementGroups", "placement_groups", True)
+SECURITY_GROUPS = Ec2Call("DescribeSecurityGroups", "SecurityGroups", "security_groups", True)
+SUBNETS = Ec2Call("DescribeSubnets", "Subnets", "subnets", True)
+LAUNCH_TEMPLATES = Ec2Call("DescribeLaunchTemplateVersions", "LaunchTemplateVersions", "launch_templates", True)
+CAPACITY_RESERVATIONS = Ec2Call("DescribeCapacityReservations", "CapacityReservations", "capacity_reservations", True)
+TOPOLOGY = Ec2Call("DescribeInstanceTopology", "Instances", "topology", False)
+
+CALLS = (
+    INSTANCES,
+    INSTANCE_TYPES,
+    PLACEMENT_GROUPS,
+    SECURITY_GROUPS,
+    SUBNETS,
+    LAUNCH_TEMPLATES,
+    CAPACITY_RESERVATIONS,
+    TOPOLOGY,
+)
+
+LIVE_STATES = ("pending", "running", "stopping", "stopped")  # terminated nodes train nothing
+REGION = re.compile(r"^([a-z]{2}(?:-gov|-iso[a-z]*)?-[a-z]+-\d+)")
+ACCOUNT_ID = re.compile(r"^\d{12}$")
+_ARN_ACCOUNT = re.compile(r"^arn:[^:]+:[^:]*:[^:]*:(\d{12}):")
+
+
+def region_of_zone(zone: str | None) -> str | None:
+    if not zone:
+        return None
+    match = REGION.match(zone)
+    return match.group(1) if match else None
+
+
+def _arn_account(arn: Any) -> str | None:
+    match = _ARN_ACCOUNT.match(arn) if isinstance(arn, str) else None
+    return match.group(1) if match else None
+
+
+def _tags(raw: Any) -> dict[str, str]:
+    return {str(t["Key"]): str(t.get("Value", "")) for t in raw or ()}
+
+
+def capability_from_instance_type(item: dict[str, Any], source: str) -> Capability:
+    """DescribeInstanceTypes item -> Capability (the same mapping the shipped AWS table was built with)."""
+    network = item.get("NetworkInfo") or {}
+    cards = network.get("NetworkCards") or []
+    efa = bool(network.get("EfaSupported"))
+    card_gbps = [float(c.get("BaselineBandwidthInGbps") or c.get("PeakBandwidthInGbps") or 0) for c in cards]
+    gpus = (item.get("GpuInfo") or {}).get("Gpus") or []
+    neuron = (item.get("NeuronInfo") or {}).get("NeuronDevices") or []
+    accelerators = sum(int(g.get("Count", 0)) for g in gpus) + sum(int(n.get("Count", 0)) for n in neuron)
+    name = (gpus[0].get("Name") if gpus else None) or (neuron[0].get("Name") if neuron else None)
+    return Capability(
+        instance_type=item["InstanceType"],
+        provider="aws",
+        fabric=FabricKind.EFA if efa else FabricKind.NONE,
+        fabric_interfaces=int((network.get("EfaInfo") or {}).get("MaximumEfaInterfaces") or 0) if efa else 0,
+        fabric_gbps=(sum(card_gbps) or None) if efa else None,
+        ethernet_gbps=card_gbps[0] if card_gbps and card_gbps[0] else None,
+        network_cards=network.get("MaximumNetworkCards"),
+        accelerators=accelerators,
+        accelerator_name=name,
+        source=source,
+    )
+
+
+def _placement(placement: dict[str, Any], inst: dict[str, Any]) -> list[Placement]:
+    found = []
+    if placement.get("GroupName"):
+        found.append(Placement(kind=PLACEMENT_GROUP, id=placement["GroupName"]))
+    if inst.get("CapacityBlockId"):
+        found.append(Placement(kind=CAPACITY_BLOCK, id=inst["CapacityBlockId"]))
+    if inst.get("CapacityReservationId"):
+        found.append(Placement(kind=CAPACITY_RESERVATION, id=inst["CapacityReservationId"]))
+    return found
+
+
+def _node(inst: dict[str, Any], region_hint: str | None, account: str) -> Node | None:
+    state = (inst.get("State") or {}).get("Name", "running")
+    if state not in LIVE_STATES:
+        return None
+    placement = inst.get("Placement") or {}
+    zone = placement.get("AvailabilityZone")
+    interfaces = []
+    for nic in inst.get("NetworkInterfaces") or ():
+        attachment = nic.get("Attachment") or {}
+        interfaces.append(
+            NetworkInterface(
+                id=nic["NetworkInterfaceId"],
+                interface_type=nic.get("InterfaceType") or "interface",
+                network=nic.get("VpcId") or inst.get("VpcId"),
+                subnet=nic.get("SubnetId"),
+                security_groups=[g["GroupId"] for g in nic.get("Groups") or ()],
+                public_ip=bool((nic.get("Association") or {}).get("PublicIp")),
+                network_card_index=attachment.get("NetworkCardIndex") or 0,
+                device_index=attachment.get("DeviceIndex") or 0,
+            )
+        )
+    return Node(
+        id=inst["InstanceId"],
+        provider="aws",
+        account=account,
+        region=region_of_zone(zone) or region_hint or "unknown",
+        zone=zone,
+        instance_type=inst["InstanceType"],
+        state=state,
+        image=inst.get("ImageId"),
+        tags=_tags(inst.get("Tags")),
+        interfaces=interfaces,
+        placement=_placement(placement, inst),
+    )
+
+
+def _rules(raw: list[Any]) -> list[SecurityRule]:
+    return [
+        SecurityRule(
+            protocol=str(p.get("IpProtocol", "")),
+            group_ids=[g["GroupId"] for g in p.get("UserIdGroupPairs") or () if "GroupId" in g],
+            cidrs=[r["CidrIp"] for r in p.get("IpRanges") or () if "CidrIp" in r]
+            + [r["CidrIpv6"] for r in p.get("Ipv6Ranges") or () if "CidrIpv6" in r],
+        )
+        for p in raw
+    ]
+
+
+def template_spec(item: dict[str, Any], region: str, account: str, is_latest: bool) -> Node:
+    """A launch template version -> the node it would launch (the same NIC mapping as a running node)."""
+    data = item.get("LaunchTemplateData") or {}
+    template_id = item["LaunchTemplateId"]
+    version = int(item.get("VersionNumber") or 0)
+    is_default = bool(item.get("DefaultVersion"))
+    role = "default and latest" if is_default and is_latest else "default" if is_default else "latest"
+    group = (data.get("Placement") or {}).get("GroupName")
+    return Node(
+        id=f"{template_id}:{version}",
+        provider="aws",
+        account=account,
+        region=region,
+        origin="template",
+        spec=NodeSpec(
+            kind="launch-template",
+            name=item.get("LaunchTemplateName") or template_id,
+            version=str(version),
+            role=role,
+        ),
+        instance_type=data.get("InstanceType"),
+        image=data.get("ImageId"),
+        tags={},
+        interfaces=[
+            NetworkInterface(
+                id=f"{template_id}:{version}/nic{i}",
+                interface_type=n.get("InterfaceType") or "interface",
+                subnet=n.get("SubnetId"),
+                security_groups=list(n.get("Groups") or ()),
+                # Unset means "the subnet decides": not a request for a public address.
+                public_ip=n.get("AssociatePublicIpAddress"),
+                network_card_index=n.get("NetworkCardIndex") or 0,
+                device_index=n.get("DeviceIndex") or 0,
+            )
+            for i, n in enumerate(data.get("NetworkInterfaces") or ())
+        ],
+        placement=[Placement(kind=PLACEMENT_GROUP, id=group)] if group else [],
+    )
+
+
+def _each(shape: Shape, doc: Any, call: Ec2Call) -> Iterator[tuple[str, dict[str, Any]]]:
+    for i, item in enumerate(shape.items(shape.obj(doc, "(top level)"), call.result_key, "")):
+        yield f"{call.result_key}[{i}]", shape.obj(item, f"{call.result_key}[{i}]")
+
+
+def owners(call: Ec2Call, doc: Any) -> set[str]:
+    """The accounts an answer names as owners (OwnerId, or the account in an ARN), for dumps that hold
+    several accounts in one file."""
+    found: set[str] = set()
+    if not isinstance(doc, dict) or not isinstance(doc.get(call.result_key), list):
+        return found
+    for item in doc[call.result_key]:
+        if not isinstance(item, dict):
+            continue
+        owner = (
+            item.get("OwnerId")
+            or _arn_account(item.get("GroupArn"))
+            or _arn_account(item.get("CreatedBy"))
+            or _arn_account(item.get("CapacityReservationArn"))
+        )
+        if isinstance(owner, str) and owner:
+            found.add(owner)
+    return found
+
+
+class Normalizer:
+    """Turns one region's answers (CLI-shaped dicts) into the inventory, in CALLS order.
+
+    `account` is the scope of every answer when known (a live session's account, a dump's account folder, or
+    the one account a dump's instances name). When it is None (one dump holding several accounts), each item
+    is filed under its own owner, and a fact counts as collected only for the accounts its answer names.
+    `where(call)` names the answer's origin for error messages (a dump file path, or the API call).
+    """
+
+    def __init__(
+        self, inventory: Inventory, region: str | None, account: str | None, where: Callable[[Ec2Call], str]
+    ) -> None:
+        self.inventory = inventory
+        self.region = region
+        self.account = account
+        self.where = where
+
+    def add(self, call: Ec2Call, doc: Any) -> None:
+        shape = Shape(self.where(call))
+        try:
+            scopes = self._add(call, doc, shape)
+        except FabricCheckError:
+            raise
+        except (KeyError, TypeError, AttributeError, ValueError, ValidationError) as exc:
+            # The safety net for shapes Shape does not check field by field: still one line, file named.
+            raise FabricCheckError(f"{shape.where}: unexpected shape: {describe(exc)}") from None
+        self.inventory.collected += [fact_key("aws", a, r, call.fact) for a, r in sorted(scopes)]
+
+    def _owner(self, item: dict[str, Any], *arns: str) -> str:
+        if self.account:
+            return self.account
+        owner = item.get("OwnerId") or next((_arn_account(item.get(k)) for k in arns if item.get(k)), None)
+        return str(owner) if owner else UNKNOWN_ACCOUNT
+
+    def _node_scopes(self) -> set[tuple[str, str]]:
+        here = self.region or "unknown"
+        scopes = {(n.account, n.region) for n in self.inventory.nodes if n.region == here}
+        return scopes or {(self.account or UNKNOWN_ACCOUNT, here)}
+
+    def _add(self, call: Ec2Call, doc: Any, shape: Shape) -> set[tuple[str, str]]:
+        region = self.region or "unknown"
+        inventory = self.inventory
+        if call is INSTANCES:
+            scopes: set[tuple[str, str]] = set()
+            for path, reservation in _each(shape, doc, call):
+                owner = self._owner(reservation)
+                for i, inst in enumerate(shape.items(reservation, "Instances", path)):
+                    try:
+                        node = _node(shape.obj(inst, f"{path}.Instances[{i}]"), self.region, owner)
+                    except (KeyError, TypeError, AttributeError, ValidationError) as exc:
+                        raise FabricCheckError(f"{shape.where}: {path}.Instances[{i}]: {describe(exc)}") from None
+                    if node is not None:
+                        inventory.nodes.append(node)
+                        scopes.add((owner, node.region))
+            return scopes or {(self.account or UNKNOWN_ACCOUNT, region)}
+        if call is INSTANCE_TYPES:
+            for _, item in _each(shape, doc, call):
+                cap = capability_from_instance_type(item, "EC2 DescribeInstanceTypes (live answer)")
+                inventory.capabilities[cap.instance_type] = cap
+            return self._node_scopes()  # type facts are the same for every account
+        if call is TOPOLOGY:
+            topology = {
+                item["InstanceId"]: [str(n) for n in item.get("NetworkNodes") or ()]
+                for _, item in _each(shape, doc, call)
+            }
+            for node in inventory.nodes:
+                if node.region == region and node.id in topology:
+                    node.network_nodes = topology[node.id]
+            return self._node_scopes()
+        owned: set[str] = set()
+        if call is PLACEMENT_GROUPS:
+            for _, item in _each(shape, doc, call):
+                group = PlacementGroup(
+                    account=self._owner(item, "GroupArn"),
+                    region=region,
+                    name=item["GroupName"],
+                    strategy=item.get("Strategy", "unknown"),
+                    state=item.get("State", "available"),
+                    id=item.get("GroupId"),
+                )
+                inventory.aws.placement_groups.append(group)
+                owned.add(group.account)
+        elif call is SECURITY_GROUPS:
+            for path, item in _each(shape, doc, call):
+                security_group = SecurityGroup(
+                    account=self._owner(item),
+                    region=region,
+                    id=item["GroupId"],
+                    name=item.get("GroupName"),
+                    vpc_id=item.get("VpcId"),
+                    ingress=_rules(shape.items(item, "IpPermissions", path)),
+                    egress=_rules(shape.items(item, "IpPermissionsEgress", path)),
+                )
+                inventory.aws.security_groups.append(security_group)
+                owned.add(security_group.account)
+        elif call is SUBNETS:
+            for _, item in _each(shape, doc, call):
+                subnet = Subnet(
+                    account=self._owner(item),
+                    region=region_of_zone(item.get("AvailabilityZone")) or region,
+                    id=item["SubnetId"],
+                    vpc_id=item.get("VpcId"),
+                    zone=item.get("AvailabilityZone"),
+                    map_public_ip_on_launch=bool(item.get("MapPublicIpOnLaunch")),
+                )
+                inventory.aws.subnets.append(subnet)
+                owned.add(subnet.account)
+        elif call is LAUNCH_TEMPLATES:
+            items = [item for _, item in _each(shape, doc, call)]
+            latest: dict[str, int] = {}
+            for item in items:
+                template_id = item["LaunchTemplateId"]
+                latest[template_id] = max(latest.get(template_id, 0), int(item.get("VersionNumber") or 0))
+            seen: set[str] = set()
+            for item in items:  # $Latest and $Default may be the same version: judge it once
+                version = int(item.get("VersionNumber") or 0)
+                key = f"{item['LaunchTemplateId']}:{version}"
+                if key in seen:
+                    continue
+                seen.add(key)
+                owner = self._owner(item, "CreatedBy")
+                inventory.specs.append(template_spec(item, region, owner, version == latest[item["LaunchTemplateId"]]))
+                owned.add(owner)
+        elif call is CAPACITY_RESERVATIONS:
+            for _, item in _each(shape, doc, call):
+                capacity = CapacityReservation(
+                    account=self._owner(item, "CapacityReservationArn"),
+                    region=region,
+                    id=item["CapacityReservationId"],
+                    reservation_type=item.get("ReservationType"),
+                    instance_type=item.get("InstanceType"),
+                    placement_group_arn=item.get("PlacementGroupArn"),
+                )
+                inventory.aws.capacity_reservations.append(capacity)
+                owned.add(capacity.account)
+        if self.account:
+            return {(self.account, region)}
+        # Several accounts in one answer: a fact counts only for the accounts it names.
+        return {(a, region) for a in owned}
+
+
+def normalize(
+    answers: dict[Ec2Call, Any],
+    region: str | None,
+    where: Callable[[Ec2Call], str],
+    account: str | None = None,
+    into: Inventory | None = None,
+) -> Inventory:
+    """One region's EC2 answers into an Inventory (or added to `into`), read in CALLS order so that topology
+    meets the nodes it describes."""
+    inventory = into if into is not None else Inventory(source="aws")
+    normalizer = Normalizer(inventory, region, account, where)
+    for call in sorted(answers, key=CALLS.index):
+        normalizer.add(call, answers[call])
+    return inventory

@@ -1,0 +1,226 @@
+"""AWS's answers to the neutral stages: EC2 type names, which interfaces carry EFA, the grouping signals, and
+the AWS-only facts rules read (security groups, placement groups, Capacity Blocks, isolated families)."""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from fabriccheck.cloud import (
+    CloudSupport,
+    FabricAttachment,
+    FactContext,
+    Facts,
+    FactSchema,
+    PlacementSignal,
+    Signal,
+    TagSignal,
+)
+from fabriccheck.model import Capability, Node
+from fabriccheck.providers.aws.resources import CapacityReservation, PlacementGroup, SecurityGroup
+
+if TYPE_CHECKING:
+    from fabriccheck.inventory import Inventory
+
+# Placement kinds an EC2 instance can have (model.Placement.kind).
+PLACEMENT_GROUP = "placement-group"
+CAPACITY_BLOCK = "capacity-block"
+CAPACITY_RESERVATION = "capacity-reservation"
+
+FABRIC_INTERFACE_TYPES = frozenset({"efa", "efa-only"})
+# Types whose EFA traffic cannot cross to other types (AWS EFA limitations; fabric-requirements A8).
+EFA_ISOLATED_FAMILIES = ("p4d", "p4de", "dl1")
+
+_GENERATION = re.compile(r"^([a-z]+\d+)")
+_SIZE = re.compile(r"(\d+)xlarge")
+
+
+class AwsSupport(CloudSupport):
+    name = "aws"
+    # Tag names as each tool writes them. The placement group is deliberately below the scheduler tags: it is
+    # one of the things being judged, so a node group split over two placement groups must stay one cluster
+    # for the split to be seen.
+    signals: tuple[Signal, ...] = (
+        # AWS ParallelCluster v3 compute nodes: one queue trains together.
+        TagSignal(("parallelcluster:cluster-name", "parallelcluster:queue-name"), "ParallelCluster queue"),
+        # AWS Parallel Computing Service compute node groups.
+        TagSignal(("aws:pcs:compute-node-group-id",), "AWS PCS node group"),
+        # EKS managed node groups.
+        TagSignal(("eks:cluster-name", "eks:nodegroup-name"), "EKS node group"),
+        # Karpenter-launched nodes.
+        TagSignal(("karpenter.sh/nodepool",), "Karpenter node pool"),
+        # Any Auto Scaling group (self-managed node groups, Slurm fleets built on ASGs).
+        TagSignal(("aws:autoscaling:groupName",), "Auto Scaling group"),
+        PlacementSignal(PLACEMENT_GROUP, "placement group"),
+        PlacementSignal(CAPACITY_BLOCK, "Capacity Block"),
+        PlacementSignal(CAPACITY_RESERVATION, "capacity reservation"),
+    )
+    alone_tags = (("parallelcluster:node-type", "HeadNode"),)
+    schema = FactSchema(
+        node={
+            "efa_security": "ok, missing (no group on an EFA interface allows all traffic with itself both "
+            "ways), n/a (no EFA interface) or unknown (security groups not collected)",
+            "efa_security_groups": "the security groups on the node's EFA interfaces, comma-separated",
+            "placement_group": "the node's placement group name, or empty",
+            "capacity_block": "true in a Capacity Block, false if not, null when the reservation is unknown",
+        },
+        cluster={
+            "placement": "the cluster's placement groups",
+            "placement.strategy": "cluster, spread, partition, several (several cluster groups), none or unknown",
+            "placement.groups": "the placement group names, (none) for nodes outside any",
+            "placement.capacity_block": "every node runs in a Capacity Block (which brings its own placement)",
+            "placement.capacity_block_known": "whether that could be decided for every node",
+            "efa_isolated_mix": "p4d, p4de or dl1 mixed with other types (their EFA cannot cross types)",
+        },
+        naming=frozenset({"efa_security_groups"}),
+    )
+    collected_facts = (
+        "instances",
+        "instance_types",
+        "placement_groups",
+        "security_groups",
+        "subnets",
+        "launch_templates",
+        "capacity_reservations",
+        "topology",
+    )
+
+    def family(self, instance_type: str) -> str:
+        """'p4de.24xlarge' -> 'p4de'."""
+        return instance_type.split(".", 1)[0]
+
+    def generation(self, instance_type: str) -> str:
+        """p3 and p3dn, g6 and g6e, trn1 and trn1n share one generation."""
+        match = _GENERATION.match(self.family(instance_type))
+        return match.group(1) if match else self.family(instance_type)
+
+    def size_rank(self, instance_type: str) -> int:
+        """'8xlarge' -> 8, 'xlarge' -> 1, 'metal' -> large: smaller sizes are suggested first."""
+        size = instance_type.split(".", 1)[-1]
+        match = _SIZE.match(size)
+        return int(match.group(1)) if match else (1 if size.endswith("large") else 10_000)
+
+    def owns(self, instance_type: str) -> bool:
+        return "." in instance_type and not instance_type.startswith("Standard_")
+
+    def is_hpc(self, instance_type: str) -> bool:
+        return self.family(instance_type).startswith("hpc")
+
+    def fabric_attachment(self, node: Node, cap: Capability | None) -> FabricAttachment:
+        """EFA is an interface: `efa` (EFA with ENA) or `efa-only`, at most one per network card."""
+        fabric = tuple(i for i in node.interfaces if i.interface_type in FABRIC_INTERFACE_TYPES)
+        return FabricAttachment(len(fabric), len({i.network_card_index for i in fabric}), fabric)
+
+    def notes(self, inventory: Inventory) -> list[str]:
+        facts = {c.rsplit(":", 1)[-1] for c in inventory.collected if c.startswith("aws:")}
+        notes = []
+        if any(n.provider == "aws" for n in inventory.nodes) and "instance_types" not in facts:
+            notes.append("instance-type capabilities come from the shipped catalog (no DescribeInstanceTypes answer)")
+        if facts and "topology" not in facts:
+            notes.append("EC2 topology not collected (aws --topology, or describe-instance-topology.json in a dump)")
+        return notes
+
+    # ---------------------------------------------------------------------------------------- facts
+
+    def node_facts(self, node: Node, context: FactContext) -> Facts:
+        fabric = self.fabric_attachment(node, None).interfaces
+        return {
+            "efa_security": self._efa_security(node, context),
+            "efa_security_groups": ", ".join(sorted({g for i in fabric for g in i.security_groups})),
+            "placement_group": node.placed_by(PLACEMENT_GROUP) or "",
+            "capacity_block": self._capacity_block(node, context),
+        }
+
+    def cluster_facts(self, nodes: list[Node], node_facts: list[Facts], context: FactContext) -> Facts:
+        types = {n.instance_type or "" for n in nodes}
+        return {
+            "placement": self._placement(nodes, node_facts, context),
+            "efa_isolated_mix": len(types) > 1 and any(self.family(t) in EFA_ISOLATED_FAMILIES for t in types),
+        }
+
+    def _efa_security(self, node: Node, context: FactContext) -> str:
+        fabric = self.fabric_attachment(node, None).interfaces
+        if not fabric:
+            return "n/a"
+        if not context.has(node, "security_groups"):
+            return "unknown"
+        if node.origin != "running" and any(not nic.security_groups for nic in fabric):
+            return "unknown"  # a template NIC without groups leaves them to the launch request
+        index = _index(context)
+        for nic in fabric:
+            if not any(index.allows_self(node.scope_key(g)) for g in nic.security_groups):
+                return "missing"
+        return "ok"
+
+    def _capacity_block(self, node: Node, context: FactContext) -> bool | None:
+        if node.placed_by(CAPACITY_BLOCK):
+            return True
+        reservation_id = node.placed_by(CAPACITY_RESERVATION)
+        if not reservation_id:
+            return False
+        reservation = _index(context).reservations.get(node.scope_key(reservation_id))
+        if reservation is None:
+            return None if not context.has(node, "capacity_reservations") else False
+        return reservation.reservation_type == "capacity-block"
+
+    def _placement(self, nodes: list[Node], node_facts: list[Facts], context: FactContext) -> Facts:
+        known = all(context.has(n, "placement_groups") for n in nodes)
+        in_block = [f["capacity_block"] for f in node_facts]
+        groups = sorted({n.placed_by(PLACEMENT_GROUP) or "" for n in nodes})
+        index = _index(context).placement_groups
+        strategies = set()
+        for node in nodes:
+            name = node.placed_by(PLACEMENT_GROUP)
+            if not name:
+                strategies.add("none")
+                continue
+            group = index.get(node.scope_key(name))
+            strategies.add(group.strategy if group else "unknown")
+        if not known or "unknown" in strategies:
+            strategy = "unknown"
+        elif len(strategies) == 1 and len(groups) == 1:
+            strategy = strategies.pop()
+        elif strategies == {"cluster"}:
+            strategy = "several"  # several cluster placement groups: nodes of one job placed apart
+        elif strategies & {"spread", "partition"}:
+            strategy = sorted(strategies & {"spread", "partition"})[0]
+        else:
+            strategy = "none"  # some nodes have no placement group at all
+        return {
+            "strategy": strategy,
+            "groups": ", ".join(g or "(none)" for g in groups),
+            "capacity_block": all(b is True for b in in_block),
+            "capacity_block_known": all(b is not None for b in in_block),
+        }
+
+
+class _Index:
+    """The AWS namespace keyed by (account, region, id), built once per inventory."""
+
+    def __init__(self, context: FactContext) -> None:
+        aws = context.inventory.aws
+        self.security_groups: dict[tuple[str, str, str], SecurityGroup] = {
+            g.scope_key(g.id): g for g in aws.security_groups
+        }
+        self.placement_groups: dict[tuple[str, str, str], PlacementGroup] = {
+            g.scope_key(g.name): g for g in aws.placement_groups
+        }
+        self.reservations: dict[tuple[str, str, str], CapacityReservation] = {
+            r.scope_key(r.id): r for r in aws.capacity_reservations
+        }
+        self._verdicts: dict[tuple[str, str, str], bool] = {}
+
+    def allows_self(self, key: tuple[str, str, str]) -> bool:
+        """Whether the group (scoped key) lets EFA traffic flow with itself; a group not seen does not."""
+        verdict = self._verdicts.get(key)
+        if verdict is None:
+            group = self.security_groups.get(key)
+            verdict = self._verdicts[key] = group is not None and group.allows_all_with_itself()
+        return verdict
+
+
+def _index(context: FactContext) -> _Index:
+    return context.cached("aws-index", lambda: _Index(context))
+
+
+SUPPORT = AwsSupport()

@@ -1,0 +1,1 @@
+"""Microsoft Azure: VM sizes, InfiniBand, scale sets, availability sets and proximity placement groups."""
