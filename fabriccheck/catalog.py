@@ -24,7 +24,6 @@ DATA = resources.files("fabriccheck") / "data"
 RECORDED_TYPES = "aws_instance_types.json"
 
 
-
 @functools.cache
 def _catalog_rows() -> tuple[dict[str, Capability], str]:
     doc = yaml.load((DATA / "catalog.yaml").read_text(), Loader=yaml.CSafeLoader)

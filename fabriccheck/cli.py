@@ -202,6 +202,8 @@ def rules(
     rule_id: Annotated[str | None, typer.Argument(metavar="[ID]", help="Explain one rule.")] = None,
     rules_dir: RulesDirOpt = None,
     fmt: Annotated[str, typer.Option("--format", "-f", help="text or json.")] = "text",
+    facts: Annotated[bool, typer.Option("--facts", help="List the facts rule conditions may read.")] = False,
+    provider: Annotated[str, typer.Option(help="With --facts: aws, azure or gcp.")] = "aws",
 ) -> None:
     """List the rules, or explain one with its passing and failing examples."""
     from fabriccheck import engine
@@ -210,6 +212,15 @@ def rules(
 
     if fmt not in ("text", "json"):
         raise FabricCheckError(f"--format {fmt}: rules are shown as text or json")
+    if facts:
+        from fabriccheck import facts as derived
+        from fabriccheck.model import PROVIDERS
+
+        if provider not in PROVIDERS:
+            raise FabricCheckError(f"--provider {provider}: choose from {', '.join(PROVIDERS)}")
+        node, cluster = derived.described(provider)
+        sys.stdout.write(rules_report.facts(provider, node, cluster, fmt))
+        return
     loaded = engine.load_rules(rules_dir or [])
     if rule_id is None:
         sys.stdout.write(rules_report.listing(loaded, fmt))

@@ -61,6 +61,10 @@ class FactContext(Protocol):
 
     def capability(self, node: Node) -> Capability | None: ...
 
+    def attachment(self, node: Node) -> FabricAttachment:
+        """The node's fabric attachment as its provider decides it, computed once per run."""
+        ...
+
     def has(self, node: Node, fact: str) -> bool: ...
 
     def cached(self, key: str, build: Callable[[], T]) -> T:
@@ -121,9 +125,7 @@ class CloudSupport:
     def fabric_expected(self, instance_type: str, cap: Capability | None) -> bool:
         """Worth a fabric: a type that has one and trains (accelerators) or runs HPC jobs. Types that merely
         support a fabric (network-optimized CPU fleets) are not flagged."""
-        return bool(
-            cap and cap.fabric is not FabricKind.NONE and (cap.accelerators > 0 or self.is_hpc(instance_type))
-        )
+        return bool(cap and cap.fabric is not FabricKind.NONE and (cap.accelerators > 0 or self.is_hpc(instance_type)))
 
     def fabric_attachment(self, node: Node, cap: Capability | None) -> FabricAttachment:
         raise NotImplementedError

@@ -437,14 +437,12 @@ def _finding(rule: Rule, cluster: Cluster, resources_: list[str], facts: dict[st
 
 
 def sort_findings(findings: list[Finding]) -> list[Finding]:
-    return sorted(
-        findings, key=lambda f: (-SEVERITY_RANK[f.severity], f.rule, f.account, f.cluster or "", f.resources)
-    )
+    return sorted(findings, key=lambda f: (-SEVERITY_RANK[f.severity], f.rule, f.account, f.cluster or "", f.resources))
 
 
 # ---------------------------------------------------------------------------------------------- examples
 
-EXAMPLE_ACCOUNT = "111122223333"
+EXAMPLE_ACCOUNT = "example-account"
 
 
 def example_inventory(rule: Rule, example: Example) -> Inventory:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from fabriccheck import catalog
-from fabriccheck.cloud import Facts, support
+from fabriccheck.cloud import FabricAttachment, Facts, support
 from fabriccheck.clusters import Cluster
 from fabriccheck.inventory import Inventory
 from fabriccheck.model import Capability, Node, fact_key
@@ -79,10 +79,16 @@ CLUSTER_FACTS = {
 }
 
 
+def described(provider: str) -> tuple[dict[str, str], dict[str, str]]:
+    """Every fact path a rule of `provider` may read, with its meaning: (node facts, cluster facts)."""
+    extra = support(provider).schema
+    return NODE_FACTS | extra.node, CLUSTER_FACTS | extra.cluster
+
+
 def schema(provider: str) -> tuple[set[str], set[str]]:
     """Every fact path a rule of `provider` may read: (node facts, cluster facts)."""
-    extra = support(provider).schema
-    return set(NODE_FACTS) | set(extra.node), set(CLUSTER_FACTS) | set(extra.cluster)
+    node, cluster = described(provider)
+    return set(node), set(cluster)
 
 
 class FactBuilder:
@@ -91,6 +97,7 @@ class FactBuilder:
         self.collected = set(inventory.collected)
         self._capabilities: dict[str, Capability | None] = {}
         self._node_facts: dict[int, Facts] = {}
+        self._attachments: dict[int, FabricAttachment] = {}
         self._siblings: dict[tuple[str, str], list[catalog.Sibling]] = {}
         self._cluster_facts: dict[str, Facts] = {}
         self._cache: dict[str, Any] = {}
@@ -99,6 +106,12 @@ class FactBuilder:
 
     def capability(self, node: Node) -> Capability | None:
         return self.type_capability(node.instance_type)
+
+    def attachment(self, node: Node) -> FabricAttachment:
+        found = self._attachments.get(id(node))
+        if found is None:
+            found = self._attachments[id(node)] = support(node.provider).fabric_attachment(node, self.capability(node))
+        return found
 
     def type_capability(self, instance_type: str | None) -> Capability | None:
         if not instance_type:
@@ -110,9 +123,7 @@ class FactBuilder:
     def siblings(self, provider: str, instance_type: str) -> list[catalog.Sibling]:
         key = (provider, instance_type)
         if key not in self._siblings:
-            self._siblings[key] = catalog.fabric_siblings(
-                support(provider), instance_type, self.inventory.capabilities
-            )
+            self._siblings[key] = catalog.fabric_siblings(support(provider), instance_type, self.inventory.capabilities)
         return self._siblings[key]
 
     def has(self, node: Node, fact: str) -> bool:
@@ -136,7 +147,7 @@ class FactBuilder:
     def _build_node(self, node: Node) -> Facts:
         cloud = support(node.provider)
         cap = self.capability(node)
-        attachment = cloud.fabric_attachment(node, cap)
+        attachment = self.attachment(node)
         instance_type = node.instance_type or ""
         primary = node.primary_interface
         facts: Facts = {
@@ -185,12 +196,7 @@ class FactBuilder:
         nodes = [self.node(n) for n in cluster.nodes]
         fabric_nodes = [f for f in nodes if f["fabric_expected"]]
         types = sorted({n.instance_type or "" for n in cluster.nodes})
-        fabric_subnets = {
-            i.subnet
-            for n in cluster.nodes
-            for i in cloud.fabric_attachment(n, self.capability(n)).interfaces
-            if i.subnet
-        }
+        fabric_subnets = {i.subnet for n in cluster.nodes for i in self.attachment(n).interfaces if i.subnet}
         size = 0 if cluster.spec else cluster.size
         facts: Facts = {
             "id": cluster.id,

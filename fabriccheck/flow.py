@@ -165,8 +165,11 @@ def cluster_penalty(
             # Healthy would be the fabric of the same-generation type the instance-choice rule suggests,
             # scaled to this type's accelerators; the node keeps its own ordinary NIC.
             pick = next(
-                (s.capability for s in facts.siblings(cluster.provider, cap.instance_type)
-                 if s.capability.accelerators >= cap.accelerators),
+                (
+                    s.capability
+                    for s in facts.siblings(cluster.provider, cap.instance_type)
+                    if s.capability.accelerators >= cap.accelerators
+                ),
                 None,
             )
             if pick is not None and pick.accelerators:
@@ -220,9 +223,9 @@ def _notes(inventory: Inventory, unknown: list[str]) -> list[str]:
             + ", ".join(unknown)
             + ": not in the live answer or the catalog, so their nodes were not judged for fabric"
         )
-    providers = sorted({n.provider for n in [*inventory.nodes, *inventory.specs]} | {
-        c.split(":", 1)[0] for c in inventory.collected
-    })
+    providers = sorted(
+        {n.provider for n in [*inventory.nodes, *inventory.specs]} | {c.split(":", 1)[0] for c in inventory.collected}
+    )
     for provider in providers:
         notes += support(provider).notes(inventory)
     return notes

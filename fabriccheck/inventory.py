@@ -10,7 +10,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from fabriccheck.model import SCHEMA_VERSION, Capability, CollectionError, Model, Node, fact_key
-from fabriccheck.providers.aws.resources import AwsResources
+from fabriccheck.resources.aws import AwsResources
 
 
 class Inventory(Model):

@@ -7,9 +7,13 @@ import socket
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    import _socket
+    from socket import _Address
 
 sys.path.insert(0, str(Path(__file__).parent))
 
@@ -35,14 +39,15 @@ for leaking in ("AWS_PROFILE", "AWS_ENDPOINT_URL", "AWS_SESSION_TOKEN"):
 _real_connect = socket.socket.connect
 
 
-def _loopback_only(self: socket.socket, address: Any) -> Any:
+# Typed as what it replaces: socket.socket inherits connect from _socket.socket.
+def _loopback_only(self: _socket.socket, address: _Address) -> None:
     host = address[0] if isinstance(address, tuple) else address
     if self.family in (socket.AF_INET, socket.AF_INET6) and host not in ("127.0.0.1", "::1", "localhost"):
         raise AssertionError(f"test tried to reach {address!r}: only 127.0.0.1 is allowed")
-    return _real_connect(self, address)
+    _real_connect(self, address)
 
 
-socket.socket.connect = _loopback_only  # type: ignore[method-assign]
+socket.socket.connect = _loopback_only  # type: ignore[method-assign]  # patching a method is the point
 
 
 @pytest.fixture

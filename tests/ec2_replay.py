@@ -100,7 +100,7 @@ class Ec2Replay:
         items = _filter(action, items, params)
         start = int(params.get("NextToken", ["0"])[0])
         size = int(params.get("MaxResults", [str(len(items) or 1)])[0])
-        page = {list_key: items[start : start + size]}
+        page: dict[str, list[dict[str, Any]] | str] = {list_key: items[start : start + size]}
         if start + size < len(items):
             page["NextToken"] = str(start + size)
         return 200, answer_xml(action, page)

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
+import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Any
 
 import pytest
 from ec2_replay import Ec2Replay, serve
@@ -26,6 +29,17 @@ def run(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) 
         cwd=cwd or Path("/"),
         env=env or os.environ.copy(),
     )
+
+
+def report(result: subprocess.CompletedProcess[str]) -> dict[str, Any]:
+    assert result.returncode in (0, 1), result.stderr
+    parsed: dict[str, Any] = json.loads(result.stdout)
+    return parsed
+
+
+def finding_pairs(result: subprocess.CompletedProcess[str]) -> list[tuple[str, tuple[str, ...]]]:
+    """Each finding as (rule, resources), sorted: what two runs over the same fleet must agree on."""
+    return sorted((f["rule"], tuple(f["resources"])) for f in json.loads(result.stdout)["findings"])
 
 
 def one_clean_line(result: subprocess.CompletedProcess[str]) -> str:
@@ -100,16 +114,63 @@ def test_save_inventory_then_check_gives_the_same_findings(tmp_path: Path) -> No
     first = run("demo", "-f", "json", "--save-inventory", str(saved))
     again = run("check", str(saved), "-f", "json", "--fail-on", "never")
     assert again.returncode == 0, again.stderr
-    key = lambda r: sorted((f["rule"], tuple(f["resources"])) for f in json.loads(r.stdout)["findings"])  # noqa: E731
-    assert key(first) == key(again)
+    assert finding_pairs(first) == finding_pairs(again)
     assert json.loads(saved.read_text())["schema_version"] == 2
 
 
-def test_from_dump_equals_demo() -> None:
-    dump = run("aws", "--from-dump", str(DEMO), "-f", "json", "--fail-on", "never")
-    demo = run("demo", "-f", "json")
-    findings = lambda r: json.loads(r.stdout)["findings"]  # noqa: E731
-    assert dump.returncode == 0 and findings(dump) == findings(demo)
+DEMO_ACCOUNT = "111122223333"
+
+
+def _copy_demo(folder: Path) -> Path:
+    folder.mkdir(parents=True)
+    for path in DEMO.glob("*.json"):
+        shutil.copyfile(path, folder / path.name)
+    return folder
+
+
+def _findings_by_scope(
+    result: subprocess.CompletedProcess[str],
+) -> list[tuple[str, tuple[str, ...], str, str | None]]:
+    """Each finding as (rule, resources, account, cluster); launch-template findings have no cluster (None)."""
+    found = [(f["rule"], tuple(f["resources"]), f["account"], f["cluster"]) for f in report(result)["findings"]]
+    return sorted(found, key=lambda f: (f[0], f[1], f[2], f[3] or ""))
+
+
+def test_from_dump_reads_region_and_account_folder_layouts(tmp_path: Path) -> None:
+    """The same answers give the same findings whether the dump is flat, in a region folder, or in an account
+    folder holding region folders; an account folder's name is the account its nodes are filed under."""
+
+    def from_dump(directory: Path) -> subprocess.CompletedProcess[str]:
+        return run("aws", "--from-dump", str(directory), "-f", "json", "--fail-on", "never")
+
+    flat = from_dump(DEMO)
+    assert flat.returncode == 0, flat.stderr
+    expected = _findings_by_scope(flat)
+    assert expected and {account for _, _, account, _ in expected} == {DEMO_ACCOUNT}
+    # Launch-template findings belong to no cluster; every other names its cluster, keyed by account and region.
+    clustered = [cluster for _, _, _, cluster in expected if cluster is not None]
+    assert clustered and all(f":{DEMO_ACCOUNT}:us-east-1:" in cluster for cluster in clustered)
+
+    _copy_demo(tmp_path / "by-region" / "us-east-1")
+    _copy_demo(tmp_path / "by-account" / DEMO_ACCOUNT / "us-east-1")
+    for layout in ("by-region", "by-account"):
+        result = from_dump(tmp_path / layout)
+        assert result.returncode == 0, result.stderr
+        assert report(result)["complete"] is True and report(result)["errors"] == [], layout
+        assert _findings_by_scope(result) == expected, layout
+
+    # The folder's account wins over the OwnerId the answers carry: every node, cluster and finding is its.
+    other = "999988887777"
+    _copy_demo(tmp_path / "renamed" / other / "us-east-1")
+    renamed_run = from_dump(tmp_path / "renamed")
+    assert renamed_run.returncode == 0, renamed_run.stderr
+    assert finding_pairs(renamed_run) == finding_pairs(flat)
+    renamed = report(renamed_run)
+    assert renamed["complete"] is True and renamed["errors"] == []
+    assert renamed["findings"] and {f["account"] for f in renamed["findings"]} == {other}
+    assert renamed["clusters"] and {c["account"] for c in renamed["clusters"]} == {other}
+    assert all(f":{other}:" in c["id"] and DEMO_ACCOUNT not in c["id"] for c in renamed["clusters"])
+    assert all(f["cluster"] is None or f":{other}:" in f["cluster"] for f in renamed["findings"])
 
 
 def test_live_command_against_a_local_endpoint() -> None:
@@ -121,8 +182,7 @@ def test_live_command_against_a_local_endpoint() -> None:
         )
     assert live.returncode == 0, live.stderr
     demo = run("demo", "-f", "json")
-    pairs = lambda r: sorted((f["rule"], tuple(f["resources"])) for f in json.loads(r.stdout)["findings"])  # noqa: E731
-    assert pairs(live) == pairs(demo)
+    assert finding_pairs(live) == finding_pairs(demo)
     assert json.loads(live.stdout)["source"].startswith("aws live")
 
 
@@ -211,10 +271,18 @@ def test_no_credentials_is_one_line(tmp_path: Path) -> None:
     assert "no AWS credentials found" in line
 
 
-def test_help_is_fast_and_does_not_import_cloud_sdks() -> None:
+def test_help_imports_no_cloud_sdk_cel_pydantic_or_provider_support() -> None:
+    """`--help` loads only the CLI: no cloud SDK, no CEL, no pydantic, and none of the provider support modules
+    that fabriccheck.cloud.support() imports on first use. (How long it takes is benchmarks/bench_help.py's.)"""
+    support_modules = [f"fabriccheck.providers.{p}.support" for p in ("aws", "azure", "gcp")]
+    assert all(importlib.util.find_spec(m) for m in support_modules)  # the names checked below are real modules
     code = (
-        "import sys, fabriccheck.cli as c; c.main(['--help']); "
-        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('boto3','botocore','cel','pydantic')))"
+        "import json, sys, fabriccheck.cli as c; c.main(['--help']); "
+        "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('boto3', 'botocore', 'azure', 'google', 'cel', 'pydantic') "
+        "or (m.startswith('fabriccheck.providers.') and m.endswith('.support')))))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert out.stdout.strip().splitlines()[-1] == "[]"
+    assert out.returncode == 0, out.stderr
+    assert "Usage" in out.stdout
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == []

@@ -11,6 +11,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,9 @@ SUBNETS = {
 SG_EFA = "sg-0e0000000000000ef"
 SG_OPEN_EGRESS = "sg-0e00000000000bad0"
 SG_WEB = "sg-0e0000000000000eb"
+
+Nics = list[dict[str, Any]]
+"""The NetworkInterfaces of one instance or launch template, as describe-* prints them."""
 
 
 def recorded_instance_types(names: set[str]) -> list[dict[str, Any]]:
@@ -97,14 +101,15 @@ class Account:
         *,
         zone: str = "us-east-1a",
         subnet: str = "subnet-0a00000000000000a",
-        nics: Any = None,
+        nics: Nics | Callable[[], Nics] | None = None,
         placement_group: str = "",
         tags: dict[str, str] | None = None,
         capacity_block: str | None = None,
         reservation: str | None = None,
         state: str = "running",
     ) -> list[str]:
-        made, items = [], []
+        made: list[str] = []
+        items: list[dict[str, Any]] = []
         for _ in range(count):
             instance_id = self._id("i")
             interfaces = nics() if callable(nics) else (nics or [self.nic(0, 0, "interface", subnet, [SG_WEB])])
@@ -373,10 +378,14 @@ def write(folder: Path, answers: dict[str, Any]) -> None:
 
 def build_demo(folder: Path) -> None:
     a = Account()
-    efa = lambda n, sg=SG_EFA, subnet="subnet-0a00000000000000a": (  # noqa: E731
-        lambda: a.efa_layout(n, subnet, [sg])
-    )
-    asg = lambda name: {"aws:autoscaling:groupName": name, "Name": name}  # noqa: E731
+
+    def efa(n: int, sg: str = SG_EFA, subnet: str = "subnet-0a00000000000000a") -> Callable[[], Nics]:
+        # A factory, so every instance gets its own interfaces (and interface ids).
+        return lambda: a.efa_layout(n, subnet, [sg])
+
+    def asg(name: str) -> dict[str, str]:
+        return {"aws:autoscaling:groupName": name, "Name": name}
+
     # 1. The healthy one: 4 x p5.48xlarge, all 32 EFAs, self-referencing SG, one cluster placement group.
     prod = a.instances(4, "p5.48xlarge", nics=efa(32), placement_group="pg-llm-prod", tags=asg("llm-prod"))
     # 2. fabric-missing + placement: p4d nodes launched with only the primary ENA and no placement group.

@@ -13,6 +13,7 @@ from fabriccheck.engine import Rule, run_example
 def _row(rule: Rule) -> dict[str, Any]:
     return {
         "id": rule.id,
+        "aliases": {o: v.id for o, v in rule.by_origin.items() if v.id},
         "title": rule.title,
         "severity": rule.severity,
         "category": rule.category,
@@ -28,8 +29,26 @@ def listing(rules: list[Rule], fmt: str) -> str:
         return orjson.dumps([_row(r) for r in rules], option=orjson.OPT_INDENT_2).decode() + "\n"
     width = max((len(r.category) for r in rules), default=8)
     lines = [f"{'id':<7} {'severity':<8} {'category':<{width}} title"]
-    lines += [f"{r.id:<7} {r.severity:<8} {r.category:<{width}} {r.title}" for r in rules]
+    for r in rules:
+        lines.append(f"{r.id:<7} {r.severity:<8} {r.category:<{width}} {r.title}")
+        for origin, variant in r.by_origin.items():
+            if variant.id:
+                severity = variant.severity or r.severity
+                title = f"{r.id} on {origin}s: {variant.title or r.title}"
+                lines.append(f"{variant.id:<7} {severity:<8} {r.category:<{width}} {title}")
     return "\n".join(lines) + f"\n\n{len(rules)} rules. Explain one: fabriccheck rules ID\n"
+
+
+def facts(provider: str, node: dict[str, str], cluster: dict[str, str], fmt: str) -> str:
+    """The facts a rule of `provider` may read, with what each means."""
+    if fmt == "json":
+        doc = {"provider": provider, "node": node, "cluster": cluster}
+        return orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n"
+    out = [f"Facts that {provider} rule conditions and messages may read:"]
+    for root, table in (("node", node), ("cluster", cluster)):
+        out.append("")
+        out += [f"  {root}.{name:<28} {meaning}" for name, meaning in sorted(table.items())]
+    return "\n".join(out) + "\n"
 
 
 def explain(rule: Rule, fmt: str) -> str:
@@ -51,6 +70,13 @@ def explain(rule: Rule, fmt: str) -> str:
         f"{rule.id}: {rule.title}",
         f"severity {rule.severity} · category {rule.category} · scope {rule.scope} · effect {rule.effect}",
         f"file: {rule.path}",
+    ]
+    for origin, variant in rule.by_origin.items():
+        if variant.id or variant.severity:
+            out.append(
+                f"on {origin}s: reported as {variant.id or rule.id}, severity {variant.severity or rule.severity}"
+            )
+    out += [
         "",
         "Flags when:",
         f"  {rule.condition}",

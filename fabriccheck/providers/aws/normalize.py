@@ -26,14 +26,14 @@ from fabriccheck.model import (
     Placement,
     fact_key,
 )
-from fabriccheck.providers.aws.resources import (
+from fabriccheck.providers.aws.support import CAPACITY_BLOCK, CAPACITY_RESERVATION, PLACEMENT_GROUP
+from fabriccheck.resources.aws import (
     CapacityReservation,
     PlacementGroup,
     SecurityGroup,
     SecurityRule,
     Subnet,
 )
-from fabriccheck.providers.aws.support import CAPACITY_BLOCK, CAPACITY_RESERVATION, PLACEMENT_GROUP
 from fabriccheck.sources.common import Shape, describe
 
 

@@ -17,7 +17,7 @@ from fabriccheck.cloud import (
     TagSignal,
 )
 from fabriccheck.model import Capability, Node
-from fabriccheck.providers.aws.resources import CapacityReservation, PlacementGroup, SecurityGroup
+from fabriccheck.resources.aws import CapacityReservation, PlacementGroup, SecurityGroup
 
 if TYPE_CHECKING:
     from fabriccheck.inventory import Inventory
@@ -123,10 +123,12 @@ class AwsSupport(CloudSupport):
     # ---------------------------------------------------------------------------------------- facts
 
     def node_facts(self, node: Node, context: FactContext) -> Facts:
-        fabric = self.fabric_attachment(node, None).interfaces
+        fabric = context.attachment(node).interfaces
+        # Nodes of a group share their NICs' security groups: judge each distinct combination once.
+        group_sets = {tuple(nic.security_groups) for nic in fabric}
         return {
-            "efa_security": self._efa_security(node, context),
-            "efa_security_groups": ", ".join(sorted({g for i in fabric for g in i.security_groups})),
+            "efa_security": self._efa_security(node, group_sets, context),
+            "efa_security_groups": ", ".join(sorted({g for groups in group_sets for g in groups})),
             "placement_group": node.placed_by(PLACEMENT_GROUP) or "",
             "capacity_block": self._capacity_block(node, context),
         }
@@ -138,17 +140,17 @@ class AwsSupport(CloudSupport):
             "efa_isolated_mix": len(types) > 1 and any(self.family(t) in EFA_ISOLATED_FAMILIES for t in types),
         }
 
-    def _efa_security(self, node: Node, context: FactContext) -> str:
-        fabric = self.fabric_attachment(node, None).interfaces
-        if not fabric:
+    def _efa_security(self, node: Node, group_sets: set[tuple[str, ...]], context: FactContext) -> str:
+        """Whether every EFA interface has a group that lets EFA traffic flow with itself, both ways."""
+        if not group_sets:
             return "n/a"
         if not context.has(node, "security_groups"):
             return "unknown"
-        if node.origin != "running" and any(not nic.security_groups for nic in fabric):
+        if node.origin != "running" and () in group_sets:
             return "unknown"  # a template NIC without groups leaves them to the launch request
         index = _index(context)
-        for nic in fabric:
-            if not any(index.allows_self(node.scope_key(g)) for g in nic.security_groups):
+        for groups in group_sets:
+            if not any(index.allows_self(node.scope_key(g)) for g in groups):
                 return "missing"
         return "ok"
 
