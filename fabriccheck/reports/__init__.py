@@ -16,5 +16,19 @@ FORMATS: dict[str, Callable[[Report, bool], str]] = {
 }
 
 
-def render(report: Report, fmt: str, color: bool = False) -> str:
+def render(
+    report: Report,
+    fmt: str,
+    color: bool = False,
+    *,
+    verbose: bool = False,
+    fail_on: str = "error",
+    width: int | None = None,
+) -> str:
+    """`verbose` and `width` shape the text report (width None: COLUMNS, else the terminal, else 100; at
+    least 60); `fail_on` decides which findings are JUnit failures. Other formats ignore them."""
+    if fmt == "text":
+        return text.render(report, color, verbose=verbose, width=width)
+    if fmt == "junit":
+        return junit.render(report, color, fail_on=fail_on)
     return FORMATS[fmt](report, color)

@@ -1,52 +1,132 @@
-"""JUnit XML: one test case per rule and resource, so CI dashboards show each finding by name."""
+"""JUnit XML for CI dashboards.
+
+- One test case per finding (README: "a test case per finding"), named by rule and what it flags; every
+  resource the finding names is listed in the case's body.
+- A finding at or above `fail_on` (error | warning | info; `never`: none) is a `<failure>`. A finding below
+  the threshold is a passing test case whose `<system-out>` carries the finding: it is reported, but it does
+  not fail the gate (a `<skipped>` would read as "not checked", which it was).
+- One passing test case per clean cluster, so a green run shows what was judged.
+- A cluster that could not be fully judged and has no finding is a `<skipped>` test case naming the rules
+  not judged and why.
+- An incomplete run (`report.complete` false) adds one `<error>` test case listing every collection error,
+  so the suite has errors="1" and never looks green.
+
+Every value from the cloud goes through `safe.visible`: control characters would make the XML invalid.
+"""
 
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
+from fabriccheck.engine import SEVERITY_RANK, Finding
 from fabriccheck.flow import Report
+from fabriccheck.reports.safe import visible
+
+FAIL_ON = ("error", "warning", "info", "never")
+NAMED = 3  # resources named in a test case's name; the body lists all
 
 
-def render(report: Report, color: bool = False) -> str:
+def fails(severity: str, fail_on: str) -> bool:
+    if fail_on not in FAIL_ON:
+        raise ValueError(f"fail_on must be one of {', '.join(FAIL_ON)}, not {fail_on!r}")
+    return fail_on != "never" and SEVERITY_RANK[severity] >= SEVERITY_RANK[fail_on]
+
+
+def _case_name(finding: Finding) -> str:
+    resources = [visible(r) for r in finding.resources]
+    named = ", ".join(resources[:NAMED]) + (f" (+{len(resources) - NAMED} more)" if len(resources) > NAMED else "")
+    where = visible(finding.cluster) if finding.cluster else "launch template"
+    return f"{visible(finding.rule)} {named} [{where}]"
+
+
+def _body(finding: Finding) -> str:
+    lines = [
+        f"[{finding.severity}] {visible(finding.rule)} {visible(finding.category)}: {visible(finding.title)}",
+        f"cluster: {visible(finding.cluster) if finding.cluster else '(launch template)'}",
+        f"account: {visible(finding.account)}",
+        f"resources ({len(finding.resources)}):",
+        *(f"  {visible(r)}" for r in finding.resources),
+        "",
+        visible(finding.message),
+        "",
+        "Fix: " + "\n".join(visible(line) for line in finding.remediation.splitlines()),
+    ]
+    return "\n".join(lines)
+
+
+def render(report: Report, color: bool = False, fail_on: str = "error") -> str:
+    fails("error", fail_on)  # an unknown threshold is an error even when nothing was found
     suite = ET.Element("testsuite", name="fabriccheck", timestamp=report.generated_at)
-    failures = errors = tests = 0
-    flagged = set()
+    tests = failures = errors = skipped = 0
     for finding in report.findings:
-        flagged.add(finding.rule)
-        for resource in finding.resources:
-            tests += 1
-            case = ET.SubElement(
-                suite,
-                "testcase",
-                classname=f"fabriccheck.{finding.provider}.{finding.rule}",
-                name=f"{finding.rule} {resource}",
-            )
-            if finding.severity == "info":
-                ET.SubElement(case, "system-out").text = finding.message
-                continue
-            failures += 1
-            failure = ET.SubElement(
-                case, "failure", type=finding.category, message=f"[{finding.severity}] {finding.title}"
-            )
-            failure.text = f"{finding.message}\n\nFix: {finding.remediation}"
-    for rule in report.rules:
-        if rule not in flagged:
-            tests += 1
-            ET.SubElement(suite, "testcase", classname=f"fabriccheck.{rule}", name=f"{rule} (no findings)")
-    for error in report.errors:
         tests += 1
-        errors += 1
         case = ET.SubElement(
             suite,
             "testcase",
-            classname="fabriccheck.collection",
-            name=f"collect {error.call} {error.region or ''}".strip(),
+            classname=f"fabriccheck.{visible(finding.provider)}.{visible(finding.rule)}",
+            name=_case_name(finding),
         )
-        ET.SubElement(case, "error", type=error.code, message=error.message)
-    suite.set("tests", str(tests))
-    suite.set("failures", str(failures))
-    suite.set("errors", str(errors))
-    root = ET.Element("testsuites", name="fabriccheck", tests=str(tests), failures=str(failures), errors=str(errors))
+        if fails(finding.severity, fail_on):
+            failures += 1
+            failure = ET.SubElement(
+                case,
+                "failure",
+                type=visible(finding.category),
+                message=f"[{finding.severity}] {visible(finding.title)}",
+            )
+            failure.text = _body(finding)
+        else:
+            below = "not failing" if fail_on == "never" else f"below --fail-on {fail_on}"
+            ET.SubElement(case, "system-out").text = f"({below})\n{_body(finding)}"
+
+    for cluster in sorted(report.clusters, key=lambda c: c.id):
+        if cluster.findings or any(f.cluster == cluster.id for f in report.findings):
+            continue
+        if cluster.status == "clean" and not cluster.not_judged:
+            tests += 1
+            ET.SubElement(
+                suite,
+                "testcase",
+                classname=f"fabriccheck.{visible(cluster.provider)}.cluster",
+                name=f"{visible(cluster.id)} clean",
+            )
+        else:
+            tests += 1
+            skipped += 1
+            case = ET.SubElement(
+                suite,
+                "testcase",
+                classname=f"fabriccheck.{visible(cluster.provider)}.cluster",
+                name=f"{visible(cluster.id)} not fully judged",
+            )
+            reasons = [f"{visible(n.rule)}: {visible(n.reason)}" for n in cluster.not_judged]
+            skip = ET.SubElement(case, "skipped", message="not fully judged: " + "; ".join(reasons[:5]))
+            skip.text = "\n".join(reasons)
+
+    if not report.complete:
+        tests += 1
+        errors += 1
+        case = ET.SubElement(suite, "testcase", classname="fabriccheck.collection", name="collection complete")
+        lines = [
+            f"{visible(e.call)} in {visible(e.account)} {visible(e.region or '-')}: {visible(e.code)}: "
+            f"{visible(e.message)}" + (f" (needs {visible(e.permission)})" if e.permission else "")
+            for e in report.errors
+        ]
+        count = len(report.errors)
+        error = ET.SubElement(
+            case,
+            "error",
+            type="IncompleteCollection",
+            message=f"run incomplete: {count} collection error{'s' if count != 1 else ''}; "
+            "this result cannot pass a gate",
+        )
+        error.text = "\n".join(lines) or "some facts were not collected"
+        ET.SubElement(case, "system-out").text = "incomplete run: " + (error.text or "")
+
+    counts = {"tests": str(tests), "failures": str(failures), "errors": str(errors), "skipped": str(skipped)}
+    for key, value in counts.items():
+        suite.set(key, value)
+    root = ET.Element("testsuites", {"name": "fabriccheck"} | {k: v for k, v in counts.items() if k != "skipped"})
     root.append(suite)
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

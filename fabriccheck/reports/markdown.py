@@ -1,61 +1,246 @@
-"""Markdown: for a pull-request comment or a ticket."""
+"""Markdown: for a pull-request comment or a ticket.
+
+It fits one GitHub comment (at most `LIMIT` characters): the summary and the "cost most" table first, then a
+section per cluster in the text report's order (worst first); when the next section would not fit, no more
+are added and a line says how many clusters and findings were left out (`--format json` has them all). Lists
+that can grow with the fleet (collection errors, clean and skipped clusters, notes, a rule's resources) are
+capped. Cloud values are ids in code spans or escaped text (`safe.md_code`, `safe.md_text`): a tag can
+neither break a table row nor start a heading.
+"""
 
 from __future__ import annotations
 
-from fabriccheck.flow import Report
-from fabriccheck.reports.text import dollars, penalty_line
+from fabriccheck.engine import Finding
+from fabriccheck.flow import ClusterReport, Report
+from fabriccheck.model import UNKNOWN_ACCOUNT
+from fabriccheck.reports.safe import md_code, md_text
+from fabriccheck.reports.text import (
+    dollars,
+    findings_by_cluster,
+    gpu_hours_cell,
+    needs_attention,
+    not_judged_groups,
+    penalty_line,
+    plural,
+    ranked,
+    slowdown_cell,
+    status_counts,
+    worst,
+)
+
+LIMIT = 65_000  # GitHub rejects comments over 65,536 characters
+TOP = 10
+LISTED = 20  # collection errors, clean ids, skipped clusters, notes
+RESOURCES_SHOWN = 10
+TEXT_CAP = 2_000  # one cloud-derived message
 
 
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+def _cap(text: str, limit: int = TEXT_CAP) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def render(report: Report, color: bool = False) -> str:
+def _codes(values: list[str], shown: int = RESOURCES_SHOWN) -> str:
+    listed = ", ".join(md_code(v) for v in values[:shown])
+    return listed + (f" (+{len(values) - shown:,} more)" if len(values) > shown else "")
+
+
+def account(value: str) -> str:
+    return "" if value == UNKNOWN_ACCOUNT else md_text(value) + " "
+
+
+def _head(report: Report) -> list[str]:
     s = report.summary
-    out = [f"# fabriccheck report: {report.source}", ""]
+    out = [f"# fabriccheck report: {md_text(report.source)}", ""]
     if not report.complete:
-        out += ["> **Incomplete:** some facts could not be collected; this report cannot pass a gate.", ""]
-        out += [f"> - `{e.call}` ({e.region or '-'}): {e.code}: {e.message}" for e in report.errors]
+        out.append(
+            f"> **Incomplete:** {plural(len(report.errors), 'collection error')}; some facts could not be "
+            "collected, so this report cannot pass a gate."
+        )
+        for e in report.errors[:LISTED]:
+            need = f" (needs {md_code(e.permission)})" if e.permission else ""
+            out.append(
+                f"> - {md_code(e.call)} ({account(e.account)}{md_text(e.region or '-')}): {md_text(e.code)}: "
+                f"{md_text(_cap(e.message, 500))}{need}"
+            )
+        if len(report.errors) > LISTED:
+            out.append(f"> - … and {len(report.errors) - LISTED:,} more (see `--format json`)")
         out.append("")
-    out.append(
-        f"{s.nodes} nodes, {s.clusters} training clusters judged; findings: {s.findings['error']} errors, "
-        f"{s.findings['warning']} warnings, {s.findings['info']} info. Workload assumed: "
-        f"`{report.workload['name']}` ({report.workload['description']})."
+    counts = status_counts(report)
+    judged = [f"{counts['findings']:,} with findings", f"{counts['clean']:,} clean"]
+    if counts["incomplete"]:
+        judged.append(f"{counts['incomplete']:,} not fully judged")
+    skipped = len(report.skipped_clusters) or s.skipped_clusters
+    line = (
+        f"{plural(s.nodes, 'node')}, {plural(s.clusters, 'training cluster')} judged ({', '.join(judged)})"
+        + (f", {plural(skipped, 'cluster')} skipped (not training)" if skipped else "")
+        + f"; findings: {plural(s.findings.get('error', 0), 'error')}, "
+        f"{plural(s.findings.get('warning', 0), 'warning')}, {plural(s.findings.get('info', 0), 'info', 'info')}. "
+        f"Workload assumed: {md_code(report.workload.get('name', ''))} "
+        f"({md_text(report.workload.get('description', ''))})."
     )
+    out.append(line)
     extra = s.extra_gpu_hours_per_day
     if extra.high > 0:
-        line = f"Estimated waste: {extra.low:,.0f}–{extra.high:,.0f} extra GPU-hours per day"
+        waste = f"Estimated waste: {extra.low:,.0f}–{extra.high:,.0f} extra GPU-hours per day"
         if s.extra_dollars_per_day:
-            line += f", {dollars(s.extra_dollars_per_day.low)}–{dollars(s.extra_dollars_per_day.high)} per day"
-        out.append(line + ".")
-    out += [
+            waste += f", {dollars(s.extra_dollars_per_day.low)}–{dollars(s.extra_dollars_per_day.high)} per day"
+        out += ["", waste + "."]
+    if not report.complete:
+        out += ["", "**Incomplete run:** this result cannot pass a gate."]
+    return out
+
+
+def _top_table(order: list[ClusterReport], by_cluster: dict[str | None, list[Finding]]) -> list[str]:
+    attention = [c for c in order if needs_attention(c)]
+    if not attention:
+        return ["", "No cluster has findings." if order else "No training cluster was judged."]
+    out = [
         "",
-        "## Clusters",
+        "## Clusters that cost most",
         "",
-        "| cluster | grouped by | nodes | types | GPUs | findings | penalty |",
-        "|---|---|---|---|---|---|---|",
+        "Slowdown and extra GPU-hours a day are the high end of each estimate.",
+        "",
+        "| # | cluster | nodes | worst | slowdown | GPU-h/day |",
+        "|---:|---|---:|---|---:|---:|",
     ]
-    for c in report.clusters:
+    for rank, c in enumerate(attention[:TOP], 1):
+        severity = worst(by_cluster.get(c.id, [])) or ("incomplete" if c.status == "incomplete" else "—")
         out.append(
-            f"| `{c.id}` | {c.grouped_by} | {len(c.nodes)} | {', '.join(c.instance_types)} | {c.gpus} | "
-            f"{c.findings} | {_cell(penalty_line(c.penalty))} |"
+            f"| {rank} | {md_code(c.id, table=True)} | {len(c.nodes):,} | {severity} | "
+            f"{slowdown_cell(c.penalty)} | {gpu_hours_cell(c.penalty)} |"
         )
-    out += ["", "## Findings", ""]
-    if not report.findings:
-        out.append("No findings.")
-    for f in report.findings:
+    if len(attention) > TOP:
+        out += ["", f"… and {plural(len(attention) - TOP, 'more cluster')} with findings or not fully judged."]
+    return out
+
+
+def _step(step: str) -> str:
+    """A remediation line; the command of a `CLI:` line as code, so it can be copied as written."""
+    label, sep, command = step.partition(": ")
+    if sep and label == "CLI" and command.strip():
+        return f"CLI: {md_code(command.strip())}"
+    return md_text(step)
+
+
+def _finding_sections(findings: list[Finding], seen: set[str]) -> list[str]:
+    """One section per rule: the resources it flags, the first message, the fix (in full the first time the
+    rule appears in the comment, its summary after that)."""
+    groups: dict[str, list[Finding]] = {}
+    for f in findings:
+        groups.setdefault(f.rule, []).append(f)
+    out: list[str] = []
+    for rule, rule_findings in groups.items():
+        first = rule_findings[0]
+        resources = [r for f in rule_findings for r in f.resources]
+        alike = f" (and {len(rule_findings) - 1} more alike)" if len(rule_findings) > 1 else ""
         out += [
-            f"### {f.severity.upper()} {f.rule}: {f.title}",
             "",
-            f"- **Cluster:** `{f.cluster or '(launch template)'}`",
-            f"- **Resources:** {', '.join(f'`{r}`' for r in f.resources)}",
-            f"- **Category:** {f.category}",
+            f"### {first.severity.upper()} {md_text(rule)}: {md_text(first.title)}",
             "",
-            f.message,
+            f"- **Resources:** {_codes(resources)}",
+            f"- **Category:** {md_text(first.category)}",
             "",
-            "**Fix:** " + f.remediation.replace("\n", "  \n"),
+            md_text(_cap(first.message), line_start=True) + alike,
             "",
         ]
+        steps = [line for line in first.remediation.splitlines() if line.strip()]
+        if not steps:
+            continue
+        if rule in seen:
+            out.append(f"**Fix:** {md_text(steps[0])} (all steps: the first {md_text(rule)} above)")
+        else:
+            seen.add(rule)
+            out.append("**Fix:** " + "  \n".join(_step(step) for step in steps))
+    return out
+
+
+def _cluster_section(rank: int, c: ClusterReport, findings: list[Finding], seen: set[str]) -> list[str]:
+    severity = worst(findings)
+    if findings:
+        status = f"{plural(len(findings), 'finding')}, worst {severity}"
+    elif c.status == "incomplete":
+        status = "not fully judged"
+    else:
+        status = "clean"
+    types = ", ".join(md_code(t) for t in c.instance_types)
+    out = [
+        "",
+        f"## {rank}. {md_code(c.id)}",
+        "",
+        f"{status} · {md_text(c.grouped_by)} · {plural(len(c.nodes), 'node')} × {types} · "
+        f"{plural(c.gpus, 'accelerator')}  ",
+        f"Penalty ({md_text(c.penalty.workload)}): {md_text(penalty_line(c.penalty))}",
+    ]
+    out += _finding_sections(findings, seen)
+    groups = not_judged_groups(c.not_judged)
+    if groups:
+        out += ["", "**Not judged:**", ""]
+        for reason, rules, resources in groups:
+            where = f" (on {_codes(resources)})" if resources else ""
+            out.append(f"- {', '.join(md_text(r) for r in rules)}: {md_text(_cap(reason, 500))}{where}")
+    return out
+
+
+def _tail(report: Report, clean: list[ClusterReport]) -> list[str]:
+    out: list[str] = []
+    if clean:
+        out += ["", "## Clean clusters", "", f"{plural(len(clean), 'clean cluster')}: {_codes([c.id for c in clean])}."]
+    if report.skipped_clusters:
+        out += ["", "## Skipped (not training clusters)", ""]
+        for s in report.skipped_clusters[:LISTED]:
+            out.append(f"- {md_code(s.id)} — {md_text(_cap(s.reason, 500))}")
+        if len(report.skipped_clusters) > LISTED:
+            out.append(f"- … and {len(report.skipped_clusters) - LISTED:,} more (see `--format json`)")
     if report.notes:
-        out += ["## Notes", ""] + [f"- {n}" for n in report.notes] + [""]
-    return "\n".join(out) + "\n"
+        out += ["", "## Notes", ""] + [f"- {md_text(_cap(n, 1_000))}" for n in report.notes[:LISTED]]
+        if len(report.notes) > LISTED:
+            out.append(f"- … and {len(report.notes) - LISTED:,} more (see `--format json`)")
+    return out
+
+
+def _size(lines: list[str]) -> int:
+    return sum(len(line) + 1 for line in lines)
+
+
+def render(report: Report, color: bool = False, limit: int = LIMIT) -> str:
+    by_cluster = findings_by_cluster(report)
+    order = ranked(report)
+    attention = [c for c in order if needs_attention(c)]
+    clean = [c for c in order if not needs_attention(c)]
+    head = _head(report) + _top_table(order, by_cluster)
+    tail = _tail(report, clean)
+    reserve = 400  # the "left out" line
+
+    seen: set[str] = set()
+    sections: list[tuple[list[str], int, int]] = []  # (lines, clusters, findings)
+    for rank, c in enumerate(attention, 1):
+        sections.append((_cluster_section(rank, c, by_cluster.get(c.id, []), seen), 1, len(by_cluster.get(c.id, []))))
+    templates = by_cluster.get(None, [])
+    if templates:
+        lines = ["", "## Launch templates (judged before any node launches)", *_finding_sections(templates, seen)]
+        sections.append((lines, 0, len(templates)))
+    if not report.findings:
+        sections.append((["", "No findings."], 0, 0))
+
+    body: list[str] = []
+    used = _size(head) + _size(tail) + reserve
+    left_clusters = left_findings = 0
+    for index, (lines, _, _) in enumerate(sections):
+        if used + _size(lines) > limit:
+            left = sections[index:]
+            left_clusters = sum(n for _, n, _ in left)
+            left_findings = sum(n for _, _, n in left)
+            break
+        body += lines
+        used += _size(lines)
+    if left_clusters or left_findings:
+        body += [
+            "",
+            f"**Left out to fit a comment of {limit:,} characters:** {plural(left_clusters, 'cluster')} with "
+            f"{plural(left_findings, 'finding')} (the least costly). Run with `--format json` for all of them.",
+        ]
+    text = "\n".join(head + body + tail) + "\n"
+    if len(text) > limit:  # only if the capped head and tail alone are too long: cut at a line
+        notice = "\n\n**Cut to fit a comment.** Run with `--format json` for the whole report.\n"
+        text = text[: text.rfind("\n", 0, limit - len(notice))] + notice
+    return text

@@ -10,6 +10,13 @@ import yaml
 from fabriccheck.engine import Rule, run_example
 
 
+class _PlainDumper(yaml.SafeDumper):
+    """Writes shared parts in full: a reader of one example should not chase &id001 anchors."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
 def _row(rule: Rule) -> dict[str, Any]:
     return {
         "id": rule.id,
@@ -96,6 +103,8 @@ def explain(rule: Rule, fmt: str) -> str:
         for example in examples[kind]:
             flagged = ", ".join(example["flags"]) or "nothing"
             out.append(f"  - {example['name']}: flags {flagged}")
-            body = yaml.safe_dump(example["inventory"], sort_keys=False, default_flow_style=None, width=100)
+            body = yaml.dump(
+                example["inventory"], Dumper=_PlainDumper, sort_keys=False, default_flow_style=None, width=100
+            )
             out += ["      " + line for line in body.rstrip().splitlines()]
     return "\n".join(out) + "\n"

@@ -1,26 +1,51 @@
-"""Text report for people: a table per training cluster, its findings and what they cost, then a summary.
+"""Text report for people: the clusters that cost most, a block per cluster (worst first), then a summary.
 
-Colour and box drawing only on a terminal; piped or written to a file it is plain text.
+Lines are wrapped to the terminal's width (`terminal_width`); an id or other token longer than a line is
+never broken (it overflows its line instead, so it can still be copied and searched for), and in the top
+table a long cluster id loses the prefix every cluster shares (named above the table) and then its middle.
+Colour only when asked for (a terminal without NO_COLOR). Every value that came from the cloud goes through
+`safe.visible` and reaches rich only as a `Text` object, never as markup.
 """
 
 from __future__ import annotations
 
 import io
+import os
+import sys
 import textwrap
+from collections.abc import Iterable, Sequence
 
 from rich.console import Console
 from rich.text import Text
 
-from fabriccheck.engine import Finding
-from fabriccheck.flow import Report
+from fabriccheck.engine import SEVERITY_RANK, Finding
+from fabriccheck.flow import ClusterReport, NotJudged, Report
+from fabriccheck.model import UNKNOWN_ACCOUNT
 from fabriccheck.penalty import Penalty
+from fabriccheck.reports.safe import visible
 
-STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
-WIDTH = 110
+STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan", "incomplete": "bold magenta", "clean": "green"}
+MIN_WIDTH = 60
+DEFAULT_WIDTH = 100  # when the output is not a terminal and COLUMNS is not set
+TOP = 10  # rows of the "cost most" table
+CLEAN_SHOWN = 3  # clean clusters shown as blocks (and named in the count line) without --verbose
+RESOURCES_SHOWN = 6
+ERRORS_SHOWN = 10
+SKIPPED_SHOWN = 10
+_STATUS_RANK = {"findings": 0, "incomplete": 1, "clean": 2}
+_JUDGED_STATES = ("running", "pending")
+
+
+# ---------------------------------------------------------------------------------------------- shared
 
 
 def dollars(value: float) -> str:
     return f"${value:,.0f}"
+
+
+def plural(count: int, word: str, many: str | None = None) -> str:
+    """`1 training cluster`, `2 training clusters`, `3 info` (with many="info")."""
+    return f"{count:,} {word if count == 1 else (many if many is not None else word + 's')}"
 
 
 def penalty_line(p: Penalty) -> str:
@@ -37,79 +62,336 @@ def penalty_line(p: Penalty) -> str:
     return line
 
 
-def _finding_blocks(console: Console, findings: list[Finding]) -> None:
+def slowdown_cell(p: Penalty) -> str:
+    """The high end of the slowdown, for tables."""
+    if not p.estimated:
+        return "not estimated"
+    return "—" if p.slowdown.high < 1.005 else f"{p.slowdown.high:.2f}x"
+
+
+def gpu_hours_cell(p: Penalty) -> str:
+    if not p.estimated or p.extra_gpu_hours_per_day.high < 0.5:
+        return "—"
+    return f"{p.extra_gpu_hours_per_day.high:,.0f}"
+
+
+def findings_by_cluster(report: Report) -> dict[str | None, list[Finding]]:
+    groups: dict[str | None, list[Finding]] = {}
+    for f in report.findings:
+        groups.setdefault(f.cluster, []).append(f)
+    return groups
+
+
+def worst(findings: Iterable[Finding]) -> str | None:
+    return max((f.severity for f in findings), key=SEVERITY_RANK.__getitem__, default=None)
+
+
+def ranked(report: Report) -> list[ClusterReport]:
+    """Clusters worst first: most extra GPU-hours a day (high end), then worst severity, then findings before
+    incomplete before clean, then id. The text and markdown reports share this order."""
+    by_cluster = findings_by_cluster(report)
+
+    def key(c: ClusterReport) -> tuple[float, int, int, str]:
+        hours = c.penalty.extra_gpu_hours_per_day.high if c.penalty.estimated else 0.0
+        severity = worst(by_cluster.get(c.id, []))
+        return (-hours, -SEVERITY_RANK.get(severity or "", -1), _STATUS_RANK.get(c.status, 0), c.id)
+
+    return sorted(report.clusters, key=key)
+
+
+def needs_attention(c: ClusterReport) -> bool:
+    return c.status != "clean" or c.findings > 0 or bool(c.not_judged)
+
+
+def status_counts(report: Report) -> dict[str, int]:
+    counts = {"clean": 0, "findings": 0, "incomplete": 0}
+    for c in report.clusters:
+        counts[c.status] = counts.get(c.status, 0) + 1
+    return counts
+
+
+def common_prefix(ids: Sequence[str]) -> str:
+    """The longest prefix ending in ':' or '/' that every id shares and none is entirely ("aws:1111…:us-east-1:")."""
+    if not ids:
+        return ""
+    first, last = min(ids), max(ids)
+    size = next((i for i, (a, b) in enumerate(zip(first, last, strict=False)) if a != b), min(len(first), len(last)))
+    prefix = first[: max(first.rfind(":", 0, size), first.rfind("/", 0, size)) + 1]
+    return prefix if all(len(i) > len(prefix) for i in ids) else ""
+
+
+def not_judged_groups(items: Sequence[NotJudged]) -> list[tuple[str, list[str], list[str]]]:
+    """Not-judged entries grouped by reason: (reason, rules, resources concerned; empty = whole cluster)."""
+    groups: dict[str, tuple[list[str], list[str]]] = {}
+    for item in items:
+        rules, resources = groups.setdefault(item.reason, ([], []))
+        if item.rule not in rules:
+            rules.append(item.rule)
+        resources.extend(r for r in item.resources if r not in resources)
+    return [(reason, rules, resources) for reason, (rules, resources) in groups.items()]
+
+
+def terminal_width() -> int:
+    """COLUMNS if set, else the terminal's width when stdout is one, else 100; never below 60."""
+    width: int | None = None
+    env = os.environ.get("COLUMNS", "").strip()
+    if env:
+        try:
+            width = int(env)
+        except ValueError:
+            width = None
+    if width is None and sys.stdout.isatty():
+        try:
+            width = os.get_terminal_size(sys.stdout.fileno()).columns
+        except (OSError, ValueError):
+            width = None
+    return max(MIN_WIDTH, width or DEFAULT_WIDTH)
+
+
+# ---------------------------------------------------------------------------------------------- layout
+
+
+class _Page:
+    """Lines of styled text, each wrapped to `width` by us (rich is told never to wrap)."""
+
+    def __init__(self, width: int) -> None:
+        self.width = width
+        self.lines: list[Text] = []
+
+    def blank(self) -> None:
+        if self.lines and self.lines[-1].plain:
+            self.lines.append(Text())
+
+    def add(self, line: Text) -> None:
+        self.lines.append(line)
+
+    def para(self, text: str, first: str = "", rest: str | None = None, style: str = "") -> None:
+        """Wrap plain `text` after the indent `first` (later lines after `rest`, default: as wide as first)."""
+        for line in wrap(text, self.width, first, " " * len(first) if rest is None else rest):
+            self.lines.append(Text(line, style=style))
+
+    def styled(self, parts: Sequence[tuple[str, str]], rest: str) -> None:
+        """Wrap a line made of (text, style) parts, keeping each part's style on whatever line it lands."""
+        plain = "".join(text for text, _ in parts)
+        lines = wrap(plain, self.width, "", rest)
+        spans, at = [], 0
+        for text, style in parts:
+            spans.append((at, at + len(text), style))
+            at += len(text)
+        # Map each wrapped line back onto the original string: textwrap only drops the spaces it breaks on.
+        cursor = 0
+        for index, line in enumerate(lines):
+            body = line if index == 0 else line[len(rest) :]
+            start = plain.index(body, cursor)
+            out = Text(line[: len(line) - len(body)])
+            end = start + len(body)
+            for a, b, style in spans:
+                if a < end and b > start:
+                    out.append(plain[max(a, start) : min(b, end)], style=style)
+            self.lines.append(out)
+            cursor = start + len(body)
+
+
+def wrap(text: str, width: int, first: str = "", rest: str = "") -> list[str]:
+    lines = textwrap.wrap(
+        text,
+        width=width,
+        initial_indent=first,
+        subsequent_indent=rest,
+        break_long_words=False,  # ids, ARNs and paths stay whole (and copyable); they overflow instead
+        break_on_hyphens=False,
+    )
+    return lines or [first.rstrip()]
+
+
+def _shorten(value: str, room: int) -> str:
+    if len(value) <= room:
+        return value
+    # The end of an id names the group (".../llm-prod"); its start is mostly the account and region.
+    return "…" + value[len(value) - (room - 1) :]
+
+
+# ---------------------------------------------------------------------------------------------- blocks
+
+
+def _top_table(page: _Page, clusters: list[ClusterReport], by_cluster: dict[str | None, list[Finding]]) -> None:
+    shown = [c for c in clusters if needs_attention(c)][:TOP]
+    if not shown:
+        return
+    more = sum(1 for c in clusters if needs_attention(c)) - len(shown)
+    prefix = common_prefix([c.id for c in clusters])
+    rows = []
+    for rank, c in enumerate(shown, 1):
+        severity = worst(by_cluster.get(c.id, [])) or ("incomplete" if c.status == "incomplete" else "—")
+        rows.append(
+            (
+                str(rank),
+                visible(c.id[len(prefix) :]),
+                f"{len(c.nodes):,}",
+                severity,
+                slowdown_cell(c.penalty),
+                gpu_hours_cell(c.penalty),
+            )
+        )
+    heads = ("#", "cluster", "nodes", "worst", "slowdown", "GPU-h/day")
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(heads)]
+    fixed = 2 + sum(widths) - widths[1] + 2 * (len(heads) - 1)
+    widths[1] = min(widths[1], max(len(heads[1]), page.width - fixed))
+    page.para("Clusters that cost most (high end of each estimate)", "", "  ", style="bold")
+    if prefix:
+        page.para(f"every id below starts with {visible(prefix)}", "  ", "    ", style="dim")
+
+    def row(cells: Sequence[str], severity: str | None = None) -> Text:
+        line = Text("  ")
+        for i, (cell, width) in enumerate(zip(cells, widths, strict=True)):
+            if i:
+                line.append("  ")
+            if i == 1:
+                line.append(_shorten(cell, width).ljust(width))
+            elif i == 3:
+                line.append(cell.ljust(width), style=STYLE.get(severity or "", ""))
+            else:
+                line.append(cell.rjust(width))
+        line.rstrip()
+        return line
+
+    page.add(row(heads))
+    for cells in rows:
+        page.add(row(cells, cells[3]))
+    if more:
+        page.para(f"… and {plural(more, 'more cluster')} with findings or not fully judged, below.", "  ")
+
+
+def _finding_blocks(page: _Page, findings: list[Finding], verbose: bool) -> None:
     """One block per rule in a cluster: the nodes it flags, the first message, the fix. A rule that flags
     every node of a 500-node cluster prints once, not 500 times (JSON keeps one finding per node)."""
     groups: dict[str, list[Finding]] = {}
     for f in findings:
         groups.setdefault(f.rule, []).append(f)
+    indent = " " * 10
     for rule_findings in groups.values():
         first = rule_findings[0]
-        resources = [r for f in rule_findings for r in f.resources]
-        shown = ", ".join(resources[:6]) + (f" (+{len(resources) - 6} more)" if len(resources) > 6 else "")
-        head = Text("  ")
-        head.append(f"{first.severity:<7}", style=STYLE[first.severity])
-        head.append(f" {first.rule} {first.category}: {first.title}", style="bold")
-        console.print(head)
-        console.print(Text(f"          on {shown}"))
-        message = first.message + (f" (and {len(rule_findings) - 1} more alike)" if len(rule_findings) > 1 else "")
-        for line in textwrap.wrap(message, width=WIDTH - 10):
-            console.print(Text("          " + line))
-        for line in textwrap.wrap("fix: " + first.remediation.splitlines()[0], width=WIDTH - 10):
-            console.print(Text("          " + line, style="dim"))
+        resources = [visible(r) for f in rule_findings for r in f.resources]
+        if verbose or len(resources) <= RESOURCES_SHOWN:
+            shown = ", ".join(resources)
+        else:
+            shown = ", ".join(resources[:RESOURCES_SHOWN]) + f" (+{len(resources) - RESOURCES_SHOWN} more)"
+        page.styled(
+            [
+                ("  ", ""),
+                (f"{first.severity:<7}", STYLE[first.severity]),
+                (f" {visible(first.rule)} {visible(first.category)}: {visible(first.title)}", "bold"),
+            ],
+            indent,
+        )
+        page.para(f"on {shown}", indent)
+        alike = f" (and {len(rule_findings) - 1} more alike)" if len(rule_findings) > 1 else ""
+        page.para(visible(first.message) + alike, indent)
+        fix = first.remediation.splitlines()[0] if first.remediation.strip() else ""
+        if fix:
+            page.styled([(indent, ""), ("fix:", "bold"), (" " + visible(fix), "")], indent)
 
 
-def render(report: Report, color: bool = False) -> str:
-    buffer = io.StringIO()
-    console = Console(
-        file=buffer, force_terminal=color, no_color=not color, width=WIDTH + 10, highlight=False, soft_wrap=True
+def _not_judged(page: _Page, c: ClusterReport) -> None:
+    for reason, rules, resources in not_judged_groups(c.not_judged):
+        where = ""
+        if resources:
+            names = [visible(r) for r in resources]
+            where = " on " + ", ".join(names[:RESOURCES_SHOWN])
+            where += f" (+{len(names) - RESOURCES_SHOWN} more)" if len(names) > RESOURCES_SHOWN else ""
+        page.styled(
+            [
+                ("  ", ""),
+                ("not judged", STYLE["incomplete"]),
+                (f" {', '.join(map(visible, rules))}{where}: ", ""),
+                (visible(reason), ""),
+            ],
+            " " * 6,
+        )
+
+
+def _cluster_block(page: _Page, c: ClusterReport, findings: list[Finding], verbose: bool) -> None:
+    severity = worst(findings)
+    if findings:
+        status, style = plural(len(findings), "finding"), STYLE[severity or "info"]
+    elif c.status == "incomplete":
+        status, style = "incomplete: not fully judged", STYLE["incomplete"]
+    else:
+        status, style = "clean", STYLE["clean"]
+    page.blank()
+    name = visible(c.id)
+    if len(f"Cluster {name}  {status}") <= page.width:
+        page.styled([("Cluster ", "bold"), (name, "bold"), ("  ", ""), (status, style)], "  ")
+    else:  # the id alone may be wider than the line; the status is never split from its count
+        page.styled([("Cluster ", "bold"), (name, "bold")], "  ")
+        page.styled([("  ", ""), (status, style)], "  ")
+    types = ", ".join(visible(t) for t in c.instance_types)
+    page.para(
+        f"{visible(c.grouped_by)}: {plural(len(c.nodes), 'node')} × {types}, {plural(c.gpus, 'accelerator')}", "  "
     )
-    console.print(Text(f"fabriccheck {report.tool['version']} · {report.source}", style="bold"))
-    console.print(f"workload assumed: {report.workload['name']} ({report.workload['description']})")
-    if not report.complete:
-        console.print(
-            Text("\nINCOMPLETE: some facts could not be collected; this result cannot pass a gate.", style="bold red")
-        )
-        for e in report.errors:
-            need = f" (needs {e.permission})" if e.permission else ""
-            console.print(f"  - {e.call} in {e.region or '?'}: {e.code}: {e.message}{need}")
+    _finding_blocks(page, findings, verbose)
+    _not_judged(page, c)
+    caveat = " (from the rules that could be judged)" if c.not_judged and not findings else ""
+    page.para(f"penalty ({visible(c.penalty.workload)}): {visible(penalty_line(c.penalty))}{caveat}", "  ", " " * 4)
 
-    by_cluster: dict[str | None, list[Finding]] = {}
-    for f in report.findings:
-        by_cluster.setdefault(f.cluster, []).append(f)
-    for c in report.clusters:
-        status = (
-            Text("clean", style="green")
-            if not c.findings
-            else Text(f"{c.findings} finding(s)", style=STYLE[_worst(by_cluster.get(c.id, []))])
-        )
-        console.print()
-        head = Text(f"Cluster {c.id}", style="bold")
-        head.append(f"  ({c.grouped_by}: {len(c.nodes)} × {', '.join(c.instance_types)}, {c.gpus} accelerators) ")
-        head.append(status)
-        console.print(head)
-        _finding_blocks(console, by_cluster.get(c.id, []))
-        console.print(f"  penalty ({c.penalty.workload}): {penalty_line(c.penalty)}")
-    templates = by_cluster.get(None, [])
-    if templates:
-        console.print()
-        console.print(Text("Templates (judged before any node launches)", style="bold"))
-        _finding_blocks(console, templates)
 
+def _clean_line(page: _Page, clean: list[ClusterReport]) -> None:
+    names = ", ".join(visible(c.id) for c in clean[:CLEAN_SHOWN])
+    page.blank()
+    page.styled(
+        [
+            (plural(len(clean), "clean cluster"), STYLE["clean"]),
+            (f": {names}, … (use --verbose to list them)", ""),
+        ],
+        "  ",
+    )
+
+
+def _skipped(page: _Page, report: Report, verbose: bool) -> None:
+    skipped = report.skipped_clusters
+    if not skipped:
+        return
+    page.blank()
+    page.para("Skipped (not training clusters):", style="bold")
+    shown = skipped if verbose else skipped[:SKIPPED_SHOWN]
+    for s in shown:
+        types = ", ".join(visible(t) for t in s.instance_types)
+        detail = f" ({plural(len(s.nodes), 'node')} × {types})" if s.nodes else ""
+        page.para(f"{visible(s.id)}{detail} — {visible(s.reason)}", "  ", " " * 4)
+    if len(shown) < len(skipped):
+        page.para(f"… and {len(skipped) - len(shown):,} more (use --verbose to list them)", "  ")
+
+
+def _summary(page: _Page, report: Report) -> None:
     s = report.summary
-    console.print()
-    summary = Text("Summary: ", style="bold")
-    summary.append(
-        f"{s.nodes} nodes; {s.clusters} training clusters judged; {s.nodes_not_in_reported_clusters} nodes "
-        f"train alone or have no fabric to use. "
-    )
-    for severity in ("error", "warning", "info"):
-        summary.append(
-            f"{s.findings[severity]} {severity}{'s' if s.findings[severity] != 1 else ''}",
-            style=STYLE[severity] if s.findings[severity] else "",
-        )
-        summary.append(", " if severity != "info" else ".")
-    console.print(summary)
+    counts = status_counts(report)
+    page.blank()
+    judged = [plural(counts["findings"], "with findings", "with findings"), f"{counts['clean']:,} clean"]
+    if counts["incomplete"]:
+        judged.append(f"{counts['incomplete']:,} not fully judged")
+    skipped = len(report.skipped_clusters) or s.skipped_clusters
+    parts: list[tuple[str, str]] = [
+        ("Summary: ", "bold"),
+        (
+            f"{plural(s.nodes, 'node')}; {plural(s.clusters, 'training cluster')} judged ({', '.join(judged)}); "
+            f"{plural(s.nodes_not_in_reported_clusters, 'node')} "
+            f"{'trains' if s.nodes_not_in_reported_clusters == 1 else 'train'} alone or "
+            f"{'has' if s.nodes_not_in_reported_clusters == 1 else 'have'} no fabric to use",
+            "",
+        ),
+    ]
+    if skipped:
+        parts.append((f"; {plural(skipped, 'cluster')} skipped (not training)", ""))
+    parts.append((". ", ""))
+    for severity, many in (("error", None), ("warning", None), ("info", "info")):
+        n = s.findings.get(severity, 0)
+        parts.append((plural(n, severity, many), STYLE[severity] if n else ""))
+        parts.append((", " if severity != "info" else ".", ""))
+    page.styled(parts, "  ")
+    states = {k: v for k, v in s.nodes_by_state.items() if k not in _JUDGED_STATES and v}
+    if states:
+        listed = ", ".join(f"{n:,} {visible(state)}" for state, n in sorted(states.items()))
+        page.para(f"Instances not judged: {listed} (only running and pending instances are judged).", "", "  ")
     if s.extra_gpu_hours_per_day.high > 0:
         waste = (
             f"Estimated waste: {s.extra_gpu_hours_per_day.low:,.0f}–{s.extra_gpu_hours_per_day.high:,.0f} "
@@ -119,14 +401,87 @@ def render(report: Report, color: bool = False) -> str:
             waste += f", {dollars(s.extra_dollars_per_day.low)}–{dollars(s.extra_dollars_per_day.high)} per day"
         else:
             waste += " (pass --price-per-gpu-hour for dollars)"
-        console.print(waste + ".")
+        page.para(waste + ".", "", "  ")
+    if not report.complete:
+        page.styled(
+            [
+                ("INCOMPLETE: ", STYLE["error"]),
+                (
+                    f"{plural(len(report.errors), 'collection error')} (listed at the top); some facts were not "
+                    "collected, so this result cannot pass a gate.",
+                    "",
+                ),
+            ],
+            "  ",
+        )
+
+
+# ---------------------------------------------------------------------------------------------- render
+
+
+def render(report: Report, color: bool = False, verbose: bool = False, width: int | None = None) -> str:
+    """The text report. `verbose` lists every clean cluster, skipped cluster, resource and collection error;
+    `width` defaults to `terminal_width()` and is never below 60."""
+    page = _Page(max(MIN_WIDTH, width) if width is not None else terminal_width())
+    page.styled(
+        [("fabriccheck ", "bold"), (f"{visible(report.tool.get('version', ''))} · {visible(report.source)}", "bold")],
+        "  ",
+    )
+    page.para(
+        f"workload assumed: {visible(report.workload.get('name', ''))} "
+        f"({visible(report.workload.get('description', ''))})",
+        "",
+        "  ",
+    )
+    if not report.complete:
+        page.blank()
+        page.para(
+            "INCOMPLETE: some facts could not be collected; this result cannot pass a gate.", style=STYLE["error"]
+        )
+        errors = report.errors if verbose else report.errors[:ERRORS_SHOWN]
+        for e in errors:
+            need = f" (needs {visible(e.permission)})" if e.permission else ""
+            account = "" if e.account == UNKNOWN_ACCOUNT else f"{visible(e.account)} "
+            where = f"{account}{visible(e.region or '?')}"
+            page.para(f"- {visible(e.call)} in {where}: {visible(e.code)}: {visible(e.message)}{need}", "  ", "    ")
+        if len(errors) < len(report.errors):
+            page.para(f"… and {len(report.errors) - len(errors):,} more (use --verbose or --format json)", "  ")
+
+    by_cluster = findings_by_cluster(report)
+    order = ranked(report)
+    page.blank()
+    _top_table(page, order, by_cluster)
+    clean = [c for c in order if not needs_attention(c)]
+    collapse = not verbose and len(clean) > CLEAN_SHOWN
+    for c in order:
+        if collapse and not needs_attention(c):
+            continue
+        _cluster_block(page, c, by_cluster.get(c.id, []), verbose)
+    if collapse:
+        _clean_line(page, clean)
+    templates = by_cluster.get(None, [])
+    if templates:
+        page.blank()
+        page.para("Templates (judged before any node launches)", style="bold")
+        _finding_blocks(page, templates, verbose)
+    _skipped(page, report, verbose)
+    _summary(page, report)
     for note in report.notes:
-        console.print(Text(f"note: {note}", style="dim"))
+        page.para(f"note: {visible(note)}", "", "      ", style="dim")
     if report.findings:
-        console.print(Text("Details and full fixes: fabriccheck rules RULE_ID", style="dim"))
+        page.para("Details and full fixes: fabriccheck rules RULE_ID", style="dim")
+
+    buffer = io.StringIO()
+    console = Console(
+        file=buffer,
+        force_terminal=color,
+        no_color=not color,
+        width=max(page.width, 1000),
+        highlight=False,
+        markup=False,
+        emoji=False,
+        soft_wrap=True,
+    )
+    for line in page.lines:
+        console.print(line)
     return buffer.getvalue()
-
-
-def _worst(findings: list[Finding]) -> str:
-    order = ("error", "warning", "info")
-    return next((s for s in order if any(f.severity == s for f in findings)), "info")

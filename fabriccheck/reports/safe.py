@@ -1,0 +1,67 @@
+"""Cloud text made safe to show: tags, names, ids and messages come from whoever can tag a resource.
+
+- `visible`: every control character (C0 including newline and tab, DEL, C1) and the invisible Unicode
+  controls that reorder or hide text (bidi overrides and isolates, zero-width space, line and paragraph
+  separators, BOM) are written as visible escapes (`\\x1b`, `\\u202e`). No cloud value can move the cursor,
+  hide the rest of a line, start a new line or flip its direction (newline, return and tab as `\\n`, `\\r`,
+  `\\t`), and the result is valid XML 1.0 text.
+- `md_text`: `visible`, then every character markdown gives a meaning to inline is backslash-escaped, so a
+  value is never emphasis, a link, HTML, a table cell boundary or (with `line_start`) a heading or list item.
+- `md_code`: `visible`, as a code span whose fence is longer than any run of backticks inside it; in a table
+  cell a `|` is escaped as GitHub's tables require even inside code spans.
+
+Rich markup is a separate hazard: the text report only ever hands rich `Text` objects and turns markup and
+emoji codes off, so `[bold]` or `:smile:` in a tag is printed as written.
+"""
+
+from __future__ import annotations
+
+import re
+
+_INVISIBLE = re.compile(
+    "[\x00-\x1f\x7f-\x9f\u200b\u200e\u200f\u2028\u2029\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff\ufff9-\ufffb]"
+)
+
+
+_SHORT = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escape(match: re.Match[str]) -> str:
+    char = match.group()
+    if char in _SHORT:
+        return _SHORT[char]
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def visible(value: object) -> str:
+    """`value` as one line of plain text with every control character written out (ESC -> `\\x1b`)."""
+    return _INVISIBLE.sub(_escape, str(value))
+
+
+# Characters with an inline meaning in CommonMark / GitHub markdown: escapes, code, emphasis, strikethrough,
+# links and images, raw HTML and autolinks, entities, table cells, math, headings and issue references.
+_MD_INLINE = re.compile(r"([\\`*_~\[\]<>&|$#])")
+# What a line may start with to become a block: list items, numbered items, setext underlines, thematic breaks.
+_MD_LINE_START = re.compile(r"^(\s*)([-+=]|\d+[.)])")
+
+
+def md_text(value: object, line_start: bool = False) -> str:
+    """Cloud text for markdown prose or a table cell: one line, no markup of its own."""
+    text = _MD_INLINE.sub(r"\\\1", visible(value))
+    if line_start:
+        text = _MD_LINE_START.sub(lambda m: m.group(1) + m.group(2)[:-1] + "\\" + m.group(2)[-1], text, count=1)
+    return text
+
+
+def md_code(value: object, table: bool = False) -> str:
+    """Cloud text as an inline code span (ids, instance types): literal, and never a mention or a link."""
+    text = visible(value)
+    if table:
+        text = text.replace("|", "\\|")
+    if not text:
+        return "` `"
+    run = max((len(r) for r in re.findall("`+", text)), default=0)
+    fence = "`" * (run + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") or (text.startswith(" ") and text.endswith(" ")) else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
