@@ -1,14 +1,17 @@
 """The command line: parse options, run the flow, print, choose the exit code.
 
 Exit codes: 0 nothing at or above --fail-on; 1 findings at or above it; 2 the check could not be completed
-(bad input, bad usage, or an incomplete collection). Cloud SDKs and the engine are imported inside the
-commands, so `fabriccheck --help` stays fast.
+(bad input, bad usage, or an incomplete collection); 130 interrupted (Ctrl-C), with nothing written. Cloud
+SDKs and the engine are imported inside the commands, so `fabriccheck --help` stays fast.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
@@ -45,18 +48,132 @@ class FailOn(StrEnum):
     never = "never"
 
 
-FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="Report format.")]
-OutputOpt = Annotated[Path | None, typer.Option("--output", "-o", help="Write the report to FILE.")]
-FailOnOpt = Annotated[FailOn, typer.Option(help="Exit 1 when a finding is at or above this severity.")]
-WorkloadOpt = Annotated[
-    str, typer.Option(help="Workload preset for the penalty: llm-70b-fsdp, llm-8b-ddp, llm-175b-3d.")
+def _price(value: float | None) -> float | None:
+    if value is not None and not (math.isfinite(value) and value >= 0):
+        raise typer.BadParameter(f"{value}: not a price (a finite number of dollars, 0 or more)")
+    return value
+
+
+def _cluster_tag(value: str | None) -> str | None:
+    if value is not None and not value.strip():
+        raise typer.BadParameter("an empty tag key groups nothing (give the key, e.g. --cluster-tag job)")
+    return value
+
+
+FormatOpt = Annotated[
+    Format,
+    typer.Option("--format", "-f", metavar="FORMAT", help="Report format: text, json, sarif, junit or markdown."),
 ]
-PriceOpt = Annotated[float | None, typer.Option(min=0.0, help="Price of one GPU-hour, for dollars in the penalty.")]
-RulesDirOpt = Annotated[list[Path] | None, typer.Option("--rules-dir", help="Add rules from DIR (repeatable).")]
-SelectOpt = Annotated[list[str] | None, typer.Option(help="Run only these rule ids, id prefixes or categories.")]
-IgnoreOpt = Annotated[list[str] | None, typer.Option(help="Skip these rule ids, id prefixes or categories.")]
-SaveOpt = Annotated[Path | None, typer.Option(help="Also save the collected inventory to FILE (JSON).")]
-ClusterTagOpt = Annotated[str | None, typer.Option(help="Group nodes that share this tag's value into a cluster.")]
+OutputOpt = Annotated[Path | None, typer.Option("--output", "-o", metavar="FILE", help="Write the report to FILE.")]
+FailOnOpt = Annotated[
+    FailOn,
+    typer.Option(
+        metavar="SEVERITY", help="Exit 1 when a finding is at or above this severity: error, warning, info or never."
+    ),
+]
+WorkloadOpt = Annotated[
+    str,
+    typer.Option(metavar="NAME", help="Workload preset for the penalty: llm-70b-fsdp, llm-8b-ddp, llm-175b-3d."),
+]
+PriceOpt = Annotated[
+    float | None,
+    typer.Option(
+        metavar="N", callback=_price, help="Dollars per GPU-hour, to price the extra GPU-hours of the penalty."
+    ),
+]
+RulesDirOpt = Annotated[
+    list[Path] | None, typer.Option("--rules-dir", metavar="DIR", help="Add rules from DIR (repeatable).")
+]
+SelectOpt = Annotated[
+    list[str] | None,
+    typer.Option(metavar="RULE", help="Run only these rule ids, id prefixes or categories (repeatable)."),
+]
+IgnoreOpt = Annotated[
+    list[str] | None,
+    typer.Option(metavar="RULE", help="Skip these rule ids, id prefixes or categories (repeatable)."),
+]
+VerboseOpt = Annotated[
+    bool, typer.Option("--verbose", "-v", help="Text: list every clean and skipped cluster and every resource.")
+]
+SaveOpt = Annotated[Path | None, typer.Option(metavar="FILE", help="Also save the collected inventory to FILE (JSON).")]
+ClusterTagOpt = Annotated[
+    str | None,
+    typer.Option(metavar="KEY", callback=_cluster_tag, help="Group nodes that share this tag's value into a cluster."),
+]
+
+
+class _Command(typer.core.TyperCommand):
+    """Help in plain words: `check [OPTIONS] FILE` and `FILE  Inventory saved ...`, not `{FILE}` and
+    `FILE <path>` (the options carry their own plain metavars)."""
+
+    def collect_usage_pieces(self, ctx: Any) -> list[str]:
+        pieces: list[str] = super().collect_usage_pieces(ctx)
+        return [p[1:-1] if p.startswith("{") and p.endswith("}") else p for p in pieces]
+
+    def format_options(self, ctx: Any, formatter: Any) -> None:
+        arguments: list[tuple[str, str]] = []
+        options: list[tuple[str, str]] = []
+        for param in self.get_params(ctx):
+            record = param.get_help_record(ctx)
+            if record is None:
+                continue
+            if param.param_type_name == "argument":
+                arguments.append((param.metavar or (param.name or "").upper(), record[1]))
+            else:
+                options.append(record)
+        for title, rows in (("Arguments", arguments), ("Options", options)):
+            if rows:
+                with formatter.section(title):
+                    formatter.write_dl(rows)
+
+
+def _version(value: bool) -> None:
+    if value:
+        from fabriccheck import __version__
+
+        sys.stdout.write(f"fabriccheck {__version__}\n")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _main(
+    version: Annotated[
+        bool,
+        typer.Option("--version", is_eager=True, callback=_version, help="Print the version and exit."),
+    ] = False,
+) -> None:
+    """The options before the command (the app's help text is its `help=` above)."""
+
+
+AWS_EXTRA = "fabriccheck aws needs the AWS extra: pip install 'fabriccheck[aws]'"
+_EXTRAS = {"boto3": AWS_EXTRA, "botocore": AWS_EXTRA}
+
+
+@contextmanager
+def _cloud_sdk() -> Iterator[None]:
+    """A cloud SDK that is not installed is the missing extra, named with how to install it (one line)."""
+    try:
+        yield
+    except ModuleNotFoundError as exc:
+        message = _EXTRAS.get((exc.name or "").partition(".")[0])
+        if message is None:
+            raise
+        from fabriccheck.errors import FabricCheckError
+
+        raise FabricCheckError(message) from None
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return a.samefile(b)
+    except OSError:  # one of them does not exist (yet)
+        return a.resolve() == b.resolve()
+
+
+def _write(path: Path, text: str, option: str) -> None:
+    from fabriccheck.sources.common import write_atomic
+
+    write_atomic(path, text.encode(), option)
 
 
 def _options(
@@ -80,7 +197,13 @@ def _options(
 
 
 def _finish(
-    inventory: Inventory, options: Options, fmt: Format, output: Path | None, fail_on: FailOn, save: Path | None
+    inventory: Inventory,
+    options: Options,
+    fmt: Format,
+    output: Path | None,
+    fail_on: FailOn,
+    save: Path | None,
+    verbose: bool = False,
 ) -> NoReturn:
     from fabriccheck import flow, reports
     from fabriccheck.engine import SEVERITY_RANK
@@ -90,17 +213,19 @@ def _finish(
         save_inventory(inventory, save)
     report: Report = flow.run(inventory, options)
     color = output is None and fmt is Format.text and sys.stdout.isatty() and "NO_COLOR" not in os.environ
-    text = reports.render(report, fmt.value, color)
+    # A file gets a fixed width; the terminal's own width applies to what goes to the terminal.
+    width = 100 if output is not None else None
+    text = reports.render(report, fmt.value, color, verbose=verbose, fail_on=fail_on.value, width=width)
     if output is not None:
-        try:
-            output.write_text(text)
-        except OSError as exc:
-            from fabriccheck.errors import FabricCheckError
-
-            raise FabricCheckError(f"--output {output}: cannot write ({exc.strerror})") from None
+        _write(output, text, "--output")
     else:
         sys.stdout.write(text)
-    if not report.complete:
+    tag = options.cluster_tag
+    if tag is not None and _untagged(inventory, tag):
+        # After the report is out, so that a run that fails is still one line on stderr.
+        sys.stderr.write(f"fabriccheck: warning: no node carries the tag {tag}; grouping by the usual signals\n")
+    if not report.complete or report.summary.clusters_by_status.get("incomplete"):
+        # A gate that could not see (facts not collected, or a cluster some rule could not judge) is not green.
         raise typer.Exit(2)
     worst = report.worst_severity()
     if fail_on is not FailOn.never and worst is not None and SEVERITY_RANK[worst] >= SEVERITY_RANK[fail_on.value]:
@@ -108,20 +233,46 @@ def _finish(
     raise typer.Exit(0)
 
 
-@app.command()
+def _untagged(inventory: Inventory, tag: str) -> bool:
+    """--cluster-tag names a key that no node carries (so the usual grouping signals apply to every node)."""
+    return bool(inventory.nodes) and not any(tag in node.tags for node in inventory.nodes)
+
+
+def _check_output(output: Path | None, save: Path | None) -> None:
+    from fabriccheck.errors import FabricCheckError
+
+    if output is not None and save is not None and _same_file(output, save):
+        raise FabricCheckError(f"--output {output} and --save-inventory {save} name the same file: choose two")
+
+
+@app.command(cls=_Command)
 def aws(
-    region: Annotated[list[str] | None, typer.Option("--region", "-r", help="Region to audit (repeatable).")] = None,
+    ctx: typer.Context,
+    region: Annotated[
+        list[str] | None,
+        typer.Option("--region", "-r", metavar="REGION", help="Region to audit (repeatable)."),
+    ] = None,
     all_regions: Annotated[bool, typer.Option("--all-regions", help="Audit every enabled region.")] = False,
-    profile: Annotated[str | None, typer.Option(help="AWS profile from the shared config.")] = None,
-    endpoint_url: Annotated[str | None, typer.Option(help="EC2 endpoint (VPC endpoint, emulator).")] = None,
+    profile: Annotated[str | None, typer.Option(metavar="PROFILE", help="AWS profile from the shared config.")] = None,
+    endpoint_url: Annotated[
+        str | None, typer.Option(metavar="URL", help="EC2 endpoint (VPC endpoint, emulator).")
+    ] = None,
     from_dump: Annotated[
-        Path | None, typer.Option("--from-dump", help="Read `aws ec2 describe-* --output json` files from DIR.")
+        Path | None,
+        typer.Option(
+            "--from-dump",
+            metavar="DIR",
+            help="Read `aws ec2 describe-* --output json` files from DIR (--region: the region of a flat DIR).",
+        ),
     ] = None,
     topology: Annotated[
-        bool, typer.Option(help="Also call DescribeInstanceTopology (one call per 100 instances).")
+        bool, typer.Option("--topology", help="Also call DescribeInstanceTopology (one call per 100 instances).")
     ] = False,
     print_iam_policy: Annotated[
-        bool, typer.Option("--print-iam-policy", help="Print the least-privilege IAM policy and exit.")
+        bool,
+        typer.Option(
+            "--print-iam-policy", help="Print the least-privilege IAM policy (or write it to --output FILE) and exit."
+        ),
     ] = False,
     cluster_tag: ClusterTagOpt = None,
     fmt: FormatOpt = Format.text,
@@ -132,33 +283,79 @@ def aws(
     rules_dir: RulesDirOpt = None,
     select: SelectOpt = None,
     ignore: IgnoreOpt = None,
+    verbose: VerboseOpt = False,
     save_inventory: SaveOpt = None,
 ) -> None:
     """Audit AWS: EFA interfaces, security groups, placement groups and launch templates."""
     import json
 
-    from fabriccheck.providers.aws import collect, dump
+    from fabriccheck.errors import FabricCheckError
 
     if print_iam_policy:
-        sys.stdout.write(json.dumps(collect.iam_policy(), indent=2) + "\n")
-        raise typer.Exit(0)
-    options = _options(workload, price_per_gpu_hour, cluster_tag, rules_dir, select, ignore)
-    if from_dump is not None:
-        inventory = dump.load_dump(from_dump, region[0] if region and len(region) == 1 else None)
-    else:
-        with _progress() as progress:
-            inventory = collect.collect_live(
-                region or [],
-                profile=profile,
-                endpoint_url=endpoint_url,
-                every_region=all_regions,
-                topology=topology,
-                progress=progress,
+        others = [
+            _option_name(p)
+            for p in ctx.command.params
+            if p.name not in ("print_iam_policy", "output") and _given(ctx, p.name)
+        ]
+        if others:
+            raise FabricCheckError(
+                f"--print-iam-policy and {', '.join(others)} cannot be used together "
+                "(it prints the policy and exits; --output FILE writes it there)"
             )
-    _finish(inventory, options, fmt, output, fail_on, save_inventory)
+        from fabriccheck.providers.aws.collect import iam_policy
+
+        policy = json.dumps(iam_policy(), indent=2) + "\n"
+        if output is None:
+            sys.stdout.write(policy)
+        else:
+            _write(output, policy, "--output")
+        raise typer.Exit(0)
+    if from_dump is not None:
+        live_only = {
+            "--profile": (profile is not None, "a dump makes no AWS call"),
+            "--endpoint-url": (endpoint_url is not None, "a dump makes no AWS call"),
+            "--all-regions": (all_regions, "a dump holds the regions it has, one folder each"),
+            "--topology": (topology, "a dump's topology is its describe-instance-topology.json"),
+        }
+        for name, (used, why) in live_only.items():
+            if used:
+                raise FabricCheckError(f"--from-dump and {name} cannot be used together ({why})")
+        if region and len(region) > 1:
+            raise FabricCheckError(
+                f"--from-dump takes one --region (the region of a flat dump folder), not {len(region)}: a dump "
+                "of several regions keeps each in a folder named after it"
+            )
+    _check_output(output, save_inventory)
+    options = _options(workload, price_per_gpu_hour, cluster_tag, rules_dir, select, ignore)
+    with _cloud_sdk():
+        from fabriccheck.providers.aws import collect, dump
+
+        if from_dump is not None:
+            inventory = dump.load_dump(from_dump, region[0] if region else None)
+        else:
+            with _progress() as progress:
+                inventory = collect.collect_live(
+                    region or [],
+                    profile=profile,
+                    endpoint_url=endpoint_url,
+                    every_region=all_regions,
+                    topology=topology,
+                    progress=progress,
+                )
+        _finish(inventory, options, fmt, output, fail_on, save_inventory, verbose)
 
 
-@app.command()
+def _given(ctx: typer.Context, name: str | None) -> bool:
+    """Whether an option was given on the command line (or from the environment), not left at its default."""
+    source = ctx.get_parameter_source(name) if name else None
+    return source is not None and source.name in ("COMMANDLINE", "ENVIRONMENT")
+
+
+def _option_name(param: Any) -> str:
+    return str(max(param.opts, key=len))
+
+
+@app.command(cls=_Command)
 def demo(
     cluster_tag: ClusterTagOpt = None,
     fmt: FormatOpt = Format.text,
@@ -166,18 +363,22 @@ def demo(
     fail_on: FailOnOpt = FailOn.never,
     workload: WorkloadOpt = "llm-70b-fsdp",
     price_per_gpu_hour: PriceOpt = None,
+    rules_dir: RulesDirOpt = None,
     select: SelectOpt = None,
     ignore: IgnoreOpt = None,
+    verbose: VerboseOpt = False,
     save_inventory: SaveOpt = None,
 ) -> None:
     """Run the AWS audit on a bundled example account (no credentials, no network)."""
-    from fabriccheck.providers.aws.dump import load_dump
+    _check_output(output, save_inventory)
+    options = _options(workload, price_per_gpu_hour, cluster_tag, rules_dir, select, ignore)
+    with _cloud_sdk():
+        from fabriccheck.providers.aws.dump import load_dump
 
-    options = _options(workload, price_per_gpu_hour, cluster_tag, None, select, ignore)
-    _finish(load_dump(demo_dir() / "aws"), options, fmt, output, fail_on, save_inventory)
+        _finish(load_dump(demo_dir() / "aws"), options, fmt, output, fail_on, save_inventory, verbose)
 
 
-@app.command()
+@app.command(cls=_Command)
 def check(
     inventory_file: Annotated[Path, typer.Argument(metavar="FILE", help="Inventory saved with --save-inventory.")],
     cluster_tag: ClusterTagOpt = None,
@@ -189,21 +390,26 @@ def check(
     rules_dir: RulesDirOpt = None,
     select: SelectOpt = None,
     ignore: IgnoreOpt = None,
+    verbose: VerboseOpt = False,
 ) -> None:
     """Judge a saved inventory (from --save-inventory) without calling any cloud."""
+    from fabriccheck.errors import FabricCheckError
     from fabriccheck.sources.snapshot import load_inventory
 
+    if output is not None and _same_file(output, inventory_file):
+        raise FabricCheckError(f"--output {output} is the inventory being checked: write the report elsewhere")
     options = _options(workload, price_per_gpu_hour, cluster_tag, rules_dir, select, ignore)
-    _finish(load_inventory(inventory_file), options, fmt, output, fail_on, None)
+    with _cloud_sdk():
+        _finish(load_inventory(inventory_file), options, fmt, output, fail_on, None, verbose)
 
 
-@app.command()
+@app.command(cls=_Command)
 def rules(
-    rule_id: Annotated[str | None, typer.Argument(metavar="[ID]", help="Explain one rule.")] = None,
+    rule_id: Annotated[str | None, typer.Argument(metavar="ID", help="Explain one rule.")] = None,
     rules_dir: RulesDirOpt = None,
-    fmt: Annotated[str, typer.Option("--format", "-f", help="text or json.")] = "text",
+    fmt: Annotated[str, typer.Option("--format", "-f", metavar="FORMAT", help="text or json.")] = "text",
     facts: Annotated[bool, typer.Option("--facts", help="List the facts rule conditions may read.")] = False,
-    provider: Annotated[str, typer.Option(help="With --facts: aws, azure or gcp.")] = "aws",
+    provider: Annotated[str, typer.Option(metavar="PROVIDER", help="With --facts: aws, azure or gcp.")] = "aws",
 ) -> None:
     """List the rules, or explain one with its passing and failing examples."""
     from fabriccheck import engine
@@ -259,6 +465,9 @@ class _progress:
             self.status.stop()
 
 
+INTERRUPTED = 130  # Ctrl-C: 128 + SIGINT, as shells report it; nothing is written
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point: every failure is one line on stderr and exit code 2, never a traceback."""
     import importlib
@@ -273,7 +482,10 @@ def main(argv: list[str] | None = None) -> int:
     command = typer.main.get_command(app)
     try:
         result = command.main(args=argv, prog_name="fabriccheck", standalone_mode=False)
-        return int(result) if isinstance(result, int) else 0
+        code = int(result) if isinstance(result, int) else 0
+        if code == INTERRUPTED:  # typer answers Ctrl-C with Exit(130), which non-standalone mode returns
+            sys.stderr.write("fabriccheck: interrupted\n")
+        return code
     except typer.Exit as exc:
         return int(exc.exit_code)
     except click_errors.NoArgsIsHelpError as exc:
@@ -291,7 +503,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         sys.stderr.write("fabriccheck: interrupted\n")
-        return 130
+        return INTERRUPTED
     except Exception as exc:  # the promise is one line, never a traceback; FABRICCHECK_DEBUG=1 shows it
         if os.environ.get("FABRICCHECK_DEBUG"):
             raise

@@ -11,7 +11,7 @@ one cloud only (security groups, scale sets, resource policies ...) live in that
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -23,6 +23,16 @@ PROVIDERS: tuple[Provider, ...] = ("aws", "azure", "gcp")
 # plan: a Terraform plan would create it.
 Origin = Literal["running", "template", "plan"]
 UNKNOWN_ACCOUNT = "unknown"
+
+# Bounds no real machine comes near (the largest today: 32 network cards and EFA interfaces on p5.48xlarge,
+# 16 accelerators on inf1.24xlarge and trn1, 6,400 Gbps on p6-b300), so a corrupt or hand-edited saved
+# inventory (`accelerators: 1e9`) is one line naming the field rather than a penalty for a billion GPUs.
+MAX_COUNT = 256  # accelerators, fabric interfaces, network cards per node
+MAX_INDEX = MAX_COUNT - 1  # network card and device indexes count from 0
+MAX_GBPS = 100_000.0  # 100 Tbit/s per node
+Count = Annotated[int, Field(ge=0, le=MAX_COUNT)]
+Index = Annotated[int, Field(ge=0, le=MAX_INDEX)]
+Gbps = Annotated[float, Field(ge=0, le=MAX_GBPS, allow_inf_nan=False)]
 
 
 class Model(BaseModel):
@@ -56,12 +66,12 @@ class Capability(Model):
     instance_type: str
     provider: Provider
     fabric: FabricKind
-    fabric_interfaces: int = 0  # most fabric NICs the type takes (MaximumEfaInterfaces, IB ports, GPU NICs)
-    fabric_gbps: float | None = None  # total fabric bandwidth, one direction
-    ethernet_gbps: float | None = None  # what ordinary TCP traffic can use when the fabric is not used
+    fabric_interfaces: Count = 0  # most fabric NICs the type takes (MaximumEfaInterfaces, IB ports, GPU NICs)
+    fabric_gbps: Gbps | None = None  # total fabric bandwidth, one direction
+    ethernet_gbps: Gbps | None = None  # what ordinary TCP traffic can use when the fabric is not used
     gpudirect_rdma: bool | None = None
-    network_cards: int | None = None
-    accelerators: int = 0
+    network_cards: Count | None = None
+    accelerators: Count = 0
     accelerator_name: str | None = None  # "H100", "A100", "Trainium", ...
     source: str  # "EC2 DescribeInstanceTypes (live)" or a catalog citation
     as_of: str | None = None  # date the row was checked, for catalog rows
@@ -77,8 +87,8 @@ class NetworkInterface(Model):
     security_groups: list[str] = Field(default_factory=list)
     # True: has (or asks for) a public address; None: not said (a template leaves it to the subnet).
     public_ip: bool | None = False
-    network_card_index: int = 0
-    device_index: int = 0
+    network_card_index: Index = 0
+    device_index: Index = 0
 
 
 class Placement(Model):

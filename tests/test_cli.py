@@ -103,7 +103,7 @@ def test_sarif_junit_markdown(tmp_path: Path) -> None:
     results = sarif["runs"][0]["results"]
     assert {r["ruleId"] for r in results} >= {"AWS101", "AWS142"}
     assert all(r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for r in results)
-    junit = ET.fromstring(run("demo", "-f", "junit").stdout)
+    junit = ET.fromstring(run("demo", "-f", "junit", "--fail-on", "error").stdout)
     assert int(junit.get("failures", "0")) > 0
     markdown = run("demo", "-f", "markdown").stdout
     assert markdown.startswith("# fabriccheck report") and "### ERROR AWS101" in markdown

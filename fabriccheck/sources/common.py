@@ -1,5 +1,6 @@
 """Plumbing every cloud's collector shares: progress, error records, retries, a bounded worker pool, reading
-dump files, typed access to parsed answers, and pausing the garbage collector while parsing.
+dump files, writing reports and snapshots atomically, typed access to parsed answers, and pausing the garbage
+collector while parsing.
 
 A collector is two halves: fetch (SDK calls, paging, retries) and normalize (answers to the model). The pieces
 here serve both halves of every provider, so a denied call reads the same in an AWS, Azure or GCP report.
@@ -8,10 +9,13 @@ here serve both halves of every provider, so a denied call reads the same in an 
 from __future__ import annotations
 
 import gc
+import os
+import secrets
+import stat
 import threading
-from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from collections.abc import Callable, Generator, Iterable, Iterator
+from concurrent.futures import Future
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -31,6 +35,7 @@ THROTTLED = "Throttled"
 UNREACHABLE = "Unreachable"
 BAD_RESPONSE = "BadResponse"
 MISSING_DUMP = "MissingDump"
+TRUNCATED = "Truncated"  # an answer that ends with a paging token: the rest was never read
 
 
 @dataclass
@@ -92,14 +97,46 @@ def first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
-def in_parallel(items: Iterable[T], work: Callable[[T], R], max_workers: int = 8) -> Iterator[R]:
-    """`work` over `items` on a bounded pool of threads, results in the order of `items`."""
+def in_parallel(items: Iterable[T], work: Callable[[T], R], max_workers: int = 8) -> Generator[R, None, None]:
+    """`work` over `items` on a bounded pool of threads, results in the order of `items`.
+
+    When the caller stops early (Ctrl-C in the main thread, an error, or it simply stops reading), the items not
+    started yet are cancelled and nothing waits for the calls under way: the workers are daemon threads, so the
+    command ends at once rather than after the slowest network timeout. (ThreadPoolExecutor would join its
+    workers when the interpreter exits, even after `shutdown(wait=False, cancel_futures=True)`.)
+    """
     items = list(items)
     if len(items) <= 1:
         yield from map(work, items)
         return
-    with ThreadPoolExecutor(max_workers=max(1, min(max_workers, len(items)))) as pool:
-        yield from pool.map(work, items)
+    futures: list[Future[R]] = [Future() for _ in items]
+    pending = iter(range(len(items)))
+    take = threading.Lock()
+
+    def worker() -> None:
+        while True:
+            with take:
+                index = next(pending, None)
+            if index is None:
+                return
+            future = futures[index]
+            if not future.set_running_or_notify_cancel():
+                continue  # cancelled: the caller has stopped
+            try:
+                result = work(items[index])
+            except BaseException as exc:  # handed to the caller, who raises it in its own thread
+                future.set_exception(exc)
+            else:
+                future.set_result(result)
+
+    for number in range(max(1, min(max_workers, len(items)))):
+        threading.Thread(target=worker, name=f"fabriccheck-worker-{number}", daemon=True).start()
+    try:
+        for future in futures:
+            yield future.result()
+    finally:
+        for future in futures:
+            future.cancel()  # a no-op on the ones running or done
 
 
 @contextmanager
@@ -130,14 +167,66 @@ _pauses = 0
 _resume = True
 
 
+_BOMS = (b"\xff\xfe", b"\xfe\xff")  # UTF-16 (Windows PowerShell 5 writes `>` redirections so)
+
+
 def read_json(path: Path) -> Any:
-    """A dump file, parsed; a bad file is one line naming it."""
+    """A dump file, parsed; a bad file is one line naming it. A byte order mark at the start is accepted:
+    UTF-8's (Windows tools write one) is skipped, and a UTF-16 file is read as such."""
     try:
-        return orjson.loads(path.read_bytes())
-    except orjson.JSONDecodeError as exc:
-        raise FabricCheckError(f"{path}: not valid JSON ({exc})") from None
+        data = path.read_bytes()
     except OSError as exc:
         raise FabricCheckError(f"{path}: cannot read ({exc.strerror})") from None
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    elif data.startswith(_BOMS):
+        try:
+            data = data.decode("utf-16").encode()
+        except UnicodeDecodeError as exc:
+            raise FabricCheckError(f"{path}: not valid JSON (a UTF-16 byte order mark, then {exc.reason})") from None
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise FabricCheckError(f"{path}: not valid JSON ({exc})") from None
+
+
+def write_atomic(path: Path, data: bytes, option: str) -> None:
+    """Write `data` to `path` as one step: into a temporary file in the same folder, flushed to disk, then
+    renamed over `path`. On any failure (a full disk, a folder that is not writable, Ctrl-C) the temporary file
+    is removed and `path` is left as it was: never a half-written report or snapshot. `option` names the
+    option in the one-line error (`--output`). A path that is not a regular file (/dev/stdout, a pipe) cannot
+    be replaced, so it is written directly; a symlink is followed and its target replaced."""
+    try:
+        mode: int | None = path.stat().st_mode  # through symlinks: /dev/stdout is a pipe or a terminal
+    except OSError:
+        mode = None
+    if mode is not None and not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
+        try:
+            with path.open("wb") as out:
+                out.write(data)
+        except OSError as exc:
+            raise FabricCheckError(f"{option} {path}: cannot write ({exc.strerror})") from None
+        return
+    target = Path(os.path.realpath(path))
+    temporary = target.with_name(f".{target.name[:200]}.{secrets.token_hex(4)}.tmp")  # within NAME_MAX
+    try:
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the umask applies, as for open()
+    except OSError as exc:
+        raise FabricCheckError(f"{option} {path}: cannot write ({exc.strerror})") from None
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+        if mode is not None and stat.S_ISREG(mode):
+            os.chmod(temporary, stat.S_IMODE(mode))  # replacing a file keeps its permissions
+        os.replace(temporary, target)
+    except BaseException as exc:
+        with suppress(OSError):
+            os.unlink(temporary)
+        if isinstance(exc, OSError):
+            raise FabricCheckError(f"{option} {path}: cannot write ({exc.strerror or exc})") from None
+        raise
 
 
 class Shape:

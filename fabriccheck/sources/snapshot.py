@@ -9,15 +9,15 @@ from pydantic import ValidationError
 
 from fabriccheck.errors import FabricCheckError
 from fabriccheck.inventory import Inventory
-from fabriccheck.model import SCHEMA_VERSION
-from fabriccheck.sources.common import read_json
+from fabriccheck.model import PROVIDERS, SCHEMA_VERSION, CollectionError, Provider
+from fabriccheck.sources.common import read_json, write_atomic
+
+NOT_COLLECTED = "NotCollected"
 
 
 def save_inventory(inventory: Inventory, path: Path) -> None:
-    try:
-        path.write_bytes(orjson.dumps(inventory.model_dump(mode="json"), option=orjson.OPT_INDENT_2))
-    except OSError as exc:
-        raise FabricCheckError(f"--save-inventory {path}: cannot write ({exc.strerror})") from None
+    """Written atomically: a full disk or Ctrl-C leaves no half-written snapshot (and an older one intact)."""
+    write_atomic(path, orjson.dumps(inventory.model_dump(mode="json"), option=orjson.OPT_INDENT_2), "--save-inventory")
 
 
 def load_inventory(path: Path) -> Inventory:
@@ -36,5 +36,29 @@ def load_inventory(path: Path) -> Inventory:
     except ValidationError as exc:
         first = exc.errors()[0]
         raise FabricCheckError(f"{path}: field {'.'.join(str(p) for p in first['loc'])}: {first['msg']}") from None
+    missing = _not_collected(path, data, inventory)
     inventory.source = f"snapshot {path} (of {inventory.source})"
+    if missing is not None:
+        inventory.errors.append(missing)
     return inventory
+
+
+def _not_collected(path: Path, data: dict[str, object], inventory: Inventory) -> CollectionError | None:
+    """A snapshot that does not say which facts were collected (no `collected`, or an empty one beside nodes)
+    vouches for nothing: every rule would judge on empty lists. It must not pass a gate, so the run is
+    incomplete and the report says which facts are missing."""
+    if "collected" in data and (inventory.collected or not (inventory.nodes or inventory.specs)):
+        return None
+    from fabriccheck.cloud import support
+
+    found = {n.provider for n in [*inventory.nodes, *inventory.specs]}
+    providers: list[Provider] = [p for p in PROVIDERS if p in found] or ["aws"]
+    facts = "; ".join(f"{p}: {', '.join(support(p).collected_facts) or 'all of them'}" for p in providers)
+    why = "has no field collected" if "collected" not in data else "has nodes but its field collected is empty"
+    return CollectionError(
+        provider=providers[0],
+        call="snapshot",
+        code=NOT_COLLECTED,
+        message=f"{path} {why}, so none of these facts count as collected ({facts}); "
+        "collect it again and save it with --save-inventory",
+    )
