@@ -94,6 +94,8 @@ class CloudSupport:
     # Tag (key, value) pairs that mark a node that never trains with others (a scheduler's head node).
     alone_tags: tuple[tuple[str, str], ...] = ()
     schema: FactSchema = FactSchema()
+    # The tag (label) by which users say what a group of nodes is: training, inference or ignore.
+    role_tag: str = "fabriccheck:role"
     # The kinds of facts its collector records in Inventory.collected (model.fact_key); examples in rule
     # files count all of them as collected unless they say otherwise.
     collected_facts: tuple[str, ...] = ()
@@ -118,6 +120,10 @@ class CloudSupport:
 
     # ---------------------------------------------------------------------------------------- fabric
 
+    def default_role(self, instance_type: str) -> str | None:
+        """'inference' for types built only to serve models (their groups are no training clusters)."""
+        return None
+
     def is_hpc(self, instance_type: str) -> bool:
         """CPU types built for tightly coupled HPC jobs, which use the fabric without accelerators."""
         return False
@@ -126,6 +132,10 @@ class CloudSupport:
         """Worth a fabric: a type that has one and trains (accelerators) or runs HPC jobs. Types that merely
         support a fabric (network-optimized CPU fleets) are not flagged."""
         return bool(cap and cap.fabric is not FabricKind.NONE and (cap.accelerators > 0 or self.is_hpc(instance_type)))
+
+    def expects_fabric(self, node: Node, cap: Capability | None) -> bool:
+        """Whether this node should use a fabric: its type's answer, unless where it runs rules it out."""
+        return self.fabric_expected(node.instance_type or "", cap)
 
     def fabric_attachment(self, node: Node, cap: Capability | None) -> FabricAttachment:
         raise NotImplementedError

@@ -16,6 +16,11 @@ from fabriccheck.cloud import PlacementSignal, TagSignal, support
 from fabriccheck.inventory import Inventory
 from fabriccheck.model import Node
 
+# Only these are training nodes; stopped, stopping, shutting-down and terminated ones are counted, not judged.
+JUDGED_STATES = frozenset({"pending", "running"})
+TRAINING, INFERENCE, IGNORE = "training", "inference", "ignore"
+ROLES = (TRAINING, INFERENCE, IGNORE)
+
 
 @dataclass
 class Cluster:
@@ -25,6 +30,12 @@ class Cluster:
     signal: str  # what grouped these nodes, for the report
     nodes: list[Node] = field(default_factory=list)
     spec: bool = False  # what one template or plan would launch, not nodes that run
+    role: str = TRAINING  # training | inference | ignore
+    role_reason: str = ""  # why it is not judged as training
+
+    @property
+    def judged(self) -> bool:
+        return self.role == TRAINING
 
     @property
     def size(self) -> int:
@@ -58,15 +69,37 @@ def cluster_key(node: Node, cluster_tag: str | None) -> tuple[str, str]:
 
 
 def build_clusters(inventory: Inventory, cluster_tag: str | None = None) -> list[Cluster]:
-    """Clusters of running nodes, sorted by id."""
+    """Clusters of running (and pending) nodes, sorted by id, each with its role."""
     groups: dict[str, Cluster] = {}
     for node in inventory.nodes:
+        if node.state not in JUDGED_STATES:
+            continue
         key, signal = cluster_key(node, cluster_tag)
         cluster = groups.get(key)
         if cluster is None:
             cluster = groups[key] = Cluster(id=key, provider=node.provider, account=node.account, signal=signal)
         cluster.nodes.append(node)
+    for cluster in groups.values():
+        cluster.role, cluster.role_reason = _role(cluster)
     return sorted(groups.values(), key=lambda c: c.id)
+
+
+def _role(cluster: Cluster) -> tuple[str, str]:
+    """The user's role tag wins (training first, should nodes disagree); else inference-only types are no
+    training cluster. A tag value that is not a role is judged as training (flow notes it)."""
+    cloud = support(cluster.provider)
+    said = {n.tags[cloud.role_tag].strip().lower() for n in cluster.nodes if cloud.role_tag in n.tags}
+    for role in ROLES:
+        if role in said:
+            return role, "" if role == TRAINING else f"tagged {cloud.role_tag}={role}"
+    if said:
+        return TRAINING, ""
+    types = sorted({n.instance_type or "" for n in cluster.nodes})
+    if all(cloud.default_role(t) == INFERENCE for t in types):
+        return INFERENCE, (
+            f"{', '.join(types)} is an inference type; tag {cloud.role_tag}=training to judge it as training"
+        )
+    return TRAINING, ""
 
 
 def spec_clusters(inventory: Inventory) -> list[Cluster]:

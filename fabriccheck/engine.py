@@ -11,6 +11,7 @@ import functools
 import re
 import sys
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from types import ModuleType
@@ -116,6 +117,7 @@ class Rule(RuleModel):
     _program: Any = PrivateAttr(default=None)
     _path: str = PrivateAttr(default="")
     _origins: frozenset[str] = PrivateAttr(default=frozenset(ORIGINS))  # what --select/--ignore left on
+    _reads: frozenset[str] = PrivateAttr(default=frozenset())  # top-level facts read: "node.efa_security"
 
     def variant(self, origin: str) -> Variant:
         return self.by_origin.get(cast(Origin, origin), _PLAIN)
@@ -261,12 +263,15 @@ def _load_file(path: Path) -> Rule:
         )
     node_facts, cluster_facts = derived.schema(rule.provider)
     known = {"node": node_facts, "cluster": cluster_facts}
+    reads = set()
     for fact in _fact_paths(rule.condition):
         root, _, rest = fact.partition(".")
         if root in allowed and rest not in known[root]:
             raise FabricCheckError(
                 f"{path}: field condition: {fact} is not a {rule.provider} {root} fact (see: fabriccheck rules --facts)"
             )
+        reads.add(f"{root}.{rest.split('.')[0]}")
+    rule._reads = frozenset(reads)
     messages = [("message", rule.message)] + [
         (f"by_origin.{o}.message", v.message) for o, v in rule.by_origin.items() if v.message
     ]
@@ -309,6 +314,7 @@ def load_rules(extra_dirs: Iterable[Path] = ()) -> list[Rule]:
                     )
             for finding_id in rule.finding_ids():
                 owners[finding_id] = rule
+            check_examples(rule)
             rules[rule.id] = rule
     return sorted(rules.values(), key=lambda r: r.id)
 
@@ -320,28 +326,31 @@ def builtin_rules() -> tuple[Rule, ...]:
 
 def select_rules(rules: list[Rule], select: list[str], ignore: list[str]) -> list[Rule]:
     """--select / --ignore take finding ids (a rule's own id, or the id it reports on templates, e.g.
-    AWS140), id prefixes (AWS1) or categories. Ignoring AWS140 silences AWS101 on templates only."""
+    AWS140), id prefixes (AWS1) or categories, in any case. Ignoring AWS140 silences AWS101 on templates only.
+    A token that matches nothing, an empty token, and a selection that leaves no rule are errors: a gate
+    that runs no rule must not pass."""
 
-    def hits(token: str) -> list[tuple[Rule, set[str]]]:
+    def hits(option: str, token: str) -> list[tuple[Rule, set[str]]]:
+        wanted = token.upper()
         found = [
             (rule, origins)
             for rule in rules
             for finding_id, origins in rule.finding_ids().items()
-            if finding_id == token or rule.category == token or finding_id.startswith(token)
+            if finding_id == wanted or rule.category == token.lower() or finding_id.startswith(wanted)
         ]
         if not found:
-            raise FabricCheckError(f"no rule or category matches {token!r} (see: fabriccheck rules)")
+            raise FabricCheckError(f"{option} {token}: no rule or category matches {token!r} (see: fabriccheck rules)")
         return found
 
     on: dict[str, set[str]] = {}
     if select:
-        for token in _tokens(select):
-            for rule, origins in hits(token):
+        for token in _tokens("--select", select):
+            for rule, origins in hits("--select", token):
                 on.setdefault(rule.id, set()).update(origins)
     else:
         on = {rule.id: set(ORIGINS) for rule in rules}
-    for token in _tokens(ignore):
-        for rule, origins in hits(token):
+    for token in _tokens("--ignore", ignore):
+        for rule, origins in hits("--ignore", token):
             on.get(rule.id, set()).difference_update(origins)
     chosen = []
     for rule in rules:
@@ -349,7 +358,10 @@ def select_rules(rules: list[Rule], select: list[str], ignore: list[str]) -> lis
         if origins:
             copy = rule.model_copy()
             copy._program, copy._path, copy._origins = rule._program, rule._path, frozenset(origins)
+            copy._reads = rule._reads
             chosen.append(copy)
+    if not chosen:
+        raise FabricCheckError("--select / --ignore leave no rule to run (see: fabriccheck rules)")
     return chosen
 
 
@@ -358,11 +370,29 @@ def active_ids(rules: list[Rule]) -> list[str]:
     return sorted({i for r in rules for i, origins in r.finding_ids().items() if origins & r._origins})
 
 
-def _tokens(values: list[str]) -> list[str]:
-    return [t.strip() for v in values for t in v.split(",") if t.strip()]
+def _tokens(option: str, values: list[str]) -> list[str]:
+    tokens = [t.strip() for v in values for t in v.split(",")]
+    if any(not t for t in tokens):
+        raise FabricCheckError(f"{option}: an empty rule id or category (take ids, prefixes or categories)")
+    return tokens
 
 
 # ---------------------------------------------------------------------------------------------- evaluate
+
+
+@dataclass
+class Unjudged:
+    """A rule not evaluated on collected facts for some nodes (or a whole cluster), and why."""
+
+    rule: str
+    reason: str
+    resources: list[str] = field(default_factory=list)  # the nodes concerned; empty: the whole cluster
+
+
+@dataclass
+class Evaluation:
+    findings: list[Finding]
+    unjudged: dict[str, list[Unjudged]]  # by cluster id
 
 
 def evaluate(
@@ -373,10 +403,24 @@ def evaluate(
     specs: list[Cluster] | None = None,
 ) -> list[Finding]:
     """Findings of `rules` on running clusters, and of node rules on the clusters specs would launch."""
+    return judge(rules, inventory, clusters, facts, specs).findings
+
+
+def judge(
+    rules: list[Rule],
+    inventory: Inventory,
+    clusters: list[Cluster],
+    facts: FactBuilder | None = None,
+    specs: list[Cluster] | None = None,
+) -> Evaluation:
+    """Findings, and for each running cluster whose fabric matters the rules that could not be judged: a fact
+    they read that the builder could only call unknown, with why (not collected for the node's account and
+    region, a security group referenced but not seen, a type whose capability is unknown)."""
     cel = _cel()
 
     facts = facts or FactBuilder(inventory)
     findings: list[Finding] = []
+    unjudged: dict[str, list[Unjudged]] = {}
     by_scope: dict[str, list[Rule]] = {"node": [], "cluster": []}
     for rule in rules:
         by_scope[rule.scope].append(rule)
@@ -385,31 +429,64 @@ def evaluate(
         origin = cluster.nodes[0].origin if cluster.spec else "running"
         # A spec is judged on its nodes only: it has no placement, zone split or peers yet.
         rules_here = [] if cluster.spec else [r for r in by_scope["cluster"] if r.provider == cluster.provider]
-        node_rules = [r for r in by_scope["node"] if r.provider == cluster.provider]
+        node_rules = [r for r in by_scope["node"] if r.provider == cluster.provider and r.judges(origin)]
         if not rules_here and not node_rules:
             continue
         cluster_facts = facts.cluster(cluster)
+        missed: dict[tuple[str, str], list[str]] = {}  # (rule, reason) -> nodes
         context = cel.Context(variables={"cluster": cluster_facts})
         for rule in rules_here:
             if rule.judges(origin) and rule.matches(context):
                 findings.append(_finding(rule, cluster, [n.id for n in cluster.nodes], {"cluster": cluster_facts}))
-        if not cluster_facts["multi_node"] or not node_rules:
-            continue  # a node that trains alone does not use the inter-node fabric
-        # Nodes of one cluster mostly share their facts but for their names: evaluate each distinct shape
-        # once (a 500-node group costs one evaluation, not 500).
-        naming = _naming_facts(cluster.provider)
-        shared = not any(_names_a_node(r.condition, naming) for r in node_rules)
-        verdicts: dict[Any, list[Rule]] = {}
-        for node in cluster.nodes:
-            node_facts = facts.node(node)
-            shape = _shape(node_facts, naming) if shared else id(node)
-            matched = verdicts.get(shape)
-            if matched is None:
-                context.add_variable("node", node_facts)
-                matched = verdicts[shape] = [r for r in node_rules if r.judges(node.origin) and r.matches(context)]
-            for rule in matched:
-                findings.append(_finding(rule, cluster, [node.id], {"node": node_facts, "cluster": cluster_facts}))
-    return sort_findings(findings)
+            elif not cluster.spec:
+                for reason in _reasons(rule, cluster_facts, None):
+                    missed[(rule.id, reason)] = []
+        if cluster_facts["multi_node"] and node_rules:
+            # Nodes of one cluster mostly share their facts but for their names: evaluate each distinct shape
+            # once (a 500-node group costs one evaluation, not 500).
+            naming = _naming_facts(cluster.provider)
+            shared = not any(_names_a_node(r.condition, naming) for r in node_rules)
+            verdicts: dict[Any, tuple[list[Rule], list[tuple[str, str]]]] = {}
+            for node in cluster.nodes:
+                node_facts = facts.node(node)
+                shape = _shape(node_facts, naming) if shared else id(node)
+                verdict = verdicts.get(shape)
+                if verdict is None:
+                    context.add_variable("node", node_facts)
+                    matched = [r for r in node_rules if r.matches(context)]
+                    unknown = [
+                        (rule.id, reason)
+                        for rule in node_rules
+                        if rule not in matched
+                        for reason in _reasons(rule, cluster_facts, node_facts)
+                    ]
+                    verdict = verdicts[shape] = (matched, unknown)
+                for rule in verdict[0]:
+                    findings.append(_finding(rule, cluster, [node.id], {"node": node_facts, "cluster": cluster_facts}))
+                if not cluster.spec:
+                    for key in verdict[1]:
+                        missed.setdefault(key, []).append(node.id)
+        # Only where the fabric matters: a CPU fleet's unknown placement leaves nothing unjudged.
+        matters = cluster_facts["fabric_cluster"] or "fabric_cluster" in cluster_facts["unknown"]
+        if missed and matters:
+            everyone = len(cluster.nodes)
+            unjudged[cluster.id] = [
+                Unjudged(rule, reason, [] if len(nodes) == everyone else nodes)
+                for (rule, reason), nodes in sorted(missed.items())
+            ]
+    return Evaluation(sort_findings(findings), unjudged)
+
+
+def _reasons(rule: Rule, cluster_facts: dict[str, Any], node_facts: dict[str, Any] | None) -> list[str]:
+    """Why `rule` could not be judged here, if it could not: a fact it reads was left unknown, with why."""
+    reasons = []
+    for read in sorted(rule._reads):
+        root, _, top = read.partition(".")
+        known = cluster_facts if root == "cluster" else node_facts
+        reason = (known or {}).get("unknown", {}).get(top)
+        if reason and reason not in reasons:
+            reasons.append(reason)
+    return reasons
 
 
 @functools.cache
@@ -491,6 +568,23 @@ def example_inventory(rule: Rule, example: Example) -> Inventory:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
         raise FabricCheckError(f"{rule.path}: example {example.name!r}: field {where}: {first['msg']}") from None
+
+
+def check_examples(rule: Rule) -> None:
+    """A rule whose examples do not give what they declare is broken: an error naming the file and example."""
+    for kind, examples in (("passing", rule.examples.passing), ("failing", rule.examples.failing)):
+        for example in examples:
+            flagged = run_example(rule, example)
+            expected = sorted(example.flags) if kind == "failing" else []
+            if kind == "failing" and not expected:
+                raise FabricCheckError(
+                    f"{rule.path}: example {example.name!r}: a failing example must list what it flags (flags:)"
+                )
+            if flagged != expected:
+                raise FabricCheckError(
+                    f"{rule.path}: {kind} example {example.name!r} flags {', '.join(flagged) or 'nothing'}, "
+                    f"but declares {', '.join(expected) or 'nothing'}"
+                )
 
 
 def run_example(rule: Rule, example: Example) -> list[str]:

@@ -79,6 +79,11 @@ CLUSTER_FACTS = {
 }
 
 
+# Node facts that come from the type's capability: unknown with it.
+_CAPABILITY_FACTS = ("fabric", "fabric_expected", "accelerators", "accelerator")
+_CAPABILITY_CLUSTER_FACTS = ("fabric_cluster", "fabric_nodes", "fabric_attached_nodes", "gpus", "choice")
+
+
 def described(provider: str) -> tuple[dict[str, str], dict[str, str]]:
     """Every fact path a rule of `provider` may read, with its meaning: (node facts, cluster facts)."""
     extra = support(provider).schema
@@ -129,6 +134,9 @@ class FactBuilder:
     def has(self, node: Node, fact: str) -> bool:
         return fact_key(node.provider, node.account, node.region, fact) in self.collected
 
+    def has_scope(self, provider: str, account: str, region: str, fact: str) -> bool:
+        return fact_key(provider, account, region, fact) in self.collected
+
     def cached(self, key: str, build: Callable[[], T]) -> T:
         if key not in self._cache:
             self._cache[key] = build()
@@ -168,7 +176,7 @@ class FactBuilder:
             "network": (primary.network if primary else None) or "",
             "accelerators": cap.accelerators if cap else 0,
             "accelerator": (cap.accelerator_name if cap else None) or "",
-            "fabric_expected": cloud.fabric_expected(instance_type, cap),
+            "fabric_expected": cloud.expects_fabric(node, cap),
             "fabric": {
                 "kind": cap.fabric.value if cap else "unknown",
                 "known": cap is not None,
@@ -179,8 +187,15 @@ class FactBuilder:
             },
             "interfaces": len(node.interfaces),
             "public_ip_interfaces": sum(1 for i in node.interfaces if i.public_ip),
+            # Facts that could only be called unknown, with why; a rule reading one is reported as not judged.
+            "unknown": {},
         }
-        facts.update(cloud.node_facts(node, self))
+        if cap is None and instance_type:
+            why = f"the capability of {instance_type} is unknown (not in the live answer or the catalog)"
+            facts["unknown"] = dict.fromkeys(_CAPABILITY_FACTS, why)
+        extra = cloud.node_facts(node, self)
+        facts["unknown"] = facts["unknown"] | extra.pop("unknown", {})
+        facts.update(extra)
         return facts
 
     # ---------------------------------------------------------------------------------------- cluster
@@ -222,8 +237,16 @@ class FactBuilder:
             "topology": self._topology(cluster),
             "choice": self._choice(cluster, nodes),
             "unknown_types": ", ".join(sorted({f["instance_type"] for f in nodes if not f["fabric"]["known"]})),
+            "unknown": {},
         }
-        facts.update(cloud.cluster_facts(cluster.nodes, nodes, self))
+        if facts["unknown_types"]:
+            why = f"the capability of {facts['unknown_types']} is unknown (not in the live answer or the catalog)"
+            facts["unknown"] = dict.fromkeys(
+                ("fabric_cluster", "fabric_nodes", "fabric_attached_nodes", "gpus", "choice"), why
+            )
+        extra = cloud.cluster_facts(cluster.nodes, nodes, self)
+        facts["unknown"] = facts["unknown"] | extra.pop("unknown", {})
+        facts.update(extra)
         return facts
 
     def _topology(self, cluster: Cluster) -> Facts:

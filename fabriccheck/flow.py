@@ -9,12 +9,13 @@ import datetime as dt
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel
 
 from fabriccheck import __version__, engine, penalty
 from fabriccheck.cloud import support
-from fabriccheck.clusters import Cluster, build_clusters, spec_clusters
+from fabriccheck.clusters import JUDGED_STATES, ROLES, Cluster, build_clusters, spec_clusters
 from fabriccheck.engine import SEVERITY_RANK, Finding
 from fabriccheck.errors import FabricCheckError
 from fabriccheck.facts import FactBuilder
@@ -34,6 +35,14 @@ class Options:
     ignore: list[str] = field(default_factory=list)
 
 
+class NotJudged(BaseModel):
+    """A rule that could not be evaluated on a cluster (or some of its nodes), and why."""
+
+    rule: str
+    reason: str  # "security groups not collected for 111122223333 us-east-1", "deselected", ...
+    resources: list[str] = []  # the nodes concerned; empty means the whole cluster
+
+
 class ClusterReport(BaseModel):
     id: str
     provider: str
@@ -43,7 +52,23 @@ class ClusterReport(BaseModel):
     instance_types: list[str]
     gpus: int
     findings: int
+    # clean: every applicable selected rule was judged on collected facts and none fired; findings: at least
+    # one finding; incomplete: no finding, but some rule could not be judged (see not_judged).
+    status: Literal["clean", "findings", "incomplete"]
+    not_judged: list[NotJudged] = []
     penalty: penalty.Penalty
+
+
+class SkippedCluster(BaseModel):
+    """Nodes that are not a training cluster by the user's word (role tag) or by their type (inference)."""
+
+    id: str
+    provider: str
+    account: str
+    nodes: list[str]
+    instance_types: list[str]
+    role: str  # inference | ignore
+    reason: str
 
 
 class Summary(BaseModel):
@@ -56,6 +81,9 @@ class Summary(BaseModel):
     extra_gpu_hours_per_day: penalty.Range
     extra_dollars_per_day: penalty.Range | None
     unknown_instance_types: list[str]
+    clusters_by_status: dict[str, int] = {}  # clean, findings, incomplete
+    skipped_clusters: int = 0
+    nodes_by_state: dict[str, int] = {}  # every instance seen, by state; only running and pending are judged
 
 
 class Report(BaseModel):
@@ -69,6 +97,7 @@ class Report(BaseModel):
     rules: list[str]
     findings: list[Finding]
     clusters: list[ClusterReport]
+    skipped_clusters: list[SkippedCluster] = []
     summary: Summary
     notes: list[str]
 
@@ -87,11 +116,14 @@ def workload_named(name: str) -> penalty.Workload:
 
 def run(inventory: Inventory, options: Options) -> Report:
     workload = workload_named(options.workload)
-    rules = engine.load_rules(options.rules_dirs) if options.rules_dirs else list(engine.builtin_rules())
-    rules = engine.select_rules(rules, options.select, options.ignore)
-    clusters = build_clusters(inventory, options.cluster_tag)
+    loaded = engine.load_rules(options.rules_dirs) if options.rules_dirs else list(engine.builtin_rules())
+    rules = engine.select_rules(loaded, options.select, options.ignore)
+    every_cluster = build_clusters(inventory, options.cluster_tag)
+    clusters = [c for c in every_cluster if c.judged]
     facts = FactBuilder(inventory)
-    findings = engine.evaluate(rules, inventory, clusters, facts, spec_clusters(inventory))
+    evaluation = engine.judge(rules, inventory, clusters, facts, spec_clusters(inventory))
+    findings = evaluation.findings
+    deselected = _deselected(loaded, rules)
 
     by_cluster: dict[str, list[Finding]] = {}
     for finding in findings:
@@ -101,9 +133,15 @@ def run(inventory: Inventory, options: Options) -> Report:
     judged_nodes = 0
     for cluster in clusters:
         cluster_findings = by_cluster.get(cluster.id, [])
-        if not cluster_findings and not facts.cluster(cluster)["fabric_cluster"]:
-            continue
+        unjudged = evaluation.unjudged.get(cluster.id, [])
+        if not cluster_findings and not unjudged and not facts.cluster(cluster)["fabric_cluster"]:
+            continue  # trains alone, or has no fabric to use (and that much is known)
         judged_nodes += cluster.size
+        not_judged = [NotJudged(rule=u.rule, reason=u.reason, resources=u.resources) for u in unjudged]
+        status: Literal["clean", "findings", "incomplete"] = (
+            "findings" if cluster_findings else "incomplete" if not_judged else "clean"
+        )
+        not_judged += [NotJudged(rule=rule_id, reason=DESELECTED) for rule_id in deselected.get(cluster.provider, [])]
         reported.append(
             ClusterReport(
                 id=cluster.id,
@@ -114,11 +152,27 @@ def run(inventory: Inventory, options: Options) -> Report:
                 instance_types=sorted({n.instance_type or "" for n in cluster.nodes}),
                 gpus=int(facts.cluster(cluster)["gpus"]),
                 findings=len(cluster_findings),
+                status=status,
+                not_judged=not_judged,
                 penalty=cluster_penalty(cluster, cluster_findings, workload, options.price_per_gpu_hour, facts),
             )
         )
+    skipped = [
+        SkippedCluster(
+            id=c.id,
+            provider=c.provider,
+            account=c.account,
+            nodes=[n.id for n in c.nodes],
+            instance_types=sorted({n.instance_type or "" for n in c.nodes}),
+            role=c.role,
+            reason=c.role_reason,
+        )
+        for c in every_cluster
+        if not c.judged
+    ]
 
-    unknown = sorted({n.instance_type or "" for n in inventory.nodes if facts.capability(n) is None})
+    judged_state = [n for n in inventory.nodes if n.state in JUDGED_STATES]
+    unknown = sorted({n.instance_type or "" for n in judged_state if facts.capability(n) is None})
     return Report(
         tool={"name": "fabriccheck", "version": __version__},
         source=inventory.source,
@@ -129,9 +183,24 @@ def run(inventory: Inventory, options: Options) -> Report:
         rules=engine.active_ids(rules),
         findings=findings,
         clusters=reported,
-        summary=_summary(inventory, reported, findings, judged_nodes, unknown),
-        notes=_notes(inventory, unknown),
+        skipped_clusters=skipped,
+        summary=_summary(inventory, reported, skipped, findings, judged_nodes, unknown),
+        notes=_notes(inventory, unknown, options),
     )
+
+
+DESELECTED = "deselected (--select / --ignore)"
+
+
+def _deselected(loaded: list[engine.Rule], chosen: list[engine.Rule]) -> dict[str, list[str]]:
+    """Finding ids the user's --select / --ignore turned off, by provider."""
+    on = set(engine.active_ids(chosen))
+    off: dict[str, list[str]] = {}
+    for rule in loaded:
+        for finding_id, origins in rule.finding_ids().items():
+            if "running" in origins and finding_id not in on:
+                off.setdefault(rule.provider, []).append(finding_id)
+    return off
 
 
 # What a finding's effect does to the fabric of the node it names (or of every node, for a cluster finding).
@@ -191,16 +260,18 @@ def cluster_penalty(
 def _summary(
     inventory: Inventory,
     clusters: list[ClusterReport],
+    skipped: list[SkippedCluster],
     findings: list[Finding],
     judged_nodes: int,
     unknown: list[str],
 ) -> Summary:
     estimated = [c.penalty for c in clusters if c.penalty.estimated]
     dollars = [p.extra_dollars_per_day for p in estimated if p.extra_dollars_per_day is not None]
+    judged_state = sum(1 for n in inventory.nodes if n.state in JUDGED_STATES)
     return Summary(
-        nodes=len(inventory.nodes),
+        nodes=judged_state,
         clusters=len(clusters),
-        nodes_not_in_reported_clusters=len(inventory.nodes) - judged_nodes,
+        nodes_not_in_reported_clusters=judged_state - judged_nodes,
         findings={s: sum(1 for f in findings if f.severity == s) for s in ("error", "warning", "info")},
         by_category=dict(sorted(Counter(f.category for f in findings).items())),
         by_rule=dict(sorted(Counter(f.rule for f in findings).items())),
@@ -212,10 +283,13 @@ def _summary(
         if dollars
         else None,
         unknown_instance_types=unknown,
+        clusters_by_status={s: sum(1 for c in clusters if c.status == s) for s in ("clean", "findings", "incomplete")},
+        skipped_clusters=len(skipped),
+        nodes_by_state=dict(sorted(Counter(n.state for n in inventory.nodes).items())),
     )
 
 
-def _notes(inventory: Inventory, unknown: list[str]) -> list[str]:
+def _notes(inventory: Inventory, unknown: list[str], options: Options) -> list[str]:
     notes = []
     if unknown:
         notes.append(
@@ -223,9 +297,26 @@ def _notes(inventory: Inventory, unknown: list[str]) -> list[str]:
             + ", ".join(unknown)
             + ": not in the live answer or the catalog, so their nodes were not judged for fabric"
         )
+    if options.cluster_tag and not any(options.cluster_tag in n.tags for n in inventory.nodes):
+        notes.append(f"no node carries the tag {options.cluster_tag}; nodes were grouped by the usual signals")
     providers = sorted(
         {n.provider for n in [*inventory.nodes, *inventory.specs]} | {c.split(":", 1)[0] for c in inventory.collected}
     )
     for provider in providers:
-        notes += support(provider).notes(inventory)
+        cloud = support(provider)
+        odd = sorted(
+            {
+                f"{n.tags[cloud.role_tag]!r} on {n.id}"
+                for n in inventory.nodes
+                if n.provider == provider
+                and cloud.role_tag in n.tags
+                and n.tags[cloud.role_tag].strip().lower() not in ROLES
+            }
+        )
+        if odd:
+            notes.append(
+                f"{cloud.role_tag} takes training, inference or ignore; judged as training: {', '.join(odd[:5])}"
+                + (f" (+{len(odd) - 5} more)" if len(odd) > 5 else "")
+            )
+        notes += cloud.notes(inventory)
     return notes

@@ -1,6 +1,7 @@
-"""The demo's JSON report, held against the one recorded before accounts were part of every key: the rework
-may add scope (an `account` on findings, clusters and errors, and the account in cluster ids) and nothing
-else. A change to a verdict, a message or a penalty shows here."""
+"""The demo's JSON report, held against the one recorded before accounts were part of every key. Since then
+the report may add scope (an `account` on findings, clusters and errors, and the account in cluster ids) and
+the additive fields that say what was judged (a cluster's `status` and `not_judged`, `skipped_clusters`, and
+their counts in the summary), and nothing else: a change to a verdict, a message or a penalty shows here."""
 
 from __future__ import annotations
 
@@ -23,12 +24,26 @@ def _demo_report() -> dict[str, Any]:
     return loaded
 
 
-def _without_scope(report: dict[str, Any]) -> dict[str, Any]:
+ADDED_SINCE = {
+    "report": ("skipped_clusters",),
+    "clusters": ("status", "not_judged"),
+    "summary": ("clusters_by_status", "skipped_clusters", "nodes_by_state"),
+}
+
+
+def _without_additions(report: dict[str, Any]) -> dict[str, Any]:
     text = json.dumps({k: v for k, v in report.items() if k not in ("generated_at", "source")})
     stripped: dict[str, Any] = json.loads(text.replace(f":{DEMO_ACCOUNT}:", ":"))
     for key in ("findings", "clusters", "errors"):
         for item in stripped[key]:
             item.pop("account")
+    for key in ADDED_SINCE["report"]:
+        stripped.pop(key)
+    for cluster in stripped["clusters"]:
+        for key in ADDED_SINCE["clusters"]:
+            cluster.pop(key)
+    for key in ADDED_SINCE["summary"]:
+        stripped["summary"].pop(key)
     return stripped
 
 
@@ -36,7 +51,7 @@ def test_demo_report_differs_from_before_only_by_scope() -> None:
     report = _demo_report()
     before = json.loads(BEFORE.read_text())
     before = {k: v for k, v in before.items() if k not in ("generated_at", "source")}
-    assert _without_scope(report) == before
+    assert _without_additions(report) == before
 
 
 def test_every_finding_and_cluster_of_the_demo_carries_its_account() -> None:
@@ -45,3 +60,14 @@ def test_every_finding_and_cluster_of_the_demo_carries_its_account() -> None:
     assert {f["account"] for f in report["findings"]} == {DEMO_ACCOUNT}
     assert {c["account"] for c in report["clusters"]} == {DEMO_ACCOUNT}
     assert all(c["id"].startswith(f"aws:{DEMO_ACCOUNT}:us-east-1:") for c in report["clusters"])
+
+
+def test_the_demo_says_what_it_judged() -> None:
+    report = _demo_report()
+    statuses = {c["id"].rsplit(":", 1)[-1]: c["status"] for c in report["clusters"]}
+    assert statuses["auto-scaling-group/llm-prod"] == "clean"
+    assert {s for k, s in statuses.items() if k != "auto-scaling-group/llm-prod"} == {"findings"}
+    assert all(c["not_judged"] == [] for c in report["clusters"])  # every fact was collected
+    assert report["summary"]["clusters_by_status"] == {"clean": 1, "findings": 9, "incomplete": 0}
+    assert report["summary"]["nodes_by_state"] == {"running": 34, "terminated": 1}
+    assert report["skipped_clusters"] == [] and report["summary"]["skipped_clusters"] == 0

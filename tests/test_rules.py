@@ -108,8 +108,10 @@ def test_a_misspelt_fact_is_an_error_naming_the_file(tmp_path: Path) -> None:
     with pytest.raises(FabricCheckError, match=r"X900-test.yaml: field condition: cluster.placment.strategy is not"):
         engine.load_rules([_write(tmp_path, text)])
     # A fact of another provider is no fact of this one: placement is AWS's cluster fact.
-    text = GOOD.replace("id: AWS121", "id: X904").replace("provider: aws", "provider: gcp").replace(
-        'cluster.placement.strategy in ["spread", "partition"]', "cluster.size > 1"
+    text = (
+        GOOD.replace("id: AWS121", "id: X904")
+        .replace("provider: aws", "provider: gcp")
+        .replace('cluster.placement.strategy in ["spread", "partition"]', "cluster.size > 1")
     )
     with pytest.raises(FabricCheckError, match=r"field message: unknown fact \{cluster.placement"):
         engine.load_rules([_write(tmp_path, text)])
@@ -150,12 +152,36 @@ def test_one_rule_judges_a_running_node_and_a_template() -> None:
 
 
 def test_user_rule_runs_against_the_model(tmp_path: Path) -> None:
-    text = GOOD.replace("id: AWS121", "id: X902").replace(
-        'cluster.placement.strategy in ["spread", "partition"]', "cluster.size >= 2 && cluster.gpus >= 16"
+    """A user's rule over neutral facts: its examples are run when it loads, and it judges like a built-in."""
+    condition = 'cluster.size >= 2 && cluster.zone_names == "us-east-1b"'
+    text = GOOD.replace("id: AWS121", "id: X902")
+    text = text.replace('cluster.placement.strategy in ["spread", "partition"]', condition)
+    text = text.replace("    - name: spread strategy\n", "    - name: in us-east-1b\n").replace(
+        "          - *node\n          - {<<: *node, id: i-2}\n      flags",
+        "          - {<<: *node, zone: us-east-1b}\n          - {<<: *node, id: i-2, zone: us-east-1b}\n      flags",
     )
     rule = next(r for r in engine.load_rules([_write(tmp_path, text)]) if r.id == "X902")
-    flagged = engine.run_example(rule, rule.examples.failing[0])
-    assert flagged == ["i-1", "i-2"]
+    assert engine.run_example(rule, rule.examples.failing[0]) == ["i-1", "i-2"]
+    assert engine.run_example(rule, rule.examples.passing[0]) == []
+
+
+def test_an_example_that_does_not_give_what_it_declares_is_an_error(tmp_path: Path) -> None:
+    # The passing example has a cluster placement group; a condition that flags every pair breaks it.
+    text = GOOD.replace("id: AWS121", "id: X905").replace(
+        'cluster.placement.strategy in ["spread", "partition"]', "cluster.size >= 2"
+    )
+    with pytest.raises(FabricCheckError) as caught:
+        engine.load_rules([_write(tmp_path, text)])
+    message = str(caught.value)
+    assert "X900-test.yaml: passing example 'cluster strategy' flags i-1, i-2, but declares nothing" in message
+
+
+def test_rule_explanations_show_examples_without_yaml_anchors() -> None:
+    from fabriccheck.reports.rules import explain
+
+    text = explain(next(r for r in RULES if r.id == "AWS101"), "text")
+    assert "&id" not in text and "*id" not in text and "<<:" not in text
+    assert text.count("p4d.24xlarge") >= 3  # the shared node is written out wherever it is used
 
 
 def test_select_and_ignore() -> None:

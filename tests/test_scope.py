@@ -1,6 +1,7 @@
 """Scope in every key: two accounts read together never share a cluster or lend each other facts.
 
-The answers are built in the EC2 API's own shape (botocore's Stubber validates each against the EC2 model)
+The answers are built by tests/ec2_shapes.py in the EC2 API's own shape (botocore's Stubber validates each
+against the EC2 model here)
 for two accounts that both run an Auto Scaling group named `trainers` and both have a group `sg-efa`: the
 situation where keys without the account gave a false zone split and judged one account on the other's
 security groups.
@@ -16,6 +17,7 @@ from typing import Any
 import boto3
 import pytest
 from botocore.stub import Stubber
+from ec2_shapes import answers, instance, placement_group, security_group, write
 
 from fabriccheck import flow
 from fabriccheck.providers.aws.dump import load_dump
@@ -24,95 +26,19 @@ from fabriccheck.providers.aws.normalize import CALLS
 A, B = "111122223333", "444455556666"
 
 
-def _instance(account: str, n: int, zone: str) -> dict[str, Any]:
-    subnet = f"subnet-{account[:4]}{zone[-1]}"
-    return {
-        "InstanceId": f"i-{account[:6]}{n:011x}",
-        "InstanceType": "p4d.24xlarge",
-        "ImageId": "ami-0abcdef1234567890",
-        "State": {"Code": 16, "Name": "running"},
-        "Placement": {"AvailabilityZone": zone, "GroupName": "pg-train", "Tenancy": "default"},
-        "SubnetId": subnet,
-        "VpcId": f"vpc-{account[:8]}",
-        "Tags": [{"Key": "aws:autoscaling:groupName", "Value": "trainers"}],
-        "NetworkInterfaces": [
-            {
-                "NetworkInterfaceId": f"eni-{account[:6]}{n:07x}{card}",
-                "InterfaceType": "efa" if card == 0 else "efa-only",
-                "Attachment": {"DeviceIndex": 0, "NetworkCardIndex": card, "Status": "attached"},
-                "Groups": [{"GroupId": "sg-efa", "GroupName": "efa"}],
-                "OwnerId": account,
-                "SubnetId": subnet,
-                "VpcId": f"vpc-{account[:8]}",
-            }
-            for card in range(4)
-        ],
-    }
-
-
 def _answers(account: str, zone: str, group_allows_itself: bool = True) -> dict[str, Any]:
-    egress = (
-        [{"IpProtocol": "-1", "UserIdGroupPairs": [{"GroupId": "sg-efa", "UserId": account}]}]
-        if group_allows_itself
-        else [{"IpProtocol": "-1", "IpRanges": [{"CidrIp": "0.0.0.0/0"}]}]
+    """Two p4d nodes of the group `trainers` in `zone`, the account's own sg-efa and pg-train."""
+    nodes = [instance(f"i-{account[:6]}{n:011x}", account=account, zone=zone) for n in range(2)]
+    return answers(
+        nodes,
+        account=account,
+        groups=[security_group(account=account, allows_itself=group_allows_itself)],
+        placement_groups=[placement_group(account=account)],
     )
-    return {
-        "describe-instances.json": {
-            "Reservations": [
-                {
-                    "ReservationId": f"r-{account[:8]}",
-                    "OwnerId": account,
-                    "Groups": [],
-                    "Instances": [_instance(account, n, zone) for n in range(2)],
-                }
-            ]
-        },
-        "describe-security-groups.json": {
-            "SecurityGroups": [
-                {
-                    "GroupId": "sg-efa",
-                    "GroupName": "efa",
-                    "Description": "EFA",
-                    "OwnerId": account,
-                    "VpcId": f"vpc-{account[:8]}",
-                    "IpPermissions": [
-                        {"IpProtocol": "-1", "UserIdGroupPairs": [{"GroupId": "sg-efa", "UserId": account}]}
-                    ],
-                    "IpPermissionsEgress": egress,
-                }
-            ]
-        },
-        "describe-placement-groups.json": {
-            "PlacementGroups": [
-                {
-                    "GroupName": "pg-train",
-                    "GroupId": f"pg-{account[:8]}",
-                    "GroupArn": f"arn:aws:ec2:us-east-1:{account}:placement-group/pg-train",
-                    "State": "available",
-                    "Strategy": "cluster",
-                }
-            ]
-        },
-        "describe-subnets.json": {
-            "Subnets": [
-                {
-                    "SubnetId": f"subnet-{account[:4]}{zone[-1]}",
-                    "VpcId": f"vpc-{account[:8]}",
-                    "AvailabilityZone": zone,
-                    "OwnerId": account,
-                    "MapPublicIpOnLaunch": False,
-                }
-            ]
-        },
-        "describe-launch-template-versions.json": {"LaunchTemplateVersions": []},
-        "describe-capacity-reservations.json": {"CapacityReservations": []},
-    }
 
 
-def _write(folder: Path, answers: dict[str, Any]) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    for name, doc in answers.items():
-        (folder / name).write_text(json.dumps(doc))
+def _write(folder: Path, docs: dict[str, Any]) -> None:
+    write(folder, docs)
 
 
 def _merged(*parts: dict[str, Any]) -> dict[str, Any]:
@@ -180,9 +106,7 @@ def test_a_missing_answer_of_one_account_leaves_only_its_facts_unknown(tmp_path:
     _write(tmp_path / B, answers_b)
     report = _report(tmp_path)
     assert not report.complete
-    assert [(e.account, e.code, e.call) for e in report.errors] == [
-        (B, "MissingDump", "describe-security-groups.json")
-    ]
+    assert [(e.account, e.code, e.call) for e in report.errors] == [(B, "MissingDump", "describe-security-groups.json")]
     assert {f.account for f in report.findings if f.rule == "AWS110"} == {A}
 
 

@@ -16,7 +16,6 @@ from fabriccheck.providers.aws.normalize import (
     INSTANCE_TYPES,
     INSTANCES,
     LAUNCH_TEMPLATES,
-    LIVE_STATES,
     PLACEMENT_GROUPS,
     SECURITY_GROUPS,
     TOPOLOGY,
@@ -65,12 +64,8 @@ def _paged(client: Any, call: Ec2Call, **params: Any) -> dict[str, Any]:
 
 def _answer(client: Any, call: Ec2Call, used_types: Iterable[str] = ()) -> dict[str, Any]:
     if call is INSTANCES:
-        return _paged(
-            client,
-            call,
-            Filters=[{"Name": "instance-state-name", "Values": list(LIVE_STATES)}],
-            PaginationConfig={"PageSize": 1000},
-        )
+        # Every state: stopped and terminated instances are not judged, but the report counts them.
+        return _paged(client, call, PaginationConfig={"PageSize": 1000})
     if call is INSTANCE_TYPES:
         # The types in use, plus every EFA-capable type (for the instance-choice rule's "this family has
         # an EFA type"): both a fixed number of calls, whatever the fleet size.

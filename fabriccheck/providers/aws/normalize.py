@@ -26,7 +26,7 @@ from fabriccheck.model import (
     Placement,
     fact_key,
 )
-from fabriccheck.providers.aws.support import CAPACITY_BLOCK, CAPACITY_RESERVATION, PLACEMENT_GROUP
+from fabriccheck.providers.aws.support import CAPACITY_BLOCK, CAPACITY_RESERVATION, OUTPOST, PLACEMENT_GROUP
 from fabriccheck.resources.aws import (
     CapacityReservation,
     PlacementGroup,
@@ -74,8 +74,10 @@ CALLS = (
     TOPOLOGY,
 )
 
-LIVE_STATES = ("pending", "running", "stopping", "stopped")  # terminated nodes train nothing
-REGION = re.compile(r"^([a-z]{2}(?:-gov|-iso[a-z]*)?-[a-z]+-\d+)")
+# Every region name botocore's partitions use: us-east-1, us-gov-west-1, cn-north-1, us-isob-east-1,
+# eu-isoe-west-1, eusc-de-east-1 ... (two to four letters, words, a number). A zone is its region plus a
+# letter, or a local / Wavelength zone suffix.
+REGION = re.compile(r"^([a-z]{2,4}(?:-[a-z]+)+-\d+)")
 ACCOUNT_ID = re.compile(r"^\d{12}$")
 _ARN_ACCOUNT = re.compile(r"^arn:[^:]+:[^:]*:[^:]*:(\d{12}):")
 
@@ -96,12 +98,32 @@ def _tags(raw: Any) -> dict[str, str]:
     return {str(t["Key"]): str(t.get("Value", "")) for t in raw or ()}
 
 
+# NetworkPerformance as EC2 words it: "3200 Gigabit", "4x 100 Gigabit", "Up to 25 Gigabit", "Moderate".
+_PERFORMANCE = re.compile(r"^(?:(\d+)x\s*)?(?:Up to\s+)?(\d+(?:\.\d+)?)\s*Gigabit$")
+
+
+def _total_gbps(performance: Any) -> float | None:
+    match = _PERFORMANCE.match(performance.strip()) if isinstance(performance, str) else None
+    return int(match.group(1) or 1) * float(match.group(2)) if match else None
+
+
 def capability_from_instance_type(item: dict[str, Any], source: str) -> Capability:
-    """DescribeInstanceTypes item -> Capability (the same mapping the shipped AWS table was built with)."""
+    """DescribeInstanceTypes item -> Capability (the same mapping the shipped AWS table was built with).
+
+    Bandwidth as AWS defines it: `NetworkInfo.NetworkPerformance` is the instance's total. The per-card
+    `PeakBandwidthInGbps` / `BaselineBandwidthInGbps` figures do not add up to it: on g6e.48xlarge each of the
+    4 cards says 400 while the instance has 400 in all (the cards share it), on p6-b200 each of the 8 cards
+    says 200 while the instance has 3200. So the fabric's bandwidth is the total (the sum of the cards only
+    when the total is not stated), and card 0, which carries the primary ENA interface, gets its own figure
+    but never more than an even share of the total."""
     network = item.get("NetworkInfo") or {}
     cards = network.get("NetworkCards") or []
     efa = bool(network.get("EfaSupported"))
-    card_gbps = [float(c.get("BaselineBandwidthInGbps") or c.get("PeakBandwidthInGbps") or 0) for c in cards]
+    card_gbps = [float(c.get("PeakBandwidthInGbps") or c.get("BaselineBandwidthInGbps") or 0) for c in cards]
+    total = _total_gbps(network.get("NetworkPerformance")) or (sum(card_gbps) or None)
+    ethernet = card_gbps[0] if card_gbps and card_gbps[0] else total
+    if ethernet and total and len(cards) > 1:
+        ethernet = min(ethernet, total / len(cards))
     gpus = (item.get("GpuInfo") or {}).get("Gpus") or []
     neuron = (item.get("NeuronInfo") or {}).get("NeuronDevices") or []
     accelerators = sum(int(g.get("Count", 0)) for g in gpus) + sum(int(n.get("Count", 0)) for n in neuron)
@@ -111,8 +133,8 @@ def capability_from_instance_type(item: dict[str, Any], source: str) -> Capabili
         provider="aws",
         fabric=FabricKind.EFA if efa else FabricKind.NONE,
         fabric_interfaces=int((network.get("EfaInfo") or {}).get("MaximumEfaInterfaces") or 0) if efa else 0,
-        fabric_gbps=(sum(card_gbps) or None) if efa else None,
-        ethernet_gbps=card_gbps[0] if card_gbps and card_gbps[0] else None,
+        fabric_gbps=total if efa else None,
+        ethernet_gbps=ethernet or None,
         network_cards=network.get("MaximumNetworkCards"),
         accelerators=accelerators,
         accelerator_name=name,
@@ -126,15 +148,18 @@ def _placement(placement: dict[str, Any], inst: dict[str, Any]) -> list[dict[str
         found.append({"kind": PLACEMENT_GROUP, "id": placement["GroupName"]})
     if inst.get("CapacityBlockId"):
         found.append({"kind": CAPACITY_BLOCK, "id": inst["CapacityBlockId"]})
+    elif inst.get("InstanceLifecycle") == "capacity-block":
+        # A Capacity Block instance says so itself, even when its reservation is not listed.
+        found.append({"kind": CAPACITY_BLOCK, "id": inst.get("CapacityReservationId") or inst["InstanceId"]})
     if inst.get("CapacityReservationId"):
         found.append({"kind": CAPACITY_RESERVATION, "id": inst["CapacityReservationId"]})
+    if inst.get("OutpostArn"):
+        found.append({"kind": OUTPOST, "id": inst["OutpostArn"]})
     return found
 
 
-def _node(inst: dict[str, Any], region_hint: str | None, account: str) -> Node | None:
+def _node(inst: dict[str, Any], region_hint: str | None, account: str) -> Node:
     state = (inst.get("State") or {}).get("Name", "running")
-    if state not in LIVE_STATES:
-        return None
     placement = inst.get("Placement") or {}
     zone = placement.get("AvailabilityZone")
     vpc = inst.get("VpcId")
@@ -266,7 +291,7 @@ class Normalizer:
         self.account = account
         self.where = where
 
-    def add(self, call: Ec2Call, doc: Any) -> None:
+    def add(self, call: Ec2Call, doc: Any, collected: bool = True) -> None:
         shape = Shape(self.where(call))
         try:
             scopes = self._add(call, doc, shape)
@@ -275,7 +300,8 @@ class Normalizer:
         except (KeyError, TypeError, AttributeError, ValueError, ValidationError) as exc:
             # The safety net for shapes Shape does not check field by field: still one line, file named.
             raise FabricCheckError(f"{shape.where}: unexpected shape: {describe(exc)}") from None
-        self.inventory.collected += [fact_key("aws", a, r, call.fact) for a, r in sorted(scopes)]
+        if collected:
+            self.inventory.collected += [fact_key("aws", a, r, call.fact) for a, r in sorted(scopes)]
 
     def _owner(self, item: dict[str, Any], *arns: str) -> str:
         if self.account:
@@ -300,9 +326,8 @@ class Normalizer:
                         node = _node(shape.obj(inst, f"{path}.Instances[{i}]"), self.region, owner)
                     except (KeyError, TypeError, AttributeError, ValidationError) as exc:
                         raise FabricCheckError(f"{shape.where}: {path}.Instances[{i}]: {describe(exc)}") from None
-                    if node is not None:
-                        inventory.nodes.append(node)
-                        scopes.add((owner, node.region))
+                    inventory.nodes.append(node)
+                    scopes.add((owner, node.region))
             return scopes or {(self.account or UNKNOWN_ACCOUNT, region)}
         if call is INSTANCE_TYPES:
             for _, item in _each(shape, doc, call):
@@ -366,11 +391,12 @@ class Normalizer:
             for item in items:  # $Latest and $Default may be the same version: judge it once
                 version = int(item.get("VersionNumber") or 0)
                 key = f"{item['LaunchTemplateId']}:{version}"
-                if key in seen:
-                    continue
+                is_latest = version == latest[item["LaunchTemplateId"]]
+                if key in seen or not (is_latest or item.get("DefaultVersion")):
+                    continue  # a dump of every version: only the default and the latest launch anything
                 seen.add(key)
                 owner = self._owner(item, "CreatedBy")
-                inventory.specs.append(template_spec(item, region, owner, version == latest[item["LaunchTemplateId"]]))
+                inventory.specs.append(template_spec(item, region, owner, is_latest))
                 owned.add(owner)
         elif call is CAPACITY_RESERVATIONS:
             for _, item in _each(shape, doc, call):

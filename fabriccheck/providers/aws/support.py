@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 PLACEMENT_GROUP = "placement-group"
 CAPACITY_BLOCK = "capacity-block"
 CAPACITY_RESERVATION = "capacity-reservation"
+OUTPOST = "outpost"  # an instance on AWS Outposts (OutpostArn)
 
 FABRIC_INTERFACE_TYPES = frozenset({"efa", "efa-only"})
 # Types whose EFA traffic cannot cross to other types (AWS EFA limitations; fabric-requirements A8).
@@ -41,7 +42,16 @@ class AwsSupport(CloudSupport):
     # one of the things being judged, so a node group split over two placement groups must stay one cluster
     # for the split to be seen.
     signals: tuple[Signal, ...] = (
-        # AWS ParallelCluster v3 compute nodes: one queue trains together.
+        # AWS ParallelCluster v3 compute nodes: each compute resource of a queue has its own instance type and
+        # placement group, and trains together; older nodes without the tag fall back to their queue.
+        TagSignal(
+            (
+                "parallelcluster:cluster-name",
+                "parallelcluster:queue-name",
+                "parallelcluster:compute-resource-name",
+            ),
+            "ParallelCluster compute resource",
+        ),
         TagSignal(("parallelcluster:cluster-name", "parallelcluster:queue-name"), "ParallelCluster queue"),
         # AWS Parallel Computing Service compute node groups.
         TagSignal(("aws:pcs:compute-node-group-id",), "AWS PCS node group"),
@@ -106,6 +116,14 @@ class AwsSupport(CloudSupport):
     def is_hpc(self, instance_type: str) -> bool:
         return self.family(instance_type).startswith("hpc")
 
+    def default_role(self, instance_type: str) -> str | None:
+        # Inf1 and Inf2 carry AWS Inferentia, AWS's inference accelerator (Trainium is its training one).
+        return "inference" if self.generation(instance_type) in ("inf1", "inf2") else None
+
+    def expects_fabric(self, node: Node, cap: Capability | None) -> bool:
+        # EFA is not supported on AWS Outposts (EC2 User Guide, EFA limitations).
+        return super().expects_fabric(node, cap) and not node.placed_by(OUTPOST)
+
     def fabric_attachment(self, node: Node, cap: Capability | None) -> FabricAttachment:
         """EFA is an interface: `efa` (EFA with ENA) or `efa-only`, at most one per network card."""
         fabric = tuple(i for i in node.interfaces if i.interface_type in FABRIC_INTERFACE_TYPES)
@@ -126,60 +144,95 @@ class AwsSupport(CloudSupport):
         fabric = context.attachment(node).interfaces
         # Nodes of a group share their NICs' security groups: judge each distinct combination once.
         group_sets = {tuple(nic.security_groups) for nic in fabric}
+        security, security_why = self._efa_security(node, group_sets, context)
+        capacity_block, block_why = self._capacity_block(node, context)
+        unknown = {}
+        if security_why:
+            unknown["efa_security"] = security_why
+        if block_why:
+            unknown["capacity_block"] = block_why
         return {
-            "efa_security": self._efa_security(node, group_sets, context),
+            "efa_security": security,
             "efa_security_groups": ", ".join(sorted({g for groups in group_sets for g in groups})),
             "placement_group": node.placed_by(PLACEMENT_GROUP) or "",
-            "capacity_block": self._capacity_block(node, context),
+            "capacity_block": capacity_block,
+            "unknown": unknown,
         }
 
     def cluster_facts(self, nodes: list[Node], node_facts: list[Facts], context: FactContext) -> Facts:
         types = {n.instance_type or "" for n in nodes}
+        placement, why = self._placement(nodes, node_facts, context)
         return {
-            "placement": self._placement(nodes, node_facts, context),
+            "placement": placement,
             "efa_isolated_mix": len(types) > 1 and any(self.family(t) in EFA_ISOLATED_FAMILIES for t in types),
+            "unknown": {"placement": why} if why else {},
         }
 
-    def _efa_security(self, node: Node, group_sets: set[tuple[str, ...]], context: FactContext) -> str:
-        """Whether every EFA interface has a group that lets EFA traffic flow with itself, both ways."""
+    def _efa_security(
+        self, node: Node, group_sets: set[tuple[str, ...]], context: FactContext
+    ) -> tuple[str, str | None]:
+        """Whether every EFA interface has a group that lets EFA traffic flow with itself, both ways, and why
+        not when that cannot be told."""
         if not group_sets:
-            return "n/a"
+            return "n/a", None
         if not context.has(node, "security_groups"):
-            return "unknown"
+            return "unknown", f"security groups were not collected for {node.account} {node.region}"
         if node.origin != "running" and () in group_sets:
-            return "unknown"  # a template NIC without groups leaves them to the launch request
+            return "unknown", "the template leaves its EFA interfaces' security groups to the launch request"
         index = _index(context)
+        unseen: set[str] = set()
         for groups in group_sets:
-            if not any(index.allows_self(node.scope_key(g)) for g in groups):
-                return "missing"
-        return "ok"
+            if any(index.allows_self(node.scope_key(g)) for g in groups):
+                continue
+            missing = {g for g in groups if node.scope_key(g) not in index.security_groups}
+            if not missing:
+                return "missing", None
+            unseen |= missing  # a group not seen may be the one that allows it: unknown, not missing
+        if unseen:
+            return "unknown", (
+                f"security group(s) {', '.join(sorted(unseen))} on the EFA interfaces were not among the "
+                f"groups collected for {node.account} {node.region}"
+            )
+        return "ok", None
 
-    def _capacity_block(self, node: Node, context: FactContext) -> bool | None:
+    def _capacity_block(self, node: Node, context: FactContext) -> tuple[bool | None, str | None]:
         if node.placed_by(CAPACITY_BLOCK):
-            return True
+            return True, None
         reservation_id = node.placed_by(CAPACITY_RESERVATION)
         if not reservation_id:
-            return False
+            return False, None
         reservation = _index(context).reservations.get(node.scope_key(reservation_id))
         if reservation is None:
-            return None if not context.has(node, "capacity_reservations") else False
-        return reservation.reservation_type == "capacity-block"
+            if not context.has(node, "capacity_reservations"):
+                return None, f"capacity reservations were not collected for {node.account} {node.region}"
+            return None, f"capacity reservation {reservation_id} was not among the collected reservations"
+        return reservation.reservation_type == "capacity-block", None
 
-    def _placement(self, nodes: list[Node], node_facts: list[Facts], context: FactContext) -> Facts:
+    def _placement(self, nodes: list[Node], node_facts: list[Facts], context: FactContext) -> tuple[Facts, str | None]:
         known = all(context.has(n, "placement_groups") for n in nodes)
         in_block = [f["capacity_block"] for f in node_facts]
         groups = sorted({n.placed_by(PLACEMENT_GROUP) or "" for n in nodes})
         index = _index(context).placement_groups
         strategies = set()
+        unseen = set()
         for node in nodes:
             name = node.placed_by(PLACEMENT_GROUP)
             if not name:
                 strategies.add("none")
                 continue
             group = index.get(node.scope_key(name))
+            if group is None:
+                unseen.add(name)
             strategies.add(group.strategy if group else "unknown")
+        why = None
         if not known or "unknown" in strategies:
             strategy = "unknown"
+            missing = sorted({f"{n.account} {n.region}" for n in nodes if not context.has(n, "placement_groups")})
+            why = (
+                f"placement groups were not collected for {', '.join(missing)}"
+                if missing
+                else f"placement group(s) {', '.join(sorted(unseen))} were not among the collected groups"
+            )
         elif len(strategies) == 1 and len(groups) == 1:
             strategy = strategies.pop()
         elif strategies == {"cluster"}:
@@ -188,12 +241,13 @@ class AwsSupport(CloudSupport):
             strategy = sorted(strategies & {"spread", "partition"})[0]
         else:
             strategy = "none"  # some nodes have no placement group at all
-        return {
+        placement = {
             "strategy": strategy,
             "groups": ", ".join(g or "(none)" for g in groups),
             "capacity_block": all(b is True for b in in_block),
             "capacity_block_known": all(b is not None for b in in_block),
         }
+        return placement, why
 
 
 class _Index:
