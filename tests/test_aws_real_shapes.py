@@ -264,3 +264,39 @@ def test_no_accelerated_type_of_the_recorded_answer_is_unknown() -> None:
     ]
     assert len(accelerated) > 50
     assert [t for t in accelerated if catalog.resolve(t, {}) is None] == []
+
+
+# ------------------------------------------------------------------------------------------- 12-13. the gate
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--select", ""], "--select: an empty rule id or category"),
+        (["--ignore", "AWS"], "--select / --ignore leave no rule to run"),
+        (["--select", "AWS1", "--ignore", "aws1"], "--select / --ignore leave no rule to run"),
+        (["--select", "nothing-like-this"], "no rule or category matches 'nothing-like-this'"),
+    ],
+)
+def test_a_selection_that_runs_no_rule_is_an_error(args: list[str], needle: str) -> None:
+    result = _cli("demo", *args)
+    assert result.returncode == 2 and needle in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_selection_is_case_insensitive() -> None:
+    lower = json.loads(_cli("demo", "-f", "json", "--select", "aws110,Placement").stdout)
+    assert set(lower["rules"]) == {"AWS110", "AWS120", "AWS121", "AWS150"}
+
+
+def test_a_cluster_of_an_unknown_type_is_incomplete_and_fails_the_gate(tmp_path: Path) -> None:
+    nodes = [instance(f"i-0{n:016x}", "p9.96xlarge") for n in (1, 2)]
+    docs = answers(nodes)
+    docs["describe-instance-types.json"] = {"InstanceTypes": []}  # the live answer does not know it either
+    write(tmp_path, docs)
+    result = _cli("aws", "--from-dump", str(tmp_path), "-f", "json")
+    report = json.loads(result.stdout)
+    assert result.returncode == 2 and report["complete"] is True  # everything was collected ...
+    [cluster] = report["clusters"]
+    assert cluster["status"] == "incomplete"  # ... but nothing could be judged on an unknown type
+    assert {n["rule"] for n in cluster["not_judged"]} >= {"AWS101", "AWS102"}
+    assert all("p9.96xlarge is unknown" in n["reason"] for n in cluster["not_judged"])
