@@ -13,22 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_run import one_clean_line, run
 from ec2_replay import Ec2Replay, serve
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / "fixtures" / "demo" / "aws"
-
-
-def run(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    # The installed console script, started from a folder outside the source tree unless told otherwise.
-    return subprocess.run(
-        ["fabriccheck", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=cwd or Path("/"),
-        env=env or os.environ.copy(),
-    )
 
 
 def report(result: subprocess.CompletedProcess[str]) -> dict[str, Any]:
@@ -40,14 +29,6 @@ def report(result: subprocess.CompletedProcess[str]) -> dict[str, Any]:
 def finding_pairs(result: subprocess.CompletedProcess[str]) -> list[tuple[str, tuple[str, ...]]]:
     """Each finding as (rule, resources), sorted: what two runs over the same fleet must agree on."""
     return sorted((f["rule"], tuple(f["resources"])) for f in json.loads(result.stdout)["findings"])
-
-
-def one_clean_line(result: subprocess.CompletedProcess[str]) -> str:
-    assert result.returncode == 2, result.stderr
-    assert "Traceback" not in result.stderr + result.stdout
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    return lines[0]
 
 
 def test_demo_runs_outside_the_source_tree_and_shows_every_category() -> None:

@@ -21,30 +21,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_run import one_clean_line, run
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / "fixtures" / "demo" / "aws"
 AWS121 = ROOT / "rules" / "aws" / "AWS121-spread-placement-group.yaml"
-
-
-def run(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    # The installed console script, started from a folder outside the source tree unless told otherwise.
-    return subprocess.run(
-        ["fabriccheck", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=cwd or Path("/"),
-        env=env or os.environ.copy(),
-    )
-
-
-def one_clean_line(result: subprocess.CompletedProcess[str]) -> str:
-    assert result.returncode == 2, result.stderr
-    assert "Traceback" not in result.stderr + result.stdout
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    return lines[0]
 
 
 def report(result: subprocess.CompletedProcess[str]) -> dict[str, Any]:
