@@ -428,7 +428,11 @@ def judge(
     for cluster in [*clusters, *(specs if specs is not None else spec_clusters(inventory))]:
         origin = cluster.nodes[0].origin if cluster.spec else "running"
         # A spec is judged on its nodes only: it has no placement, zone split or peers yet.
-        rules_here = [] if cluster.spec else [r for r in by_scope["cluster"] if r.provider == cluster.provider]
+        rules_here = (
+            []
+            if cluster.spec
+            else [r for r in by_scope["cluster"] if r.provider == cluster.provider and r.judges(origin)]
+        )
         node_rules = [r for r in by_scope["node"] if r.provider == cluster.provider and r.judges(origin)]
         if not rules_here and not node_rules:
             continue
@@ -436,9 +440,9 @@ def judge(
         missed: dict[tuple[str, str], list[str]] = {}  # (rule, reason) -> nodes
         context = cel.Context(variables={"cluster": cluster_facts})
         for rule in rules_here:
-            if rule.judges(origin) and rule.matches(context):
+            if rule.matches(context):
                 findings.append(_finding(rule, cluster, [n.id for n in cluster.nodes], {"cluster": cluster_facts}))
-            elif not cluster.spec:
+            else:
                 for reason in _reasons(rule, cluster_facts, None):
                     missed[(rule.id, reason)] = []
         if cluster_facts["multi_node"] and node_rules:

@@ -134,9 +134,6 @@ class FactBuilder:
     def has(self, node: Node, fact: str) -> bool:
         return fact_key(node.provider, node.account, node.region, fact) in self.collected
 
-    def has_scope(self, provider: str, account: str, region: str, fact: str) -> bool:
-        return fact_key(provider, account, region, fact) in self.collected
-
     def cached(self, key: str, build: Callable[[], T]) -> T:
         if key not in self._cache:
             self._cache[key] = build()
