@@ -369,13 +369,28 @@ def demo(
     verbose: VerboseOpt = False,
     save_inventory: SaveOpt = None,
 ) -> None:
-    """Run the AWS audit on a bundled example account (no credentials, no network)."""
+    """Run the audit on the bundled example accounts of every cloud (no credentials, no network)."""
     _check_output(output, save_inventory)
     options = _options(workload, price_per_gpu_hour, cluster_tag, rules_dir, select, ignore)
     with _cloud_sdk():
-        from fabriccheck.providers.aws.dump import load_dump
+        _finish(demo_inventory(), options, fmt, output, fail_on, save_inventory, verbose)
 
-        _finish(load_dump(demo_dir() / "aws"), options, fmt, output, fail_on, save_inventory, verbose)
+
+def demo_inventory() -> Inventory:
+    """The bundled demo: one folder of dump files per cloud, each read by its provider's own dump reader."""
+    import importlib
+
+    from fabriccheck.inventory import Inventory
+    from fabriccheck.model import PROVIDERS
+
+    inventory = Inventory(source="demo")
+    for provider in PROVIDERS:
+        folder = demo_dir() / provider
+        if folder.is_dir():
+            reader = importlib.import_module(f"fabriccheck.providers.{provider}.dump")
+            inventory.merge(reader.load_dump(folder))
+    inventory.source = f"demo ({demo_dir()})"
+    return inventory
 
 
 @app.command(cls=_Command)
