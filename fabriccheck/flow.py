@@ -204,7 +204,7 @@ def _deselected(loaded: list[engine.Rule], chosen: list[engine.Rule]) -> dict[st
 
 
 # What a finding's effect does to the fabric of the node it names (or of every node, for a cluster finding).
-_TCP_EFFECTS = {"tcp-fallback", "unreachable", "weaker-fabric"}
+_TCP_EFFECTS = {"tcp-fallback", "weaker-fabric"}
 
 
 def cluster_penalty(
@@ -244,7 +244,9 @@ def cluster_penalty(
             if pick is not None and pick.accelerators:
                 fabric = penalty.FabricDescription.borrowed(cap, pick)
         loose = "loose-placement" in node_effects
-        if node_effects & _TCP_EFFECTS:
+        if "unreachable" in node_effects:
+            state = penalty.FabricState("unreachable", loose_placement=loose)
+        elif node_effects & _TCP_EFFECTS:
             state = penalty.FabricState("tcp-fallback", loose_placement=loose)
         elif "partial-fabric" in node_effects:
             attached = int(facts.node(node)["fabric"]["attached"])
