@@ -419,6 +419,55 @@ def check(
 
 
 @app.command(cls=_Command)
+def estimate(
+    nodes: Annotated[int, typer.Option(metavar="N", help="Nodes in the cluster.")],
+    instance_type: Annotated[
+        str | None, typer.Option(metavar="TYPE", help="An instance type / VM size / machine type from the catalog.")
+    ] = None,
+    state: Annotated[
+        str, typer.Option(metavar="STATE", help="healthy, tcp, nics=K, no-gdr, no-placement or unreachable.")
+    ] = "healthy",
+    gpu: Annotated[str | None, typer.Option(metavar="NAME", help="Custom fabric: accelerator, e.g. H100.")] = None,
+    gpus_per_node: Annotated[int, typer.Option(metavar="N", help="Custom fabric: GPUs per node.")] = 8,
+    nics: Annotated[int, typer.Option(metavar="N", help="Custom fabric: fabric NICs per node.")] = 8,
+    nic_gbps: Annotated[float, typer.Option(metavar="GBPS", help="Custom fabric: Gbps per NIC.")] = 400.0,
+    transport: Annotated[
+        str, typer.Option(metavar="KIND", help="Custom fabric: ib, roce, efa, tcpx, tcpxo or tcp.")
+    ] = "ib",
+    no_gdr: Annotated[bool, typer.Option("--no-gdr", help="GPUDirect RDMA is off (or absent).")] = False,
+    ethernet_gbps: Annotated[
+        float | None, typer.Option(metavar="GBPS", help="The ordinary NIC NCCL sockets would use (tcp state).")
+    ] = None,
+    workload: WorkloadOpt = "llm-70b-fsdp",
+    price_per_gpu_hour: PriceOpt = None,
+    fmt: Annotated[str, typer.Option("--format", "-f", metavar="FORMAT", help="text or json.")] = "text",
+    output: OutputOpt = None,
+) -> None:
+    """What a fabric should do (nccl-tests bandwidths) and what a fabric state costs, for a catalog type or a
+    fabric described by hand."""
+    from fabriccheck import estimate as estimating
+    from fabriccheck.errors import FabricCheckError
+    from fabriccheck.flow import workload_named
+
+    if fmt not in ("text", "json"):
+        raise FabricCheckError(f"--format {fmt}: estimates are shown as text or json")
+    if (instance_type is None) == (gpu is None):
+        raise FabricCheckError("give --instance-type TYPE, or describe the fabric with --gpu NAME (and --nics ...)")
+    if instance_type is not None:
+        fabric = estimating.with_overrides(estimating.fabric_of_type(instance_type), ethernet_gbps, no_gdr)
+    else:
+        fabric = estimating.custom_fabric(
+            gpu or "", gpus_per_node, nics, nic_gbps, transport, not no_gdr, ethernet_gbps
+        )
+    result = estimating.run(fabric, nodes, state, workload_named(workload), price_per_gpu_hour)
+    text = result.model_dump_json(indent=2) + "\n" if fmt == "json" else estimating.render_text(result)
+    if output is not None:
+        _write(output, text, "--output")
+    else:
+        sys.stdout.write(text)
+
+
+@app.command(cls=_Command)
 def rules(
     rule_id: Annotated[str | None, typer.Argument(metavar="ID", help="Explain one rule.")] = None,
     rules_dir: RulesDirOpt = None,
