@@ -55,9 +55,7 @@ def load_dump(directory: Path, subscriptions: list[str] | None = None) -> Invent
     wanted = {s.lower() for s in subscriptions or ()}
     parts = [_load_folder(folder, subscription) for folder, subscription in folders]
     if wanted:
-        present = {n.account for p in parts for n in [*p.nodes, *p.specs]} | {
-            s for _, s in folders if s is not None
-        }
+        present = {n.account for p in parts for n in [*p.nodes, *p.specs]} | {s for _, s in folders if s is not None}
         unknown = sorted(wanted - present)
         if unknown:
             raise FabricCheckError(

@@ -135,6 +135,8 @@ def _extensions(raw: Any) -> list[Extension]:
         inner = ext.get("properties") if isinstance(ext.get("properties"), dict) else {}
         publisher = ext.get("publisher") or inner.get("publisher")
         kind = ext.get("typePropertiesType") or inner.get("type")
+        if not kind and "/" not in str(ext.get("type") or "/"):
+            kind = ext.get("type")  # a flattened extension whose own type kept its name
         if publisher and kind:
             found.append(Extension(publisher=str(publisher), type=str(kind)))
     return found
@@ -490,3 +492,19 @@ def normalize(
         normalizer.add(call, answers[call])
     normalizer.finish()
     return inventory
+
+
+def role_definition() -> dict[str, Any]:
+    """A least-privilege custom role with exactly the read actions the collector uses."""
+    actions = sorted({c.permission for c in CALLS} | {SUBSCRIPTIONS_PERMISSION})
+    return {
+        "Name": "fabriccheck reader",
+        "IsCustom": True,
+        "Description": "Read what fabriccheck needs to audit InfiniBand clusters: VMs, scale sets, availability "
+        "sets, proximity placement groups, NICs, virtual networks and resource SKUs.",
+        "Actions": actions,
+        "NotActions": [],
+        "DataActions": [],
+        "NotDataActions": [],
+        "AssignableScopes": ["/subscriptions/SUBSCRIPTION_ID"],
+    }

@@ -204,7 +204,7 @@ class AzureSupport(CloudSupport):
         cluster={
             "ib_partitions": "distinct InfiniBand partitions among the VMs that should use InfiniBand (each "
             "standalone VM is one)",
-            "ib_partition_names": "their names, (standalone VM) for VMs in no set",
+            "ib_partition_names": "their names (standalone VMs for VMs in no set)",
             "scale_set": "the one scale set every VM is in (empty fields when there is none or several)",
             "scale_set.name": "its name",
             "scale_set.mode": "Uniform, Flexible, or empty",
@@ -344,8 +344,8 @@ class AzureSupport(CloudSupport):
         index = _index(context)
         unknown: dict[str, str] = {}
         fabric = [f for f in node_facts if f["fabric_expected"]]
-        partitions = {f["ib_partition"] or f"(standalone VM) {f['id']}" for f in fabric}
-        names = sorted({p if not p.startswith("(standalone VM)") else "(standalone VM)" for p in partitions})
+        partitions = {f["ib_partition"] or f"standalone VM {f['id']}" for f in fabric}
+        names = sorted({"standalone VMs" if p.startswith("standalone VM ") else p for p in partitions})
         scale_set, why = self._scale_set(nodes, context, index)
         if why:
             unknown["scale_set"] = why
