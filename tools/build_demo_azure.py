@@ -263,8 +263,8 @@ def demo(subscription: str = SUBSCRIPTION) -> Subscription:
     s.scale_set("cc-rg", "cc-gpu-b", 2, "Standard_ND96isr_H100_v5", ok, tags=array)
     # fabric-isolated: an AKS GPU node pool (singlePlacementGroup false, AKS's own node image).
     aks_tags = {"aks-managed-poolName": "gpu", "aks-managed-resourceNameSuffix": "12345678"}
-    aks_image = {"id": "/subscriptions/109a5e88-712a-48ae-9078-9ca8b3c81345/resourceGroups/AKS-Ubuntu/providers/"
-                       "Microsoft.Compute/galleries/AKSUbuntu/images/2204gen2containerd/versions/2026.11.01"}  # fmt: skip
+    gallery = "/subscriptions/109a5e88-712a-48ae-9078-9ca8b3c81345/resourceGroups/AKS-Ubuntu/providers"
+    aks_image = {"id": f"{gallery}/Microsoft.Compute/galleries/AKSUbuntu/images/2204gen2containerd/versions/1"}
     s.scale_set("mc_aks-rg_llm_eastus", "aks-gpu-12345678-vmss", 3, "Standard_ND96isr_H100_v5", ok,
                 single_placement_group=False, image=aks_image, extensions=(IB_DRIVER,), tags=aks_tags)  # fmt: skip
     # fabric-isolated (warning): a Flexible scale set.

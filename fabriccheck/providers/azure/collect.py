@@ -45,6 +45,7 @@ CLOUDS = {
 }
 # Listing subscriptions (Microsoft.Resources); api-version as the az CLI's subscription list uses.
 SUBSCRIPTIONS_API = "2022-12-01"
+NO_CREDENTIAL_HINT = "az login, a service principal's AZURE_* variables, workload or managed identity"
 # Retries of throttled (429, honouring Retry-After) and failed (5xx) calls before one is recorded.
 RETRY_TOTAL = RETRIES.max_attempts - 1
 
@@ -119,7 +120,7 @@ def fetch_subscription(
             if getattr(exc, "status_code", None) in (401, 403):
                 errors.append(_error(call, scope, exc))
                 continue
-            raise FabricCheckError(f"no Azure credential: {first_line(exc)}") from None
+            raise FabricCheckError(f"no Azure credential ({NO_CREDENTIAL_HINT}): {first_line(exc)}") from None
         except (HttpResponseError, ServiceRequestError) as exc:
             error = _error(call, scope, exc)
             errors.append(error)
@@ -155,7 +156,12 @@ def fetch_subscription(
 
 
 def _credential(cloud: Cloud) -> Any:
+    import logging
+
     from azure.identity import DefaultAzureCredential
+
+    # azure-identity logs a multi-line warning when no credential works; the CLI says it in one line instead.
+    logging.getLogger("azure").addHandler(logging.NullHandler())
 
     return DefaultAzureCredential(authority=cloud.authority)
 
@@ -196,7 +202,7 @@ def list_subscriptions(compute: Any, endpoint: str) -> list[str]:
             found += [str(s["subscriptionId"]) for s in page.get("value", []) if s.get("subscriptionId")]
             url = page.get("nextLink")
     except ClientAuthenticationError as exc:
-        raise FabricCheckError(f"no Azure credential: {first_line(exc)}") from None
+        raise FabricCheckError(f"no Azure credential ({NO_CREDENTIAL_HINT}): {first_line(exc)}") from None
     except (HttpResponseError, ServiceRequestError) as exc:
         raise FabricCheckError(f"listing subscriptions at {endpoint} failed: {first_line(exc)}") from None
     return sorted(set(found))
