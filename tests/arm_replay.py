@@ -26,8 +26,12 @@ from typing import Any
 _ROUTES = (
     (re.compile(r"^/providers/microsoft\.compute/virtualmachines$"), "vm-list.json"),
     (re.compile(r"^/providers/microsoft\.compute/virtualmachinescalesets$"), "vmss-list.json"),
-    (re.compile(r"^/resourcegroups/[^/]+/providers/microsoft\.compute/virtualmachinescalesets/[^/]+/virtualmachines$"),
-     "vmss-list-instances.json"),  # fmt: skip
+    (
+        re.compile(
+            r"^/resourcegroups/[^/]+/providers/microsoft\.compute/virtualmachinescalesets/[^/]+/virtualmachines$"
+        ),
+        "vmss-list-instances.json",
+    ),
     (re.compile(r"^/providers/microsoft\.compute/availabilitysets$"), "vm-availability-set-list.json"),
     (re.compile(r"^/providers/microsoft\.compute/proximityplacementgroups$"), "ppg-list.json"),
     (re.compile(r"^/providers/microsoft\.compute/skus$"), "vm-list-skus.json"),
@@ -66,7 +70,9 @@ class ArmReplay:
         if subscription not in self.answers:
             return 404, {}, {"error": {"code": "SubscriptionNotFound", "message": f"{subscription} not found"}}
         if subscription in self.deny:
-            message = f"The client does not have authorization to perform action over scope /subscriptions/{subscription}"
+            message = (
+                f"The client does not have authorization to perform action over scope /subscriptions/{subscription}"
+            )
             return 403, {}, {"error": {"code": "AuthorizationFailed", "message": message}}
         name = next((n for pattern, n in _ROUTES if pattern.match(tail)), None)
         if name is None:
@@ -74,9 +80,11 @@ class ArmReplay:
         with self.lock:
             if self.throttle.get(name, 0) > 0:
                 self.throttle[name] -= 1
-                return 429, {"Retry-After": self.retry_after}, {
-                    "error": {"code": "TooManyRequests", "message": "throttled"}
-                }
+                return (
+                    429,
+                    {"Retry-After": self.retry_after},
+                    {"error": {"code": "TooManyRequests", "message": "throttled"}},
+                )
         items = self.answers[subscription].get(name, [])
         if name == "vmss-list-instances.json":
             prefix = path.lower().rsplit("/virtualmachines", 1)[0] + "/"
@@ -121,9 +129,7 @@ def make_certificate(folder: Path) -> tuple[Path, Path]:
     cert_path, key_path = folder / "cert.pem", folder / "key.pem"
     cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
     key_path.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-        )
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
     )
     return cert_path, key_path
 

@@ -20,7 +20,7 @@ from fabriccheck.errors import FabricCheckError
 from fabriccheck.providers.azure import collect, dump
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
-import build_demo_azure as demo_builder  # noqa: E402
+import build_demo_azure as demo_builder
 
 SUB = demo_builder.SUBSCRIPTION
 OTHER = "99999999-8888-7777-6666-555555555555"
@@ -143,7 +143,9 @@ def test_http_endpoint_is_refused() -> None:
 # ---------------------------------------------------------------------------------------- the command
 
 
-def test_installed_command_against_the_local_endpoint(azure_env: dict[str, str], certificate: tuple[Path, Path]) -> None:
+def test_installed_command_against_the_local_endpoint(
+    azure_env: dict[str, str], certificate: tuple[Path, Path]
+) -> None:
     replay = ArmReplay(_answers(SUB), page_size=4)
     with serve(replay, *certificate) as url:
         result = run("azure", "--endpoint-url", url, "--subscription", SUB, "--format", "json", env=azure_env)

@@ -85,7 +85,7 @@ def _error(call: ArmCall, scope: Scope, exc: Exception) -> CollectionError:
     if isinstance(exc, HttpResponseError):
         status = exc.status_code or 0
         code = str(getattr(exc.error, "code", None) or exc.reason or status)
-        text = first_line(getattr(exc.error, "message", None) or exc.message or exc)
+        text = str(getattr(exc.error, "message", None) or exc.message or first_line(exc)).splitlines()[0]
         if status in (401, 403):
             return scope.denied(call.name, f"{code}: {text}", call.permission)
         if status == 429:
@@ -208,6 +208,10 @@ def list_subscriptions(compute: Any, endpoint: str) -> list[str]:
     return sorted(set(found))
 
 
+def _where(subscription: str) -> Callable[[ArmCall], str]:
+    return lambda call: f"ARM {call.name} in subscription {subscription}"
+
+
 def collect_live(
     subscriptions: list[str],
     *,
@@ -238,7 +242,7 @@ def collect_live(
     inventory = Inventory(source=f"azure live ({', '.join(subscriptions)})")
     for subscription, (answers, errors) in zip(subscriptions, fetched, strict=True):
         part = Inventory()
-        normalizer = Normalizer(part, subscription, lambda c, s=subscription: f"ARM {c.name} in {s}")
+        normalizer = Normalizer(part, subscription, _where(subscription))
         with paused_gc():
             for call in sorted(answers, key=CALLS.index):
                 normalizer.add(call, answers[call])

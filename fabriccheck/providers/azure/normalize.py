@@ -132,7 +132,7 @@ def _extensions(raw: Any) -> list[Extension]:
     for ext in raw or ():
         if not isinstance(ext, dict):
             continue
-        inner = ext.get("properties") if isinstance(ext.get("properties"), dict) else {}
+        inner: dict[str, Any] = ext["properties"] if isinstance(ext.get("properties"), dict) else {}
         publisher = ext.get("publisher") or inner.get("publisher")
         kind = ext.get("typePropertiesType") or inner.get("type")
         if not kind and "/" not in str(ext.get("type") or "/"):
@@ -391,11 +391,11 @@ class Normalizer:
                 )
         else:
             for index, ref in enumerate((props.get("networkProfile") or {}).get("networkInterfaces") or ()):
-                nic_id = _id(ref)
-                if nic_id:
+                ref_id = _id(ref)
+                if ref_id:
                     primary = bool(_props(ref).get("primary"))
                     interfaces.append(
-                        {"id": nic_id, "interface_type": "nic", "device_index": 0 if primary else index + 1}
+                        {"id": ref_id, "interface_type": "nic", "device_index": 0 if primary else index + 1}
                     )
         zones = item.get("zones") or []
         node = Node.model_validate(
@@ -445,9 +445,9 @@ class Normalizer:
             # SKUs name no subscription: they count for every subscription whose VMs were read with them.
             for account in accounts or set(regions):
                 for region in sorted(regions.get(account) or {"unknown"}):
-                    key = fact_key("azure", account, region, fact)
-                    if key not in self.inventory.collected:
-                        self.inventory.collected.append(key)
+                    recorded = fact_key("azure", account, region, fact)
+                    if recorded not in self.inventory.collected:
+                        self.inventory.collected.append(recorded)
 
 
 def scale_set_spec(scale_set: ScaleSet) -> Node:
