@@ -75,6 +75,12 @@ class ArmReplay:
             )
             return 403, {}, {"error": {"code": "AuthorizationFailed", "message": message}}
         name = next((n for pattern, n in _ROUTES if pattern.match(tail)), None)
+        group = None
+        if name is None:  # a list within one resource group (--resource-group)
+            scoped = re.match(r"^/resourcegroups/([^/]+)(/providers/.*)$", tail)
+            if scoped:
+                group = scoped.group(1)
+                name = next((n for pattern, n in _ROUTES if pattern.match(scoped.group(2))), None)
         if name is None:
             return 404, {}, {"error": {"code": "NotFound", "message": tail}}
         with self.lock:
@@ -89,6 +95,8 @@ class ArmReplay:
         if name == "vmss-list-instances.json":
             prefix = path.lower().rsplit("/virtualmachines", 1)[0] + "/"
             items = [i for i in items if str(i["id"]).lower().startswith(prefix)]
+        if group is not None:
+            items = [i for i in items if f"/resourcegroups/{group}/" in str(i["id"]).lower()]
         start = int(query.get("$skiptoken", ["0"])[0])
         page: dict[str, Any] = {"value": items[start : start + self.page_size]}
         if start + self.page_size < len(items):
@@ -179,6 +187,7 @@ def fake_az(folder: Path) -> Path:
         "tokenType": "Bearer",
     }
     script = folder / "az"
-    script.write_text(f"#!/bin/sh\ncat <<'EOF'\n{json.dumps(token)}\nEOF\n")
+    # Each call's arguments are logged beside it, so tests can see which token audience was asked for.
+    script.write_text(f"#!/bin/sh\necho \"$@\" >> {folder / 'az.log'}\ncat <<'EOF'\n{json.dumps(token)}\nEOF\n")
     script.chmod(0o755)
     return folder

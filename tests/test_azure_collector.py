@@ -135,6 +135,28 @@ def test_calls_per_subscription_do_not_grow_with_the_vm_count(
     assert counts[0] == counts[1] == 7  # six lists and the resource SKUs
 
 
+def test_resource_groups_narrow_every_list(azure_env: dict[str, str], certificate: tuple[Path, Path]) -> None:
+    replay = ArmReplay(_answers(SUB), page_size=50)
+    with serve(replay, *certificate) as url:
+        inventory = collect.collect_live([SUB], endpoint_url=url, resource_groups=["hpc-rg", "cfd-rg"])
+    assert inventory.complete, inventory.errors
+    groups = {n.id.split("/")[4] for n in inventory.nodes}
+    assert groups == {"hpc-rg", "cfd-rg"}
+    assert {rule for rule, _ in _rules(inventory)} == {"AZ130"}  # the clean cluster and the overlapping one
+    listed = [p for _, p in replay.calls if "/providers/" in p and "/skus" not in p]
+    assert listed and all("/resourceGroups/" in p for p in listed)
+
+
+def test_token_audience_follows_the_endpoint(
+    azure_env: dict[str, str], certificate: tuple[Path, Path], tmp_path: Path
+) -> None:
+    replay = ArmReplay(_answers(SUB), page_size=50)
+    with serve(replay, *certificate) as url:
+        collect.collect_live([SUB], endpoint_url=url)
+    asked = (tmp_path / "bin" / "az.log").read_text()
+    assert f"--resource {url}" in asked or f"--scope {url}/.default" in asked, asked
+
+
 def test_http_endpoint_is_refused() -> None:
     with pytest.raises(FabricCheckError, match="https"):
         collect.collect_live([SUB], endpoint_url="http://127.0.0.1:9", credential=object())

@@ -232,3 +232,17 @@ def test_azure_help_imports_no_sdk_and_is_fast() -> None:
     elapsed = time.perf_counter() - start
     assert result.returncode == 0 and "--subscription" in result.stdout and "--print-role" in result.stdout
     assert elapsed < 1.5  # 0.3 s target measured by benchmarks/bench_help.py; loose here for a busy CI box
+
+
+def test_scale_set_with_no_vms_is_judged_as_the_model_it_launches(tmp_path: Path) -> None:
+    """An AKS GPU pool scaled to zero still launches what its model says."""
+    s = demo_builder.Subscription()
+    subnet = s.vnet("rg", "vnet", "10.1.0.0/16")
+    custom = {"id": demo_builder.rid(SUB, "rg", "Microsoft.Compute/images", "no-drivers")}
+    s.scale_set("rg", "gpu-pool", 0, "Standard_ND96isr_H100_v5", subnet, image=custom, accelerated=False)
+    demo_builder.write(s, tmp_path / SUB)
+    inventory = dump.load_dump(tmp_path)
+    assert not inventory.nodes and [n.origin for n in inventory.specs] == ["template"]
+    report = flow.run(inventory, flow.Options())
+    assert sorted(f.rule for f in report.findings) == ["AZ140", "AZ150"]
+    assert all(f.cluster is None and f.resources == [inventory.specs[0].id] for f in report.findings)
