@@ -178,6 +178,7 @@ def test_azure_driver_extension_and_vnet_of_subnet() -> None:
 
     assert azure_support.has_ib_driver([Extension(publisher="microsoft.hpccompute", type="InfiniBandDriverLinux")])
     assert not azure_support.has_ib_driver([Extension(publisher="Other", type="InfiniBandDriverLinux")])
+    assert azure_support.has_ib_driver([Extension(publisher="", type="InfiniBandDriverLinux")])  # named by id only
     subnet = "/subscriptions/S/resourceGroups/RG/providers/Microsoft.Network/virtualNetworks/V/subnets/x"
     assert azure_support.vnet_of_subnet(subnet) == subnet.lower().rsplit("/subnets/", 1)[0]
     assert azure_support.vnet_of_subnet(None) is None

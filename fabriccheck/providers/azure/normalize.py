@@ -139,6 +139,10 @@ def _extensions(raw: Any) -> list[Extension]:
             kind = ext.get("type")  # a flattened extension whose own type kept its name
         if publisher and kind:
             found.append(Extension(publisher=str(publisher), type=str(kind)))
+        elif isinstance(ext.get("id"), str) and "/extensions/" in ext["id"].lower():
+            # A VM list may name an extension by id only: its name (which `az vm extension set --name` makes
+            # the extension's type) is all there is; the publisher is left unknown.
+            found.append(Extension(publisher="", type=ext["id"].rstrip("/").rsplit("/", 1)[-1]))
     return found
 
 

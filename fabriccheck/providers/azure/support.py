@@ -133,7 +133,10 @@ def image_kind(image: str | None) -> str:
 
 
 def has_ib_driver(extensions: list[Extension]) -> bool:
-    return any(e.publisher.lower() == IB_DRIVER_PUBLISHER and e.type.lower() in IB_DRIVER_TYPES for e in extensions)
+    # An extension known by name only (no publisher in the answer) counts by its name.
+    return any(
+        e.publisher.lower() in (IB_DRIVER_PUBLISHER, "") and e.type.lower() in IB_DRIVER_TYPES for e in extensions
+    )
 
 
 def overlaps_rdma(prefixes: list[str]) -> list[str]:
