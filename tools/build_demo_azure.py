@@ -119,11 +119,22 @@ class Subscription:
             vm_id = rid(self.sub, group, "Microsoft.Compute/virtualMachines", name)
             nic_id = rid(self.sub, group, "Microsoft.Network/networkInterfaces", f"{name}-nic")
             props: Item = {
+                "vmId": _guid(vm_id),
                 "hardwareProfile": {"vmSize": size},
-                "storageProfile": {"imageReference": image or HPC_IMAGE, "osDisk": {"osType": "Linux"}},
+                "storageProfile": {
+                    "imageReference": image or HPC_IMAGE,
+                    "osDisk": _os_disk(group, name),
+                    "dataDisks": [],
+                    "diskControllerType": "SCSI",
+                },
+                "osProfile": _os_profile(name),
+                "securityProfile": {"uefiSettings": {"secureBootEnabled": False, "vTpmEnabled": True},
+                                    "securityType": "TrustedLaunch"},
                 "networkProfile": {"networkInterfaces": [{"id": nic_id, "properties": {"primary": True}}]},
+                "diagnosticsProfile": {"bootDiagnostics": {"enabled": True}},
                 "provisioningState": "Succeeded",
-            }
+                "timeCreated": "2026-11-02T09:14:07.1234567+00:00",
+            }  # fmt: skip
             for key, ref in (("availabilitySet", availability_set), ("proximityPlacementGroup", ppg),
                              ("virtualMachineScaleSet", scale_set)):  # fmt: skip
                 if ref:
@@ -145,10 +156,43 @@ class Subscription:
                     "id": nic_id,
                     "name": f"{name}-nic",
                     "location": self.location,
+                    "etag": 'W/"00000000-0000-0000-0000-000000000001"',
+                    "type": "Microsoft.Network/networkInterfaces",
                     "properties": {
+                        "provisioningState": "Succeeded",
+                        "resourceGuid": _guid(nic_id),
+                        "ipConfigurations": [
+                            {
+                                "name": "ipconfig1",
+                                "id": f"{nic_id}/ipConfigurations/ipconfig1",
+                                "type": "Microsoft.Network/networkInterfaces/ipConfigurations",
+                                "properties": {
+                                    "provisioningState": "Succeeded",
+                                    "privateIPAddress": f"10.0.{i // 250}.{i % 250 + 4}",
+                                    "privateIPAllocationMethod": "Dynamic",
+                                    "subnet": {"id": subnet},
+                                    "primary": True,
+                                    "privateIPAddressVersion": "IPv4",
+                                },
+                            }
+                        ],
+                        "dnsSettings": {
+                            "dnsServers": [],
+                            "appliedDnsServers": [],
+                            "internalDomainNameSuffix": "x1y2z3.bx.internal.cloudapp.net",
+                        },
+                        "macAddress": "60-45-BD-00-00-00",
+                        "vnetEncryptionSupported": False,
+                        "enableIPForwarding": False,
                         "enableAcceleratedNetworking": accelerated,
-                        "ipConfigurations": [{"name": "ipconfig1", "properties": {"subnet": {"id": subnet}}}],
+                        "primary": True,
                         "virtualMachine": {"id": vm_id},
+                        "hostedWorkloads": [],
+                        "tapConfigurations": [],
+                        "nicType": "Standard",
+                        "allowPort25Out": False,
+                        "auxiliaryMode": "None",
+                        "auxiliarySku": "None",
                     },
                 }
             )
@@ -216,7 +260,15 @@ class Subscription:
                     "sku": {"name": size, "tier": "Standard"},
                     "tags": vm_tags or tags or {},
                     "properties": {
-                        "storageProfile": {"imageReference": image or HPC_IMAGE},
+                        "latestModelApplied": True,
+                        "vmId": _guid(vm_id),
+                        "hardwareProfile": {},
+                        "storageProfile": {
+                            "imageReference": image or HPC_IMAGE,
+                            "osDisk": _os_disk(group, f"{name}_{i}"),
+                            "dataDisks": [],
+                        },
+                        "osProfile": _os_profile(f"{name}{i:06x}"),
                         "networkProfileConfiguration": {"networkInterfaceConfigurations": [nic_config]},
                         "networkProfile": {"networkInterfaces": [{"id": f"{vm_id}/networkInterfaces/{name}-nic"}]},
                         "provisioningState": "Succeeded",
@@ -225,6 +277,45 @@ class Subscription:
                 }
             )
         return set_id
+
+
+def _guid(seed: str) -> str:
+    import hashlib
+
+    digest = hashlib.sha1(seed.encode()).hexdigest()
+    return f"{digest[:8]}-{digest[8:12]}-{digest[12:16]}-{digest[16:20]}-{digest[20:32]}"
+
+
+def _os_disk(group: str, name: str) -> Item:
+    return {
+        "osType": "Linux",
+        "name": f"{name}_OsDisk_1",
+        "createOption": "FromImage",
+        "caching": "ReadWrite",
+        "managedDisk": {
+            "storageAccountType": "Premium_LRS",
+            "id": rid(SUBSCRIPTION, group, "Microsoft.Compute/disks", f"{name}_OsDisk_1"),
+        },
+        "deleteOption": "Delete",
+        "diskSizeGB": 256,
+    }
+
+
+def _os_profile(name: str) -> Item:
+    return {
+        "computerName": name,
+        "adminUsername": "azureuser",
+        "linuxConfiguration": {
+            "disablePasswordAuthentication": True,
+            "ssh": {"publicKeys": [{"path": "/home/azureuser/.ssh/authorized_keys",
+                                    "keyData": "ssh-rsa " + "A" * 372 + " azureuser@build"}]},
+            "provisionVMAgent": True,
+            "patchSettings": {"patchMode": "ImageDefault", "assessmentMode": "ImageDefault"},
+        },
+        "secrets": [],
+        "allowExtensionOperations": True,
+        "requireGuestProvisionSignal": True,
+    }  # fmt: skip
 
 
 def _extension(vm_id: str, publisher: str, kind: str) -> Item:

@@ -11,6 +11,7 @@ fabric-catalog.md):
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import re
 from typing import TYPE_CHECKING
@@ -119,6 +120,7 @@ VIRTUAL_NETWORKS = "virtual_networks"
 SKUS = "skus"
 
 
+@functools.lru_cache(maxsize=4096)  # a fleet runs a handful of images
 def image_kind(image: str | None) -> str:
     """hpc (a Microsoft HPC image), marketplace (another publisher:offer:sku:version), custom (a gallery or
     managed image id) or unknown (no image reference)."""
@@ -161,6 +163,7 @@ def vnet_of_subnet(subnet_id: str | None) -> str | None:
     return head if sep else None
 
 
+@functools.lru_cache(maxsize=65536)
 def short_name(resource_id: str) -> str:
     return resource_id.rstrip("/").rsplit("/", 1)[-1]
 
