@@ -110,6 +110,10 @@ HPC_IMAGE_OFFER = re.compile(r"hpc", re.IGNORECASE)
 PLACEMENT_GROUP_DEFAULT_VMS = 100
 PLACEMENT_GROUP_MAX_VMS = 300
 
+# Series whose size page says "Accelerated Networking: Not Supported": nothing to switch on (AZ-NCV3,
+# azure-compute-docs .../gpu-accelerated/ncv3-series.md).
+NO_ACCELERATED_NETWORKING = frozenset({"NC_v3"})
+
 # Facts the collector records in Inventory.collected (model.fact_key), one per list call kind.
 VMS = "vms"
 SCALE_SETS = "scale_sets"
@@ -203,8 +207,8 @@ class AzureSupport(CloudSupport):
             "image_kind": "hpc (a Microsoft HPC image), marketplace, custom or unknown",
             "ib_driver": "extension (InfiniBandDriverLinux/Windows), image (an HPC image), none, or unknown "
             "(the scale set's model was not collected)",
-            "accelerated_networking": "on (every NIC), off (some NIC without it), n/a (no NIC) or unknown "
-            "(NICs not collected)",
+            "accelerated_networking": "on (every NIC), off (some NIC without it), unsupported (the size has "
+            "none), n/a (no NIC) or unknown (NICs not collected)",
             "nics_without_acceleration": "the NICs without accelerated networking, comma-separated",
         },
         cluster={
@@ -326,6 +330,8 @@ class AzureSupport(CloudSupport):
     def _acceleration(self, node: Node, context: FactContext, index: _Index) -> tuple[str, list[str], str | None]:
         if not node.interfaces:
             return "n/a", [], None
+        if node.instance_type and self.generation(node.instance_type) in NO_ACCELERATED_NETWORKING:
+            return "unsupported", [], None
         off: list[str] = []
         unseen: list[str] = []
         for interface in node.interfaces:
