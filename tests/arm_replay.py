@@ -50,6 +50,7 @@ class ArmReplay:
     deny: set[str] = field(default_factory=set)  # subscriptions answered 403 AuthorizationFailed
     throttle: dict[str, int] = field(default_factory=dict)  # dump file -> how many 429s first
     retry_after: str = "1"
+    fail: dict[str, int] = field(default_factory=dict)  # dump file -> how many 503s first
     port: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -84,6 +85,9 @@ class ArmReplay:
         if name is None:
             return 404, {}, {"error": {"code": "NotFound", "message": tail}}
         with self.lock:
+            if self.fail.get(name, 0) > 0:
+                self.fail[name] -= 1
+                return 503, {}, {"error": {"code": "ServiceUnavailable", "message": "try later"}}
             if self.throttle.get(name, 0) > 0:
                 self.throttle[name] -= 1
                 return (

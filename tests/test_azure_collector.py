@@ -112,6 +112,20 @@ def test_throttled_out_is_recorded(
     assert replay.count("/providers/Microsoft.Network/networkInterfaces") == 3  # the first try and two retries
 
 
+def test_server_errors_are_retried_then_recorded(
+    azure_env: dict[str, str], certificate: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(collect, "RETRY_TOTAL", 1)
+    replay = ArmReplay(_answers(SUB), page_size=50, fail={"ppg-list.json": 1, "network-vnet-list.json": 100})
+    with serve(replay, *certificate) as url:
+        inventory = collect.collect_live([SUB], endpoint_url=url)
+    # One 503 is retried away; a list that keeps failing is recorded, and the rest is collected.
+    assert [(e.call, e.code) for e in inventory.errors] == [("VirtualNetworks.ListAll", "HTTP503")]
+    assert inventory.has("azure", SUB, "eastus", "proximity_placement_groups")
+    assert not inventory.has("azure", SUB, "eastus", "virtual_networks")
+    assert len(inventory.nodes) == 23
+
+
 def test_missing_subscription_is_incomplete(azure_env: dict[str, str], certificate: tuple[Path, Path]) -> None:
     replay = ArmReplay(_answers(SUB))
     with serve(replay, *certificate) as url:
