@@ -215,3 +215,33 @@ def test_no_credential_is_one_line(tmp_path: Path, certificate: tuple[Path, Path
     with serve(replay, *certificate) as url:
         result = run("azure", "--endpoint-url", url, "--subscription", SUB, env=env)
     assert "no Azure credential" in one_clean_line(result)
+
+
+@pytest.mark.parametrize(
+    ("cloud", "endpoint", "authority"),
+    [
+        ("public", "https://management.azure.com", "login.microsoftonline.com"),
+        ("usgov", "https://management.usgovcloudapi.net", "login.microsoftonline.us"),
+        ("china", "https://management.chinacloudapi.cn", "login.chinacloudapi.cn"),
+    ],
+)
+def test_cloud_by_name_picks_its_endpoint_and_authority(
+    cloud: str, endpoint: str, authority: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The real SDK clients and credential are built for the named cloud; nothing is called (the first request
+    would leave 127.0.0.1, so the test stops at the client's configuration)."""
+    seen: dict[str, Any] = {}
+
+    def stop(credential: Any, subscription: str, url: str, verify: str | None = None) -> Any:
+        compute, _ = real_clients(credential, subscription, url)
+        seen["base_url"] = url
+        seen["scopes"] = compute._config.credential_scopes  # what the SDK's bearer policy will ask for
+        raise FabricCheckError("stopped before any call")
+
+    real_clients = collect.clients
+    monkeypatch.setattr(collect, "clients", stop)
+    with pytest.raises(FabricCheckError, match="stopped"):
+        collect.collect_live([SUB], cloud=cloud)
+    assert seen["base_url"] == endpoint
+    assert seen["scopes"] == [f"{endpoint}/.default"]
+    assert collect.CLOUDS[cloud].authority == authority
