@@ -146,7 +146,8 @@ def _main(
 
 
 AWS_EXTRA = "fabriccheck aws needs the AWS extra: pip install 'fabriccheck[aws]'"
-_EXTRAS = {"boto3": AWS_EXTRA, "botocore": AWS_EXTRA}
+AZURE_EXTRA = "fabriccheck azure needs the Azure extra: pip install 'fabriccheck[azure]'"
+_EXTRAS = {"boto3": AWS_EXTRA, "botocore": AWS_EXTRA, "azure": AZURE_EXTRA}
 
 
 @contextmanager
@@ -465,6 +466,103 @@ def estimate(
         _write(output, text, "--output")
     else:
         sys.stdout.write(text)
+
+
+@app.command(cls=_Command)
+def azure(
+    ctx: typer.Context,
+    subscription: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--subscription", "-s", metavar="ID", help="Subscription to audit (repeatable; default: every one listed)."
+        ),
+    ] = None,
+    resource_group: Annotated[
+        list[str] | None,
+        typer.Option("--resource-group", "-g", metavar="RG", help="Only these resource groups (repeatable)."),
+    ] = None,
+    endpoint_url: Annotated[
+        str | None,
+        typer.Option(metavar="URL", help="Resource Manager endpoint (sovereign cloud, Azure Stack, emulator)."),
+    ] = None,
+    cloud: Annotated[str, typer.Option(metavar="CLOUD", help="Azure cloud: public, usgov or china.")] = "public",
+    from_dump: Annotated[
+        Path | None,
+        typer.Option(
+            "--from-dump",
+            metavar="DIR",
+            help="Read `az ... -o json` files from DIR (one folder per subscription allowed).",
+        ),
+    ] = None,
+    print_role: Annotated[
+        bool,
+        typer.Option(
+            "--print-role", help="Print the least-privilege custom role (or write it to --output FILE) and exit."
+        ),
+    ] = False,
+    cluster_tag: ClusterTagOpt = None,
+    fmt: FormatOpt = Format.text,
+    output: OutputOpt = None,
+    fail_on: FailOnOpt = FailOn.error,
+    workload: WorkloadOpt = "llm-70b-fsdp",
+    price_per_gpu_hour: PriceOpt = None,
+    rules_dir: RulesDirOpt = None,
+    select: SelectOpt = None,
+    ignore: IgnoreOpt = None,
+    verbose: VerboseOpt = False,
+    save_inventory: SaveOpt = None,
+) -> None:
+    """Audit Azure: InfiniBand sizes, scale sets, availability sets, drivers and virtual networks."""
+    import json
+
+    from fabriccheck.errors import FabricCheckError
+
+    if print_role:
+        others = [
+            _option_name(p)
+            for p in ctx.command.params
+            if p.name not in ("print_role", "output") and _given(ctx, p.name)
+        ]
+        if others:
+            raise FabricCheckError(
+                f"--print-role and {', '.join(others)} cannot be used together "
+                "(it prints the role and exits; --output FILE writes it there)"
+            )
+        from fabriccheck.providers.azure.normalize import role_definition
+
+        role = json.dumps(role_definition(), indent=2) + "\n"
+        if output is None:
+            sys.stdout.write(role)
+        else:
+            _write(output, role, "--output")
+        raise typer.Exit(0)
+    if cloud not in ("public", "usgov", "china"):
+        raise FabricCheckError(f"--cloud {cloud}: choose from public, usgov, china")
+    if from_dump is not None:
+        for name in ("endpoint_url", "cloud", "resource_group"):
+            if _given(ctx, name):
+                raise FabricCheckError(
+                    f"--from-dump and --{name.replace('_', '-')} cannot be used together (a dump makes no Azure call)"
+                )
+    _check_output(output, save_inventory)
+    options = _options(workload, price_per_gpu_hour, cluster_tag, rules_dir, select, ignore)
+    with _cloud_sdk():
+        if from_dump is not None:
+            from fabriccheck.providers.azure.dump import load_dump
+
+            inventory = load_dump(from_dump, subscription)
+        else:
+            from fabriccheck.providers.azure import collect
+
+            with _progress() as progress:
+                inventory = collect.collect_live(
+                    subscription or [],
+                    resource_groups=resource_group,
+                    endpoint_url=endpoint_url,
+                    cloud=cloud,
+                    progress=progress,
+                )
+        _finish(inventory, options, fmt, output, fail_on, save_inventory, verbose)
 
 
 @app.command(cls=_Command)
