@@ -279,7 +279,7 @@ def test_no_accelerated_type_of_the_recorded_answer_is_unknown() -> None:
     ],
 )
 def test_a_selection_that_runs_no_rule_is_an_error(args: list[str], needle: str) -> None:
-    result = _cli("demo", *args)
+    result = _cli("aws", "--from-dump", str(ROOT / "fixtures" / "demo" / "aws"), *args)
     assert result.returncode == 2 and needle in result.stderr and len(result.stderr.strip().splitlines()) == 1
 
 

@@ -36,15 +36,17 @@ def test_demo_runs_outside_the_source_tree_and_shows_every_category() -> None:
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     assert report["schema_version"] == 1 and report["complete"] is True and report["errors"] == []
-    categories = {f["category"] for f in report["findings"]}
-    assert categories == {
-        "fabric-missing",
-        "fabric-partial",
+    categories = {(f["provider"], f["category"]) for f in report["findings"]}
+    aws = {"fabric-missing", "fabric-partial", "fabric-isolated", "placement", "instance-choice", "network-config"}
+    assert {c for p, c in categories if p == "aws"} == aws
+    # The Azure subscription shows every Azure category: split partitions, choice, network and drivers.
+    assert {c for p, c in categories if p == "azure"} == {
         "fabric-isolated",
-        "placement",
         "instance-choice",
         "network-config",
+        "software",
     }
+    assert {c["provider"] for c in report["clusters"] if c["status"] == "clean"} >= {"aws", "azure"}
     clusters = {c["id"]: c for c in report["clusters"]}
     clean = clusters["aws:111122223333:us-east-1:auto-scaling-group/llm-prod"]
     assert clean["findings"] == 0 and clean["penalty"]["slowdown"] == {"low": 1.0, "high": 1.0}
@@ -162,7 +164,7 @@ def test_live_command_against_a_local_endpoint() -> None:
             "aws", "--endpoint-url", url, "--region", "us-east-1", "--topology", "-f", "json", "--fail-on", "never"
         )
     assert live.returncode == 0, live.stderr
-    demo = run("demo", "-f", "json")
+    demo = run("aws", "--from-dump", str(DEMO), "-f", "json", "--fail-on", "never")
     assert finding_pairs(live) == finding_pairs(demo)
     assert json.loads(live.stdout)["source"].startswith("aws live")
 
