@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from fabriccheck.errors import FabricCheckError
 from fabriccheck.inventory import Inventory
-from fabriccheck.model import UNKNOWN_ACCOUNT, Node, fact_key
+from fabriccheck.model import UNKNOWN_ACCOUNT, Capability, FabricKind, Node, fact_key
 from fabriccheck.providers.gcp.support import (
     FLEX_START,
     MIG_METADATA_KEY,
@@ -67,6 +67,49 @@ REGION = re.compile(r"^[a-z]+-[a-z]+\d+$")
 # domain-scoped projects are "example.com:name".
 PROJECT_ID = re.compile(r"^(?:[a-z0-9.-]+:)?[a-z][a-z0-9-]{4,28}[a-z0-9]$")
 _PROJECT = re.compile(r"projects/([^/]+)/")
+
+# Machine series without GPUs or a fabric: general-purpose, compute-, memory- and storage-optimized
+# (Google Cloud, "Machine families resource and comparison guide", cloud.google.com/compute/docs/machine-resource).
+# Their instances get a capability of "no fabric, no accelerators", so a CPU VM is not reported as an unknown
+# type. N1 can carry attached GPUs (guestAccelerators); those have no GPU NICs either, and are not counted.
+CPU_SERIES = frozenset(
+    {
+        "e2",
+        "n1",
+        "n2",
+        "n2d",
+        "n4",
+        "n4d",
+        "n4a",
+        "c2",
+        "c2d",
+        "c3",
+        "c3d",
+        "c4",
+        "c4a",
+        "c4d",
+        "t2a",
+        "t2d",
+        "m1",
+        "m2",
+        "m3",
+        "m4",
+        "x4",
+        "z3",
+        "h3",
+        "f1",
+        "g1",
+    }
+)
+CPU_SOURCE = "Google Cloud, Machine families resource and comparison guide (series without GPUs)"
+
+
+def cpu_capability(machine_type: str) -> Capability | None:
+    series = machine_type.split("-", 1)[0]
+    if series not in CPU_SERIES:
+        return None
+    return Capability(instance_type=machine_type, provider="gcp", fabric=FabricKind.NONE, source=CPU_SOURCE)
+
 
 # instance.status -> the neutral state words (clusters.JUDGED_STATES judges pending and running).
 _STATES = {
@@ -246,7 +289,11 @@ class Normalizer:
                 gcp.firewalls.append(_firewall(item, project))
             else:
                 try:
-                    self.inventory.nodes.append(self._node(item, project))
+                    node = self._node(item, project)
+                    self.inventory.nodes.append(node)
+                    machine = node.instance_type or ""
+                    if machine not in self.inventory.capabilities and (cap := cpu_capability(machine)):
+                        self.inventory.capabilities[machine] = cap
                 except (KeyError, TypeError, AttributeError, ValueError, ValidationError) as exc:
                     raise FabricCheckError(f"{shape.where}: {path}: {describe(exc)}") from None
         if self.project:

@@ -192,7 +192,6 @@ class GcpSupport(CloudSupport):
             return _rdma_attachment(node, cap.fabric_interfaces)
         return FabricAttachment(0, 0)
 
-
     def notes(self, inventory: Inventory) -> list[str]:
         gcp = [c for c in inventory.collected if c.startswith("gcp:")]
         if not gcp:
