@@ -9,6 +9,7 @@ permissions. Field names are the API's JSON names (camelCase), as gcloud prints 
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -125,16 +126,26 @@ _STATES = {
 }
 
 
-def short(url: Any) -> str:
-    """A resource URL as its path from `projects/`: the same whether the answer gives a full selfLink
-    (https://www.googleapis.com/compute/v1/projects/...) or a partial one."""
-    text = str(url)
+@functools.lru_cache(maxsize=65536)
+def _short(text: str) -> str:
     at = text.find("projects/")
     return text[at:] if at >= 0 else text
 
 
+def short(url: Any) -> str:
+    """A resource URL as its path from `projects/`: the same whether the answer gives a full selfLink
+    (https://www.googleapis.com/compute/v1/projects/...) or a partial one. The same network, subnetwork, zone
+    and machine type URLs recur on every instance, so the answers are cached."""
+    return _short(url if isinstance(url, str) else str(url))
+
+
+@functools.lru_cache(maxsize=65536)
+def _last(text: str) -> str:
+    return text.rstrip("/").rsplit("/", 1)[-1]
+
+
 def last(url: Any) -> str:
-    return str(url).rstrip("/").rsplit("/", 1)[-1]
+    return _last(url if isinstance(url, str) else str(url))
 
 
 def region_of_zone(zone: str | None) -> str | None:
