@@ -257,3 +257,14 @@ def test_the_demo_dump_exit_code_and_json_report() -> None:
 def test_load_dump_of_a_file_not_a_folder(tmp_path: Path) -> None:
     with pytest.raises(FabricCheckError, match="not a folder"):
         load_dump(DEMO / "instances-list.json")
+
+
+def test_the_role_label_can_be_written_as_a_gcp_label() -> None:
+    # GCP label keys allow lower-case letters, digits, - and _ only: the role is the label fabriccheck-role.
+    project = Project()
+    build(project)
+    for item in project.instances:
+        if item["name"].startswith("a3h-hostonly"):
+            item["labels"]["fabriccheck-role"] = "inference"
+    inventory = normalize(answers(project), PROJECT, lambda c: c.dump_file)
+    assert "hostonly" not in findings_by_cluster(inventory)
