@@ -118,6 +118,15 @@ def run(inventory: Inventory, options: Options) -> Report:
     workload = workload_named(options.workload)
     loaded = engine.load_rules(options.rules_dirs) if options.rules_dirs else list(engine.builtin_rules())
     rules = engine.select_rules(loaded, options.select, options.ignore)
+    # Only the rules of the clouds in this inventory run and are listed: an AWS account's report does not list
+    # GCP rules as run, and a selection that leaves none of its clouds' rules is the same error as none at all.
+    clouds = {n.provider for n in (*inventory.nodes, *inventory.specs)} | {e.provider for e in inventory.errors}
+    if clouds:
+        rules = [r for r in rules if r.provider in clouds]
+        if not rules and (options.select or options.ignore):
+            raise FabricCheckError(
+                f"--select / --ignore leave no rule to run on {', '.join(sorted(clouds))} (see: fabriccheck rules)"
+            )
     every_cluster = build_clusters(inventory, options.cluster_tag)
     clusters = [c for c in every_cluster if c.judged]
     facts = FactBuilder(inventory)

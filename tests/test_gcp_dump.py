@@ -268,3 +268,33 @@ def test_the_role_label_can_be_written_as_a_gcp_label() -> None:
             item["labels"]["fabriccheck-role"] = "inference"
     inventory = normalize(answers(project), PROJECT, lambda c: c.dump_file)
     assert "hostonly" not in findings_by_cluster(inventory)
+
+
+def _paths(facts: dict[str, Any], prefix: str = "") -> set[str]:
+    found = set()
+    for key, value in facts.items():
+        if key == "unknown":
+            continue
+        found.add(prefix + key)
+        if isinstance(value, dict):
+            found |= _paths(value, f"{prefix}{key}.")
+    return found
+
+
+def test_built_gcp_facts_are_exactly_the_listed_ones() -> None:
+    from fabriccheck.facts import described
+
+    inventory = load_dump(DEMO)
+    facts = FactBuilder(inventory)
+    node_schema, cluster_schema = described("gcp")
+    for node in inventory.nodes:
+        assert _paths(facts.node(node)) == set(node_schema), node.id
+    for cluster in build_clusters(inventory):
+        assert _paths(facts.cluster(cluster)) == set(cluster_schema), cluster.id
+
+
+def test_a_gcp_report_lists_only_gcp_rules_and_an_aws_only_selection_is_an_error() -> None:
+    report = json.loads(run("gcp", "--from-dump", str(DEMO), "-f", "json").stdout)
+    assert report["rules"] and all(r.startswith("GCP") for r in report["rules"])
+    line = one_clean_line(run("gcp", "--from-dump", str(DEMO), "--select", "AWS101"))
+    assert "--select / --ignore leave no rule to run on gcp" in line
