@@ -12,8 +12,9 @@ from typing import Any
 
 from fabriccheck.errors import FabricCheckError
 from fabriccheck.inventory import Inventory
-from fabriccheck.model import UNKNOWN_ACCOUNT
+from fabriccheck.model import UNKNOWN_ACCOUNT, fact_key
 from fabriccheck.providers.gcp.normalize import CALLS, INSTANCES, PROJECT_ID, GcpCall, Normalizer, project_of
+from fabriccheck.resources.gcp import GLOBAL
 from fabriccheck.sources.common import Scope, paused_gc, read_json
 
 
@@ -73,8 +74,8 @@ def _load_folder(folder: Path, project: str | None) -> Inventory:
     # gcloud prints every field the API returns, so a dump shows groupPlacementPolicy.maxDistance when set.
     if any(c.fact == "resource_policies" for c in present):
         for account in sorted({project} if project else seen or {UNKNOWN_ACCOUNT}):
-            regions = {n.region for n in part.nodes if n.account == account} | {"global"}
-            part.collected += [f"gcp:{account}:{r}:max_distance" for r in sorted(regions)]
+            regions = {n.region for n in part.nodes if n.account == account} | {GLOBAL}
+            part.collected += [fact_key("gcp", account, r, "max_distance") for r in sorted(regions)]
     scopes = [project] if project else sorted(seen) or [UNKNOWN_ACCOUNT]
     for call in missing:
         for account in scopes:

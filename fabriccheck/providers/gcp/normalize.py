@@ -148,6 +148,7 @@ def last(url: Any) -> str:
     return _last(url if isinstance(url, str) else str(url))
 
 
+@functools.lru_cache(maxsize=4096)
 def region_of_zone(zone: str | None) -> str | None:
     match = ZONE.match(zone or "")
     return match.group(1) if match else None
