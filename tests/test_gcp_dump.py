@@ -298,3 +298,12 @@ def test_a_gcp_report_lists_only_gcp_rules_and_an_aws_only_selection_is_an_error
     assert report["rules"] and all(r.startswith("GCP") for r in report["rules"])
     line = one_clean_line(run("gcp", "--from-dump", str(DEMO), "--select", "AWS101"))
     assert "--select / --ignore leave no rule to run on gcp" in line
+
+
+def test_a_saved_gcp_inventory_is_judged_alike_by_check(tmp_path: Path) -> None:
+    saved = tmp_path / "inventory.json"
+    first = run("gcp", "--from-dump", str(DEMO), "-f", "json", "--save-inventory", str(saved))
+    again = run("check", str(saved), "-f", "json")
+    assert first.returncode == again.returncode == 1
+    assert json.loads(first.stdout)["summary"]["by_rule"] == json.loads(again.stdout)["summary"]["by_rule"]
+    assert json.loads(saved.read_text())["gcp"]["firewalls"]

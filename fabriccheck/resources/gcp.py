@@ -27,7 +27,10 @@ class ResourcePolicy(Scoped):
     # types drop the field (it is not in v1), so a live answer never carries it; gcloud dumps may.
     max_distance: int | None = None
     max_distance_known: bool = False
-    workload_type: str | None = None  # workloadPolicy.type: HIGH_THROUGHPUT | HIGH_AVAILABILITY
+    # workloadPolicy.type: HIGH_THROUGHPUT ("for high throughput distributed workloads eg. HPC or ML training.
+    # Compute Engine collocates VMs at best-effort to reduce network latency") or HIGH_AVAILABILITY (spreads VMs);
+    # gcloud reference, compute resource-policies create workload-policy.
+    workload_type: str | None = None
     other_kind: bool = False  # a snapshot schedule, instance schedule ... (places nothing)
 
     @property
