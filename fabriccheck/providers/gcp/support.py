@@ -422,6 +422,25 @@ def _allows_internal(rule: FirewallRule, cidr: str | None) -> bool:
     return bool(rule.source_tags or rule.source_service_accounts) or _covers(rule.source_ranges, cidr)
 
 
+def _blocks_internal(rule: FirewallRule, cidr: str | None) -> bool:
+    """An enabled ingress deny rule for all protocols or TCP (any port) from the subnet, or from everywhere."""
+    if rule.disabled or rule.direction != "INGRESS" or rule.action != "deny":
+        return False
+    if not ({"all", "tcp", "6"} & set(rule.protocols)):
+        return False
+    return not (rule.source_tags or rule.source_service_accounts) and _covers(rule.source_ranges, cidr)
+
+
+def _internal_allowed(rules: list[FirewallRule], cidr: str | None) -> bool:
+    """Whether internal TCP reaches the GPU NICs: an allowing rule that no deny rule of higher precedence (a lower
+    priority number; at equal priority deny wins) overrides (VPC firewall rules, priority and action)."""
+    allowing = [r.priority for r in rules if _allows_internal(r, cidr)]
+    if not allowing:
+        return False
+    best = min(allowing)
+    return not any(_blocks_internal(r, cidr) and r.priority <= best for r in rules)
+
+
 class _Index:
     """The GCP namespace keyed by project and name, built once per inventory; verdicts per network cached."""
 
@@ -452,7 +471,7 @@ class _Index:
             verdict = self._firewall.get(key)
             if verdict is None:
                 rules = self.rules.get((node.account, nic.network), [])
-                verdict = self._firewall[key] = any(_allows_internal(r, cidr) for r in rules)
+                verdict = self._firewall[key] = _internal_allowed(rules, cidr)
             if not verdict:
                 lacking.append(_name(nic.network))
         return ("missing" if lacking else "ok"), ", ".join(sorted(set(lacking))), None
