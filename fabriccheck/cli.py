@@ -147,7 +147,8 @@ def _main(
 
 AWS_EXTRA = "fabriccheck aws needs the AWS extra: pip install 'fabriccheck[aws]'"
 AZURE_EXTRA = "fabriccheck azure needs the Azure extra: pip install 'fabriccheck[azure]'"
-_EXTRAS = {"boto3": AWS_EXTRA, "botocore": AWS_EXTRA, "azure": AZURE_EXTRA}
+GCP_EXTRA = "fabriccheck gcp needs the GCP extra: pip install 'fabriccheck[gcp]'"
+_EXTRAS = {"boto3": AWS_EXTRA, "botocore": AWS_EXTRA, "azure": AZURE_EXTRA, "google": GCP_EXTRA}
 
 
 @contextmanager
@@ -417,6 +418,97 @@ def check(
     options = _options(workload, price_per_gpu_hour, cluster_tag, rules_dir, select, ignore)
     with _cloud_sdk():
         _finish(load_inventory(inventory_file), options, fmt, output, fail_on, None, verbose)
+
+
+@app.command(cls=_Command)
+def gcp(
+    ctx: typer.Context,
+    project: Annotated[
+        list[str] | None,
+        typer.Option("--project", "-p", metavar="PROJECT", help="Project to audit (repeatable; default: the ADC one)."),
+    ] = None,
+    zone: Annotated[
+        list[str] | None,
+        typer.Option("--zone", "-z", metavar="ZONE", help="Zone to audit (repeatable; default: every zone)."),
+    ] = None,
+    endpoint_url: Annotated[
+        str | None,
+        typer.Option(metavar="URL", help="Compute API endpoint (Private Service Connect, emulator); http:// as given."),
+    ] = None,
+    from_dump: Annotated[
+        Path | None,
+        typer.Option(
+            "--from-dump",
+            metavar="DIR",
+            help="Read `gcloud compute ... list --format=json` files from DIR (one folder per project allowed).",
+        ),
+    ] = None,
+    print_role: Annotated[
+        bool,
+        typer.Option(
+            "--print-role", help="Print the least-privilege custom role (or write it to --output FILE) and exit."
+        ),
+    ] = False,
+    cluster_tag: ClusterTagOpt = None,
+    fmt: FormatOpt = Format.text,
+    output: OutputOpt = None,
+    fail_on: FailOnOpt = FailOn.error,
+    workload: WorkloadOpt = "llm-70b-fsdp",
+    price_per_gpu_hour: PriceOpt = None,
+    rules_dir: RulesDirOpt = None,
+    select: SelectOpt = None,
+    ignore: IgnoreOpt = None,
+    verbose: VerboseOpt = False,
+    save_inventory: SaveOpt = None,
+) -> None:
+    """Audit Google Cloud: GPU NICs (TCPX, TCPXO, RDMA), their networks and firewalls, placement policies."""
+    import json
+
+    from fabriccheck.errors import FabricCheckError
+
+    if print_role:
+        others = [
+            _option_name(p)
+            for p in ctx.command.params
+            if p.name not in ("print_role", "output") and _given(ctx, p.name)
+        ]
+        if others:
+            raise FabricCheckError(
+                f"--print-role and {', '.join(others)} cannot be used together "
+                "(it prints the role and exits; --output FILE writes it there)"
+            )
+        from fabriccheck.providers.gcp.collect import custom_role
+
+        role = json.dumps(custom_role(), indent=2) + "\n"
+        if output is None:
+            sys.stdout.write(role)
+        else:
+            _write(output, role, "--output")
+        raise typer.Exit(0)
+    if from_dump is not None:
+        live_only = {
+            "--project": (bool(project), "a dump holds the projects it has, one folder each"),
+            "--zone": (bool(zone), "a dump holds the zones it has"),
+            "--endpoint-url": (endpoint_url is not None, "a dump makes no Google Cloud call"),
+        }
+        for name, (used, why) in live_only.items():
+            if used:
+                raise FabricCheckError(f"--from-dump and {name} cannot be used together ({why})")
+    _check_output(output, save_inventory)
+    options = _options(workload, price_per_gpu_hour, cluster_tag, rules_dir, select, ignore)
+    with _cloud_sdk():
+        if from_dump is not None:
+            from fabriccheck.providers.gcp.dump import load_dump
+
+            inventory = load_dump(from_dump)
+        else:
+            from fabriccheck.providers.gcp import collect
+
+            with _progress() as progress:
+                inventory = collect.collect_live(
+                    project or [], zones=zone or [], endpoint_url=endpoint_url, progress=progress
+                )
+        _finish(inventory, options, fmt, output, fail_on, save_inventory, verbose)
 
 
 @app.command(cls=_Command)

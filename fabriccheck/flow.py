@@ -118,13 +118,19 @@ def run(inventory: Inventory, options: Options) -> Report:
     workload = workload_named(options.workload)
     loaded = engine.load_rules(options.rules_dirs) if options.rules_dirs else list(engine.builtin_rules())
     rules = engine.select_rules(loaded, options.select, options.ignore)
-    # With rules for several clouds, a selection can leave rules only for clouds this inventory does not hold
-    # (`--ignore AWS` on an AWS account): that gate runs no rule either.
-    present = {n.provider for n in [*inventory.nodes, *inventory.specs]} | {
-        c.split(":", 1)[0] for c in inventory.collected
-    }
-    if present and not any(r.provider in present for r in rules):
-        raise FabricCheckError("--select / --ignore leave no rule to run (see: fabriccheck rules)")
+    # Only the rules of the clouds in this inventory run and are listed: an AWS account's report does not list
+    # GCP rules as run, and a selection that leaves none of its clouds' rules is the same error as none at all.
+    clouds = (
+        {n.provider for n in (*inventory.nodes, *inventory.specs)}
+        | {e.provider for e in inventory.errors}
+        | {c.split(":", 1)[0] for c in inventory.collected}
+    )
+    if clouds:
+        rules = [r for r in rules if r.provider in clouds]
+        if not rules and (options.select or options.ignore):
+            raise FabricCheckError(
+                f"--select / --ignore leave no rule to run on {', '.join(sorted(clouds))} (see: fabriccheck rules)"
+            )
     every_cluster = build_clusters(inventory, options.cluster_tag)
     clusters = [c for c in every_cluster if c.judged]
     facts = FactBuilder(inventory)
@@ -187,8 +193,7 @@ def run(inventory: Inventory, options: Options) -> Report:
         complete=inventory.complete,
         errors=inventory.errors,
         workload={"name": workload.name, "description": workload.description, "source": workload.source},
-        # The rules that ran: those of the clouds in the inventory (all of them for an empty one).
-        rules=engine.active_ids([r for r in rules if not present or r.provider in present]),
+        rules=engine.active_ids(rules),  # the rules that ran: those of the clouds in the inventory
         findings=findings,
         clusters=reported,
         skipped_clusters=skipped,

@@ -12,6 +12,7 @@ from pydantic import Field
 from fabriccheck.model import SCHEMA_VERSION, Capability, CollectionError, Model, Node, fact_key
 from fabriccheck.resources.aws import AwsResources
 from fabriccheck.resources.azure import AzureResources
+from fabriccheck.resources.gcp import GcpResources
 
 
 class Inventory(Model):
@@ -22,6 +23,7 @@ class Inventory(Model):
     capabilities: dict[str, Capability] = Field(default_factory=dict)  # live answers, by instance type
     aws: AwsResources = Field(default_factory=AwsResources)
     azure: AzureResources = Field(default_factory=AzureResources)
+    gcp: GcpResources = Field(default_factory=GcpResources)
     errors: list[CollectionError] = Field(default_factory=list)
     # Which kinds of facts were collected, as "provider:account:region:fact" (model.fact_key). A rule needing
     # facts that were not collected for a node's own account and region stays silent and the report says so,
@@ -41,5 +43,6 @@ class Inventory(Model):
         self.capabilities.update(other.capabilities)
         self.aws.merge(other.aws)
         self.azure.merge(other.azure)
+        self.gcp.merge(other.gcp)
         self.errors.extend(other.errors)
         self.collected = sorted(set(self.collected) | set(other.collected))

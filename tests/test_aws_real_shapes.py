@@ -284,7 +284,8 @@ def test_a_selection_that_runs_no_rule_is_an_error(args: list[str], needle: str)
 
 
 def test_selection_is_case_insensitive() -> None:
-    lower = json.loads(_cli("demo", "-f", "json", "--select", "aws110,Placement").stdout)
+    demo = str(ROOT / "fixtures" / "demo" / "aws")
+    lower = json.loads(_cli("aws", "--from-dump", demo, "-f", "json", "--select", "aws110,Placement").stdout)
     assert set(lower["rules"]) == {"AWS110", "AWS120", "AWS121", "AWS150"}
 
 

@@ -357,11 +357,11 @@ def test_demo_takes_rules_dir_as_readme_says(tmp_path: Path) -> None:
 
 def test_every_option_readme_names_exists() -> None:
     lines = (ROOT / "README.md").read_text().splitlines()
-    # Other tools' commands: the AWS and Azure CLIs' own, and mypy's.
-    ours = [line for line in lines if not any(tool in line for tool in ("aws ec2", "az ", "mypy"))]
+    # Other tools' commands: the AWS, Azure and Google Cloud CLIs' own, and mypy's.
+    ours = [line for line in lines if not any(tool in line for tool in ("aws ec2", "az ", "gcloud", "mypy"))]
     named = {o for line in ours for o in re.findall(r"(?<![\w-])(--[a-z][a-z-]*[a-z])", line)}
     named -= {"--max-items", "--no-paginate"}  # the AWS CLI's, named where README explains truncated dumps
-    commands = ([], ["aws"], ["azure"], ["demo"], ["check"], ["rules"], ["estimate"])
+    commands: tuple[list[str], ...] = ([], ["aws"], ["azure"], ["gcp"], ["demo"], ["check"], ["rules"], ["estimate"])
     shown = "".join(run(*c, "--help").stdout for c in commands)
     assert named and {o for o in named if o not in shown} == set()
 

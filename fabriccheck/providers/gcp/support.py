@@ -14,15 +14,53 @@ fabric-catalog.md):
 
 from __future__ import annotations
 
+import ipaddress
 import re
+from typing import TYPE_CHECKING
 
-from fabriccheck.cloud import CloudSupport, FabricAttachment, PlacementSignal, Signal, TagSignal
+from fabriccheck.cloud import (
+    CloudSupport,
+    FabricAttachment,
+    FactContext,
+    Facts,
+    FactSchema,
+    PlacementSignal,
+    Signal,
+    TagSignal,
+)
 from fabriccheck.model import Capability, FabricKind, NetworkInterface, Node
+from fabriccheck.resources.gcp import FirewallRule, Network, ResourcePolicy, Subnetwork
+
+if TYPE_CHECKING:
+    from fabriccheck.inventory import Inventory
 
 # Placement kind of a Compute Engine instance (model.Placement.kind): a compact placement resource policy
 # (instances.resourcePolicies[] whose groupPlacementPolicy.collocation is COLLOCATED; G6, GCP-PLACEMENT).
 # Only placement policies belong here: instance schedules are resource policies too.
 RESOURCE_POLICY = "resource-policy"
+# Capacity Google places densely itself (G6, GCP-PLACEMENT: A4X, A4 and A3 Ultra "obtained via future
+# reservations or flex-start ... are densely colocated by default"): an instance whose
+# scheduling.provisioningModel is FLEX_START, and one consuming a specific reservation
+# (reservationAffinity.consumeReservationType SPECIFIC_RESERVATION), the way future-reservation capacity is used.
+FLEX_START = "flex-start"
+RESERVATION = "reservation"
+# The series whose reserved capacity comes densely placed (GCP-PLACEMENT names A4X, A4 and A3 Ultra).
+DENSE_RESERVATION_FAMILIES = frozenset({"a3-ultragpu", "a4-highgpu", "a4x-highgpu", "a4x-maxgpu"})
+
+# Recommended MTUs of the GPU networks. TCPX / TCPXO: every Google A3 High and A3 Mega example sets 8244 on
+# the GPU VPCs (G3; CTK-A3H, CTK-A3M); no Google page says another value breaks TCPX, so the rule is advisory.
+# RDMA: "We recommend setting the MTU ... to 8896 bytes for VPC networks with an RDMA network profile" (G5,
+# GCP-RDMA-PROFILE). An unset mtu means 1460 (Compute API reference, networks.mtu).
+TCPX_MTU = 8244
+RDMA_MTU = 8896
+DEFAULT_MTU = 1460
+# An RDMA network profile is projects/P/global/networkProfiles/{ZONE}-vpc-roce (bare metal: -vpc-roce-metal);
+# the VPC serves instances of that zone only (G5, GCP-RDMA-PROFILE).
+_ROCE_PROFILE = re.compile(r"networkProfiles/(?P<zone>[a-z]+-[a-z]+\d+-[a-z])-vpc-roce(?:-metal)?$")
+# Multi-node clusters on single-NIC accelerator types where an 8-GPU type with GPU NICs exists: A2 (A100, up
+# to 100 Gbps on one NIC) has no GPU-NIC size; its successor with GPUDirect-TCPX is A3 High (GCP-NETBW).
+# Types of a series that has a GPU-NIC size (a3-highgpu-1g..4g) get that size from the catalog instead.
+SINGLE_NIC_UPGRADE = {"a2-highgpu": "a3-highgpu-8g", "a2-megagpu": "a3-highgpu-8g", "a2-ultragpu": "a3-highgpu-8g"}
 
 # GKE labels the node VMs with their cluster and node pool ("goog-k8s-cluster-name: filter GKE resources by
 # cluster", "goog-k8s-node-pool-name: filter cluster resources by node pool": Google Cloud docs on filtering
@@ -83,6 +121,39 @@ class GcpSupport(CloudSupport):
     )
     # Slurm controller and login nodes never run the job's collectives.
     alone_tags = ((SLURM_ROLE_LABEL, "controller"), (SLURM_ROLE_LABEL, "login"))
+    role_tag = "fabriccheck-role"  # label keys allow only lower-case letters, digits, - and _ (no colon)
+    schema = FactSchema(
+        node={
+            "extra_nics": "NICs beyond the host NIC and the type's GPU NICs (TCPX/TCPXO types; 0 otherwise)",
+            "gpu_firewall": "ok, missing (a GPU network without an enabled ingress rule allowing internal TCP), "
+            "n/a (no TCPX/TCPXO GPU NIC) or unknown (firewall rules or subnetworks not collected)",
+            "gpu_firewall_networks": "the GPU networks without such a rule, comma-separated",
+            "rdma_profile": "ok, missing (an RDMA NIC on a network without an RDMA network profile), wrong-zone "
+            "(a profile of another zone), n/a (no RDMA NIC) or unknown (networks not collected)",
+            "rdma_profile_networks": "the RDMA NICs' networks at fault, comma-separated",
+            "non_rdma_on_rdma_vpc": "non-RDMA NICs on a network with an RDMA network profile (-1: unknown)",
+            "gpu_mtu": "ok, other (a GPU network's MTU is not the recommended one), n/a or unknown",
+            "gpu_mtus": "the GPU networks' MTUs, comma-separated",
+            "recommended_mtu": "8244 for TCPX/TCPXO GPU networks, 8896 for RDMA networks, 0 otherwise",
+        },
+        cluster={
+            "placement": "the cluster's resource policies",
+            "placement.policy": "compact (one COLLOCATED group placement policy), workload (one HIGH_THROUGHPUT "
+            "workload policy), not-compact (a placement policy that is neither), several (more than one), none "
+            "(some node has no placement policy) or unknown",
+            "placement.policies": "the placement policy names, (none) for nodes without one",
+            "placement.dense_capacity": "every node is flex-start capacity, or reserved A3 Ultra / A4 / A4X "
+            "capacity, which Google places densely itself",
+            "placement.max_distance": "groupPlacementPolicy.maxDistance when every policy states it, else 0 "
+            "(unknown from a live answer: the installed client drops the field)",
+            "upgrade": "a single-NIC choice where an 8-GPU type with GPU NICs exists",
+            "upgrade.weaker": "all nodes are single-NIC accelerator types (a3-highgpu-1g..4g, a2) and a type "
+            "with GPU NICs exists",
+            "upgrade.suggestion": "that type",
+        },
+        naming=frozenset({"gpu_firewall_networks", "rdma_profile_networks"}),
+    )
+    collected_facts = ("instances", "resource_policies", "networks", "subnetworks", "firewalls", "max_distance")
 
     # ---------------------------------------------------------------------------------------- naming
 
@@ -121,6 +192,172 @@ class GcpSupport(CloudSupport):
             return _rdma_attachment(node, cap.fabric_interfaces)
         return FabricAttachment(0, 0)
 
+    def notes(self, inventory: Inventory) -> list[str]:
+        gcp = [c for c in inventory.collected if c.startswith("gcp:")]
+        if not gcp:
+            return []
+        notes = []
+        if inventory.gcp.resource_policies and not any(c.endswith(":max_distance") for c in gcp):
+            notes.append(
+                "groupPlacementPolicy.maxDistance could not be seen: the installed google-cloud-compute types drop "
+                "the field, so whether a compact policy is best-effort or bounded is unknown (a gcloud dump shows it)"
+            )
+        return notes
+
+    # ---------------------------------------------------------------------------------------- facts
+
+    def node_facts(self, node: Node, context: FactContext) -> Facts:
+        """The facts depend on the node's scope, zone, type and NICs only: the nodes of one pool share them, so
+        they are built once per distinct shape (a 5,000-node fleet has a handful)."""
+        nics = tuple(
+            (n.network, n.subnet, n.interface_type, n.network_card_index, n.device_index) for n in node.interfaces
+        )
+        key = (node.account, node.region, node.zone, node.instance_type, nics)
+        cache = _index(context).node_facts
+        found = cache.get(key)
+        if found is None:
+            found = cache[key] = self._node_facts(node, context)
+        return {**found, "unknown": dict(found["unknown"])}
+
+    def _node_facts(self, node: Node, context: FactContext) -> Facts:
+        cap = context.capability(node)
+        index = _index(context)
+        unknown: dict[str, str] = {}
+        gpu_networks: list[str] = []
+        extra = 0
+        recommended = 0
+        if cap is not None and cap.fabric in (FabricKind.TCPX, FabricKind.TCPXO):
+            gpu_nics = context.attachment(node).interfaces
+            gpu_networks = sorted({nic.network for nic in gpu_nics if nic.network})
+            extra = max(0, len(node.interfaces) - 1 - cap.fabric_interfaces) if cap.fabric_interfaces else 0
+            recommended = TCPX_MTU
+        rdma_nics = [nic for nic in node.interfaces if _is_rdma(nic)]
+        if cap is not None and cap.fabric is FabricKind.RDMA:
+            recommended = RDMA_MTU
+            gpu_networks = sorted({nic.network for nic in rdma_nics if nic.network})
+
+        firewall, firewall_at = "n/a", ""
+        if recommended == TCPX_MTU and gpu_networks:
+            firewall, firewall_at, why = index.firewall(node, context, gpu_networks)
+            if why:
+                unknown["gpu_firewall"] = why
+
+        profile, profile_at = "n/a", ""
+        networks_known = context.has(node, "networks")
+        if rdma_nics:
+            profile, profile_at, why = index.rdma_profile(node, networks_known, rdma_nics)
+            if why:
+                unknown["rdma_profile"] = why
+
+        misplaced = 0
+        if not networks_known:
+            misplaced = -1
+            unknown["non_rdma_on_rdma_vpc"] = f"networks were not collected for project {node.account}"
+        else:
+            for nic in node.interfaces:
+                if _is_rdma(nic) or nic.network is None:
+                    continue
+                network = index.networks.get((node.account, nic.network))
+                if network is not None and network.network_profile and _ROCE_PROFILE.search(network.network_profile):
+                    misplaced += 1
+
+        mtu, mtus = "n/a", ""
+        if gpu_networks:
+            mtu, mtus, why = index.mtu(node, networks_known, gpu_networks, recommended)
+            if why:
+                unknown["gpu_mtu"] = why
+        return {
+            "extra_nics": extra,
+            "gpu_firewall": firewall,
+            "gpu_firewall_networks": firewall_at,
+            "rdma_profile": profile,
+            "rdma_profile_networks": profile_at,
+            "non_rdma_on_rdma_vpc": misplaced,
+            "gpu_mtu": mtu,
+            "gpu_mtus": mtus,
+            "recommended_mtu": recommended,
+            "unknown": unknown,
+        }
+
+    def cluster_facts(self, nodes: list[Node], node_facts: list[Facts], context: FactContext) -> Facts:
+        placement, unknown = self._placement(nodes, context)
+        return {"placement": placement, "upgrade": self._upgrade(nodes, node_facts), "unknown": unknown}
+
+    def _placement(self, nodes: list[Node], context: FactContext) -> tuple[Facts, dict[str, str]]:
+        index = _index(context)
+        names = sorted({node.placed_by(RESOURCE_POLICY) or "" for node in nodes})
+        policies: list[ResourcePolicy] = []
+        unseen: set[str] = set()
+        none = False
+        for node in nodes:
+            found = [p.id for p in node.placement if p.kind == RESOURCE_POLICY]
+            if not found:
+                none = True
+                continue
+            for name in found:
+                policy = index.policies.get(node.scope_key(name))
+                if policy is None:
+                    unseen.add(name)
+                elif policy.places:
+                    policies.append(policy)
+        unknown: dict[str, str] = {}
+        distinct = {(p.account, p.region, p.name): p for p in policies}
+        if not all(context.has(n, "resource_policies") for n in nodes):
+            missing = sorted({n.account for n in nodes if not context.has(n, "resource_policies")})
+            verdict = "unknown"
+            unknown["placement"] = f"resource policies were not collected for project {', '.join(missing)}"
+        elif unseen:
+            verdict = "unknown"
+            unknown["placement"] = f"resource policy {', '.join(sorted(unseen))} was not among the collected policies"
+        elif none:
+            verdict = "none"
+        elif len(distinct) > 1:
+            verdict = "several"
+        else:
+            policy = next(iter(distinct.values()))
+            compact = policy.compact and (policy.availability_domain_count or 1) <= 1
+            verdict = ("workload" if policy.workload_type else "compact") if compact else "not-compact"
+        dense = all(
+            node.placed_by(FLEX_START)
+            or (node.placed_by(RESERVATION) and self.family(node.instance_type or "") in DENSE_RESERVATION_FAMILIES)
+            for node in nodes
+        )
+        distances = [p.max_distance for p in distinct.values()]
+        known_distance = bool(distinct) and all(p.max_distance_known for p in distinct.values())
+        if distinct and not known_distance:
+            unknown["placement.max_distance"] = (
+                "groupPlacementPolicy.maxDistance is not in the answer "
+                "(the installed google-cloud-compute types drop it)"
+            )
+        placement = {
+            "policy": verdict,
+            "policies": ", ".join(n or "(none)" for n in names),
+            "dense_capacity": bool(nodes) and dense,
+            "max_distance": max((d or 0 for d in distances), default=0) if known_distance else 0,
+        }
+        return placement, unknown
+
+    def _upgrade(self, nodes: list[Node], node_facts: list[Facts]) -> Facts:
+        if len(nodes) < 2 or not all(
+            f["fabric"]["known"] and f["fabric"]["kind"] == "none" and f["accelerators"] > 0 for f in node_facts
+        ):
+            return {"weaker": False, "suggestion": ""}
+        families = {self.family(n.instance_type or "") for n in nodes}
+        from fabriccheck import catalog  # the catalog imports cloud, which imports nothing of this module
+
+        suggestion = ""
+        for family in sorted(families):
+            siblings = [
+                s.instance_type
+                for n in nodes
+                if self.family(n.instance_type or "") == family
+                for s in catalog.fabric_siblings(self, n.instance_type or "", {})[:1]
+            ]
+            suggestion = (siblings[:1] or [SINGLE_NIC_UPGRADE.get(family, "")])[0]
+            if suggestion:
+                break
+        return {"weaker": bool(suggestion), "suggestion": suggestion}
+
 
 def _capped(count: int, limit: int) -> int:
     return min(count, limit) if limit > 0 else count
@@ -151,6 +388,139 @@ def _rdma_attachment(node: Node, limit: int) -> FabricAttachment:
 
 def _is_rdma(nic: NetworkInterface) -> bool:
     return nic.interface_type.upper() in RDMA_NIC_TYPES
+
+
+def _covers(ranges: list[str], cidr: str | None) -> bool:
+    """Whether a rule's source ranges admit the GPU subnet's own addresses (or, its range unknown, any private
+    address: the subnet's range is what the GPU NICs talk from)."""
+    for text in ranges:
+        try:
+            source = ipaddress.ip_network(text, strict=False)
+        except ValueError:
+            continue
+        if cidr is None:
+            if source.prefixlen == 0 or source.is_private:
+                return True
+            continue
+        try:
+            subnet = ipaddress.ip_network(cidr, strict=False)
+        except ValueError:
+            return False
+        if subnet.version == source.version and subnet.subnet_of(source):  # type: ignore[arg-type]
+            return True
+    return False
+
+
+def _allows_internal(rule: FirewallRule, cidr: str | None) -> bool:
+    """An enabled ingress allow rule for all protocols or TCP on every port, from the subnet itself (GPUDirect
+    opens many TCP connections between the GPU NICs; CTK-MULTIVPC's default rule allows all internal TCP, UDP and
+    ICMP). Source tags or service accounts name the instances themselves and count as internal."""
+    if rule.disabled or rule.direction != "INGRESS" or rule.action != "allow":
+        return False
+    if not ({"all", "tcp", "6"} & set(rule.protocols)) or (not rule.all_ports and "all" not in rule.protocols):
+        return False
+    return bool(rule.source_tags or rule.source_service_accounts) or _covers(rule.source_ranges, cidr)
+
+
+def _blocks_internal(rule: FirewallRule, cidr: str | None) -> bool:
+    """An enabled ingress deny rule for all protocols or TCP (any port) from the subnet, or from everywhere."""
+    if rule.disabled or rule.direction != "INGRESS" or rule.action != "deny":
+        return False
+    if not ({"all", "tcp", "6"} & set(rule.protocols)):
+        return False
+    return not (rule.source_tags or rule.source_service_accounts) and _covers(rule.source_ranges, cidr)
+
+
+def _internal_allowed(rules: list[FirewallRule], cidr: str | None) -> bool:
+    """Whether internal TCP reaches the GPU NICs: an allowing rule that no deny rule of higher precedence (a lower
+    priority number; at equal priority deny wins) overrides (VPC firewall rules, priority and action)."""
+    allowing = [r.priority for r in rules if _allows_internal(r, cidr)]
+    if not allowing:
+        return False
+    best = min(allowing)
+    return not any(_blocks_internal(r, cidr) and r.priority <= best for r in rules)
+
+
+class _Index:
+    """The GCP namespace keyed by project and name, built once per inventory; verdicts per network cached."""
+
+    def __init__(self, context: FactContext) -> None:
+        gcp = context.inventory.gcp
+        self.policies: dict[tuple[str, str, str], ResourcePolicy] = {
+            p.scope_key(p.name): p for p in gcp.resource_policies
+        }
+        self.networks: dict[tuple[str, str], Network] = {(n.account, n.id): n for n in gcp.networks}
+        self.subnets: dict[tuple[str, str], Subnetwork] = {(s.account, s.id): s for s in gcp.subnetworks}
+        self.rules: dict[tuple[str, str], list[FirewallRule]] = {}
+        for rule in gcp.firewalls:
+            self.rules.setdefault((rule.account, rule.network or ""), []).append(rule)
+        self._firewall: dict[tuple[str, str, str], bool] = {}
+        self.node_facts: dict[tuple[object, ...], Facts] = {}
+
+    def firewall(self, node: Node, context: FactContext, networks: list[str]) -> tuple[str, str, str | None]:
+        if not context.has(node, "firewalls"):
+            return "unknown", "", f"firewall rules were not collected for project {node.account}"
+        subnets_known = context.has(node, "subnetworks")
+        lacking = []
+        for nic in node.interfaces:
+            if nic.network not in networks:
+                continue
+            subnet = self.subnets.get((node.account, nic.subnet or "")) if subnets_known else None
+            cidr = subnet.cidr if subnet else None
+            key = (node.account, nic.network, cidr or "")
+            verdict = self._firewall.get(key)
+            if verdict is None:
+                rules = self.rules.get((node.account, nic.network), [])
+                verdict = self._firewall[key] = _internal_allowed(rules, cidr)
+            if not verdict:
+                lacking.append(_name(nic.network))
+        return ("missing" if lacking else "ok"), ", ".join(sorted(set(lacking))), None
+
+    def rdma_profile(
+        self, node: Node, networks_known: bool, nics: list[NetworkInterface]
+    ) -> tuple[str, str, str | None]:
+        if not networks_known:
+            return "unknown", "", f"networks were not collected for project {node.account}"
+        missing, wrong, unseen = set(), set(), set()
+        for nic in nics:
+            network = self.networks.get((node.account, nic.network or ""))
+            if network is None:
+                unseen.add(_name(nic.network or "?"))
+                continue
+            match = _ROCE_PROFILE.search(network.network_profile or "")
+            if match is None:
+                missing.add(network.name)
+            elif match["zone"] != node.zone:
+                wrong.add(f"{network.name} ({match['zone']})")
+        if missing:
+            return "missing", ", ".join(sorted(missing)), None
+        if wrong:
+            return "wrong-zone", ", ".join(sorted(wrong)), None
+        if unseen:
+            return "unknown", "", f"network {', '.join(sorted(unseen))} was not among the collected networks"
+        return "ok", "", None
+
+    def mtu(
+        self, node: Node, networks_known: bool, networks: list[str], recommended: int
+    ) -> tuple[str, str, str | None]:
+        if not networks_known:
+            return "unknown", "", f"networks were not collected for project {node.account}"
+        values = []
+        for url in networks:
+            network = self.networks.get((node.account, url))
+            if network is None:
+                return "unknown", "", f"network {_name(url)} was not among the collected networks"
+            values.append(network.mtu or DEFAULT_MTU)
+        text = ", ".join(str(v) for v in sorted(set(values)))
+        return ("ok" if all(v == recommended for v in values) else "other"), text, None
+
+
+def _name(url: str) -> str:
+    return url.rsplit("/", 1)[-1]
+
+
+def _index(context: FactContext) -> _Index:
+    return context.cached("gcp-index", lambda: _Index(context))
 
 
 SUPPORT = GcpSupport()

@@ -1,0 +1,379 @@
+"""Compute Engine answers -> the model: the one call table, and the pure function from resource lists (the
+dicts `gcloud compute ... list --format=json` prints, and that the live collector makes of the client's
+answers) to nodes and the `gcp` namespace.
+
+Live runs and dumps share this half. `CALLS` is the single list of Compute API calls: the live fetch issues
+them, dumps are named after the gcloud command that makes the same list, and `--print-role` lists their
+permissions. Field names are the API's JSON names (camelCase), as gcloud prints them.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+
+from fabriccheck.errors import FabricCheckError
+from fabriccheck.inventory import Inventory
+from fabriccheck.model import UNKNOWN_ACCOUNT, Capability, FabricKind, Node, fact_key
+from fabriccheck.providers.gcp.support import (
+    FLEX_START,
+    MIG_METADATA_KEY,
+    RESERVATION,
+    RESOURCE_POLICY,
+)
+from fabriccheck.resources.gcp import GLOBAL, FirewallRule, Network, ResourcePolicy, Subnetwork
+from fabriccheck.sources.common import Shape, describe
+
+
+@dataclass(frozen=True)
+class GcpCall:
+    resource: str  # the API's collection: instances, resourcePolicies, networks, subnetworks, firewalls
+    gcloud: str  # the gcloud command that lists the same resources
+    fact: str  # what it tells us, recorded in Inventory.collected (model.fact_key)
+    scope: str  # zone, region or global: where the API keeps them (aggregated lists span every zone/region)
+    required: bool = True
+
+    @property
+    def dump_file(self) -> str:
+        # gcloud compute networks subnets list -> networks-subnets-list.json
+        return self.gcloud.removeprefix("gcloud compute ").replace(" ", "-") + ".json"
+
+    @property
+    def permission(self) -> str:
+        # aggregatedList and list are both covered by compute.<collection>.list (Compute IAM permissions).
+        return f"compute.{self.resource}.list"
+
+    @property
+    def command(self) -> str:
+        return f"{self.gcloud} --project PROJECT --format=json"
+
+
+# Read order: what places instances and what networks are, before the instances that name them.
+RESOURCE_POLICIES = GcpCall("resourcePolicies", "gcloud compute resource-policies list", "resource_policies", "region")
+NETWORKS = GcpCall("networks", "gcloud compute networks list", "networks", "global")
+SUBNETWORKS = GcpCall("subnetworks", "gcloud compute networks subnets list", "subnetworks", "region")
+FIREWALLS = GcpCall("firewalls", "gcloud compute firewall-rules list", "firewalls", "global")
+INSTANCES = GcpCall("instances", "gcloud compute instances list", "instances", "zone")
+CALLS = (RESOURCE_POLICIES, NETWORKS, SUBNETWORKS, FIREWALLS, INSTANCES)
+
+# A Compute Engine zone is its region plus a letter: us-central1-a, europe-west4-b.
+ZONE = re.compile(r"^([a-z]+-[a-z]+\d+)-[a-z]$")
+REGION = re.compile(r"^[a-z]+-[a-z]+\d+$")
+# Project ids: 6 to 30 lower-case letters, digits and hyphens, starting with a letter (Resource Manager);
+# domain-scoped projects are "example.com:name".
+PROJECT_ID = re.compile(r"^(?:[a-z0-9.-]+:)?[a-z][a-z0-9-]{4,28}[a-z0-9]$")
+_PROJECT = re.compile(r"projects/([^/]+)/")
+
+# Machine series without GPUs or a fabric: general-purpose, compute-, memory- and storage-optimized
+# (Google Cloud, "Machine families resource and comparison guide", cloud.google.com/compute/docs/machine-resource).
+# Their instances get a capability of "no fabric, no accelerators", so a CPU VM is not reported as an unknown
+# type. N1 can carry attached GPUs (guestAccelerators); those have no GPU NICs either, and are not counted.
+CPU_SERIES = frozenset(
+    {
+        "e2",
+        "n1",
+        "n2",
+        "n2d",
+        "n4",
+        "n4d",
+        "n4a",
+        "c2",
+        "c2d",
+        "c3",
+        "c3d",
+        "c4",
+        "c4a",
+        "c4d",
+        "t2a",
+        "t2d",
+        "m1",
+        "m2",
+        "m3",
+        "m4",
+        "x4",
+        "z3",
+        "h3",
+        "f1",
+        "g1",
+    }
+)
+CPU_SOURCE = "Google Cloud, Machine families resource and comparison guide (series without GPUs)"
+
+
+def cpu_capability(machine_type: str) -> Capability | None:
+    series = machine_type.split("-", 1)[0]
+    if series not in CPU_SERIES:
+        return None
+    return Capability(instance_type=machine_type, provider="gcp", fabric=FabricKind.NONE, source=CPU_SOURCE)
+
+
+# instance.status -> the neutral state words (clusters.JUDGED_STATES judges pending and running).
+_STATES = {
+    "PROVISIONING": "pending",
+    "STAGING": "pending",
+    "RUNNING": "running",
+    "STOPPING": "stopping",
+    "STOPPED": "stopped",
+    "SUSPENDING": "stopping",
+    "SUSPENDED": "stopped",
+    "REPAIRING": "pending",
+    "TERMINATED": "stopped",  # Compute Engine's word for a stopped instance
+}
+
+
+@functools.lru_cache(maxsize=65536)
+def _short(text: str) -> str:
+    at = text.find("projects/")
+    return text[at:] if at >= 0 else text
+
+
+def short(url: Any) -> str:
+    """A resource URL as its path from `projects/`: the same whether the answer gives a full selfLink
+    (https://www.googleapis.com/compute/v1/projects/...) or a partial one. The same network, subnetwork, zone
+    and machine type URLs recur on every instance, so the answers are cached."""
+    return _short(url if isinstance(url, str) else str(url))
+
+
+@functools.lru_cache(maxsize=65536)
+def _last(text: str) -> str:
+    return text.rstrip("/").rsplit("/", 1)[-1]
+
+
+def last(url: Any) -> str:
+    return _last(url if isinstance(url, str) else str(url))
+
+
+@functools.lru_cache(maxsize=4096)
+def region_of_zone(zone: str | None) -> str | None:
+    match = ZONE.match(zone or "")
+    return match.group(1) if match else None
+
+
+def project_of(item: dict[str, Any]) -> str | None:
+    match = _PROJECT.search(str(item.get("selfLink") or ""))
+    return match.group(1) if match else None
+
+
+def items_of(shape: Shape, doc: Any, call: GcpCall) -> Iterator[tuple[str, dict[str, Any]]]:
+    """The resources of an answer: gcloud's flat list, an API list (`{"items": [...]}`), or an API aggregated
+    list (`{"items": {"zones/us-central1-a": {"instances": [...]}}}`; a scope with only a warning is empty)."""
+    if isinstance(doc, dict):
+        items = doc.get("items")
+        if isinstance(items, dict):
+            for scope, scoped in items.items():
+                for i, item in enumerate(shape.items(scoped, call.resource, f"items.{scope}")):
+                    yield f"items.{scope}.{call.resource}[{i}]", shape.obj(item, f"items.{scope}.{call.resource}[{i}]")
+            return
+        doc = shape.items(doc, "items", "")
+    if not isinstance(doc, list):
+        raise FabricCheckError(f"{shape.where}: expected a JSON list of {call.resource} (gcloud --format=json)")
+    for i, item in enumerate(doc):
+        yield f"[{i}]", shape.obj(item, f"[{i}]")
+
+
+def _policy(item: dict[str, Any], project: str) -> ResourcePolicy:
+    group = item.get("groupPlacementPolicy")
+    workload = item.get("workloadPolicy")
+    group = group if isinstance(group, dict) else None
+    kinds = ("snapshotSchedulePolicy", "instanceSchedulePolicy", "diskConsistencyGroupPolicy")
+    return ResourcePolicy(
+        account=project,
+        region=last(item.get("region") or "unknown"),
+        name=str(item["name"]),
+        collocation=group.get("collocation") if group else None,
+        vm_count=group.get("vmCount") if group else None,
+        availability_domain_count=group.get("availabilityDomainCount") if group else None,
+        gpu_topology=group.get("gpuTopology") if group else None,
+        max_distance=group.get("maxDistance") if group else None,
+        max_distance_known=group is not None and "maxDistance" in group,
+        workload_type=workload.get("type") if isinstance(workload, dict) else None,
+        other_kind=any(k in item for k in kinds),
+    )
+
+
+def _firewall(item: dict[str, Any], project: str) -> FirewallRule:
+    entries = item.get("allowed") or item.get("denied") or []
+    return FirewallRule(
+        account=project,
+        region=GLOBAL,
+        name=str(item["name"]),
+        network=short(item["network"]) if item.get("network") else None,
+        direction=str(item.get("direction") or "INGRESS"),
+        disabled=bool(item.get("disabled")),
+        priority=int(item.get("priority", 1000)),
+        action="deny" if item.get("denied") else "allow",
+        protocols=[str(e.get("IPProtocol", "")).lower() for e in entries],
+        all_ports=all(not e.get("ports") for e in entries),
+        source_ranges=[str(r) for r in item.get("sourceRanges") or ()],
+        source_tags=[str(t) for t in item.get("sourceTags") or ()],
+        source_service_accounts=[str(s) for s in item.get("sourceServiceAccounts") or ()],
+    )
+
+
+def _topology(physical_host: Any) -> list[str] | None:
+    """resourceStatus.physicalHost is /CLUSTER/RACK/HOST (cluster-toolkit reads the first two components as
+    the topology; CTK-TOPO): the layers above the host, top first, each as its path."""
+    if not isinstance(physical_host, str) or not physical_host.startswith("/"):
+        return None
+    parts = [p for p in physical_host.split("/") if p]
+    return ["/" + "/".join(parts[: i + 1]) for i in range(max(len(parts) - 1, 1))]
+
+
+class Normalizer:
+    """Turns one project's answers (resource lists) into the inventory, in CALLS order.
+
+    `project` is the scope of every answer when known (a live project, a dump's project folder). When it is
+    None, each item is filed under the project its selfLink names. `where(call)` names the answer's origin for
+    error messages (a dump file, or the API call).
+    """
+
+    def __init__(self, inventory: Inventory, project: str | None, where: Callable[[GcpCall], str]) -> None:
+        self.inventory = inventory
+        self.project = project
+        self.where = where
+        self._policies: dict[tuple[str, str, str], ResourcePolicy] = {}
+        self._facts: dict[str, set[str]] = {}  # fact -> projects whose answer was read in full
+
+    def add(self, call: GcpCall, doc: Any, collected: bool = True) -> None:
+        shape = Shape(self.where(call))
+        try:
+            projects = self._add(call, doc, shape)
+        except FabricCheckError:
+            raise
+        except (KeyError, TypeError, AttributeError, ValueError, ValidationError) as exc:
+            raise FabricCheckError(f"{shape.where}: unexpected shape: {describe(exc)}") from None
+        if collected:
+            self._facts.setdefault(call.fact, set()).update(projects)
+
+    def finish(self) -> None:
+        """Record what was collected: every list spans all zones and regions it was asked for, so a fact counts
+        for every region the project's instances are in (and for `global`)."""
+        regions: dict[str, set[str]] = {}
+        for node in self.inventory.nodes:
+            regions.setdefault(node.account, set()).add(node.region)
+        for fact, projects in self._facts.items():
+            for project in sorted(projects):
+                for region in sorted(regions.get(project, set()) | {GLOBAL}):
+                    self.inventory.collected.append(fact_key("gcp", project, region, fact))
+
+    def _owner(self, item: dict[str, Any]) -> str:
+        return self.project or project_of(item) or UNKNOWN_ACCOUNT
+
+    def _add(self, call: GcpCall, doc: Any, shape: Shape) -> set[str]:
+        gcp = self.inventory.gcp
+        owned: set[str] = set()
+        for path, item in items_of(shape, doc, call):
+            project = self._owner(item)
+            owned.add(project)
+            if call is RESOURCE_POLICIES:
+                policy = _policy(item, project)
+                gcp.resource_policies.append(policy)
+                self._policies[policy.scope_key(policy.name)] = policy
+            elif call is NETWORKS:
+                profile = item.get("networkProfile")
+                gcp.networks.append(
+                    Network(
+                        account=project,
+                        region=GLOBAL,
+                        id=short(item.get("selfLink") or f"projects/{project}/global/networks/{item['name']}"),
+                        name=str(item["name"]),
+                        mtu=item.get("mtu"),
+                        network_profile=short(profile) if profile else None,
+                    )
+                )
+            elif call is SUBNETWORKS:
+                gcp.subnetworks.append(
+                    Subnetwork(
+                        account=project,
+                        region=last(item.get("region") or "unknown"),
+                        id=short(item.get("selfLink") or item["name"]),
+                        name=str(item["name"]),
+                        network=short(item["network"]) if item.get("network") else None,
+                        cidr=item.get("ipCidrRange"),
+                    )
+                )
+            elif call is FIREWALLS:
+                gcp.firewalls.append(_firewall(item, project))
+            else:
+                try:
+                    node = self._node(item, project)
+                    self.inventory.nodes.append(node)
+                    machine = node.instance_type or ""
+                    if machine not in self.inventory.capabilities and (cap := cpu_capability(machine)):
+                        self.inventory.capabilities[machine] = cap
+                except (KeyError, TypeError, AttributeError, ValueError, ValidationError) as exc:
+                    raise FabricCheckError(f"{shape.where}: {path}: {describe(exc)}") from None
+        if self.project:
+            return {self.project}
+        return owned
+
+    def _node(self, inst: dict[str, Any], project: str) -> Node:
+        zone = last(inst["zone"]) if inst.get("zone") else None
+        region = region_of_zone(zone) or "unknown"
+        interfaces = []
+        for i, nic in enumerate(inst.get("networkInterfaces") or ()):
+            name = str(nic.get("name") or f"nic{i}")
+            index = int(name[3:]) if name.startswith("nic") and name[3:].isdigit() else i
+            interfaces.append(
+                {
+                    "id": f"{inst['name']}/{name}",
+                    "interface_type": str(nic.get("nicType") or "UNSPECIFIED_NIC_TYPE"),
+                    "network": short(nic["network"]) if nic.get("network") else None,
+                    "subnet": short(nic["subnetwork"]) if nic.get("subnetwork") else None,
+                    "public_ip": bool(nic.get("accessConfigs") or nic.get("ipv6AccessConfigs")),
+                    "device_index": index,
+                }
+            )
+        placement = []
+        for url in inst.get("resourcePolicies") or ():
+            name = last(url)
+            policy = self._policies.get((project, last(short(url).split("/resourcePolicies/")[0]), name))
+            if policy is None or policy.places:  # one not seen may be a placement policy: facts say unknown
+                placement.append({"kind": RESOURCE_POLICY, "id": name})
+        scheduling = inst.get("scheduling") or {}
+        if scheduling.get("provisioningModel") == "FLEX_START":
+            placement.append({"kind": FLEX_START, "id": inst["name"]})
+        affinity = inst.get("reservationAffinity") or {}
+        if affinity.get("consumeReservationType") == "SPECIFIC_RESERVATION":
+            values = affinity.get("values") or [inst["name"]]
+            placement.append({"kind": RESERVATION, "id": last(values[0])})
+        tags = {str(k): str(v) for k, v in (inst.get("labels") or {}).items()}
+        for entry in (inst.get("metadata") or {}).get("items") or ():
+            if isinstance(entry, dict) and entry.get("key") == MIG_METADATA_KEY:
+                tags[MIG_METADATA_KEY] = str(entry.get("value", ""))
+        status = str(inst.get("status") or "RUNNING")
+        return Node.model_validate(
+            {
+                "id": str(inst["name"]),
+                "provider": "gcp",
+                "account": project,
+                "region": region,
+                "zone": zone,
+                "instance_type": last(inst["machineType"]),
+                "state": _STATES.get(status, status.lower()),
+                "tags": tags,
+                "interfaces": interfaces,
+                "placement": placement,
+                "network_nodes": _topology((inst.get("resourceStatus") or {}).get("physicalHost")),
+            }
+        )
+
+
+def normalize(
+    answers: dict[GcpCall, Any],
+    project: str | None,
+    where: Callable[[GcpCall], str],
+    into: Inventory | None = None,
+) -> Inventory:
+    """One project's answers into an Inventory (or added to `into`), in CALLS order."""
+    inventory = into if into is not None else Inventory(source="gcp")
+    normalizer = Normalizer(inventory, project, where)
+    for call in sorted(answers, key=CALLS.index):
+        normalizer.add(call, answers[call])
+    normalizer.finish()
+    return inventory

@@ -1,0 +1,199 @@
+"""A local Compute Engine endpoint (127.0.0.1 only) that serves recorded Compute API JSON over the real REST paths.
+
+The real google-cloud-compute clients talk to it through `ClientOptions(api_endpoint="http://127.0.0.1:PORT")`
+(reference/testing.md). It answers list and aggregated-list requests from per-project resource lists (the same
+items `gcloud compute ... list --format=json` prints), pages them by maxResults / pageToken, groups aggregated
+answers by zone or region scope (with a NO_RESULTS_ON_PAGE warning scope, as the API sends), and can answer
+a project with a Google JSON error (403, 404, 429). Every request is recorded (method, path, query) for call
+counting and the read-only proof.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import urllib.parse
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+KIND = {
+    "instances": "compute#instanceAggregatedList",
+    "resourcePolicies": "compute#resourcePolicyAggregatedList",
+    "subnetworks": "compute#subnetworkAggregatedList",
+}
+LIST_KIND = {
+    "instances": "compute#instanceList",
+    "resourcePolicies": "compute#resourcePolicyList",
+    "subnetworks": "compute#subnetworkList",
+    "networks": "compute#networkList",
+    "firewalls": "compute#firewallList",
+}
+FILES = {
+    "instances": "instances-list.json",
+    "resourcePolicies": "resource-policies-list.json",
+    "networks": "networks-list.json",
+    "subnetworks": "networks-subnets-list.json",
+    "firewalls": "firewall-rules-list.json",
+}
+REASONS = {403: "forbidden", 404: "notFound", 429: "rateLimitExceeded", 500: "backendError", 503: "backendError"}
+
+
+@dataclass
+class Request:
+    method: str
+    path: str
+    query: dict[str, str]
+
+
+@dataclass
+class ComputeReplay:
+    projects: dict[str, dict[str, list[dict[str, Any]]]]  # project -> resource -> items
+    page_size: int | None = None  # smaller pages than the client asks for, to exercise paging
+    failures: dict[tuple[str, str], int] = field(default_factory=dict)  # (project, resource or "*") -> status
+    failures_once: dict[tuple[str, str], int] = field(default_factory=dict)  # answered once, then served
+    empty_scopes: tuple[str, ...] = ("zones/us-east1-b", "regions/europe-west4")
+    requests: list[Request] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @classmethod
+    def from_files(cls, projects: dict[str, dict[str, list[dict[str, Any]]]], **kwargs: Any) -> ComputeReplay:
+        """`projects`: project -> {dump file name: items}, as tools/build_demo_gcp.Project.files() gives them."""
+        by_resource = {
+            project: {resource: files.get(name, []) for resource, name in FILES.items()}
+            for project, files in projects.items()
+        }
+        return cls(by_resource, **kwargs)
+
+    def paths(self) -> list[str]:
+        return [r.path for r in self.requests]
+
+    def answer(self, method: str, raw_path: str) -> tuple[int, dict[str, Any]]:
+        parsed = urllib.parse.urlsplit(raw_path)
+        query = dict(urllib.parse.parse_qsl(parsed.query))
+        with self.lock:
+            self.requests.append(Request(method, parsed.path, query))
+        if method != "GET":
+            return 405, _error(405, f"{method} is not served here", "badRequest")
+        parts = parsed.path.strip("/").split("/")
+        if parts[:3] != ["compute", "v1", "projects"] or len(parts) < 6:
+            return 404, _error(404, f"no such path {parsed.path}", "notFound")
+        project, resource = parts[3], parts[-1]
+        for key in ((project, resource), (project, "*")):
+            with self.lock:
+                once = self.failures_once.pop(key, None)
+            status = once or self.failures.get(key)
+            if status:
+                return status, _error(status, _message(status, project, resource), REASONS.get(status, "error"))
+        if project not in self.projects:
+            return 404, _error(404, f"The resource 'projects/{project}' was not found", "notFound")
+        items = self.projects[project].get(resource, [])
+        where = parts[4]
+        if where == "zones":
+            items = [i for i in items if str(i.get("zone", "")).endswith(f"/zones/{parts[5]}")]
+        elif where == "regions":
+            items = [i for i in items if str(i.get("region", "")).endswith(f"/regions/{parts[5]}")]
+        size = int(query.get("maxResults", 500))
+        if self.page_size:
+            size = min(size, self.page_size)
+        start = int(query.get("pageToken") or 0)
+        page = items[start : start + size]
+        body: dict[str, Any] = {
+            "id": f"projects/{project}/{'/'.join(parts[4:])}",
+            "selfLink": f"https://www.googleapis.com/compute/v1/projects/{project}/{'/'.join(parts[4:])}",
+        }
+        if start + size < len(items):
+            body["nextPageToken"] = str(start + size)
+        if where == "aggregated":
+            body["kind"] = KIND[resource]
+            scoped: dict[str, dict[str, Any]] = {}
+            if start == 0:
+                for scope in self.empty_scopes:
+                    scoped[scope] = {
+                        "warning": {
+                            "code": "NO_RESULTS_ON_PAGE",
+                            "message": f"There are no results for scope '{scope}' on this page.",
+                            "data": [{"key": "scope", "value": scope}],
+                        }
+                    }
+            for item in page:
+                scope = (
+                    f"zones/{str(item['zone']).rsplit('/', 1)[-1]}"
+                    if "zone" in item
+                    else f"regions/{str(item['region']).rsplit('/', 1)[-1]}"
+                )
+                scoped.setdefault(scope, {resource: []}).setdefault(resource, []).append(item)
+            body["items"] = scoped
+        else:
+            body["kind"] = LIST_KIND[resource]
+            body["items"] = page
+        return 200, body
+
+
+def _message(status: int, project: str, resource: str) -> str:
+    if status == 403:
+        return f"Required 'compute.{resource}.list' permission for 'projects/{project}'"
+    if status == 404:
+        return f"The resource 'projects/{project}' was not found"
+    if status == 429:
+        return f"Quota exceeded for quota metric 'Read requests' of service 'compute.googleapis.com' for {project}"
+    return "Internal error. Please try again or contact Google Support."
+
+
+def _error(code: int, message: str, reason: str) -> dict[str, Any]:
+    detail = {"message": message, "domain": "global", "reason": reason}
+    return {"error": {"code": code, "message": message, "errors": [detail]}}
+
+
+@contextmanager
+def serve(replay: ComputeReplay) -> Iterator[str]:
+    """Serve `replay` on 127.0.0.1; yields the endpoint URL (http://127.0.0.1:PORT)."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def _reply(self) -> None:
+            status, body = replay.answer(self.command, self.path)
+            data = json.dumps(body).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json; charset=UTF-8")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _reply
+
+        def log_message(self, format: str, *args: Any) -> None:  # quiet
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def fake_service_account_key(project: str = "fabriccheck-demo") -> dict[str, str]:
+    """A service-account key file's content with a freshly generated RSA key: google-auth signs its own JWT
+    with it, so no token endpoint is called (reference/testing.md)."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    pem = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    ).decode()
+    return {
+        "type": "service_account",
+        "project_id": project,
+        "private_key_id": "0123456789abcdef0123456789abcdef01234567",
+        "private_key": pem,
+        "client_email": f"fabriccheck-test@{project}.iam.gserviceaccount.com",
+        "client_id": "100000000000000000001",
+        "auth_uri": "https://accounts.google.com/o/oauth2/auth",
+        "token_uri": "https://oauth2.googleapis.com/token",
+        "universe_domain": "googleapis.com",
+    }
