@@ -306,7 +306,8 @@ def _judge_run(
             f"{label}: several processes each call themselves Rank 0: nccl-tests was built without MPI=1 and "
             "started by mpirun, so each process tested alone and no inter-node traffic was measured"
         )
-    wrong = run.wrong if run.error_column == "#wrong" else 0
+    # An integer cell is a count (#wrong); old versions print a max error as a float (5e-07), never counted.
+    wrong = run.wrong if run.error_column != "error" else 0
     if wrong or run.out_of_bounds_failed:
         what = f"{wrong} wrong value(s)" if wrong else f"{run.out_of_bounds} out-of-bounds value(s) FAILED"
         ev.findings.append(finding("NCCL212", ev.provider, cluster, [cluster], f"{label} reported {what}."))
