@@ -207,3 +207,27 @@ def test_memory_does_not_grow_with_the_log() -> None:
 
     small, large = peak(5_000), peak(50_000)
     assert large < small * 1.5 + 64_000, (small, large)
+
+
+def _facts(log: reader.Log) -> dict[tuple[str, str], tuple[object, ...]]:
+    return {
+        key: (p.version, dict(p.channels), p.channels_gdr, list(p.networks), p.gdr, p.env, p.ranks, p.nranks,
+              list(p.ib_nics), list(p.socket_nics), p.bootstrap, p.address, p.plugin_failures, p.warnings)
+        for key, p in log.processes.items()
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize("block", [7, 64, 4096])
+def test_block_reading_agrees_with_line_reading(block: int) -> None:
+    # read_file counts repeated (process, message) pairs per block; it must say what line-by-line reading says.
+    for path in sorted(FIXTURES.glob("log_*.txt")):
+        text = path.read_text()
+        by_line = reader.read_lines(text.splitlines(keepends=True))
+        by_block = reader.read_chunks([text[i : i + block] for i in range(0, len(text), block)])
+        assert _facts(by_block) == _facts(by_line), path.name
+        assert (by_block.lines, by_block.nccl_lines, by_block.versions) == (
+            by_line.lines, by_line.nccl_lines, by_line.versions,
+        ), path.name  # fmt: skip
+        assert [f.rule for f in judge.judge_log(by_block).findings] == [
+            f.rule for f in judge.judge_log(by_line).findings
+        ]

@@ -32,6 +32,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from fabriccheck.errors import FabricCheckError
 
@@ -100,7 +101,7 @@ class Process:
 
     host: str
     pid: str
-    devices: set[int] = field(default_factory=set)
+    device_names: set[str] = field(default_factory=set)  # the [dev] of its lines, as printed
     ranks: set[int] = field(default_factory=set)
     nranks: int | None = None
     nnodes: int | None = None
@@ -125,6 +126,10 @@ class Process:
     no_verbs: bool = False
     env: dict[str, str] = field(default_factory=dict)
     warnings: int = 0
+
+    @property
+    def devices(self) -> set[int]:
+        return {int(d) for d in self.device_names}
 
     @property
     def key(self) -> str:
@@ -210,149 +215,292 @@ def _strip(line: str) -> str:
     return line
 
 
-def read_lines(lines: Iterable[str], path: str = "<input>") -> Log:
-    processes: dict[tuple[str, str], Process] = {}
-    versions: list[str] = []
-    libfabric: list[str] = []
-    count = nccl = 0
-    last = ""
-    previous: Process | None = None
-    for raw in lines:
-        count += 1
-        last = raw
+# The common shape, matched at the start of the line (cheap); anything else goes through `_LINE.search`.
+_FAST = re.compile(r"([^\s:|\[]+):(\d+):\d+ \[(\d+)\] (?:\S+:\d+ (?:\(\w+\) )?)?NCCL (INFO|WARN|TRACE) ?")
+# Parsed messages, keyed by their text: NCCL repeats the same messages on every rank and at every
+# communicator init, so most lines of a long log are parsed once. Bounded: cleared when full.
+CACHE_SIZE = 1 << 16
+
+Event = tuple[Any, ...]
+
+
+class _Reader:
+    """The reader's state. `line` takes one line; `chunk` takes a block of whole lines and, when every line
+    with NCCL in it has the common shape, counts identical (process, message) pairs in C (`Counter` over
+    `findall`) and applies each distinct pair once with its count: a long log is mostly the same messages."""
+
+    def __init__(self) -> None:
+        self.processes: dict[str, Process] = {}
+        self.versions: list[str] = []
+        self.libfabric: list[str] = []
+        self.cache: dict[str, Event | None] = {}
+        self.count = 0
+        self.nccl = 0
+        self.last = ""
+        self.previous: Process | None = None
+
+    def process(self, host: str, pid: str) -> Process:
+        key = f"{host}:{pid}"
+        proc = self.processes.get(key)
+        if proc is None:
+            proc = self.processes[key] = Process(host, pid)
+        return proc
+
+    def event(self, msg: str) -> Event | None:
+        cache = self.cache
+        if msg in cache:
+            return cache[msg]
+        event = _parse(msg.rstrip("\r\n"))
+        if len(cache) >= CACHE_SIZE:
+            cache.clear()
+        cache[msg] = event
+        return event
+
+    def other(self, raw: str) -> None:
+        """A line without the common prefix (already counted)."""
         if "NCCL" not in raw:
-            if "libfabric:" in raw and any(f in raw for f in OFI_FAILURES) and len(libfabric) < 3:
-                libfabric.append(_strip(raw).strip()[:300])
-            continue
+            if "libfabric:" in raw and len(self.libfabric) < 3 and any(f in raw for f in OFI_FAILURES):
+                self.libfabric.append(_strip(raw).strip()[:300])
+            return
         line = _strip(raw)
-        match = _LINE.search(line)
-        if match is None:
+        slow = _LINE.search(line)
+        if slow is None:
             version = _VERSION.search(line)
             if version:
-                nccl += 1
-                if version.group(1) not in versions and len(versions) < 16:
-                    versions.append(version.group(1))
+                self.nccl += 1
+                if version.group(1) not in self.versions and len(self.versions) < 16:
+                    self.versions.append(version.group(1))
                 # Older NCCL prints the version alone, right after the process that initialised it.
-                if previous is not None and previous.version is None:
-                    previous.version = version.group(1)
-            continue
-        nccl += 1
-        host, pid = match.group("host") or "?", match.group("pid") or "?"
-        proc = processes.get((host, pid))
-        if proc is None:
-            proc = processes[(host, pid)] = Process(host, pid)
-        previous = proc
-        proc.devices.add(int(match.group("dev")))
-        msg = match.group("msg")
-        if match.group("level") == "WARN":
-            proc.warnings += 1
-        _read_message(proc, msg)
-    ends_mid_line = bool(last) and not last.endswith("\n")
-    return Log(path, processes, count, nccl, versions, libfabric, ends_mid_line)
+                if self.previous is not None and self.previous.version is None:
+                    self.previous.version = version.group(1)
+            return
+        self.one(slow.group("host") or "?", slow.group("pid") or "?", slow.group("dev"), slow.group("level"),
+                 slow.group("msg"), 1)  # fmt: skip
+
+    def one(self, host: str, pid: str, dev: str, level: str, msg: str, times: int) -> None:
+        self.nccl += times
+        proc = self.process(host, pid)
+        self.previous = proc
+        proc.device_names.add(dev)
+        if level == "WARN":
+            proc.warnings += times
+        event = self.event(msg)
+        if event is not None:
+            _apply(proc, event, times)
+
+    def line(self, raw: str) -> None:
+        self.count += 1
+        self.last = raw
+        match = _FAST.match(raw)
+        if match is None:
+            self.other(raw)
+            return
+        host, pid, dev, level = match.group(1, 2, 3, 4)
+        self.one(host, pid, dev, level, raw[match.end() :], 1)
+
+    def chunk(self, data: bytes) -> None:
+        """`data`: whole lines, each ending in a newline. Bytes, so that only distinct pairs are decoded."""
+        common = _COMMON.findall(data)
+        lines = data.count(b"\n")
+        if len(common) < lines:  # some lines have another shape: look at them (one more scan)
+            others = _OTHER.findall(data)
+            if any(b"NCCL" in o for o in others):  # order matters (unprefixed version lines): line by line
+                for raw in data.decode("utf-8", "replace").splitlines(keepends=True):
+                    self.line(raw)
+                return
+            for raw in others:
+                if raw:
+                    self.other(raw.decode("utf-8", "replace"))
+        self.count += lines
+        self.last = "\n"
+        for (who, rest), times in Counter(common).items():
+            host, _, pid = who.decode("utf-8", "replace").rpartition(":")
+            dev, _, after = rest.decode("utf-8", "replace").partition("] ")
+            head = _LEVEL.match(after)
+            if head is not None:
+                self.one(host, pid, dev, head.group(1), after[head.end() :], times)
+
+    def log(self, path: str) -> Log:
+        ends_mid_line = bool(self.last) and not self.last.endswith("\n")
+        procs = {(p.host, p.pid): p for p in self.processes.values()}
+        return Log(path, procs, self.count, self.nccl, self.versions, self.libfabric, ends_mid_line)
 
 
-def _read_message(proc: Process, msg: str) -> None:
+_PREFIX = r"([^\s:|\[]+):(\d+):\d+ \[(\d+)\] (?:\S+:\d+ (?:\(\w+\) )?)?NCCL (INFO|WARN|TRACE) ?"
+_COMMON = re.compile(
+    rb"^([^\s:|\[]+:\d+):\d+ \[(\d+\] (?:\S+:\d+ (?:\(\w+\) )?)?NCCL (?:INFO|WARN|TRACE)[^\n]*)", re.MULTILINE
+)
+_LEVEL = re.compile(r"(?:\S+:\d+ (?:\(\w+\) )?)?NCCL (INFO|WARN|TRACE) ?")
+_OTHER = re.compile(
+    rb"^(?![^\s:|\[]+:\d+:\d+ \[\d+\] (?:\S+:\d+ (?:\(\w+\) )?)?NCCL (?:INFO|WARN|TRACE)).*$", re.MULTILINE
+)
+
+
+def read_lines(lines: Iterable[str], path: str = "<input>") -> Log:
+    reader = _Reader()
+    for raw in lines:
+        reader.line(raw)
+    return reader.log(path)
+
+
+def read_chunks(chunks: Iterable[bytes | str], path: str = "<input>") -> Log:
+    """Read blocks of any size (a block may end mid-line; the rest joins the next block)."""
+    reader = _Reader()
+    rest = b""
+    for block in chunks:
+        data = rest + (block.encode("utf-8", "surrogateescape") if isinstance(block, str) else block)
+        cut = data.rfind(b"\n") + 1
+        rest = data[cut:]
+        if cut:
+            reader.chunk(data[:cut])
+    if rest:
+        reader.line(rest.decode("utf-8", "replace"))  # the file ends mid-line
+    return reader.log(path)
+
+
+def _parse(msg: str) -> Event | None:
+    """What one message says, as an event; None when it says nothing this reader keeps."""
     if msg.startswith("Channel "):
         channel = _CHANNEL.search(msg)
-        if channel:
-            via = channel.group(1)
-            if via.startswith("NET/"):
-                parts = via.split("/")
-                proc.channels[parts[1]] += 1
-                proc.channels_net += 1
-                if "GDRDMA" in parts[2:]:
-                    proc.channels_gdr += 1
-        return
+        if channel and channel.group(1).startswith("NET/"):
+            parts = channel.group(1).split("/")
+            return ("channel", parts[1], "GDRDMA" in parts[2:])
+        return None
     if "set by environment to" in msg or " set to " in msg:
         setting = _SET.search(msg)
         if setting:
-            proc.env[setting.group(1)] = setting.group(2).strip()
-            return
+            return ("env", setting.group(1), setting.group(2).strip())
     if msg.startswith("Using network "):
         network = _NETWORK.search(msg)
-        if network:
-            proc.networks[network.group(1)] = None
-        return
+        return ("network", network.group(1)) if network else None
     if "NCCL version" in msg:
         version = _VERSION.search(msg)
-        if version:
-            proc.version = version.group(1)
-        return
-    rank = _RANK.search(msg)
-    if rank:
-        if rank.group(1) is not None:
-            proc.ranks.add(int(rank.group(1)))
-            proc.nranks = int(rank.group(2))
-        else:
-            proc.ranks.add(int(rank.group(3)))
-            proc.nranks, proc.nnodes = int(rank.group(4)), int(rank.group(5))
-        return
-    gdr = _GDR.search(msg)
-    if gdr:
-        if gdr.group(1) == "Enabled":
-            proc.gdr_enabled += 1
-        else:
-            proc.gdr_disabled += 1
-        return
-    if msg.startswith("NET/IB") or msg.startswith("NET/IBext"):
+        return ("version", version.group(1)) if version else None
+    if "nranks" in msg or "nRanks" in msg:
+        rank = _RANK.search(msg)
+        if rank:
+            if rank.group(1) is not None:
+                return ("rank", int(rank.group(1)), int(rank.group(2)), None)
+            return ("rank", int(rank.group(3)), int(rank.group(4)), int(rank.group(5)))
+    if "GPU Direct RDMA" in msg:
+        gdr = _GDR.search(msg)
+        if gdr:
+            return ("gdr", gdr.group(1) == "Enabled")
+    if msg.startswith("NET/IB"):
         if "No device found" in msg:
-            proc.no_ib_device = True
-        elif "Using" in msg:
-            for nic in _IB_NIC.finditer(msg):
-                if len(proc.ib_nics) < MAX_NICS:
-                    proc.ib_nics[f"{nic.group(1)}:{nic.group(2)}/{nic.group(3)}"] = None
-        return
+            return ("no-ib-device",)
+        if "Using" in msg:
+            nics = [f"{n.group(1)}:{n.group(2)}/{n.group(3)}" for n in _IB_NIC.finditer(msg)]
+            return ("ib-nics", tuple(nics[:MAX_NICS]))
+        return None
     if msg.startswith("NET/Socket") or msg.startswith("NET/FastSocket"):
         if "Using" in msg:
-            for nic in _SOCKET_NIC.finditer(msg):
-                if len(proc.socket_nics) < MAX_NICS:
-                    proc.socket_nics[nic.group(1)] = None
-                if proc.address is None:
-                    proc.address = nic.group(2)
-        return
+            return ("socket-nics", tuple((n.group(1), n.group(2)) for n in _SOCKET_NIC.finditer(msg))[:MAX_NICS])
+        return None
     if msg.startswith("Bootstrap"):
         boot = _BOOTSTRAP.search(msg)
-        if boot:
-            proc.bootstrap = boot.group(1)
-            proc.address = proc.address or boot.group(2)
-        return
+        return ("bootstrap", boot.group(1), boot.group(2)) if boot else None
     if "NET/OFI" in msg:
         provider = _OFI_PROVIDER.search(msg)
-        if provider:
-            proc.ofi_provider = provider.group(1)
-            if provider.group(2):
-                proc.ofi_nics = int(provider.group(2))
         ofi = _OFI_VERSION.search(msg)
-        if ofi:
-            proc.plugin_loaded[f"aws-ofi-nccl {ofi.group(1)}"] = None
-        if "disabling GDR" in msg or "GDR disabled" in msg:
-            proc.ofi_gdr_off = True
-        if any(f in msg for f in OFI_FAILURES):
-            proc.note_failure(msg.strip())
-        return
+        gdr_off = "disabling GDR" in msg or "GDR disabled" in msg
+        failure = msg.strip() if any(f in msg for f in OFI_FAILURES) else None
+        if not (provider or ofi or gdr_off or failure):
+            return None
+        return (
+            "ofi",
+            provider.group(1) if provider else None,
+            int(provider.group(2)) if provider and provider.group(2) else None,
+            ofi.group(1) if ofi else None,
+            gdr_off,
+            failure,
+        )
     if "NET/Plugin" in msg or "Plugin Path" in msg or "P2P plugin" in msg or "Unable to load" in msg:
         loaded = _LOADED.search(msg) or _P2P_PLUGIN.search(msg)
         if loaded:
-            proc.plugin_loaded[loaded.group(1)] = None
-        elif any(m in msg for m in PLUGIN_MISSING):
-            proc.plugin_missing = True
-            if "returned" in msg or "dlerror" in msg or "Unable to load" in msg:
-                proc.note_failure(msg.strip())
-        return
+            return ("plugin", loaded.group(1))
+        if any(m in msg for m in PLUGIN_MISSING):
+            failed = "returned" in msg or "dlerror" in msg or "Unable to load" in msg
+            return ("plugin-missing", msg.strip() if failed else None)
+        return None
     if "libibverbs" in msg and "Failed to open" in msg:
+        return ("no-verbs",)
+    return None
+
+
+def _apply(proc: Process, event: Event, times: int = 1) -> None:
+    kind = event[0]
+    if kind == "channel":
+        proc.channels[event[1]] += times
+        proc.channels_net += times
+        if event[2]:
+            proc.channels_gdr += times
+    elif kind == "env":
+        proc.env[event[1]] = event[2]
+    elif kind == "network":
+        proc.networks[event[1]] = None
+    elif kind == "version":
+        proc.version = event[1]
+    elif kind == "rank":
+        proc.ranks.add(event[1])
+        proc.nranks = event[2]
+        if event[3] is not None:
+            proc.nnodes = event[3]
+    elif kind == "gdr":
+        if event[1]:
+            proc.gdr_enabled += times
+        else:
+            proc.gdr_disabled += times
+    elif kind == "no-ib-device":
+        proc.no_ib_device = True
+    elif kind == "ib-nics":
+        for nic in event[1]:
+            if len(proc.ib_nics) < MAX_NICS:
+                proc.ib_nics[nic] = None
+    elif kind == "socket-nics":
+        for name, address in event[1]:
+            if len(proc.socket_nics) < MAX_NICS:
+                proc.socket_nics[name] = None
+            if proc.address is None:
+                proc.address = address
+    elif kind == "bootstrap":
+        proc.bootstrap = event[1]
+        proc.address = proc.address or event[2]
+    elif kind == "ofi":
+        _, provider, nics, version, gdr_off, failure = event
+        if provider:
+            proc.ofi_provider = provider
+        if nics is not None:
+            proc.ofi_nics = nics
+        if version:
+            proc.plugin_loaded[f"aws-ofi-nccl {version}"] = None
+        if gdr_off:
+            proc.ofi_gdr_off = True
+        if failure:
+            proc.note_failure(failure)
+    elif kind == "plugin":
+        proc.plugin_loaded[event[1]] = None
+    elif kind == "plugin-missing":
+        proc.plugin_missing = True
+        if event[1]:
+            proc.note_failure(event[1])
+    elif kind == "no-verbs":
         proc.no_verbs = True
 
 
-def _lines(path: Path) -> Iterator[str]:
-    # newline="" keeps "\r\n" and lets us see whether the last line was cut; 1 MiB buffer for speed.
-    with path.open("r", encoding="utf-8", errors="replace", newline="", buffering=1 << 20) as handle:
-        yield from handle
+BLOCK = 8 << 20  # bytes per block read
+
+
+def _blocks(path: Path) -> Iterator[bytes]:
+    with path.open("rb") as handle:
+        while block := handle.read(BLOCK):
+            yield block
 
 
 def read_file(path: Path) -> Log:
     """Read `path`; a file with no NCCL line is an error naming the file (exit 2)."""
     try:
-        log = read_lines(_lines(path), str(path))
+        log = read_chunks(_blocks(path), str(path))
     except OSError as exc:
         raise FabricCheckError(f"{path}: cannot read: {exc.strerror or exc}") from None
     if not log.processes:
