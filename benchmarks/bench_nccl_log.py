@@ -55,9 +55,11 @@ def build(path: Path, target_bytes: int) -> int:
     return written
 
 
-def measure(path: Path) -> tuple[float, float]:
-    """(seconds, peak RSS in MB) of one `fabriccheck nccl-log` child process."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+def measure(path: Path) -> tuple[float, float, float]:
+    """(wall seconds, CPU seconds, peak RSS in MB) of one `fabriccheck nccl-log` child process. CPU time is
+    printed too because the wall time grows when other work shares the machine."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    before, cpu_before = usage.ru_maxrss, usage.ru_utime + usage.ru_stime
     start = time.perf_counter()
     done = subprocess.run(
         [sys.executable, "-m", "fabriccheck", "nccl-log", str(path), "--format", "json", "--fail-on", "never"],
@@ -67,8 +69,9 @@ def measure(path: Path) -> tuple[float, float]:
     seconds = time.perf_counter() - start
     if done.returncode not in (0, 1):
         raise SystemExit(done.stderr.decode())
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return seconds, max(peak, before) / 1024
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = usage.ru_utime + usage.ru_stime - cpu_before
+    return seconds, cpu, max(usage.ru_maxrss, before) / 1024
 
 
 def main() -> None:
@@ -82,11 +85,11 @@ def main() -> None:
         small_bytes = build(small, int(0.1 * 1e9))
         large_bytes = build(large, int(args.gigabytes * 1e9))
         lines = sum(1 for _ in large.open("rb"))
-        s_time, s_rss = measure(small)  # first: RUSAGE_CHILDREN's max only grows
-        l_time, l_rss = measure(large)
+        s_time, s_cpu, s_rss = measure(small)  # first: RUSAGE_CHILDREN's max only grows
+        l_time, l_cpu, l_rss = measure(large)
         print(f"log: {large_bytes / 1e9:.2f} GB, {lines:,} lines, {HOSTS * PER_HOST} processes")
-        print(f"nccl-log {small_bytes / 1e9:.2f} GB: {s_time:6.2f} s, peak RSS {s_rss:6.1f} MB")
-        print(f"nccl-log {large_bytes / 1e9:.2f} GB: {l_time:6.2f} s, peak RSS {l_rss:6.1f} MB")
+        print(f"nccl-log {small_bytes / 1e9:.2f} GB: {s_time:6.2f} s ({s_cpu:5.2f} s CPU), peak RSS {s_rss:6.1f} MB")
+        print(f"nccl-log {large_bytes / 1e9:.2f} GB: {l_time:6.2f} s ({l_cpu:5.2f} s CPU), peak RSS {l_rss:6.1f} MB")
         print(f"throughput {large_bytes / 1e6 / l_time:,.0f} MB/s; target: at most 20 s, memory flat")
     finally:
         if not args.keep:

@@ -488,7 +488,7 @@ def _apply(proc: Process, event: Event, times: int = 1) -> None:
         proc.no_verbs = True
 
 
-BLOCK = 8 << 20  # bytes per block read
+BLOCK = 2 << 20  # bytes per block read (2 MiB measured faster than 8: the block stays in cache)
 
 
 def _blocks(path: Path) -> Iterator[bytes]:
