@@ -231,3 +231,12 @@ def test_block_reading_agrees_with_line_reading(block: int) -> None:
         assert [f.rule for f in judge.judge_log(by_block).findings] == [
             f.rule for f in judge.judge_log(by_line).findings
         ]
+
+
+def test_mpi_tagged_log_reads_as_the_untagged_one() -> None:
+    # Open MPI --tag-output puts `[1,rank]<stdout>:` before NCCL's own prefix; blocks drop it in one pass.
+    for name in ("log_ib_no_module_channels.txt", "log_socket_no_verbs_2.18.txt", "log_ofi_efa_2.10.3.txt"):
+        plain = lines(name)
+        tagged = "".join(f"[1,{i % 4}]<stdout>:{line}" for i, line in enumerate(plain))
+        assert _facts(reader.read_chunks([tagged])) == _facts(reader.read_lines(plain)), name
+        assert _facts(reader.read_lines(tagged.splitlines(keepends=True))) == _facts(reader.read_lines(plain)), name

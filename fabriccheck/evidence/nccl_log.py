@@ -206,9 +206,17 @@ class Log:
         return max((p.nranks for p in self.processes.values() if p.nranks), default=None)
 
 
+# Launcher prefixes in front of NCCL's own `host:pid:tid [dev]`: Open MPI --tag-output `[1,0]<stdout>:`,
+# pdsh / srun --label `host: `. Removed from whole blocks at once (C speed) and from single lines.
+_LAUNCHER = re.compile(rb"^(?:\[\d+,\d+\]<std(?:out|err)>:|[\w.\-]+: )(?=[^\s:|\[]+:\d+:\d+ \[\d+\] )", re.MULTILINE)
+_LAUNCHER_TEXT = re.compile(_LAUNCHER.pattern.decode(), re.MULTILINE)
+
+
 def _strip(line: str) -> str:
     if line.startswith(" ") or line.startswith("\t"):
         line = _CLOUDWATCH.sub("", line)
+    elif line[:1] == "[" or ": " in line[:64]:
+        line = _LAUNCHER_TEXT.sub("", line, count=1)
     # CloudWatch exports repeat the message after " | "; the first copy is enough.
     if " | " in line:
         line = line.split(" | ", 1)[0]
@@ -263,6 +271,11 @@ class _Reader:
                 self.libfabric.append(_strip(raw).strip()[:300])
             return
         line = _strip(raw)
+        fast = _FAST.match(line)
+        if fast is not None:
+            host, pid, dev, level = fast.group(1, 2, 3, 4)
+            self.one(host, pid, dev, level, line[fast.end() :], 1)
+            return
         slow = _LINE.search(line)
         if slow is None:
             version = _VERSION.search(line)
@@ -302,6 +315,9 @@ class _Reader:
         """`data`: whole lines, each ending in a newline. Bytes, so that only distinct pairs are decoded."""
         common = _COMMON.findall(data)
         lines = data.count(b"\n")
+        if len(common) < lines and _LAUNCHER.search(data):  # launcher prefixes: drop them all, then count
+            data = _LAUNCHER.sub(b"", data)
+            common = _COMMON.findall(data)
         if len(common) < lines:  # some lines have another shape: look at them (one more scan)
             others = _OTHER.findall(data)
             if any(b"NCCL" in o for o in others):  # order matters (unprefixed version lines): line by line
