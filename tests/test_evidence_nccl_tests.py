@@ -265,3 +265,16 @@ def test_custom_tcp_fabric() -> None:
     assert fabric.accelerator == "H100" and provider == "unknown"
     _, provider = expect.fabric_from_options(None, "H100", 8, 8, 200, "tcpxo", False, None)
     assert provider == "gcp"
+
+
+@pytest.mark.parametrize("nodes", [2, 3, 4])
+def test_real_p4d_efa_rows_are_not_a_fallback(nodes: int) -> None:
+    # NVIDIA/nccl#527: 1 GiB all_reduce on 1-4 x p4d.24xlarge over EFA (NCCL 2.9.9). The author's first column
+    # is the node count; without it each row is an nccl-tests row of a run on that many nodes.
+    rows = [line.split(maxsplit=1) for line in lines("tests_p4d_1_to_4_nodes_table.txt") if line.strip()[:1].isdigit()]
+    row = next(rest for count, rest in rows if int(count) == nodes)
+    parsed = t.parse_lines([row], "p4d.txt")
+    ev = judge.judge_tests(parsed, p4d(), nodes, "aws")
+    (detail,) = ev.details["runs"]
+    assert detail["verdict"] == "healthy", detail["comparisons"]
+    assert not ev.findings
