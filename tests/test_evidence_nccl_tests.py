@@ -278,3 +278,11 @@ def test_real_p4d_efa_rows_are_not_a_fallback(nodes: int) -> None:
     (detail,) = ev.details["runs"]
     assert detail["verdict"] == "healthy", detail["comparisons"]
     assert not ev.findings
+
+
+def test_an_accelerator_without_figures_is_not_judged() -> None:
+    fabric, _ = expect.fabric_from_options("g5.48xlarge", None, None, None, None, None, False, None)
+    assert fabric is not None
+    ev = judge.judge_tests(t.parse_lines(lines("tests_allreduce_8x8_v100_ib.txt")), fabric, 8, "aws")
+    assert not ev.complete and not ev.findings
+    assert any("no sourced NVLink figure for A10G" in n for n in ev.notes)
