@@ -146,7 +146,8 @@ def _main(
 
 
 AWS_EXTRA = "fabriccheck aws needs the AWS extra: pip install 'fabriccheck[aws]'"
-_EXTRAS = {"boto3": AWS_EXTRA, "botocore": AWS_EXTRA}
+AZURE_EXTRA = "fabriccheck azure needs the Azure extra: pip install 'fabriccheck[azure]'"
+_EXTRAS = {"boto3": AWS_EXTRA, "botocore": AWS_EXTRA, "azure": AZURE_EXTRA}
 
 
 @contextmanager
@@ -517,6 +518,152 @@ def nccl_log(
     _evidence_input(file, output, provider)
     ev = judge.judge_log(reader.read_file(file), provider)
     _evidence_out(ev, fmt, output, fail_on, verbose)
+
+
+@app.command(cls=_Command)
+def estimate(
+    nodes: Annotated[int, typer.Option(metavar="N", help="Nodes in the cluster.")],
+    instance_type: Annotated[
+        str | None, typer.Option(metavar="TYPE", help="An instance type / VM size / machine type from the catalog.")
+    ] = None,
+    state: Annotated[
+        str, typer.Option(metavar="STATE", help="healthy, tcp, nics=K, no-gdr, no-placement or unreachable.")
+    ] = "healthy",
+    gpu: Annotated[str | None, typer.Option(metavar="NAME", help="Custom fabric: accelerator, e.g. H100.")] = None,
+    gpus_per_node: Annotated[int, typer.Option(metavar="N", help="Custom fabric: GPUs per node.")] = 8,
+    nics: Annotated[int, typer.Option(metavar="N", help="Custom fabric: fabric NICs per node.")] = 8,
+    nic_gbps: Annotated[float, typer.Option(metavar="GBPS", help="Custom fabric: Gbps per NIC.")] = 400.0,
+    transport: Annotated[
+        str, typer.Option(metavar="KIND", help="Custom fabric: ib, roce, efa, tcpx, tcpxo or tcp.")
+    ] = "ib",
+    no_gdr: Annotated[bool, typer.Option("--no-gdr", help="GPUDirect RDMA is off (or absent).")] = False,
+    ethernet_gbps: Annotated[
+        float | None, typer.Option(metavar="GBPS", help="The ordinary NIC NCCL sockets would use (tcp state).")
+    ] = None,
+    workload: WorkloadOpt = "llm-70b-fsdp",
+    price_per_gpu_hour: PriceOpt = None,
+    fmt: Annotated[str, typer.Option("--format", "-f", metavar="FORMAT", help="text or json.")] = "text",
+    output: OutputOpt = None,
+) -> None:
+    """What a fabric should do (nccl-tests bandwidths) and what a fabric state costs, for a catalog type or a
+    fabric described by hand."""
+    from fabriccheck import estimate as estimating
+    from fabriccheck.errors import FabricCheckError
+    from fabriccheck.flow import workload_named
+
+    if fmt not in ("text", "json"):
+        raise FabricCheckError(f"--format {fmt}: estimates are shown as text or json")
+    if (instance_type is None) == (gpu is None):
+        raise FabricCheckError("give --instance-type TYPE, or describe the fabric with --gpu NAME (and --nics ...)")
+    if instance_type is not None:
+        fabric = estimating.with_overrides(estimating.fabric_of_type(instance_type), ethernet_gbps, no_gdr)
+    else:
+        fabric = estimating.custom_fabric(
+            gpu or "", gpus_per_node, nics, nic_gbps, transport, not no_gdr, ethernet_gbps
+        )
+    result = estimating.run(fabric, nodes, state, workload_named(workload), price_per_gpu_hour)
+    text = result.model_dump_json(indent=2) + "\n" if fmt == "json" else estimating.render_text(result)
+    if output is not None:
+        _write(output, text, "--output")
+    else:
+        sys.stdout.write(text)
+
+
+@app.command(cls=_Command)
+def azure(
+    ctx: typer.Context,
+    subscription: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--subscription", "-s", metavar="ID", help="Subscription to audit (repeatable; default: every one listed)."
+        ),
+    ] = None,
+    resource_group: Annotated[
+        list[str] | None,
+        typer.Option("--resource-group", "-g", metavar="RG", help="Only these resource groups (repeatable)."),
+    ] = None,
+    endpoint_url: Annotated[
+        str | None,
+        typer.Option(metavar="URL", help="Resource Manager endpoint (sovereign cloud, Azure Stack, emulator)."),
+    ] = None,
+    cloud: Annotated[str, typer.Option(metavar="CLOUD", help="Azure cloud: public, usgov or china.")] = "public",
+    from_dump: Annotated[
+        Path | None,
+        typer.Option(
+            "--from-dump",
+            metavar="DIR",
+            help="Read `az ... -o json` files from DIR (one folder per subscription allowed).",
+        ),
+    ] = None,
+    print_role: Annotated[
+        bool,
+        typer.Option(
+            "--print-role", help="Print the least-privilege custom role (or write it to --output FILE) and exit."
+        ),
+    ] = False,
+    cluster_tag: ClusterTagOpt = None,
+    fmt: FormatOpt = Format.text,
+    output: OutputOpt = None,
+    fail_on: FailOnOpt = FailOn.error,
+    workload: WorkloadOpt = "llm-70b-fsdp",
+    price_per_gpu_hour: PriceOpt = None,
+    rules_dir: RulesDirOpt = None,
+    select: SelectOpt = None,
+    ignore: IgnoreOpt = None,
+    verbose: VerboseOpt = False,
+    save_inventory: SaveOpt = None,
+) -> None:
+    """Audit Azure: InfiniBand sizes, scale sets, availability sets, drivers and virtual networks."""
+    import json
+
+    from fabriccheck.errors import FabricCheckError
+
+    if print_role:
+        others = [
+            _option_name(p)
+            for p in ctx.command.params
+            if p.name not in ("print_role", "output") and _given(ctx, p.name)
+        ]
+        if others:
+            raise FabricCheckError(
+                f"--print-role and {', '.join(others)} cannot be used together "
+                "(it prints the role and exits; --output FILE writes it there)"
+            )
+        from fabriccheck.providers.azure.normalize import role_definition
+
+        role = json.dumps(role_definition(), indent=2) + "\n"
+        if output is None:
+            sys.stdout.write(role)
+        else:
+            _write(output, role, "--output")
+        raise typer.Exit(0)
+    if cloud not in ("public", "usgov", "china"):
+        raise FabricCheckError(f"--cloud {cloud}: choose from public, usgov, china")
+    if from_dump is not None:
+        for name in ("endpoint_url", "cloud", "resource_group"):
+            if _given(ctx, name):
+                raise FabricCheckError(
+                    f"--from-dump and --{name.replace('_', '-')} cannot be used together (a dump makes no Azure call)"
+                )
+    _check_output(output, save_inventory)
+    options = _options(workload, price_per_gpu_hour, cluster_tag, rules_dir, select, ignore)
+    with _cloud_sdk():
+        if from_dump is not None:
+            from fabriccheck.providers.azure.dump import load_dump
+
+            inventory = load_dump(from_dump, subscription)
+        else:
+            from fabriccheck.providers.azure import collect
+
+            with _progress() as progress:
+                inventory = collect.collect_live(
+                    subscription or [],
+                    resource_groups=resource_group,
+                    endpoint_url=endpoint_url,
+                    cloud=cloud,
+                    progress=progress,
+                )
+        _finish(inventory, options, fmt, output, fail_on, save_inventory, verbose)
 
 
 @app.command(cls=_Command)

@@ -118,6 +118,13 @@ def run(inventory: Inventory, options: Options) -> Report:
     workload = workload_named(options.workload)
     loaded = engine.load_rules(options.rules_dirs) if options.rules_dirs else list(engine.builtin_rules())
     rules = engine.select_rules(loaded, options.select, options.ignore)
+    # With rules for several clouds, a selection can leave rules only for clouds this inventory does not hold
+    # (`--ignore AWS` on an AWS account): that gate runs no rule either.
+    present = {n.provider for n in [*inventory.nodes, *inventory.specs]} | {
+        c.split(":", 1)[0] for c in inventory.collected
+    }
+    if present and not any(r.provider in present for r in rules):
+        raise FabricCheckError("--select / --ignore leave no rule to run (see: fabriccheck rules)")
     every_cluster = build_clusters(inventory, options.cluster_tag)
     clusters = [c for c in every_cluster if c.judged]
     facts = FactBuilder(inventory)
@@ -180,7 +187,8 @@ def run(inventory: Inventory, options: Options) -> Report:
         complete=inventory.complete,
         errors=inventory.errors,
         workload={"name": workload.name, "description": workload.description, "source": workload.source},
-        rules=engine.active_ids(rules),
+        # The rules that ran: those of the clouds in the inventory (all of them for an empty one).
+        rules=engine.active_ids([r for r in rules if not present or r.provider in present]),
         findings=findings,
         clusters=reported,
         skipped_clusters=skipped,
@@ -204,7 +212,7 @@ def _deselected(loaded: list[engine.Rule], chosen: list[engine.Rule]) -> dict[st
 
 
 # What a finding's effect does to the fabric of the node it names (or of every node, for a cluster finding).
-_TCP_EFFECTS = {"tcp-fallback", "unreachable", "weaker-fabric"}
+_TCP_EFFECTS = {"tcp-fallback", "weaker-fabric"}
 
 
 def cluster_penalty(
@@ -244,7 +252,9 @@ def cluster_penalty(
             if pick is not None and pick.accelerators:
                 fabric = penalty.FabricDescription.borrowed(cap, pick)
         loose = "loose-placement" in node_effects
-        if node_effects & _TCP_EFFECTS:
+        if "unreachable" in node_effects:
+            state = penalty.FabricState("unreachable", loose_placement=loose)
+        elif node_effects & _TCP_EFFECTS:
             state = penalty.FabricState("tcp-fallback", loose_placement=loose)
         elif "partial-fabric" in node_effects:
             attached = int(facts.node(node)["fabric"]["attached"])

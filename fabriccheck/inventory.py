@@ -11,6 +11,7 @@ from pydantic import Field
 
 from fabriccheck.model import SCHEMA_VERSION, Capability, CollectionError, Model, Node, fact_key
 from fabriccheck.resources.aws import AwsResources
+from fabriccheck.resources.azure import AzureResources
 
 
 class Inventory(Model):
@@ -20,6 +21,7 @@ class Inventory(Model):
     specs: list[Node] = Field(default_factory=list)  # what templates and plans would launch
     capabilities: dict[str, Capability] = Field(default_factory=dict)  # live answers, by instance type
     aws: AwsResources = Field(default_factory=AwsResources)
+    azure: AzureResources = Field(default_factory=AzureResources)
     errors: list[CollectionError] = Field(default_factory=list)
     # Which kinds of facts were collected, as "provider:account:region:fact" (model.fact_key). A rule needing
     # facts that were not collected for a node's own account and region stays silent and the report says so,
@@ -38,5 +40,6 @@ class Inventory(Model):
         self.specs.extend(other.specs)
         self.capabilities.update(other.capabilities)
         self.aws.merge(other.aws)
+        self.azure.merge(other.azure)
         self.errors.extend(other.errors)
         self.collected = sorted(set(self.collected) | set(other.collected))

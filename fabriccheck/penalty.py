@@ -143,7 +143,10 @@ class Penalty(BaseModel):
     workload: str
     estimated: bool
     reason: str | None = None  # why nothing was estimated, or what limits the estimate
-    slowdown: Range = Range(low=1.0, high=1.0)
+    # Peers cannot reach each other over the fabric: NCCL fails or hangs at start, so there is no ratio (slowdown
+    # is null) and every reserved GPU-hour is lost.
+    cannot_run: bool = False
+    slowdown: Range | None = Range(low=1.0, high=1.0)
     extra_gpu_hours_per_day: Range = Range(low=0.0, high=0.0)
     extra_dollars_per_day: Range | None = None
     price_per_gpu_hour: float | None = None
@@ -231,6 +234,49 @@ def step_times(w: Workload, nodes: int, gpus: int, accel: catalog.Accelerator, l
     sends = 2 * (microbatches + stages - 1) if stages > 1 else 0  # forward activations + backward gradients
     pp = sends * (link.latency + activation / link.bandwidth)
     return StepTimes(compute=compute, critical=pp, overlappable=dp)
+
+
+# Peers that cannot reach each other over the fabric do not fall back to TCP one pair at a time: NCCL picks its
+# network at start, and on EFA a blocked security group or a cross-zone peer fails the connection ("Unable to
+# insert remote address into address vector", aws/aws-ofi-nccl#663) or hangs (fabric-requirements A5, A6, A8).
+CANNOT_RUN = (
+    "peers cannot reach each other over the fabric: NCCL fails or hangs at start, every reserved GPU-hour is lost"
+)
+
+COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast", "reduce")
+
+
+def bus_factor(op: str, ranks: int) -> float:
+    """nccl-tests' bus bandwidth factor on `ranks` ranks (nccl-tests doc/PERFORMANCE.md): busbw = algbw x it."""
+    if op == "all_reduce":
+        return 2 * (ranks - 1) / ranks
+    if op in ("all_gather", "reduce_scatter", "alltoall"):
+        return (ranks - 1) / ranks
+    return 1.0
+
+
+def collective_bandwidth(
+    fabric: FabricDescription, nodes: int, op: str, size_bytes: float, state: FabricState | None = None
+) -> tuple[float, float] | None:
+    """(algbw, busbw) in GB/s (1e9 bytes/s) of one collective over `nodes` nodes of `fabric` in `state` (the best
+    end of its range), as nccl-tests reports them for a buffer of `size_bytes`; None when the model cannot say
+    (unknown accelerator or bandwidth, peers unreachable). Same model as the step times of `estimate`."""
+    accel = catalog.accelerators().get(fabric.accelerator)
+    if accel is None or op not in COLLECTIVES or fabric.gpus_per_node <= 0 or nodes < 1 or size_bytes <= 0:
+        return None
+    state = state or FabricState.healthy()
+    if state.fabric == "unreachable" and nodes > 1:
+        return None
+    link = degraded_link(fabric, state) if state.fabric != "healthy" or state.loose_placement else healthy_link(fabric)
+    if link is None and nodes > 1:
+        return None
+    nvlink = accel.nvlink_gbytes * GB * NVLINK_EFFICIENCY
+    kind = "all_reduce" if op == "all_reduce" else "all_gather"  # the model's two shapes of traffic
+    seconds = collective_seconds(kind, size_bytes, nodes, fabric.gpus_per_node, link or Link(1.0, 0.0), nvlink)
+    if seconds <= 0:
+        return None
+    algbw = size_bytes / seconds / GB
+    return algbw, algbw * bus_factor(op, nodes * fabric.gpus_per_node)
 
 
 # ---------------------------------------------------------------------------------------------- fabric
@@ -328,6 +374,7 @@ class Slowdown:
 
     estimated: bool
     reason: str | None = None  # why nothing was estimated, or what limits the estimate
+    cannot_run: bool = False  # some peers cannot reach each other: the job does not run at all
     low: float = 1.0
     high: float = 1.0
     healthy_step_seconds: float | None = None
@@ -415,6 +462,8 @@ def estimate_members(members: Sequence[tuple[FabricDescription, FabricState]], w
     gpus = min(fabric.gpus_per_node for fabric, _ in members)
     if gpus <= 0:
         return Slowdown(estimated=False, reason="no accelerators: not a training cluster")
+    if any(state.fabric == "unreachable" for _, state in members):
+        return Slowdown(estimated=True, cannot_run=True, reason=CANNOT_RUN)  # known whatever the accelerator
     name = members[0][0].accelerator
     accel = catalog.accelerators().get(name)
     if accel is None:
@@ -476,6 +525,20 @@ def penalty_of(
     GPU-hours (penalty-model A.8: healthy GPU-hours x (slowdown - 1)) and, given a price, dollars."""
     if not slowdown.estimated:
         return Penalty(workload=workload.name, estimated=False, reason=slowdown.reason)
+    if slowdown.cannot_run:
+        lost = Range(low=total_gpus * 24.0, high=total_gpus * 24.0)
+        return Penalty(
+            workload=workload.name,
+            estimated=True,
+            reason=slowdown.reason,
+            cannot_run=True,
+            slowdown=None,
+            extra_gpu_hours_per_day=lost,
+            extra_dollars_per_day=Range(low=lost.low * price_per_gpu_hour, high=lost.high * price_per_gpu_hour)
+            if price_per_gpu_hour is not None
+            else None,
+            price_per_gpu_hour=price_per_gpu_hour,
+        )
     extra = Range(low=total_gpus * 24 * (slowdown.low - 1), high=total_gpus * 24 * (slowdown.high - 1))
     dollars = None
     if price_per_gpu_hour is not None:

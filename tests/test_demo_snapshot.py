@@ -1,13 +1,17 @@
 """The demo's JSON report, held against the one recorded before accounts were part of every key. Since then
 the report may add scope (an `account` on findings, clusters and errors, and the account in cluster ids) and
 the additive fields that say what was judged (a cluster's `status` and `not_judged`, `skipped_clusters`, and
-their counts in the summary), and nothing else: a change to a verdict, a message or a penalty shows here."""
+their counts in the summary), and the penalty of clusters whose peers cannot reach each other (priced as a
+TCP slowdown before, now "cannot run": every GPU-hour lost), and nothing else: a change to a verdict, a
+message or another penalty shows here."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from fabriccheck import flow
 from fabriccheck.providers.aws.dump import load_dump
@@ -44,6 +48,13 @@ def _without_additions(report: dict[str, Any]) -> dict[str, Any]:
             cluster.pop(key)
     for key in ADDED_SINCE["summary"]:
         stripped["summary"].pop(key)
+    unreachable = {f["cluster"] for f in stripped["findings"] if f["effect"] == "unreachable"}
+    for cluster in stripped["clusters"]:
+        if cluster["id"] in unreachable:
+            cluster.pop("penalty")
+        else:
+            cluster["penalty"].pop("cannot_run")  # added with the cannot-run penalty
+    stripped["summary"].pop("extra_gpu_hours_per_day")
     return stripped
 
 
@@ -51,7 +62,28 @@ def test_demo_report_differs_from_before_only_by_scope() -> None:
     report = _demo_report()
     before = json.loads(BEFORE.read_text())
     before = {k: v for k, v in before.items() if k not in ("generated_at", "source")}
+    unreachable = {f["cluster"] for f in before["findings"] if f["effect"] == "unreachable"}
+    for cluster in before["clusters"]:
+        if cluster["id"] in unreachable:
+            cluster.pop("penalty")
+    before["summary"].pop("extra_gpu_hours_per_day")
     assert _without_additions(report) == before
+
+
+def test_clusters_whose_peers_cannot_reach_each_other_cannot_run() -> None:
+    report = _demo_report()
+    unreachable = {f["cluster"] for f in report["findings"] if f["effect"] == "unreachable"}
+    assert len(unreachable) == 3  # AWS110 (security group), AWS111 (zones), AWS113 (p4d with p5)
+    for cluster in report["clusters"]:
+        penalty = cluster["penalty"]
+        if cluster["id"] in unreachable:
+            assert penalty["cannot_run"] is True and penalty["slowdown"] is None
+            assert penalty["extra_gpu_hours_per_day"] == {"low": cluster["gpus"] * 24.0, "high": cluster["gpus"] * 24.0}
+        else:
+            assert penalty["cannot_run"] is False
+    total = report["summary"]["extra_gpu_hours_per_day"]
+    estimated = [c["penalty"] for c in report["clusters"] if c["penalty"]["estimated"]]
+    assert total["high"] == pytest.approx(sum(p["extra_gpu_hours_per_day"]["high"] for p in estimated))
 
 
 def test_every_finding_and_cluster_of_the_demo_carries_its_account() -> None:

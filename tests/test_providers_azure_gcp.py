@@ -93,14 +93,15 @@ def test_azure_cpu_size_without_infiniband_is_not_expected_to_use_a_fabric() -> 
     [
         ("Standard_ND96isr_H100_v5", "ND", "ND_H100_v5", 96),
         ("Standard_ND96isr_H200_v5", "ND", "ND_H200_v5", 96),
-        ("Standard_ND96asr_v4", "ND", "ND_v4", 96),
+        ("Standard_ND96asr_v4", "ND", "ND_A100_v4", 96),  # named without its accelerator (RDMA_PAIRS)
         ("Standard_NC24rs_v3", "NC", "NC_v3", 24),
         ("Standard_NC24s_v3", "NC", "NC_v3", 24),
         ("Standard_HB120rs_v3", "HB", "HB_v3", 120),
         ("Standard_HB120-16rs_v3", "HB", "HB_v3", 120),
         ("Standard_HX176rs", "HX", "HX", 176),
         ("Standard_ND40rs_v2", "ND", "ND_v2", 40),
-        ("Standard_NC24ads_A100_v4", "NC", "NC_A100_v4", 24),
+        ("Standard_NC24ads_A100_v4", "NC", "ND_A100_v4", 24),  # paired with its RDMA sibling ND A100 v4
+        ("Standard_NC40ads_H100_v5", "NC", "ND_H100_v5", 40),  # paired with ND H100 v5
         ("Standard_ND128isr_NDR_GB200_v6", "ND", "ND_NDR_GB200_v6", 128),
         ("nd96isr_h100_v5", "ND", "ND_H100_v5", 96),
         ("NC24rs_v3", "NC", "NC_v3", 24),
@@ -120,22 +121,67 @@ def test_azure_generation_pairs_rdma_and_plain_sizes_but_not_accelerators() -> N
 
 
 def test_azure_nc_v3_siblings_follow_what_the_catalog_holds() -> None:
-    # The catalog has no NCv3 rows (neither NC24s_v3 nor its RDMA twin NC24rs_v3), so nothing is suggested ...
-    assert resolve("Standard_NC24s_v3", {}) is None and resolve("Standard_NC24rs_v3", {}) is None
-    assert fabric_siblings(AZURE, "Standard_NC24s_v3", {}) == []
-    # ... and once the size is known (here: a live answer), the RDMA twin is the suggestion.
+    # The catalog has the NCv3 rows (AZ-NCV3): the RDMA twin NC24rs_v3 is the suggestion for NC24s_v3 ...
+    assert [s.instance_type for s in fabric_siblings(AZURE, "Standard_NC24s_v3", {})] == ["Standard_NC24rs_v3"]
+    # ... and a live Resource SKUs answer that says otherwise wins over the catalog.
     live = {
         "Standard_NC24rs_v3": Capability(
             instance_type="Standard_NC24rs_v3",
             provider="azure",
-            fabric=FabricKind.INFINIBAND,
-            fabric_interfaces=1,
+            fabric=FabricKind.NONE,
             accelerators=4,
             accelerator_name="V100",
             source="test",
         )
     }
-    assert [s.instance_type for s in fabric_siblings(AZURE, "Standard_NC24s_v3", live)] == ["Standard_NC24rs_v3"]
+    assert fabric_siblings(AZURE, "Standard_NC24s_v3", live) == []
+
+
+def test_azure_nc_sizes_without_rdma_suggest_their_nd_sibling() -> None:
+    a100 = [s.instance_type for s in fabric_siblings(AZURE, "Standard_NC96ads_A100_v4", {})]
+    assert set(a100) == {"Standard_ND96asr_v4", "Standard_ND96amsr_A100_v4"}
+    h100 = [s.instance_type for s in fabric_siblings(AZURE, "Standard_NC80adis_H100_v5", {})]
+    assert h100 == ["Standard_ND96isr_H100_v5"]
+
+
+def test_azure_every_infiniband_series_has_catalog_rows() -> None:
+    for size in ("Standard_HC44rs", "Standard_HB120rs_v2", "Standard_HB120-16rs_v3", "Standard_HB176-24rs_v4",
+                 "Standard_HX176-48rs", "Standard_NC24rs_v3", "Standard_ND40rs_v2"):  # fmt: skip
+        cap = resolve(size, {})
+        assert cap is not None and cap.fabric is FabricKind.INFINIBAND and cap.source, size
+
+
+@pytest.mark.parametrize(
+    ("image", "kind"),
+    [
+        ("microsoft-dsvm:ubuntu-hpc:2204:latest", "hpc"),
+        ("almalinux:almalinux-hpc:8_7-hpc-gen2:latest", "hpc"),
+        ("Canonical:0001-com-ubuntu-server-jammy:22_04-lts-gen2:latest", "marketplace"),
+        ("/subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/images/custom", "custom"),
+        (None, "unknown"),
+    ],
+)
+def test_azure_image_kinds(image: str | None, kind: str) -> None:
+    assert azure_support.image_kind(image) == kind
+
+
+def test_azure_rdma_range_overlap() -> None:
+    assert azure_support.overlaps_rdma(["10.0.0.0/16", "172.16.4.0/24", "172.0.0.0/8", "fd00::/8", "bad"]) == [
+        "172.16.4.0/24",
+        "172.0.0.0/8",
+    ]
+    assert azure_support.overlaps_rdma(["172.17.0.0/16"]) == []
+
+
+def test_azure_driver_extension_and_vnet_of_subnet() -> None:
+    from fabriccheck.resources.azure import Extension
+
+    assert azure_support.has_ib_driver([Extension(publisher="microsoft.hpccompute", type="InfiniBandDriverLinux")])
+    assert not azure_support.has_ib_driver([Extension(publisher="Other", type="InfiniBandDriverLinux")])
+    assert azure_support.has_ib_driver([Extension(publisher="", type="InfiniBandDriverLinux")])  # named by id only
+    subnet = "/subscriptions/S/resourceGroups/RG/providers/Microsoft.Network/virtualNetworks/V/subnets/x"
+    assert azure_support.vnet_of_subnet(subnet) == subnet.lower().rsplit("/subnets/", 1)[0]
+    assert azure_support.vnet_of_subnet(None) is None
 
 
 def test_azure_h100_siblings_never_offer_h200() -> None:

@@ -51,6 +51,11 @@ def plural(count: int, word: str, many: str | None = None) -> str:
 def penalty_line(p: Penalty) -> str:
     if not p.estimated:
         return f"not estimated: {p.reason}"
+    if p.cannot_run or p.slowdown is None:
+        line = f"cannot run: {p.reason}; +{p.extra_gpu_hours_per_day.high:,.0f} GPU-hours/day lost"
+        if p.extra_dollars_per_day is not None:
+            line += f", {dollars(p.extra_dollars_per_day.high)}/day"
+        return line
     if p.slowdown.high < 1.005:
         return p.reason or "no slowdown (the fabric is fully used)"
     line = (
@@ -66,6 +71,8 @@ def slowdown_cell(p: Penalty) -> str:
     """The high end of the slowdown, for tables."""
     if not p.estimated:
         return "not estimated"
+    if p.cannot_run or p.slowdown is None:
+        return "cannot run"
     return "—" if p.slowdown.high < 1.005 else f"{p.slowdown.high:.2f}x"
 
 

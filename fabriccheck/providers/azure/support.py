@@ -11,10 +11,26 @@ fabric-catalog.md):
 
 from __future__ import annotations
 
+import functools
+import ipaddress
 import re
+from typing import TYPE_CHECKING
 
-from fabriccheck.cloud import CloudSupport, FabricAttachment, PlacementSignal, Signal, TagSignal
+from fabriccheck.cloud import (
+    CloudSupport,
+    FabricAttachment,
+    FactContext,
+    Facts,
+    FactSchema,
+    PlacementSignal,
+    Signal,
+    TagSignal,
+)
 from fabriccheck.model import Capability, FabricKind, Node
+from fabriccheck.resources.azure import Extension, Nic, ScaleSet, VirtualNetwork
+
+if TYPE_CHECKING:
+    from fabriccheck.inventory import Inventory
 
 # Placement kinds an Azure VM can have (model.Placement.kind); the ids are ARM resource ids.
 # properties.virtualMachineScaleSet.id (fabric-requirements Z2).
@@ -64,6 +80,98 @@ def _parse(size: str) -> re.Match[str] | None:
     return _SIZE_NAME.match(size.strip().lower())
 
 
+# Series that Microsoft sells with and without InfiniBand under different family letters, so that the "same
+# family has an RDMA size" suggestion can cross them (issue 7; fabric-requirements Z1: "NC A100 v4 /
+# NCads H100 v5 have no IB", their ND siblings do; AZ-NCA100, AZ-NDA100, AZ-NCH100, AZ-NDH100). The key is
+# the generation the size name gives, the value the generation both share. ND A100 v4 is named without its
+# accelerator (Standard_ND96asr_v4), hence its own entry.
+RDMA_PAIRS = {
+    "NC_A100_v4": "ND_A100_v4",
+    "ND_v4": "ND_A100_v4",
+    "NC_H100_v5": "ND_H100_v5",
+}
+
+# The RDMA network reserves 172.16.0.0/16: "make sure that the virtual network address space does not overlap
+# the RDMA network" (Set up InfiniBand, AZ-SETUP-IB; fabric-requirements Z3).
+RDMA_RESERVED = ipaddress.ip_network("172.16.0.0/16")
+
+# The InfiniBand driver extensions (publisher Microsoft.HpcCompute; "InfiniBand Driver Extension for Linux" and
+# "... for Windows", AZ-IB-EXT / AZ-ENABLE-IB; fabric-requirements Z4). Compared case-insensitively.
+IB_DRIVER_PUBLISHER = "microsoft.hpccompute"
+IB_DRIVER_TYPES = frozenset({"infinibanddriverlinux", "infinibanddriverwindows"})
+# Microsoft's HPC marketplace images carry the InfiniBand drivers: Ubuntu-HPC and AlmaLinux-HPC (publisher
+# microsoft-dsvm, offers ubuntu-hpc / almalinux-hpc) and the older OpenLogic CentOS-HPC (AZ-SETUP-IB,
+# AZ-NDH100-SIZES). The exact offer strings are not in Microsoft's text (fabric-requirements Z4 marks them
+# unverified), so any marketplace offer whose name contains "hpc" counts.
+HPC_IMAGE_OFFER = re.compile(r"hpc", re.IGNORECASE)
+
+# singlePlacementGroup=true holds at most 100 VMs by default, 300 once raised by support; an availability set
+# holds 200 (AZ-SETUP-IB, AZDOCS-54063; fabric-requirements Z2).
+PLACEMENT_GROUP_DEFAULT_VMS = 100
+PLACEMENT_GROUP_MAX_VMS = 300
+
+# Series whose size page says "Accelerated Networking: Not Supported": nothing to switch on (AZ-NCV3,
+# azure-compute-docs .../gpu-accelerated/ncv3-series.md).
+NO_ACCELERATED_NETWORKING = frozenset({"NC_v3"})
+
+# Facts the collector records in Inventory.collected (model.fact_key), one per list call kind.
+VMS = "vms"
+SCALE_SETS = "scale_sets"
+AVAILABILITY_SETS = "availability_sets"
+PROXIMITY_PLACEMENT_GROUPS = "proximity_placement_groups"
+NICS = "nics"
+VIRTUAL_NETWORKS = "virtual_networks"
+SKUS = "skus"
+
+
+@functools.lru_cache(maxsize=4096)  # a fleet runs a handful of images
+def image_kind(image: str | None) -> str:
+    """hpc (a Microsoft HPC image), marketplace (another publisher:offer:sku:version), custom (a gallery or
+    managed image id) or unknown (no image reference)."""
+    if not image:
+        return "unknown"
+    if image.startswith("/"):
+        return "custom"
+    parts = image.split(":")
+    if len(parts) >= 2 and HPC_IMAGE_OFFER.search(parts[1]):
+        return "hpc"
+    return "marketplace"
+
+
+def has_ib_driver(extensions: list[Extension]) -> bool:
+    # An extension known by name only (no publisher in the answer) counts by its name.
+    return any(
+        e.publisher.lower() in (IB_DRIVER_PUBLISHER, "") and e.type.lower() in IB_DRIVER_TYPES for e in extensions
+    )
+
+
+def overlaps_rdma(prefixes: list[str]) -> list[str]:
+    """The prefixes that overlap 172.16.0.0/16 (a prefix that does not parse is left out)."""
+    found = []
+    for prefix in prefixes:
+        try:
+            network = ipaddress.ip_network(prefix, strict=False)
+        except ValueError:
+            continue
+        if network.version == 4 and network.overlaps(RDMA_RESERVED):
+            found.append(prefix)
+    return found
+
+
+def vnet_of_subnet(subnet_id: str | None) -> str | None:
+    """'/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/v/subnets/x' -> the
+    virtual network's id (lower-cased, as every Azure id in the model)."""
+    if not subnet_id:
+        return None
+    head, sep, _ = subnet_id.lower().rpartition("/subnets/")
+    return head if sep else None
+
+
+@functools.lru_cache(maxsize=65536)
+def short_name(resource_id: str) -> str:
+    return resource_id.rstrip("/").rsplit("/", 1)[-1]
+
+
 class AzureSupport(CloudSupport):
     name = "azure"
     # Strongest first. In Azure the scale set or availability set *is* the InfiniBand boundary (Z2), so
@@ -89,6 +197,36 @@ class AzureSupport(CloudSupport):
         PlacementSignal(PROXIMITY_PLACEMENT_GROUP, "proximity placement group"),
     )
 
+    schema = FactSchema(
+        node={
+            "scale_set": "the name of the VM's scale set, or empty",
+            "availability_set": "the name of the VM's availability set, or empty",
+            "ib_partition": "the InfiniBand partition the VM is in: scale-set NAME, availability-set NAME, or "
+            "empty for a standalone VM (a partition of its own)",
+            "image": "the image: publisher:offer:sku:version, or a custom image id",
+            "image_kind": "hpc (a Microsoft HPC image), marketplace, custom or unknown",
+            "ib_driver": "extension (InfiniBandDriverLinux/Windows), image (an HPC image), none, or unknown "
+            "(the scale set's model was not collected)",
+            "accelerated_networking": "on (every NIC), off (some NIC without it), unsupported (the size has "
+            "none), n/a (no NIC) or unknown (NICs not collected)",
+            "nics_without_acceleration": "the NICs without accelerated networking, comma-separated",
+        },
+        cluster={
+            "ib_partitions": "distinct InfiniBand partitions among the VMs that should use InfiniBand (each "
+            "standalone VM is one)",
+            "ib_partition_names": "their names (standalone VMs for VMs in no set)",
+            "scale_set": "the one scale set every VM is in (empty fields when there is none or several)",
+            "scale_set.name": "its name",
+            "scale_set.mode": "Uniform, Flexible, or empty",
+            "scale_set.single_placement_group": "singlePlacementGroup (Flexible: false unless set)",
+            "scale_set.vms": "VMs it runs (the larger of its capacity and the VMs seen)",
+            "scale_set.aks": "an AKS node pool's scale set",
+            "rdma_overlap": "virtual networks (and prefixes) of the cluster that overlap 172.16.0.0/16, or empty",
+        },
+        naming=frozenset({"nics_without_acceleration"}),
+    )
+    collected_facts = (VMS, SCALE_SETS, AVAILABILITY_SETS, PROXIMITY_PLACEMENT_GROUPS, NICS, VIRTUAL_NETWORKS, SKUS)
+
     # ---------------------------------------------------------------------------------------- naming
 
     def family(self, instance_type: str) -> str:
@@ -107,7 +245,8 @@ class AzureSupport(CloudSupport):
             parts.append(match["accelerator"].upper())
         if match["version"]:
             parts.append(f"v{match['version']}")
-        return "_".join(parts)
+        series = "_".join(parts)
+        return RDMA_PAIRS.get(series, series)
 
     def size_rank(self, instance_type: str) -> int:
         """The vCPU count in the name (a constrained-core size ranks with the size it is cut from)."""
@@ -133,6 +272,173 @@ class AzureSupport(CloudSupport):
         if cap is None or cap.fabric is not FabricKind.INFINIBAND:
             return FabricAttachment(0, 0)
         return FabricAttachment(cap.fabric_interfaces, cap.fabric_interfaces)
+
+    def notes(self, inventory: Inventory) -> list[str]:
+        facts = {c.rsplit(":", 1)[-1] for c in inventory.collected if c.startswith("azure:")}
+        if any(n.provider == "azure" for n in inventory.nodes) and SKUS not in facts:
+            return ["VM size capabilities come from the shipped catalog (no Resource SKUs answer)"]
+        return []
+
+    # ---------------------------------------------------------------------------------------- facts
+
+    def node_facts(self, node: Node, context: FactContext) -> Facts:
+        index = _index(context)
+        unknown: dict[str, str] = {}
+        scale_set_id = node.placed_by(SCALE_SET)
+        availability_set_id = node.placed_by(AVAILABILITY_SET)
+        scale_set = index.scale_sets.get((node.account, scale_set_id)) if scale_set_id else None
+        if scale_set_id:
+            partition = f"scale-set {short_name(scale_set_id)}"
+        elif availability_set_id:
+            partition = f"availability-set {short_name(availability_set_id)}"
+        else:
+            partition = ""
+        image = node.image or (scale_set.image if scale_set else None)
+        kind = image_kind(image)
+        extensions = list(index.extensions.get((node.account, node.id.lower()), ()))
+        if scale_set:
+            extensions += scale_set.extensions
+        if has_ib_driver(extensions):
+            driver = "extension"
+        elif kind == "hpc":
+            driver = "image"
+        elif scale_set_id and scale_set is None and node.origin == "running":
+            driver = "unknown"
+            unknown["ib_driver"] = self._missing_set(node, context, scale_set_id)
+        else:
+            driver = "none"
+        accelerated, off, why = self._acceleration(node, context, index)
+        if why:
+            unknown["accelerated_networking"] = why
+        return {
+            "scale_set": short_name(scale_set_id) if scale_set_id else "",
+            "availability_set": short_name(availability_set_id) if availability_set_id else "",
+            "ib_partition": partition,
+            "image": image or "",
+            "image_kind": kind,
+            "ib_driver": driver,
+            "accelerated_networking": accelerated,
+            "nics_without_acceleration": ", ".join(off),
+            "unknown": unknown,
+        }
+
+    def _missing_set(self, node: Node, context: FactContext, scale_set_id: str) -> str:
+        if not context.has(node, SCALE_SETS):
+            return f"scale sets were not collected for subscription {node.account}"
+        return f"scale set {short_name(scale_set_id)} was not among the scale sets collected for {node.account}"
+
+    def _acceleration(self, node: Node, context: FactContext, index: _Index) -> tuple[str, list[str], str | None]:
+        if not node.interfaces:
+            return "n/a", [], None
+        if node.instance_type and self.generation(node.instance_type) in NO_ACCELERATED_NETWORKING:
+            return "unsupported", [], None
+        off: list[str] = []
+        unseen: list[str] = []
+        for interface in node.interfaces:
+            nic = index.nics.get((node.account, interface.id.lower()))
+            if nic is None:
+                unseen.append(short_name(interface.id))
+            elif not nic.accelerated_networking:  # absent is ARM's default: off
+                off.append(short_name(interface.id))
+        if off:
+            return "off", off, None
+        if unseen:
+            if not context.has(node, NICS):
+                return "unknown", [], f"network interfaces were not collected for subscription {node.account}"
+            return (
+                "unknown",
+                [],
+                (f"network interface(s) {', '.join(unseen)} were not among those collected for {node.account}"),
+            )
+        return "on", [], None
+
+    def cluster_facts(self, nodes: list[Node], node_facts: list[Facts], context: FactContext) -> Facts:
+        index = _index(context)
+        unknown: dict[str, str] = {}
+        fabric = [f for f in node_facts if f["fabric_expected"]]
+        partitions = {f["ib_partition"] or f"standalone VM {f['id']}" for f in fabric}
+        names = sorted({"standalone VMs" if p.startswith("standalone VM ") else p for p in partitions})
+        scale_set, why = self._scale_set(nodes, context, index)
+        if why:
+            unknown["scale_set"] = why
+        overlap, why = self._overlap(nodes, context, index)
+        if why:
+            unknown["rdma_overlap"] = why
+        return {
+            "ib_partitions": len(partitions),
+            "ib_partition_names": ", ".join(names),
+            "scale_set": scale_set,
+            "rdma_overlap": overlap,
+            "unknown": unknown,
+        }
+
+    def _scale_set(self, nodes: list[Node], context: FactContext, index: _Index) -> tuple[Facts, str | None]:
+        empty: Facts = {"name": "", "mode": "", "single_placement_group": False, "vms": 0, "aks": False}
+        ids = {n.placed_by(SCALE_SET) for n in nodes}
+        if len(ids) != 1 or None in ids:
+            return empty, None
+        scale_set_id = ids.pop()
+        assert scale_set_id is not None
+        first = nodes[0]
+        found = index.scale_sets.get((first.account, scale_set_id))
+        if found is None:
+            return empty | {"name": short_name(scale_set_id)}, self._missing_set(first, context, scale_set_id)
+        single = found.single_placement_group
+        why = None
+        if single is None:
+            if found.orchestration_mode.lower() == "flexible":
+                single = False  # Flexible scale sets leave it out; they never asked for one placement group
+            else:
+                why = f"scale set {found.name} does not say whether it is limited to a single placement group"
+        aks = found.tags.get(AKS_POOL_TAG) is not None or any(AKS_POOL_TAG in n.tags for n in nodes)
+        facts = {
+            "name": found.name,
+            "mode": "Flexible" if found.orchestration_mode.lower() == "flexible" else "Uniform",
+            "single_placement_group": bool(single),
+            "vms": max(found.capacity or 0, len(nodes)),
+            "aks": aks,
+        }
+        return facts, why
+
+    def _overlap(self, nodes: list[Node], context: FactContext, index: _Index) -> tuple[str, str | None]:
+        networks = sorted({i.network for n in nodes for i in n.interfaces if i.network})
+        found = []
+        unseen = []
+        for network in networks:
+            vnet = index.virtual_networks.get((nodes[0].account, network.lower()))
+            if vnet is None:
+                unseen.append(short_name(network))
+                continue
+            overlapping = overlaps_rdma(vnet.address_prefixes)
+            if overlapping:
+                found.append(f"{vnet.name} ({', '.join(overlapping)})")
+        if found:
+            return "; ".join(found), None
+        if unseen:
+            account = nodes[0].account
+            if not all(context.has(n, VIRTUAL_NETWORKS) for n in nodes):
+                return "", f"virtual networks were not collected for subscription {account}"
+            return "", f"virtual network(s) {', '.join(unseen)} were not among those collected for {account}"
+        return "", None
+
+
+class _Index:
+    """The Azure namespace keyed by (subscription, lower-cased ARM id), built once per inventory."""
+
+    def __init__(self, context: FactContext) -> None:
+        azure = context.inventory.azure
+        self.scale_sets: dict[tuple[str, str], ScaleSet] = {(s.account, s.id): s for s in azure.scale_sets}
+        self.nics: dict[tuple[str, str], Nic] = {(n.account, n.id): n for n in azure.nics}
+        self.virtual_networks: dict[tuple[str, str], VirtualNetwork] = {
+            (v.account, v.id): v for v in azure.virtual_networks
+        }
+        self.extensions: dict[tuple[str, str], list[Extension]] = {}
+        for item in azure.extensions:
+            self.extensions.setdefault((item.account, item.vm), []).extend(item.extensions)
+
+
+def _index(context: FactContext) -> _Index:
+    return context.cached("azure-index", lambda: _Index(context))
 
 
 SUPPORT = AzureSupport()

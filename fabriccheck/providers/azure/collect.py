@@ -1,0 +1,252 @@
+"""Live Azure collection: the fetch half. Per subscription, every list call of the ARM call table through
+azure-mgmt-compute and azure-mgmt-network (nextLink paging by the SDK, azure-core's retries honouring
+Retry-After), concurrently over subscriptions through the shared worker pool; the answers go through the same
+normalizer as dumps. Only GET requests: `role_definition()` lists the read actions and a test proves it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from fabriccheck.errors import FabricCheckError
+from fabriccheck.inventory import Inventory
+from fabriccheck.model import CollectionError
+from fabriccheck.providers.azure.normalize import (
+    AVAILABILITY_SET_LIST,
+    CALLS,
+    NIC_LIST,
+    PPG_LIST,
+    SCALE_SET_LIST,
+    SCALE_SET_VM_LIST,
+    SKU_LIST,
+    VM_LIST,
+    VNET_LIST,
+    ArmCall,
+    Normalizer,
+)
+from fabriccheck.sources.common import RETRIES, Progress, Scope, first_line, in_parallel, paused_gc
+
+
+@dataclass(frozen=True)
+class Cloud:
+    """An Azure cloud: its Resource Manager endpoint and its Entra ID authority (azure-identity's
+    AzureAuthorityHosts; ARM endpoints from `az cloud show`)."""
+
+    endpoint: str
+    authority: str
+
+
+CLOUDS = {
+    "public": Cloud("https://management.azure.com", "login.microsoftonline.com"),
+    "usgov": Cloud("https://management.usgovcloudapi.net", "login.microsoftonline.us"),
+    "china": Cloud("https://management.chinacloudapi.cn", "login.chinacloudapi.cn"),
+}
+# Listing subscriptions (Microsoft.Resources); api-version as the az CLI's subscription list uses.
+SUBSCRIPTIONS_API = "2022-12-01"
+NO_CREDENTIAL_HINT = "az login, a service principal's AZURE_* variables, workload or managed identity"
+# Retries of throttled (429, honouring Retry-After) and failed (5xx) calls before one is recorded.
+RETRY_TOTAL = RETRIES.max_attempts - 1
+
+
+def _dicts(pages: Iterable[Any]) -> list[dict[str, Any]]:
+    """SDK models -> ARM's own JSON (the SDK's models are views over it)."""
+    return [item.as_dict() for item in pages]
+
+
+def _list(call: ArmCall, compute: Any, network: Any, groups: list[str]) -> list[dict[str, Any]]:
+    def each(by_group: Callable[[str], Iterable[Any]], everything: Callable[[], Iterable[Any]]) -> list[Any]:
+        if groups:
+            return [item for group in groups for item in _dicts(by_group(group))]
+        return _dicts(everything())
+
+    if call is VM_LIST:
+        return each(compute.virtual_machines.list, compute.virtual_machines.list_all)
+    if call is SCALE_SET_LIST:
+        return each(compute.virtual_machine_scale_sets.list, compute.virtual_machine_scale_sets.list_all)
+    if call is AVAILABILITY_SET_LIST:
+        return each(compute.availability_sets.list, compute.availability_sets.list_by_subscription)
+    if call is PPG_LIST:
+        return each(
+            compute.proximity_placement_groups.list_by_resource_group,
+            compute.proximity_placement_groups.list_by_subscription,
+        )
+    if call is NIC_LIST:
+        return each(network.network_interfaces.list, network.network_interfaces.list_all)
+    if call is VNET_LIST:
+        return each(network.virtual_networks.list, network.virtual_networks.list_all)
+    raise AssertionError(call)
+
+
+def _error(call: ArmCall, scope: Scope, exc: Exception) -> CollectionError:
+    from azure.core.exceptions import HttpResponseError
+
+    if isinstance(exc, HttpResponseError):
+        status = exc.status_code or 0
+        code = str(getattr(exc.error, "code", None) or exc.reason or status)
+        text = str(getattr(exc.error, "message", None) or exc.message or first_line(exc)).splitlines()[0]
+        if status in (401, 403):
+            return scope.denied(call.name, f"{code}: {text}", call.permission)
+        if status == 429:
+            return scope.throttled(call.name, f"HTTP 429 {code}")
+        if status == 404:
+            return scope.error(call.name, "NotFound", f"{code}: {text}")
+        return scope.error(call.name, f"HTTP{status}", f"{code}: {text}")
+    return scope.unreachable(call.name, exc)
+
+
+def fetch_subscription(
+    subscription: str,
+    compute: Any,
+    network: Any,
+    groups: list[str] | None = None,
+    progress: Progress | None = None,
+) -> tuple[dict[ArmCall, Any], list[CollectionError]]:
+    """Every answer for one subscription; failures become CollectionErrors."""
+    from azure.core.exceptions import ClientAuthenticationError, HttpResponseError, ServiceRequestError
+
+    progress = progress or Progress()
+    scope = Scope("azure", subscription)
+    answers: dict[ArmCall, Any] = {}
+    errors: list[CollectionError] = []
+    groups = groups or []
+    order = (VM_LIST, SCALE_SET_LIST, AVAILABILITY_SET_LIST, PPG_LIST, NIC_LIST, VNET_LIST)
+    for call in order:
+        progress.step(subscription, call.name)
+        try:
+            answers[call] = _list(call, compute, network, groups)
+        except ClientAuthenticationError as exc:
+            if getattr(exc, "status_code", None) in (401, 403):
+                errors.append(_error(call, scope, exc))
+                continue
+            raise FabricCheckError(f"no Azure credential ({NO_CREDENTIAL_HINT}): {first_line(exc)}") from None
+        except (HttpResponseError, ServiceRequestError) as exc:
+            error = _error(call, scope, exc)
+            errors.append(error)
+            if error.code in ("NotFound", "Unreachable") and call is VM_LIST:
+                break  # a subscription that does not exist (or an endpoint that does not answer) fails alike
+    if SCALE_SET_LIST in answers:
+        progress.step(subscription, SCALE_SET_VM_LIST.name)
+        members: list[dict[str, Any]] = []
+        try:
+            for scale_set in answers[SCALE_SET_LIST]:
+                props = scale_set.get("properties") or {}
+                if str(props.get("orchestrationMode") or "Uniform").lower() == "flexible":
+                    continue  # a Flexible scale set's VMs are in the VM list
+                group = str(scale_set["id"]).split("/")[4]
+                members += _dicts(compute.virtual_machine_scale_set_vms.list(group, scale_set["name"]))
+            answers[SCALE_SET_VM_LIST] = members
+        except (HttpResponseError, ServiceRequestError) as exc:
+            errors.append(_error(SCALE_SET_VM_LIST, scope, exc))
+    if VM_LIST in answers:
+        progress.step(subscription, SKU_LIST.name)
+        used = {
+            str(((vm.get("properties") or {}).get("hardwareProfile") or {}).get("vmSize")) for vm in answers[VM_LIST]
+        } | {str((s.get("sku") or {}).get("name")) for s in answers.get(SCALE_SET_LIST, [])}
+        try:
+            # One list of every size (ARM has no filter by size name); only the sizes in use are kept.
+            answers[SKU_LIST] = [
+                s for s in _dicts(compute.resource_skus.list()) if s.get("resourceType") == "virtualMachines"
+                and s.get("name") in used
+            ]  # fmt: skip
+        except (HttpResponseError, ServiceRequestError) as exc:
+            errors.append(_error(SKU_LIST, scope, exc))
+    return answers, errors
+
+
+def _credential(cloud: Cloud) -> Any:
+    import logging
+
+    from azure.identity import DefaultAzureCredential
+
+    # azure-identity logs a multi-line warning when no credential works; the CLI says it in one line instead.
+    logging.getLogger("azure").addHandler(logging.NullHandler())
+
+    return DefaultAzureCredential(authority=cloud.authority)
+
+
+def clients(credential: Any, subscription: str, endpoint: str, verify: str | None = None) -> tuple[Any, Any]:
+    from azure.mgmt.compute import ComputeManagementClient
+    from azure.mgmt.network import NetworkManagementClient
+
+    options: dict[str, Any] = {
+        "base_url": endpoint,
+        # The token's audience follows the endpoint: sovereign clouds and Azure Stack have their own.
+        "credential_scopes": [endpoint.rstrip("/") + "/.default"],
+        "retry_total": RETRY_TOTAL,
+        "connection_timeout": RETRIES.connect_timeout,
+        "read_timeout": RETRIES.read_timeout,
+        "user_agent": "fabriccheck/0.1",
+    }
+    if verify:
+        options["connection_verify"] = verify
+    return (
+        ComputeManagementClient(credential, subscription, **options),
+        NetworkManagementClient(credential, subscription, **options),
+    )
+
+
+def list_subscriptions(compute: Any, endpoint: str) -> list[str]:
+    """Every subscription the credential can list (GET /subscriptions, nextLink paging)."""
+    from azure.core.exceptions import ClientAuthenticationError, HttpResponseError, ServiceRequestError
+    from azure.core.rest import HttpRequest
+
+    url: str | None = f"{endpoint.rstrip('/')}/subscriptions?api-version={SUBSCRIPTIONS_API}"
+    found: list[str] = []
+    try:
+        while url:
+            response = compute._client.send_request(HttpRequest("GET", url))
+            response.raise_for_status()
+            page = response.json()
+            found += [str(s["subscriptionId"]) for s in page.get("value", []) if s.get("subscriptionId")]
+            url = page.get("nextLink")
+    except ClientAuthenticationError as exc:
+        raise FabricCheckError(f"no Azure credential ({NO_CREDENTIAL_HINT}): {first_line(exc)}") from None
+    except (HttpResponseError, ServiceRequestError) as exc:
+        raise FabricCheckError(f"listing subscriptions at {endpoint} failed: {first_line(exc)}") from None
+    return sorted(set(found))
+
+
+def _where(subscription: str) -> Callable[[ArmCall], str]:
+    return lambda call: f"ARM {call.name} in subscription {subscription}"
+
+
+def collect_live(
+    subscriptions: list[str],
+    *,
+    resource_groups: list[str] | None = None,
+    endpoint_url: str | None = None,
+    cloud: str = "public",
+    progress: Progress | None = None,
+    credential: Any = None,
+) -> Inventory:
+    if cloud not in CLOUDS:
+        raise FabricCheckError(f"--cloud {cloud}: choose from {', '.join(CLOUDS)}")
+    chosen = CLOUDS[cloud]
+    endpoint = (endpoint_url or chosen.endpoint).rstrip("/")
+    if not endpoint.startswith("https://"):
+        raise FabricCheckError(f"--endpoint-url {endpoint_url}: Resource Manager is reached over https:// only")
+    credential = credential or _credential(chosen)
+    if not subscriptions:
+        compute, _ = clients(credential, "00000000-0000-0000-0000-000000000000", endpoint)
+        subscriptions = list_subscriptions(compute, endpoint)
+        if not subscriptions:
+            raise FabricCheckError("the Azure credential can list no subscription; pass --subscription ID")
+    subscriptions = sorted({s.lower() for s in subscriptions})
+    # Clients are made here, in one thread; each subscription's calls then run on the shared pool.
+    made = {s: clients(credential, s, endpoint) for s in subscriptions}
+    fetched = list(
+        in_parallel(subscriptions, lambda s: fetch_subscription(s, *made[s], resource_groups or [], progress))
+    )
+    inventory = Inventory(source=f"azure live ({', '.join(subscriptions)})")
+    for subscription, (answers, errors) in zip(subscriptions, fetched, strict=True):
+        part = Inventory()
+        normalizer = Normalizer(part, subscription, _where(subscription))
+        with paused_gc():
+            for call in sorted(answers, key=CALLS.index):
+                normalizer.add(call, answers[call])
+            normalizer.finish()
+        part.errors.extend(errors)
+        inventory.merge(part)
+    return inventory

@@ -1,0 +1,118 @@
+"""`fabriccheck azure --from-dump DIR`: the same facts as a live run, from `az ... -o json` files.
+
+Each file is named after its command (`az vm list -o json` > vm-list.json; normalize.CALLS lists them all).
+Layouts: a folder of answers, or one folder per subscription named after its id (`DIR/<subscription id>/`).
+The subscription of a flat folder is the one its resources' ids name.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from fabriccheck.errors import FabricCheckError
+from fabriccheck.inventory import Inventory
+from fabriccheck.model import UNKNOWN_ACCOUNT
+from fabriccheck.providers.azure.normalize import CALLS, ArmCall, Normalizer, is_truncated
+from fabriccheck.sources.common import TRUNCATED, Scope, paused_gc, read_json
+
+SUBSCRIPTION_ID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
+
+
+def _has_answers(folder: Path) -> bool:
+    return any((folder / c.dump_file).exists() for c in CALLS)
+
+
+def dump_folders(directory: Path) -> list[tuple[Path, str | None]]:
+    """(folder of answers, its subscription if the layout says). A folder that is not a subscription is an
+    error, never skipped: its answers would be silently missing."""
+    if not directory.is_dir():
+        raise FabricCheckError(f"--from-dump {directory}: not a folder")
+    if _has_answers(directory):
+        return [(directory, None)]
+    found: list[tuple[Path, str | None]] = []
+    for sub in sorted(p for p in directory.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        if not SUBSCRIPTION_ID.fullmatch(sub.name):
+            raise FabricCheckError(
+                f"--from-dump: {sub} is not a subscription folder (named after the subscription id, e.g. "
+                "00000000-0000-0000-0000-000000000000); move it out of the dump or rename it"
+            )
+        found.append((sub, sub.name.lower()))
+    if not found:
+        expected = ", ".join(c.dump_file for c in CALLS if c.required)
+        raise FabricCheckError(
+            f"--from-dump {directory}: no Azure answers found (expected files such as {expected}, "
+            "or subscription folders holding them)"
+        )
+    return found
+
+
+def load_dump(directory: Path, subscriptions: list[str] | None = None) -> Inventory:
+    """Every subscription of the dump, or only `subscriptions` (an unknown one is an error)."""
+    inventory = Inventory(source=f"azure dump {directory}")
+    folders = dump_folders(directory)
+    wanted = {s.lower() for s in subscriptions or ()}
+    parts = [_load_folder(folder, subscription) for folder, subscription in folders]
+    if wanted:
+        present = {n.account for p in parts for n in [*p.nodes, *p.specs]} | {s for _, s in folders if s is not None}
+        unknown = sorted(wanted - present)
+        if unknown:
+            raise FabricCheckError(
+                f"--subscription {unknown[0]}: not in the dump {directory} "
+                f"(it holds {', '.join(sorted(present)) or 'no subscription'})"
+            )
+    for part in parts:
+        if wanted:
+            part = _only(part, wanted)
+        inventory.merge(part)
+    return inventory
+
+
+def _only(part: Inventory, wanted: set[str]) -> Inventory:
+    data = part.model_dump()
+    data["nodes"] = [n for n in data["nodes"] if n["account"] in wanted]
+    data["specs"] = [n for n in data["specs"] if n["account"] in wanted]
+    data["collected"] = [c for c in data["collected"] if c.split(":")[1] in wanted]
+    data["errors"] = [e for e in data["errors"] if e["account"] in wanted]
+    return Inventory.model_validate(data)
+
+
+def _load_folder(folder: Path, subscription: str | None) -> Inventory:
+    part = Inventory()
+    present = [c for c in CALLS if (folder / c.dump_file).exists()]
+    missing = [c for c in CALLS if c.required and c not in present]
+
+    def where(call: ArmCall) -> str:
+        return str(folder / call.dump_file)
+
+    normalizer = Normalizer(part, subscription, where)
+    truncated: list[ArmCall] = []
+    for call in present:
+        with paused_gc():
+            raw: Any = read_json(folder / call.dump_file)
+            cut = is_truncated(raw)
+            if cut:
+                truncated.append(call)
+            normalizer.add(call, raw, collected=not cut)
+            del raw
+    normalizer.finish()
+    scopes = [subscription] if subscription else sorted({n.account for n in part.nodes}) or [UNKNOWN_ACCOUNT]
+    for call in truncated:
+        for account in scopes:
+            part.errors.append(
+                Scope("azure", account).error(
+                    call.dump_file,
+                    TRUNCATED,
+                    f"{folder / call.dump_file} ends with a nextLink, so the answer is cut short; make it again "
+                    f"with: {call.command} -o json",
+                )
+            )
+    for call in missing:
+        for account in scopes:
+            part.errors.append(
+                Scope("azure", account).missing_dump(
+                    folder / call.dump_file, call.fact.replace("_", " "), f"{call.command} -o json"
+                )
+            )
+    return part

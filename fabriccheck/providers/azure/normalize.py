@@ -1,0 +1,514 @@
+"""Azure answers -> the model: the one ARM call table, and the pure function from ARM list answers to nodes,
+specs and the `azure` namespace.
+
+Two shapes of the same answer are read alike: ARM's own JSON (what the SDK's `serialize()` and the REST API
+give: the settings under `properties`) and the `az ... -o json` output users dump (the same settings
+flattened to the top level, and an extension's own type renamed `typePropertiesType`). `CALLS` is the single
+list of ARM list calls: the live fetch issues them, dumps are named after the `az` commands, and the custom
+role lists their `Microsoft.*/read` actions.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+
+from fabriccheck import catalog
+from fabriccheck.errors import DumpShapeError, FabricCheckError
+from fabriccheck.inventory import Inventory
+from fabriccheck.model import UNKNOWN_ACCOUNT, Capability, FabricKind, Node, fact_key
+from fabriccheck.providers.azure.support import (
+    AVAILABILITY_SET,
+    AVAILABILITY_SETS,
+    NICS,
+    PROXIMITY_PLACEMENT_GROUP,
+    PROXIMITY_PLACEMENT_GROUPS,
+    SCALE_SET,
+    SCALE_SETS,
+    SKUS,
+    VIRTUAL_NETWORKS,
+    VMS,
+    vnet_of_subnet,
+)
+from fabriccheck.resources.azure import (
+    AvailabilitySet,
+    Extension,
+    Nic,
+    NicConfig,
+    ProximityPlacementGroup,
+    ScaleSet,
+    VirtualNetwork,
+    VmExtensions,
+)
+from fabriccheck.sources.common import describe
+
+
+@dataclass(frozen=True)
+class ArmCall:
+    name: str  # what the progress display and errors call it
+    command: str  # the az command whose `-o json` output a dump holds
+    fact: str  # what it tells us, recorded in Inventory.collected (model.fact_key)
+    permission: str  # the Microsoft.*/read action it needs
+    required: bool  # missing -> the run is incomplete; SKUs fall back to the catalog
+
+    @property
+    def dump_file(self) -> str:
+        # `az vm availability-set list` -> vm-availability-set-list.json
+        return self.command.removeprefix("az ").split(" --", 1)[0].replace(" ", "-") + ".json"
+
+
+SKU_LIST = ArmCall("ResourceSkus.List", "az vm list-skus --resource-type virtualMachines", SKUS,
+                   "Microsoft.Compute/skus/read", False)  # fmt: skip
+SCALE_SET_LIST = ArmCall("VirtualMachineScaleSets.ListAll", "az vmss list", SCALE_SETS,
+                         "Microsoft.Compute/virtualMachineScaleSets/read", True)  # fmt: skip
+VM_LIST = ArmCall("VirtualMachines.ListAll", "az vm list", VMS, "Microsoft.Compute/virtualMachines/read", True)
+# One list call per scale set (ARM has no subscription-wide list of scale-set VMs); the dump concatenates them.
+SCALE_SET_VM_LIST = ArmCall("VirtualMachineScaleSetVMs.List", "az vmss list-instances", SCALE_SETS,
+                            "Microsoft.Compute/virtualMachineScaleSets/virtualMachines/read", True)  # fmt: skip
+AVAILABILITY_SET_LIST = ArmCall("AvailabilitySets.ListBySubscription", "az vm availability-set list",
+                                AVAILABILITY_SETS, "Microsoft.Compute/availabilitySets/read", True)  # fmt: skip
+PPG_LIST = ArmCall("ProximityPlacementGroups.ListBySubscription", "az ppg list", PROXIMITY_PLACEMENT_GROUPS,
+                   "Microsoft.Compute/proximityPlacementGroups/read", True)  # fmt: skip
+NIC_LIST = ArmCall("NetworkInterfaces.ListAll", "az network nic list", NICS,
+                   "Microsoft.Network/networkInterfaces/read", True)  # fmt: skip
+VNET_LIST = ArmCall("VirtualNetworks.ListAll", "az network vnet list", VIRTUAL_NETWORKS,
+                    "Microsoft.Network/virtualNetworks/read", True)  # fmt: skip
+
+# In reading order: sizes and scale-set models before the VMs that use them, NICs after the VMs they fill in.
+CALLS = (SKU_LIST, SCALE_SET_LIST, VM_LIST, SCALE_SET_VM_LIST, AVAILABILITY_SET_LIST, PPG_LIST, NIC_LIST, VNET_LIST)
+# Listing the subscriptions a credential can see (when no --subscription is given).
+SUBSCRIPTIONS_PERMISSION = "Microsoft.Resources/subscriptions/read"
+
+_SUBSCRIPTION = re.compile(r"^/subscriptions/([^/]+)/", re.IGNORECASE)
+_SCALE_SET_OF_VM = re.compile(r"^(.*/virtualmachinescalesets/[^/]+)/virtualmachines/[^/]+$", re.IGNORECASE)
+
+
+def subscription_of(resource_id: Any) -> str | None:
+    match = _SUBSCRIPTION.match(resource_id) if isinstance(resource_id, str) else None
+    return match.group(1).lower() if match else None
+
+
+def region_name(location: Any) -> str:
+    """'East US' or 'eastus' -> 'eastus' (ARM answers say eastus; people type the display name)."""
+    return location.replace(" ", "").lower() if isinstance(location, str) and location else "unknown"
+
+
+def _props(item: dict[str, Any]) -> dict[str, Any]:
+    """ARM keeps a resource's settings under `properties`; `az -o json` flattens them to the top level."""
+    inner = item.get("properties")
+    return inner if isinstance(inner, dict) else item
+
+
+def _id(value: Any) -> str | None:
+    """A sub-resource reference ({"id": ...}) -> its id, lower-cased (ARM ids are case-insensitive)."""
+    if isinstance(value, dict) and isinstance(value.get("id"), str) and value["id"]:
+        return str(value["id"]).lower()
+    return None
+
+
+def _tags(raw: Any) -> dict[str, str]:
+    return {str(k): str(v) for k, v in raw.items()} if isinstance(raw, dict) else {}
+
+
+def _image(reference: Any) -> str | None:
+    """storageProfile.imageReference -> publisher:offer:sku:version, or the custom image's id."""
+    if not isinstance(reference, dict):
+        return None
+    if reference.get("publisher") and reference.get("offer"):
+        parts = [reference.get(k) or "" for k in ("publisher", "offer", "sku", "version")]
+        return ":".join(str(p) for p in parts)
+    for key in ("id", "sharedGalleryImageId", "communityGalleryImageId"):
+        if reference.get(key):
+            return str(reference[key])
+    return None
+
+
+def _extensions(raw: Any) -> list[Extension]:
+    found = []
+    for ext in raw or ():
+        if not isinstance(ext, dict):
+            continue
+        inner: dict[str, Any] = ext["properties"] if isinstance(ext.get("properties"), dict) else {}
+        publisher = ext.get("publisher") or inner.get("publisher")
+        kind = ext.get("typePropertiesType") or inner.get("type")
+        if not kind and "/" not in str(ext.get("type") or "/"):
+            kind = ext.get("type")  # a flattened extension whose own type kept its name
+        if publisher and kind:
+            found.append(Extension(publisher=str(publisher), type=str(kind)))
+        elif isinstance(ext.get("id"), str) and "/extensions/" in ext["id"].lower():
+            # A VM list may name an extension by id only: its name (which `az vm extension set --name` makes
+            # the extension's type) is all there is; the publisher is left unknown.
+            found.append(Extension(publisher="", type=ext["id"].rstrip("/").rsplit("/", 1)[-1]))
+    return found
+
+
+def _nic_configs(profile: Any) -> list[NicConfig]:
+    configs = []
+    for raw in (profile or {}).get("networkInterfaceConfigurations") or ():
+        props = _props(raw)
+        subnet = None
+        for ip in props.get("ipConfigurations") or ():
+            subnet = _id(_props(ip).get("subnet"))
+            if subnet:
+                break
+        accelerated = props.get("enableAcceleratedNetworking")
+        configs.append(NicConfig(name=str(raw.get("name") or "nic"), accelerated_networking=accelerated, subnet=subnet))
+    return configs
+
+
+def capability_from_sku(item: dict[str, Any]) -> Capability | None:
+    """A Resource SKUs item -> Capability. `RdmaEnabled` says InfiniBand (LISA-IB), `GPUs` the GPU count; the
+    catalog row, when there is one, adds what the SKU does not say (ports, bandwidth, the GPU's name)."""
+    if str(item.get("resourceType", "virtualMachines")) != "virtualMachines" or not item.get("name"):
+        return None
+    caps = {
+        str(c.get("name")): str(c.get("value"))
+        for c in item.get("capabilities") or ()
+        if isinstance(c, dict) and c.get("name")
+    }
+    name = str(item["name"])
+    table = catalog.catalog_entry(name)
+    rdma = caps.get("RdmaEnabled", "False").lower() == "true"
+    try:
+        gpus = int(caps.get("GPUs", "0"))
+    except ValueError:
+        gpus = 0
+    ports = table.fabric_interfaces if table and table.fabric is FabricKind.INFINIBAND else (gpus or 1)
+    return Capability(
+        instance_type=name,
+        provider="azure",
+        fabric=FabricKind.INFINIBAND if rdma else FabricKind.NONE,
+        fabric_interfaces=ports if rdma else 0,
+        accelerators=gpus,
+        accelerator_name=table.accelerator_name if table else None,
+        source="Azure Resource SKUs (live answer)",
+    )
+
+
+def _each(raw: Any, where: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    """The items of an answer: a list (az -o json) or an ARM page ({"value": [...]})."""
+    items = raw.get("value") if isinstance(raw, dict) else raw
+    if not isinstance(items, list):
+        raise DumpShapeError(where, "(top level)", "a list, or an object with a value list")
+    for i, item in enumerate(items):
+        if not isinstance(item, dict):
+            raise DumpShapeError(where, f"[{i}]", "an object")
+        yield f"[{i}]", item
+
+
+def is_truncated(raw: Any) -> bool:
+    """An ARM page saved on its own: its nextLink says the rest was never read."""
+    return isinstance(raw, dict) and bool(raw.get("nextLink"))
+
+
+class Normalizer:
+    """Turns one subscription's answers into the inventory, in CALLS order. `subscription` is the scope of
+    every answer when known (a live run, a dump's subscription folder); otherwise each item is filed under
+    the subscription its own id names. `where(call)` names an answer's origin for error messages."""
+
+    def __init__(self, inventory: Inventory, subscription: str | None, where: Callable[[ArmCall], str]) -> None:
+        self.inventory = inventory
+        self.subscription = subscription
+        self.where = where
+        self.answered: dict[str, set[str]] = {}  # fact -> subscriptions whose answer was read in full
+        self._interfaces: dict[tuple[str, str], list[Any]] = {}
+        self._scale_sets: dict[tuple[str, str], ScaleSet] = {}
+        self._scale_sets_with_vms: set[tuple[str, str]] = set()
+        self._scale_set_ppg: dict[tuple[str, str], str] = {}
+
+    def _account(self, item: dict[str, Any]) -> str:
+        return self.subscription or subscription_of(item.get("id")) or UNKNOWN_ACCOUNT
+
+    def add(self, call: ArmCall, raw: Any, collected: bool = True) -> None:
+        where = self.where(call)
+        try:
+            accounts = self._add(call, raw, where)
+        except FabricCheckError:
+            raise
+        except (KeyError, TypeError, AttributeError, ValueError, ValidationError) as exc:
+            raise FabricCheckError(f"{where}: unexpected shape: {describe(exc)}") from None
+        if collected:
+            if self.subscription:
+                accounts = {self.subscription}
+            self.answered.setdefault(call.fact, set()).update(accounts)
+
+    def _add(self, call: ArmCall, raw: Any, where: str) -> set[str]:
+        inventory = self.inventory
+        accounts: set[str] = set()
+        if call is SKU_LIST:
+            for _, item in _each(raw, where):
+                cap = capability_from_sku(item)
+                if cap is not None:
+                    inventory.capabilities[cap.instance_type] = cap
+            return accounts
+        for path, item in _each(raw, where):
+            account = self._account(item)
+            accounts.add(account)
+            try:
+                self._item(call, item, account)
+            except (KeyError, TypeError, AttributeError, ValidationError) as exc:
+                raise FabricCheckError(f"{where}: {path}: {describe(exc)}") from None
+        return accounts
+
+    def _item(self, call: ArmCall, item: dict[str, Any], account: str) -> None:
+        azure = self.inventory.azure
+        props = _props(item)
+        region = region_name(item.get("location"))
+        resource_id = str(item["id"]).lower()
+        if call is SCALE_SET_LIST:
+            profile = props.get("virtualMachineProfile") or {}
+            scale_set = ScaleSet(
+                account=account,
+                region=region,
+                id=resource_id,
+                name=str(item.get("name") or resource_id.rsplit("/", 1)[-1]),
+                orchestration_mode=str(props.get("orchestrationMode") or "Uniform"),
+                single_placement_group=props.get("singlePlacementGroup"),
+                platform_fault_domain_count=props.get("platformFaultDomainCount"),
+                capacity=(item.get("sku") or {}).get("capacity"),
+                size=(item.get("sku") or {}).get("name"),
+                image=_image((profile.get("storageProfile") or {}).get("imageReference")),
+                extensions=_extensions((profile.get("extensionProfile") or {}).get("extensions")),
+                nics=_nic_configs(profile.get("networkProfile")),
+                tags=_tags(item.get("tags")),
+            )
+            # A proximity placement group of the scale set is the VMs' too.
+            scale_set_ppg = _id(props.get("proximityPlacementGroup"))
+            azure.scale_sets.append(scale_set)
+            self._scale_sets[(account, resource_id)] = scale_set
+            if scale_set_ppg:
+                self._scale_set_ppg[(account, resource_id)] = scale_set_ppg
+        elif call is VM_LIST:
+            self._vm(item, props, account, region, resource_id, _id(props.get("virtualMachineScaleSet")), False)
+        elif call is SCALE_SET_VM_LIST:
+            match = _SCALE_SET_OF_VM.match(resource_id)
+            self._vm(item, props, account, region, resource_id, match.group(1) if match else None, True)
+        elif call is AVAILABILITY_SET_LIST:
+            azure.availability_sets.append(
+                AvailabilitySet(
+                    account=account,
+                    region=region,
+                    id=resource_id,
+                    name=str(item.get("name") or ""),
+                    platform_fault_domain_count=props.get("platformFaultDomainCount"),
+                    virtual_machines=len(props.get("virtualMachines") or ()),
+                )
+            )
+        elif call is PPG_LIST:
+            azure.proximity_placement_groups.append(
+                ProximityPlacementGroup(
+                    account=account,
+                    region=region,
+                    id=resource_id,
+                    name=str(item.get("name") or ""),
+                    group_type=props.get("proximityPlacementGroupType"),
+                )
+            )
+        elif call is NIC_LIST:
+            subnet = None
+            for ip in props.get("ipConfigurations") or ():
+                subnet = _id(_props(ip).get("subnet"))
+                if subnet:
+                    break
+            azure.nics.append(
+                Nic(
+                    account=account,
+                    region=region,
+                    id=resource_id,
+                    accelerated_networking=props.get("enableAcceleratedNetworking"),
+                    subnet=subnet,
+                    virtual_machine=_id(props.get("virtualMachine")),
+                )
+            )
+            for interface in self._interfaces.get((account, resource_id), ()):
+                interface.subnet = subnet
+                interface.network = vnet_of_subnet(subnet)
+        elif call is VNET_LIST:
+            prefixes = [str(p) for p in (props.get("addressSpace") or {}).get("addressPrefixes") or ()]
+            for subnet in props.get("subnets") or ():
+                sub = _props(subnet)
+                prefixes += [str(p) for p in (sub.get("addressPrefix"), *(sub.get("addressPrefixes") or ())) if p]
+            azure.virtual_networks.append(
+                VirtualNetwork(
+                    account=account, region=region, id=resource_id, name=str(item.get("name") or ""),
+                    address_prefixes=sorted(set(prefixes)),
+                )
+            )  # fmt: skip
+
+    def _vm(
+        self,
+        item: dict[str, Any],
+        props: dict[str, Any],
+        account: str,
+        region: str,
+        resource_id: str,
+        scale_set_id: str | None,
+        uniform: bool,
+    ) -> None:
+        azure = self.inventory.azure
+        scale_set = self._scale_sets.get((account, scale_set_id)) if scale_set_id else None
+        placement = []
+        if scale_set_id:
+            placement.append({"kind": SCALE_SET, "id": scale_set_id})
+            self._scale_sets_with_vms.add((account, scale_set_id))
+        availability_set = _id(props.get("availabilitySet"))
+        if availability_set:
+            placement.append({"kind": AVAILABILITY_SET, "id": availability_set})
+        ppg = _id(props.get("proximityPlacementGroup")) or (
+            self._scale_set_ppg.get((account, scale_set_id)) if scale_set_id else None
+        )
+        if ppg:
+            placement.append({"kind": PROXIMITY_PLACEMENT_GROUP, "id": ppg})
+        size = (props.get("hardwareProfile") or {}).get("vmSize") or (item.get("sku") or {}).get("name")
+        if not size and scale_set:
+            size = scale_set.size
+        storage = props.get("storageProfile") or {}
+        interfaces: list[dict[str, Any]] = []
+        configs = _nic_configs(props.get("networkProfileConfiguration"))
+        if uniform:
+            # A Uniform scale set's VM: its NICs live under the scale set, not in the subscription's NIC list;
+            # their settings are the VM's networkProfileConfiguration, else the scale set's model.
+            for index, config in enumerate(configs or (scale_set.nics if scale_set else [])):
+                nic_id = f"{resource_id}/networkinterfaces/{config.name.lower()}"
+                azure.nics.append(
+                    Nic(
+                        account=account,
+                        region=region,
+                        id=nic_id,
+                        accelerated_networking=config.accelerated_networking,
+                        subnet=config.subnet,
+                        virtual_machine=resource_id,
+                    )
+                )
+                interfaces.append(
+                    {
+                        "id": nic_id,
+                        "interface_type": "nic",
+                        "network": vnet_of_subnet(config.subnet),
+                        "subnet": config.subnet,
+                        "device_index": index,
+                    }
+                )
+        else:
+            for index, ref in enumerate((props.get("networkProfile") or {}).get("networkInterfaces") or ()):
+                ref_id = _id(ref)
+                if ref_id:
+                    primary = bool(_props(ref).get("primary"))
+                    interfaces.append(
+                        {"id": ref_id, "interface_type": "nic", "device_index": 0 if primary else index + 1}
+                    )
+        zones = item.get("zones") or []
+        node = Node.model_validate(
+            {
+                "id": str(item["id"]),
+                "provider": "azure",
+                "account": account,
+                "region": region,
+                "zone": f"{region}-{zones[0]}" if zones else None,
+                "instance_type": size,
+                "state": "running",
+                "image": _image(storage.get("imageReference")) or (scale_set.image if scale_set else None),
+                "tags": _tags(item.get("tags")),
+                "interfaces": interfaces,
+                "placement": placement,
+            }
+        )
+        self.inventory.nodes.append(node)
+        for interface in node.interfaces:
+            self._interfaces.setdefault((account, interface.id), []).append(interface)
+        extensions = _extensions(item.get("resources"))
+        if extensions:
+            azure.extensions.append(VmExtensions(account=account, region=region, vm=resource_id, extensions=extensions))
+
+    def finish(self) -> None:
+        """Scale sets with no VMs seen become specs (an AKS GPU pool scaled to zero still launches what its
+        model says), and each fact read in full counts as collected for every region of its subscription."""
+        for key, scale_set in self._scale_sets.items():
+            if key in self._scale_sets_with_vms:
+                continue
+            spec = scale_set_spec(scale_set)
+            self.inventory.specs.append(spec)
+            for interface, config in zip(spec.interfaces, scale_set.nics, strict=True):
+                self.inventory.azure.nics.append(
+                    Nic(
+                        account=scale_set.account,
+                        region=scale_set.region,
+                        id=interface.id,
+                        accelerated_networking=config.accelerated_networking,
+                        subnet=config.subnet,
+                    )
+                )
+        regions: dict[str, set[str]] = {}
+        for node in [*self.inventory.nodes, *self.inventory.specs]:
+            regions.setdefault(node.account, set()).add(node.region)
+        for fact, accounts in self.answered.items():
+            # SKUs name no subscription: they count for every subscription whose VMs were read with them.
+            for account in accounts or set(regions):
+                for region in sorted(regions.get(account) or {"unknown"}):
+                    recorded = fact_key("azure", account, region, fact)
+                    if recorded not in self.inventory.collected:
+                        self.inventory.collected.append(recorded)
+
+
+def scale_set_spec(scale_set: ScaleSet) -> Node:
+    """A scale set's model -> the VM it would launch (origin template)."""
+    interfaces = [
+        {
+            "id": f"{scale_set.id}/model/networkinterfaces/{config.name.lower()}",
+            "interface_type": "nic",
+            "network": vnet_of_subnet(config.subnet),
+            "subnet": config.subnet,
+            "device_index": index,
+        }
+        for index, config in enumerate(scale_set.nics)
+    ]
+    return Node.model_validate(
+        {
+            "id": scale_set.id,
+            "provider": "azure",
+            "account": scale_set.account,
+            "region": scale_set.region,
+            "origin": "template",
+            "spec": {"kind": "scale-set-model", "name": scale_set.name, "role": f"{scale_set.orchestration_mode} "
+                     "scale set with no VMs running"},
+            "instance_type": scale_set.size,
+            "image": scale_set.image,
+            "tags": scale_set.tags,
+            "interfaces": interfaces,
+            "placement": [{"kind": SCALE_SET, "id": scale_set.id}],
+        }
+    )  # fmt: skip
+
+
+def normalize(
+    answers: dict[ArmCall, Any],
+    subscription: str | None,
+    where: Callable[[ArmCall], str],
+    into: Inventory | None = None,
+) -> Inventory:
+    inventory = into if into is not None else Inventory(source="azure")
+    normalizer = Normalizer(inventory, subscription, where)
+    for call in sorted(answers, key=CALLS.index):
+        normalizer.add(call, answers[call])
+    normalizer.finish()
+    return inventory
+
+
+def role_definition() -> dict[str, Any]:
+    """A least-privilege custom role with exactly the read actions the collector uses."""
+    actions = sorted({c.permission for c in CALLS} | {SUBSCRIPTIONS_PERMISSION})
+    return {
+        "Name": "fabriccheck reader",
+        "IsCustom": True,
+        "Description": "Read what fabriccheck needs to audit InfiniBand clusters: VMs, scale sets, availability "
+        "sets, proximity placement groups, NICs, virtual networks and resource SKUs.",
+        "Actions": actions,
+        "NotActions": [],
+        "DataActions": [],
+        "NotDataActions": [],
+        "AssignableScopes": ["/subscriptions/SUBSCRIPTION_ID"],
+    }

@@ -1,0 +1,197 @@
+"""A local Azure Resource Manager endpoint (https://127.0.0.1 only) that replays recorded ARM JSON.
+
+The Azure SDK's bearer-token policy refuses plain http, so it serves TLS with a self-signed certificate for
+127.0.0.1 made here (reference/testing.md). Answers are ARM list pages (`{"value": [...], "nextLink": ...}`)
+with nextLink pointing back at this server; a 403 (AuthorizationFailed) per subscription and 429s with
+Retry-After per list can be injected; every request is recorded (method, path) for call counting and the
+read-only proof. A fake `az` for AzureCliCredential is written by `fake_az`.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import re
+import ssl
+import threading
+import urllib.parse
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+# path tail (after /subscriptions/{s}) -> dump file holding the answer
+_ROUTES = (
+    (re.compile(r"^/providers/microsoft\.compute/virtualmachines$"), "vm-list.json"),
+    (re.compile(r"^/providers/microsoft\.compute/virtualmachinescalesets$"), "vmss-list.json"),
+    (
+        re.compile(
+            r"^/resourcegroups/[^/]+/providers/microsoft\.compute/virtualmachinescalesets/[^/]+/virtualmachines$"
+        ),
+        "vmss-list-instances.json",
+    ),
+    (re.compile(r"^/providers/microsoft\.compute/availabilitysets$"), "vm-availability-set-list.json"),
+    (re.compile(r"^/providers/microsoft\.compute/proximityplacementgroups$"), "ppg-list.json"),
+    (re.compile(r"^/providers/microsoft\.compute/skus$"), "vm-list-skus.json"),
+    (re.compile(r"^/providers/microsoft\.network/networkinterfaces$"), "network-nic-list.json"),
+    (re.compile(r"^/providers/microsoft\.network/virtualnetworks$"), "network-vnet-list.json"),
+)
+
+
+@dataclass
+class ArmReplay:
+    """answers: subscription -> {dump file name -> list of ARM items}."""
+
+    answers: dict[str, dict[str, list[dict[str, Any]]]]
+    page_size: int = 2
+    calls: list[tuple[str, str]] = field(default_factory=list)
+    deny: set[str] = field(default_factory=set)  # subscriptions answered 403 AuthorizationFailed
+    throttle: dict[str, int] = field(default_factory=dict)  # dump file -> how many 429s first
+    retry_after: str = "1"
+    fail: dict[str, int] = field(default_factory=dict)  # dump file -> how many 503s first
+    port: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def respond(self, method: str, raw_path: str) -> tuple[int, dict[str, str], Any]:
+        parsed = urllib.parse.urlsplit(raw_path)
+        path = parsed.path.rstrip("/")
+        query = urllib.parse.parse_qs(parsed.query)
+        with self.lock:
+            self.calls.append((method, path))
+        if method != "GET":
+            return 405, {}, {"error": {"code": "MethodNotAllowed", "message": "read-only replay"}}
+        if path.lower() == "/subscriptions":
+            return 200, {}, {"value": [{"subscriptionId": s, "displayName": s} for s in sorted(self.answers)]}
+        match = re.match(r"^/subscriptions/([^/]+)(/.*)$", path, re.IGNORECASE)
+        if not match:
+            return 404, {}, {"error": {"code": "NotFound", "message": path}}
+        subscription, tail = match.group(1).lower(), match.group(2).lower()
+        if subscription not in self.answers:
+            return 404, {}, {"error": {"code": "SubscriptionNotFound", "message": f"{subscription} not found"}}
+        if subscription in self.deny:
+            message = (
+                f"The client does not have authorization to perform action over scope /subscriptions/{subscription}"
+            )
+            return 403, {}, {"error": {"code": "AuthorizationFailed", "message": message}}
+        name = next((n for pattern, n in _ROUTES if pattern.match(tail)), None)
+        group = None
+        if name is None:  # a list within one resource group (--resource-group)
+            scoped = re.match(r"^/resourcegroups/([^/]+)(/providers/.*)$", tail)
+            if scoped:
+                group = scoped.group(1)
+                name = next((n for pattern, n in _ROUTES if pattern.match(scoped.group(2))), None)
+        if name is None:
+            return 404, {}, {"error": {"code": "NotFound", "message": tail}}
+        with self.lock:
+            if self.fail.get(name, 0) > 0:
+                self.fail[name] -= 1
+                return 503, {}, {"error": {"code": "ServiceUnavailable", "message": "try later"}}
+            if self.throttle.get(name, 0) > 0:
+                self.throttle[name] -= 1
+                return (
+                    429,
+                    {"Retry-After": self.retry_after},
+                    {"error": {"code": "TooManyRequests", "message": "throttled"}},
+                )
+        items = self.answers[subscription].get(name, [])
+        if name == "vmss-list-instances.json":
+            prefix = path.lower().rsplit("/virtualmachines", 1)[0] + "/"
+            items = [i for i in items if str(i["id"]).lower().startswith(prefix)]
+        if group is not None:
+            items = [i for i in items if f"/resourcegroups/{group}/" in str(i["id"]).lower()]
+        start = int(query.get("$skiptoken", ["0"])[0])
+        page: dict[str, Any] = {"value": items[start : start + self.page_size]}
+        if start + self.page_size < len(items):
+            rest = {k: v[0] for k, v in query.items() if k != "$skiptoken"}
+            rest["$skiptoken"] = str(start + self.page_size)
+            page["nextLink"] = f"https://127.0.0.1:{self.port}{parsed.path}?{urllib.parse.urlencode(rest)}"
+        return 200, {}, page
+
+    def count(self, suffix: str) -> int:
+        """Requests whose path ends with `suffix` (case-insensitive, as ARM paths are)."""
+        return sum(1 for _, path in self.calls if path.lower().endswith(suffix.lower()))
+
+
+def make_certificate(folder: Path) -> tuple[Path, Path]:
+    """A self-signed certificate for 127.0.0.1 (cert.pem, key.pem)."""
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(days=1))
+        .not_valid_after(now + datetime.timedelta(days=2))
+        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_path, key_path = folder / "cert.pem", folder / "key.pem"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
+    return cert_path, key_path
+
+
+@contextmanager
+def serve(replay: ArmReplay, cert: Path, key: Path) -> Iterator[str]:
+    class Handler(BaseHTTPRequestHandler):
+        def _answer(self) -> None:
+            status, headers, body = replay.respond(self.command, self.path)
+            data = json.dumps(body).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            for k, v in headers.items():
+                self.send_header(k, v)
+            self.end_headers()
+            self.wfile.write(data)
+
+        do_GET = do_PUT = do_POST = do_DELETE = do_PATCH = _answer
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    replay.port = server.server_address[1]
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"https://127.0.0.1:{replay.port}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def fake_az(folder: Path) -> Path:
+    """An `az` that prints a token for any arguments (AzureCliCredential's only need); returns its folder."""
+    folder.mkdir(parents=True, exist_ok=True)
+    token = {
+        "accessToken": "fake",
+        "expiresOn": "2099-01-01 00:00:00.000000",
+        "expires_on": 4070908800,
+        "subscription": "11111111-2222-3333-4444-555555555555",
+        "tenant": "00000000-0000-0000-0000-000000000000",
+        "tokenType": "Bearer",
+    }
+    script = folder / "az"
+    # Each call's arguments are logged beside it, so tests can see which token audience was asked for.
+    script.write_text(f"#!/bin/sh\necho \"$@\" >> {folder / 'az.log'}\ncat <<'EOF'\n{json.dumps(token)}\nEOF\n")
+    script.chmod(0o755)
+    return folder
