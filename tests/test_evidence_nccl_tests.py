@@ -221,24 +221,18 @@ def test_the_default_model_is_the_penalty_core() -> None:
     assert "at 2 nodes" in ev.findings[0].message
 
 
-def test_collective_bandwidth_core() -> None:
+def test_the_adapter_reads_the_penalty_core() -> None:
+    # penalty.collective_bandwidth (the integrator's): busbw = algbw x 2(n-1)/n for all_reduce on n ranks, less
+    # over TCP, None for an accelerator it has no figure for, which the adapter turns into "not judged".
     fabric = p4d()
-    algbw, busbw = penalty.collective_bandwidth(fabric, 4, "all_reduce", 2**30)
-    assert busbw == pytest.approx(algbw * 2 * 31 / 32)
-    _, gather = penalty.collective_bandwidth(fabric, 4, "all_gather", 2**30)
-    _, tcp = penalty.collective_bandwidth(fabric, 4, "all_reduce", 2**30, penalty.FabricState.tcp_fallback())
-    _, half = penalty.collective_bandwidth(fabric, 4, "all_reduce", 2**30, penalty.FabricState.partial(2))
-    assert tcp < half < busbw and gather > 0
-    # Large messages are bandwidth-bound: busbw approaches the link's share
-    small = penalty.collective_bandwidth(fabric, 4, "all_reduce", 1024)[1]
-    assert small < busbw
-    for bad in ("broadcast", "sendrecv"):
-        with pytest.raises(ValueError):
-            penalty.collective_bandwidth(fabric, 4, bad, 2**30)
-    with pytest.raises(ValueError):
-        penalty.collective_bandwidth(
-            penalty.FabricDescription("V100", 8, fabric.fabric, 4, 100, True, 100), 4, "all_reduce", 1e9
-        )
+    found = penalty.collective_bandwidth(fabric, 4, "all_reduce", 2**30)
+    assert found is not None and found[1] == pytest.approx(found[0] * 2 * 31 / 32)
+    assert expect.healthy_busbw(fabric, 4, "all_reduce", 2**30) == pytest.approx(found[1])
+    tcp = expect.tcp_busbw(fabric, 4, "all_reduce", 2**30)
+    assert tcp is not None and tcp < found[1] / 4
+    v100 = penalty.FabricDescription("V100", 8, fabric.fabric, 4, 100, True, 100)
+    with pytest.raises(ValueError, match="no bandwidth figure"):
+        expect.healthy_busbw(v100, 4, "all_reduce", 1e9)
 
 
 @pytest.mark.parametrize(
@@ -285,4 +279,10 @@ def test_an_accelerator_without_figures_is_not_judged() -> None:
     assert fabric is not None
     ev = judge.judge_tests(t.parse_lines(lines("tests_allreduce_8x8_v100_ib.txt")), fabric, 8, "aws")
     assert not ev.complete and not ev.findings
-    assert any("no sourced NVLink figure for A10G" in n for n in ev.notes)
+    assert any("no bandwidth figure" in n and "A10G" in n for n in ev.notes)
+
+
+def test_an_instance_type_takes_the_same_corrections_as_estimate() -> None:
+    fabric, provider = expect.fabric_from_options("p4d.24xlarge", None, None, None, None, None, True, 50)
+    assert fabric is not None and provider == "aws"
+    assert (fabric.gpudirect_rdma, fabric.ethernet_gbps, fabric.nics) == (False, 50, 4)

@@ -12,22 +12,20 @@ import math
 from collections.abc import Callable
 from dataclasses import replace
 
-from fabriccheck import catalog, penalty
+from fabriccheck import catalog, estimate, penalty
 from fabriccheck.errors import FabricCheckError
 from fabriccheck.model import FabricKind
 
+# penalty.collective_bandwidth: (algbw, busbw) in GB/s, or None when the model cannot say.
 BandwidthModel = Callable[
-    [penalty.FabricDescription, int, str, float, "penalty.FabricState | None"], tuple[float, float]
+    [penalty.FabricDescription, int, str, float, "penalty.FabricState | None"], tuple[float, float] | None
 ]
+# The collectives whose busbw this package compares (nccl-tests' bus factor: 2(n-1)/n or (n-1)/n); broadcast
+# and reduce have busbw = algbw and a tree/ring choice the model does not make (issue 9 Calibration).
+COMPARED_OPS = ("all_reduce", "all_gather", "reduce_scatter", "alltoall")
 
-TRANSPORTS = {
-    "ib": FabricKind.INFINIBAND,
-    "roce": FabricKind.RDMA,
-    "efa": FabricKind.EFA,
-    "tcpx": FabricKind.TCPX,
-    "tcpxo": FabricKind.TCPXO,
-    "tcp": FabricKind.NONE,
-}
+# The same words and fabrics as `fabriccheck estimate` (one table, in fabriccheck/estimate.py).
+TRANSPORTS = estimate.TRANSPORTS
 # The cloud a transport implies, for findings' `provider` when no instance type says it.
 TRANSPORT_PROVIDER = {"efa": "aws", "tcpx": "gcp", "tcpxo": "gcp"}
 
@@ -80,14 +78,12 @@ def fabric_from_options(
         "--transport": transport,
     }
     given = [k for k, v in custom.items() if v is not None]
-    if no_gdr:
-        given.append("--no-gdr")
-    if ethernet_gbps is not None:
-        given.append("--ethernet-gbps")
+    _positive(ethernet_gbps, "--ethernet-gbps")
     if instance_type is not None:
         if given:
             raise FabricCheckError(
-                f"--instance-type and {', '.join(given)} cannot be used together (the type says its fabric)"
+                f"--instance-type and {', '.join(given)} cannot be used together (the type says its fabric; "
+                "--no-gdr and --ethernet-gbps may correct it)"
             )
         cap = catalog.catalog_entry(instance_type)
         if cap is None:
@@ -97,10 +93,12 @@ def fabric_from_options(
             )
         if cap.accelerators <= 0:
             raise FabricCheckError(f"--instance-type {instance_type}: has no accelerators")
-        return penalty.FabricDescription.from_capability(cap), cap.provider
-    if not given:
+        fabric = penalty.FabricDescription.from_capability(cap)
+        return estimate.with_overrides(fabric, ethernet_gbps, no_gdr), cap.provider
+    if not given and not no_gdr and ethernet_gbps is None:
         return None, "unknown"
-    missing = [k for k, v in custom.items() if v is None and not (k in ("--nics", "--nic-gbps") and transport == "tcp")]
+    needed = {k: v for k, v in custom.items() if not (k in ("--nics", "--nic-gbps") and transport == "tcp")}
+    missing = [k for k, v in needed.items() if v is None]
     if missing:
         raise FabricCheckError(f"a custom fabric needs {', '.join(missing)} too (or use --instance-type)")
     assert gpu is not None and gpus_per_node is not None and transport is not None
@@ -109,35 +107,32 @@ def fabric_from_options(
     _positive(gpus_per_node, "--gpus-per-node", integer=True)
     _positive(nics, "--nics", integer=True)
     _positive(nic_gbps, "--nic-gbps")
-    _positive(ethernet_gbps, "--ethernet-gbps")
-    kind = TRANSPORTS[transport]
-    if kind is FabricKind.NONE:
-        ethernet = ethernet_gbps if ethernet_gbps is not None else (nics or 0) * (nic_gbps or 0.0) or None
-        if ethernet is None:
-            raise FabricCheckError("--transport tcp needs --ethernet-gbps (or --nics and --nic-gbps)")
-        fabric = penalty.FabricDescription(accelerator_named(gpu), gpus_per_node, kind, 0, 0.0, False, ethernet)
-    else:
-        assert nics is not None and nic_gbps is not None
-        fabric = penalty.FabricDescription(
-            accelerator_named(gpu), gpus_per_node, kind, nics, nic_gbps, not no_gdr, ethernet_gbps
-        )
+    if TRANSPORTS[transport] is FabricKind.NONE and ethernet_gbps is None and not (nics and nic_gbps):
+        raise FabricCheckError("--transport tcp needs --ethernet-gbps (or --nics and --nic-gbps)")
+    fabric = estimate.custom_fabric(
+        accelerator_named(gpu), gpus_per_node, nics or 0, nic_gbps or 0.0, transport, not no_gdr, ethernet_gbps
+    )
     return fabric, TRANSPORT_PROVIDER.get(transport, "unknown")
 
 
 def healthy_busbw(fabric: penalty.FabricDescription, nodes: int, op: str, size: float) -> float:
     """Expected busbw (GB/s) of a healthy run. A fabric without GPUDirect RDMA (`--no-gdr`, or a type that has
-    none) is judged against that: the model's GPUDirect-off state of the same fabric."""
+    none) is judged against that: the model's GPUDirect-off state of the same fabric. ValueError when the
+    model cannot say (no figure for the accelerator or the fabric)."""
     fn = model()
     if fabric.fabric is not FabricKind.NONE and fabric.gpudirect_rdma is False:
-        return fn(replace(fabric, gpudirect_rdma=True), nodes, op, size, penalty.FabricState.gpudirect_off())[1]
-    return fn(fabric, nodes, op, size, None)[1]
+        found = fn(replace(fabric, gpudirect_rdma=True), nodes, op, size, penalty.FabricState.gpudirect_off())
+    else:
+        found = fn(fabric, nodes, op, size, None)
+    if found is None:
+        what = fabric.instance_type or f"{fabric.gpus_per_node} x {fabric.accelerator or '?'}"
+        raise ValueError(f"the penalty model has no bandwidth figure for {op} on {what} ({fabric.accelerator or '?'})")
+    return found[1]
 
 
 def tcp_busbw(fabric: penalty.FabricDescription, nodes: int, op: str, size: float) -> float | None:
     """Busbw (GB/s) NCCL would reach over TCP on the ordinary NIC (best end), None when unknown."""
     if fabric.fabric is FabricKind.NONE or not fabric.ethernet_gbps:
         return None
-    try:
-        return model()(fabric, nodes, op, size, penalty.FabricState.tcp_fallback())[1]
-    except ValueError:
-        return None
+    found = model()(fabric, nodes, op, size, penalty.FabricState.tcp_fallback())
+    return found[1] if found is not None else None

@@ -337,11 +337,11 @@ def _judge_run(
             "judged with the ranks the test used"
         )
         fabric = replace(fabric, gpus_per_node=run.ranks // nodes)
-    if op is None or op not in penalty.BUSBW_FACTOR_OPS:
+    if op is None or op not in expect.COMPARED_OPS:
         ev.complete = False
         ev.notes.append(
             f"{label}: {'the collective is unknown' if op is None else f'no bandwidth model for {op}'}: give --op "
-            f"({', '.join(penalty.BUSBW_FACTOR_OPS)}) or test one of those"
+            f"({', '.join(expect.COMPARED_OPS)}) or test one of those"
         )
         return detail
     judged = [r for r in run.rows if r.size >= MIN_JUDGED_BYTES and r.best_busbw is not None]
