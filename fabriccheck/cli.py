@@ -420,6 +420,107 @@ def check(
         _finish(load_inventory(inventory_file), options, fmt, output, fail_on, None, verbose)
 
 
+def _evidence_out(ev: Any, fmt: Format, output: Path | None, fail_on: FailOn, verbose: bool) -> NoReturn:
+    from fabriccheck.evidence import report
+
+    text = report.render(ev, fmt.value, fail_on.value, verbose)
+    if output is not None:
+        _write(output, text, "--output")
+    else:
+        sys.stdout.write(text)
+    raise typer.Exit(report.exit_code(ev, fail_on.value))
+
+
+def _evidence_input(path: Path, output: Path | None, provider: str | None) -> None:
+    from fabriccheck.errors import FabricCheckError
+    from fabriccheck.model import PROVIDERS
+
+    if not path.is_file():
+        raise FabricCheckError(f"{path}: no such file")
+    if output is not None and _same_file(output, path):
+        raise FabricCheckError(f"--output {output} is the file being read: write the report elsewhere")
+    if provider is not None and provider not in PROVIDERS:
+        raise FabricCheckError(f"--provider {provider}: choose from {', '.join(PROVIDERS)}")
+
+
+ProviderOpt = Annotated[
+    str | None,
+    typer.Option(
+        metavar="PROVIDER", help="The cloud the run was on (aws, azure, gcp), when the evidence does not say."
+    ),
+]
+
+
+@app.command("nccl-tests", cls=_Command)
+def nccl_tests(
+    file: Annotated[Path, typer.Argument(metavar="FILE", help="Output of all_reduce_perf and friends.")],
+    instance_type: Annotated[
+        str | None, typer.Option(metavar="TYPE", help="Instance type / VM size / machine type of the nodes.")
+    ] = None,
+    nodes: Annotated[
+        int | None, typer.Option(metavar="N", min=1, help="Nodes the test ran on (default: the hosts the file names).")
+    ] = None,
+    gpu: Annotated[
+        str | None, typer.Option(metavar="GPU", help="Custom fabric: accelerator (H100, A100, ...).")
+    ] = None,
+    gpus_per_node: Annotated[int | None, typer.Option(metavar="K", help="Custom fabric: GPUs per node.")] = None,
+    nics: Annotated[int | None, typer.Option(metavar="M", help="Custom fabric: fabric NICs per node.")] = None,
+    nic_gbps: Annotated[float | None, typer.Option(metavar="X", help="Custom fabric: Gbps per fabric NIC.")] = None,
+    transport: Annotated[
+        str | None, typer.Option(metavar="T", help="Custom fabric: ib, roce, efa, tcpx, tcpxo or tcp.")
+    ] = None,
+    no_gdr: Annotated[bool, typer.Option("--no-gdr", help="Custom fabric: without GPUDirect RDMA.")] = False,
+    ethernet_gbps: Annotated[
+        float | None, typer.Option(metavar="G", help="Custom fabric: the ordinary NIC NCCL sockets would use.")
+    ] = None,
+    op: Annotated[
+        str | None,
+        typer.Option(metavar="OP", help="The collective, when the file does not say: all_reduce, all_gather, ..."),
+    ] = None,
+    provider: ProviderOpt = None,
+    fmt: FormatOpt = Format.text,
+    output: OutputOpt = None,
+    fail_on: FailOnOpt = FailOn.error,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Compare nccl-tests bus bandwidth with what the fabric should give (TCP fallback, partial fabric)."""
+    from fabriccheck.errors import FabricCheckError
+    from fabriccheck.evidence import expect, judge
+    from fabriccheck.evidence import nccl_tests as parser
+
+    _evidence_input(file, output, provider)
+    if op is not None and op not in parser.OPS:
+        raise FabricCheckError(f"--op {op}: choose from {', '.join(parser.OPS)}")
+    fabric, implied = expect.fabric_from_options(
+        instance_type, gpu, gpus_per_node, nics, nic_gbps, transport, no_gdr, ethernet_gbps
+    )
+    if fabric is None and nodes is not None:
+        raise FabricCheckError(
+            "--nodes needs a fabric to compare with: add --instance-type T (or --gpu ... --transport ...)"
+        )
+    parsed = parser.parse_file(file)
+    ev = judge.judge_tests(parsed, fabric, nodes, provider or implied, op)
+    _evidence_out(ev, fmt, output, fail_on, verbose)
+
+
+@app.command("nccl-log", cls=_Command)
+def nccl_log(
+    file: Annotated[Path, typer.Argument(metavar="FILE", help="A log of a run with NCCL_DEBUG=INFO.")],
+    provider: ProviderOpt = None,
+    fmt: FormatOpt = Format.text,
+    output: OutputOpt = None,
+    fail_on: FailOnOpt = FailOn.error,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Report the transport each NCCL rank used (IB, EFA/OFI, sockets), GPUDirect RDMA and plugin failures."""
+    from fabriccheck.evidence import judge
+    from fabriccheck.evidence import nccl_log as reader
+
+    _evidence_input(file, output, provider)
+    ev = judge.judge_log(reader.read_file(file), provider)
+    _evidence_out(ev, fmt, output, fail_on, verbose)
+
+
 @app.command(cls=_Command)
 def gcp(
     ctx: typer.Context,

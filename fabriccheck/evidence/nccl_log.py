@@ -1,0 +1,526 @@
+"""A streaming reader of NCCL_DEBUG=INFO logs: what each process (host, pid) used for the network.
+
+Memory does not grow with the file: it reads one line at a time and keeps, per process, counters and a few
+short strings (version, networks, NICs, the NCCL_* settings NCCL echoed), never the lines. A 1 GB log reads
+in bounded memory (benchmarks/bench_nccl_log.py).
+
+Lines it understands (NCCL 2.4 to 2.2x, aws-ofi-nccl, the HPC-X IBext plugin, Google's FastSocket; fixtures in
+tests/fixtures/nccl/ name their public sources):
+- `host:pid:tid [dev] NCCL INFO|WARN ...`, also behind launcher prefixes (`[1,0]<stdout>:`, `host: `,
+  CloudWatch `| 2025-...-07:00 |`), and `[dev] NCCL INFO ...` with no host (a single process);
+- `NCCL version 2.18.3+cuda12.2` (alone on a line in older versions, an INFO line in newer ones);
+- `Using network IB|Socket|AWS Libfabric|Libfabric|IBext_v8|gIB|FastSocket|GPUDirectTCPX...`;
+- `NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/RoCE ...` (also the nested `[0]={[0] mlx5_2:1/RoCE, ...}`),
+  `NET/Socket : Using [0]eth0:10.0.0.1<0>`, `NET/OFI Selected Provider is efa (found 16 nics)`,
+  `NET/IB : No device found.`, `Failed to open libibverbs.so[.1]`;
+- plugin loading: `NET/Plugin: Loaded net plugin FastSocket (v6)`, `NET/OFI Using aws-ofi-nccl 1.3.0aws`,
+  `P2P plugin IBext`, and the failures `Plugin load (libnccl-net.so) returned 2 : ...`,
+  `Plugin load returned ...`, `dlerror=...`, `No plugin found`, `Unable to load ...`, plus the OFI and
+  libfabric errors that mean no EFA device (`Could not find any optimal provider`, `provider efa output
+  empty list`). A missing `libnccl-net.so` alone is harmless (NVIDIA/nccl#1231, #259): it matters only when
+  a plugin was wanted (NCCL_NET_PLUGIN or NCCL_NET naming one, OFI lines) or the run then used sockets;
+- GPUDirect RDMA: `GPU Direct RDMA Enabled|Disabled for ...`, `NET/OFI ... disabling GDR`, `/GDRDMA` on
+  channel lines;
+- settings echoed: `NCCL_IB_DISABLE set by environment to 1.`, `NCCL_SOCKET_IFNAME set to en`;
+- channels: `Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0/GDRDMA` (and the older `Channel 00 : ...`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fabriccheck.errors import FabricCheckError
+
+# host:pid:tid [dev] [file.cc:line [(function)]] NCCL INFO|WARN message -- searched, not matched, so launcher
+# prefixes do not matter. WARN lines name the source location (`misc/ibvwrap.cc:63`).
+_LINE = re.compile(
+    r"(?:(?P<host>[^\s:|]+):(?P<pid>\d+):(?P<tid>\d+) )?\[(?P<dev>\d+)\] (?:\S+:\d+ (?:\(\w+\) )?)?"
+    r"NCCL (?P<level>INFO|WARN|TRACE) ?(?P<msg>.*)"
+)
+_VERSION = re.compile(r"NCCL version (\d+\.\d+\.\d+[^\s|]*)")
+_NETWORK = re.compile(r"Using network (.+?)\s*$")
+_SET = re.compile(r"\b(NCCL_[A-Z0-9_]+) set (?:by environment )?to (.*?)\.?\s*$")
+_IB_NIC = re.compile(r"([\w.\-]+):(\d+)/(IB|RoCE)\b")
+_SOCKET_NIC = re.compile(r"\[\d+\]\s*([\w.\-]+):([\d.:a-fA-F%]+)<\d+>")
+_BOOTSTRAP = re.compile(r"Bootstrap ?: Using (?:\[\d+\])?([\w.\-]+):([\d.:a-fA-F%]+)<")
+_OFI_PROVIDER = re.compile(r"Selected Provider is (\w+)(?: \(found (\d+) nics\))?")
+_OFI_VERSION = re.compile(r"Using aws-ofi-nccl (\S+)")
+_LOADED = re.compile(r"Loaded (?:net|collnet) plugin (\S+)")
+_P2P_PLUGIN = re.compile(r"P2P plugin (\S+)")
+_CHANNEL = re.compile(r"Channel \d+(?:/\d+)? : .*? via (NET/[^\s]+|P2P/\S+|SHM/\S+|\S+)")
+_RANK = re.compile(r"\brank (\d+) nranks (\d+)\b|\brank (\d+) nRanks (\d+) nNodes (\d+)")
+_GDR = re.compile(r"GPU Direct RDMA (Enabled|Disabled)")
+_CLOUDWATCH = re.compile(r"^\s*\|\s*\d{4}-\d\d-\d\dT[\d:.+\-]+\s*\|?\s*")
+
+PLUGIN_MISSING = (
+    "No plugin found",
+    "Plugin load returned",
+    "Plugin load (",
+    "dlerror=",
+    "Unable to load",
+    "Using internal network plugin",
+    "using internal implementation",
+)
+# Messages that mean the OFI plugin (EFA) could not start: it loaded, but found no usable provider.
+OFI_FAILURES = (
+    "Could not find any optimal provider",
+    "provider efa output empty list",
+    "No EFA devices",
+    "Unable to find a suitable provider",
+    "OFI plugin initNet() failed",
+)
+# Networks NCCL names after "Using network": the built-in ones, the rest are plugins.
+BUILTIN_NETWORKS = {"IB", "Socket"}
+# Transport family of a network or channel name, for findings and provider inference.
+FAMILIES = (
+    ("socket", ("Socket",)),
+    ("ofi", ("AWS Libfabric", "Libfabric", "OFI", "AWS_Libfabric")),
+    ("ib", ("IBext", "IB")),
+    ("gib", ("gIB",)),
+    ("tcpx", ("GPUDirectTCPX", "TCPX", "FasTrak", "TCPXO")),
+    ("fastsocket", ("FastSocket",)),
+)
+MAX_NICS = 64  # per process; more would be a corrupt line, not a machine
+
+
+def family(name: str) -> str:
+    for fam, prefixes in FAMILIES:
+        if any(name.startswith(p) for p in prefixes):
+            return fam
+    return "other"
+
+
+@dataclass
+class Process:
+    """What one NCCL process (host, pid) said about its network."""
+
+    host: str
+    pid: str
+    device_names: set[str] = field(default_factory=set)  # the [dev] of its lines, as printed
+    ranks: set[int] = field(default_factory=set)
+    nranks: int | None = None
+    nnodes: int | None = None
+    version: str | None = None
+    networks: dict[str, None] = field(default_factory=dict)  # "Using network X", in order
+    channels: Counter[str] = field(default_factory=Counter)  # inter-node channel transports: "IB", "Socket"
+    channels_gdr: int = 0
+    channels_net: int = 0
+    gdr_enabled: int = 0
+    gdr_disabled: int = 0
+    ofi_gdr_off: bool = False
+    plugin_loaded: dict[str, None] = field(default_factory=dict)
+    plugin_missing: bool = False
+    plugin_failures: list[str] = field(default_factory=list)  # at most a few messages
+    ofi_provider: str | None = None
+    ofi_nics: int | None = None
+    ib_nics: dict[str, None] = field(default_factory=dict)  # "mlx5_0:1/IB"
+    socket_nics: dict[str, None] = field(default_factory=dict)
+    bootstrap: str | None = None
+    address: str | None = None  # the first IP address NCCL named for this process (bootstrap or socket)
+    no_ib_device: bool = False
+    no_verbs: bool = False
+    env: dict[str, str] = field(default_factory=dict)
+    warnings: int = 0
+
+    @property
+    def devices(self) -> set[int]:
+        return {int(d) for d in self.device_names}
+
+    @property
+    def key(self) -> str:
+        return f"{self.host}:{self.pid}"
+
+    @property
+    def transport(self) -> str | None:
+        """The inter-node transport this process used: channels when the log has them, else `Using network`."""
+        if self.channels:
+            return self.channels.most_common(1)[0][0]
+        if self.networks:
+            return next(reversed(self.networks))
+        return None
+
+    @property
+    def inferred_transport(self) -> str | None:
+        """The transport, or for logs that never say `Using network` (NCCL 2.4) what the NIC lines imply."""
+        said = self.transport
+        if said is not None:
+            return said
+        if self.plugin_loaded:
+            return None
+        if self.ib_nics:
+            return "IB"
+        if self.socket_nics and (self.no_ib_device or self.no_verbs):
+            return "Socket"
+        return None
+
+    @property
+    def transport_family(self) -> str | None:
+        name = self.inferred_transport
+        return family(name) if name else None
+
+    @property
+    def gdr(self) -> bool | None:
+        """GPUDirect RDMA: True used, False off, None not said."""
+        if self.channels_net:
+            return self.channels_gdr > 0
+        if self.ofi_gdr_off or (self.gdr_disabled and not self.gdr_enabled):
+            return False
+        if self.gdr_enabled:
+            return True
+        return None
+
+    def note_failure(self, message: str) -> None:
+        if len(self.plugin_failures) < 3 and message not in self.plugin_failures:
+            self.plugin_failures.append(message[:300])
+
+
+@dataclass
+class Log:
+    path: str
+    processes: dict[tuple[str, str], Process]
+    lines: int
+    nccl_lines: int
+    versions: list[str]  # versions on lines with no process prefix
+    libfabric_failures: list[str]
+    ends_mid_line: bool
+
+    @property
+    def hosts(self) -> list[str]:
+        return list(dict.fromkeys(p.host for p in self.processes.values() if p.host != "?"))
+
+    @property
+    def nodes(self) -> int:
+        """Hosts the run spans: named hosts, distinct addresses (two machines may share a name such as
+        `ubuntu`), or NCCL's own nNodes when it printed one."""
+        said = max((p.nnodes or 0 for p in self.processes.values()), default=0)
+        addresses = {p.address for p in self.processes.values() if p.address}
+        return max(len(self.hosts), len(addresses), said)
+
+    @property
+    def nranks(self) -> int | None:
+        return max((p.nranks for p in self.processes.values() if p.nranks), default=None)
+
+
+# Launcher prefixes in front of NCCL's own `host:pid:tid [dev]`: Open MPI --tag-output `[1,0]<stdout>:`,
+# pdsh / srun --label `host: `. Removed from whole blocks at once (C speed) and from single lines.
+_LAUNCHER = re.compile(rb"^(?:\[\d+,\d+\]<std(?:out|err)>:|[\w.\-]+: )(?=[^\s:|\[]+:\d+:\d+ \[\d+\] )", re.MULTILINE)
+_LAUNCHER_TEXT = re.compile(_LAUNCHER.pattern.decode(), re.MULTILINE)
+
+
+def _strip(line: str) -> str:
+    if line.startswith(" ") or line.startswith("\t"):
+        line = _CLOUDWATCH.sub("", line)
+    elif line[:1] == "[" or ": " in line[:64]:
+        line = _LAUNCHER_TEXT.sub("", line, count=1)
+    # CloudWatch exports repeat the message after " | "; the first copy is enough.
+    if " | " in line:
+        line = line.split(" | ", 1)[0]
+    return line
+
+
+# The common shape, matched at the start of the line (cheap); anything else goes through `_LINE.search`.
+_FAST = re.compile(r"([^\s:|\[]+):(\d+):\d+ \[(\d+)\] (?:\S+:\d+ (?:\(\w+\) )?)?NCCL (INFO|WARN|TRACE) ?")
+# Parsed messages, keyed by their text: NCCL repeats the same messages on every rank and at every
+# communicator init, so most lines of a long log are parsed once. Bounded: cleared when full.
+CACHE_SIZE = 1 << 16
+
+Event = tuple[Any, ...]
+
+
+class _Reader:
+    """The reader's state. `line` takes one line; `chunk` takes a block of whole lines and, when every line
+    with NCCL in it has the common shape, counts identical (process, message) pairs in C (`Counter` over
+    `findall`) and applies each distinct pair once with its count: a long log is mostly the same messages."""
+
+    def __init__(self) -> None:
+        self.processes: dict[str, Process] = {}
+        self.versions: list[str] = []
+        self.libfabric: list[str] = []
+        self.cache: dict[str, Event | None] = {}
+        self.count = 0
+        self.nccl = 0
+        self.last = ""
+        self.previous: Process | None = None
+
+    def process(self, host: str, pid: str) -> Process:
+        key = f"{host}:{pid}"
+        proc = self.processes.get(key)
+        if proc is None:
+            proc = self.processes[key] = Process(host, pid)
+        return proc
+
+    def event(self, msg: str) -> Event | None:
+        cache = self.cache
+        if msg in cache:
+            return cache[msg]
+        event = _parse(msg.rstrip("\r\n"))
+        if len(cache) >= CACHE_SIZE:
+            cache.clear()
+        cache[msg] = event
+        return event
+
+    def other(self, raw: str) -> None:
+        """A line without the common prefix (already counted)."""
+        if "NCCL" not in raw:
+            if "libfabric:" in raw and len(self.libfabric) < 3 and any(f in raw for f in OFI_FAILURES):
+                self.libfabric.append(_strip(raw).strip()[:300])
+            return
+        line = _strip(raw)
+        fast = _FAST.match(line)
+        if fast is not None:
+            host, pid, dev, level = fast.group(1, 2, 3, 4)
+            self.one(host, pid, dev, level, line[fast.end() :], 1)
+            return
+        slow = _LINE.search(line)
+        if slow is None:
+            version = _VERSION.search(line)
+            if version:
+                self.nccl += 1
+                if version.group(1) not in self.versions and len(self.versions) < 16:
+                    self.versions.append(version.group(1))
+                # Older NCCL prints the version alone, right after the process that initialised it.
+                if self.previous is not None and self.previous.version is None:
+                    self.previous.version = version.group(1)
+            return
+        self.one(slow.group("host") or "?", slow.group("pid") or "?", slow.group("dev"), slow.group("level"),
+                 slow.group("msg"), 1)  # fmt: skip
+
+    def one(self, host: str, pid: str, dev: str, level: str, msg: str, times: int) -> None:
+        self.nccl += times
+        proc = self.process(host, pid)
+        self.previous = proc
+        proc.device_names.add(dev)
+        if level == "WARN":
+            proc.warnings += times
+        event = self.event(msg)
+        if event is not None:
+            _apply(proc, event, times)
+
+    def line(self, raw: str) -> None:
+        self.count += 1
+        self.last = raw
+        match = _FAST.match(raw)
+        if match is None:
+            self.other(raw)
+            return
+        host, pid, dev, level = match.group(1, 2, 3, 4)
+        self.one(host, pid, dev, level, raw[match.end() :], 1)
+
+    def chunk(self, data: bytes) -> None:
+        """`data`: whole lines, each ending in a newline. Bytes, so that only distinct pairs are decoded."""
+        common = _COMMON.findall(data)
+        lines = data.count(b"\n")
+        if len(common) < lines and _LAUNCHER.search(data):  # launcher prefixes: drop them all, then count
+            data = _LAUNCHER.sub(b"", data)
+            common = _COMMON.findall(data)
+        if len(common) < lines:  # some lines have another shape: look at them (one more scan)
+            others = _OTHER.findall(data)
+            if any(b"NCCL" in o for o in others):  # order matters (unprefixed version lines): line by line
+                for raw in data.decode("utf-8", "replace").splitlines(keepends=True):
+                    self.line(raw)
+                return
+            for raw in others:
+                if raw:
+                    self.other(raw.decode("utf-8", "replace"))
+        self.count += lines
+        self.last = "\n"
+        for (who, rest), times in Counter(common).items():
+            host, _, pid = who.decode("utf-8", "replace").rpartition(":")
+            dev, _, after = rest.decode("utf-8", "replace").partition("] ")
+            head = _LEVEL.match(after)
+            if head is not None:
+                self.one(host, pid, dev, head.group(1), after[head.end() :], times)
+
+    def log(self, path: str) -> Log:
+        ends_mid_line = bool(self.last) and not self.last.endswith("\n")
+        procs = {(p.host, p.pid): p for p in self.processes.values()}
+        return Log(path, procs, self.count, self.nccl, self.versions, self.libfabric, ends_mid_line)
+
+
+_PREFIX = r"([^\s:|\[]+):(\d+):\d+ \[(\d+)\] (?:\S+:\d+ (?:\(\w+\) )?)?NCCL (INFO|WARN|TRACE) ?"
+_COMMON = re.compile(
+    rb"^([^\s:|\[]+:\d+):\d+ \[(\d+\] (?:\S+:\d+ (?:\(\w+\) )?)?NCCL (?:INFO|WARN|TRACE)[^\n]*)", re.MULTILINE
+)
+_LEVEL = re.compile(r"(?:\S+:\d+ (?:\(\w+\) )?)?NCCL (INFO|WARN|TRACE) ?")
+_OTHER = re.compile(
+    rb"^(?![^\s:|\[]+:\d+:\d+ \[\d+\] (?:\S+:\d+ (?:\(\w+\) )?)?NCCL (?:INFO|WARN|TRACE)).*$", re.MULTILINE
+)
+
+
+def read_lines(lines: Iterable[str], path: str = "<input>") -> Log:
+    reader = _Reader()
+    for raw in lines:
+        reader.line(raw)
+    return reader.log(path)
+
+
+def read_chunks(chunks: Iterable[bytes | str], path: str = "<input>") -> Log:
+    """Read blocks of any size (a block may end mid-line; the rest joins the next block)."""
+    reader = _Reader()
+    rest = b""
+    for block in chunks:
+        data = rest + (block.encode("utf-8", "surrogateescape") if isinstance(block, str) else block)
+        cut = data.rfind(b"\n") + 1
+        rest = data[cut:]
+        if cut:
+            reader.chunk(data[:cut])
+    if rest:
+        reader.line(rest.decode("utf-8", "replace"))  # the file ends mid-line
+    return reader.log(path)
+
+
+def _parse(msg: str) -> Event | None:
+    """What one message says, as an event; None when it says nothing this reader keeps."""
+    if msg.startswith("Channel "):
+        channel = _CHANNEL.search(msg)
+        if channel and channel.group(1).startswith("NET/"):
+            parts = channel.group(1).split("/")
+            return ("channel", parts[1], "GDRDMA" in parts[2:])
+        return None
+    if "set by environment to" in msg or " set to " in msg:
+        setting = _SET.search(msg)
+        if setting:
+            return ("env", setting.group(1), setting.group(2).strip())
+    if msg.startswith("Using network "):
+        network = _NETWORK.search(msg)
+        return ("network", network.group(1)) if network else None
+    if "NCCL version" in msg:
+        version = _VERSION.search(msg)
+        return ("version", version.group(1)) if version else None
+    if "nranks" in msg or "nRanks" in msg:
+        rank = _RANK.search(msg)
+        if rank:
+            if rank.group(1) is not None:
+                return ("rank", int(rank.group(1)), int(rank.group(2)), None)
+            return ("rank", int(rank.group(3)), int(rank.group(4)), int(rank.group(5)))
+    if "GPU Direct RDMA" in msg:
+        gdr = _GDR.search(msg)
+        if gdr:
+            return ("gdr", gdr.group(1) == "Enabled")
+    if msg.startswith("NET/IB"):
+        if "No device found" in msg:
+            return ("no-ib-device",)
+        if "Using" in msg:
+            nics = [f"{n.group(1)}:{n.group(2)}/{n.group(3)}" for n in _IB_NIC.finditer(msg)]
+            return ("ib-nics", tuple(nics[:MAX_NICS]))
+        return None
+    if msg.startswith("NET/Socket") or msg.startswith("NET/FastSocket"):
+        if "Using" in msg:
+            return ("socket-nics", tuple((n.group(1), n.group(2)) for n in _SOCKET_NIC.finditer(msg))[:MAX_NICS])
+        return None
+    if msg.startswith("Bootstrap"):
+        boot = _BOOTSTRAP.search(msg)
+        return ("bootstrap", boot.group(1), boot.group(2)) if boot else None
+    if "NET/OFI" in msg:
+        provider = _OFI_PROVIDER.search(msg)
+        ofi = _OFI_VERSION.search(msg)
+        gdr_off = "disabling GDR" in msg or "GDR disabled" in msg
+        failure = msg.strip() if any(f in msg for f in OFI_FAILURES) else None
+        if not (provider or ofi or gdr_off or failure):
+            return None
+        return (
+            "ofi",
+            provider.group(1) if provider else None,
+            int(provider.group(2)) if provider and provider.group(2) else None,
+            ofi.group(1) if ofi else None,
+            gdr_off,
+            failure,
+        )
+    if "NET/Plugin" in msg or "Plugin Path" in msg or "P2P plugin" in msg or "Unable to load" in msg:
+        loaded = _LOADED.search(msg) or _P2P_PLUGIN.search(msg)
+        if loaded:
+            return ("plugin", loaded.group(1))
+        if any(m in msg for m in PLUGIN_MISSING):
+            failed = "returned" in msg or "dlerror" in msg or "Unable to load" in msg
+            return ("plugin-missing", msg.strip() if failed else None)
+        return None
+    if "libibverbs" in msg and "Failed to open" in msg:
+        return ("no-verbs",)
+    return None
+
+
+def _apply(proc: Process, event: Event, times: int = 1) -> None:
+    kind = event[0]
+    if kind == "channel":
+        proc.channels[event[1]] += times
+        proc.channels_net += times
+        if event[2]:
+            proc.channels_gdr += times
+    elif kind == "env":
+        proc.env[event[1]] = event[2]
+    elif kind == "network":
+        proc.networks[event[1]] = None
+    elif kind == "version":
+        proc.version = event[1]
+    elif kind == "rank":
+        proc.ranks.add(event[1])
+        proc.nranks = event[2]
+        if event[3] is not None:
+            proc.nnodes = event[3]
+    elif kind == "gdr":
+        if event[1]:
+            proc.gdr_enabled += times
+        else:
+            proc.gdr_disabled += times
+    elif kind == "no-ib-device":
+        proc.no_ib_device = True
+    elif kind == "ib-nics":
+        for nic in event[1]:
+            if len(proc.ib_nics) < MAX_NICS:
+                proc.ib_nics[nic] = None
+    elif kind == "socket-nics":
+        for name, address in event[1]:
+            if len(proc.socket_nics) < MAX_NICS:
+                proc.socket_nics[name] = None
+            if proc.address is None:
+                proc.address = address
+    elif kind == "bootstrap":
+        proc.bootstrap = event[1]
+        proc.address = proc.address or event[2]
+    elif kind == "ofi":
+        _, provider, nics, version, gdr_off, failure = event
+        if provider:
+            proc.ofi_provider = provider
+        if nics is not None:
+            proc.ofi_nics = nics
+        if version:
+            proc.plugin_loaded[f"aws-ofi-nccl {version}"] = None
+        if gdr_off:
+            proc.ofi_gdr_off = True
+        if failure:
+            proc.note_failure(failure)
+    elif kind == "plugin":
+        proc.plugin_loaded[event[1]] = None
+    elif kind == "plugin-missing":
+        proc.plugin_missing = True
+        if event[1]:
+            proc.note_failure(event[1])
+    elif kind == "no-verbs":
+        proc.no_verbs = True
+
+
+BLOCK = 2 << 20  # bytes per block read (2 MiB measured faster than 8: the block stays in cache)
+
+
+def _blocks(path: Path) -> Iterator[bytes]:
+    with path.open("rb") as handle:
+        while block := handle.read(BLOCK):
+            yield block
+
+
+def read_file(path: Path) -> Log:
+    """Read `path`; a file with no NCCL line is an error naming the file (exit 2)."""
+    try:
+        log = read_chunks(_blocks(path), str(path))
+    except OSError as exc:
+        raise FabricCheckError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if not log.processes:
+        raise FabricCheckError(
+            f"{path}: no NCCL log lines (`host:pid:tid [dev] NCCL INFO ...`); run the job with NCCL_DEBUG=INFO"
+        )
+    return log

@@ -1,0 +1,279 @@
+"""Reports for evidence: the same five formats as the audit (text, json, sarif, junit, markdown), shaped for
+findings that belong to a file rather than to a cluster of cloud resources.
+
+JSON (`schema_version` 1): `kind` (nccl-log | nccl-tests), `source`, `complete`, `errors` (always empty:
+reading a file either works or is exit 2), `provider`, `findings[]` with the audit's finding fields,
+`evidence` (per process for a log; per run and per message size for nccl-tests), `summary`, `notes`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import Counter
+from typing import Any
+from xml.sax.saxutils import escape, quoteattr
+
+import orjson
+
+from fabriccheck import __version__
+from fabriccheck.engine import SEVERITY_RANK
+from fabriccheck.evidence.checks import CHECKS
+from fabriccheck.evidence.judge import Evidence
+from fabriccheck.reports.safe import visible
+
+SCHEMA_VERSION = 1
+SARIF_LEVEL = {"error": "error", "warning": "warning", "info": "note"}
+
+
+def as_dict(ev: Evidence) -> dict[str, Any]:
+    findings = [f.model_dump(mode="json") for f in ev.findings]
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "tool": {"name": "fabriccheck", "version": __version__},
+        "kind": ev.kind,
+        "source": ev.source,
+        "generated_at": dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat(),
+        "complete": ev.complete,
+        "errors": [],
+        "provider": ev.provider,
+        "findings": findings,
+        "evidence": ev.details,
+        "summary": {
+            "findings": {s: sum(1 for f in ev.findings if f.severity == s) for s in ("error", "warning", "info")},
+            "by_category": dict(sorted(Counter(f.category for f in ev.findings).items())),
+            "by_rule": dict(sorted(Counter(f.rule for f in ev.findings).items())),
+        },
+        "notes": ev.notes,
+    }
+
+
+def render_json(ev: Evidence) -> str:
+    return orjson.dumps(as_dict(ev), option=orjson.OPT_INDENT_2).decode() + "\n"
+
+
+def render_sarif(ev: Evidence) -> str:
+    used = sorted({f.rule for f in ev.findings})
+    rules = [
+        {
+            "id": rule,
+            "name": CHECKS[rule].title,
+            "shortDescription": {"text": CHECKS[rule].title},
+            "fullDescription": {"text": CHECKS[rule].remediation},
+            "helpUri": CHECKS[rule].references[0],
+            "help": {"text": CHECKS[rule].remediation},
+            "defaultConfiguration": {"level": SARIF_LEVEL[CHECKS[rule].severity]},
+            "properties": {"category": CHECKS[rule].category},
+        }
+        for rule in used
+    ]
+    index = {r: i for i, r in enumerate(used)}
+    results = [
+        {
+            "ruleId": f.rule,
+            "ruleIndex": index[f.rule],
+            "level": SARIF_LEVEL[f.severity],
+            "message": {"text": f.message},
+            # The evidence file is the location; the processes or runs it names are logical locations.
+            "locations": [
+                {
+                    "physicalLocation": {"artifactLocation": {"uri": ev.source}},
+                    "logicalLocations": [{"name": r, "kind": "resource"} for r in f.resources],
+                }
+            ],
+            "properties": {"category": f.category, "cluster": f.cluster, "remediation": f.remediation},
+        }
+        for f in ev.findings
+    ]
+    sarif = {
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {"driver": {"name": "fabriccheck", "version": __version__, "rules": rules}},
+                "invocations": [{"executionSuccessful": ev.complete, "toolExecutionNotifications": []}],
+                "results": results,
+            }
+        ],
+    }
+    return orjson.dumps(sarif, option=orjson.OPT_INDENT_2).decode() + "\n"
+
+
+def _fails(severity: str, fail_on: str) -> bool:
+    return fail_on != "never" and SEVERITY_RANK[severity] >= SEVERITY_RANK[fail_on]
+
+
+def render_junit(ev: Evidence, fail_on: str = "error") -> str:
+    cases = []
+    failures = 0
+    for f in ev.findings:
+        name = quoteattr(f"{f.rule} {visible(', '.join(f.resources[:3]))}")
+        body = escape(f"{f.message}\nfix: {f.remediation}")
+        if _fails(f.severity, fail_on):
+            failures += 1
+            inner = f'<failure message={quoteattr(visible(f.message))} type="{f.severity}">{body}</failure>'
+        else:
+            inner = f"<system-out>{body}</system-out>"
+        cases.append(f'    <testcase classname="fabriccheck.{ev.kind}.{f.category}" name={name}>{inner}</testcase>')
+    errors = 0
+    if not ev.findings:
+        cases.append(f'    <testcase classname="fabriccheck.{ev.kind}" name={quoteattr(ev.source + " clean")}/>')
+    if not ev.complete:
+        errors = 1
+        notes = escape("\n".join(ev.notes))
+        cases.append(
+            f'    <testcase classname="fabriccheck.{ev.kind}" name={quoteattr(ev.source + " not fully judged")}>'
+            f'<error message="not fully judged">{notes}</error></testcase>'
+        )
+    head = (
+        f'<testsuite name={quoteattr("fabriccheck " + ev.kind)} tests="{len(cases)}" failures="{failures}" '
+        f'errors="{errors}">'
+    )
+    return (
+        '<?xml version="1.0" encoding="UTF-8"?>\n<testsuites>\n  '
+        + head
+        + "\n"
+        + "\n".join(cases)
+        + "\n  </testsuite>\n</testsuites>\n"
+    )
+
+
+def _log_rows(ev: Evidence) -> list[list[str]]:
+    rows = []
+    for p in ev.details.get("processes", []):
+        gdr = {True: "on", False: "off", None: "?"}[p["gpudirect_rdma"]]
+        nics = p["ib_nics"] or ([f"efa x{p['ofi_nics']}"] if p["ofi_nics"] else []) or p["socket_interfaces"]
+        rows.append(
+            [
+                visible(p["process"]),
+                ",".join(str(r) for r in p["ranks"][:4]) or "?",
+                visible(p["nccl_version"] or "?"),
+                visible(p["transport"] or "?"),
+                gdr,
+                visible(", ".join(nics[:3]) + (f" +{len(nics) - 3}" if len(nics) > 3 else "")) or "?",
+                visible(", ".join(p["plugins_loaded"][:2]) or ("missing" if p["plugin_missing"] else "-")),
+            ]
+        )
+    return rows
+
+
+def _tests_rows(ev: Evidence) -> list[list[str]]:
+    rows = []
+    for run in ev.details.get("runs", []):
+        for c in run["comparisons"]:
+            rows.append(
+                [
+                    str(run["run"]),
+                    visible(str(run["op"])),
+                    f"{c['bytes']:,}",
+                    f"{c['busbw_gbytes_per_s']:.2f}",
+                    f"{c['expected_busbw_gbytes_per_s']:.2f}",
+                    f"{c['tcp_busbw_gbytes_per_s']:.2f}" if c["tcp_busbw_gbytes_per_s"] is not None else "-",
+                    f"{c['ratio']:.0%}",
+                ]
+            )
+    return rows
+
+
+LOG_HEADS = ["process", "ranks", "NCCL", "transport", "GDR", "NICs", "plugin"]
+TESTS_HEADS = ["run", "op", "bytes", "busbw GB/s", "expected", "TCP", "measured/expected"]
+
+
+def _table(heads: list[str], rows: list[list[str]]) -> list[str]:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(heads)]
+    line = "  " + "  ".join(h.ljust(w) for h, w in zip(heads, widths, strict=True))
+    out = [line.rstrip()]
+    out += ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    return out
+
+
+def _table_for(ev: Evidence) -> tuple[list[str], list[list[str]]]:
+    return (LOG_HEADS, _log_rows(ev)) if ev.kind == "nccl-log" else (TESTS_HEADS, _tests_rows(ev))
+
+
+def render_text(ev: Evidence, verbose: bool = False) -> str:
+    out = [f"fabriccheck {__version__} · {ev.kind} · {visible(ev.source)}"]
+    if ev.kind == "nccl-log":
+        d = ev.details
+        versions = ", ".join(d["nccl_versions"]) or "not printed"
+        out.append(
+            f"{d['nccl_lines']:,} NCCL lines of {d['lines']:,}; {len(d['processes'])} process(es) on "
+            f"{d['nodes']} node(s); NCCL {visible(versions)}; provider: {ev.provider}"
+        )
+    else:
+        fabric = ev.details.get("fabric")
+        if fabric:
+            name = fabric["instance_type"] or f"{fabric['gpus_per_node']} x {fabric['accelerator']}"
+            out.append(
+                f"expected for {visible(name)}: {fabric['fabric']} {fabric['nics']} x {fabric['gbps_per_nic']:g} Gbps, "
+                f"GPUDirect RDMA {fabric['gpudirect_rdma']}; provider: {ev.provider}"
+            )
+    heads, rows = _table_for(ev)
+    if rows:
+        shown = rows if verbose else rows[:20]
+        out += ["", *_table(heads, shown)]
+        if len(shown) < len(rows):
+            out.append(f"  … and {len(rows) - len(shown)} more (use --verbose or --format json)")
+    out.append("")
+    for f in ev.findings:
+        res = ", ".join(visible(r) for r in f.resources[:6]) + (
+            f" (+{len(f.resources) - 6} more)" if len(f.resources) > 6 else ""
+        )
+        out += [
+            f"  {f.severity:<7} {f.rule} {f.category}: {f.title}",
+            f"          on {res}",
+            f"          {visible(f.message)}",
+            f"          fix: {f.remediation}",
+        ]
+    if not ev.findings:
+        out.append("  no findings")
+    counts = Counter(f.severity for f in ev.findings)
+    out += ["", f"Summary: {counts['error']} error, {counts['warning']} warning, {counts['info']} info."]
+    if not ev.complete:
+        out.append(
+            "INCOMPLETE: something asked for could not be judged (see the notes); this result cannot pass a gate."
+        )
+    out += [f"note: {visible(n)}" for n in ev.notes]
+    return "\n".join(out) + "\n"
+
+
+def render_markdown(ev: Evidence) -> str:
+    out = [f"## fabriccheck {ev.kind}: `{visible(ev.source)}`", ""]
+    counts = Counter(f.severity for f in ev.findings)
+    out.append(
+        f"**{counts['error']} error, {counts['warning']} warning, {counts['info']} info** · provider: {ev.provider}"
+    )
+    heads, rows = _table_for(ev)
+    if rows:
+        out += ["", "| " + " | ".join(heads) + " |", "|" + "---|" * len(heads)]
+        out += ["| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in rows[:50]]
+        if len(rows) > 50:
+            out.append(f"\n… and {len(rows) - 50} more rows (see `--format json`)")
+    for f in ev.findings:
+        out += ["", f"### {f.severity}: {f.rule} {f.title}", "", visible(f.message), "", f"**Fix:** {f.remediation}"]
+        out.append("References: " + ", ".join(f.references))
+    if not ev.complete:
+        out += ["", "**Incomplete:** something asked for could not be judged."]
+    if ev.notes:
+        out += ["", "Notes:", *[f"- {visible(n)}" for n in ev.notes]]
+    return "\n".join(out)[:65_000] + "\n"
+
+
+def render(ev: Evidence, fmt: str, fail_on: str = "error", verbose: bool = False) -> str:
+    if fmt == "json":
+        return render_json(ev)
+    if fmt == "sarif":
+        return render_sarif(ev)
+    if fmt == "junit":
+        return render_junit(ev, fail_on)
+    if fmt == "markdown":
+        return render_markdown(ev)
+    return render_text(ev, verbose)
+
+
+def exit_code(ev: Evidence, fail_on: str) -> int:
+    if not ev.complete:
+        return 2
+    worst = max((SEVERITY_RANK[f.severity] for f in ev.findings), default=None)
+    if fail_on != "never" and worst is not None and worst >= SEVERITY_RANK[fail_on]:
+        return 1
+    return 0

@@ -1,0 +1,101 @@
+"""`fabriccheck nccl-tests` and `fabriccheck nccl-log` as a user runs them: formats, exit codes, bad input."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from cli_run import one_clean_line, run
+
+FIXTURES = Path(__file__).parent / "fixtures" / "nccl"
+TCP_RUN = str(FIXTURES / "tests_rank_prefixed_truncated.txt")  # NVIDIA/nccl#1453: ~5 GB/s above 32 MiB
+MIXED_LOG = str(FIXTURES / "log_mixed_networks.txt")
+HEALTHY_LOG = str(FIXTURES / "log_ib_gdrdma_channels.txt")
+
+
+def test_nccl_tests_finds_tcp_fallback_in_every_format(tmp_path: Path) -> None:
+    args = [TCP_RUN, "--instance-type", "p4d.24xlarge", "--nodes", "2"]
+    text = run("nccl-tests", *args)
+    assert text.returncode == 1, text.stderr
+    assert "NCCL210" in text.stdout and "measured/expected" in text.stdout
+    report = json.loads(run("nccl-tests", *args, "--format", "json").stdout)
+    assert report["schema_version"] == 1 and report["kind"] == "nccl-tests" and report["complete"]
+    (finding,) = report["findings"]
+    assert finding["rule"] == "NCCL210" and finding["provider"] == "aws" and finding["category"] == "fabric-missing"
+    assert {"rule", "severity", "category", "provider", "cluster", "resources", "message", "remediation"} <= set(
+        finding
+    )
+    run_detail = report["evidence"]["runs"][0]
+    assert run_detail["verdict"] == "tcp-fallback" and run_detail["comparisons"][-1]["bytes"] == 536870912
+    sarif = json.loads(run("nccl-tests", *args, "--format", "sarif").stdout)
+    assert sarif["runs"][0]["results"][0]["ruleId"] == "NCCL210"
+    junit = ET.fromstring(run("nccl-tests", *args, "--format", "junit").stdout)
+    assert junit.find(".//failure") is not None
+    markdown = run("nccl-tests", *args, "--format", "markdown").stdout
+    assert "NCCL210" in markdown and "| run | op |" in markdown
+    out = tmp_path / "r.json"
+    written = run("nccl-tests", *args, "--format", "json", "--output", str(out))
+    assert written.returncode == 1 and written.stdout == "" and json.loads(out.read_text())["findings"]
+    assert run("nccl-tests", *args, "--fail-on", "never").returncode == 0
+
+
+def test_nccl_tests_custom_fabric_and_parse_only() -> None:
+    custom = run(
+        "nccl-tests", TCP_RUN, "--nodes", "2", "--gpu", "A100", "--gpus-per-node", "8", "--nics", "4",
+        "--nic-gbps", "100", "--transport", "efa", "--ethernet-gbps", "100", "--format", "json",
+    )  # fmt: skip
+    assert custom.returncode == 1 and json.loads(custom.stdout)["provider"] == "aws"
+    parse_only = run("nccl-tests", str(FIXTURES / "tests_allreduce_8x8_v100_ib.txt"), "--format", "json")
+    report = json.loads(parse_only.stdout)
+    assert parse_only.returncode == 0 and report["findings"] == [] and report["evidence"]["fabric"] is None
+
+
+def test_nccl_tests_that_cannot_be_compared_exits_2() -> None:
+    # No hosts in the file and no --nodes: the comparison asked for could not be made.
+    result = run("nccl-tests", str(FIXTURES / "tests_single_node_h100.txt"), "--instance-type", "p5.48xlarge")
+    assert result.returncode == 2 and "INCOMPLETE" in result.stdout and "--nodes" in result.stdout
+
+
+def test_nccl_log_reports_transports() -> None:
+    mixed = run("nccl-log", MIXED_LOG, "--format", "json")
+    assert mixed.returncode == 1
+    report = json.loads(mixed.stdout)
+    assert [f["rule"] for f in report["findings"]] == ["NCCL206", "NCCL201"]
+    assert {p["transport"] for p in report["evidence"]["processes"]} == {"IB", "Socket"}
+    healthy = run("nccl-log", HEALTHY_LOG)
+    assert healthy.returncode == 0 and "no findings" in healthy.stdout and "GDR" in healthy.stdout
+    assert run("nccl-log", MIXED_LOG, "--provider", "azure", "--format", "json").stdout.count('"azure"') >= 2
+    warning_only = run("nccl-log", str(FIXTURES / "log_ib_no_module_channels.txt"))
+    assert warning_only.returncode == 0
+    assert run("nccl-log", str(FIXTURES / "log_ib_no_module_channels.txt"), "--fail-on", "warning").returncode == 1
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["nccl-log", "/nonexistent/x.log"], "no such file"),
+        (["nccl-log", "/etc/hostname"], "no NCCL log lines"),
+        (["nccl-tests", "/etc/hostname"], "no nccl-tests header or result rows"),
+        (["nccl-tests", TCP_RUN, "--nodes", "2"], "--nodes needs a fabric"),
+        (["nccl-tests", TCP_RUN, "--nodes", "0", "--instance-type", "p4d.24xlarge"], "--nodes"),
+        (["nccl-tests", TCP_RUN, "--instance-type", "p4d.24xlarge", "--gpu", "H100"], "cannot be used together"),
+        (["nccl-tests", TCP_RUN, "--instance-type", "x9.huge"], "not in the capability catalog"),
+        (["nccl-tests", TCP_RUN, "--op", "allreduce"], "--op allreduce"),
+        (["nccl-tests", TCP_RUN, "--gpu", "H100", "--transport", "ib"], "a custom fabric needs"),
+        (["nccl-tests", TCP_RUN, "--nic-gbps", "abc"], "--nic-gbps"),
+        (["nccl-log", MIXED_LOG, "--provider", "oci"], "--provider oci"),
+        (["nccl-log", MIXED_LOG, "--output", MIXED_LOG], "is the file being read"),
+        (["nccl-log", MIXED_LOG, "--format", "yaml"], "yaml"),
+    ],
+)
+def test_bad_input_is_one_line_exit_2(args: list[str], needle: str) -> None:
+    assert needle in one_clean_line(run(*args))
+
+
+def test_binary_garbage_is_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "garbage.bin"
+    path.write_bytes(bytes(range(256)) * 64)
+    assert "garbage.bin" in one_clean_line(run("nccl-log", str(path)))
+    assert "garbage.bin" in one_clean_line(run("nccl-tests", str(path)))
