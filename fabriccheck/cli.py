@@ -358,310 +358,6 @@ def _option_name(param: Any) -> str:
 
 
 @app.command(cls=_Command)
-def demo(
-    cluster_tag: ClusterTagOpt = None,
-    fmt: FormatOpt = Format.text,
-    output: OutputOpt = None,
-    fail_on: FailOnOpt = FailOn.never,
-    workload: WorkloadOpt = "llm-70b-fsdp",
-    price_per_gpu_hour: PriceOpt = None,
-    rules_dir: RulesDirOpt = None,
-    select: SelectOpt = None,
-    ignore: IgnoreOpt = None,
-    verbose: VerboseOpt = False,
-    save_inventory: SaveOpt = None,
-) -> None:
-    """Run the audit on the bundled example accounts of every cloud (no credentials, no network)."""
-    _check_output(output, save_inventory)
-    options = _options(workload, price_per_gpu_hour, cluster_tag, rules_dir, select, ignore)
-    with _cloud_sdk():
-        _finish(demo_inventory(), options, fmt, output, fail_on, save_inventory, verbose)
-
-
-def demo_inventory() -> Inventory:
-    """The bundled demo: one folder of dump files per cloud, each read by its provider's own dump reader."""
-    import importlib
-
-    from fabriccheck.inventory import Inventory
-    from fabriccheck.model import PROVIDERS
-
-    inventory = Inventory(source="demo")
-    for provider in PROVIDERS:
-        folder = demo_dir() / provider
-        if folder.is_dir():
-            reader = importlib.import_module(f"fabriccheck.providers.{provider}.dump")
-            inventory.merge(reader.load_dump(folder))
-    inventory.source = f"demo ({demo_dir()})"
-    return inventory
-
-
-@app.command(cls=_Command)
-def check(
-    inventory_file: Annotated[Path, typer.Argument(metavar="FILE", help="Inventory saved with --save-inventory.")],
-    cluster_tag: ClusterTagOpt = None,
-    fmt: FormatOpt = Format.text,
-    output: OutputOpt = None,
-    fail_on: FailOnOpt = FailOn.error,
-    workload: WorkloadOpt = "llm-70b-fsdp",
-    price_per_gpu_hour: PriceOpt = None,
-    rules_dir: RulesDirOpt = None,
-    select: SelectOpt = None,
-    ignore: IgnoreOpt = None,
-    verbose: VerboseOpt = False,
-) -> None:
-    """Judge a saved inventory (from --save-inventory) without calling any cloud."""
-    from fabriccheck.errors import FabricCheckError
-    from fabriccheck.sources.snapshot import load_inventory
-
-    if output is not None and _same_file(output, inventory_file):
-        raise FabricCheckError(f"--output {output} is the inventory being checked: write the report elsewhere")
-    options = _options(workload, price_per_gpu_hour, cluster_tag, rules_dir, select, ignore)
-    with _cloud_sdk():
-        _finish(load_inventory(inventory_file), options, fmt, output, fail_on, None, verbose)
-
-
-def _evidence_out(ev: Any, fmt: Format, output: Path | None, fail_on: FailOn, verbose: bool) -> NoReturn:
-    from fabriccheck.evidence import report
-
-    text = report.render(ev, fmt.value, fail_on.value, verbose)
-    if output is not None:
-        _write(output, text, "--output")
-    else:
-        sys.stdout.write(text)
-    raise typer.Exit(report.exit_code(ev, fail_on.value))
-
-
-def _evidence_input(path: Path, output: Path | None, provider: str | None) -> None:
-    from fabriccheck.errors import FabricCheckError
-    from fabriccheck.model import PROVIDERS
-
-    if not path.is_file():
-        raise FabricCheckError(f"{path}: no such file")
-    if output is not None and _same_file(output, path):
-        raise FabricCheckError(f"--output {output} is the file being read: write the report elsewhere")
-    if provider is not None and provider not in PROVIDERS:
-        raise FabricCheckError(f"--provider {provider}: choose from {', '.join(PROVIDERS)}")
-
-
-ProviderOpt = Annotated[
-    str | None,
-    typer.Option(
-        metavar="PROVIDER", help="The cloud the run was on (aws, azure, gcp), when the evidence does not say."
-    ),
-]
-
-
-@app.command("nccl-tests", cls=_Command)
-def nccl_tests(
-    file: Annotated[Path, typer.Argument(metavar="FILE", help="Output of all_reduce_perf and friends.")],
-    instance_type: Annotated[
-        str | None, typer.Option(metavar="TYPE", help="Instance type / VM size / machine type of the nodes.")
-    ] = None,
-    nodes: Annotated[
-        int | None, typer.Option(metavar="N", min=1, help="Nodes the test ran on (default: the hosts the file names).")
-    ] = None,
-    gpu: Annotated[
-        str | None, typer.Option(metavar="GPU", help="Custom fabric: accelerator (H100, A100, ...).")
-    ] = None,
-    gpus_per_node: Annotated[int | None, typer.Option(metavar="K", help="Custom fabric: GPUs per node.")] = None,
-    nics: Annotated[int | None, typer.Option(metavar="M", help="Custom fabric: fabric NICs per node.")] = None,
-    nic_gbps: Annotated[float | None, typer.Option(metavar="X", help="Custom fabric: Gbps per fabric NIC.")] = None,
-    transport: Annotated[
-        str | None, typer.Option(metavar="T", help="Custom fabric: ib, roce, efa, tcpx, tcpxo or tcp.")
-    ] = None,
-    no_gdr: Annotated[bool, typer.Option("--no-gdr", help="Custom fabric: without GPUDirect RDMA.")] = False,
-    ethernet_gbps: Annotated[
-        float | None, typer.Option(metavar="G", help="Custom fabric: the ordinary NIC NCCL sockets would use.")
-    ] = None,
-    op: Annotated[
-        str | None,
-        typer.Option(metavar="OP", help="The collective, when the file does not say: all_reduce, all_gather, ..."),
-    ] = None,
-    provider: ProviderOpt = None,
-    fmt: FormatOpt = Format.text,
-    output: OutputOpt = None,
-    fail_on: FailOnOpt = FailOn.error,
-    verbose: VerboseOpt = False,
-) -> None:
-    """Compare nccl-tests bus bandwidth with what the fabric should give (TCP fallback, partial fabric)."""
-    from fabriccheck.errors import FabricCheckError
-    from fabriccheck.evidence import expect, judge
-    from fabriccheck.evidence import nccl_tests as parser
-
-    _evidence_input(file, output, provider)
-    if op is not None and op not in parser.OPS:
-        raise FabricCheckError(f"--op {op}: choose from {', '.join(parser.OPS)}")
-    fabric, implied = expect.fabric_from_options(
-        instance_type, gpu, gpus_per_node, nics, nic_gbps, transport, no_gdr, ethernet_gbps
-    )
-    if fabric is None and nodes is not None:
-        raise FabricCheckError(
-            "--nodes needs a fabric to compare with: add --instance-type T (or --gpu ... --transport ...)"
-        )
-    parsed = parser.parse_file(file)
-    ev = judge.judge_tests(parsed, fabric, nodes, provider or implied, op)
-    _evidence_out(ev, fmt, output, fail_on, verbose)
-
-
-@app.command("nccl-log", cls=_Command)
-def nccl_log(
-    file: Annotated[Path, typer.Argument(metavar="FILE", help="A log of a run with NCCL_DEBUG=INFO.")],
-    provider: ProviderOpt = None,
-    fmt: FormatOpt = Format.text,
-    output: OutputOpt = None,
-    fail_on: FailOnOpt = FailOn.error,
-    verbose: VerboseOpt = False,
-) -> None:
-    """Report the transport each NCCL rank used (IB, EFA/OFI, sockets), GPUDirect RDMA and plugin failures."""
-    from fabriccheck.evidence import judge
-    from fabriccheck.evidence import nccl_log as reader
-
-    _evidence_input(file, output, provider)
-    ev = judge.judge_log(reader.read_file(file), provider)
-    _evidence_out(ev, fmt, output, fail_on, verbose)
-
-
-@app.command(cls=_Command)
-def gcp(
-    ctx: typer.Context,
-    project: Annotated[
-        list[str] | None,
-        typer.Option("--project", "-p", metavar="PROJECT", help="Project to audit (repeatable; default: the ADC one)."),
-    ] = None,
-    zone: Annotated[
-        list[str] | None,
-        typer.Option("--zone", "-z", metavar="ZONE", help="Zone to audit (repeatable; default: every zone)."),
-    ] = None,
-    endpoint_url: Annotated[
-        str | None,
-        typer.Option(metavar="URL", help="Compute API endpoint (Private Service Connect, emulator); http:// as given."),
-    ] = None,
-    from_dump: Annotated[
-        Path | None,
-        typer.Option(
-            "--from-dump",
-            metavar="DIR",
-            help="Read `gcloud compute ... list --format=json` files from DIR (one folder per project allowed).",
-        ),
-    ] = None,
-    print_role: Annotated[
-        bool,
-        typer.Option(
-            "--print-role", help="Print the least-privilege custom role (or write it to --output FILE) and exit."
-        ),
-    ] = False,
-    cluster_tag: ClusterTagOpt = None,
-    fmt: FormatOpt = Format.text,
-    output: OutputOpt = None,
-    fail_on: FailOnOpt = FailOn.error,
-    workload: WorkloadOpt = "llm-70b-fsdp",
-    price_per_gpu_hour: PriceOpt = None,
-    rules_dir: RulesDirOpt = None,
-    select: SelectOpt = None,
-    ignore: IgnoreOpt = None,
-    verbose: VerboseOpt = False,
-    save_inventory: SaveOpt = None,
-) -> None:
-    """Audit Google Cloud: GPU NICs (TCPX, TCPXO, RDMA), their networks and firewalls, placement policies."""
-    import json
-
-    from fabriccheck.errors import FabricCheckError
-
-    if print_role:
-        others = [
-            _option_name(p)
-            for p in ctx.command.params
-            if p.name not in ("print_role", "output") and _given(ctx, p.name)
-        ]
-        if others:
-            raise FabricCheckError(
-                f"--print-role and {', '.join(others)} cannot be used together "
-                "(it prints the role and exits; --output FILE writes it there)"
-            )
-        from fabriccheck.providers.gcp.collect import custom_role
-
-        role = json.dumps(custom_role(), indent=2) + "\n"
-        if output is None:
-            sys.stdout.write(role)
-        else:
-            _write(output, role, "--output")
-        raise typer.Exit(0)
-    if from_dump is not None:
-        live_only = {
-            "--project": (bool(project), "a dump holds the projects it has, one folder each"),
-            "--zone": (bool(zone), "a dump holds the zones it has"),
-            "--endpoint-url": (endpoint_url is not None, "a dump makes no Google Cloud call"),
-        }
-        for name, (used, why) in live_only.items():
-            if used:
-                raise FabricCheckError(f"--from-dump and {name} cannot be used together ({why})")
-    _check_output(output, save_inventory)
-    options = _options(workload, price_per_gpu_hour, cluster_tag, rules_dir, select, ignore)
-    with _cloud_sdk():
-        if from_dump is not None:
-            from fabriccheck.providers.gcp.dump import load_dump
-
-            inventory = load_dump(from_dump)
-        else:
-            from fabriccheck.providers.gcp import collect
-
-            with _progress() as progress:
-                inventory = collect.collect_live(
-                    project or [], zones=zone or [], endpoint_url=endpoint_url, progress=progress
-                )
-        _finish(inventory, options, fmt, output, fail_on, save_inventory, verbose)
-
-
-@app.command(cls=_Command)
-def estimate(
-    nodes: Annotated[int, typer.Option(metavar="N", help="Nodes in the cluster.")],
-    instance_type: Annotated[
-        str | None, typer.Option(metavar="TYPE", help="An instance type / VM size / machine type from the catalog.")
-    ] = None,
-    state: Annotated[
-        str, typer.Option(metavar="STATE", help="healthy, tcp, nics=K, no-gdr, no-placement or unreachable.")
-    ] = "healthy",
-    gpu: Annotated[str | None, typer.Option(metavar="NAME", help="Custom fabric: accelerator, e.g. H100.")] = None,
-    gpus_per_node: Annotated[int, typer.Option(metavar="N", help="Custom fabric: GPUs per node.")] = 8,
-    nics: Annotated[int, typer.Option(metavar="N", help="Custom fabric: fabric NICs per node.")] = 8,
-    nic_gbps: Annotated[float, typer.Option(metavar="GBPS", help="Custom fabric: Gbps per NIC.")] = 400.0,
-    transport: Annotated[
-        str, typer.Option(metavar="KIND", help="Custom fabric: ib, roce, efa, tcpx, tcpxo or tcp.")
-    ] = "ib",
-    no_gdr: Annotated[bool, typer.Option("--no-gdr", help="GPUDirect RDMA is off (or absent).")] = False,
-    ethernet_gbps: Annotated[
-        float | None, typer.Option(metavar="GBPS", help="The ordinary NIC NCCL sockets would use (tcp state).")
-    ] = None,
-    workload: WorkloadOpt = "llm-70b-fsdp",
-    price_per_gpu_hour: PriceOpt = None,
-    fmt: Annotated[str, typer.Option("--format", "-f", metavar="FORMAT", help="text or json.")] = "text",
-    output: OutputOpt = None,
-) -> None:
-    """What a fabric should do (nccl-tests bandwidths) and what a fabric state costs, for a catalog type or a
-    fabric described by hand."""
-    from fabriccheck import estimate as estimating
-    from fabriccheck.errors import FabricCheckError
-    from fabriccheck.flow import workload_named
-
-    if fmt not in ("text", "json"):
-        raise FabricCheckError(f"--format {fmt}: estimates are shown as text or json")
-    if (instance_type is None) == (gpu is None):
-        raise FabricCheckError("give --instance-type TYPE, or describe the fabric with --gpu NAME (and --nics ...)")
-    if instance_type is not None:
-        fabric = estimating.with_overrides(estimating.fabric_of_type(instance_type), ethernet_gbps, no_gdr)
-    else:
-        fabric = estimating.custom_fabric(
-            gpu or "", gpus_per_node, nics, nic_gbps, transport, not no_gdr, ethernet_gbps
-        )
-    result = estimating.run(fabric, nodes, state, workload_named(workload), price_per_gpu_hour)
-    text = result.model_dump_json(indent=2) + "\n" if fmt == "json" else estimating.render_text(result)
-    if output is not None:
-        _write(output, text, "--output")
-    else:
-        sys.stdout.write(text)
-
-
-@app.command(cls=_Command)
 def azure(
     ctx: typer.Context,
     subscription: Annotated[
@@ -756,6 +452,310 @@ def azure(
                     progress=progress,
                 )
         _finish(inventory, options, fmt, output, fail_on, save_inventory, verbose)
+
+
+@app.command(cls=_Command)
+def gcp(
+    ctx: typer.Context,
+    project: Annotated[
+        list[str] | None,
+        typer.Option("--project", "-p", metavar="PROJECT", help="Project to audit (repeatable; default: the ADC one)."),
+    ] = None,
+    zone: Annotated[
+        list[str] | None,
+        typer.Option("--zone", "-z", metavar="ZONE", help="Zone to audit (repeatable; default: every zone)."),
+    ] = None,
+    endpoint_url: Annotated[
+        str | None,
+        typer.Option(metavar="URL", help="Compute API endpoint (Private Service Connect, emulator); http:// as given."),
+    ] = None,
+    from_dump: Annotated[
+        Path | None,
+        typer.Option(
+            "--from-dump",
+            metavar="DIR",
+            help="Read `gcloud compute ... list --format=json` files from DIR (one folder per project allowed).",
+        ),
+    ] = None,
+    print_role: Annotated[
+        bool,
+        typer.Option(
+            "--print-role", help="Print the least-privilege custom role (or write it to --output FILE) and exit."
+        ),
+    ] = False,
+    cluster_tag: ClusterTagOpt = None,
+    fmt: FormatOpt = Format.text,
+    output: OutputOpt = None,
+    fail_on: FailOnOpt = FailOn.error,
+    workload: WorkloadOpt = "llm-70b-fsdp",
+    price_per_gpu_hour: PriceOpt = None,
+    rules_dir: RulesDirOpt = None,
+    select: SelectOpt = None,
+    ignore: IgnoreOpt = None,
+    verbose: VerboseOpt = False,
+    save_inventory: SaveOpt = None,
+) -> None:
+    """Audit Google Cloud: GPU NICs (TCPX, TCPXO, RDMA), their networks and firewalls, placement policies."""
+    import json
+
+    from fabriccheck.errors import FabricCheckError
+
+    if print_role:
+        others = [
+            _option_name(p)
+            for p in ctx.command.params
+            if p.name not in ("print_role", "output") and _given(ctx, p.name)
+        ]
+        if others:
+            raise FabricCheckError(
+                f"--print-role and {', '.join(others)} cannot be used together "
+                "(it prints the role and exits; --output FILE writes it there)"
+            )
+        from fabriccheck.providers.gcp.collect import custom_role
+
+        role = json.dumps(custom_role(), indent=2) + "\n"
+        if output is None:
+            sys.stdout.write(role)
+        else:
+            _write(output, role, "--output")
+        raise typer.Exit(0)
+    if from_dump is not None:
+        live_only = {
+            "--project": (bool(project), "a dump holds the projects it has, one folder each"),
+            "--zone": (bool(zone), "a dump holds the zones it has"),
+            "--endpoint-url": (endpoint_url is not None, "a dump makes no Google Cloud call"),
+        }
+        for name, (used, why) in live_only.items():
+            if used:
+                raise FabricCheckError(f"--from-dump and {name} cannot be used together ({why})")
+    _check_output(output, save_inventory)
+    options = _options(workload, price_per_gpu_hour, cluster_tag, rules_dir, select, ignore)
+    with _cloud_sdk():
+        if from_dump is not None:
+            from fabriccheck.providers.gcp.dump import load_dump
+
+            inventory = load_dump(from_dump)
+        else:
+            from fabriccheck.providers.gcp import collect
+
+            with _progress() as progress:
+                inventory = collect.collect_live(
+                    project or [], zones=zone or [], endpoint_url=endpoint_url, progress=progress
+                )
+        _finish(inventory, options, fmt, output, fail_on, save_inventory, verbose)
+
+
+@app.command(cls=_Command)
+def demo(
+    cluster_tag: ClusterTagOpt = None,
+    fmt: FormatOpt = Format.text,
+    output: OutputOpt = None,
+    fail_on: FailOnOpt = FailOn.never,
+    workload: WorkloadOpt = "llm-70b-fsdp",
+    price_per_gpu_hour: PriceOpt = None,
+    rules_dir: RulesDirOpt = None,
+    select: SelectOpt = None,
+    ignore: IgnoreOpt = None,
+    verbose: VerboseOpt = False,
+    save_inventory: SaveOpt = None,
+) -> None:
+    """Run the audit on the bundled example accounts of every cloud (no credentials, no network)."""
+    _check_output(output, save_inventory)
+    options = _options(workload, price_per_gpu_hour, cluster_tag, rules_dir, select, ignore)
+    with _cloud_sdk():
+        _finish(demo_inventory(), options, fmt, output, fail_on, save_inventory, verbose)
+
+
+def demo_inventory() -> Inventory:
+    """The bundled demo: one folder of dump files per cloud, each read by its provider's own dump reader."""
+    import importlib
+
+    from fabriccheck.inventory import Inventory
+    from fabriccheck.model import PROVIDERS
+
+    inventory = Inventory(source="demo")
+    for provider in PROVIDERS:
+        folder = demo_dir() / provider
+        if folder.is_dir():
+            reader = importlib.import_module(f"fabriccheck.providers.{provider}.dump")
+            inventory.merge(reader.load_dump(folder))
+    inventory.source = f"demo ({demo_dir()})"
+    return inventory
+
+
+@app.command(cls=_Command)
+def check(
+    inventory_file: Annotated[Path, typer.Argument(metavar="FILE", help="Inventory saved with --save-inventory.")],
+    cluster_tag: ClusterTagOpt = None,
+    fmt: FormatOpt = Format.text,
+    output: OutputOpt = None,
+    fail_on: FailOnOpt = FailOn.error,
+    workload: WorkloadOpt = "llm-70b-fsdp",
+    price_per_gpu_hour: PriceOpt = None,
+    rules_dir: RulesDirOpt = None,
+    select: SelectOpt = None,
+    ignore: IgnoreOpt = None,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Judge a saved inventory (from --save-inventory) without calling any cloud."""
+    from fabriccheck.errors import FabricCheckError
+    from fabriccheck.sources.snapshot import load_inventory
+
+    if output is not None and _same_file(output, inventory_file):
+        raise FabricCheckError(f"--output {output} is the inventory being checked: write the report elsewhere")
+    options = _options(workload, price_per_gpu_hour, cluster_tag, rules_dir, select, ignore)
+    with _cloud_sdk():
+        _finish(load_inventory(inventory_file), options, fmt, output, fail_on, None, verbose)
+
+
+def _evidence_out(ev: Any, fmt: Format, output: Path | None, fail_on: FailOn, verbose: bool) -> NoReturn:
+    from fabriccheck.evidence import report
+
+    text = report.render(ev, fmt.value, fail_on.value, verbose)
+    if output is not None:
+        _write(output, text, "--output")
+    else:
+        sys.stdout.write(text)
+    raise typer.Exit(report.exit_code(ev, fail_on.value))
+
+
+def _evidence_input(path: Path, output: Path | None, provider: str | None) -> None:
+    from fabriccheck.errors import FabricCheckError
+    from fabriccheck.model import PROVIDERS
+
+    if not path.is_file():
+        raise FabricCheckError(f"{path}: no such file")
+    if output is not None and _same_file(output, path):
+        raise FabricCheckError(f"--output {output} is the file being read: write the report elsewhere")
+    if provider is not None and provider not in PROVIDERS:
+        raise FabricCheckError(f"--provider {provider}: choose from {', '.join(PROVIDERS)}")
+
+
+ProviderOpt = Annotated[
+    str | None,
+    typer.Option(
+        metavar="PROVIDER", help="The cloud the run was on (aws, azure, gcp), when the evidence does not say."
+    ),
+]
+
+
+@app.command(cls=_Command)
+def estimate(
+    nodes: Annotated[int, typer.Option(metavar="N", help="Nodes in the cluster.")],
+    instance_type: Annotated[
+        str | None, typer.Option(metavar="TYPE", help="An instance type / VM size / machine type from the catalog.")
+    ] = None,
+    state: Annotated[
+        str, typer.Option(metavar="STATE", help="healthy, tcp, nics=K, no-gdr, no-placement or unreachable.")
+    ] = "healthy",
+    gpu: Annotated[str | None, typer.Option(metavar="NAME", help="Custom fabric: accelerator, e.g. H100.")] = None,
+    gpus_per_node: Annotated[int, typer.Option(metavar="N", help="Custom fabric: GPUs per node.")] = 8,
+    nics: Annotated[int, typer.Option(metavar="N", help="Custom fabric: fabric NICs per node.")] = 8,
+    nic_gbps: Annotated[float, typer.Option(metavar="GBPS", help="Custom fabric: Gbps per NIC.")] = 400.0,
+    transport: Annotated[
+        str, typer.Option(metavar="KIND", help="Custom fabric: ib, roce, efa, tcpx, tcpxo or tcp.")
+    ] = "ib",
+    no_gdr: Annotated[bool, typer.Option("--no-gdr", help="GPUDirect RDMA is off (or absent).")] = False,
+    ethernet_gbps: Annotated[
+        float | None, typer.Option(metavar="GBPS", help="The ordinary NIC NCCL sockets would use (tcp state).")
+    ] = None,
+    workload: WorkloadOpt = "llm-70b-fsdp",
+    price_per_gpu_hour: PriceOpt = None,
+    fmt: Annotated[str, typer.Option("--format", "-f", metavar="FORMAT", help="text or json.")] = "text",
+    output: OutputOpt = None,
+) -> None:
+    """What a fabric should do (nccl-tests bandwidths) and what a fabric state costs, for a catalog type or a
+    fabric described by hand."""
+    from fabriccheck import estimate as estimating
+    from fabriccheck.errors import FabricCheckError
+    from fabriccheck.flow import workload_named
+
+    if fmt not in ("text", "json"):
+        raise FabricCheckError(f"--format {fmt}: estimates are shown as text or json")
+    if (instance_type is None) == (gpu is None):
+        raise FabricCheckError("give --instance-type TYPE, or describe the fabric with --gpu NAME (and --nics ...)")
+    if instance_type is not None:
+        fabric = estimating.with_overrides(estimating.fabric_of_type(instance_type), ethernet_gbps, no_gdr)
+    else:
+        fabric = estimating.custom_fabric(
+            gpu or "", gpus_per_node, nics, nic_gbps, transport, not no_gdr, ethernet_gbps
+        )
+    result = estimating.run(fabric, nodes, state, workload_named(workload), price_per_gpu_hour)
+    text = result.model_dump_json(indent=2) + "\n" if fmt == "json" else estimating.render_text(result)
+    if output is not None:
+        _write(output, text, "--output")
+    else:
+        sys.stdout.write(text)
+
+
+@app.command("nccl-tests", cls=_Command)
+def nccl_tests(
+    file: Annotated[Path, typer.Argument(metavar="FILE", help="Output of all_reduce_perf and friends.")],
+    instance_type: Annotated[
+        str | None, typer.Option(metavar="TYPE", help="Instance type / VM size / machine type of the nodes.")
+    ] = None,
+    nodes: Annotated[
+        int | None, typer.Option(metavar="N", min=1, help="Nodes the test ran on (default: the hosts the file names).")
+    ] = None,
+    gpu: Annotated[
+        str | None, typer.Option(metavar="GPU", help="Custom fabric: accelerator (H100, A100, ...).")
+    ] = None,
+    gpus_per_node: Annotated[int | None, typer.Option(metavar="K", help="Custom fabric: GPUs per node.")] = None,
+    nics: Annotated[int | None, typer.Option(metavar="M", help="Custom fabric: fabric NICs per node.")] = None,
+    nic_gbps: Annotated[float | None, typer.Option(metavar="X", help="Custom fabric: Gbps per fabric NIC.")] = None,
+    transport: Annotated[
+        str | None, typer.Option(metavar="T", help="Custom fabric: ib, roce, efa, tcpx, tcpxo or tcp.")
+    ] = None,
+    no_gdr: Annotated[bool, typer.Option("--no-gdr", help="Custom fabric: without GPUDirect RDMA.")] = False,
+    ethernet_gbps: Annotated[
+        float | None, typer.Option(metavar="G", help="Custom fabric: the ordinary NIC NCCL sockets would use.")
+    ] = None,
+    op: Annotated[
+        str | None,
+        typer.Option(metavar="OP", help="The collective, when the file does not say: all_reduce, all_gather, ..."),
+    ] = None,
+    provider: ProviderOpt = None,
+    fmt: FormatOpt = Format.text,
+    output: OutputOpt = None,
+    fail_on: FailOnOpt = FailOn.error,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Compare nccl-tests bus bandwidth with what the fabric should give (TCP fallback, partial fabric)."""
+    from fabriccheck.errors import FabricCheckError
+    from fabriccheck.evidence import expect, judge
+    from fabriccheck.evidence import nccl_tests as parser
+
+    _evidence_input(file, output, provider)
+    if op is not None and op not in parser.OPS:
+        raise FabricCheckError(f"--op {op}: choose from {', '.join(parser.OPS)}")
+    fabric, implied = expect.fabric_from_options(
+        instance_type, gpu, gpus_per_node, nics, nic_gbps, transport, no_gdr, ethernet_gbps
+    )
+    if fabric is None and nodes is not None:
+        raise FabricCheckError(
+            "--nodes needs a fabric to compare with: add --instance-type T (or --gpu ... --transport ...)"
+        )
+    parsed = parser.parse_file(file)
+    ev = judge.judge_tests(parsed, fabric, nodes, provider or implied, op)
+    _evidence_out(ev, fmt, output, fail_on, verbose)
+
+
+@app.command("nccl-log", cls=_Command)
+def nccl_log(
+    file: Annotated[Path, typer.Argument(metavar="FILE", help="A log of a run with NCCL_DEBUG=INFO.")],
+    provider: ProviderOpt = None,
+    fmt: FormatOpt = Format.text,
+    output: OutputOpt = None,
+    fail_on: FailOnOpt = FailOn.error,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Report the transport each NCCL rank used (IB, EFA/OFI, sockets), GPUDirect RDMA and plugin failures."""
+    from fabriccheck.evidence import judge
+    from fabriccheck.evidence import nccl_log as reader
+
+    _evidence_input(file, output, provider)
+    ev = judge.judge_log(reader.read_file(file), provider)
+    _evidence_out(ev, fmt, output, fail_on, verbose)
 
 
 @app.command(cls=_Command)

@@ -360,8 +360,20 @@ def test_every_option_readme_names_exists() -> None:
     # Other tools' commands: the AWS, Azure and Google Cloud CLIs' own, and mypy's.
     ours = [line for line in lines if not any(tool in line for tool in ("aws ec2", "az ", "gcloud", "mypy"))]
     named = {o for line in ours for o in re.findall(r"(?<![\w-])(--[a-z][a-z-]*[a-z])", line)}
-    named -= {"--max-items", "--no-paginate"}  # the AWS CLI's, named where README explains truncated dumps
-    commands: tuple[list[str], ...] = ([], ["aws"], ["azure"], ["gcp"], ["demo"], ["check"], ["rules"], ["estimate"])
+    # The AWS CLI's (where README explains truncated dumps) and Open MPI's (where it explains NCCL logs).
+    named -= {"--max-items", "--no-paginate", "--tag-output"}
+    commands: tuple[list[str], ...] = (
+        [],
+        ["aws"],
+        ["azure"],
+        ["gcp"],
+        ["demo"],
+        ["check"],
+        ["rules"],
+        ["estimate"],
+        ["nccl-tests"],
+        ["nccl-log"],
+    )
     shown = "".join(run(*c, "--help").stdout for c in commands)
     assert named and {o for o in named if o not in shown} == set()
 
