@@ -495,7 +495,8 @@ def estimate_members(members: Sequence[tuple[FabricDescription, FabricState]], w
     reason = None
     states = [state for _, state in distinct]
     if any(s.loose_placement for s in states) and all(s.fabric == "healthy" for s in states):
-        reason = f"loose placement: AWS publishes no bandwidth cost; latency-only estimate, {slow_high:.3f}x at most"
+        # No cloud publishes what looser placement costs in bandwidth (penalty-model F: AWS, Azure and GCP alike).
+        reason = f"loose placement: no published bandwidth cost; latency-only estimate, {slow_high:.3f}x at most"
     return Slowdown(
         estimated=True,
         reason=reason,
