@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import re
 import sys
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -298,10 +298,14 @@ def _fact_paths(condition: str) -> set[str]:
     return found
 
 
-def load_rules(extra_dirs: Iterable[Path] = ()) -> list[Rule]:
+def load_rules(extra_dirs: Iterable[Path] = (), providers: Collection[str] | None = None) -> list[Rule]:
+    """The built-in rules (of `providers` only, when given: rules/<provider>/) and the user's, each checked and
+    its examples run."""
     rules: dict[str, Rule] = {}
     owners: dict[str, Rule] = {}  # every id a finding can carry, and the rule that defines it
-    for directory in (builtin_rules_dir(), *extra_dirs):
+    builtin = builtin_rules_dir()
+    builtins = [builtin] if providers is None else [builtin / p for p in sorted(providers) if (builtin / p).is_dir()]
+    for directory in (*builtins, *extra_dirs):
         if not directory.is_dir():
             raise FabricCheckError(f"--rules-dir {directory}: not a folder")
         for path in sorted(directory.rglob("*.yaml")) + sorted(directory.rglob("*.yml")):
@@ -320,8 +324,8 @@ def load_rules(extra_dirs: Iterable[Path] = ()) -> list[Rule]:
 
 
 @functools.cache
-def builtin_rules() -> tuple[Rule, ...]:
-    return tuple(load_rules())
+def builtin_rules(providers: frozenset[str] | None = None) -> tuple[Rule, ...]:
+    return tuple(load_rules(providers=providers))
 
 
 def select_rules(rules: list[Rule], select: list[str], ignore: list[str]) -> list[Rule]:

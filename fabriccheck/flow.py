@@ -116,21 +116,27 @@ def workload_named(name: str) -> penalty.Workload:
 
 def run(inventory: Inventory, options: Options) -> Report:
     workload = workload_named(options.workload)
-    loaded = engine.load_rules(options.rules_dirs) if options.rules_dirs else list(engine.builtin_rules())
-    rules = engine.select_rules(loaded, options.select, options.ignore)
-    # Only the rules of the clouds in this inventory run and are listed: an AWS account's report does not list
-    # GCP rules as run, and a selection that leaves none of its clouds' rules is the same error as none at all.
-    clouds = (
+    # Only the rules of the clouds in this inventory are loaded, run and listed: an AWS account's report does not
+    # list GCP rules as run, and a selection that leaves none of its clouds' rules is the same error as none.
+    clouds = frozenset(
         {n.provider for n in (*inventory.nodes, *inventory.specs)}
         | {e.provider for e in inventory.errors}
         | {c.split(":", 1)[0] for c in inventory.collected}
     )
+    loaded = _rules(options, clouds or None)
+    try:
+        rules = engine.select_rules(loaded, options.select, options.ignore)
+    except FabricCheckError:
+        if not clouds:
+            raise
+        engine.select_rules(_rules(options, None), options.select, options.ignore)  # names a token of no cloud
+        raise FabricCheckError(
+            f"--select / --ignore leave no rule to run on {', '.join(sorted(clouds))} (see: fabriccheck rules)"
+        ) from None
     if clouds:
-        rules = [r for r in rules if r.provider in clouds]
-        if not rules and (options.select or options.ignore):
-            raise FabricCheckError(
-                f"--select / --ignore leave no rule to run on {', '.join(sorted(clouds))} (see: fabriccheck rules)"
-            )
+        rules = [r for r in rules if r.provider in clouds]  # a --rules-dir may hold other clouds' rules
+        if not rules:
+            raise FabricCheckError(f"no rule to run on {', '.join(sorted(clouds))} (see: fabriccheck rules)")
     every_cluster = build_clusters(inventory, options.cluster_tag)
     clusters = [c for c in every_cluster if c.judged]
     facts = FactBuilder(inventory)
@@ -200,6 +206,12 @@ def run(inventory: Inventory, options: Options) -> Report:
         summary=_summary(inventory, reported, skipped, findings, judged_nodes, unknown),
         notes=_notes(inventory, unknown, options),
     )
+
+
+def _rules(options: Options, clouds: frozenset[str] | None) -> list[engine.Rule]:
+    if options.rules_dirs:
+        return engine.load_rules(options.rules_dirs, clouds)
+    return list(engine.builtin_rules(clouds))
 
 
 DESELECTED = "deselected (--select / --ignore)"
