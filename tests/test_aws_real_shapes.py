@@ -301,3 +301,11 @@ def test_a_cluster_of_an_unknown_type_is_incomplete_and_fails_the_gate(tmp_path:
     assert cluster["status"] == "incomplete"  # ... but nothing could be judged on an unknown type
     assert {n["rule"] for n in cluster["not_judged"]} >= {"AWS101", "AWS102"}
     assert all("p9.96xlarge is unknown" in n["reason"] for n in cluster["not_judged"])
+
+
+def test_only_the_clouds_in_the_inventory_have_their_rules_run_and_listed(tmp_path: Path) -> None:
+    write(tmp_path, answers([instance(f"i-0{n:016x}") for n in (1, 2)]))
+    report = _report(tmp_path)
+    assert report.rules and all(r.startswith("AWS") for r in report.rules)
+    with pytest.raises(FabricCheckError, match="--select / --ignore leave no rule to run on aws"):
+        _report(tmp_path, select=["AZ110"])  # an Azure rule exists, but there is no Azure node here
