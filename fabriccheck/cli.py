@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from enum import StrEnum
 from pathlib import Path
@@ -247,6 +247,30 @@ def _check_output(output: Path | None, save: Path | None) -> None:
         raise FabricCheckError(f"--output {output} and --save-inventory {save} name the same file: choose two")
 
 
+def _print_privilege(
+    ctx: typer.Context, flag: str, what: str, document: Callable[[], dict[str, Any]], output: Path | None
+) -> NoReturn:
+    """`--print-iam-policy` / `--print-role`: the least privilege the command needs, printed or written to
+    --output FILE, then exit 0. Any other option given with it would be ignored, so it is an error instead."""
+    import json
+
+    from fabriccheck.errors import FabricCheckError
+
+    name = flag.removeprefix("--").replace("-", "_")
+    others = [_option_name(p) for p in ctx.command.params if p.name not in (name, "output") and _given(ctx, p.name)]
+    if others:
+        raise FabricCheckError(
+            f"{flag} and {', '.join(others)} cannot be used together "
+            f"(it prints the {what} and exits; --output FILE writes it there)"
+        )
+    text = json.dumps(document(), indent=2) + "\n"
+    if output is None:
+        sys.stdout.write(text)
+    else:
+        _write(output, text, "--output")
+    raise typer.Exit(0)
+
+
 @app.command(cls=_Command)
 def aws(
     ctx: typer.Context,
@@ -289,29 +313,13 @@ def aws(
     save_inventory: SaveOpt = None,
 ) -> None:
     """Audit AWS: EFA interfaces, security groups, placement groups and launch templates."""
-    import json
 
     from fabriccheck.errors import FabricCheckError
 
     if print_iam_policy:
-        others = [
-            _option_name(p)
-            for p in ctx.command.params
-            if p.name not in ("print_iam_policy", "output") and _given(ctx, p.name)
-        ]
-        if others:
-            raise FabricCheckError(
-                f"--print-iam-policy and {', '.join(others)} cannot be used together "
-                "(it prints the policy and exits; --output FILE writes it there)"
-            )
         from fabriccheck.providers.aws.collect import iam_policy
 
-        policy = json.dumps(iam_policy(), indent=2) + "\n"
-        if output is None:
-            sys.stdout.write(policy)
-        else:
-            _write(output, policy, "--output")
-        raise typer.Exit(0)
+        _print_privilege(ctx, "--print-iam-policy", "policy", iam_policy, output)
     if from_dump is not None:
         live_only = {
             "--profile": (profile is not None, "a dump makes no AWS call"),
@@ -402,29 +410,13 @@ def azure(
     save_inventory: SaveOpt = None,
 ) -> None:
     """Audit Azure: InfiniBand sizes, scale sets, availability sets, drivers and virtual networks."""
-    import json
 
     from fabriccheck.errors import FabricCheckError
 
     if print_role:
-        others = [
-            _option_name(p)
-            for p in ctx.command.params
-            if p.name not in ("print_role", "output") and _given(ctx, p.name)
-        ]
-        if others:
-            raise FabricCheckError(
-                f"--print-role and {', '.join(others)} cannot be used together "
-                "(it prints the role and exits; --output FILE writes it there)"
-            )
         from fabriccheck.providers.azure.normalize import role_definition
 
-        role = json.dumps(role_definition(), indent=2) + "\n"
-        if output is None:
-            sys.stdout.write(role)
-        else:
-            _write(output, role, "--output")
-        raise typer.Exit(0)
+        _print_privilege(ctx, "--print-role", "role", role_definition, output)
     if cloud not in ("public", "usgov", "china"):
         raise FabricCheckError(f"--cloud {cloud}: choose from public, usgov, china")
     if from_dump is not None:
@@ -496,29 +488,13 @@ def gcp(
     save_inventory: SaveOpt = None,
 ) -> None:
     """Audit Google Cloud: GPU NICs (TCPX, TCPXO, RDMA), their networks and firewalls, placement policies."""
-    import json
 
     from fabriccheck.errors import FabricCheckError
 
     if print_role:
-        others = [
-            _option_name(p)
-            for p in ctx.command.params
-            if p.name not in ("print_role", "output") and _given(ctx, p.name)
-        ]
-        if others:
-            raise FabricCheckError(
-                f"--print-role and {', '.join(others)} cannot be used together "
-                "(it prints the role and exits; --output FILE writes it there)"
-            )
         from fabriccheck.providers.gcp.collect import custom_role
 
-        role = json.dumps(custom_role(), indent=2) + "\n"
-        if output is None:
-            sys.stdout.write(role)
-        else:
-            _write(output, role, "--output")
-        raise typer.Exit(0)
+        _print_privilege(ctx, "--print-role", "role", custom_role, output)
     if from_dump is not None:
         live_only = {
             "--project": (bool(project), "a dump holds the projects it has, one folder each"),
