@@ -19,6 +19,7 @@ from fabriccheck import __version__
 from fabriccheck.engine import SEVERITY_RANK
 from fabriccheck.evidence.checks import CHECKS
 from fabriccheck.evidence.judge import Evidence
+from fabriccheck.reports.machine import sarif_document
 from fabriccheck.reports.safe import visible
 
 SCHEMA_VERSION = 1
@@ -84,17 +85,7 @@ def render_sarif(ev: Evidence) -> str:
         }
         for f in ev.findings
     ]
-    sarif = {
-        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
-        "version": "2.1.0",
-        "runs": [
-            {
-                "tool": {"driver": {"name": "fabriccheck", "version": __version__, "rules": rules}},
-                "invocations": [{"executionSuccessful": ev.complete, "toolExecutionNotifications": []}],
-                "results": results,
-            }
-        ],
-    }
+    sarif = sarif_document(rules, results, ev.complete, [])
     return orjson.dumps(sarif, option=orjson.OPT_INDENT_2).decode() + "\n"
 
 

@@ -62,23 +62,25 @@ def render_sarif(report: Report, color: bool = False) -> str:
         }
         for f in report.findings
     ]
-    sarif = {
+    notifications = [
+        {"level": "error", "message": {"text": f"{e.call} ({e.region}): {e.code}: {e.message}"}} for e in report.errors
+    ]
+    sarif = sarif_document(rules, results, report.complete, notifications)
+    return orjson.dumps(sarif, option=orjson.OPT_INDENT_2).decode() + "\n"
+
+
+def sarif_document(
+    rules: list[dict[str, Any]], results: list[dict[str, Any]], complete: bool, notifications: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """One SARIF 2.1.0 run of fabriccheck, as code scanning reads it (audits and evidence alike)."""
+    return {
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
         "version": "2.1.0",
         "runs": [
             {
                 "tool": {"driver": {"name": "fabriccheck", "version": __version__, "rules": rules}},
-                "invocations": [
-                    {
-                        "executionSuccessful": report.complete,
-                        "toolExecutionNotifications": [
-                            {"level": "error", "message": {"text": f"{e.call} ({e.region}): {e.code}: {e.message}"}}
-                            for e in report.errors
-                        ],
-                    }
-                ],
+                "invocations": [{"executionSuccessful": complete, "toolExecutionNotifications": notifications}],
                 "results": results,
             }
         ],
     }
-    return orjson.dumps(sarif, option=orjson.OPT_INDENT_2).decode() + "\n"
