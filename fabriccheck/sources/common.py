@@ -259,3 +259,18 @@ def describe(exc: Exception) -> str:
     if isinstance(exc, KeyError):
         return f"missing field {exc}"
     return first_line(exc)
+
+
+# What a misshapen answer raises inside a normalizer that Shape does not catch field by field.
+SHAPE_ERRORS = (KeyError, TypeError, AttributeError, ValueError, ValidationError)
+
+
+@contextmanager
+def unexpected_shape(where: str) -> Iterator[None]:
+    """The normalizers' safety net: a misshapen answer is one line naming where it came from, never a traceback."""
+    try:
+        yield
+    except FabricCheckError:
+        raise
+    except SHAPE_ERRORS as exc:
+        raise FabricCheckError(f"{where}: unexpected shape: {describe(exc)}") from None

@@ -34,7 +34,7 @@ from fabriccheck.resources.aws import (
     SecurityRule,
     Subnet,
 )
-from fabriccheck.sources.common import Shape, describe
+from fabriccheck.sources.common import Shape, describe, unexpected_shape
 
 
 @dataclass(frozen=True)
@@ -293,13 +293,8 @@ class Normalizer:
 
     def add(self, call: Ec2Call, doc: Any, collected: bool = True) -> None:
         shape = Shape(self.where(call))
-        try:
+        with unexpected_shape(shape.where):
             scopes = self._add(call, doc, shape)
-        except FabricCheckError:
-            raise
-        except (KeyError, TypeError, AttributeError, ValueError, ValidationError) as exc:
-            # The safety net for shapes Shape does not check field by field: still one line, file named.
-            raise FabricCheckError(f"{shape.where}: unexpected shape: {describe(exc)}") from None
         if collected:
             self.inventory.collected += [fact_key("aws", a, r, call.fact) for a, r in sorted(scopes)]
 

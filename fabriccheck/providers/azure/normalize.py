@@ -44,7 +44,7 @@ from fabriccheck.resources.azure import (
     VirtualNetwork,
     VmExtensions,
 )
-from fabriccheck.sources.common import describe
+from fabriccheck.sources.common import describe, unexpected_shape
 
 
 @dataclass(frozen=True)
@@ -225,12 +225,8 @@ class Normalizer:
 
     def add(self, call: ArmCall, raw: Any, collected: bool = True) -> None:
         where = self.where(call)
-        try:
+        with unexpected_shape(where):
             accounts = self._add(call, raw, where)
-        except FabricCheckError:
-            raise
-        except (KeyError, TypeError, AttributeError, ValueError, ValidationError) as exc:
-            raise FabricCheckError(f"{where}: unexpected shape: {describe(exc)}") from None
         if collected:
             if self.subscription:
                 accounts = {self.subscription}

@@ -27,7 +27,7 @@ from fabriccheck.providers.gcp.support import (
     RESOURCE_POLICY,
 )
 from fabriccheck.resources.gcp import GLOBAL, FirewallRule, Network, ResourcePolicy, Subnetwork
-from fabriccheck.sources.common import Shape, describe
+from fabriccheck.sources.common import Shape, describe, unexpected_shape
 
 
 @dataclass(frozen=True)
@@ -241,12 +241,8 @@ class Normalizer:
 
     def add(self, call: GcpCall, doc: Any, collected: bool = True) -> None:
         shape = Shape(self.where(call))
-        try:
+        with unexpected_shape(shape.where):
             projects = self._add(call, doc, shape)
-        except FabricCheckError:
-            raise
-        except (KeyError, TypeError, AttributeError, ValueError, ValidationError) as exc:
-            raise FabricCheckError(f"{shape.where}: unexpected shape: {describe(exc)}") from None
         if collected:
             self._facts.setdefault(call.fact, set()).update(projects)
 
