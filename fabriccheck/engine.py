@@ -26,7 +26,7 @@ from fabriccheck.clusters import Cluster, build_clusters, spec_clusters
 from fabriccheck.errors import FabricCheckError
 from fabriccheck.facts import FactBuilder
 from fabriccheck.inventory import Inventory
-from fabriccheck.model import PROVIDERS, Origin, fact_key
+from fabriccheck.model import PROVIDERS, Origin, Provider, fact_key
 
 Severity = Literal["error", "warning", "info"]
 SEVERITY_RANK = {"info": 0, "warning": 1, "error": 2}
@@ -105,7 +105,7 @@ class Rule(RuleModel):
     title: str
     severity: Severity
     category: Category
-    provider: Literal["aws", "azure", "gcp"]
+    provider: Provider
     scope: Literal["node", "cluster"]
     condition: str
     effect: Effect
