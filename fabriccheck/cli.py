@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 import typer
 
 if TYPE_CHECKING:
+    from fabriccheck.config import Config
     from fabriccheck.flow import Options, Report
     from fabriccheck.inventory import Inventory
 
@@ -39,6 +40,7 @@ class Format(StrEnum):
     sarif = "sarif"
     junit = "junit"
     markdown = "markdown"
+    prometheus = "prometheus"
 
 
 class FailOn(StrEnum):
@@ -62,7 +64,9 @@ def _cluster_tag(value: str | None) -> str | None:
 
 FormatOpt = Annotated[
     Format,
-    typer.Option("--format", "-f", metavar="FORMAT", help="Report format: text, json, sarif, junit or markdown."),
+    typer.Option(
+        "--format", "-f", metavar="FORMAT", help="Report format: text, json, sarif, junit, markdown or prometheus."
+    ),
 ]
 OutputOpt = Annotated[Path | None, typer.Option("--output", "-o", metavar="FILE", help="Write the report to FILE.")]
 FailOnOpt = Annotated[
@@ -99,6 +103,42 @@ SaveOpt = Annotated[Path | None, typer.Option(metavar="FILE", help="Also save th
 ClusterTagOpt = Annotated[
     str | None,
     typer.Option(metavar="KEY", callback=_cluster_tag, help="Group nodes that share this tag's value into a cluster."),
+]
+
+
+# The gate's own options (config.py, waivers.py, baseline.py). Every scanning command takes them; `_finish` reads
+# them, and the config file and FABRICCHECK_* variables under them, from the command's context.
+ConfigOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--config",
+        metavar="FILE",
+        help="Config file (default: ./fabriccheck.toml, else ./pyproject.toml's "
+        "[tool.fabriccheck]; see: fabriccheck config).",
+    ),
+]
+WaiversOpt = Annotated[
+    Path | None,
+    typer.Option(metavar="FILE", help="Waivers (YAML or TOML): findings reported as waived, not failing the gate."),
+]
+BaselineOpt = Annotated[
+    Path | None, typer.Option(metavar="FILE", help="Fail only on findings this baseline does not hold.")
+]
+WriteBaselineOpt = Annotated[
+    Path | None,
+    typer.Option(metavar="FILE", help="Record this run's findings as the baseline in FILE (and judge against it)."),
+]
+SeverityOverrideOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--severity", metavar="RULE=LEVEL", help="Report a rule (or category) at error, warning or info (repeatable)."
+    ),
+]
+RoleOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--role", metavar="CLUSTER=ROLE", help="Cluster id (glob) is training, inference or ignore (repeatable)."
+    ),
 ]
 
 
@@ -143,6 +183,12 @@ def _main(
     ] = False,
 ) -> None:
     """The options before the command (the app's help text is its `help=` above)."""
+    import time
+
+    _STARTED.append(time.perf_counter())  # the scan's duration in the report counts from here
+
+
+_STARTED: list[float] = []
 
 
 AWS_EXTRA = "fabriccheck aws needs the AWS extra: pip install 'fabriccheck[aws]'"
@@ -207,13 +253,21 @@ def _finish(
     save: Path | None,
     verbose: bool = False,
 ) -> NoReturn:
+    import time
+
     from fabriccheck import flow, reports
     from fabriccheck.engine import SEVERITY_RANK
+    from fabriccheck.sources.common import API_CALLS
     from fabriccheck.sources.snapshot import save_inventory
 
+    options, fail_on, write_baseline = _configured(options, fail_on)
     if save is not None:
         save_inventory(inventory, save)
     report: Report = flow.run(inventory, options)
+    if write_baseline is not None:
+        _write_baseline(report, write_baseline, options)
+    report.duration_seconds = round(time.perf_counter() - _STARTED[-1], 3) if _STARTED else None
+    report.api_calls = API_CALLS.value
     color = output is None and fmt is Format.text and sys.stdout.isatty() and "NO_COLOR" not in os.environ
     # A file gets a fixed width; the terminal's own width applies to what goes to the terminal.
     width = 100 if output is not None else None
@@ -233,6 +287,90 @@ def _finish(
     if fail_on is not FailOn.never and worst is not None and SEVERITY_RANK[worst] >= SEVERITY_RANK[fail_on.value]:
         raise typer.Exit(1)
     raise typer.Exit(0)
+
+
+def _context() -> Any:
+    import importlib
+
+    try:  # newer typer carries its own copy of click
+        return importlib.import_module("typer._click.globals").get_current_context(silent=True)
+    except ImportError:
+        return importlib.import_module("click").get_current_context(silent=True)
+
+
+def _effective(fail_on: FailOn, workload: str) -> tuple[Config, dict[str, Any]]:
+    """The effective settings of the running command (and its parameters): the command's own defaults, the
+    config file, FABRICCHECK_* variables, then the flags given on its command line."""
+    from fabriccheck import config
+
+    ctx = _context()
+    params: dict[str, Any] = dict(ctx.params) if ctx is not None else {}
+    flags: dict[str, Any] = {}
+    for key in config.KEYS:
+        if key.param in params and _given(ctx, key.param):  # a command without the flag: file and env only
+            value = params[key.param]
+            flags[key.name] = value.value if isinstance(value, StrEnum) else value
+    # The command's own defaults: `demo` never fails unless told to.
+    defaults = {"fail-on": fail_on.value, "workload": workload}
+    return config.resolve(defaults, flags, cwd=Path.cwd(), env=os.environ, config_file=params.get("config")), params
+
+
+def _configured(options: Options, fail_on: FailOn) -> tuple[Options, FailOn, Path | None]:
+    """The shared gate layer of every scanning command: the config file, FABRICCHECK_* variables and the flags
+    given (later wins) decide the options and --fail-on; the waivers and baseline they name are read here, so a
+    missing or malformed file stops the run before anything is judged. Returns the --write-baseline FILE too."""
+    import dataclasses
+
+    from fabriccheck import baseline, waivers
+    from fabriccheck.errors import FabricCheckError
+
+    ctx = _context()
+    default_fail_on = FailOn(_default_of(ctx, "fail_on", fail_on.value))
+    effective, params = _effective(default_fail_on, _default_of(ctx, "workload", options.workload))
+    value = effective.value
+    waivers_path: Path | None = value("waivers")
+    baseline_path: Path | None = params.get("baseline")
+    options = dataclasses.replace(
+        options,
+        workload=value("workload"),
+        price_per_gpu_hour=value("price-per-gpu-hour"),
+        cluster_tag=value("cluster-tag"),
+        rules_dirs=list(value("rules-dir")),
+        select=list(value("select")),
+        ignore=list(value("ignore")),
+        severity=dict(value("severity")),
+        roles=dict(value("roles")),
+        waivers=waivers.load(waivers_path) if waivers_path is not None else [],
+        waivers_file=str(waivers_path or ""),
+        baseline=baseline.load(baseline_path) if baseline_path is not None else None,
+        baseline_file=str(baseline_path or ""),
+    )
+    write_baseline: Path | None = params.get("write_baseline")
+    output: Path | None = params.get("output")
+    if write_baseline is not None and output is not None and _same_file(write_baseline, output):
+        raise FabricCheckError(
+            f"--output {output} and --write-baseline {write_baseline} name the same file: choose two"
+        )
+    return options, FailOn(value("fail-on")), write_baseline
+
+
+def _default_of(ctx: Any, name: str, fallback: str) -> str:
+    """A parameter's default in the running command (`demo`'s --fail-on is never), else `fallback`."""
+    for param in ctx.command.params if ctx is not None else ():
+        if param.name == name and param.default is not None:
+            default = param.default
+            return str(default.value if isinstance(default, StrEnum) else default)
+    return fallback
+
+
+def _write_baseline(report: Report, path: Path, options: Options) -> None:
+    """Record today's findings; without --baseline, this run is judged against what it just wrote."""
+    from fabriccheck import baseline
+
+    baseline.write(report.findings, path)
+    if options.baseline is None:
+        report.baseline = baseline.apply(report.findings, baseline.build(report.findings), str(path))
+        report.summary.in_baseline = sum(1 for f in report.findings if f.baseline == "existing")
 
 
 def _untagged(inventory: Inventory, tag: str) -> bool:
@@ -311,6 +449,12 @@ def aws(
     ignore: IgnoreOpt = None,
     verbose: VerboseOpt = False,
     save_inventory: SaveOpt = None,
+    config: ConfigOpt = None,
+    waivers: WaiversOpt = None,
+    baseline: BaselineOpt = None,
+    write_baseline: WriteBaselineOpt = None,
+    severity: SeverityOverrideOpt = None,
+    role: RoleOpt = None,
 ) -> None:
     """Audit AWS: EFA interfaces, security groups, placement groups and launch templates."""
 
@@ -408,6 +552,12 @@ def azure(
     ignore: IgnoreOpt = None,
     verbose: VerboseOpt = False,
     save_inventory: SaveOpt = None,
+    config: ConfigOpt = None,
+    waivers: WaiversOpt = None,
+    baseline: BaselineOpt = None,
+    write_baseline: WriteBaselineOpt = None,
+    severity: SeverityOverrideOpt = None,
+    role: RoleOpt = None,
 ) -> None:
     """Audit Azure: InfiniBand sizes, scale sets, availability sets, drivers and virtual networks."""
 
@@ -486,6 +636,12 @@ def gcp(
     ignore: IgnoreOpt = None,
     verbose: VerboseOpt = False,
     save_inventory: SaveOpt = None,
+    config: ConfigOpt = None,
+    waivers: WaiversOpt = None,
+    baseline: BaselineOpt = None,
+    write_baseline: WriteBaselineOpt = None,
+    severity: SeverityOverrideOpt = None,
+    role: RoleOpt = None,
 ) -> None:
     """Audit Google Cloud: GPU NICs (TCPX, TCPXO, RDMA), their networks and firewalls, placement policies."""
 
@@ -534,6 +690,12 @@ def demo(
     ignore: IgnoreOpt = None,
     verbose: VerboseOpt = False,
     save_inventory: SaveOpt = None,
+    config: ConfigOpt = None,
+    waivers: WaiversOpt = None,
+    baseline: BaselineOpt = None,
+    write_baseline: WriteBaselineOpt = None,
+    severity: SeverityOverrideOpt = None,
+    role: RoleOpt = None,
 ) -> None:
     """Run the audit on the bundled example accounts of every cloud (no credentials, no network)."""
     _check_output(output, save_inventory)
@@ -572,6 +734,12 @@ def check(
     select: SelectOpt = None,
     ignore: IgnoreOpt = None,
     verbose: VerboseOpt = False,
+    config: ConfigOpt = None,
+    waivers: WaiversOpt = None,
+    baseline: BaselineOpt = None,
+    write_baseline: WriteBaselineOpt = None,
+    severity: SeverityOverrideOpt = None,
+    role: RoleOpt = None,
 ) -> None:
     """Judge a saved inventory (from --save-inventory) without calling any cloud."""
     from fabriccheck.errors import FabricCheckError
@@ -585,7 +753,11 @@ def check(
 
 
 def _evidence_out(ev: Any, fmt: Format, output: Path | None, fail_on: FailOn, verbose: bool) -> NoReturn:
+    from fabriccheck.errors import FabricCheckError
     from fabriccheck.evidence import report
+
+    if fmt is Format.prometheus:
+        raise FabricCheckError("--format prometheus: evidence is shown as text, json, sarif, junit or markdown")
 
     text = report.render(ev, fmt.value, fail_on.value, verbose)
     if output is not None:
@@ -766,6 +938,44 @@ def rules(
     if not match:
         raise FabricCheckError(f"no rule {rule_id} (see: fabriccheck rules)")
     sys.stdout.write(rules_report.explain(match[0], fmt))
+
+
+@app.command("config", cls=_Command)
+def show_config(
+    config: ConfigOpt = None,
+    fail_on: FailOnOpt = FailOn.error,
+    select: SelectOpt = None,
+    ignore: IgnoreOpt = None,
+    severity: SeverityOverrideOpt = None,
+    cluster_tag: ClusterTagOpt = None,
+    role: RoleOpt = None,
+    workload: WorkloadOpt = "llm-70b-fsdp",
+    price_per_gpu_hour: PriceOpt = None,
+    rules_dir: RulesDirOpt = None,
+    waivers: WaiversOpt = None,
+    fmt: Annotated[str, typer.Option("--format", "-f", metavar="FORMAT", help="text or json.")] = "text",
+) -> None:
+    """Print the settings a scan run here would use, and where each came from (default, config file,
+    FABRICCHECK_* variable, flag). The waivers file they name is read and checked too."""
+    import json
+
+    from fabriccheck import config as settings
+    from fabriccheck import waivers as waiving
+    from fabriccheck.errors import FabricCheckError
+
+    if fmt not in ("text", "json"):
+        raise FabricCheckError(f"--format {fmt}: the config is shown as text or json")
+    effective, _ = _effective(FailOn.error, "llm-70b-fsdp")
+    path: Path | None = effective.value("waivers")
+    loaded = waiving.load(path) if path is not None else []
+    if fmt == "json":
+        document = effective.as_dict() | {"waivers": [w.model_dump(mode="json") for w in loaded]}
+        sys.stdout.write(json.dumps(document, indent=2) + "\n")
+        return
+    text = settings.render_text(effective)
+    if path is not None:
+        text += f"waivers file {path}: {len(loaded)} waiver{'s' if len(loaded) != 1 else ''}, valid\n"
+    sys.stdout.write(text)
 
 
 def demo_dir() -> Path:

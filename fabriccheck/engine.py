@@ -164,6 +164,14 @@ class Rule(RuleModel):
 _PLAIN = Variant()
 
 
+class Waived(BaseModel):
+    """Why a finding is waived (waivers.py): reported as it is, but it does not fail the gate."""
+
+    reason: str
+    expires: str | None = None
+    source: str  # the waivers file and the waiver's number in it
+
+
 class Finding(BaseModel):
     rule: str
     title: str
@@ -177,6 +185,15 @@ class Finding(BaseModel):
     remediation: str
     effect: str
     references: list[str]
+    # Set after judging (flow.py): rule + resource identity (baseline.py), the waiver that covers the finding,
+    # and whether a --baseline holds it. A waived or existing finding is reported but does not fail the gate.
+    fingerprint: str = ""
+    waiver: Waived | None = None
+    baseline: Literal["new", "existing"] | None = None
+
+    @property
+    def gates(self) -> bool:
+        return self.waiver is None and self.baseline != "existing"
 
 
 _PLACEHOLDER = re.compile(r"\{([a-z_]+(?:\.[a-z_]+)*)\}")

@@ -13,7 +13,10 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from fabriccheck import __version__, engine, penalty
+from fabriccheck import __version__, config, engine, penalty
+from fabriccheck import baseline as baselines
+from fabriccheck import waivers as waiving
+from fabriccheck.baseline import Baseline, BaselineSummary
 from fabriccheck.cloud import support
 from fabriccheck.clusters import JUDGED_STATES, ROLES, Cluster, build_clusters, spec_clusters
 from fabriccheck.engine import SEVERITY_RANK, Finding
@@ -21,6 +24,7 @@ from fabriccheck.errors import FabricCheckError
 from fabriccheck.facts import FactBuilder
 from fabriccheck.inventory import Inventory
 from fabriccheck.model import CollectionError
+from fabriccheck.waivers import Waiver, WaiverStatus
 
 REPORT_SCHEMA_VERSION = 1
 
@@ -33,6 +37,14 @@ class Options:
     rules_dirs: list[Path] = field(default_factory=list)
     select: list[str] = field(default_factory=list)
     ignore: list[str] = field(default_factory=list)
+    # The gate's settings (config.py, waivers.py, baseline.py); --rules-dir etc. come from config too.
+    severity: dict[str, str] = field(default_factory=dict)  # rule id or category -> severity
+    roles: dict[str, str] = field(default_factory=dict)  # cluster id glob -> training | inference | ignore
+    waivers: list[Waiver] = field(default_factory=list)
+    waivers_file: str = ""
+    baseline: Baseline | None = None
+    baseline_file: str = ""
+    today: dt.date | None = None  # for waiver expiry; None: today (UTC)
 
 
 class NotJudged(BaseModel):
@@ -84,6 +96,8 @@ class Summary(BaseModel):
     clusters_by_status: dict[str, int] = {}  # clean, findings, incomplete
     skipped_clusters: int = 0
     nodes_by_state: dict[str, int] = {}  # every instance seen, by state; only running and pending are judged
+    waived: int = 0  # findings a waiver covers (counted in `findings` too; they do not fail the gate)
+    in_baseline: int = 0  # findings the --baseline holds (counted in `findings` too; they do not fail the gate)
 
 
 class Report(BaseModel):
@@ -100,9 +114,14 @@ class Report(BaseModel):
     skipped_clusters: list[SkippedCluster] = []
     summary: Summary
     notes: list[str]
+    waivers: list[WaiverStatus] = []  # what each waiver did: active, expired, stale, not-run
+    baseline: BaselineSummary | None = None
+    duration_seconds: float | None = None  # the whole command, collection included (set by the CLI)
+    api_calls: int | None = None  # cloud API requests made (None: none could be made, e.g. a dump)
 
     def worst_severity(self) -> str | None:
-        return max((f.severity for f in self.findings), key=SEVERITY_RANK.__getitem__, default=None)
+        """The worst severity among the findings that fail a gate (not waived, not in the baseline)."""
+        return max((f.severity for f in self.findings if f.gates), key=SEVERITY_RANK.__getitem__, default=None)
 
 
 def workload_named(name: str) -> penalty.Workload:
@@ -138,10 +157,15 @@ def run(inventory: Inventory, options: Options) -> Report:
         if not rules:
             raise FabricCheckError(f"no rule to run on {', '.join(sorted(clouds))} (see: fabriccheck rules)")
     every_cluster = build_clusters(inventory, options.cluster_tag)
+    config.assign_roles(every_cluster, options.roles)
     clusters = [c for c in every_cluster if c.judged]
     facts = FactBuilder(inventory)
     evaluation = engine.judge(rules, inventory, clusters, facts, spec_clusters(inventory))
     findings = evaluation.findings
+    if options.severity:
+        config.override_severity(findings, options.severity, _rules(options, None))
+    for finding in findings:
+        finding.fingerprint = baselines.fingerprint(finding)
     deselected = _deselected(loaded, rules)
 
     by_cluster: dict[str, list[Finding]] = {}
@@ -192,7 +216,7 @@ def run(inventory: Inventory, options: Options) -> Report:
 
     judged_state = [n for n in inventory.nodes if n.state in JUDGED_STATES]
     unknown = sorted({n.instance_type or "" for n in judged_state if facts.capability(n) is None})
-    return Report(
+    report = Report(
         tool={"name": "fabriccheck", "version": __version__},
         source=inventory.source,
         generated_at=dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat(),
@@ -206,6 +230,20 @@ def run(inventory: Inventory, options: Options) -> Report:
         summary=_summary(inventory, reported, skipped, findings, judged_nodes, unknown),
         notes=_notes(inventory, unknown, options),
     )
+    _settle(report, options)
+    return report
+
+
+def _settle(report: Report, options: Options) -> None:
+    """Waivers and baseline: mark the findings they cover, and say what each did."""
+    if options.waivers:
+        today = options.today or dt.datetime.now(dt.UTC).date()
+        report.waivers = waiving.apply(report.findings, options.waivers, options.waivers_file, today, report.rules)
+        report.notes += waiving.notes(report.waivers)
+    if options.baseline is not None:
+        report.baseline = baselines.apply(report.findings, options.baseline, options.baseline_file)
+    report.summary.waived = sum(1 for f in report.findings if f.waiver is not None)
+    report.summary.in_baseline = sum(1 for f in report.findings if f.baseline == "existing")
 
 
 def _rules(options: Options, clouds: frozenset[str] | None) -> list[engine.Rule]:

@@ -29,9 +29,10 @@ def _demo_report() -> dict[str, Any]:
 
 
 ADDED_SINCE = {
-    "report": ("skipped_clusters",),
+    "report": ("skipped_clusters", "waivers", "baseline", "duration_seconds", "api_calls"),
     "clusters": ("status", "not_judged"),
-    "summary": ("clusters_by_status", "skipped_clusters", "nodes_by_state"),
+    "summary": ("clusters_by_status", "skipped_clusters", "nodes_by_state", "waived", "in_baseline"),
+    "findings": ("fingerprint", "waiver", "baseline"),
 }
 
 
@@ -46,6 +47,9 @@ def _without_additions(report: dict[str, Any]) -> dict[str, Any]:
     for cluster in stripped["clusters"]:
         for key in ADDED_SINCE["clusters"]:
             cluster.pop(key)
+    for finding in stripped["findings"]:
+        for key in ADDED_SINCE["findings"]:
+            finding.pop(key)
     for key in ADDED_SINCE["summary"]:
         stripped["summary"].pop(key)
     unreachable = {f["cluster"] for f in stripped["findings"] if f["effect"] == "unreachable"}

@@ -23,7 +23,16 @@ from fabriccheck.providers.aws.normalize import (
     Normalizer,
     owners,
 )
-from fabriccheck.sources.common import BAD_RESPONSE, RETRIES, Progress, Scope, first_line, in_parallel, paused_gc
+from fabriccheck.sources.common import (
+    API_CALLS,
+    BAD_RESPONSE,
+    RETRIES,
+    Progress,
+    Scope,
+    first_line,
+    in_parallel,
+    paused_gc,
+)
 
 # Every EC2 operation the collector may issue. DescribeRegions serves --all-regions.
 OPERATIONS = tuple(sorted({c.operation for c in CALLS} | {"DescribeRegions"}))
@@ -196,7 +205,9 @@ def _client(session: Any, region: str, endpoint_url: str | None) -> Any:
         read_timeout=RETRIES.read_timeout,
         user_agent_extra="fabriccheck/0.1",
     )
-    return session.client("ec2", region_name=region, endpoint_url=endpoint_url, config=config)
+    client = session.client("ec2", region_name=region, endpoint_url=endpoint_url, config=config)
+    client.meta.events.register("before-send", API_CALLS.add)
+    return client
 
 
 def all_regions(session: Any, endpoint_url: str | None, home: str) -> list[str]:

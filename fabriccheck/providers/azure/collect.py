@@ -26,7 +26,7 @@ from fabriccheck.providers.azure.normalize import (
     ArmCall,
     Normalizer,
 )
-from fabriccheck.sources.common import RETRIES, Progress, Scope, first_line, in_parallel, paused_gc
+from fabriccheck.sources.common import API_CALLS, RETRIES, Progress, Scope, first_line, in_parallel, paused_gc
 
 
 @dataclass(frozen=True)
@@ -178,6 +178,7 @@ def clients(credential: Any, subscription: str, endpoint: str, verify: str | Non
         "connection_timeout": RETRIES.connect_timeout,
         "read_timeout": RETRIES.read_timeout,
         "user_agent": "fabriccheck/0.1",
+        "raw_request_hook": API_CALLS.add,  # each request sent, retries included
     }
     if verify:
         options["connection_verify"] = verify

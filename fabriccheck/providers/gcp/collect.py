@@ -29,6 +29,7 @@ from fabriccheck.providers.gcp.normalize import (
     region_of_zone,
 )
 from fabriccheck.sources.common import (
+    API_CALLS,
     BAD_RESPONSE,
     RETRIES,
     Progress,
@@ -99,6 +100,12 @@ class Clients:
 
 def _pages(clients: Clients, call: GcpCall, project: str, zones: list[str]) -> Iterator[Any]:
     """The answer's pages, each one GET: one aggregated list per project, or one list per zone / region asked."""
+    for page in _pages_of(clients, call, project, zones):
+        API_CALLS.add()
+        yield page
+
+
+def _pages_of(clients: Clients, call: GcpCall, project: str, zones: list[str]) -> Iterator[Any]:
     client = clients.clients[call]
     common = {"retry": clients.retry, "timeout": RETRIES.read_timeout}
     if call.scope == "global":
