@@ -1,11 +1,11 @@
-"""Reports: text for people; JSON, SARIF, JUnit and markdown for machines and pull requests."""
+"""Reports: text for people; JSON, SARIF, JUnit, markdown and Prometheus for machines and pull requests."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
 from fabriccheck.flow import Report
-from fabriccheck.reports import junit, machine, markdown, text
+from fabriccheck.reports import junit, machine, markdown, prometheus, text
 
 FORMATS: dict[str, Callable[[Report, bool], str]] = {
     "text": text.render,
@@ -13,6 +13,7 @@ FORMATS: dict[str, Callable[[Report, bool], str]] = {
     "sarif": machine.render_sarif,
     "junit": junit.render,
     "markdown": markdown.render,
+    "prometheus": prometheus.render,
 }
 
 
