@@ -234,7 +234,7 @@ def _options(
 ) -> Options:
     from fabriccheck.flow import Options
 
-    return Options(
+    options = Options(
         workload=workload,
         price_per_gpu_hour=price,
         cluster_tag=cluster_tag,
@@ -242,6 +242,15 @@ def _options(
         select=select or [],
         ignore=ignore or [],
     )
+    # Settle the config, waivers and baseline now, before any collection: a bad file fails in a second, not
+    # after a long scan. _finish uses what this found.
+    ctx = _context()
+    if ctx is not None:
+        ctx.meta[_GATE] = _configured(options, FailOn(_default_of(ctx, "fail_on", FailOn.error.value)))
+    return options
+
+
+_GATE = "fabriccheck.gate"
 
 
 def _finish(
@@ -260,7 +269,9 @@ def _finish(
     from fabriccheck.sources.common import API_CALLS
     from fabriccheck.sources.snapshot import save_inventory
 
-    options, fail_on, write_baseline = _configured(options, fail_on)
+    ctx = _context()
+    settled = ctx.meta.get(_GATE) if ctx is not None else None
+    options, fail_on, write_baseline = settled if settled is not None else _configured(options, fail_on)
     if save is not None:
         save_inventory(inventory, save)
     report: Report = flow.run(inventory, options)
