@@ -764,11 +764,7 @@ def check(
 
 
 def _evidence_out(ev: Any, fmt: Format, output: Path | None, fail_on: FailOn, verbose: bool) -> NoReturn:
-    from fabriccheck.errors import FabricCheckError
     from fabriccheck.evidence import report
-
-    if fmt is Format.prometheus:
-        raise FabricCheckError("--format prometheus: evidence is shown as text, json, sarif, junit or markdown")
 
     text = report.render(ev, fmt.value, fail_on.value, verbose)
     if output is not None:
@@ -778,10 +774,12 @@ def _evidence_out(ev: Any, fmt: Format, output: Path | None, fail_on: FailOn, ve
     raise typer.Exit(report.exit_code(ev, fail_on.value))
 
 
-def _evidence_input(path: Path, output: Path | None, provider: str | None) -> None:
+def _evidence_input(path: Path, output: Path | None, provider: str | None, fmt: Format) -> None:
     from fabriccheck.errors import FabricCheckError
     from fabriccheck.model import PROVIDERS
 
+    if fmt is Format.prometheus:
+        raise FabricCheckError("--format prometheus: evidence is shown as text, json, sarif, junit or markdown")
     if not path.is_file():
         raise FabricCheckError(f"{path}: no such file")
     if output is not None and _same_file(output, path):
@@ -884,7 +882,7 @@ def nccl_tests(
     from fabriccheck.evidence import expect, judge
     from fabriccheck.evidence import nccl_tests as parser
 
-    _evidence_input(file, output, provider)
+    _evidence_input(file, output, provider, fmt)
     if op is not None and op not in parser.OPS:
         raise FabricCheckError(f"--op {op}: choose from {', '.join(parser.OPS)}")
     fabric, implied = expect.fabric_from_options(
@@ -912,7 +910,7 @@ def nccl_log(
     from fabriccheck.evidence import judge
     from fabriccheck.evidence import nccl_log as reader
 
-    _evidence_input(file, output, provider)
+    _evidence_input(file, output, provider, fmt)
     ev = judge.judge_log(reader.read_file(file), provider)
     _evidence_out(ev, fmt, output, fail_on, verbose)
 

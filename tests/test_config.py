@@ -114,7 +114,7 @@ def test_bad_environment(tmp_path: Path, env: dict[str, str], needle: str) -> No
 
 def test_map_flags_are_checked_like_the_file(tmp_path: Path) -> None:
     assert resolve(tmp_path, roles=["*bert*=ignore"]).value("roles") == {"*bert*": "ignore"}
-    with pytest.raises(FabricCheckError, match="flag --severity: severity.AWS101"):
+    with pytest.raises(FabricCheckError, match=r"flag --severity: severity\.AWS101"):
         resolve(tmp_path, severity=["AWS101=fatal"])
     with pytest.raises(FabricCheckError, match="--role 'bert': expected KEY=VALUE"):
         resolve(tmp_path, roles=["bert"])

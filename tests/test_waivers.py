@@ -213,4 +213,5 @@ def test_cli_missing_or_malformed_waivers_file_is_exit_2(tmp_path: Path) -> None
     assert "waivers file" in line and "nope.yaml: no such file" in line
     bad = tmp_path / "bad.yaml"
     bad.write_text("waivers:\n  - rule: AWS110\n    resources: ['*']\n")
-    assert "waivers[1].reason: required" in one_clean_line(run("check", str(tmp_path / "absent.json"), "--waivers", str(bad)))
+    line = one_clean_line(run("check", str(tmp_path / "absent.json"), "--waivers", str(bad)))
+    assert "waivers[1].reason: required" in line  # read before the inventory: it fails before any work
