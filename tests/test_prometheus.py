@@ -76,3 +76,16 @@ def test_evidence_commands_refuse_prometheus(tmp_path: Path) -> None:
     log.write_text("x\n")
     result = run("nccl-log", str(log), "-f", "prometheus")
     assert result.returncode == 2 and "--format prometheus" in result.stderr
+
+
+def test_api_calls_are_the_requests_the_cloud_received(tmp_path: Path) -> None:
+    """A live AWS audit against EC2's protocol on 127.0.0.1: the metric counts exactly the requests served."""
+    from ec2_replay import Ec2Replay, serve
+
+    replay = Ec2Replay.from_dump(Path(__file__).resolve().parent.parent / "fixtures" / "demo" / "aws")
+    target = tmp_path / "fabriccheck.prom"
+    with serve(replay) as url:
+        result = run("aws", "--endpoint-url", url, "--region", "us-east-1", "-f", "prometheus", "-o", str(target))
+    assert result.returncode == 1, result.stderr  # the demo account has error findings
+    parsed = metrics(target.read_text())
+    assert replay.calls and parsed["fabriccheck_api_calls"] == [({}, float(len(replay.calls)))]
