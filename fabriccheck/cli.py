@@ -584,6 +584,36 @@ def check(
         _finish(load_inventory(inventory_file), options, fmt, output, fail_on, None, verbose)
 
 
+@app.command(cls=_Command)
+def plan(
+    plan_file: Annotated[
+        str, typer.Argument(metavar="FILE", help="Plan JSON from terraform show -json PLANFILE (or tofu); - reads stdin.")
+    ],
+    terraform_dir: Annotated[
+        Path | None,
+        typer.Option(metavar="DIR", help="The configuration's root: findings name the file and line of each block."),
+    ] = None,
+    cluster_tag: ClusterTagOpt = None,
+    fmt: FormatOpt = Format.text,
+    output: OutputOpt = None,
+    fail_on: FailOnOpt = FailOn.error,
+    workload: WorkloadOpt = "llm-70b-fsdp",
+    price_per_gpu_hour: PriceOpt = None,
+    rules_dir: RulesDirOpt = None,
+    select: SelectOpt = None,
+    ignore: IgnoreOpt = None,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Judge a Terraform or OpenTofu plan before apply: the same rules as a live scan, on what it would launch."""
+    from fabriccheck.errors import FabricCheckError
+    from fabriccheck.sources.terraform import load_plan
+
+    if output is not None and plan_file != "-" and _same_file(output, Path(plan_file)):
+        raise FabricCheckError(f"--output {output} is the plan being checked: write the report elsewhere")
+    options = _options(workload, price_per_gpu_hour, cluster_tag, rules_dir, select, ignore)
+    _finish(load_plan(plan_file, terraform_dir), options, fmt, output, fail_on, None, verbose)
+
+
 def _evidence_out(ev: Any, fmt: Format, output: Path | None, fail_on: FailOn, verbose: bool) -> NoReturn:
     from fabriccheck.evidence import report
 

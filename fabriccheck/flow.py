@@ -317,7 +317,7 @@ def _summary(
 
 
 def _notes(inventory: Inventory, unknown: list[str], options: Options) -> list[str]:
-    notes = []
+    notes = list(inventory.notes)
     if unknown:
         notes.append(
             "fabric capability unknown for instance type(s) "
