@@ -534,12 +534,33 @@ def demo(
     ignore: IgnoreOpt = None,
     verbose: VerboseOpt = False,
     save_inventory: SaveOpt = None,
+    plans: Annotated[
+        bool,
+        typer.Option(
+            "--plan", help="Judge the bundled Terraform plans instead: a wrong plan beside a correct one per cloud."
+        ),
+    ] = False,
 ) -> None:
     """Run the audit on the bundled example accounts of every cloud (no credentials, no network)."""
     _check_output(output, save_inventory)
     options = _options(workload, price_per_gpu_hour, cluster_tag, rules_dir, select, ignore)
     with _cloud_sdk():
-        _finish(demo_inventory(), options, fmt, output, fail_on, save_inventory, verbose)
+        inventory = demo_plan_inventory() if plans else demo_inventory()
+        _finish(inventory, options, fmt, output, fail_on, save_inventory, verbose)
+
+
+def demo_plan_inventory() -> Inventory:
+    """The bundled plans (fixtures/demo/plans/*.json), each with its configuration folder when there is one."""
+    from fabriccheck.inventory import Inventory
+    from fabriccheck.sources.terraform import load_plan
+
+    folder = demo_dir() / "plans"
+    inventory = Inventory()
+    for path in sorted(folder.glob("*.json")):
+        configuration = path.with_suffix("")
+        inventory.merge(load_plan(str(path), configuration if configuration.is_dir() else None))
+    inventory.source = f"demo plans ({folder})"
+    return inventory
 
 
 def demo_inventory() -> Inventory:
@@ -587,7 +608,7 @@ def check(
 @app.command(cls=_Command)
 def plan(
     plan_file: Annotated[
-        str, typer.Argument(metavar="FILE", help="Plan JSON from terraform show -json PLANFILE (or tofu); - reads stdin.")
+        str, typer.Argument(metavar="FILE", help="JSON of terraform show -json PLANFILE (or tofu); - reads stdin.")
     ],
     terraform_dir: Annotated[
         Path | None,

@@ -20,7 +20,7 @@ from fabriccheck.engine import SEVERITY_RANK, Finding
 from fabriccheck.errors import FabricCheckError
 from fabriccheck.facts import FactBuilder
 from fabriccheck.inventory import Inventory
-from fabriccheck.model import CollectionError
+from fabriccheck.model import CollectionError, SourceLocation
 
 REPORT_SCHEMA_VERSION = 1
 
@@ -100,6 +100,8 @@ class Report(BaseModel):
     skipped_clusters: list[SkippedCluster] = []
     summary: Summary
     notes: list[str]
+    # Where each planned resource is declared (Terraform address, file and line, cloud id), by node id.
+    locations: dict[str, SourceLocation] = {}
 
     def worst_severity(self) -> str | None:
         return max((f.severity for f in self.findings), key=SEVERITY_RANK.__getitem__, default=None)
@@ -205,6 +207,7 @@ def run(inventory: Inventory, options: Options) -> Report:
         skipped_clusters=skipped,
         summary=_summary(inventory, reported, skipped, findings, judged_nodes, unknown),
         notes=_notes(inventory, unknown, options),
+        locations={n.id: n.source for n in (*inventory.nodes, *inventory.specs) if n.source is not None},
     )
 
 

@@ -89,9 +89,7 @@ class PlanBuilder:
         unknown = dict(unknown or {})
         if "create" in actions and "id" not in values:
             unknown.setdefault("id", True)
-        self.changes.append(
-            Change(address, module, type_, name, index, values, unknown, list(actions), None)
-        )
+        self.changes.append(Change(address, module, type_, name, index, values, unknown, list(actions), None))
         config_module = _strip_keys(module)
         block = self.blocks.setdefault(config_module, {}).setdefault(
             local,
@@ -100,7 +98,9 @@ class PlanBuilder:
                 "mode": "managed",
                 "type": type_,
                 "name": name,
-                "provider_config_key": provider if not config_module else f"{config_module.rsplit('.', 1)[-1]}:{provider}",
+                "provider_config_key": provider
+                if not config_module
+                else f"{config_module.rsplit('.', 1)[-1]}:{provider}",
                 "expressions": expressions or {},
                 "schema_version": 0,
             },
@@ -235,12 +235,22 @@ def _aws_base(plan: PlanBuilder) -> None:
 
 def _efa_template(plan: PlanBuilder, name: str, instance_type: str, cards: int, sg: str, group: str | None) -> None:
     nics = [
-        {"device_index": 0 if i == 0 else 1, "network_card_index": i, "interface_type": "efa" if i == 0 else "efa-only",
-         "associate_public_ip_address": "", "delete_on_termination": "true"}
+        {
+            "device_index": 0 if i == 0 else 1,
+            "network_card_index": i,
+            "interface_type": "efa" if i == 0 else "efa-only",
+            "associate_public_ip_address": "",
+            "delete_on_termination": "true",
+        }
         for i in range(cards)
-    ]  # fmt: skip
-    values: dict[str, Any] = {"name": name, "instance_type": instance_type, "image_id": "ami-0dlami0000000000",
-                              "network_interfaces": nics, "placement": [{"group_name": group}] if group else []}  # fmt: skip
+    ]
+    values: dict[str, Any] = {
+        "name": name,
+        "instance_type": instance_type,
+        "image_id": "ami-0dlami0000000000",
+        "network_interfaces": nics,
+        "placement": [{"group_name": group}] if group else [],
+    }
     expressions: dict[str, Any] = {
         "instance_type": const(instance_type),
         "network_interfaces": [{"security_groups": ref(f"{sg}.id")} for _ in range(cards)],
@@ -259,10 +269,12 @@ def _efa_template(plan: PlanBuilder, name: str, instance_type: str, cards: int, 
 def _self_sg(plan: PlanBuilder, name: str) -> str:
     """A security group that lets all traffic flow with itself both ways, as separate rule resources."""
     address = plan.resource(
-        "aws_security_group", name, {"name": name, "description": "EFA"}, unknown={"vpc_id": True, "ingress": True,
-                                                                                  "egress": True, "arn": True},
+        "aws_security_group",
+        name,
+        {"name": name, "description": "EFA"},
+        unknown={"vpc_id": True, "ingress": True, "egress": True, "arn": True},
         expressions={"vpc_id": ref("aws_vpc.train.id")},
-    )  # fmt: skip
+    )
     for kind in ("ingress", "egress"):
         plan.resource(
             f"aws_vpc_security_group_{kind}_rule",
@@ -289,13 +301,22 @@ def aws_correct() -> dict[str, Any]:
     plan.resource(
         "aws_autoscaling_group",
         "llm_train",
-        {"name": "llm-train", "desired_capacity": 2, "min_size": 2, "max_size": 2, "placement_group": "train",
-         "launch_template": [{"name": "llm-train", "version": "$Latest"}], "tag": []},
+        {
+            "name": "llm-train",
+            "desired_capacity": 2,
+            "min_size": 2,
+            "max_size": 2,
+            "placement_group": "train",
+            "launch_template": [{"name": "llm-train", "version": "$Latest"}],
+            "tag": [],
+        },
         unknown={"vpc_zone_identifier": True, "launch_template": [{"id": True}]},
-        expressions={"vpc_zone_identifier": ref("aws_subnet.a.id"),
-                     "launch_template": [{"id": ref("aws_launch_template.llm-train.id")}],
-                     "placement_group": ref("aws_placement_group.train.name")},
-    )  # fmt: skip
+        expressions={
+            "vpc_zone_identifier": ref("aws_subnet.a.id"),
+            "launch_template": [{"id": ref("aws_launch_template.llm-train.id")}],
+            "placement_group": ref("aws_placement_group.train.name"),
+        },
+    )
     return plan.build()
 
 
@@ -306,48 +327,109 @@ def aws_wrong() -> dict[str, Any]:
     plan = PlanBuilder()
     _aws_base(plan)
     plan.resource(
-        "aws_security_group", "web", {"name": "web", "description": "web", "ingress": [
-            {"protocol": "tcp", "from_port": 443, "to_port": 443, "cidr_blocks": ["0.0.0.0/0"], "security_groups": [],
-             "self": False, "ipv6_cidr_blocks": [], "prefix_list_ids": [], "description": ""}]},
-        unknown={"vpc_id": True, "egress": True, "arn": True}, expressions={"vpc_id": ref("aws_vpc.train.id")},
-    )  # fmt: skip
+        "aws_security_group",
+        "web",
+        {
+            "name": "web",
+            "description": "web",
+            "ingress": [
+                {
+                    "protocol": "tcp",
+                    "from_port": 443,
+                    "to_port": 443,
+                    "cidr_blocks": ["0.0.0.0/0"],
+                    "security_groups": [],
+                    "self": False,
+                    "ipv6_cidr_blocks": [],
+                    "prefix_list_ids": [],
+                    "description": "",
+                }
+            ],
+        },
+        unknown={"vpc_id": True, "egress": True, "arn": True},
+        expressions={"vpc_id": ref("aws_vpc.train.id")},
+    )
     plan.resource(
         "aws_launch_template",
         "vision-train",
-        {"name": "vision-train", "instance_type": "p4d.24xlarge", "image_id": "ami-0dlami0000000000",
-         "network_interfaces": [], "placement": []},
+        {
+            "name": "vision-train",
+            "instance_type": "p4d.24xlarge",
+            "image_id": "ami-0dlami0000000000",
+            "network_interfaces": [],
+            "placement": [],
+        },
         unknown={"vpc_security_group_ids": True, "latest_version": True},
         expressions={"vpc_security_group_ids": ref("aws_security_group.web.id")},
-    )  # fmt: skip
+    )
     plan.resource(
         "aws_autoscaling_group",
         "vision_train",
-        {"name": "vision-train", "desired_capacity": 2, "min_size": 2, "max_size": 4, "tag": [
-            {"key": "Name", "value": "vision-train", "propagate_at_launch": True}]},
+        {
+            "name": "vision-train",
+            "desired_capacity": 2,
+            "min_size": 2,
+            "max_size": 4,
+            "tag": [{"key": "Name", "value": "vision-train", "propagate_at_launch": True}],
+        },
         unknown={"vpc_zone_identifier": True, "launch_template": [{"id": True}]},
-        expressions={"vpc_zone_identifier": ref("aws_subnet.a.id"),
-                     "launch_template": [{"id": ref("aws_launch_template.vision-train.id")}]},
-    )  # fmt: skip
+        expressions={
+            "vpc_zone_identifier": ref("aws_subnet.a.id"),
+            "launch_template": [{"id": ref("aws_launch_template.vision-train.id")}],
+        },
+    )
     plan.module("module.gpu", "./modules/gpu", {"subnet_id": ref("aws_subnet.a.id")})
     plan.resource("aws_placement_group", "workers", {"name": "gpu-workers", "strategy": "spread"}, module="module.gpu")
     plan.resource(
-        "aws_security_group", "efa", {"name": "gpu-efa", "description": "EFA", "ingress": [
-            {"protocol": "-1", "from_port": 0, "to_port": 0, "cidr_blocks": ["10.0.0.0/16"], "security_groups": [],
-             "self": False, "ipv6_cidr_blocks": [], "prefix_list_ids": [], "description": ""}]},
-        module="module.gpu", unknown={"vpc_id": True, "egress": True, "arn": True},
-    )  # fmt: skip
-    nics = [{"device_index": 0 if i == 0 else 1, "network_card_index": i,
-             "interface_type": "efa" if i == 0 else "efa-only", "associate_public_ip_address": ""} for i in range(32)]  # fmt: skip
+        "aws_security_group",
+        "efa",
+        {
+            "name": "gpu-efa",
+            "description": "EFA",
+            "ingress": [
+                {
+                    "protocol": "-1",
+                    "from_port": 0,
+                    "to_port": 0,
+                    "cidr_blocks": ["10.0.0.0/16"],
+                    "security_groups": [],
+                    "self": False,
+                    "ipv6_cidr_blocks": [],
+                    "prefix_list_ids": [],
+                    "description": "",
+                }
+            ],
+        },
+        module="module.gpu",
+        unknown={"vpc_id": True, "egress": True, "arn": True},
+    )
+    nics = [
+        {
+            "device_index": 0 if i == 0 else 1,
+            "network_card_index": i,
+            "interface_type": "efa" if i == 0 else "efa-only",
+            "associate_public_ip_address": "",
+        }
+        for i in range(32)
+    ]
     plan.resource(
         "aws_launch_template",
         "worker",
-        {"name": "gpu-worker", "instance_type": "p5.48xlarge", "image_id": "ami-0dlami0000000000",
-         "network_interfaces": nics, "placement": [{"group_name": "gpu-workers"}]},
+        {
+            "name": "gpu-worker",
+            "instance_type": "p5.48xlarge",
+            "image_id": "ami-0dlami0000000000",
+            "network_interfaces": nics,
+            "placement": [{"group_name": "gpu-workers"}],
+        },
         module="module.gpu",
         unknown={"network_interfaces": [{"security_groups": True, "subnet_id": True} for _ in nics]},
-        expressions={"network_interfaces": [{"security_groups": ref("aws_security_group.efa.id"),
-                                             "subnet_id": ref("var.subnet_id")} for _ in nics]},
-    )  # fmt: skip
+        expressions={
+            "network_interfaces": [
+                {"security_groups": ref("aws_security_group.efa.id"), "subnet_id": ref("var.subnet_id")} for _ in nics
+            ]
+        },
+    )
     for i in range(2):
         plan.resource(
             "aws_instance",
@@ -372,14 +454,18 @@ def _azure_base(plan: PlanBuilder) -> None:
     plan.region_settings["azurerm"] = {"subscription_id": const(SUBSCRIPTION), "features": const([{}])}
     plan.resource("azurerm_resource_group", "img", {"name": "img-rg", "location": "eastus"})
     plan.resource(
-        "azurerm_virtual_network", "hpc", {"name": "hpc-vnet", "location": "eastus", "address_space": ["10.10.0.0/16"]},
-        unknown={"subnet": True}, expressions={"resource_group_name": ref("azurerm_resource_group.img.name")},
-    )  # fmt: skip
+        "azurerm_virtual_network",
+        "hpc",
+        {"name": "hpc-vnet", "location": "eastus", "address_space": ["10.10.0.0/16"]},
+        unknown={"subnet": True},
+        expressions={"resource_group_name": ref("azurerm_resource_group.img.name")},
+    )
     plan.resource(
-        "azurerm_subnet", "compute", {"name": "compute", "address_prefixes": ["10.10.1.0/24"],
-                                      "virtual_network_name": "hpc-vnet"},
+        "azurerm_subnet",
+        "compute",
+        {"name": "compute", "address_prefixes": ["10.10.1.0/24"], "virtual_network_name": "hpc-vnet"},
         expressions={"virtual_network_name": ref("azurerm_virtual_network.hpc.name")},
-    )  # fmt: skip
+    )
 
 
 def _azure_scale_set(
@@ -388,21 +474,39 @@ def _azure_scale_set(
     plan.resource(
         "azurerm_linux_virtual_machine_scale_set",
         name.replace("-", "_"),
-        {"name": name, "location": "eastus", "sku": sku, "instances": 2, "single_placement_group": True,
-         "platform_fault_domain_count": 1, **image, "extension": extensions,
-         "network_interface": [{"name": f"{name}-nic", "primary": True, "enable_accelerated_networking": True,
-                                "ip_configuration": [{"name": "ipconfig1", "primary": True}]}], "tags": {}},
+        {
+            "name": name,
+            "location": "eastus",
+            "sku": sku,
+            "instances": 2,
+            "single_placement_group": True,
+            "platform_fault_domain_count": 1,
+            **image,
+            "extension": extensions,
+            "network_interface": [
+                {
+                    "name": f"{name}-nic",
+                    "primary": True,
+                    "enable_accelerated_networking": True,
+                    "ip_configuration": [{"name": "ipconfig1", "primary": True}],
+                }
+            ],
+            "tags": {},
+        },
         unknown={"network_interface": [{"ip_configuration": [{"subnet_id": True}]}], "unique_id": True},
         expressions={"network_interface": [{"ip_configuration": [{"subnet_id": ref("azurerm_subnet.compute.id")}]}]},
-    )  # fmt: skip
+    )
 
 
 def azure_correct() -> dict[str, Any]:
     """Two ND96asr A100 v4 VMs in one Uniform scale set limited to one placement group, on the Ubuntu-HPC image."""
     plan = PlanBuilder()
     _azure_base(plan)
-    image = {"source_image_reference": [{"publisher": "microsoft-dsvm", "offer": "ubuntu-hpc", "sku": "2204",
-                                         "version": "latest"}]}  # fmt: skip
+    image = {
+        "source_image_reference": [
+            {"publisher": "microsoft-dsvm", "offer": "ubuntu-hpc", "sku": "2204", "version": "latest"}
+        ]
+    }
     _azure_scale_set(plan, "nd-a100-train", "Standard_ND96amsr_A100_v4", image, [])
     return plan.build()
 
@@ -417,22 +521,38 @@ def azure_wrong() -> dict[str, Any]:
     plan.resource("azurerm_proximity_placement_group", "solo", {"name": "solo-ppg", "location": "eastus"})
     for i in range(2):
         plan.resource(
-            "azurerm_network_interface", "solo", {"name": f"nd-solo-{i}-nic", "location": "eastus",
-                                                   "accelerated_networking_enabled": True,
-                                                   "ip_configuration": [{"name": "ipconfig1"}]},
-            index=i, count=2, unknown={"ip_configuration": [{"subnet_id": True}]},
+            "azurerm_network_interface",
+            "solo",
+            {
+                "name": f"nd-solo-{i}-nic",
+                "location": "eastus",
+                "accelerated_networking_enabled": True,
+                "ip_configuration": [{"name": "ipconfig1"}],
+            },
+            index=i,
+            count=2,
+            unknown={"ip_configuration": [{"subnet_id": True}]},
             expressions={"ip_configuration": [{"subnet_id": ref("azurerm_subnet.compute.id")}]},
-        )  # fmt: skip
+        )
         plan.resource(
-            "azurerm_linux_virtual_machine", "solo", {"name": f"nd-solo-{i}", "location": "eastus",
-                                                       "size": "Standard_ND96isr_H100_v5",
-                                                       "source_image_reference": [{"publisher": "microsoft-dsvm",
-                                                                                   "offer": "ubuntu-hpc", "sku": "2204",
-                                                                                   "version": "latest"}]},
-            index=i, count=2, unknown={"network_interface_ids": True, "proximity_placement_group_id": True},
-            expressions={"network_interface_ids": ref("azurerm_network_interface.solo.id"),
-                         "proximity_placement_group_id": ref("azurerm_proximity_placement_group.solo.id")},
-        )  # fmt: skip
+            "azurerm_linux_virtual_machine",
+            "solo",
+            {
+                "name": f"nd-solo-{i}",
+                "location": "eastus",
+                "size": "Standard_ND96isr_H100_v5",
+                "source_image_reference": [
+                    {"publisher": "microsoft-dsvm", "offer": "ubuntu-hpc", "sku": "2204", "version": "latest"}
+                ],
+            },
+            index=i,
+            count=2,
+            unknown={"network_interface_ids": True, "proximity_placement_group_id": True},
+            expressions={
+                "network_interface_ids": ref("azurerm_network_interface.solo.id"),
+                "proximity_placement_group_id": ref("azurerm_proximity_placement_group.solo.id"),
+            },
+        )
     return plan.build()
 
 
@@ -445,49 +565,90 @@ def _gcp_networks(plan: PlanBuilder, prefix: str, gpu_networks: int) -> None:
     plan.region_settings["google"] = {"project": const(PROJECT), "region": const("us-central1")}
     for name in [f"{prefix}-host", *(f"{prefix}-gpu-{i}" for i in range(gpu_networks))]:
         key = name.replace("-", "_")
-        plan.resource("google_compute_network", key, {"name": name, "mtu": 8244, "auto_create_subnetworks": False},
-                      unknown={"self_link": True})  # fmt: skip
         plan.resource(
-            "google_compute_subnetwork", key, {"name": f"{name}-sub", "region": "us-central1",
-                                               "ip_cidr_range": f"10.{10 + len(plan.changes)}.0.0/24"},
+            "google_compute_network",
+            key,
+            {"name": name, "mtu": 8244, "auto_create_subnetworks": False},
+            unknown={"self_link": True},
+        )
+        plan.resource(
+            "google_compute_subnetwork",
+            key,
+            {"name": f"{name}-sub", "region": "us-central1", "ip_cidr_range": f"10.{10 + len(plan.changes)}.0.0/24"},
             unknown={"network": True, "self_link": True},
             expressions={"network": ref(f"google_compute_network.{key}.id")},
-        )  # fmt: skip
+        )
         plan.resource(
-            "google_compute_firewall", key, {"name": f"{name}-internal", "direction": "INGRESS", "priority": 1000,
-                                             "allow": [{"protocol": "tcp", "ports": []}, {"protocol": "udp", "ports": []}],
-                                             "deny": [], "source_ranges": ["10.0.0.0/8"], "disabled": False},
-            unknown={"network": True}, expressions={"network": ref(f"google_compute_network.{key}.name")},
-        )  # fmt: skip
+            "google_compute_firewall",
+            key,
+            {
+                "name": f"{name}-internal",
+                "direction": "INGRESS",
+                "priority": 1000,
+                "allow": [{"protocol": "tcp", "ports": []}, {"protocol": "udp", "ports": []}],
+                "deny": [],
+                "source_ranges": ["10.0.0.0/8"],
+                "disabled": False,
+            },
+            unknown={"network": True},
+            expressions={"network": ref(f"google_compute_network.{key}.name")},
+        )
 
 
 def _gke_pool(plan: PlanBuilder, prefix: str, pool: str, gpu_networks: int) -> None:
     plan.resource(
-        "google_container_cluster", "train", {"name": "train", "location": "us-central1-a"},
+        "google_container_cluster",
+        "train",
+        {"name": "train", "location": "us-central1-a"},
         unknown={"network": True, "subnetwork": True, "endpoint": True},
-        expressions={"network": ref(f"google_compute_network.{prefix}_host.name"),
-                     "subnetwork": ref(f"google_compute_subnetwork.{prefix}_host.name")},
-    )  # fmt: skip
+        expressions={
+            "network": ref(f"google_compute_network.{prefix}_host.name"),
+            "subnetwork": ref(f"google_compute_subnetwork.{prefix}_host.name"),
+        },
+    )
     plan.resource(
-        "google_compute_resource_policy", "compact", {"name": f"{pool}-compact", "region": "us-central1",
-                                                       "group_placement_policy": [{"collocation": "COLLOCATED"}]},
-    )  # fmt: skip
-    extra = [{} for _ in range(gpu_networks)]
+        "google_compute_resource_policy",
+        "compact",
+        {"name": f"{pool}-compact", "region": "us-central1", "group_placement_policy": [{"collocation": "COLLOCATED"}]},
+    )
+    extra: list[dict[str, Any]] = [{} for _ in range(gpu_networks)]
     plan.resource(
-        "google_container_node_pool", pool.replace("-", "_"),
-        {"name": pool, "location": "us-central1-a", "node_count": 2, "node_locations": ["us-central1-a"],
-         "node_config": [{"machine_type": "a3-highgpu-8g"}], "placement_policy": [{"type": "COMPACT"}],
-         "network_config": [{"additional_node_network_configs": extra}] if extra else []},
-        unknown={"cluster": True, "placement_policy": [{"policy_name": True}],
-                 "network_config": [{"additional_node_network_configs": [{"network": True, "subnetwork": True}
-                                                                          for _ in extra]}] if extra else False},
-        expressions={"cluster": ref("google_container_cluster.train.id"),
-                     "placement_policy": [{"policy_name": ref("google_compute_resource_policy.compact.name")}],
-                     "network_config": [{"additional_node_network_configs": [
-                         {"network": ref(f"google_compute_network.{prefix}_gpu_{i}.name"),
-                          "subnetwork": ref(f"google_compute_subnetwork.{prefix}_gpu_{i}.name")}
-                         for i in range(gpu_networks)]}]},
-    )  # fmt: skip
+        "google_container_node_pool",
+        pool.replace("-", "_"),
+        {
+            "name": pool,
+            "location": "us-central1-a",
+            "node_count": 2,
+            "node_locations": ["us-central1-a"],
+            "node_config": [{"machine_type": "a3-highgpu-8g"}],
+            "placement_policy": [{"type": "COMPACT"}],
+            "network_config": [{"additional_node_network_configs": extra}] if extra else [],
+        },
+        unknown={
+            "cluster": True,
+            "placement_policy": [{"policy_name": True}],
+            "network_config": [
+                {"additional_node_network_configs": [{"network": True, "subnetwork": True} for _ in extra]}
+            ]
+            if extra
+            else False,
+        },
+        expressions={
+            "cluster": ref("google_container_cluster.train.id"),
+            "placement_policy": [{"policy_name": ref("google_compute_resource_policy.compact.name")}],
+            "network_config": [
+                {
+                    "additional_node_network_configs": [
+                        {
+                            "network": ref(f"google_compute_network.{prefix}_gpu_{i}.name"),
+                            "subnetwork": ref(f"google_compute_subnetwork.{prefix}_gpu_{i}.name"),
+                        }
+                        for i in range(gpu_networks)
+                    ]
+                }
+            ],
+        },
+    )
 
 
 def gcp_correct() -> dict[str, Any]:

@@ -31,7 +31,9 @@ UNKNOWN_PREFIX = "(known after apply"
 
 _MODULE_STEP = re.compile(r'module\.([A-Za-z0-9_-]+)(\[(?:"[^"]*"|\d+)\])?\.?')
 _INDEX = re.compile(r'^(.*?)\[("(?:[^"\\]|\\.)*"|\d+)\]$')
-_RESOURCE_REF = re.compile(r'^([A-Za-z][A-Za-z0-9_-]*)\.([A-Za-z_][A-Za-z0-9_-]*)(\[("[^"]*"|\d+)\])?(?:\.([A-Za-z0-9_]+))?')
+_RESOURCE_REF = re.compile(
+    r'^([A-Za-z][A-Za-z0-9_-]*)\.([A-Za-z_][A-Za-z0-9_-]*)(\[("[^"]*"|\d+)\])?(?:\.([A-Za-z0-9_]+))?'
+)
 
 
 def unknown_value(what: str) -> str:

@@ -116,4 +116,4 @@ def _normal(path: str) -> str:
             parts.pop()
         else:
             parts.append(part)
-    return "/".join(parts)
+    return ("/" if path.startswith("/") else "") + "/".join(parts)

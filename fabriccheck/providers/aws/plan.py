@@ -22,7 +22,14 @@ from fabriccheck.resources.aws import CapacityReservation, PlacementGroup, Secur
 from fabriccheck.sources.terraform import Plan, PlanResource, is_unknown
 
 # What a plan tells for each region it names: every kind of fact it can hold (not instance types, not topology).
-PLAN_FACTS = ("instances", "placement_groups", "security_groups", "subnets", "launch_templates", "capacity_reservations")
+PLAN_FACTS = (
+    "instances",
+    "placement_groups",
+    "security_groups",
+    "subnets",
+    "launch_templates",
+    "capacity_reservations",
+)
 _ARN_ACCOUNT = re.compile(r"^arn:[^:]+:[^:]*:[^:]*:(\d{12}):")
 TYPES = (
     "aws_instance",
@@ -176,20 +183,20 @@ class AwsPlan:
             self.scopes.add((self.account, group.region))
         # Rules declared as resources of their own join the group they name.
         for res in plan.of_type("aws_security_group_rule"):
-            group = groups.get(plan.string(res, "security_group_id") or "")
-            if group is None:
+            target = groups.get(plan.string(res, "security_group_id") or "")
+            if target is None:
                 continue
-            peer = group.id if res.known("self") else plan.string(res, "source_security_group_id")
+            peer = target.id if res.known("self") else plan.string(res, "source_security_group_id")
             rule = SecurityRule(
                 protocol=_protocol(res.known("protocol")),
                 group_ids=[peer] if peer and not is_unknown(peer) else [],
                 cidrs=list(res.known("cidr_blocks") or ()),
             )
-            (group.egress if res.known("type") == "egress" else group.ingress).append(rule)
+            (target.egress if res.known("type") == "egress" else target.ingress).append(rule)
         for kind in ("ingress", "egress"):
             for res in plan.of_type(f"aws_vpc_security_group_{kind}_rule"):
-                group = groups.get(plan.string(res, "security_group_id") or "")
-                if group is None:
+                owner = groups.get(plan.string(res, "security_group_id") or "")
+                if owner is None:
                     continue
                 peer = plan.string(res, "referenced_security_group_id")
                 cidr = res.known("cidr_ipv4") or res.known("cidr_ipv6")
@@ -198,7 +205,7 @@ class AwsPlan:
                     group_ids=[peer] if peer and not is_unknown(peer) else [],
                     cidrs=[cidr] if cidr else [],
                 )
-                getattr(group, kind).append(rule)
+                getattr(owner, kind).append(rule)
 
     # ---------------------------------------------------------------------------------------- nodes
 
@@ -213,9 +220,7 @@ class AwsPlan:
                     return template
         return None
 
-    def _template_interfaces(
-        self, template: PlanResource, node_id: str, subnet: str | None
-    ) -> list[NetworkInterface]:
+    def _template_interfaces(self, template: PlanResource, node_id: str, subnet: str | None) -> list[NetworkInterface]:
         plan = self.plan
         blocks = template.known("network_interfaces") or []
         interfaces = []
@@ -239,7 +244,11 @@ class AwsPlan:
         if not interfaces:
             interfaces.append(
                 NetworkInterface(
-                    id=f"{node_id}/nic0", subnet=subnet, network=self._vpc(subnet), security_groups=shared, public_ip=None
+                    id=f"{node_id}/nic0",
+                    subnet=subnet,
+                    network=self._vpc(subnet),
+                    security_groups=shared,
+                    public_ip=None,
                 )
             )
         return interfaces
@@ -274,7 +283,11 @@ class AwsPlan:
     def _unknown_type(self, res: PlanResource, instance_type: str | None, key: str) -> dict[str, str]:
         if instance_type:
             return {}
-        why = f"{res.address}: {key} is known only after apply" if res.unknown_at(key) else f"{res.address} names no {key}"
+        why = (
+            f"{res.address}: {key} is known only after apply"
+            if res.unknown_at(key)
+            else f"{res.address} names no {key}"
+        )
         return dict.fromkeys(("fabric", "fabric_expected", "accelerators", "accelerator"), why)
 
     def _instance(self, res: PlanResource) -> Node:

@@ -151,12 +151,15 @@ class AzurePlan:
             azure.virtual_networks.append(vnet)
         self.subnet_vnet: dict[str, str] = {}
         for res in plan.of_type("azurerm_subnet"):
-            vnet = vnets.get((self.ref(res, "virtual_network_name") or "").lower()) or vnets.get(
+            parent = vnets.get((self.ref(res, "virtual_network_name") or "").lower()) or vnets.get(
                 str(res.known("virtual_network_name") or "")
             )
-            if vnet is None:
+            if parent is None:
                 continue
-            vnet.address_prefixes = sorted({*vnet.address_prefixes, *(str(p) for p in res.known("address_prefixes") or ())})
+            vnet = parent
+            vnet.address_prefixes = sorted(
+                {*vnet.address_prefixes, *(str(p) for p in res.known("address_prefixes") or ())}
+            )
             self.subnet_vnet[self.id(res)] = vnet.id
         nics: dict[str, Nic] = {}
         for res in plan.of_type("azurerm_network_interface"):
@@ -267,7 +270,9 @@ class AzurePlan:
                 continue
             subnet = self.ref(res, "network_interface", i, "ip_configuration", 0, "subnet_id")
             configs.append(
-                NicConfig(name=str(block.get("name") or f"nic{i}"), accelerated_networking=_accelerated(block), subnet=subnet)
+                NicConfig(
+                    name=str(block.get("name") or f"nic{i}"), accelerated_networking=_accelerated(block), subnet=subnet
+                )
             )
         extensions = [
             Extension(publisher=str(e.get("publisher") or ""), type=str(e.get("type") or ""))

@@ -155,7 +155,9 @@ class GcpPlan:
         for res in plan.of_type("google_compute_instance"):
             zone = str(res.known("zone") or plan.provider_setting(res, "zone") or "")
             self._add(self._node(res, res, res.address, zone, {}, res.known("machine_type")))
-        for res in plan.of_type("google_compute_instance_group_manager", "google_compute_region_instance_group_manager"):
+        for res in plan.of_type(
+            "google_compute_instance_group_manager", "google_compute_region_instance_group_manager"
+        ):
             self._mig(res)
         for res in plan.of_type("google_container_node_pool"):
             self._node_pool(res)
@@ -270,7 +272,9 @@ class GcpPlan:
         size = int(res.known("node_count") or res.known("initial_node_count") or 0)
         cluster_ref = plan.string(res, "cluster", attr="name") or res.address
         cluster = plan.by_address.get(cluster_ref)
-        cluster_name = str(cluster.known("name")) if cluster is not None and cluster.known("name") else last(cluster_ref)
+        cluster_name = (
+            str(cluster.known("name")) if cluster is not None and cluster.known("name") else last(cluster_ref)
+        )
         pool = str(res.known("name") or res.address)
         config = res.known("node_config", 0) or {}
         machine_type = config.get("machine_type") if isinstance(config, dict) else None
@@ -297,9 +301,7 @@ class GcpPlan:
         for i in range(size * max(1, len(zones))):
             node_id = f"{res.address}#{i}"
             interfaces = [
-                NetworkInterface(
-                    id=f"{node_id}/nic0", interface_type="GVNIC", network=host_network, subnet=host_subnet
-                )
+                NetworkInterface(id=f"{node_id}/nic0", interface_type="GVNIC", network=host_network, subnet=host_subnet)
             ]
             for j, _ in enumerate(extra if isinstance(extra, list) else ()):
                 network = self._network_id(res, "network_config", 0, "additional_node_network_configs", j, "network")
