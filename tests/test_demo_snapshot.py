@@ -29,7 +29,7 @@ def _demo_report() -> dict[str, Any]:
 
 
 ADDED_SINCE = {
-    "report": ("skipped_clusters",),
+    "report": ("skipped_clusters", "locations"),
     "clusters": ("status", "not_judged"),
     "summary": ("clusters_by_status", "skipped_clusters", "nodes_by_state"),
 }

@@ -152,6 +152,7 @@ class Plan:
         self.by_address: dict[str, PlanResource] = {}
         self.by_base: dict[str, list[PlanResource]] = {}
         self.by_type: dict[str, list[PlanResource]] = {}
+        self._blocks: dict[tuple[str, ...], dict[str, dict[str, Any]]] = {}  # module path -> block address -> block
         self._read()
 
     # ---------------------------------------------------------------------------------------- reading
@@ -216,11 +217,15 @@ class Plan:
         return config
 
     def _config_of(self, resource: PlanResource) -> dict[str, Any]:
-        local = f"{resource.type}.{resource.name}"
-        for block in self._config_module(resource.module).get("resources") or ():
-            if isinstance(block, dict) and block.get("address") == local and block.get("mode", "managed") == "managed":
-                return block
-        return {}
+        path = _module_path(resource.module)
+        blocks = self._blocks.get(path)
+        if blocks is None:
+            blocks = self._blocks[path] = {
+                str(b.get("address")): b
+                for b in self._config_module(resource.module).get("resources") or ()
+                if isinstance(b, dict) and b.get("mode", "managed") == "managed"
+            }
+        return blocks.get(f"{resource.type}.{resource.name}") or {}
 
     # ---------------------------------------------------------------------------------------- values
 
