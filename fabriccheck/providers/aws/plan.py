@@ -402,17 +402,20 @@ class AwsPlan:
         if template is not None and group is None:
             group = plan.string(template, "placement", 0, "group_name", attr="name")
         region = self.region(res)
+        # The group's nodes are one spec: one node per subnet they spread over, copied under each node's id.
+        models: dict[str | None, Node] = {}
         for i in range(int(size)):
-            node_id = f"{res.address}#{i}"
             subnet = subnets[i % len(subnets)] if subnets else None
-            interfaces = (
-                self._template_interfaces(template, node_id, subnet)
-                if template is not None
-                else [NetworkInterface(id=f"{node_id}/nic0", subnet=subnet, network=self._vpc(subnet))]
-            )
-            self._add(
-                Node(
-                    id=node_id,
+            model = models.get(subnet)
+            if model is None:
+                spec_id = f"{res.address}/{subnet}" if len(subnets) > 1 else res.address
+                interfaces = (
+                    self._template_interfaces(template, spec_id, subnet)
+                    if template is not None
+                    else [NetworkInterface(id=f"{spec_id}/nic0", subnet=subnet, network=self._vpc(subnet))]
+                )
+                model = models[subnet] = Node(
+                    id=res.address,
                     provider="aws",
                     account=self.account,
                     region=region,
@@ -428,7 +431,7 @@ class AwsPlan:
                     source=SourceLocation(address=res.address, cloud_id=res.cloud_id()),
                     unknown=self._unknown_type(res, instance_type, "instance type"),
                 )
-            )
+            self._add(model.model_copy(update={"id": f"{res.address}#{i}"}))
 
 
 def map_plan(plan: Plan, inventory: Inventory) -> None:

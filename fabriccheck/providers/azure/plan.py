@@ -306,52 +306,50 @@ class AzurePlan:
     ) -> None:
         self.inventory.azure.scale_sets.append(scale_set)
         self.scopes.add((scale_set.account, scale_set.region))
-        for i in range(count):
-            node_id = f"{res.address}#{i}"
-            interfaces = []
-            for j, config in enumerate(scale_set.nics):
-                nic_id = f"{node_id}/networkinterfaces/{config.name}".lower()
-                self.inventory.azure.nics.append(
-                    Nic(
-                        account=scale_set.account,
-                        region=scale_set.region,
-                        id=nic_id,
-                        accelerated_networking=config.accelerated_networking,
-                        subnet=config.subnet,
-                        virtual_machine=node_id.lower(),
-                    )
-                )
-                interfaces.append(
-                    NetworkInterface(
-                        id=nic_id,
-                        interface_type="nic",
-                        subnet=config.subnet,
-                        network=self._network(config.subnet),
-                        device_index=j,
-                    )
-                )
-            placement = [Placement(kind=SCALE_SET, id=scale_set.id)]
-            if ppg:
-                placement.append(Placement(kind=PROXIMITY_PLACEMENT_GROUP, id=ppg))
-            self._add(
-                Node(
-                    id=node_id,
-                    provider="azure",
+        # The scale set's VMs are one spec: the NICs of its model, shared by every VM copied from it.
+        interfaces = []
+        for j, config in enumerate(scale_set.nics):
+            nic_id = f"{res.address}/networkinterfaces/{config.name}".lower()
+            self.inventory.azure.nics.append(
+                Nic(
                     account=scale_set.account,
                     region=scale_set.region,
-                    origin="plan",
-                    spec=NodeSpec(kind="terraform", name=res.base, role=f"instances {count}"),
-                    zone=_zone(scale_set.region, res),
-                    instance_type=scale_set.size,
-                    state="planned",
-                    image=scale_set.image,
-                    tags=tags,
-                    interfaces=interfaces,
-                    placement=placement,
-                    source=SourceLocation(address=res.address, cloud_id=res.cloud_id()),
-                    unknown=self._unknown(res, scale_set.size, "the size"),
+                    id=nic_id,
+                    accelerated_networking=config.accelerated_networking,
+                    subnet=config.subnet,
                 )
             )
+            interfaces.append(
+                NetworkInterface(
+                    id=nic_id,
+                    interface_type="nic",
+                    subnet=config.subnet,
+                    network=self._network(config.subnet),
+                    device_index=j,
+                )
+            )
+        placement = [Placement(kind=SCALE_SET, id=scale_set.id)]
+        if ppg:
+            placement.append(Placement(kind=PROXIMITY_PLACEMENT_GROUP, id=ppg))
+        model = Node(
+            id=res.address,
+            provider="azure",
+            account=scale_set.account,
+            region=scale_set.region,
+            origin="plan",
+            spec=NodeSpec(kind="terraform", name=res.base, role=f"instances {count}"),
+            zone=_zone(scale_set.region, res),
+            instance_type=scale_set.size,
+            state="planned",
+            image=scale_set.image,
+            tags=tags,
+            interfaces=interfaces,
+            placement=placement,
+            source=SourceLocation(address=res.address, cloud_id=res.cloud_id()),
+            unknown=self._unknown(res, scale_set.size, "the size"),
+        )
+        for i in range(count):
+            self._add(model.model_copy(update={"id": f"{res.address}#{i}"}))
 
     def _node_pool(self, res: PlanResource) -> None:
         """An AKS node pool is a Uniform scale set that AKS creates (its VMs are not limited to one placement

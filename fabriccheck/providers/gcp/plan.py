@@ -251,21 +251,24 @@ class GcpPlan:
         zone = str(res.known("zone") or "")
         location = f"zones/{zone}" if zone else f"regions/{res.known('region') or 'unknown'}"
         mig = f"projects/{project}/{location}/instanceGroupManagers/{name}"
+        if template is None:
+            return
+        # The group's instances are one spec: one node per zone, copied under each instance's id.
+        models: dict[str, Node] = {}
         for i in range(size):
             node_zone = zone or (zones[i % len(zones)] if zones else "")
-            if template is None:
-                continue
-            self._add(
-                self._node(
+            model = models.get(node_zone)
+            if model is None:
+                model = models[node_zone] = self._node(
                     template,
                     res,
-                    f"{res.address}#{i}",
+                    f"{res.address}/{node_zone}" if len(zones) > 1 else res.address,
                     node_zone,
                     {MIG_METADATA_KEY: mig},
                     template.known("machine_type"),
                     f"target_size {size}",
                 )
-            )
+            self._add(model.model_copy(update={"id": f"{res.address}#{i}"}))
 
     def _node_pool(self, res: PlanResource) -> None:
         plan = self.plan
@@ -298,45 +301,43 @@ class GcpPlan:
                     ResourcePolicy(account=project, region=region or "unknown", name=name, collocation="COLLOCATED")
                 )
             placement.append(Placement(kind=RESOURCE_POLICY, id=name))
-        for i in range(size * max(1, len(zones))):
-            node_id = f"{res.address}#{i}"
-            interfaces = [
-                NetworkInterface(id=f"{node_id}/nic0", interface_type="GVNIC", network=host_network, subnet=host_subnet)
-            ]
-            for j, _ in enumerate(extra if isinstance(extra, list) else ()):
-                network = self._network_id(res, "network_config", 0, "additional_node_network_configs", j, "network")
-                known = self.networks.get(network or "")
-                rdma = known is not None and "vpc-roce" in (known.network_profile or "")
-                interfaces.append(
-                    NetworkInterface(
-                        id=f"{node_id}/nic{j + 1}",
-                        interface_type="MRDMA" if rdma else "GVNIC",
-                        network=network,
-                        subnet=self._subnet_id(
-                            res,
-                            "network_config",
-                            0,
-                            "additional_node_network_configs",
-                            j,
-                            "subnetwork",
-                            region=region or "unknown",
-                        ),
-                        device_index=j + 1,
-                    )
+        unknown = {}
+        if not machine_type:
+            why = f"{res.address}: node_config.machine_type is known only after apply"
+            unknown = dict.fromkeys(("fabric", "fabric_expected", "accelerators", "accelerator"), why)
+        interfaces = [
+            NetworkInterface(id=f"{res.address}/nic0", interface_type="GVNIC", network=host_network, subnet=host_subnet)
+        ]
+        for j, _ in enumerate(extra if isinstance(extra, list) else ()):
+            network = self._network_id(res, "network_config", 0, "additional_node_network_configs", j, "network")
+            known = self.networks.get(network or "")
+            rdma = known is not None and "vpc-roce" in (known.network_profile or "")
+            subnet = self._subnet_id(
+                res, "network_config", 0, "additional_node_network_configs", j, "subnetwork", region=region or "unknown"
+            )
+            interfaces.append(
+                NetworkInterface(
+                    id=f"{res.address}/nic{j + 1}",
+                    interface_type="MRDMA" if rdma else "GVNIC",
+                    network=network,
+                    subnet=subnet,
+                    device_index=j + 1,
                 )
-            unknown = {}
-            if not machine_type:
-                why = f"{res.address}: node_config.machine_type is known only after apply"
-                unknown = dict.fromkeys(("fabric", "fabric_expected", "accelerators", "accelerator"), why)
-            self._add(
-                Node(
-                    id=node_id,
+            )
+        # The pool's nodes are one spec: one node per zone (node_count is per zone), copied under each node's id.
+        models: dict[str | None, Node] = {}
+        for i in range(size * max(1, len(zones))):
+            node_zone = zones[i % len(zones)] if zones else None
+            model = models.get(node_zone)
+            if model is None:
+                model = models[node_zone] = Node(
+                    id=res.address,
                     provider="gcp",
                     account=project,
                     region=region or "unknown",
                     origin="plan",
                     spec=NodeSpec(kind="terraform", name=res.base, role=f"node_count {size}"),
-                    zone=zones[i % len(zones)] if zones else None,
+                    zone=node_zone,
                     instance_type=machine_type,
                     state="planned",
                     tags=labels,
@@ -345,7 +346,7 @@ class GcpPlan:
                     source=SourceLocation(address=res.address, cloud_id=res.cloud_id()),
                     unknown=unknown,
                 )
-            )
+            self._add(model.model_copy(update={"id": f"{res.address}#{i}"}))
 
 
 def map_plan(plan: Plan, inventory: Inventory) -> None:
