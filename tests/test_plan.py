@@ -372,3 +372,31 @@ def test_plan_help_imports_no_cloud_sdk() -> None:
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert result.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_a_list_of_references_to_several_instances(tmp_path: Path) -> None:
+    """`[aws_security_group.a[0].id, aws_security_group.a[1].id]` names two groups; `aws_security_group.a[0]`
+    after `aws_security_group.a[0].id` names the first again."""
+    plan = PlanBuilder()
+    plan.region_settings["aws"] = {"region": const("us-east-1")}
+    for i in range(2):
+        plan.resource("aws_security_group", "a", {"name": f"a{i}"}, index=i, count=2)
+    plan.resource(
+        "aws_instance",
+        "x",
+        {"instance_type": "p5.48xlarge"},
+        unknown={"vpc_security_group_ids": True},
+        expressions={
+            "vpc_security_group_ids": {
+                "references": [
+                    "aws_security_group.a[0].id",
+                    "aws_security_group.a[0]",
+                    "aws_security_group.a[1].id",
+                    "aws_security_group.a[1]",
+                    "aws_security_group.a",
+                ]
+            }
+        },
+    )
+    [node] = load_plan(str(_write(tmp_path, plan.build()))).nodes
+    assert node.interfaces[0].security_groups == ["aws_security_group.a[0]", "aws_security_group.a[1]"]

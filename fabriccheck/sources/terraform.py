@@ -292,23 +292,24 @@ class Plan:
                 continue
             local = f"{match.group(1)}.{match.group(2)}"
             base = f"{module}.{local}" if module else local
-            if base in seen_targets:
+            key = match.group(4)
+            # Terraform lists `aws_x.y[0].id`, then `aws_x.y[0]`, then `aws_x.y`: the later forms name the same
+            # instance, while `aws_x.y[1].id` in the same list is another one.
+            seen = f"{base}{key}" if key is not None else base
+            if seen in seen_targets or (key is None and f"{base}[" in seen_targets):
                 continue
+            seen_targets.update({seen, f"{base}["} if key is not None else {seen})
             targets = self.by_base.get(base)
             if not targets:
                 found.append(unknown_value(ref))  # not in this plan (destroyed, or a resource of another state)
-                seen_targets.add(base)
                 continue
-            key = match.group(4)
             if key is not None:
                 wanted = key.strip('"') if key.startswith('"') else int(key)
                 picked = [t for t in targets if t.index == wanted]
-                # refs list the indexed form first: the bare base that follows names the same thing
             elif len(targets) > 1 and any(t.index == index for t in targets):
                 picked = [t for t in targets if t.index == index]  # aws_x.y[count.index] lists only aws_x.y
             else:
                 picked = targets
-            seen_targets.add(base)
             for target in picked:
                 found.append(self.attribute(target, match.group(5) or attr))
         return found

@@ -69,6 +69,7 @@ class AwsPlan:
         self.account = self._account()
         self.scopes: set[tuple[str, str]] = set()
         self.subnet_zones: dict[str, str] = {}
+        self.subnet_vpcs: dict[str, str] = {}
 
     def _account(self) -> str:
         for resource in self.plan.resources:
@@ -120,6 +121,9 @@ class AwsPlan:
             )
             if isinstance(zone, str):
                 self.subnet_zones[subnet_id] = zone
+            vpc = aws.subnets[-1].vpc_id
+            if vpc:
+                self.subnet_vpcs[subnet_id] = vpc
         self._security_groups()
         for res in plan.of_type("aws_ec2_capacity_reservation", "aws_ec2_capacity_block_reservation"):
             aws.capacity_reservations.append(
@@ -254,10 +258,7 @@ class AwsPlan:
         return interfaces
 
     def _vpc(self, subnet: str | None) -> str | None:
-        for candidate in self.inventory.aws.subnets:
-            if candidate.id == subnet:
-                return candidate.vpc_id
-        return None
+        return self.subnet_vpcs.get(subnet or "")
 
     def _template_node(self, res: PlanResource) -> Node:
         """A launch template alone: what it would launch, judged as a live template is (origin template)."""
