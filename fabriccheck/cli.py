@@ -707,12 +707,33 @@ def demo(
     write_baseline: WriteBaselineOpt = None,
     severity: SeverityOverrideOpt = None,
     role: RoleOpt = None,
+    plans: Annotated[
+        bool,
+        typer.Option(
+            "--plan", help="Judge the bundled Terraform plans instead: a wrong plan beside a correct one per cloud."
+        ),
+    ] = False,
 ) -> None:
     """Run the audit on the bundled example accounts of every cloud (no credentials, no network)."""
     _check_output(output, save_inventory)
     options = _options(workload, price_per_gpu_hour, cluster_tag, rules_dir, select, ignore)
     with _cloud_sdk():
-        _finish(demo_inventory(), options, fmt, output, fail_on, save_inventory, verbose)
+        inventory = demo_plan_inventory() if plans else demo_inventory()
+        _finish(inventory, options, fmt, output, fail_on, save_inventory, verbose)
+
+
+def demo_plan_inventory() -> Inventory:
+    """The bundled plans (fixtures/demo/plans/*.json), each with its configuration folder when there is one."""
+    from fabriccheck.inventory import Inventory
+    from fabriccheck.sources.terraform import load_plan
+
+    folder = demo_dir() / "plans"
+    inventory = Inventory()
+    for path in sorted(folder.glob("*.json")):
+        configuration = path.with_suffix("")
+        inventory.merge(load_plan(str(path), configuration if configuration.is_dir() else None))
+    inventory.source = f"demo plans ({folder})"
+    return inventory
 
 
 def demo_inventory() -> Inventory:
@@ -761,6 +782,42 @@ def check(
     options = _options(workload, price_per_gpu_hour, cluster_tag, rules_dir, select, ignore)
     with _cloud_sdk():
         _finish(load_inventory(inventory_file), options, fmt, output, fail_on, None, verbose)
+
+
+@app.command(cls=_Command)
+def plan(
+    plan_file: Annotated[
+        str, typer.Argument(metavar="FILE", help="JSON of terraform show -json PLANFILE (or tofu); - reads stdin.")
+    ],
+    terraform_dir: Annotated[
+        Path | None,
+        typer.Option(metavar="DIR", help="The configuration's root: findings name the file and line of each block."),
+    ] = None,
+    cluster_tag: ClusterTagOpt = None,
+    fmt: FormatOpt = Format.text,
+    output: OutputOpt = None,
+    fail_on: FailOnOpt = FailOn.error,
+    workload: WorkloadOpt = "llm-70b-fsdp",
+    price_per_gpu_hour: PriceOpt = None,
+    rules_dir: RulesDirOpt = None,
+    select: SelectOpt = None,
+    ignore: IgnoreOpt = None,
+    verbose: VerboseOpt = False,
+    config: ConfigOpt = None,
+    waivers: WaiversOpt = None,
+    baseline: BaselineOpt = None,
+    write_baseline: WriteBaselineOpt = None,
+    severity: SeverityOverrideOpt = None,
+    role: RoleOpt = None,
+) -> None:
+    """Judge a Terraform or OpenTofu plan before apply: the same rules as a live scan, on what it would launch."""
+    from fabriccheck.errors import FabricCheckError
+    from fabriccheck.sources.terraform import load_plan
+
+    if output is not None and plan_file != "-" and _same_file(output, Path(plan_file)):
+        raise FabricCheckError(f"--output {output} is the plan being checked: write the report elsewhere")
+    options = _options(workload, price_per_gpu_hour, cluster_tag, rules_dir, select, ignore)
+    _finish(load_plan(plan_file, terraform_dir), options, fmt, output, fail_on, None, verbose)
 
 
 def _evidence_out(ev: Any, fmt: Format, output: Path | None, fail_on: FailOn, verbose: bool) -> NoReturn:

@@ -17,7 +17,7 @@ from fabriccheck.inventory import Inventory
 from fabriccheck.model import Node
 
 # Only these are training nodes; stopped, stopping, shutting-down and terminated ones are counted, not judged.
-JUDGED_STATES = frozenset({"pending", "running"})
+JUDGED_STATES = frozenset({"pending", "running", "planned"})  # planned: a Terraform plan would create it
 TRAINING, INFERENCE, IGNORE = "training", "inference", "ignore"
 ROLES = (TRAINING, INFERENCE, IGNORE)
 
@@ -65,6 +65,9 @@ def cluster_key(node: Node, cluster_tag: str | None) -> tuple[str, str]:
             placed = node.placed_by(signal.kind)
             if placed:
                 return f"{here}:{_slug(signal.label)}/{placed}", signal.label
+    if node.origin == "plan" and node.spec is not None:
+        # The instances of one Terraform resource (count, for_each) are one group the configuration launches.
+        return f"{here}:terraform/{node.spec.name}", "Terraform resource"
     return f"{here}:{node.id}", "single node"
 
 

@@ -191,7 +191,7 @@ class FactBuilder:
             why = f"the capability of {instance_type} is unknown (not in the live answer or the catalog)"
             facts["unknown"] = dict.fromkeys(_CAPABILITY_FACTS, why)
         extra = cloud.node_facts(node, self)
-        facts["unknown"] = facts["unknown"] | extra.pop("unknown", {})
+        facts["unknown"] = facts["unknown"] | extra.pop("unknown", {}) | node.unknown
         facts.update(extra)
         return facts
 

@@ -23,7 +23,7 @@ from fabriccheck.engine import SEVERITY_RANK, Finding
 from fabriccheck.errors import FabricCheckError
 from fabriccheck.facts import FactBuilder
 from fabriccheck.inventory import Inventory
-from fabriccheck.model import CollectionError
+from fabriccheck.model import CollectionError, SourceLocation
 from fabriccheck.waivers import Waiver, WaiverStatus
 
 REPORT_SCHEMA_VERSION = 1
@@ -118,6 +118,8 @@ class Report(BaseModel):
     baseline: BaselineSummary | None = None
     duration_seconds: float | None = None  # the whole command, collection included (set by the CLI)
     api_calls: int | None = None  # cloud API requests made (None: none could be made, e.g. a dump)
+    # Where each planned resource is declared (Terraform address, file and line, cloud id), by node id.
+    locations: dict[str, SourceLocation] = {}
 
     def worst_severity(self) -> str | None:
         """The worst severity among the findings that fail a gate (not waived, not in the baseline)."""
@@ -229,6 +231,7 @@ def run(inventory: Inventory, options: Options) -> Report:
         skipped_clusters=skipped,
         summary=_summary(inventory, reported, skipped, findings, judged_nodes, unknown),
         notes=_notes(inventory, unknown, options),
+        locations={n.id: n.source for n in (*inventory.nodes, *inventory.specs) if n.source is not None},
     )
     _settle(report, options)
     return report
@@ -355,7 +358,7 @@ def _summary(
 
 
 def _notes(inventory: Inventory, unknown: list[str], options: Options) -> list[str]:
-    notes = []
+    notes = list(inventory.notes)
     if unknown:
         notes.append(
             "fabric capability unknown for instance type(s) "

@@ -108,6 +108,16 @@ class NodeSpec(Model):
     role: str | None = None  # how the spec is used, e.g. "the default and latest version"
 
 
+class SourceLocation(Model):
+    """Where a planned node is declared: its Terraform address, the file and line of the resource block (when the
+    configuration was read), and the cloud's own id when the resource exists already."""
+
+    address: str
+    file: str | None = None
+    line: int | None = Field(default=None, ge=1)
+    cloud_id: str | None = None
+
+
 class Node(Scoped):
     """One instance / VM that runs, or would run from a template or plan (then `spec` says what)."""
 
@@ -123,6 +133,9 @@ class Node(Scoped):
     interfaces: list[NetworkInterface] = Field(default_factory=list)
     placement: list[Placement] = Field(default_factory=list)
     network_nodes: list[str] | None = None  # network topology, top layer first; None when not collected
+    source: SourceLocation | None = None  # a planned node's Terraform resource
+    # Neutral facts its source leaves unknown (a plan's values known only after apply), with why.
+    unknown: dict[str, str] = Field(default_factory=dict)
 
     def placed_by(self, kind: str) -> str | None:
         """The id of this node's placement of `kind`, if any."""

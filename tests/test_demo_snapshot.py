@@ -29,7 +29,7 @@ def _demo_report() -> dict[str, Any]:
 
 
 ADDED_SINCE = {
-    "report": ("skipped_clusters", "waivers", "baseline", "duration_seconds", "api_calls"),
+    "report": ("skipped_clusters", "waivers", "baseline", "duration_seconds", "api_calls", "locations"),
     "clusters": ("status", "not_judged"),
     "summary": ("clusters_by_status", "skipped_clusters", "nodes_by_state", "waived", "in_baseline"),
     "findings": ("fingerprint", "waiver", "baseline"),

@@ -48,20 +48,7 @@ def render_sarif(report: Report, color: bool = False) -> str:
             "ruleIndex": index[f.rule],
             "level": SARIF_LEVEL[f.severity],
             "message": {"text": f.message},
-            # Live resources have no file; the cloud's own id stands in as the location (as posture tools do).
-            "locations": [
-                {
-                    "physicalLocation": {"artifactLocation": {"uri": resource}},
-                    "logicalLocations": [
-                        {
-                            "name": resource,
-                            "kind": "resource",
-                            "fullyQualifiedName": f"{f.cluster}/{resource}" if f.cluster else resource,
-                        }
-                    ],
-                }
-                for resource in f.resources
-            ],
+            "locations": [_location(report, f.cluster, resource) for resource in f.resources],
             "properties": {"category": f.category, "cluster": f.cluster, "remediation": f.remediation},
             **_tracking(f),
         }
@@ -106,6 +93,27 @@ def _tracking(f: Finding) -> dict[str, Any]:
     if f.baseline is not None:
         out["baselineState"] = "unchanged" if f.baseline == "existing" else "new"
     return out
+def _location(report: Report, cluster: str | None, resource: str) -> dict[str, Any]:
+    """Live resources have no file: the cloud's own id stands in as the location (as posture tools do). A planned
+    resource is located at its block's file and line when known, and named by its Terraform address and, once it
+    exists, its cloud id."""
+    source = report.locations.get(resource)
+    logical = [
+        {
+            "name": resource,
+            "kind": "resource",
+            "fullyQualifiedName": f"{cluster}/{resource}" if cluster else resource,
+        }
+    ]
+    if source is None:
+        return {"physicalLocation": {"artifactLocation": {"uri": resource}}, "logicalLocations": logical}
+    logical = [{"name": source.address, "kind": "resource", "fullyQualifiedName": source.address}]
+    if source.cloud_id:
+        logical.append({"name": source.cloud_id, "kind": "resource", "fullyQualifiedName": source.cloud_id})
+    physical: dict[str, Any] = {"artifactLocation": {"uri": source.file or source.address}}
+    if source.file and source.line:
+        physical["region"] = {"startLine": source.line}
+    return {"physicalLocation": physical, "logicalLocations": logical}
 
 
 def sarif_document(

@@ -33,7 +33,7 @@ RESOURCES_SHOWN = 6
 ERRORS_SHOWN = 10
 SKIPPED_SHOWN = 10
 _STATUS_RANK = {"findings": 0, "incomplete": 1, "clean": 2}
-_JUDGED_STATES = ("running", "pending")
+_JUDGED_STATES = ("running", "pending", "planned")
 
 
 # ---------------------------------------------------------------------------------------------- shared
