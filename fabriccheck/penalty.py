@@ -35,12 +35,14 @@ GB = 1e9
 # Achieved fraction of nominal inter-node bandwidth, by transport, fitted on the calibration rows not marked
 # held_out (data/calibration.yaml): ring busbw at 4+ nodes, or algbw at 2 nodes, over the node's line rate.
 EFFICIENCY = {
-    # EFA: 2 x p4de.24xlarge all_reduce algbw 41.78 GB/s of 50 GB/s (penalty-model B row 5) = 0.84.
-    FabricKind.EFA: 0.84,
-    # InfiniBand: Voltage Park 4 nodes x 8 H100, 330.93 GB/s busbw of 400 GB/s (row 15) = 0.83.
-    FabricKind.INFINIBAND: 0.83,
+    # EFA: 2-node all_reduce algbw over 4 x 100 Gbps (50 GB/s): p4de 41.78 (penalty-model B row 5), p4d VMs 41.55
+    # and p4d on EKS 41.25 (skypilot examples/aws_efa): 0.836, 0.831, 0.825; their mean.
+    FabricKind.EFA: 0.83,
+    # InfiniBand: ring busbw over line rate, Voltage Park 4 x 8 H100 330.93 of 400 GB/s (row 15) = 0.83 and
+    # DGX-A100 8 x 200 Gbps 192 of 200 GB/s (row 11) = 0.96; their mean.
+    FabricKind.INFINIBAND: 0.89,
     # RoCE/MRDMA: tuned RoCE performs within about 1% of InfiniBand at equal line rate (penalty-model D).
-    FabricKind.RDMA: 0.83,
+    FabricKind.RDMA: 0.89,
     # GPUDirect-TCPXO: a3-megagpu-8g ~340 GB/s busbw at 2 nodes (row 1) = algbw 181 GB/s of 200 GB/s = 0.91.
     FabricKind.TCPXO: 0.91,
     # GPUDirect-TCPX: a3-highgpu-8g, algbw 35 GB/s of 100 (skypilot examples/gcp_gpu_direct_tcpx, 65.72 busbw at
@@ -50,7 +52,8 @@ EFFICIENCY = {
 # Transports that move GPU memory by RDMA: without GPUDirect RDMA they stage every byte through host memory.
 RDMA_TRANSPORTS = frozenset({FabricKind.EFA, FabricKind.INFINIBAND, FabricKind.RDMA})
 # NCCL over TCP sockets on the ordinary NIC, as a fraction of that NIC's line rate (2-node algbw). Best: NCCL 2.3.7
-# reached 41 Gbps on a 100 Gbps link where iperf3 did 92 (NVIDIA/nccl#209, row 7) = 0.41. Worst: ~4 GB/s busbw
+# reached 41 Gbps on a 100 Gbps link where iperf3 did 92 (NVIDIA/nccl#209, row 7) = 0.41, as did a3-highgpu-8g
+# without TCPX (10.3 GB/s algbw on 200 Gbps; skypilot examples/gcp_gpu_direct_tcpx). Worst: ~4 GB/s busbw
 # (2.13 GB/s algbw) on a 200 Gbps host NIC when TCPXO falls back (row 1) = 0.085. Socket throughput depends on
 # NCCL_NSOCKS_PERTHREAD / NCCL_SOCKET_NTHREADS and on host networking (pods vs VMs), hence a wide range.
 TCP_EFFICIENCY = (0.41, 0.085)  # (best, worst)

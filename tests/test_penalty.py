@@ -29,6 +29,7 @@ from fabriccheck.penalty import (
     step_times,
 )
 
+EFA_EFF = penalty.EFFICIENCY[FabricKind.EFA]
 H100_C5 = catalog.Accelerator("H100", 989, 450, 0.54, ())  # penalty-model C.5 uses MFU 0.54
 
 # Rows of fabric-catalog.md (AWS): accelerator, GPUs, fabric, fabric NICs x Gbps, GPUDirect RDMA, ENA Gbps.
@@ -126,8 +127,8 @@ def _p4d_busbw(link: Link | None) -> float:
 
 def test_collective_against_published_rows_not_used_for_fitting() -> None:
     """penalty-model G (skypilot examples/aws_efa), 2 x p4d, 2 GB all_reduce: 77.90 GB/s busbw with 4 EFA,
-    20.31 with 1 EFA, 4.13 (EKS) and 8.20 (VMs) over TCP. None fitted a constant (EFFICIENCY[EFA] is p4de's row 5,
-    TCP_EFFICIENCY rows 1 and 7); data/calibration.yaml holds them as held-out rows."""
+    20.31 with 1 EFA, 4.13 (EKS) and 8.20 (VMs) over TCP. The 1-EFA and EKS-TCP rows fitted no constant
+    (data/calibration.yaml holds them as held-out rows)."""
     healthy = _p4d_busbw(healthy_link(P4D))
     one_efa = _p4d_busbw(degraded_link(P4D, FabricState.partial(1)))
     assert healthy == pytest.approx(77.90, rel=0.05)
@@ -210,7 +211,7 @@ def test_a_fallback_never_makes_the_link_faster() -> None:
     slow_fabric = FabricDescription("H100", 8, FabricKind.EFA, 1, 10.0, False, 100.0)
     s = estimate(slow_fabric, 4, TCP, FSDP)
     # an EFA fabric without GPUDirect RDMA keeps the no-GDR share of EFA's efficiency
-    assert s.healthy_gbytes_per_s == pytest.approx(10 / 8 * 0.84 * 0.83)
+    assert s.healthy_gbytes_per_s == pytest.approx(10 / 8 * EFA_EFF * penalty.GPUDIRECT_OFF_EFFICIENCY[0])
     assert s.degraded_best_gbytes_per_s == s.healthy_gbytes_per_s
     link = degraded_link(slow_fabric, TCP)
     assert link is not None and link.latency == penalty.TCP_LATENCY_S
@@ -285,7 +286,7 @@ def test_one_degraded_node_slows_the_whole_cluster() -> None:
         assert mixed.high > 1.0
     # a weaker node type (p4d's 400 Gbps) sets the healthy link as well: its own fabric is not a finding
     mixed_types = estimate_members([(P5, HEALTHY)] * 3 + [(P4D, HEALTHY)], FSDP)
-    assert mixed_types.healthy_gbytes_per_s == pytest.approx(400 / 8 * 0.84) and _range(mixed_types) == (1.0, 1.0)
+    assert mixed_types.healthy_gbytes_per_s == pytest.approx(400 / 8 * EFA_EFF) and _range(mixed_types) == (1.0, 1.0)
 
 
 def test_loose_placement_alone_is_latency_only() -> None:
@@ -346,7 +347,7 @@ def test_a_weaker_type_is_judged_against_its_siblings_fabric_per_accelerator() -
     borrowed = FabricDescription.borrowed(small, _cap("p5.48xlarge", FabricKind.EFA, 32, 3200.0, 8))
     assert (borrowed.gpus_per_node, borrowed.ethernet_gbps, borrowed.fabric) == (2, 50.0, FabricKind.EFA)
     s = estimate(borrowed, 4, TCP, FSDP)
-    assert s.healthy_gbytes_per_s == pytest.approx(3200 / 8 * 0.84 / 4)
+    assert s.healthy_gbytes_per_s == pytest.approx(3200 / 8 * EFA_EFF / 4)
     assert s.degraded_best_gbytes_per_s == pytest.approx(50 / 8 * TCP_EFFICIENCY[0]) and s.low > 1.0
 
 
