@@ -142,5 +142,5 @@ if __name__ == "__main__":
             f"{tag} {c.row_id:<24} {c.metric} measured {c.measured:8.2f} model {c.predicted:8.2f}{worst:<16}"
             f" error {c.error:5.0%} {'ok' if c.passes else 'MISS'}"
         )
-    for name, (count, median, worst) in summary().items():
-        print(f"{name}: {count} rows, median error {median:.1%}, worst {worst:.1%}")
+    for name, (count, median, largest) in summary().items():
+        print(f"{name}: {count} rows, median error {median:.1%}, worst {largest:.1%}")
