@@ -547,22 +547,27 @@ def _bottleneck(links: Sequence[Link]) -> Link:
 def estimate_members(members: Sequence[tuple[FabricDescription, FabricState]], workload: Workload) -> Slowdown:
     """Slowdown of `workload` on one node per member. Nodes may differ (mixed types, some degraded): the
     cluster runs at the bottleneck link, with the fewest GPUs per node and the first node's accelerator."""
-    if not members:
+    return _estimate_distinct(list(dict.fromkeys(members)), len(members), workload)  # identical nodes once
+
+
+def _estimate_distinct(
+    distinct: Sequence[tuple[FabricDescription, FabricState]], nodes: int, workload: Workload
+) -> Slowdown:
+    """`estimate_members` for `nodes` nodes whose distinct (fabric, state) pairs are `distinct`, first node first."""
+    if not distinct or nodes < 1:
         return Slowdown(estimated=False, reason="no nodes")
-    nodes = len(members)
     if nodes < 2:
         return Slowdown(estimated=False, reason="a single node does not use the inter-node fabric")
-    gpus = min(fabric.gpus_per_node for fabric, _ in members)
+    gpus = min(fabric.gpus_per_node for fabric, _ in distinct)
     if gpus <= 0:
         return Slowdown(estimated=False, reason="no accelerators: not a training cluster")
-    if any(state.fabric == "unreachable" for _, state in members):
+    if any(state.fabric == "unreachable" for _, state in distinct):
         return Slowdown(estimated=True, cannot_run=True, reason=CANNOT_RUN)  # known whatever the accelerator
-    name = members[0][0].accelerator
+    name = distinct[0][0].accelerator
     accel = catalog.accelerators().get(name)
     if accel is None:
         return Slowdown(estimated=False, reason=f"no sourced peak throughput for {name or '?'} accelerators")
 
-    distinct = list(dict.fromkeys(members))  # identical nodes are modelled once
     healthy_of: dict[FabricDescription, Link] = {}
     for fabric, _ in distinct:
         if fabric not in healthy_of:
@@ -606,7 +611,7 @@ def estimate_members(members: Sequence[tuple[FabricDescription, FabricState]], w
 
 def estimate(fabric: FabricDescription, nodes: int, state: FabricState, workload: Workload) -> Slowdown:
     """Slowdown of `workload` on `nodes` identical nodes, all in `state`."""
-    return estimate_members([(fabric, state)] * max(0, nodes), workload)
+    return _estimate_distinct([(fabric, state)], max(0, nodes), workload)
 
 
 # ---------------------------------------------------------------------------------------------- report
