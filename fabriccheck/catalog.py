@@ -128,6 +128,7 @@ class Accelerator:
     mfu: float
     sources: tuple[str, ...]
     allreduce_busbw_gbytes: float | None = None  # measured single-node all_reduce busbw, when sourced
+    nvls: bool = False  # NVLink SHARP (NVSwitch reductions): NCCL's NVLS / NVLSTree algorithms apply
 
 
 @functools.cache
@@ -141,6 +142,7 @@ def accelerators() -> dict[str, Accelerator]:
             row["mfu"],
             tuple(row["sources"]),
             row.get("allreduce_busbw_gbytes"),
+            bool(row.get("nvls", False)),
         )
         for name, row in doc["accelerators"].items()
     }

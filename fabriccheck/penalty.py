@@ -38,11 +38,12 @@ EFFICIENCY = {
     # EFA: 2-node all_reduce algbw over 4 x 100 Gbps (50 GB/s): p4de 41.78 (penalty-model B row 5), p4d VMs 41.55
     # and p4d on EKS 41.25 (skypilot examples/aws_efa): 0.836, 0.831, 0.825; their mean.
     FabricKind.EFA: 0.83,
-    # InfiniBand: ring busbw over line rate, Voltage Park 4 x 8 H100 330.93 of 400 GB/s (row 15) = 0.83 and
-    # DGX-A100 8 x 200 Gbps 192 of 200 GB/s (row 11) = 0.96; their mean.
-    FabricKind.INFINIBAND: 0.89,
+    # InfiniBand: ring busbw over line rate at 4+ nodes: Voltage Park 4 x 8 H100 330.93 of 400 GB/s (row 15) = 0.83,
+    # DGX-A100 8 x 200 Gbps 192 of 200 (row 11) = 0.96, Dell XE9680 4 x 8 H100 365.84 of 400 (NVIDIA/nccl-tests#309)
+    # = 0.91, DGX-1 4 x 100 Gbps 47 of 50 (NVIDIA/nccl#307) = 0.94; their mean.
+    FabricKind.INFINIBAND: 0.91,
     # RoCE/MRDMA: tuned RoCE performs within about 1% of InfiniBand at equal line rate (penalty-model D).
-    FabricKind.RDMA: 0.89,
+    FabricKind.RDMA: 0.91,
     # GPUDirect-TCPXO: a3-megagpu-8g ~340 GB/s busbw at 2 nodes (row 1) = algbw 181 GB/s of 200 GB/s = 0.91.
     FabricKind.TCPXO: 0.91,
     # GPUDirect-TCPX: a3-highgpu-8g, algbw 35 GB/s of 100 (skypilot examples/gcp_gpu_direct_tcpx, 65.72 busbw at
@@ -51,12 +52,13 @@ EFFICIENCY = {
 }
 # Transports that move GPU memory by RDMA: without GPUDirect RDMA they stage every byte through host memory.
 RDMA_TRANSPORTS = frozenset({FabricKind.EFA, FabricKind.INFINIBAND, FabricKind.RDMA})
-# NCCL over TCP sockets on the ordinary NIC, as a fraction of that NIC's line rate (2-node algbw). Best: NCCL 2.3.7
-# reached 41 Gbps on a 100 Gbps link where iperf3 did 92 (NVIDIA/nccl#209, row 7) = 0.41, as did a3-highgpu-8g
-# without TCPX (10.3 GB/s algbw on 200 Gbps; skypilot examples/gcp_gpu_direct_tcpx). Worst: ~4 GB/s busbw
-# (2.13 GB/s algbw) on a 200 Gbps host NIC when TCPXO falls back (row 1) = 0.085. Socket throughput depends on
-# NCCL_NSOCKS_PERTHREAD / NCCL_SOCKET_NTHREADS and on host networking (pods vs VMs), hence a wide range.
-TCP_EFFICIENCY = (0.41, 0.085)  # (best, worst)
+# NCCL over TCP sockets on the ordinary NIC, as a fraction of that NIC's line rate. Best: 2 x p4d VMs over one
+# 100 Gbps ENA, 8.20 GB/s busbw (skypilot examples/aws_efa; A100 over sockets runs rings at 2 nodes, so busbw is the
+# link) = 0.66. Worst: ~4 GB/s busbw (2.13 GB/s algbw, an NVLSTree) on a 200 Gbps host NIC when TCPXO falls back
+# (row 1) = 0.085. In between: NCCL 2.3.7 reached 41 Gbps of 100 (NVIDIA/nccl#209, row 7), p4d on EKS 0.33,
+# a3-highgpu-8g without TCPX 0.41. Socket throughput depends on NCCL_NSOCKS_PERTHREAD / NCCL_SOCKET_NTHREADS and
+# on host networking (pods vs VMs), hence a wide range.
+TCP_EFFICIENCY = (0.66, 0.085)  # (best, worst)
 # Latency of one all_reduce between 2 nodes (8-byte nccl-tests rows): p5 EFA 65-74 us (row 4), IB ~30 us
 # (row 16), TCPXO ~123 us (penalty-model A.2). TCP: no published NCCL socket figure; assumed above p4de EFA's
 # 161 us (row 5).
@@ -186,6 +188,10 @@ class Link:
 
     bandwidth: float
     latency: float
+    # The fabric's NCCL plugin ships a tuner that picks tree algorithms for large all_reduces on few nodes:
+    # aws-ofi-nccl (EFA) does (aws/aws-ofi-nccl src/tuner/nccl_ofi_regions.cpp); NCCL's own model on its own
+    # picks rings at 2 nodes unless NVLSTree applies (tuning.cc).
+    tuned_trees: bool = False
 
 
 def bus_factor(op: str, ranks: int) -> float:
@@ -205,7 +211,9 @@ def intra_bandwidth(accel: catalog.Accelerator) -> float:
     return (measured if measured else accel.nvlink_gbytes * INTRA_RING_EFFICIENCY) * GB
 
 
-def algorithm(op: str, size: float, nodes: int, gpus: int, link: Link, intra: float) -> tuple[str, float]:
+def algorithm(
+    op: str, size: float, nodes: int, gpus: int, link: Link, intra: float, two_node_tree: bool = True
+) -> tuple[str, float]:
     """The algorithm NCCL would pick for one collective of `size` bytes and its time in seconds.
 
     One node: the NVLink domain at its measured busbw. Across nodes, the faster of
@@ -213,7 +221,8 @@ def algorithm(op: str, size: float, nodes: int, gpus: int, link: Link, intra: fl
       the node's achieved NIC bandwidth (or NVLink, if slower);
     - tree (all_reduce only; double binary tree): log2(N) latency; each node sends and receives the buffer once
       at 2 nodes and twice beyond, while the chain inside the node moves 2(g-1)/g of it over NVLink.
-    Like NCCL's tuning model: trees win small messages at scale and large ones at 2 nodes; rings win the rest."""
+    Trees win small messages at scale; at 2 nodes they also win large ones, where NCCL runs them: with NVLSTree
+    (NVLS accelerators) or a plugin's tuner (`two_node_tree`); otherwise NCCL's model keeps rings there."""
     ranks = nodes * gpus
     factor = bus_factor(op, ranks)
     if ranks <= 1 or size <= 0:
@@ -225,15 +234,24 @@ def algorithm(op: str, size: float, nodes: int, gpus: int, link: Link, intra: fl
     ring = steps * link.latency / 2 + factor * size / ring_bandwidth
     if op != "all_reduce":
         return "ring", ring
+    if nodes == 2 and not two_node_tree:
+        return "ring", ring
     inter = (1.0 if nodes == 2 else 2.0) * size / link.bandwidth
     chain = 2 * (gpus - 1) / gpus * size / intra if gpus > 1 else 0.0
     tree = link.latency * math.log2(nodes) + max(inter, chain)
     return ("tree", tree) if tree < ring else ("ring", ring)
 
 
-def collective_seconds(op: str, size: float, nodes: int, gpus: int, link: Link, intra: float) -> float:
+def collective_seconds(
+    op: str, size: float, nodes: int, gpus: int, link: Link, intra: float, two_node_tree: bool = True
+) -> float:
     """Seconds one collective of `size` bytes takes on `nodes` x `gpus` ranks (see `algorithm`)."""
-    return algorithm(op, size, nodes, gpus, link, intra)[1]
+    return algorithm(op, size, nodes, gpus, link, intra, two_node_tree)[1]
+
+
+def two_node_trees(accel: catalog.Accelerator, link: Link) -> bool:
+    """Whether NCCL runs a tree for large all_reduces at 2 nodes: NVLSTree on NVLS accelerators, or a tuner."""
+    return accel.nvls or link.tuned_trees
 
 
 @dataclass(frozen=True)
@@ -289,6 +307,7 @@ def step_times(w: Workload, nodes: int, gpus: int, accel: catalog.Accelerator, l
     n = nodes * gpus
     flops_per_gpu = accel.peak_tflops * 1e12 * accel.mfu
     intra = intra_bandwidth(accel)
+    trees = two_node_trees(accel, link)
     size = w.parameters * w.bytes_per_value
     # Model FLOPs per token: 6·N plus attention 12·L·h·s (PaLM appendix B, as torchtitan computes it;
     # penalty-model C.1 and C.4). MoE: N is the parameters one token uses.
@@ -302,7 +321,7 @@ def step_times(w: Workload, nodes: int, gpus: int, accel: catalog.Accelerator, l
             # One all-reduce per step (no_sync while accumulating), bucket by bucket during the last backward;
             # the last bucket is reduced after the backward pass ends.
             buckets = max(1, math.ceil(size / DDP_BUCKET_BYTES))
-            bucket = collective_seconds("all_reduce", size / buckets, nodes, gpus, link, intra)
+            bucket = collective_seconds("all_reduce", size / buckets, nodes, gpus, link, intra, trees)
             return StepTimes(compute, experts + bucket, (Phase((buckets - 1) * bucket, backward / m),))
         # FSDP: each layer's parameters are gathered before its forward and again before its backward, in every
         # micro-batch; gradients are reduce-scattered once per step. The first layer's gather has nothing to
@@ -321,7 +340,7 @@ def step_times(w: Workload, nodes: int, gpus: int, accel: catalog.Accelerator, l
     last_backward = 2 * compute / 3 / microbatches  # Megatron overlaps the gradient reduce with the last backward
     compute *= 1 + (stages - 1) / microbatches  # 1F1B pipeline bubble (A.7), present when healthy too
     stage_bytes = size / stages  # a node's share of the gradients, all-reduced across replicas
-    dp = collective_seconds("all_reduce", stage_bytes, replicas, gpus, link, intra) if replicas > 1 else 0.0
+    dp = collective_seconds("all_reduce", stage_bytes, replicas, gpus, link, intra, trees) if replicas > 1 else 0.0
     activation = w.micro_batch * w.seq_len * w.hidden * w.bytes_per_value
     sends = 2 * (microbatches + stages - 1) if stages > 1 else 0  # forward activations + backward gradients
     pp = sends * (link.latency + activation / link.bandwidth)
@@ -361,8 +380,9 @@ def collective_bandwidth(
     link = degraded_link(fabric, state, worst) if degraded else healthy_link(fabric)
     if link is None and nodes > 1:
         return None
+    link = link or Link(1.0, 0.0)
     seconds = collective_seconds(
-        op, size_bytes, nodes, fabric.gpus_per_node, link or Link(1.0, 0.0), intra_bandwidth(accel)
+        op, size_bytes, nodes, fabric.gpus_per_node, link, intra_bandwidth(accel), two_node_trees(accel, link)
     )
     if seconds <= 0:
         return None
@@ -493,7 +513,7 @@ def _healthy(fabric: FabricDescription) -> Link | str:
             return f"no sourced efficiency for {fabric.fabric} fabrics"
         if fabric.fabric in RDMA_TRANSPORTS and fabric.gpudirect_rdma is False:
             efficiency *= GPUDIRECT_OFF_EFFICIENCY[0]  # an RDMA fabric without GPUDirect stages through host memory
-        return Link(fabric.fabric_gbps / 8 * GB * efficiency, latency)
+        return Link(fabric.fabric_gbps / 8 * GB * efficiency, latency, fabric.fabric is FabricKind.EFA)
     # No fabric to lose (or no figure for it): TCP over the ordinary NIC is the healthy state.
     link = _tcp_link(fabric, TCP_EFFICIENCY[0])
     return link if link is not None else f"no bandwidth figure for {fabric.instance_type or 'this node type'}"
@@ -515,11 +535,11 @@ def _degraded(fabric: FabricDescription, state: FabricState, healthy: Link, best
             return "no ordinary-Ethernet bandwidth figure for this type"
         link = Link(min(link.bandwidth, tcp.bandwidth), tcp.latency)
     elif kind == "partial" and used is not None and fabric.nics > 0 and _uses_fabric(fabric):
-        link = Link(link.bandwidth * (min(used, fabric.nics) / fabric.nics), link.latency)
+        link = replace(link, bandwidth=link.bandwidth * (min(used, fabric.nics) / fabric.nics))
     elif kind == "gpudirect-off" and fabric.gpudirect_rdma and _uses_fabric(fabric):
-        link = Link(link.bandwidth * GPUDIRECT_OFF_EFFICIENCY[side], link.latency)
+        link = replace(link, bandwidth=link.bandwidth * GPUDIRECT_OFF_EFFICIENCY[side])
     if state.loose_placement and not best:
-        link = Link(link.bandwidth, link.latency * LOOSE_PLACEMENT_LATENCY_FACTOR)
+        link = replace(link, latency=link.latency * LOOSE_PLACEMENT_LATENCY_FACTOR)
     return link
 
 
@@ -541,7 +561,7 @@ def degraded_link(fabric: FabricDescription, state: FabricState, worst: bool = F
 
 def _bottleneck(links: Sequence[Link]) -> Link:
     """A collective runs at its slowest member's pace: least bandwidth, most latency."""
-    return Link(min(x.bandwidth for x in links), max(x.latency for x in links))
+    return Link(min(x.bandwidth for x in links), max(x.latency for x in links), all(x.tuned_trees for x in links))
 
 
 def estimate_members(members: Sequence[tuple[FabricDescription, FabricState]], workload: Workload) -> Slowdown:
