@@ -52,6 +52,7 @@ class Collective(BaseModel):
     bytes: int
     algbw_gbytes_per_s: float
     busbw_gbytes_per_s: float
+    algorithm: str  # what NCCL would run: nvlink (one node), ring, tree or p2p (alltoall)
 
 
 class Range(BaseModel):
@@ -140,10 +141,10 @@ def run(
     if catalog.accelerators().get(fabric.accelerator) is None:
         notes.append(f"no sourced peak throughput or NVLink figure for {fabric.accelerator or '?'}: no numbers")
     collectives = [
-        Collective(op=op, bytes=size, algbw_gbytes_per_s=bw[0], busbw_gbytes_per_s=bw[1])
+        Collective(op=op, bytes=size, algbw_gbytes_per_s=c.algbw, busbw_gbytes_per_s=c.busbw, algorithm=c.algorithm)
         for op in OPS
         for size in SIZES
-        if (bw := penalty.collective_bandwidth(fabric, nodes, op, size, state)) is not None
+        if (c := penalty.collective_estimate(fabric, nodes, op, size, state)) is not None
     ]
     step = None
     if slowdown.degraded_step_seconds_low is not None and slowdown.degraded_step_seconds_high is not None:
@@ -203,11 +204,12 @@ def render_text(report: EstimateReport) -> str:
         "",
     ]
     if report.collectives:
-        lines.append(f"{'op':<15}{'size':>10}{'algbw GB/s':>13}{'busbw GB/s':>13}")
+        lines.append(f"{'op':<15}{'size':>10}{'algbw GB/s':>13}{'busbw GB/s':>13}  algorithm")
         for c in report.collectives:
             if c.bytes in (8, 8 * 4**5, 8 * 4**10, 8 * 4**13, 16 * 2**30):  # a readable subset; JSON has all
                 lines.append(
-                    f"{c.op:<15}{_size(c.bytes):>10}{_gbytes(c.algbw_gbytes_per_s):>13}{_gbytes(c.busbw_gbytes_per_s):>13}"
+                    f"{c.op:<15}{_size(c.bytes):>10}{_gbytes(c.algbw_gbytes_per_s):>13}"
+                    f"{_gbytes(c.busbw_gbytes_per_s):>13}  {c.algorithm}"
                 )
         lines.append("")
     if report.cannot_run:

@@ -216,7 +216,8 @@ def algorithm(
 ) -> tuple[str, float]:
     """The algorithm NCCL would pick for one collective of `size` bytes and its time in seconds.
 
-    One node: the NVLink domain at its measured busbw. Across nodes, the faster of
+    One node: the NVLink domain at its measured busbw. Across nodes, alltoall is point-to-point; the others take
+    the faster of
     - ring: 2(N-1) (all_reduce) or N-1 inter-node steps; every byte crosses each node boundary once, so busbw is
       the node's achieved NIC bandwidth (or NVLink, if slower);
     - tree (all_reduce only; double binary tree): log2(N) latency; each node sends and receives the buffer once
@@ -230,6 +231,12 @@ def algorithm(
     if nodes <= 1:
         return "nvlink", INTRA_LATENCY_S + factor * size / intra
     steps = 2 * (nodes - 1) if op == "all_reduce" else nodes - 1
+    if op == "alltoall":
+        # Point-to-point sends, no ring: each GPU sends (N-1)/N of its buffer off the node, so the node's NICs
+        # carry g x (N-1)/N x size and busbw is N/(N-1) x the per-GPU share of the NICs (NVIDIA/nccl-tests#130).
+        off_node = gpus * (nodes - 1) / nodes * size / link.bandwidth
+        on_node = (gpus - 1) / ranks * size / intra if gpus > 1 else 0.0
+        return "p2p", steps * link.latency / 2 + max(off_node, on_node)
     ring_bandwidth = min(link.bandwidth, intra) if gpus > 1 else link.bandwidth
     ring = steps * link.latency / 2 + factor * size / ring_bandwidth
     if op != "all_reduce":
@@ -359,16 +366,23 @@ CANNOT_RUN = (
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast", "reduce")
 
 
-def collective_bandwidth(
+@dataclass(frozen=True)
+class CollectiveEstimate:
+    algorithm: str  # nvlink (one node), ring, tree or p2p (alltoall)
+    algbw: float  # GB/s, 1e9 bytes/s
+    busbw: float
+
+
+def collective_estimate(
     fabric: FabricDescription,
     nodes: int,
     op: str,
     size_bytes: float,
     state: FabricState | None = None,
     worst: bool = False,
-) -> tuple[float, float] | None:
-    """(algbw, busbw) in GB/s (1e9 bytes/s) of one collective over `nodes` nodes of `fabric` in `state` (the best
-    end of its range, or the worst), as nccl-tests reports them for a buffer of `size_bytes`; None when the model
+) -> CollectiveEstimate | None:
+    """One collective over `nodes` nodes of `fabric` in `state` (the best end of its range, or the worst), as
+    nccl-tests reports it for a buffer of `size_bytes`, with the algorithm NCCL would run; None when the model
     cannot say (unknown accelerator or bandwidth, peers unreachable). Same model as the step times of `estimate`."""
     accel = catalog.accelerators().get(fabric.accelerator)
     if accel is None or op not in COLLECTIVES or fabric.gpus_per_node <= 0 or nodes < 1 or size_bytes <= 0:
@@ -381,13 +395,26 @@ def collective_bandwidth(
     if link is None and nodes > 1:
         return None
     link = link or Link(1.0, 0.0)
-    seconds = collective_seconds(
+    name, seconds = algorithm(
         op, size_bytes, nodes, fabric.gpus_per_node, link, intra_bandwidth(accel), two_node_trees(accel, link)
     )
     if seconds <= 0:
         return None
     algbw = size_bytes / seconds / GB
-    return algbw, algbw * bus_factor(op, nodes * fabric.gpus_per_node)
+    return CollectiveEstimate(name, algbw, algbw * bus_factor(op, nodes * fabric.gpus_per_node))
+
+
+def collective_bandwidth(
+    fabric: FabricDescription,
+    nodes: int,
+    op: str,
+    size_bytes: float,
+    state: FabricState | None = None,
+    worst: bool = False,
+) -> tuple[float, float] | None:
+    """(algbw, busbw) in GB/s of `collective_estimate`, or None."""
+    found = collective_estimate(fabric, nodes, op, size_bytes, state, worst)
+    return (found.algbw, found.busbw) if found is not None else None
 
 
 # ---------------------------------------------------------------------------------------------- fabric

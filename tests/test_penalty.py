@@ -293,9 +293,7 @@ def test_loose_placement_alone_is_latency_only() -> None:
     s = estimate(P5, 16, FabricState.healthy(loose_placement=True), WORKLOADS["llm-8b-ddp"])
     assert s.low == 1.0 and s.high > 1.0
     assert s.healthy_gbytes_per_s == s.degraded_best_gbytes_per_s == s.degraded_worst_gbytes_per_s
-    assert s.reason == (
-        f"loose placement: no published bandwidth cost; latency-only estimate, {s.high:.3f}x at most"
-    )
+    assert s.reason == (f"loose placement: no published bandwidth cost; latency-only estimate, {s.high:.3f}x at most")
     both = estimate(P5, 16, FabricState.partial(4, loose_placement=True), WORKLOADS["llm-8b-ddp"])
     assert both.reason is None and both.high > estimate(P5, 16, FabricState.partial(4), WORKLOADS["llm-8b-ddp"]).high
 
@@ -477,3 +475,14 @@ def test_collective_bandwidth_in_nccl_tests_terms() -> None:
     assert tcp[1] < busbw / 4
     assert penalty.collective_bandwidth(p4d, 2, "all_reduce", 2**30, FabricState.unreachable()) is None
     assert penalty.collective_bandwidth(p4d, 2, "nonsense", 2**30) is None
+
+
+@pytest.mark.parametrize("nodes", [2, 4, 16])
+def test_alltoall_busbw_is_the_per_gpu_nic_share(nodes: int) -> None:
+    """NVIDIA/nccl-tests#130 (an NCCL maintainer): alltoall busbw = N/(N-1) x the network bandwidth per GPU."""
+    found = penalty.collective_bandwidth(P5, nodes, "alltoall", 16 * 2**30)
+    link = healthy_link(P5)
+    assert found is not None and link is not None
+    per_gpu = link.bandwidth / P5.gpus_per_node / GB
+    ranks = nodes * P5.gpus_per_node
+    assert found[1] == pytest.approx(nodes / (nodes - 1) * per_gpu * (ranks - 1) / ranks, rel=0.01)
