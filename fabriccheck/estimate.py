@@ -134,10 +134,20 @@ def run(
     if nodes == 1:
         notes.append("one node: no inter-node fabric is used, so no fabric state costs anything")
     if nodes == 2:
-        notes.append(
-            "at 2 nodes nccl-tests' busbw formula overstates what the network carries (2(n-1)/n counts the "
-            "traffic that stays on NVLink inside each node): compare algbw between 2-node runs"
-        )
+        big = penalty.collective_estimate(fabric, nodes, "all_reduce", SIZES[-1], state)
+        ratio = 2 * (2 * fabric.gpus_per_node - 1) / (2 * fabric.gpus_per_node)
+        if big is not None and big.algorithm == "tree":
+            notes.append(
+                "at 2 nodes nccl-tests' busbw formula overstates what the network carries: NCCL runs a tree here "
+                f"and each node sends the buffer once, so large all_reduce busbw reads up to {ratio:.2f}x the NICs' "
+                "rate; compare algbw between 2-node runs"
+            )
+        else:
+            notes.append(
+                "at 2 nodes NCCL keeps rings here, so busbw is what the NICs carry; a 2-node run with trees "
+                f"(NCCL_ALGO, a tuner plugin) reads up to {ratio:.2f}x that, as nccl-tests' busbw formula overstates "
+                "there: compare algbw between 2-node runs"
+            )
     if catalog.accelerators().get(fabric.accelerator) is None:
         notes.append(f"no sourced peak throughput or NVLink figure for {fabric.accelerator or '?'}: no numbers")
     collectives = [

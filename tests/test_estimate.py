@@ -168,3 +168,13 @@ def test_thousands_of_nodes_stay_finite_and_ordered() -> None:
     big = estimate.run(fabric, 8192, "healthy", FSDP)
     ar = [c for c in big.collectives if c.op == "all_reduce" and c.bytes == 16 * 2**30]
     assert ar and ar[0].busbw_gbytes_per_s == pytest.approx(3200 / 8 * penalty.EFFICIENCY[FabricKind.EFA], rel=0.02)
+
+
+def test_the_two_node_note_says_which_algorithm_runs() -> None:
+    """H100 (NVLSTree) and EFA (aws-ofi-nccl's tuner) run trees at 2 nodes; A100 over InfiniBand keeps rings."""
+    p5 = estimate.run(estimate.fabric_of_type("p5.48xlarge"), 2, "healthy", FSDP)
+    a100_ib = estimate.run(estimate.custom_fabric("A100", 8, 4, 200, "ib", True, 100), 2, "healthy", FSDP)
+    assert any("NCCL runs a tree here" in n for n in p5.notes)
+    assert any("NCCL keeps rings here" in n for n in a100_ib.notes)
+    big = {(c.op, c.algorithm) for c in a100_ib.collectives if c.bytes == 16 * 2**30}
+    assert ("all_reduce", "ring") in big and ("alltoall", "p2p") in big
