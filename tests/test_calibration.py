@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from fabriccheck import estimate, penalty
+from fabriccheck.model import FabricKind
 
 TOLERANCE = 0.25
 TCP_TOLERANCE = 0.50
@@ -144,3 +145,41 @@ if __name__ == "__main__":
         )
     for name, (count, median, largest) in summary().items():
         print(f"{name}: {count} rows, median error {median:.1%}, worst {largest:.1%}")
+
+
+def _link_fraction(row: dict[str, Any]) -> float:
+    """What a row says about its link: the share of line rate the NICs carried (algbw for a tree, whose nodes
+    send the buffer once at 2 nodes; busbw for a ring), of the fabric or, for TCP rows, the ordinary NIC."""
+    fabric = _fabric(row["fabric"])
+    state = estimate.state_named(row["state"], fabric)
+    found = penalty.collective_estimate(fabric, row["nodes"], row["op"], row["bytes"], state)
+    assert found is not None
+    factor = penalty.bus_factor(row["op"], row["nodes"] * fabric.gpus_per_node)
+    algbw = row["algbw"] if "algbw" in row else row["busbw"] / factor
+    carried = algbw if found.algorithm == "tree" else algbw * factor
+    line = (fabric.ethernet_gbps or 0.0) if row["state"] == "tcp" else fabric.fabric_gbps
+    return float(carried / (line / 8))
+
+
+def _fitted(constant: str) -> list[float]:
+    return [_link_fraction(r) for r in ROWS if not r.get("held_out") and r.get("fits") == constant]
+
+
+def test_constants_are_what_their_fitted_rows_say() -> None:
+    """The efficiencies in penalty.py are recomputed from the rows marked as fitting them, so the table and the
+    code cannot drift apart: means for EFA, InfiniBand and TCPXO, the geometric mean for TCPX, the extremes for
+    TCP sockets."""
+    eff = penalty.EFFICIENCY
+    for kind, name in (
+        (FabricKind.EFA, "EFFICIENCY[EFA]"),
+        (FabricKind.INFINIBAND, "EFFICIENCY[INFINIBAND]"),
+        (FabricKind.TCPXO, "EFFICIENCY[TCPXO]"),
+    ):
+        rows = _fitted(name)
+        assert rows and eff[kind] == pytest.approx(statistics.mean(rows), abs=0.01), name
+    tcpx = _fitted("EFFICIENCY[TCPX]")
+    assert len(tcpx) == 2 and eff[FabricKind.TCPX] == pytest.approx(statistics.geometric_mean(tcpx), abs=0.01)
+    (best,) = _fitted("TCP_EFFICIENCY best")
+    (worst,) = _fitted("TCP_EFFICIENCY worst")
+    assert penalty.TCP_EFFICIENCY[0] == pytest.approx(best, abs=0.01)
+    assert penalty.TCP_EFFICIENCY[1] == pytest.approx(worst, abs=0.01)
