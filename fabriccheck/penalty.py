@@ -85,6 +85,12 @@ GPUDIRECT_OFF_EFFICIENCY = (0.83, 0.5)  # (best, worst)
 # Single-node all_reduce busbw over NVLink rings, as a fraction of nominal NVLink, for accelerators without a
 # measured figure: A100 231.58 of 300 (0.77) and GB200 679.61 of 900 (0.76) (Azure/AI-benchmarking-guide).
 INTRA_RING_EFFICIENCY = 0.77
+# NCCL's protocols (tuning.cc): LL keeps the small-message latency at a fraction of the bandwidth; Simple reaches
+# full bandwidth after a start-up. Fitted on the mid-size rows of data/calibration.yaml: 2 x p5 all_reduce reaches
+# 0.23 of its large-message algbw at 8 MiB and 2 x p4de 0.17 at 1 MiB (LL), and Simple's start-up is ~300 us on
+# p5 (4.3 x its 70 us latency) and ~600 us on p4de (3.7 x 161 us).
+LL_BANDWIDTH_FRACTION = 0.2
+SIMPLE_STARTUP_HOPS = 4.0
 # PyTorch DDP default gradient bucket (bucket_cap_mb=25, pytorch/pytorch#118421).
 DDP_BUCKET_BYTES = 25e6
 
@@ -229,24 +235,31 @@ def algorithm(
     if ranks <= 1 or size <= 0:
         return "none", 0.0
     if nodes <= 1:
-        return "nvlink", INTRA_LATENCY_S + factor * size / intra
+        return "nvlink", _protocol(INTRA_LATENCY_S, INTRA_LATENCY_S, factor * size / intra)
     steps = 2 * (nodes - 1) if op == "all_reduce" else nodes - 1
     if op == "alltoall":
         # Point-to-point sends, no ring: each GPU sends (N-1)/N of its buffer off the node, so the node's NICs
         # carry g x (N-1)/N x size and busbw is N/(N-1) x the per-GPU share of the NICs (NVIDIA/nccl-tests#130).
         off_node = gpus * (nodes - 1) / nodes * size / link.bandwidth
         on_node = (gpus - 1) / ranks * size / intra if gpus > 1 else 0.0
-        return "p2p", steps * link.latency / 2 + max(off_node, on_node)
+        return "p2p", _protocol(steps * link.latency / 2, link.latency, max(off_node, on_node))
     ring_bandwidth = min(link.bandwidth, intra) if gpus > 1 else link.bandwidth
-    ring = steps * link.latency / 2 + factor * size / ring_bandwidth
+    ring = _protocol(steps * link.latency / 2, link.latency, factor * size / ring_bandwidth)
     if op != "all_reduce":
         return "ring", ring
     if nodes == 2 and not two_node_tree:
         return "ring", ring
     inter = (1.0 if nodes == 2 else 2.0) * size / link.bandwidth
     chain = 2 * (gpus - 1) / gpus * size / intra if gpus > 1 else 0.0
-    tree = link.latency * math.log2(nodes) + max(inter, chain)
+    tree = _protocol(link.latency * math.log2(nodes), link.latency, max(inter, chain))
     return ("tree", tree) if tree < ring else ("ring", ring)
+
+
+def _protocol(latency: float, hop: float, transfer: float) -> float:
+    """Seconds for an algorithm whose latency is `latency` and whose bytes take `transfer` at full bandwidth, under
+    the faster of NCCL's protocols (tuning.cc): LL, at the measured small-message latency but a fraction of the
+    bandwidth, or Simple, at full bandwidth after a start-up of a few per-hop latencies (`hop`)."""
+    return latency + min(transfer / LL_BANDWIDTH_FRACTION, SIMPLE_STARTUP_HOPS * hop + transfer)
 
 
 def collective_seconds(
