@@ -874,6 +874,14 @@ def estimate(
         float | None, typer.Option(metavar="GBPS", help="The ordinary NIC NCCL sockets would use (tcp state).")
     ] = None,
     workload: WorkloadOpt = "llm-70b-fsdp",
+    workload_file: Annotated[
+        Path | None,
+        typer.Option(
+            metavar="FILE",
+            help="Your workload (YAML or TOML): parameters, layers, hidden, seq_len, tokens_per_gpu, micro_batches,"
+            " parallelism (ddp, zero1-3, fsdp, 3d), tensor/pipeline/expert_parallel, precision. Replaces --workload.",
+        ),
+    ] = None,
     price_per_gpu_hour: PriceOpt = None,
     fmt: Annotated[str, typer.Option("--format", "-f", metavar="FORMAT", help="text or json.")] = "text",
     output: OutputOpt = None,
@@ -894,7 +902,8 @@ def estimate(
         fabric = estimating.custom_fabric(
             gpu or "", gpus_per_node, nics, nic_gbps, transport, not no_gdr, ethernet_gbps
         )
-    result = estimating.run(fabric, nodes, state, workload_named(workload), price_per_gpu_hour)
+    chosen = estimating.workload_from_file(workload_file) if workload_file else workload_named(workload)
+    result = estimating.run(fabric, nodes, state, chosen, price_per_gpu_hour)
     text = result.model_dump_json(indent=2) + "\n" if fmt == "json" else estimating.render_text(result)
     if output is not None:
         _write(output, text, "--output")
