@@ -431,3 +431,16 @@ def test_module_outputs_and_capacity_block_market(tmp_path: Path) -> None:
     [cluster] = report.clusters
     assert cluster.grouped_by == "Capacity Block"
     assert Counter(f.rule for f in report.findings) == Counter({"AWS101": 2})  # no placement finding
+
+
+def test_misshapen_plan_is_one_line(tmp_path: Path) -> None:
+    doc = json.loads((DEMO_PLANS / "aws-wrong.json").read_text())
+    doc["resource_changes"][0]["change"] = ["create"]
+    line = one_clean_line(run("plan", str(_write(tmp_path, doc))))
+    assert "plan.json: unexpected shape" in line
+    doc = json.loads((DEMO_PLANS / "aws-correct.json").read_text())
+    for item in doc["planned_values"]["root_module"]["resources"]:
+        if item["type"] == "aws_launch_template":
+            item["values"]["network_interfaces"][0]["network_card_index"] = 4096
+    line = one_clean_line(run("plan", str(_write(tmp_path, doc))))
+    assert "plan.json: unexpected shape" in line and "network_card_index" in line

@@ -472,12 +472,16 @@ def load_plan(path: str, terraform_dir: Path | None = None) -> Inventory:
 
     from fabriccheck.inventory import Inventory
 
-    plan = read_plan(path)
-    inventory = Inventory(source=f"terraform plan {plan.where}")
-    for provider_type in sorted({r.provider for r in plan.resources}):
-        package = PROVIDER_PACKAGES.get(provider_type)
-        if package is not None:
-            importlib.import_module(f"fabriccheck.providers.{package}.plan").map_plan(plan, inventory)
+    from fabriccheck.sources.common import unexpected_shape
+
+    where = "standard input" if path == "-" else path
+    with unexpected_shape(where):  # a hand-edited or misshapen plan is one line naming the file
+        plan = read_plan(path)
+        inventory = Inventory(source=f"terraform plan {plan.where}")
+        for provider_type in sorted({r.provider for r in plan.resources}):
+            package = PROVIDER_PACKAGES.get(provider_type)
+            if package is not None:
+                importlib.import_module(f"fabriccheck.providers.{package}.plan").map_plan(plan, inventory)
     if terraform_dir is not None:
         from fabriccheck.sources.terraform_files import block_locations, config_address
 
