@@ -471,7 +471,6 @@ def load_plan(path: str, terraform_dir: Path | None = None) -> Inventory:
     import importlib
 
     from fabriccheck.inventory import Inventory
-
     from fabriccheck.sources.common import unexpected_shape
 
     where = "standard input" if path == "-" else path
@@ -488,9 +487,9 @@ def load_plan(path: str, terraform_dir: Path | None = None) -> Inventory:
         found = block_locations(terraform_dir)
         for node in [*inventory.nodes, *inventory.specs]:
             if node.source is not None:
-                where = found.get(config_address(node.source.address))
-                if where is not None:
-                    node.source.file, node.source.line = where.file, where.line
+                block = found.get(config_address(node.source.address))
+                if block is not None:
+                    node.source.file, node.source.line = block.file, block.line
     inventory.notes += _plan_notes(plan, inventory)
     return inventory
 
