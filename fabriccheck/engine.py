@@ -478,7 +478,8 @@ def judge(
                 verdict = verdicts.get(shape)
                 if verdict is None:
                     context.add_variable("node", node_facts)
-                    matched = [r for r in node_rules if r.matches(context)]
+                    # A fact the node's source left unknown (a plan's value known only after apply) fires nothing.
+                    matched = [r for r in node_rules if r.matches(context) and not _reads_unknown(r, node.unknown)]
                     unknown = [
                         (rule.id, reason)
                         for rule in node_rules
@@ -500,6 +501,10 @@ def judge(
                 for (rule, reason), nodes in sorted(missed.items())
             ]
     return Evaluation(sort_findings(findings), unjudged)
+
+
+def _reads_unknown(rule: Rule, unknown: dict[str, str]) -> bool:
+    return bool(unknown) and any(r.partition(".")[2] in unknown for r in rule._reads if r.startswith("node."))
 
 
 def _reasons(rule: Rule, cluster_facts: dict[str, Any], node_facts: dict[str, Any] | None) -> list[str]:

@@ -400,3 +400,47 @@ def test_a_list_of_references_to_several_instances(tmp_path: Path) -> None:
     )
     [node] = load_plan(str(_write(tmp_path, plan.build()))).nodes
     assert node.interfaces[0].security_groups == ["aws_security_group.a[0]", "aws_security_group.a[1]"]
+
+
+def test_module_outputs_and_capacity_block_market(tmp_path: Path) -> None:
+    """A security group handed out by a module's output is followed into the module; an instance that asks for
+    the capacity-block market runs in a Capacity Block, which places its instances itself."""
+    plan = PlanBuilder()
+    plan.region_settings["aws"] = {"region": const("us-east-1")}
+    plan.module("module.sg", "./sg", outputs={"group_id": ref("aws_security_group.efa.id")})
+    plan.resource("aws_security_group", "efa", {"name": "efa"}, module="module.sg", unknown={"ingress": True})
+    for i in range(2):
+        plan.resource(
+            "aws_instance",
+            "node",
+            {
+                "instance_type": "p4d.24xlarge",
+                "instance_market_options": [{"market_type": "capacity-block"}],
+                "capacity_reservation_specification": [
+                    {"capacity_reservation_target": [{"capacity_reservation_id": "cr-0123456789abcdef0"}]}
+                ],
+            },
+            index=i,
+            count=2,
+            unknown={"vpc_security_group_ids": True},
+            expressions={"vpc_security_group_ids": ref("module.sg.group_id")},
+        )
+    inventory = load_plan(str(_write(tmp_path, plan.build())))
+    assert {g for n in inventory.nodes for g in n.interfaces[0].security_groups} == {"module.sg.aws_security_group.efa"}
+    report = flow.run(inventory, flow.Options())
+    [cluster] = report.clusters
+    assert cluster.grouped_by == "Capacity Block"
+    assert Counter(f.rule for f in report.findings) == Counter({"AWS101": 2})  # no placement finding
+
+
+def test_misshapen_plan_is_one_line(tmp_path: Path) -> None:
+    doc = json.loads((DEMO_PLANS / "aws-wrong.json").read_text())
+    doc["resource_changes"][0]["change"] = ["create"]
+    line = one_clean_line(run("plan", str(_write(tmp_path, doc))))
+    assert "plan.json: unexpected shape" in line
+    doc = json.loads((DEMO_PLANS / "aws-correct.json").read_text())
+    for item in doc["planned_values"]["root_module"]["resources"]:
+        if item["type"] == "aws_launch_template":
+            item["values"]["network_interfaces"][0]["network_card_index"] = 4096
+    line = one_clean_line(run("plan", str(_write(tmp_path, doc))))
+    assert "plan.json: unexpected shape" in line and "network_card_index" in line

@@ -353,3 +353,37 @@ def test_gcp_rdma_instances_without_network_profile(tmp_path: Path) -> None:
     [cluster] = report.clusters
     assert cluster.grouped_by == "Terraform resource"  # two instances of one count, no other signal
     assert _rules(report) == Counter({"GCP122": 2})
+
+
+def test_gcp_network_known_only_after_apply_fires_nothing(tmp_path: Path) -> None:
+    """GPU NICs on a network read from a data source: whether the fabric is attached, and whether a firewall lets
+    it through, cannot be told before apply. No rule fires on it; the cluster says what was not judged."""
+    plan = PlanBuilder()
+    plan.region_settings["google"] = {"project": const("proj")}
+    _gcp_network(plan, "host", 8244)
+    nics = [{"nic_type": "GVNIC"} for _ in range(5)]
+    for i in range(2):
+        plan.resource(
+            "google_compute_instance",
+            "a3",
+            {"name": f"a3-{i}", "zone": "us-central1-a", "machine_type": "a3-highgpu-8g", "network_interface": nics},
+            index=i,
+            count=2,
+            unknown={"network_interface": [{"network": True} for _ in nics]},
+            expressions={
+                "network_interface": [
+                    {
+                        "network": ref(
+                            "google_compute_network.host.name" if j == 0 else f"data.google_compute_network.g{j}.id"
+                        )
+                    }
+                    for j in range(len(nics))
+                ]
+            },
+        )
+    report = _judge(tmp_path, plan)
+    assert _rules(report) == Counter({"GCP130": 1})  # no placement policy: that much is known
+    [cluster] = report.clusters
+    reasons = {n.rule: n.reason for n in cluster.not_judged}
+    assert {"GCP101", "GCP102", "GCP110"} <= set(reasons)
+    assert "data.google_compute_network.g1.id" in reasons["GCP110"]

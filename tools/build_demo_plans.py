@@ -63,10 +63,20 @@ class PlanBuilder:
     blocks: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)  # module path -> local -> block
     calls: dict[str, dict[str, Any]] = field(default_factory=dict)  # module path -> call
     drift: list[dict[str, Any]] = field(default_factory=list)
+    outputs: dict[str, dict[str, Any]] = field(default_factory=dict)  # module path -> output blocks
 
-    def module(self, path: str, source: str, expressions: dict[str, Any] | None = None) -> None:
-        """A module call: path 'module.gpu' or 'module.a.module.b' (no instance keys)."""
+    def module(
+        self,
+        path: str,
+        source: str,
+        expressions: dict[str, Any] | None = None,
+        outputs: dict[str, dict[str, Any]] | None = None,
+    ) -> None:
+        """A module call: path 'module.gpu' or 'module.a.module.b' (no instance keys); `outputs` are the called
+        module's output blocks (name -> expression)."""
         self.calls[path] = {"source": source, "expressions": expressions or {}}
+        if outputs:
+            self.outputs[path] = {name: {"expression": expr} for name, expr in outputs.items()}
 
     def resource(
         self,
@@ -182,6 +192,8 @@ class PlanBuilder:
 
     def _config(self, path: str) -> dict[str, Any]:
         config: dict[str, Any] = {"resources": list(self.blocks.get(path, {}).values())}
+        if path in self.outputs:
+            config["outputs"] = self.outputs[path]
         calls = {}
         for call_path, call in self.calls.items():
             parent, _, name = call_path.rpartition(".module.") if ".module." in call_path else ("", "", call_path)

@@ -281,6 +281,17 @@ class Plan:
                 seen_targets.add(name)
                 found += self._variable(module, name, attr, depth)
                 continue
+            if ref.startswith("module.") and ref.count(".") >= 2:
+                call, _, output = ref[len("module.") :].partition(".")
+                call = call.split("[", 1)[0]
+                output = output.split(".", 1)[0].split("[", 1)[0]
+                if f"module.{call}.{output}" in seen_targets:
+                    continue
+                seen_targets.add(f"module.{call}.{output}")
+                found += self._output(module, call, output, attr, ref, depth)
+                continue
+            if ref.startswith("module.") and any(t.startswith(f"{ref.split('[', 1)[0]}.") for t in seen_targets):
+                continue  # `module.sg` after `module.sg.group_id`: the same output
             if ref.startswith(("data.", "local.", "module.")):
                 head = ".".join(ref.split(".")[:3] if ref.startswith("data.") else ref.split(".")[:2])
                 if head not in seen_targets:
@@ -344,6 +355,21 @@ class Plan:
         if not refs:
             return [unknown_value(f"var.{name}")]
         return self.follow(parent, refs, attr, None, depth + 1)
+
+    def _output(self, module: str, call: str, output: str, attr: str, ref: str, depth: int) -> list[str]:
+        """A child module's output, followed through its expression inside that module (a module with count or
+        for_each has instances the reference does not tell apart: it stays unknown)."""
+        child = f"{module}.module.{call}" if module else f"module.{call}"
+        config = self._config_module(child)
+        expr = ((config.get("outputs") or {}).get(output) or {}).get("expression")
+        instanced = any(r.module.startswith(f"{child}[") for r in self.resources)
+        if depth > 16 or instanced or not isinstance(expr, dict):
+            return [unknown_value(ref)]
+        if "constant_value" in expr:
+            value = expr["constant_value"]
+            return [str(v) for v in (value if isinstance(value, list) else [value]) if v is not None]
+        refs = expr.get("references")
+        return self.follow(child, refs, attr, None, depth + 1) if refs else [unknown_value(ref)]
 
     def constant(self, resource: PlanResource | None, expr: Any) -> Any:
         """A provider or resource setting: its constant, or a root variable it names."""
@@ -445,22 +471,25 @@ def load_plan(path: str, terraform_dir: Path | None = None) -> Inventory:
     import importlib
 
     from fabriccheck.inventory import Inventory
+    from fabriccheck.sources.common import unexpected_shape
 
-    plan = read_plan(path)
-    inventory = Inventory(source=f"terraform plan {plan.where}")
-    for provider_type in sorted({r.provider for r in plan.resources}):
-        package = PROVIDER_PACKAGES.get(provider_type)
-        if package is not None:
-            importlib.import_module(f"fabriccheck.providers.{package}.plan").map_plan(plan, inventory)
+    where = "standard input" if path == "-" else path
+    with unexpected_shape(where):  # a hand-edited or misshapen plan is one line naming the file
+        plan = read_plan(path)
+        inventory = Inventory(source=f"terraform plan {plan.where}")
+        for provider_type in sorted({r.provider for r in plan.resources}):
+            package = PROVIDER_PACKAGES.get(provider_type)
+            if package is not None:
+                importlib.import_module(f"fabriccheck.providers.{package}.plan").map_plan(plan, inventory)
     if terraform_dir is not None:
         from fabriccheck.sources.terraform_files import block_locations, config_address
 
         found = block_locations(terraform_dir)
         for node in [*inventory.nodes, *inventory.specs]:
             if node.source is not None:
-                where = found.get(config_address(node.source.address))
-                if where is not None:
-                    node.source.file, node.source.line = where.file, where.line
+                block = found.get(config_address(node.source.address))
+                if block is not None:
+                    node.source.file, node.source.line = block.file, block.line
     inventory.notes += _plan_notes(plan, inventory)
     return inventory
 

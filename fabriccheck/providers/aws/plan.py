@@ -339,13 +339,20 @@ class AwsPlan:
         reservation = plan.string(
             res, "capacity_reservation_specification", 0, "capacity_reservation_target", 0, "capacity_reservation_id"
         )
-        if reservation:
+        market = res.known("instance_market_options", 0, "market_type") or (
+            template.known("instance_market_options", 0, "market_type") if template else None
+        )
+        if market == "capacity-block" and reservation:
+            # The instance says itself that it runs in a Capacity Block (as InstanceLifecycle does when it runs).
+            placement.append(Placement(kind=CAPACITY_BLOCK, id=reservation))
+        elif reservation:
             block = next(
                 (r for r in self.inventory.aws.capacity_reservations if r.id == reservation),
                 None,
             )
             if block is not None and block.reservation_type == "capacity-block":
                 placement.append(Placement(kind=CAPACITY_BLOCK, id=reservation))
+        if reservation:
             placement.append(Placement(kind=CAPACITY_RESERVATION, id=reservation))
         zone = res.known("availability_zone") or self.subnet_zones.get(subnet or "")
         tags = res.known("tags") or {}

@@ -209,10 +209,10 @@ class GcpPlan:
             values = (affinity.get("specific_reservation") or [{}])[0].get("values") or [node_id]
             placement.append(Placement(kind=RESERVATION, id=last(values[0])))
         labels = res.known("labels") or {}
-        unknown = {}
+        unknown = _unknown_networks(owner, interfaces)
         if not machine_type:
             why = f"{owner.address}: the machine type is known only after apply"
-            unknown = dict.fromkeys(("fabric", "fabric_expected", "accelerators", "accelerator"), why)
+            unknown |= dict.fromkeys(("fabric", "fabric_expected", "accelerators", "accelerator"), why)
         return Node(
             id=node_id,
             provider="gcp",
@@ -301,7 +301,7 @@ class GcpPlan:
                     ResourcePolicy(account=project, region=region or "unknown", name=name, collocation="COLLOCATED")
                 )
             placement.append(Placement(kind=RESOURCE_POLICY, id=name))
-        unknown = {}
+        unknown: dict[str, str] = {}
         if not machine_type:
             why = f"{res.address}: node_config.machine_type is known only after apply"
             unknown = dict.fromkeys(("fabric", "fabric_expected", "accelerators", "accelerator"), why)
@@ -324,6 +324,7 @@ class GcpPlan:
                     device_index=j + 1,
                 )
             )
+        unknown |= _unknown_networks(res, interfaces)
         # The pool's nodes are one spec: one node per zone (node_count is per zone), copied under each node's id.
         models: dict[str | None, Node] = {}
         for i in range(size * max(1, len(zones))):
@@ -347,6 +348,17 @@ class GcpPlan:
                     unknown=unknown,
                 )
             self._add(model.model_copy(update={"id": f"{res.address}#{i}"}))
+
+
+def _unknown_networks(res: PlanResource, interfaces: list[NetworkInterface]) -> dict[str, str]:
+    """NICs whose network or subnetwork is known only after apply (a data source, a module output of a counted
+    module): which NICs carry the fabric, and what guards their networks, cannot be told."""
+    waiting = sorted({v for i in interfaces for v in (i.network, i.subnet) if v is not None and is_unknown(v)})
+    if not waiting:
+        return {}
+    why = f"{res.address}: NIC networks are known only after apply ({', '.join(waiting)})"
+    facts = ("fabric", "gpu_firewall", "gpu_mtu", "rdma_profile", "non_rdma_on_rdma_vpc", "extra_nics")
+    return dict.fromkeys(facts, why)
 
 
 def map_plan(plan: Plan, inventory: Inventory) -> None:
