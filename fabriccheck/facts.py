@@ -19,6 +19,7 @@ from fabriccheck.inventory import Inventory
 from fabriccheck.model import Capability, Node, fact_key
 
 T = TypeVar("T")
+_UNSEEN: Any = object()
 
 # The neutral facts, as dotted paths (the engine refuses a rule that reads anything else).
 NODE_FACTS = {
@@ -106,11 +107,13 @@ class FactBuilder:
         self._siblings: dict[tuple[str, str], list[catalog.Sibling]] = {}
         self._cluster_facts: dict[str, Facts] = {}
         self._cache: dict[str, Any] = {}
+        self._families: dict[tuple[str, str], str] = {}
 
     # ---------------------------------------------------------------------------------------- context
 
     def capability(self, node: Node) -> Capability | None:
-        return self.type_capability(node.instance_type)
+        found = self._capabilities.get(node.instance_type or "", _UNSEEN)
+        return self.type_capability(node.instance_type) if found is _UNSEEN else found
 
     def attachment(self, node: Node) -> FabricAttachment:
         found = self._attachments.get(id(node))
@@ -155,6 +158,11 @@ class FactBuilder:
         attachment = self.attachment(node)
         instance_type = node.instance_type or ""
         primary = node.primary_interface
+        family = self._families.get((node.provider, instance_type))
+        if family is None:
+            family = self._families[(node.provider, instance_type)] = (
+                cloud.family(instance_type) if instance_type else ""
+            )
         facts: Facts = {
             "id": node.id,
             "label": node.id,
@@ -167,7 +175,7 @@ class FactBuilder:
             },
             "account": node.account,
             "instance_type": instance_type,
-            "family": cloud.family(instance_type) if instance_type else "",
+            "family": family,
             "region": node.region,
             "zone": node.zone or "",
             "network": (primary.network if primary else None) or "",

@@ -76,6 +76,7 @@ _SIZE_NAME = re.compile(
 )
 
 
+@functools.lru_cache(maxsize=1024)  # a fleet runs a handful of sizes, asked about for every VM
 def _parse(size: str) -> re.Match[str] | None:
     return _SIZE_NAME.match(size.strip().lower())
 
