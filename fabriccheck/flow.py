@@ -276,7 +276,10 @@ def cluster_penalty(
                 None,
             )
             if pick is not None and pick.accelerators:
-                fabric = penalty.FabricDescription.borrowed(cap, pick)
+                borrowed = f"{cap.instance_type} as {pick.instance_type}"
+                fabric = descriptions.get(borrowed)
+                if fabric is None:
+                    fabric = descriptions[borrowed] = penalty.FabricDescription.borrowed(cap, pick)
         loose = "loose-placement" in node_effects
         key: tuple[penalty.FabricHealth, int | None, bool]
         if "unreachable" in node_effects:
