@@ -432,6 +432,7 @@ def judge(
     # One verdict per rule and distinct values of the facts it reads (with why any of them is unknown), for the
     # whole run: the nodes of a pool, and pools alike, cost one CEL evaluation, not one each.
     verdicts: dict[tuple[Any, ...], tuple[bool, tuple[str, ...]]] = {}
+    freezer = _Freezer()
 
     for cluster in [*clusters, *(specs if specs is not None else spec_clusters(inventory))]:
         origin = cluster.nodes[0].origin if cluster.spec else "running"
@@ -464,7 +465,7 @@ def judge(
             by_shape: dict[Any, tuple[list[Rule], list[tuple[str, str]]]] = {}
             for node in cluster.nodes:
                 node_facts = facts.node(node)
-                shape = _read(node_facts, reads) if exact else id(node)
+                shape = freezer.read(node_facts, reads) if exact else id(node)
                 verdict = by_shape.get(shape)
                 if verdict is None:
                     matched_rules: list[Rule] = []
@@ -580,6 +581,27 @@ def _frozen(value: Any) -> Any:
 
 
 _ABSENT = object()
+
+
+class _Freezer:
+    """`_read`, freezing a dict that many nodes' facts share (the nested facts of a pool) once."""
+
+    def __init__(self) -> None:
+        self._dicts: dict[int, tuple[Any, Any]] = {}  # id -> (the dict, kept so that its id stays its own; frozen)
+
+    def read(self, facts: dict[str, Any], names: list[str]) -> tuple[Any, ...]:
+        unknown = facts.get("unknown")
+        values: list[Any] = [tuple(unknown.get(name) for name in names) if unknown else None]
+        for name in names:
+            value = facts.get(name, _ABSENT)
+            if type(value) is dict:
+                known = self._dicts.get(id(value))
+                if known is None:
+                    known = self._dicts[id(value)] = (value, _frozen(value))
+                values.append(known[1])
+            else:
+                values.append(_frozen(value))
+        return tuple(values)
 
 
 def _read(facts: dict[str, Any] | None, names: tuple[str, ...] | list[str]) -> tuple[Any, ...]:
