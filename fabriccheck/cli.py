@@ -235,9 +235,10 @@ def _finish(
 ) -> NoReturn:
     from fabriccheck import flow, reports
     from fabriccheck.engine import SEVERITY_RANK
-    from fabriccheck.sources.snapshot import save_inventory
 
     if save is not None:
+        from fabriccheck.sources.snapshot import save_inventory
+
         save_inventory(inventory, save)
     report: Report = flow.run(inventory, options)
     color = output is None and fmt is Format.text and sys.stdout.isatty() and "NO_COLOR" not in os.environ
