@@ -461,6 +461,7 @@ def judge(
             # Nodes of one cluster mostly share their facts but for their names: the nodes whose facts read by
             # the node rules are alike share one verdict per rule.
             reads = sorted({top for r in node_rules for top in r.node_reads})
+            names = tuple(reads)
             exact = all(r.exact for r in node_rules)
             by_shape: dict[Any, tuple[list[Rule], list[tuple[str, str]]]] = {}
             for node in cluster.nodes:
@@ -471,7 +472,8 @@ def judge(
                     matched_rules: list[Rule] = []
                     unknown: list[tuple[str, str]] = []
                     for judging in node_rules:
-                        matched, reasons = judging.verdict(verdicts, scope, node_facts, shape)
+                        # The shape means these facts' values only with the same facts read: both are the key.
+                        matched, reasons = judging.verdict(verdicts, scope, node_facts, (names, shape))
                         if matched:
                             matched_rules.append(judging.rule)
                         else:
