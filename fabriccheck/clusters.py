@@ -48,12 +48,12 @@ def _slug(label: str) -> str:
 
 
 @functools.cache
-def _signals(provider: str) -> tuple[tuple[tuple[str, ...], str | None, str, str], ...]:
-    """The provider's signals as (tag keys, placement kind, slug, label), strongest first."""
+def _signals(provider: str) -> tuple[tuple[tuple[str, ...], frozenset[str], str | None, str, str], ...]:
+    """The provider's signals as (tag keys, the same as a set, placement kind, slug, label), strongest first."""
     return tuple(
-        (signal.keys, None, _slug(signal.label), signal.label)
+        (signal.keys, frozenset(signal.keys), None, _slug(signal.label), signal.label)
         if isinstance(signal, TagSignal)
-        else ((), signal.kind, _slug(signal.label), signal.label)
+        else ((), frozenset(), signal.kind, _slug(signal.label), signal.label)
         for signal in support(provider).signals
         if isinstance(signal, TagSignal | PlacementSignal)
     )
@@ -68,9 +68,9 @@ def cluster_key(node: Node, cluster_tag: str | None) -> tuple[str, str]:
     here = f"{node.provider}:{node.account}:{node.region}"
     if tags and any(tags.get(key) == value for key, value in support(node.provider).alone_tags):
         return f"{here}:{node.id}", "single node"
-    for keys, kind, slug, label in _signals(node.provider):
+    for keys, keyset, kind, slug, label in _signals(node.provider):
         if kind is None:
-            if all(k in tags for k in keys):
+            if tags.keys() >= keyset:
                 name = "/".join(tags[k] for k in keys)
                 return f"{here}:{slug}/{name}", label
         else:
