@@ -23,16 +23,6 @@ if TYPE_CHECKING:
     from fabriccheck.flow import Options, Report
     from fabriccheck.inventory import Inventory
 
-app = typer.Typer(
-    name="fabriccheck",
-    help="Find cloud GPU-cluster settings that leave the training fabric (EFA, InfiniBand, GPUDirect) "
-    "unused, and estimate what they cost.",
-    no_args_is_help=True,
-    add_completion=False,
-    rich_markup_mode=None,
-    pretty_exceptions_enable=False,
-)
-
 
 class Format(StrEnum):
     text = "text"
@@ -142,7 +132,31 @@ RoleOpt = Annotated[
 ]
 
 
-class _Command(typer.core.TyperCommand):
+class _Flag:
+    """Coerces a flag's value by leaving it as it is (see _PlainHelp)."""
+
+    def coerce(self, value: Any, param: Any, ctx: Any) -> Any:
+        return value
+
+
+class _PlainHelp:
+    """Typer coerces every option's value through a pydantic TypeAdapter, built on first use, and the
+    `--help` flag of the app is processed (value unset) before any command runs: `fabriccheck azure --help`
+    imported pydantic (a third of its start-up) to coerce nothing. A flag needs no coercion. Typer versions
+    without per-option coercion (no `_runtime_param`) are left alone."""
+
+    def get_help_option(self, ctx: Any) -> Any:
+        option = super().get_help_option(ctx)  # type: ignore[misc]
+        if option is not None and getattr(option, "_runtime_param", False) is None:
+            option._runtime_param = _Flag()
+        return option
+
+
+class _Group(_PlainHelp, typer.core.TyperGroup):
+    pass
+
+
+class _Command(_PlainHelp, typer.core.TyperCommand):
     """Help in plain words: `check [OPTIONS] FILE` and `FILE  Inventory saved ...`, not `{FILE}` and
     `FILE <path>` (the options carry their own plain metavars)."""
 
@@ -165,6 +179,18 @@ class _Command(typer.core.TyperCommand):
             if rows:
                 with formatter.section(title):
                     formatter.write_dl(rows)
+
+
+app = typer.Typer(
+    name="fabriccheck",
+    help="Find cloud GPU-cluster settings that leave the training fabric (EFA, InfiniBand, GPUDirect) "
+    "unused, and estimate what they cost.",
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+    cls=_Group,
+)
 
 
 def _version(value: bool) -> None:
@@ -267,12 +293,13 @@ def _finish(
     from fabriccheck import flow, reports
     from fabriccheck.engine import SEVERITY_RANK
     from fabriccheck.sources.common import API_CALLS
-    from fabriccheck.sources.snapshot import save_inventory
 
     ctx = _context()
     settled = ctx.meta.get(_GATE) if ctx is not None else None
     options, fail_on, write_baseline = settled if settled is not None else _configured(options, fail_on)
     if save is not None:
+        from fabriccheck.sources.snapshot import save_inventory
+
         save_inventory(inventory, save)
     report: Report = flow.run(inventory, options)
     if write_baseline is not None:

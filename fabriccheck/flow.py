@@ -292,9 +292,18 @@ def cluster_penalty(
         one = len(finding.resources) == 1 and finding.resources[0] in effects
         for node_id in finding.resources if one else effects:
             effects[node_id].add(finding.effect)
+    # The nodes of a pool share their type and mostly their state, and pools of one shape cost the same: each
+    # type's description, each state and each distinct cluster's slowdown is made once per run.
+    descriptions: dict[str, penalty.FabricDescription] = facts.cached("penalty:descriptions", dict)
+    states: dict[tuple[penalty.FabricHealth, int | None, bool], penalty.FabricState] = facts.cached(
+        "penalty:states", dict
+    )
+    slowdowns: dict[tuple[object, ...], penalty.Slowdown] = facts.cached("penalty:slowdowns", dict)
     members: list[tuple[penalty.FabricDescription, penalty.FabricState]] = []
     for node, cap in zip(cluster.nodes, known, strict=True):
-        fabric = penalty.FabricDescription.from_capability(cap)
+        fabric = descriptions.get(cap.instance_type)
+        if fabric is None:
+            fabric = descriptions[cap.instance_type] = penalty.FabricDescription.from_capability(cap)
         node_effects = effects[node.id]
         if "weaker-fabric" in node_effects and not fabric.fabric_gbps:
             # Healthy would be the fabric of the same-generation type the instance-choice rule suggests,
@@ -308,19 +317,29 @@ def cluster_penalty(
                 None,
             )
             if pick is not None and pick.accelerators:
-                fabric = penalty.FabricDescription.borrowed(cap, pick)
+                borrowed = f"{cap.instance_type} as {pick.instance_type}"
+                fabric = descriptions.get(borrowed)
+                if fabric is None:
+                    fabric = descriptions[borrowed] = penalty.FabricDescription.borrowed(cap, pick)
         loose = "loose-placement" in node_effects
+        key: tuple[penalty.FabricHealth, int | None, bool]
         if "unreachable" in node_effects:
-            state = penalty.FabricState("unreachable", loose_placement=loose)
+            key = ("unreachable", None, loose)
         elif node_effects & _TCP_EFFECTS:
-            state = penalty.FabricState("tcp-fallback", loose_placement=loose)
+            key = ("tcp-fallback", None, loose)
         elif "partial-fabric" in node_effects:
-            attached = int(facts.node(node)["fabric"]["attached"])
-            state = penalty.FabricState("partial", nics_used=attached, loose_placement=loose)
+            key = ("partial", int(facts.node(node)["fabric"]["attached"]), loose)
         else:
-            state = penalty.FabricState("healthy", loose_placement=loose)
+            key = ("healthy", None, loose)
+        state = states.get(key)
+        if state is None:
+            state = states[key] = penalty.FabricState(key[0], nics_used=key[1], loose_placement=key[2])
         members.append((fabric, state))
-    slowdown = penalty.estimate_members(members, workload)
+    # The slowdown depends on the node count and the distinct members in order (the first names the accelerator).
+    shape = (workload, len(members), *dict.fromkeys(members))
+    slowdown = slowdowns.get(shape)
+    if slowdown is None:
+        slowdown = slowdowns[shape] = penalty.estimate_members(members, workload)
     gpus = min((c.accelerators for c in known), default=0) * cluster.size
     return penalty.penalty_of(slowdown, workload, gpus, price_per_gpu_hour)
 

@@ -10,6 +10,7 @@ one cloud only (security groups, scale sets, resource policies ...) live in that
 
 from __future__ import annotations
 
+import operator
 from enum import StrEnum
 from typing import Annotated, Literal
 
@@ -139,13 +140,19 @@ class Node(Scoped):
 
     def placed_by(self, kind: str) -> str | None:
         """The id of this node's placement of `kind`, if any."""
-        return next((p.id for p in self.placement if p.kind == kind), None)
+        for placement in self.placement:
+            if placement.kind == kind:
+                return placement.id
+        return None
 
     @property
     def primary_interface(self) -> NetworkInterface | None:
-        if not self.interfaces:
-            return None
-        return min(self.interfaces, key=lambda i: (i.network_card_index, i.device_index))
+        if len(self.interfaces) < 2:
+            return self.interfaces[0] if self.interfaces else None
+        return min(self.interfaces, key=_CARD_AND_DEVICE)
+
+
+_CARD_AND_DEVICE = operator.attrgetter("network_card_index", "device_index")
 
 
 class CollectionError(Model):
