@@ -106,8 +106,10 @@ ClusterTagOpt = Annotated[
 ]
 
 
-# The gate's own options (config.py, waivers.py, baseline.py). Every scanning command takes them; `_finish` reads
-# them, and the config file and FABRICCHECK_* variables under them, from the command's context.
+# The gate's own options (config.py, waivers.py, baseline.py). Every scanning command takes them; `_options` reads
+# them from the command's context (with the config file and FABRICCHECK_* variables under them, and the shared
+# options above over them) through `_configured`, and `_finish` uses what it settled. A new scanning command (plan)
+# gets the whole layer by taking these options and calling `_options` and `_finish` like the others.
 ConfigOpt = Annotated[
     Path | None,
     typer.Option(
