@@ -96,8 +96,10 @@ ClusterTagOpt = Annotated[
 ]
 
 
-# The gate's own options (config.py, waivers.py, baseline.py). Every scanning command takes them; `_finish` reads
-# them, and the config file and FABRICCHECK_* variables under them, from the command's context.
+# The gate's own options (config.py, waivers.py, baseline.py). Every scanning command takes them; `_options` reads
+# them from the command's context (with the config file and FABRICCHECK_* variables under them, and the shared
+# options above over them) through `_configured`, and `_finish` uses what it settled. A new scanning command (plan)
+# gets the whole layer by taking these options and calling `_options` and `_finish` like the others.
 ConfigOpt = Annotated[
     Path | None,
     typer.Option(
@@ -366,6 +368,7 @@ def _configured(options: Options, fail_on: FailOn) -> tuple[Options, FailOn, Pat
     default_fail_on = FailOn(_default_of(ctx, "fail_on", fail_on.value))
     effective, params = _effective(default_fail_on, _default_of(ctx, "workload", options.workload))
     value = effective.value
+    _check_rule_names(effective)
     waivers_path: Path | None = value("waivers")
     baseline_path: Path | None = params.get("baseline")
     options = dataclasses.replace(
@@ -390,6 +393,16 @@ def _configured(options: Options, fail_on: FailOn) -> tuple[Options, FailOn, Pat
             f"--output {output} and --write-baseline {write_baseline} name the same file: choose two"
         )
     return options, FailOn(value("fail-on")), write_baseline
+
+
+def _check_rule_names(effective: Config) -> None:
+    from fabriccheck import config, engine
+
+    named = [effective.settings[n] for n in ("select", "ignore", "severity")]
+    if not any(s.value and not s.source.startswith("flag") for s in named):
+        return  # nothing to check (flags are checked where they are used), and no rules to load for it
+    dirs = effective.value("rules-dir")
+    config.check_rule_names(effective, engine.load_rules(dirs) if dirs else list(engine.builtin_rules()))
 
 
 def _default_of(ctx: Any, name: str, fallback: str) -> str:
@@ -1068,6 +1081,7 @@ def show_config(
     if fmt not in ("text", "json"):
         raise FabricCheckError(f"--format {fmt}: the config is shown as text or json")
     effective, _ = _effective(FailOn.error, "llm-70b-fsdp")
+    _check_rule_names(effective)
     path: Path | None = effective.value("waivers")
     loaded = waiving.load(path) if path is not None else []
     if fmt == "json":

@@ -359,3 +359,23 @@ def override_severity(findings: list[Finding], overrides: Mapping[str, str], rul
         if override is not None:
             finding.severity = cast(Severity, override)  # checked by FileSettings
     findings[:] = sort_findings(findings)  # worst first, as the engine orders them
+
+
+def check_rule_names(config: Config, rules: list[Rule]) -> None:
+    """Rule names set in a file or a variable are checked here, so the error names where they were set (a
+    flag's own error already names the flag)."""
+    from fabriccheck.engine import select_rules
+
+    for name in ("select", "ignore", "severity"):
+        setting = config.settings[name]
+        if not setting.value or setting.source.startswith("flag"):
+            continue
+        try:
+            if name == "severity":
+                override_severity([], setting.value, rules)
+            else:
+                select_rules(
+                    rules, setting.value if name == "select" else [], setting.value if name == "ignore" else []
+                )
+        except FabricCheckError as exc:
+            raise FabricCheckError(f"{exc} (set by {setting.source})") from None

@@ -117,7 +117,7 @@ class Report(BaseModel):
     waivers: list[WaiverStatus] = []  # what each waiver did: active, expired, stale, not-run
     baseline: BaselineSummary | None = None
     duration_seconds: float | None = None  # the whole command, collection included (set by the CLI)
-    api_calls: int | None = None  # cloud API requests made (None: none could be made, e.g. a dump)
+    api_calls: int | None = None  # cloud API requests sent (0 for a dump or a saved inventory; set by the CLI)
     # Where each planned resource is declared (Terraform address, file and line, cloud id), by node id.
     locations: dict[str, SourceLocation] = {}
 

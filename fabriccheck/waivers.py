@@ -69,15 +69,47 @@ class Waiver(BaseModel):
         return finding.category == self.category
 
     def covers_resources(self, finding: Finding) -> bool:
-        """The finding's cluster is covered, or every resource it names is: a waiver for one node of a
-        cluster-wide finding does not hide the other nodes."""
-        patterns = [glob_pattern(p) for p in self.resources]
-        if finding.cluster and any(p.fullmatch(finding.cluster) for p in patterns):
-            return True
-        return bool(finding.resources) and all(any(p.fullmatch(r) for p in patterns) for r in finding.resources)
+        """The finding's cluster is covered, or every resource it names is."""
+        return Matcher(self.resources).covers(finding)
 
     def expired(self, today: dt.date) -> bool:
         return self.expires is not None and today > self.expires
+
+
+class Matcher:
+    """A waiver's resource globs: exact ids as a set, the rest as one expression."""
+
+    def __init__(self, globs: list[str]) -> None:
+        self.exact = frozenset(g for g in globs if "*" not in g and "?" not in g)
+        wild = [g for g in globs if g not in self.exact]
+        self.wild = re.compile("|".join(f"(?:{glob_pattern(g).pattern})" for g in wild), re.DOTALL) if wild else None
+
+    def hit(self, value: str) -> bool:
+        return value in self.exact or (self.wild is not None and self.wild.fullmatch(value) is not None)
+
+    def covers(self, finding: Finding) -> bool:
+        """The finding's cluster is covered, or every resource it names is: a waiver for one node of a
+        cluster-wide finding does not hide the other nodes."""
+        return bool(self.covered({finding.cluster: [finding]}))
+
+    def covered(self, by_cluster: dict[str | None, list[Finding]]) -> list[Finding]:
+        """The findings covered, of findings grouped by cluster: a covered cluster covers them all at one match.
+        This runs for every waiver over every finding of its rule, so it stays plain: one node's finding (the
+        common case) is one lookup."""
+        hit = self.hit
+        out: list[Finding] = []
+        for cluster, findings in by_cluster.items():
+            if cluster is not None and hit(cluster):
+                out += findings
+                continue
+            for finding in findings:
+                resources = finding.resources
+                if len(resources) == 1:
+                    if hit(resources[0]):
+                        out.append(finding)
+                elif resources and all(hit(r) for r in resources):
+                    out.append(finding)
+        return out
 
 
 class WaiversFile(BaseModel):
@@ -151,11 +183,16 @@ def apply(
 ) -> list[WaiverStatus]:
     """Mark the findings the waivers cover (the first waiver that covers one wins) and say what each waiver did.
     `ran` are the finding ids of the rules that ran, to tell a stale waiver from another cloud's."""
-    findings = list(findings)
+    # Findings by rule and by category, each grouped by cluster (in report order): a waiver looks only at its own.
+    groups: dict[str, dict[str | None, list[Finding]]] = {}
+    for finding in findings:
+        for key in (f"rule {finding.rule}", f"category {finding.category}"):
+            groups.setdefault(key, {}).setdefault(finding.cluster, []).append(finding)
     ran_ids = {r.upper() for r in ran}
     statuses = []
     for number, waiver in enumerate(waivers, 1):
-        matched = [f for f in findings if waiver.covers_rule(f) and waiver.covers_resources(f)]
+        key = f"rule {waiver.rule.upper()}" if waiver.rule else f"category {waiver.category}"
+        matched = Matcher(waiver.resources).covered(groups.get(key, {}))
         expired = waiver.expired(today)
         if not expired:
             for finding in matched:

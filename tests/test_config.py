@@ -170,3 +170,10 @@ def test_cli_errors_are_one_line_exit_2(tmp_path: Path) -> None:
     assert "severity override AWS999: no rule or category" in line
     line = one_clean_line(run("demo", env=env | {"FABRICCHECK_FAIL_ONN": "x"}))
     assert "FABRICCHECK_FAIL_ONN: unknown setting" in line
+    # Rule names set in a file or a variable: the error says where they were set.
+    (tmp_path / "fabriccheck.toml").write_text('select = ["AWS9"]\n')
+    line = one_clean_line(run("demo", cwd=tmp_path, env=env))
+    assert "AWS9" in line and line.endswith("(set by fabriccheck.toml)")
+    (tmp_path / "fabriccheck.toml").unlink()
+    line = one_clean_line(run("config", cwd=tmp_path, env=env | {"FABRICCHECK_SEVERITY": "nosuch=info"}))
+    assert "severity override nosuch" in line and line.endswith("(set by env FABRICCHECK_SEVERITY)")

@@ -9,7 +9,7 @@ from typing import Any
 
 import jsonschema
 
-from fabriccheck import flow
+from fabriccheck import baseline, flow
 from fabriccheck.cli import demo_inventory
 from fabriccheck.model import CollectionError
 from fabriccheck.reports import render
@@ -29,7 +29,11 @@ def sarif(options: flow.Options, errors: bool = False) -> dict[str, Any]:
 def test_output_is_valid_sarif_2_1_0() -> None:
     validator = jsonschema.Draft4Validator(SCHEMA)
     waived = flow.Options(waivers=[Waiver(rule="AWS110", resources=["*"], reason="on purpose")], waivers_file="w")
-    for document in (sarif(flow.Options()), sarif(waived), sarif(flow.Options(), errors=True)):
+    some = flow.run(demo_inventory(), flow.Options()).findings[::2]
+    baselined = flow.Options(baseline=baseline.build(some), baseline_file="b.json")
+    documents = (sarif(flow.Options()), sarif(waived), sarif(baselined), sarif(flow.Options(), errors=True))
+    assert {r.get("baselineState") for r in documents[2]["runs"][0]["results"]} == {"new", "unchanged"}
+    for document in documents:
         errors = sorted(validator.iter_errors(document), key=lambda e: list(e.path))
         assert not errors, [f"{list(e.path)}: {e.message}" for e in errors[:5]]
 
