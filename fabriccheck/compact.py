@@ -14,11 +14,14 @@ changes it.
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable, Iterator
+from typing import TypeVar
 
 from pydantic import BaseModel
 
 from fabriccheck.model import NetworkInterface, Node, Placement
 
+T = TypeVar("T")
 _intern = sys.intern
 
 
@@ -69,3 +72,13 @@ class Compactor:
             placement_values["kind"] = intern(placement_values["kind"])
             placement_values["id"] = intern(placement_values["id"])
             share(placement, "__pydantic_fields_set__", _PLACEMENT_FIELDS)
+
+
+def compacting(items: Iterable[T], nodes: list[Node]) -> Iterator[T]:
+    """`items` passed on one by one to a normalizer that appends to `nodes`; what it made from each item is
+    compacted before the next one is read."""
+    compactor = Compactor()
+    for item in items:
+        made = len(nodes)
+        yield item
+        compactor.nodes(nodes, made)

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from fabriccheck.compact import Compactor
+from fabriccheck.compact import compacting
 from fabriccheck.errors import DumpShapeError, FabricCheckError
 from fabriccheck.inventory import Inventory
 from fabriccheck.model import UNKNOWN_ACCOUNT
@@ -94,14 +94,13 @@ def _load_folder(folder: Path, account: str | None, region: str | None) -> Inven
         return str(folder / call.dump_file)
 
     normalizer = Normalizer(part, region, account, where)
-    compact = Compactor()
     truncated: list[Ec2Call] = []
     # One file at a time, instances first, each read as a stream: one item is held in memory as JSON at a
     # time, and each node is compacted as it is made, so memory follows the model rather than the file.
     for call in present:
         answer = _Answer(folder / call.dump_file, call)
         with paused_gc():
-            answered = normalizer.add_items(call, answer.items(part, compact))
+            answered = normalizer.add_items(call, compacting(answer.items(), part.nodes))
         if call is INSTANCES and account is None:
             # The one account the instances name (or, when none does, the one of the security groups) is the
             # folder's; nodes that did not say are its too.
@@ -160,7 +159,7 @@ class _Answer:
     def _descend(self, at: tuple[str | int, ...], opener: str) -> bool:
         return (at == () and opener == "{") or (at == (self.call.result_key,) and opener == "[")
 
-    def items(self, part: Inventory, compact: Compactor) -> Iterator[tuple[str, dict[str, Any]]]:
+    def items(self) -> Iterator[tuple[str, dict[str, Any]]]:
         shape = Shape(str(self.path))
         key = self.call.result_key
         for at, value in walk(self.path, self._descend):
@@ -175,9 +174,7 @@ class _Answer:
                 path = f"{key}[{at[1]}]"
                 item = shape.obj(value, path)
                 self.owners |= owners(self.call, {key: [item]})
-                made = len(part.nodes)
                 yield path, item
-                compact.nodes(part.nodes, made)  # the nodes this item made, now that the normalizer is done
 
 
 def _security_group_owner(folder: Path, present: list[Ec2Call]) -> str | None:
