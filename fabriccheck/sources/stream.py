@@ -25,7 +25,7 @@ from fabriccheck.errors import FabricCheckError
 Path_ = tuple[str | int, ...]
 Descend = Callable[[Path_, str], bool]
 
-_CHUNK = 1 << 22  # bytes read at a time: a few items of a large answer
+_CHUNK = 1 << 24  # bytes read at a time: many items of a large answer (an item cut at the end is parsed again)
 # A parse that fails this close to the end of what has been read may only lack the rest of the file. Farther
 # back, the JSON itself is wrong (no string in a cloud answer comes near this length), and the window is not
 # grown to the end of the file to find that out.
