@@ -4,7 +4,8 @@ A 100,000-instance estate has about a million network interfaces, and most of wh
 same subnet, VPC, security group and interface type on thousands of them, each a separate string as the JSON
 parser made it. Pydantic also gives every model instance its own set of the fields that were given (728 bytes
 for a set of 5 to 19 names, more than the interface's own values). `Compactor` shares both: equal strings
-become one object (`sys.intern`), and every instance of a model class shares one set naming all its fields.
+become one object (`sys.intern`), as do equal lists of security groups, and every instance of a model class
+shares one set naming all its fields.
 
 Sharing the field set changes nothing the project reads: nothing dumps with `exclude_unset`, and because the
 shared set already names every field, pydantic's `__setattr__` (which adds the assigned name to the set) never
@@ -39,6 +40,11 @@ _NODE_STRINGS = ("account", "region", "zone", "instance_type", "state", "image",
 class Compactor:
     """Compacts nodes as a source makes them (one call per batch, so the whole estate is never held twice)."""
 
+    def __init__(self) -> None:
+        # One list per distinct set of security groups, shared by every interface that has it. Nothing changes
+        # an interface's list in place after normalizing (an assignment replaces it, which is safe).
+        self._groups: dict[tuple[str, ...], list[str]] = {}
+
     def nodes(self, nodes: list[Node], start: int = 0) -> None:
         """Compact `nodes[start:]` in place."""
         for index in range(start, len(nodes)):
@@ -64,8 +70,12 @@ class Compactor:
             if (subnet := nic_values["subnet"]) is not None:
                 nic_values["subnet"] = intern(subnet)
             groups = nic_values["security_groups"]
-            for i, group in enumerate(groups):
-                groups[i] = intern(group)
+            if groups:
+                key = tuple(groups)
+                shared = self._groups.get(key)
+                if shared is None:
+                    shared = self._groups[key] = [intern(g) for g in groups]
+                nic_values["security_groups"] = shared
             share(nic, "__pydantic_fields_set__", _NIC_FIELDS)
         for placement in node.placement:
             placement_values = placement.__dict__

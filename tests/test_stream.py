@@ -121,6 +121,8 @@ def test_compacted_nodes_share_strings_and_field_sets_and_stay_equal(tmp_path: P
     same = [i for i in nics if i.subnet == nics[0].subnet]
     assert len(same) > 1 and all(i.subnet is same[0].subnet for i in same)
     assert len({id(i.__pydantic_fields_set__) for i in nics}) == 1
+    grouped = [i for i in nics if i.security_groups == nics[0].security_groups]
+    assert len(grouped) > 1 and all(i.security_groups is grouped[0].security_groups for i in grouped)
     before = fresh[0].model_dump()
     Compactor().node(fresh[0])
     assert fresh[0].model_dump() == before
