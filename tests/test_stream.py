@@ -152,3 +152,33 @@ def test_every_cloud_reads_its_dump_alike_through_any_window(cloud: str, monkeyp
     monkeypatch.setattr(stream, "_TAIL", 1 << 16)
     assert load(folder).model_dump() == whole
     assert whole["nodes"] and whole["collected"]
+
+
+def test_laid_out_and_minified_files_read_alike_even_where_orjson_declines(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Values laid out as the CLIs write them are parsed in batches by orjson; a minified file, and values
+    orjson declines (a lone surrogate escape, an integer past 64 bits), by the standard library, value by value:
+    the same values either way."""
+    reservations = [{"Id": f"r-{i}", "Instances": [{"N": i, "Tags": [{"Key": "k", "Value": "v"}]}]} for i in range(50)]
+    odd = [*reservations[:20], {"Id": "\ud800", "Big": 2**70}, *reservations[20:]]
+    for name, items in (("plain", reservations), ("odd", odd)):
+        pretty = tmp_path / f"{name}-pretty.json"
+        pretty.write_text(json.dumps({"Reservations": items}, indent=4))
+        minified = tmp_path / f"{name}-min.json"
+        minified.write_text(json.dumps({"Reservations": items}, separators=(",", ":")))
+        expected = [(("Reservations", i), item) for i, item in enumerate(items)]
+        assert _walked(pretty) == expected == _walked(minified), name
+    # One by one (value()) only where the batches cannot go: the key, then nothing for a plain laid-out file.
+    one_by_one: list[int] = []
+    real = stream._Window.value
+
+    def counted(window: stream._Window) -> Any:
+        one_by_one.append(1)
+        return real(window)
+
+    monkeypatch.setattr(stream._Window, "value", counted)
+    _walked(tmp_path / "plain-pretty.json")
+    assert len(one_by_one) == 1
+    _walked(tmp_path / "plain-min.json")
+    assert len(one_by_one) == 1 + 1 + len(reservations)

@@ -2,13 +2,14 @@
 
 A 100,000-instance `aws ec2 describe-instances` answer is about 2 GB of JSON; parsed whole it takes several
 times that in memory before a single node is built. Here only the top levels of the document are walked (in
-Python, a handful of steps per item), and each item of the list is parsed on its own by the standard library's
-C scanner (`JSONDecoder.raw_decode`) from a window of the file, then handed to the normalizer and dropped. The
-members beside the list (`NextToken`, `nextLink`) are read as well, so a truncated answer is still noticed.
+Python, a handful of steps per item), and the items of the list are parsed a few at a time from a window of the
+file (by orjson where the file is laid out as the cloud CLIs write it, else one by one by the standard library's
+C scanner, `JSONDecoder.raw_decode`), then handed to the normalizer and dropped. The members beside the list
+(`NextToken`, `nextLink`) are read as well, so a truncated answer is still noticed.
 
 `walk(path, descend)` yields `(path, value)` for every value the walk does not descend into: `descend(path,
 opener)` says whether to step into the object (`{`) or list (`[`) at `path` (a tuple of keys and indexes)
-instead of parsing it whole.
+instead of parsing it whole. It must answer alike for every index of a list.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
+import orjson
+
 from fabriccheck.errors import FabricCheckError
 
 Path_ = tuple[str | int, ...]
@@ -30,6 +33,7 @@ _CHUNK = 1 << 24  # bytes read at a time: many items of a large answer (an item 
 # back, the JSON itself is wrong (no string in a cloud answer comes near this length), and the window is not
 # grown to the end of the file to find that out.
 _TAIL = 1 << 20
+_BATCH = 1 << 21  # characters of a list's values parsed at once by batch(): their objects, not the file, in memory
 _SPACE = re.compile(r"[ \t\n\r]*")
 _BOMS = {b"\xef\xbb\xbf": "utf-8", b"\xff\xfe": "utf-16-le", b"\xfe\xff": "utf-16-be"}
 
@@ -51,6 +55,7 @@ class _Window:
         self.text = ""
         self.at = 0
         self.dropped = 0  # characters parsed and dropped before the window
+        self.fast = True  # batch() may parse with orjson
         self._append(head, final=False)
         self.raw_decode = json.JSONDecoder().raw_decode
 
@@ -106,6 +111,34 @@ class _Window:
             self.at = end
             return value
 
+    def batch(self) -> list[Any]:
+        """The values of the list from here up to about _BATCH characters, parsed together by orjson (about
+        twice as fast as the C scanner), when the file is laid out as the cloud CLIs write it: each value's
+        closing bracket on its own line, indented as its opening line. Empty when it is not (the caller then
+        parses one value at a time). The search only finds where to cut; a cut is right when orjson parses it,
+        because a JSON value parsed from its first character ends where it ends whatever follows."""
+        text, start = self.text, self.at
+        line = text.rfind("\n", 0, start) + 1
+        indent = text[line:start]
+        if not self.fast or indent.strip(" \t") or text[start] not in "{[":
+            return []
+        closer = "\n" + indent + ("}" if text[start] == "{" else "]")
+        end = text.rfind(closer, start, start + _BATCH)
+        if end < 0:
+            end = text.rfind(closer, start)  # one value longer than a batch
+        if end < 0:
+            return []
+        end += len(closer)
+        try:
+            values: list[Any] = orjson.loads("[" + text[start:end] + "]")
+        except orjson.JSONDecodeError:
+            # Valid JSON orjson declines (a lone surrogate escape, an integer past 64 bits) or bad JSON: the
+            # C scanner reads the rest, value by value, and names the error if there is one.
+            self.fast = False
+            return []
+        self.at = end
+        return values
+
 
 def walk(path: Path, descend: Descend) -> Iterator[tuple[Path_, Any]]:
     """The values of a JSON file, descending where `descend` says; one clear line for a bad file."""
@@ -140,8 +173,14 @@ def _walk(window: _Window, at: Path_, descend: Descend) -> Iterator[tuple[Path_,
             window.take(":")
             yield from _walk(window, (*at, key), descend)
         else:
-            yield from _walk(window, (*at, index), descend)
-            index += 1
+            first = window.peek()
+            values = window.batch() if first in ("{", "[") and not descend((*at, index), first) else []
+            for value in values:  # whole values, none of which the walk descends into
+                yield (*at, index), value
+                index += 1
+            if not values:
+                yield from _walk(window, (*at, index), descend)
+                index += 1
         if window.peek() == ",":
             window.at += 1
             continue
