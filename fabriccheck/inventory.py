@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from fabriccheck.model import SCHEMA_VERSION, Capability, CollectionError, Model, Node, fact_key
+from fabriccheck.model import SCHEMA_VERSION, Capability, CollectionError, Model, Node, ScopeStatus, fact_key
 from fabriccheck.resources.aws import AwsResources
 from fabriccheck.resources.azure import AzureResources
 from fabriccheck.resources.gcp import GcpResources
@@ -29,6 +29,8 @@ class Inventory(Model):
     # facts that were not collected for a node's own account and region stays silent and the report says so,
     # rather than judging on an empty list or on another account's answer.
     collected: list[str] = Field(default_factory=list)
+    # One entry per scope a live collection visited (account x region, subscription, project).
+    scopes: list[ScopeStatus] = Field(default_factory=list)
 
     @property
     def complete(self) -> bool:
@@ -46,3 +48,4 @@ class Inventory(Model):
         self.gcp.merge(other.gcp)
         self.errors.extend(other.errors)
         self.collected = sorted(set(self.collected) | set(other.collected))
+        self.scopes.extend(other.scopes)

@@ -24,7 +24,7 @@ import orjson
 from pydantic import ValidationError
 
 from fabriccheck.errors import DumpShapeError, FabricCheckError
-from fabriccheck.model import UNKNOWN_ACCOUNT, CollectionError, Provider
+from fabriccheck.model import UNKNOWN_ACCOUNT, CollectionError, Provider, ScopeStatus
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -43,6 +43,9 @@ class Progress:
     """What the CLI shows while collecting; collectors only call it (scope: account, region or project)."""
 
     step: Callable[[str, str], None] = lambda scope, what: None
+    # A fleet run: how many scopes there are, then each one as it finishes (model.ScopeStatus).
+    planned: Callable[[int], None] = lambda scopes: None
+    finished: Callable[[ScopeStatus], None] = lambda status: None
 
 
 @dataclass(frozen=True)

@@ -5,12 +5,14 @@ botocore's standard retries; the answers go through the same normalizer as dumps
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable
 from typing import Any
 
 from fabriccheck.errors import FabricCheckError
 from fabriccheck.inventory import Inventory
-from fabriccheck.model import UNKNOWN_ACCOUNT, CollectionError
+from fabriccheck.model import UNKNOWN_ACCOUNT, CollectionError, ScopeStatus
+from fabriccheck.providers.aws import fleet
 from fabriccheck.providers.aws.normalize import (
     CALLS,
     INSTANCE_TYPES,
@@ -23,7 +25,17 @@ from fabriccheck.providers.aws.normalize import (
     Normalizer,
     owners,
 )
-from fabriccheck.sources.common import BAD_RESPONSE, RETRIES, Progress, Scope, first_line, in_parallel, paused_gc
+from fabriccheck.sources.common import (
+    BAD_RESPONSE,
+    RETRIES,
+    Progress,
+    RetryPolicy,
+    Scope,
+    first_line,
+    in_parallel,
+    paused_gc,
+)
+from fabriccheck.sources.fleet import DEFAULT_CONCURRENCY, CallCount, RateLimits, scope_status
 
 # Every EC2 operation the collector may issue. DescribeRegions serves --all-regions.
 OPERATIONS = tuple(sorted({c.operation for c in CALLS} | {"DescribeRegions"}))
@@ -123,7 +135,7 @@ def _account_of(answers: dict[Ec2Call, Any]) -> str | None:
 
 
 def fetch_region(
-    client: Any, region: str, topology: bool = False, progress: Progress | None = None
+    client: Any, region: str, topology: bool = False, progress: Progress | None = None, account: str | None = None
 ) -> tuple[dict[Ec2Call, Any], list[CollectionError]]:
     """Every answer for one region through one EC2 client; failures become CollectionErrors."""
     from botocore.exceptions import BotoCoreError, ClientError
@@ -133,11 +145,11 @@ def fetch_region(
     answers: dict[Ec2Call, Any] = {}
     errors: list[CollectionError] = []
     used_types: set[str] = set()
-    scope = Scope("aws", UNKNOWN_ACCOUNT, region)
+    scope = Scope("aws", account or UNKNOWN_ACCOUNT, region)
     for call in CALLS:
         if call is TOPOLOGY and not topology:
             continue
-        progress.step(region, call.operation)
+        progress.step(f"{account} {region}" if account else region, call.operation)
         try:
             answers[call] = _answer(client, call, used_types)
         except (ClientError, BotoCoreError, ResponseParserError) as exc:
@@ -186,27 +198,87 @@ def _session(profile: str | None) -> Any:
         raise FabricCheckError(f"--profile {profile}: no such AWS profile") from None
 
 
-def _client(session: Any, region: str, endpoint_url: str | None) -> Any:
+def _config(retry: RetryPolicy = RETRIES) -> Any:
     from botocore.config import Config
 
     # Standard retry mode backs off exponentially, with jitter, on RequestLimitExceeded and other throttling.
-    config = Config(
-        retries={"mode": "standard", "max_attempts": RETRIES.max_attempts},
-        connect_timeout=RETRIES.connect_timeout,
-        read_timeout=RETRIES.read_timeout,
+    return Config(
+        retries={"mode": "standard", "max_attempts": retry.max_attempts},
+        connect_timeout=retry.connect_timeout,
+        read_timeout=retry.read_timeout,
         user_agent_extra="fabriccheck/0.1",
     )
-    return session.client("ec2", region_name=region, endpoint_url=endpoint_url, config=config)
 
 
-def all_regions(session: Any, endpoint_url: str | None, home: str) -> list[str]:
-    from botocore.exceptions import BotoCoreError, ClientError
+def _client(session: Any, region: str, endpoint_url: str | None) -> Any:
+    # endpoint_url None leaves boto3 to its own configuration: AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_EC2 and the
+    # config file's endpoint_url settings are honoured as boto3 honours them.
+    return session.client("ec2", region_name=region, endpoint_url=endpoint_url, config=_config())
 
+
+class _Clients:
+    """Makes every client of a run from one session: under a lock (a boto3 session is not thread-safe; its
+    clients are), each with the run's retry settings, a client-side token bucket per service and throttling
+    domain, and a count of the calls and attempts (retries) made through it."""
+
+    def __init__(self, session: Any, endpoint_url: str | None, retry: RetryPolicy, limits: RateLimits) -> None:
+        self.session = session
+        self.endpoint_url = endpoint_url
+        self.config = _config(retry)
+        self.limits = limits
+        self.lock = threading.Lock()
+
+    def make(
+        self, service: str, region: str, domain: str, count: CallCount, credentials: dict[str, str] | None = None
+    ) -> Any:
+        with self.lock:
+            client = self.session.client(
+                service,
+                region_name=region,
+                endpoint_url=self.endpoint_url if service == "ec2" else None,
+                config=self.config,
+                **(credentials or {}),
+            )
+
+        def before_send(**_: Any) -> None:  # every HTTP attempt, retries included
+            count.attempt()
+            self.limits.take(service, domain)
+
+        client.meta.events.register(f"before-call.{service}", lambda **_: count.call())
+        client.meta.events.register(f"before-send.{service}", before_send)
+        return client
+
+
+def _instances_in(answers: dict[Ec2Call, Any]) -> int:
+    return sum(len(r.get("Instances") or ()) for r in (answers.get(INSTANCES) or {}).get("Reservations") or ())
+
+
+def _status(
+    account: str, region: str | None, count: CallCount, nodes: int, errors: list[CollectionError]
+) -> ScopeStatus:
+    return scope_status("aws", account, region, count, nodes, [f"{e.call}: {e.code}" for e in errors])
+
+
+def _credential_failure(errors: list[CollectionError]) -> None:
+    """The caller's own credentials rejected (expired, revoked): one line for the whole run, not one per scope."""
+    for error in errors:
+        code = error.message.split(":", 1)[0] if error.code == "AccessDenied" else error.code
+        if code in fleet.CREDENTIAL_CODES:
+            raise fleet.credential_error(code, error.message.split(": ", 1)[-1])
+
+
+def _safe_normalized(
+    region: str, answers: dict[Ec2Call, Any], errors: list[CollectionError], account: str
+) -> Inventory:
+    """A scope's answers normalized; an answer of an unexpected shape makes that scope incomplete (the error
+    names the field) instead of ending the run."""
     try:
-        answer = _client(session, home, endpoint_url).describe_regions(AllRegions=False)
-    except (ClientError, BotoCoreError) as exc:
-        raise FabricCheckError(f"--all-regions: DescribeRegions failed: {first_line(exc)}") from None
-    return sorted(r["RegionName"] for r in answer.get("Regions", []))
+        return _normalized(region, answers, errors, account)
+    except FabricCheckError as exc:
+        part = Inventory(source="aws")
+        part.errors += [e.model_copy(update={"account": account}) for e in errors]
+        part.errors.append(Scope("aws", account, region).error("normalize", BAD_RESPONSE, str(exc)))
+        return part
 
 
 def collect_live(
@@ -218,34 +290,127 @@ def collect_live(
     topology: bool = False,
     progress: Progress | None = None,
     session: Any = None,
+    accounts: fleet.Fleet | None = None,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    retry: RetryPolicy = RETRIES,
+    limits: RateLimits | None = None,
 ) -> Inventory:
+    """Every scope (account x region) of the run, collected `concurrency` at a time. With `accounts` naming
+    roles, each account's role is assumed first (also concurrently); an account whose role cannot be assumed,
+    or a region that cannot be read, is recorded as incomplete and the rest goes on."""
     from botocore.exceptions import NoCredentialsError, NoRegionError
 
+    progress = progress or Progress()
+    plan = accounts or fleet.Fleet()
     session = session or _session(profile)
     if session.get_credentials() is None:
         raise FabricCheckError(
             "no AWS credentials found in the standard chain (environment, --profile, config files, SSO, "
             "instance role); set them or use --from-dump DIR"
         )
-    if every_region:
-        regions = all_regions(session, endpoint_url, regions[0] if regions else "us-east-1")
-    if not regions:
-        regions = [session.region_name] if session.region_name else []
-    if not regions:
+    home = regions[0] if regions else session.region_name
+    if not regions and not every_region:
+        regions = [home] if home else []
+    if not regions and not every_region:
         raise FabricCheckError("no region: pass --region REGION (repeatable) or --all-regions")
+    home = home or "us-east-1"
+    clients = _Clients(session, endpoint_url, retry, limits or RateLimits())
+    setup = CallCount()  # ListAccounts, before any scope
     try:
-        # Clients are made here, in one thread (botocore sessions are not thread-safe); clients are.
-        clients = {region: _client(session, region, endpoint_url) for region in regions}
+        partition = session.get_partition_for_region(home)
+        organizations = clients.make("organizations", home, "org", setup) if plan.org_role else None
+        targets = fleet.accounts(plan, organizations, partition)
     except NoRegionError:
         raise FabricCheckError("no region: pass --region REGION") from None
+    except NoCredentialsError:
+        raise FabricCheckError("no AWS credentials found; set them or use --from-dump DIR") from None
+
+    def prepare(account: fleet.Account) -> tuple[list[str], list[CollectionError], CallCount]:
+        """Assume the account's role and find its regions; an error here is the whole account's."""
+        count = CallCount()
+        progress.step(account.id or "aws", "AssumeRole" if account.role_arn else "DescribeRegions")
+        sts = clients.make("sts", home, "sts", count) if account.role_arn else None
+        failed = fleet.assume(sts, account, plan.external_id)
+        if failed is not None:
+            return [], [failed], count
+        if not every_region:
+            return regions, [], count
+        domain = f"{account.id}/{home}"
+        client = clients.make("ec2", home, domain, count, account.credentials)
+        try:
+            return all_regions_of(client), [], count
+        except FabricCheckError as exc:
+            if account.role_arn is None:
+                raise
+            return [], [Scope("aws", account.id or UNKNOWN_ACCOUNT).error("DescribeRegions", "Failed", str(exc))], count
+
+    prepared = list(in_parallel(targets, prepare, concurrency))
+    scopes = [(a, r) for a, (found, _, _) in zip(targets, prepared, strict=True) for r in found]
+    progress.planned(len(scopes) + sum(1 for _, errors, _ in prepared if errors))
+    inventory = Inventory(source=_source(plan, targets, regions, every_region))
+    for account, (_, errors, count) in zip(targets, prepared, strict=True):
+        if plan.assumes or errors:
+            status = _status(account.id or UNKNOWN_ACCOUNT, None, count, 0, errors)
+            inventory.errors += errors
+            inventory.scopes.append(status)
+            if errors:
+                progress.finished(status)
+
+    def fetch_scope(scope: tuple[fleet.Account, str]) -> tuple[dict[Ec2Call, Any], list[CollectionError], CallCount]:
+        account, region = scope
+        count = CallCount()
+        client = clients.make("ec2", region, f"{account.id}/{region}", count, account.credentials)
+        answers, errors = fetch_region(client, region, topology, progress, account.id)
+        if account.role_arn is None:
+            _credential_failure(errors)
+        if account.id is not None:
+            progress.finished(_status(account.id, region, count, _instances_in(answers), errors))
+        return answers, errors, count
+
     try:
-        fetched = list(in_parallel(regions, lambda r: fetch_region(clients[r], r, topology, progress)))
+        fetched = in_parallel(scopes, fetch_scope, concurrency)
+        if plan.assumes:
+            # Each account is known: normalize every scope as it arrives and let its raw answers go.
+            for (account, region), (answers, errors, count) in zip(scopes, fetched, strict=True):
+                part = _safe_normalized(region, answers, errors, account.id or UNKNOWN_ACCOUNT)
+                del answers
+                part.scopes.append(_status(account.id or UNKNOWN_ACCOUNT, region, count, len(part.nodes), part.errors))
+                inventory.merge(part)
+            return inventory
+        done = list(fetched)
     except NoCredentialsError:
         raise FabricCheckError("no AWS credentials found; set them or use --from-dump DIR") from None
     # One session is one account: a region that named no owner (no instances, no groups) is still that account.
-    found = {a for answers, _ in fetched if (a := _account_of(answers))}
-    account = found.pop() if len(found) == 1 else UNKNOWN_ACCOUNT
-    inventory = Inventory(source=f"aws live ({', '.join(regions)})")
-    for region, (answers, errors) in zip(regions, fetched, strict=True):
-        inventory.merge(_normalized(region, answers, errors, _account_of(answers) or account))
+    found = {a for answers, _, _ in done if (a := _account_of(answers))}
+    own = found.pop() if len(found) == 1 else UNKNOWN_ACCOUNT
+    for (_, region), (answers, errors, count) in zip(scopes, done, strict=True):
+        named = _account_of(answers) or own
+        part = _safe_normalized(region, answers, errors, named)
+        part.scopes.append(_status(named, region, count, len(part.nodes), part.errors))
+        progress.finished(part.scopes[-1])
+        inventory.merge(part)
     return inventory
+
+
+def all_regions_of(client: Any) -> list[str]:
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    try:
+        answer = client.describe_regions(AllRegions=False)
+    except ClientError as exc:
+        code = str(exc.response.get("Error", {}).get("Code", "ClientError"))
+        if code in fleet.CREDENTIAL_CODES:
+            raise fleet.credential_error(code, first_line(exc)) from None
+        raise FabricCheckError(f"--all-regions: DescribeRegions failed: {first_line(exc)}") from None
+    except BotoCoreError as exc:
+        raise FabricCheckError(f"--all-regions: DescribeRegions failed: {first_line(exc)}") from None
+    return sorted(r["RegionName"] for r in answer.get("Regions", []))
+
+
+def _source(plan: fleet.Fleet, targets: list[fleet.Account], regions: list[str], every_region: bool) -> str:
+    where = "every enabled region" if every_region else ", ".join(regions)
+    if plan.org_role:
+        return f"aws live ({len(targets)} organization accounts via role {plan.org_role}; {where})"
+    if plan.role_arn:
+        return f"aws live ({plan.role_arn}; {where})"
+    return f"aws live ({where})"
