@@ -96,6 +96,31 @@ VerboseOpt = Annotated[
     bool, typer.Option("--verbose", "-v", help="Text: list every clean and skipped cluster and every resource.")
 ]
 SaveOpt = Annotated[Path | None, typer.Option(metavar="FILE", help="Also save the collected inventory to FILE (JSON).")]
+
+
+def _concurrency(value: int | None) -> int | None:
+    from fabriccheck.sources.fleet import MAX_CONCURRENCY
+
+    if value is not None and not 1 <= value <= MAX_CONCURRENCY:
+        raise typer.BadParameter(f"{value}: give 1 to {MAX_CONCURRENCY} scopes at once")
+    return value
+
+
+ConcurrencyOpt = Annotated[
+    int | None,
+    typer.Option(
+        metavar="N",
+        callback=_concurrency,
+        help="Collect N scopes (account x region, subscription, project) at once (default 16).",
+    ),
+]
+AllowIncompleteOpt = Annotated[
+    bool,
+    typer.Option(
+        "--allow-incomplete",
+        help="An incomplete collection does not by itself exit 2: the findings decide (the report still says so).",
+    ),
+]
 ClusterTagOpt = Annotated[
     str | None,
     typer.Option(metavar="KEY", callback=_cluster_tag, help="Group nodes that share this tag's value into a cluster."),
@@ -206,6 +231,7 @@ def _finish(
     fail_on: FailOn,
     save: Path | None,
     verbose: bool = False,
+    allow_incomplete: bool = False,
 ) -> NoReturn:
     from fabriccheck import flow, reports
     from fabriccheck.engine import SEVERITY_RANK
@@ -226,7 +252,7 @@ def _finish(
     if tag is not None and _untagged(inventory, tag):
         # After the report is out, so that a run that fails is still one line on stderr.
         sys.stderr.write(f"fabriccheck: warning: no node carries the tag {tag}; grouping by the usual signals\n")
-    if not report.complete or report.summary.clusters_by_status.get("incomplete"):
+    if not allow_incomplete and (not report.complete or report.summary.clusters_by_status.get("incomplete")):
         # A gate that could not see (facts not collected, or a cluster some rule could not judge) is not green.
         raise typer.Exit(2)
     worst = report.worst_severity()
@@ -248,7 +274,12 @@ def _check_output(output: Path | None, save: Path | None) -> None:
 
 
 def _print_privilege(
-    ctx: typer.Context, flag: str, what: str, document: Callable[[], dict[str, Any]], output: Path | None
+    ctx: typer.Context,
+    flag: str,
+    what: str,
+    document: Callable[[], dict[str, Any]],
+    output: Path | None,
+    shaping: tuple[str, ...] = (),
 ) -> NoReturn:
     """`--print-iam-policy` / `--print-role`: the least privilege the command needs, printed or written to
     --output FILE, then exit 0. Any other option given with it would be ignored, so it is an error instead."""
@@ -257,7 +288,9 @@ def _print_privilege(
     from fabriccheck.errors import FabricCheckError
 
     name = flag.removeprefix("--").replace("-", "_")
-    others = [_option_name(p) for p in ctx.command.params if p.name not in (name, "output") and _given(ctx, p.name)]
+    # `shaping` options change what is printed (AWS: the roles a fleet run assumes); any other is an error.
+    keep = (name, "output", *shaping)
+    others = [_option_name(p) for p in ctx.command.params if p.name not in keep and _given(ctx, p.name)]
     if others:
         raise FabricCheckError(
             f"{flag} and {', '.join(others)} cannot be used together "
@@ -300,6 +333,30 @@ def aws(
             "--print-iam-policy", help="Print the least-privilege IAM policy (or write it to --output FILE) and exit."
         ),
     ] = False,
+    role_arn: Annotated[
+        str | None, typer.Option(metavar="ARN", help="Assume this IAM role and audit its account.")
+    ] = None,
+    org_role: Annotated[
+        str | None,
+        typer.Option(
+            metavar="NAME",
+            help="Audit every active account of the organization (organizations:ListAccounts) through the role "
+            "NAME in each.",
+        ),
+    ] = None,
+    external_id: Annotated[
+        str | None, typer.Option(metavar="ID", help="External id sent with AssumeRole (--role-arn, --org-role).")
+    ] = None,
+    accounts: Annotated[
+        list[str] | None,
+        typer.Option(metavar="IDS", help="With --org-role: only these account ids (repeatable, or comma-separated)."),
+    ] = None,
+    exclude_accounts: Annotated[
+        list[str] | None,
+        typer.Option(metavar="IDS", help="With --org-role: skip these account ids (repeatable, or comma-separated)."),
+    ] = None,
+    concurrency: ConcurrencyOpt = None,
+    allow_incomplete: AllowIncompleteOpt = False,
     cluster_tag: ClusterTagOpt = None,
     fmt: FormatOpt = Format.text,
     output: OutputOpt = None,
@@ -315,13 +372,19 @@ def aws(
     """Audit AWS: EFA interfaces, security groups, placement groups and launch templates."""
 
     from fabriccheck.errors import FabricCheckError
+    from fabriccheck.providers.aws.fleet import Fleet, split_ids
 
+    plan = Fleet(role_arn, org_role, external_id, split_ids(accounts), split_ids(exclude_accounts))
     if print_iam_policy:
         from fabriccheck.providers.aws.collect import iam_policy
 
-        _print_privilege(ctx, "--print-iam-policy", "policy", iam_policy, output)
+        shaping = ("role_arn", "org_role", "external_id", "accounts", "exclude_accounts")
+        _print_privilege(ctx, "--print-iam-policy", "policy", lambda: iam_policy(plan), output, shaping)
     if from_dump is not None:
         live_only = {
+            "--role-arn": (role_arn is not None, "a dump makes no AWS call"),
+            "--org-role": (org_role is not None, "a dump makes no AWS call"),
+            "--concurrency": (concurrency is not None, "a dump makes no AWS call"),
             "--profile": (profile is not None, "a dump makes no AWS call"),
             "--endpoint-url": (endpoint_url is not None, "a dump makes no AWS call"),
             "--all-regions": (all_regions, "a dump holds the regions it has, one folder each"),
@@ -339,11 +402,12 @@ def aws(
     options = _options(workload, price_per_gpu_hour, cluster_tag, rules_dir, select, ignore)
     with _cloud_sdk():
         from fabriccheck.providers.aws import collect, dump
+        from fabriccheck.sources.fleet import DEFAULT_CONCURRENCY
 
         if from_dump is not None:
             inventory = dump.load_dump(from_dump, region[0] if region else None)
         else:
-            with _progress() as progress:
+            with _progress(verbose) as progress:
                 inventory = collect.collect_live(
                     region or [],
                     profile=profile,
@@ -351,8 +415,10 @@ def aws(
                     every_region=all_regions,
                     topology=topology,
                     progress=progress,
+                    accounts=plan,
+                    concurrency=concurrency or DEFAULT_CONCURRENCY,
                 )
-        _finish(inventory, options, fmt, output, fail_on, save_inventory, verbose)
+        _finish(inventory, options, fmt, output, fail_on, save_inventory, verbose, allow_incomplete)
 
 
 def _given(ctx: typer.Context, name: str | None) -> bool:
@@ -776,19 +842,49 @@ def demo_dir() -> Path:
 
 
 class _progress:
-    """A status line on stderr while collecting, only when stderr is a terminal."""
+    """While collecting: on a terminal, a status line on stderr (scopes done and failed, nodes found, the call
+    under way); elsewhere, with --verbose, one log line on stderr per scope as it finishes. Nothing else."""
+
+    def __init__(self, verbose: bool = False) -> None:
+        self.verbose = verbose
 
     def __enter__(self) -> Any:
         from fabriccheck.sources.common import Progress
+        from fabriccheck.sources.fleet import Tally
 
         self.status = None
+        tally = Tally()
         if sys.stderr.isatty():
             from rich.console import Console
 
             self.status = Console(stderr=True).status("collecting")
             self.status.start()
             status = self.status
-            return Progress(step=lambda scope, what: status.update(f"collecting: {scope} {what}"))
+
+            def step(scope: str, what: str) -> None:
+                done = f"{tally.line()} · " if tally.total else ""
+                status.update(f"collecting: {done}{scope} {what}")
+
+            def planned(total: int) -> None:
+                tally.total = total
+
+            def finished(scope: Any) -> None:
+                tally.add(scope)
+                status.update(f"collecting: {tally.line()}")
+
+            return Progress(step=step, planned=planned, finished=finished)
+        if self.verbose:
+
+            def log(scope: Any) -> None:
+                tally.add(scope)
+                where = " ".join(w for w in (scope.provider, scope.account, scope.region or "") if w)
+                how = "complete" if scope.complete else f"INCOMPLETE ({scope.reason})"
+                sys.stderr.write(
+                    f"fabriccheck: {where}: {how}, {scope.nodes:,} nodes, {scope.api_calls:,} API requests, "
+                    f"{scope.retries:,} retries [{tally.line()}]\n"
+                )
+
+            return Progress(planned=lambda total: setattr(tally, "total", total), finished=log)
         return Progress()
 
     def __exit__(self, *exc: object) -> None:
@@ -797,10 +893,41 @@ class _progress:
 
 
 INTERRUPTED = 130  # Ctrl-C: 128 + SIGINT, as shells report it; nothing is written
+TERMINATED = 143  # SIGTERM: 128 + 15, as a scheduler's stop or `timeout` sends it; nothing is written
+
+
+class Terminated(BaseException):
+    """SIGTERM, raised in the main thread like KeyboardInterrupt: whatever is under way stops (a file being
+    written is removed, sources.common.write_atomic) and the worker threads, daemons, end with the process."""
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    raise Terminated
+
+
+@contextmanager
+def _sigterm_stops() -> Iterator[None]:
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():  # only the main thread may set handlers
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point: every failure is one line on stderr and exit code 2, never a traceback."""
+    """Entry point: every failure is one line on stderr and exit code 2, never a traceback; SIGTERM stops it
+    as Ctrl-C does (exit 143)."""
+    with _sigterm_stops():
+        return _run(argv)
+
+
+def _run(argv: list[str] | None) -> int:
     import importlib
 
     try:  # newer typer carries its own copy of click
@@ -835,6 +962,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         sys.stderr.write("fabriccheck: interrupted\n")
         return INTERRUPTED
+    except Terminated:
+        sys.stderr.write("fabriccheck: terminated\n")
+        return TERMINATED
     except Exception as exc:  # the promise is one line, never a traceback; FABRICCHECK_DEBUG=1 shows it
         if os.environ.get("FABRICCHECK_DEBUG"):
             raise

@@ -20,7 +20,7 @@ from fabriccheck.engine import SEVERITY_RANK, Finding
 from fabriccheck.errors import FabricCheckError
 from fabriccheck.facts import FactBuilder
 from fabriccheck.inventory import Inventory
-from fabriccheck.model import CollectionError
+from fabriccheck.model import CollectionError, ScopeStatus
 
 REPORT_SCHEMA_VERSION = 1
 
@@ -84,6 +84,11 @@ class Summary(BaseModel):
     clusters_by_status: dict[str, int] = {}  # clean, findings, incomplete
     skipped_clusters: int = 0
     nodes_by_state: dict[str, int] = {}  # every instance seen, by state; only running and pending are judged
+    # A live collection's scopes (account x region, subscription, project) and the requests they took.
+    scopes: int = 0
+    scopes_incomplete: int = 0
+    api_calls: int = 0
+    retries: int = 0
 
 
 class Report(BaseModel):
@@ -100,6 +105,7 @@ class Report(BaseModel):
     skipped_clusters: list[SkippedCluster] = []
     summary: Summary
     notes: list[str]
+    scopes: list[ScopeStatus] = []  # per-scope completeness of a live collection
 
     def worst_severity(self) -> str | None:
         return max((f.severity for f in self.findings), key=SEVERITY_RANK.__getitem__, default=None)
@@ -205,6 +211,7 @@ def run(inventory: Inventory, options: Options) -> Report:
         skipped_clusters=skipped,
         summary=_summary(inventory, reported, skipped, findings, judged_nodes, unknown),
         notes=_notes(inventory, unknown, options),
+        scopes=inventory.scopes,
     )
 
 
@@ -313,6 +320,10 @@ def _summary(
         clusters_by_status={s: sum(1 for c in clusters if c.status == s) for s in ("clean", "findings", "incomplete")},
         skipped_clusters=len(skipped),
         nodes_by_state=dict(sorted(Counter(n.state for n in inventory.nodes).items())),
+        scopes=len(inventory.scopes),
+        scopes_incomplete=sum(1 for s in inventory.scopes if not s.complete),
+        api_calls=sum(s.api_calls for s in inventory.scopes),
+        retries=sum(s.retries for s in inventory.scopes),
     )
 
 

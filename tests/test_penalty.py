@@ -251,9 +251,7 @@ def test_loose_placement_alone_is_latency_only() -> None:
     s = estimate(P5, 16, FabricState.healthy(loose_placement=True), WORKLOADS["llm-8b-ddp"])
     assert s.low == 1.0 and s.high > 1.0
     assert s.healthy_gbytes_per_s == s.degraded_best_gbytes_per_s == s.degraded_worst_gbytes_per_s
-    assert s.reason == (
-        f"loose placement: no published bandwidth cost; latency-only estimate, {s.high:.3f}x at most"
-    )
+    assert s.reason == (f"loose placement: no published bandwidth cost; latency-only estimate, {s.high:.3f}x at most")
     both = estimate(P5, 16, FabricState.partial(4, loose_placement=True), WORKLOADS["llm-8b-ddp"])
     assert both.reason is None and both.high > estimate(P5, 16, FabricState.partial(4), WORKLOADS["llm-8b-ddp"]).high
 

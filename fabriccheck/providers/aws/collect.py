@@ -52,19 +52,38 @@ ACCESS_DENIED_CODES = {
 THROTTLED_CODES = {"RequestLimitExceeded", "Throttling", "ThrottlingException", "TooManyRequestsException"}
 
 
-def iam_policy() -> dict[str, Any]:
-    """Least-privilege IAM policy for exactly the calls the collector makes."""
-    return {
-        "Version": "2012-10-17",
-        "Statement": [
+def iam_policy(plan: fleet.Fleet | None = None) -> dict[str, Any]:
+    """Least-privilege IAM policy for exactly the calls the collector makes. With --org-role or --role-arn, the
+    read statement belongs to the role in each audited account, the others to the caller that assumes it."""
+    statements: list[dict[str, Any]] = [
+        {
+            "Sid": "FabricCheckReadOnly",
+            "Effect": "Allow",
+            "Action": [f"ec2:{op}" for op in OPERATIONS],
+            "Resource": "*",
+        }
+    ]
+    plan = plan or fleet.Fleet()
+    if plan.org_role is not None:
+        statements.append(
             {
-                "Sid": "FabricCheckReadOnly",
+                "Sid": "FabricCheckListAccounts",
                 "Effect": "Allow",
-                "Action": [f"ec2:{op}" for op in OPERATIONS],
+                "Action": [f"organizations:{op}" for op in fleet.OPERATIONS["organizations"]],
                 "Resource": "*",
             }
-        ],
-    }
+        )
+    if plan.assumes:
+        role = plan.role_arn or f"arn:aws:iam::*:role/{plan.org_role}"
+        statements.append(
+            {
+                "Sid": "FabricCheckAssumeRole",
+                "Effect": "Allow",
+                "Action": [f"sts:{op}" for op in fleet.OPERATIONS["sts"]],
+                "Resource": role,
+            }
+        )
+    return {"Version": "2012-10-17", "Statement": statements}
 
 
 def _paged(client: Any, call: Ec2Call, **params: Any) -> dict[str, Any]:
