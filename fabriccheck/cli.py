@@ -93,7 +93,12 @@ IgnoreOpt = Annotated[
     typer.Option(metavar="RULE", help="Skip these rule ids, id prefixes or categories (repeatable)."),
 ]
 VerboseOpt = Annotated[
-    bool, typer.Option("--verbose", "-v", help="Text: list every clean and skipped cluster and every resource.")
+    bool,
+    typer.Option(
+        "--verbose",
+        "-v",
+        help="Text: list every clean and skipped cluster and every resource (live runs: log each scope on stderr).",
+    ),
 ]
 SaveOpt = Annotated[Path | None, typer.Option(metavar="FILE", help="Also save the collected inventory to FILE (JSON).")]
 
@@ -463,6 +468,12 @@ def azure(
             "--print-role", help="Print the least-privilege custom role (or write it to --output FILE) and exit."
         ),
     ] = False,
+    management_group: Annotated[
+        str | None,
+        typer.Option(metavar="ID", help="Audit every subscription under this management group (nested included)."),
+    ] = None,
+    concurrency: ConcurrencyOpt = None,
+    allow_incomplete: AllowIncompleteOpt = False,
     cluster_tag: ClusterTagOpt = None,
     fmt: FormatOpt = Format.text,
     output: OutputOpt = None,
@@ -480,13 +491,14 @@ def azure(
     from fabriccheck.errors import FabricCheckError
 
     if print_role:
-        from fabriccheck.providers.azure.normalize import role_definition
+        from fabriccheck.providers.azure.collect import role_for
 
-        _print_privilege(ctx, "--print-role", "role", role_definition, output)
+        role = lambda: role_for(management_group)  # noqa: E731
+        _print_privilege(ctx, "--print-role", "role", role, output, ("management_group",))
     if cloud not in ("public", "usgov", "china"):
         raise FabricCheckError(f"--cloud {cloud}: choose from public, usgov, china")
     if from_dump is not None:
-        for name in ("endpoint_url", "cloud", "resource_group"):
+        for name in ("endpoint_url", "cloud", "resource_group", "management_group", "concurrency"):
             if _given(ctx, name):
                 raise FabricCheckError(
                     f"--from-dump and --{name.replace('_', '-')} cannot be used together (a dump makes no Azure call)"
@@ -500,16 +512,19 @@ def azure(
             inventory = load_dump(from_dump, subscription)
         else:
             from fabriccheck.providers.azure import collect
+            from fabriccheck.sources.fleet import DEFAULT_CONCURRENCY
 
-            with _progress() as progress:
+            with _progress(verbose) as progress:
                 inventory = collect.collect_live(
                     subscription or [],
                     resource_groups=resource_group,
                     endpoint_url=endpoint_url,
                     cloud=cloud,
                     progress=progress,
+                    management_group=management_group,
+                    concurrency=concurrency or DEFAULT_CONCURRENCY,
                 )
-        _finish(inventory, options, fmt, output, fail_on, save_inventory, verbose)
+        _finish(inventory, options, fmt, output, fail_on, save_inventory, verbose, allow_incomplete)
 
 
 @app.command(cls=_Command)
@@ -541,6 +556,15 @@ def gcp(
             "--print-role", help="Print the least-privilege custom role (or write it to --output FILE) and exit."
         ),
     ] = False,
+    organization: Annotated[
+        str | None,
+        typer.Option(metavar="ID", help="Audit every active project of this organization (numeric id), folders too."),
+    ] = None,
+    folder: Annotated[
+        str | None, typer.Option(metavar="ID", help="Audit every active project under this folder (numeric id).")
+    ] = None,
+    concurrency: ConcurrencyOpt = None,
+    allow_incomplete: AllowIncompleteOpt = False,
     cluster_tag: ClusterTagOpt = None,
     fmt: FormatOpt = Format.text,
     output: OutputOpt = None,
@@ -560,12 +584,16 @@ def gcp(
     if print_role:
         from fabriccheck.providers.gcp.collect import custom_role
 
-        _print_privilege(ctx, "--print-role", "role", custom_role, output)
+        listing = organization is not None or folder is not None
+        _print_privilege(ctx, "--print-role", "role", lambda: custom_role(listing), output, ("organization", "folder"))
     if from_dump is not None:
         live_only = {
             "--project": (bool(project), "a dump holds the projects it has, one folder each"),
             "--zone": (bool(zone), "a dump holds the zones it has"),
             "--endpoint-url": (endpoint_url is not None, "a dump makes no Google Cloud call"),
+            "--organization": (organization is not None, "a dump holds the projects it has, one folder each"),
+            "--folder": (folder is not None, "a dump holds the projects it has, one folder each"),
+            "--concurrency": (concurrency is not None, "a dump makes no Google Cloud call"),
         }
         for name, (used, why) in live_only.items():
             if used:
@@ -579,12 +607,19 @@ def gcp(
             inventory = load_dump(from_dump)
         else:
             from fabriccheck.providers.gcp import collect
+            from fabriccheck.sources.fleet import DEFAULT_CONCURRENCY
 
-            with _progress() as progress:
+            with _progress(verbose) as progress:
                 inventory = collect.collect_live(
-                    project or [], zones=zone or [], endpoint_url=endpoint_url, progress=progress
+                    project or [],
+                    zones=zone or [],
+                    endpoint_url=endpoint_url,
+                    progress=progress,
+                    organization=organization,
+                    folder=folder,
+                    concurrency=concurrency or DEFAULT_CONCURRENCY,
                 )
-        _finish(inventory, options, fmt, output, fail_on, save_inventory, verbose)
+        _finish(inventory, options, fmt, output, fail_on, save_inventory, verbose, allow_incomplete)
 
 
 @app.command(cls=_Command)
@@ -638,6 +673,7 @@ def check(
     select: SelectOpt = None,
     ignore: IgnoreOpt = None,
     verbose: VerboseOpt = False,
+    allow_incomplete: AllowIncompleteOpt = False,
 ) -> None:
     """Judge a saved inventory (from --save-inventory) without calling any cloud."""
     from fabriccheck.errors import FabricCheckError
@@ -647,7 +683,7 @@ def check(
         raise FabricCheckError(f"--output {output} is the inventory being checked: write the report elsewhere")
     options = _options(workload, price_per_gpu_hour, cluster_tag, rules_dir, select, ignore)
     with _cloud_sdk():
-        _finish(load_inventory(inventory_file), options, fmt, output, fail_on, None, verbose)
+        _finish(load_inventory(inventory_file), options, fmt, output, fail_on, None, verbose, allow_incomplete)
 
 
 def _evidence_out(ev: Any, fmt: Format, output: Path | None, fail_on: FailOn, verbose: bool) -> NoReturn:

@@ -137,7 +137,6 @@ class ComputeReplay:
             body["items"] = page
         return 200, body
 
-
     def _resource_manager(self, kind: str, query: dict[str, str]) -> tuple[int, dict[str, Any]]:
         parent = query.get("parent", "")
         if parent in self.rm_denied:
