@@ -993,7 +993,9 @@ def _run(argv: list[str] | None) -> int:
         sys.stderr.write("fabriccheck: aborted\n")
         return 2
     except FabricCheckError as exc:
-        sys.stderr.write(f"fabriccheck: error: {exc}\n")
+        from fabriccheck.sources.common import redact
+
+        sys.stderr.write(f"fabriccheck: error: {redact(str(exc))}\n")
         return 2
     except KeyboardInterrupt:
         sys.stderr.write("fabriccheck: interrupted\n")
@@ -1004,7 +1006,10 @@ def _run(argv: list[str] | None) -> int:
     except Exception as exc:  # the promise is one line, never a traceback; FABRICCHECK_DEBUG=1 shows it
         if os.environ.get("FABRICCHECK_DEBUG"):
             raise
+        from fabriccheck.sources.common import redact
+
         sys.stderr.write(
-            f"fabriccheck: internal error: {type(exc).__name__}: {exc} (set FABRICCHECK_DEBUG=1 for details)\n"
+            f"fabriccheck: internal error: {type(exc).__name__}: {redact(str(exc))} "
+            "(set FABRICCHECK_DEBUG=1 for details)\n"
         )
         return 2

@@ -143,6 +143,14 @@ def _error(call: Ec2Call, scope: Scope, exc: Exception) -> CollectionError:
     return scope.unreachable(call.operation, exc)
 
 
+def _server_error(exc: Exception) -> bool:
+    """A 5xx answer that outlasted the retries: the region is down for now, and every other call would wait
+    through the same retries before failing alike."""
+    response = getattr(exc, "response", None) or {}
+    status = int((response.get("ResponseMetadata") or {}).get("HTTPStatusCode") or 0)
+    return status >= 500 and str((response.get("Error") or {}).get("Code")) not in THROTTLED_CODES
+
+
 def _account_of(answers: dict[Ec2Call, Any]) -> str | None:
     """The caller's account, as its own answers name it: reservations, else security groups (every VPC has
     a default one), else who created the launch templates."""
@@ -175,7 +183,8 @@ def fetch_region(
             error = _error(call, scope, exc)
             errors.append(error)
             if error.code == "Unreachable" or (
-                call is INSTANCES and error.code == "AccessDenied" and "AuthFailure" in error.message
+                call is INSTANCES
+                and (("AuthFailure" in error.message and error.code == "AccessDenied") or _server_error(exc))
             ):
                 break  # the region (or the credentials) fail every call alike; one line says it
             continue

@@ -284,11 +284,12 @@ def management_group_subscriptions(compute: Any, endpoint: str, group: str) -> l
 def role_for(management_group: str | None = None) -> dict[str, Any]:
     """The least-privilege role; with --management-group it also lists the group's descendants and is assigned
     at the group, so every subscription under it inherits it."""
-    from fabriccheck.providers.azure.normalize import role_definition
+    from fabriccheck.providers.azure.normalize import SUBSCRIPTIONS_PERMISSION, role_definition
 
     role = role_definition()
     if management_group is not None:
-        role["Actions"] = sorted({*role["Actions"], DESCENDANTS_READ})
+        # The group's descendants name the subscriptions, so listing subscriptions is not needed.
+        role["Actions"] = sorted({*role["Actions"], DESCENDANTS_READ} - {SUBSCRIPTIONS_PERMISSION})
         role["AssignableScopes"] = [f"/providers/Microsoft.Management/managementGroups/{management_group}"]
     return role
 
