@@ -960,7 +960,14 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point: every failure is one line on stderr and exit code 2, never a traceback; SIGTERM stops it
     as Ctrl-C does (exit 143)."""
     with _sigterm_stops():
-        return _run(argv)
+        code = _run(argv)
+    if argv is None and code in (INTERRUPTED, TERMINATED):
+        # The process itself (the console script passes no argv): leave at once. Tearing down an interpreter that
+        # has loaded a cloud SDK takes most of a second, and a stopped run has nothing left to finish or write.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
 
 
 def _run(argv: list[str] | None) -> int:
