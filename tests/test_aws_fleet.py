@@ -217,3 +217,16 @@ def test_a_management_account_that_cannot_list_the_organization_is_one_line(monk
         with pytest.raises(FabricCheckError, match="no active account is left"):
             collect.collect_live(["us-east-1"], session=session, accounts=fleet.Fleet(org_role="Auditor"))
     assert MANAGEMENT not in {s for s in ACCOUNTS}
+
+
+def test_instance_types_are_asked_once_per_region_however_many_accounts(monkeypatch: pytest.MonkeyPatch) -> None:
+    replay = organization()
+    inventory = run(replay, monkeypatch, fleet.Fleet(org_role="Auditor"))
+    assert inventory.complete
+    asked = [(r.region, r.body) for r in replay.requests if r.action == "DescribeInstanceTypes"]
+    # us-east-1 runs instances: one batch of the types in use and one EFA listing; eu-west-1 is empty: the
+    # EFA listing only. Four accounts, the calls of one.
+    assert sorted(region for region, _ in asked) == ["eu-west-1", "us-east-1", "us-east-1"]
+    # Every account's nodes still got the live capabilities.
+    assert {c.source for c in inventory.capabilities.values()} == {"EC2 DescribeInstanceTypes (live answer)"}
+    assert all(n.instance_type in inventory.capabilities for n in inventory.nodes if n.state == "running")

@@ -93,26 +93,53 @@ def _paged(client: Any, call: Ec2Call, **params: Any) -> dict[str, Any]:
     return result
 
 
-def _answer(client: Any, call: Ec2Call, used_types: Iterable[str] = ()) -> dict[str, Any]:
+class InstanceTypes:
+    """DescribeInstanceTypes answers shared by the scopes of one run. An instance type's specs are the same in
+    every account (the model keeps capabilities by type alone), so each region is asked once for its
+    EFA-capable types and once for each type in use, however many accounts run there: 50 accounts in a region
+    make the calls of one. Scopes of one region wait for the first to ask; other regions go on."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.region_locks: dict[str, threading.Lock] = {}
+        self.known: dict[str, dict[str, Any]] = {}  # region -> type name -> its answer
+        self.asked: dict[str, set[str]] = {}  # region -> type names asked for (found or not)
+        self.efa: dict[str, set[str]] = {}  # region -> EFA-capable type names
+
+    def answer(self, client: Any, region: str, used_types: Iterable[str]) -> dict[str, Any]:
+        """The types in use, plus every EFA-capable type (for the instance-choice rule's "this family has an EFA
+        type"): a fixed number of calls per region, whatever the fleet size."""
+        with self.lock:
+            region_lock = self.region_locks.setdefault(region, threading.Lock())
+        with region_lock:
+            known = self.known.setdefault(region, {})
+            asked = self.asked.setdefault(region, set())
+            names = sorted(set(used_types) - asked)
+            for start in range(0, len(names), 100):
+                batch = _paged(client, INSTANCE_TYPES, InstanceTypes=names[start : start + 100])
+                known.update({t["InstanceType"]: t for t in batch.get("InstanceTypes", [])})
+                asked.update(names[start : start + 100])
+            if region not in self.efa:
+                efa = _paged(
+                    client,
+                    INSTANCE_TYPES,
+                    Filters=[{"Name": "network-info.efa-supported", "Values": ["true"]}],
+                    PaginationConfig={"PageSize": 100},
+                )
+                known.update({t["InstanceType"]: t for t in efa.get("InstanceTypes", [])})
+                self.efa[region] = {t["InstanceType"] for t in efa.get("InstanceTypes", [])}
+            wanted = set(used_types) | self.efa[region]
+            return {"InstanceTypes": [known[n] for n in sorted(wanted) if n in known]}
+
+
+def _answer(
+    client: Any, call: Ec2Call, used_types: Iterable[str] = (), types: InstanceTypes | None = None, region: str = ""
+) -> dict[str, Any]:
     if call is INSTANCES:
         # Every state: stopped and terminated instances are not judged, but the report counts them.
         return _paged(client, call, PaginationConfig={"PageSize": 1000})
     if call is INSTANCE_TYPES:
-        # The types in use, plus every EFA-capable type (for the instance-choice rule's "this family has
-        # an EFA type"): both a fixed number of calls, whatever the fleet size.
-        found: dict[str, Any] = {}
-        names = sorted(set(used_types))
-        for start in range(0, len(names), 100):
-            batch = _paged(client, call, InstanceTypes=names[start : start + 100])
-            found.update({t["InstanceType"]: t for t in batch.get("InstanceTypes", [])})
-        efa = _paged(
-            client,
-            call,
-            Filters=[{"Name": "network-info.efa-supported", "Values": ["true"]}],
-            PaginationConfig={"PageSize": 100},
-        )
-        found.update({t["InstanceType"]: t for t in efa.get("InstanceTypes", [])})
-        return {"InstanceTypes": list(found.values())}
+        return (types or InstanceTypes()).answer(client, region, used_types)
     if call is PLACEMENT_GROUPS:
         answer: dict[str, Any] = client.describe_placement_groups()
         return answer
@@ -162,7 +189,12 @@ def _account_of(answers: dict[Ec2Call, Any]) -> str | None:
 
 
 def fetch_region(
-    client: Any, region: str, topology: bool = False, progress: Progress | None = None, account: str | None = None
+    client: Any,
+    region: str,
+    topology: bool = False,
+    progress: Progress | None = None,
+    account: str | None = None,
+    types: InstanceTypes | None = None,
 ) -> tuple[dict[Ec2Call, Any], list[CollectionError]]:
     """Every answer for one region through one EC2 client; failures become CollectionErrors."""
     from botocore.exceptions import BotoCoreError, ClientError
@@ -178,7 +210,7 @@ def fetch_region(
             continue
         progress.step(f"{account} {region}" if account else region, call.operation)
         try:
-            answers[call] = _answer(client, call, used_types)
+            answers[call] = _answer(client, call, used_types, types, region)
         except (ClientError, BotoCoreError, ResponseParserError) as exc:
             error = _error(call, scope, exc)
             errors.append(error)
@@ -343,6 +375,7 @@ def collect_live(
         raise FabricCheckError("no region: pass --region REGION (repeatable) or --all-regions")
     home = home or "us-east-1"
     clients = _Clients(session, endpoint_url, retry, limits or RateLimits())
+    types = InstanceTypes()
     setup = CallCount()  # ListAccounts, before any scope
     try:
         partition = session.get_partition_for_region(home)
@@ -388,7 +421,7 @@ def collect_live(
         account, region = scope
         count = CallCount()
         client = clients.make("ec2", region, f"{account.id}/{region}", count, account.credentials)
-        answers, errors = fetch_region(client, region, topology, progress, account.id)
+        answers, errors = fetch_region(client, region, topology, progress, account.id, types)
         if account.role_arn is None:
             _credential_failure(errors)
         if account.id is not None:
