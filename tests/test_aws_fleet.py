@@ -230,3 +230,20 @@ def test_instance_types_are_asked_once_per_region_however_many_accounts(monkeypa
     # Every account's nodes still got the live capabilities.
     assert {c.source for c in inventory.capabilities.values()} == {"EC2 DescribeInstanceTypes (live answer)"}
     assert all(n.instance_type in inventory.capabilities for n in inventory.nodes if n.state == "running")
+
+
+def test_a_misshapen_answer_makes_its_scope_incomplete_naming_the_field(monkeypatch: pytest.MonkeyPatch) -> None:
+    replay = organization(["us-east-1"])
+    broken = json.loads(json.dumps(demo_answers()))
+    del broken["describe-instances.json"]["Reservations"][0]["Instances"][0]["InstanceType"]
+    replay.ec2[ACCOUNTS[1]].answers["us-east-1"] = broken
+    inventory = run(replay, monkeypatch, fleet.Fleet(org_role="Auditor"), regions=["us-east-1"])
+    [error] = inventory.errors
+    assert (error.account, error.region, error.code) == (ACCOUNTS[1], "us-east-1", "BadResponse")
+    assert "Instances[0]" in error.message and "InstanceType" in error.message
+    scopes = {s.account: s for s in inventory.scopes if s.region}
+    assert not scopes[ACCOUNTS[1]].complete
+    assert all(scopes[a].complete and scopes[a].nodes == 35 for a in ACCOUNTS if a != ACCOUNTS[1])
+    # Nothing of the misshapen scope is judged as if it were fine.
+    assert ACCOUNTS[1] not in {n.account for n in inventory.nodes}
+    assert flow.run(inventory, flow.Options()).complete is False

@@ -116,3 +116,14 @@ def test_custom_role_for_listing_adds_exactly_the_listing_permissions() -> None:
     listing = set(collect.custom_role(listing=True)["includedPermissions"])
     assert listing - plain == {"resourcemanager.folders.list", "resourcemanager.projects.list"}
     assert PROJECT  # the demo project stays the default of the other tests
+
+
+def test_a_misshapen_answer_makes_its_project_incomplete_and_the_rest_stands() -> None:
+    replay = estate()
+    replay.projects["team-a"]["instances"][0]["networkInterfaces"] = "not a list"
+    with serve(replay) as url:
+        inventory = collect.collect_live([], endpoint_url=url, organization="123456789")
+    scopes = {s.account: s for s in inventory.scopes}
+    assert not scopes["team-a"].complete and "BadResponse" in (scopes["team-a"].reason or "")
+    assert scopes["top-project"].complete and scopes["team-b"].complete
+    assert {e.account for e in inventory.errors} == {"team-a"}

@@ -28,7 +28,7 @@ from fabriccheck.providers.azure.normalize import (
     ArmCall,
     Normalizer,
 )
-from fabriccheck.sources.common import RETRIES, Progress, Scope, first_line, in_parallel, paused_gc
+from fabriccheck.sources.common import BAD_RESPONSE, RETRIES, Progress, Scope, first_line, in_parallel, paused_gc
 from fabriccheck.sources.fleet import DEFAULT_CONCURRENCY, CallCount, RateLimits, scope_status
 
 
@@ -351,11 +351,15 @@ def collect_live(
     fetched = in_parallel(subscriptions, one, concurrency)
     for subscription, (answers, errors) in zip(subscriptions, fetched, strict=True):
         part = Inventory()
-        normalizer = Normalizer(part, subscription, _where(subscription))
-        with paused_gc():
-            for call in sorted(answers, key=CALLS.index):
-                normalizer.add(call, answers[call])
-            normalizer.finish()
+        try:
+            normalizer = Normalizer(part, subscription, _where(subscription))
+            with paused_gc():
+                for call in sorted(answers, key=CALLS.index):
+                    normalizer.add(call, answers[call])
+                normalizer.finish()
+        except FabricCheckError as exc:
+            # A misshapen answer makes its subscription incomplete, naming the field; the others stand.
+            part = Inventory(errors=[Scope("azure", subscription).error("normalize", BAD_RESPONSE, str(exc))])
         del answers
         part.errors.extend(errors)
         reasons = [f"{e.call}: {e.code}" for e in part.errors]

@@ -177,7 +177,10 @@ def _error(call: GcpCall, scope: Scope, exc: Exception) -> CollectionError:
         return scope.error(call.resource, "NotFound", f"{first_line(exc)} (is the project id right?)", call.permission)
     if isinstance(exc, exceptions.GoogleAPICallError):
         return scope.error(call.resource, type(exc).__name__, first_line(exc))
-    if isinstance(exc, (ValueError, KeyError, TypeError)):
+    from google.protobuf import json_format  # type: ignore[import-untyped]
+
+    if isinstance(exc, (ValueError, KeyError, TypeError, json_format.Error)):
+        # A field of an unexpected shape: the client's own types refuse it (protobuf names the field).
         return scope.error(call.resource, BAD_RESPONSE, f"the endpoint's answer is not a Compute API answer: {exc}")
     return scope.unreachable(call.resource, exc)
 
@@ -195,6 +198,7 @@ def fetch_project(
     import requests
     from google.api_core import exceptions
     from google.auth import exceptions as auth_exceptions
+    from google.protobuf import json_format  # type: ignore[import-untyped]
 
     progress = progress or Progress()
     scope = Scope("gcp", project, None)
@@ -214,6 +218,7 @@ def fetch_project(
             ValueError,
             KeyError,
             TypeError,
+            json_format.Error,
         ) as exc:
             error = _error(call, scope, exc)
             errors.append(error)
@@ -305,7 +310,11 @@ def collect_live(
     where = f"{parent}: " if parent else ""
     inventory = Inventory(source=f"gcp live ({where}{', '.join(projects)})")
     for project, (answers, errors, count) in zip(projects, in_parallel(projects, one, concurrency), strict=True):
-        part = _normalized(project, answers, errors)
+        try:
+            part = _normalized(project, answers, errors)
+        except FabricCheckError as exc:
+            # A misshapen answer makes its project incomplete, naming the field; the others stand.
+            part = Inventory(errors=[*errors, Scope("gcp", project).error("normalize", BAD_RESPONSE, str(exc))])
         del answers
         reasons = [f"{e.call}: {e.code}" for e in part.errors]
         part.scopes.append(scope_status("gcp", project, None, count, len(part.nodes), reasons))
