@@ -198,7 +198,7 @@ def fetch_project(
     import requests
     from google.api_core import exceptions
     from google.auth import exceptions as auth_exceptions
-    from google.protobuf import json_format  # type: ignore[import-untyped]
+    from google.protobuf import json_format
 
     progress = progress or Progress()
     scope = Scope("gcp", project, None)
