@@ -55,6 +55,7 @@ class ArmReplay:
     lock: threading.Lock = field(default_factory=threading.Lock)
     # management group -> its child groups and subscriptions, as ("group" | "subscription", name)
     management_groups: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    expired: bool = False  # every request answered 401 ExpiredAuthenticationToken
 
     def respond(self, method: str, raw_path: str) -> tuple[int, dict[str, str], Any]:
         parsed = urllib.parse.urlsplit(raw_path)
@@ -64,6 +65,9 @@ class ArmReplay:
             self.calls.append((method, path))
         if method != "GET":
             return 405, {}, {"error": {"code": "MethodNotAllowed", "message": "read-only replay"}}
+        if self.expired:
+            message = "The access token expiry UTC time '1/1/2026 12:00:00 AM' is earlier than current UTC time."
+            return 401, {}, {"error": {"code": "ExpiredAuthenticationToken", "message": message}}
         management = re.match(r"^/providers/microsoft\.management/managementgroups/([^/]+)/descendants$", path.lower())
         if management:
             return self._descendants(management.group(1), query)

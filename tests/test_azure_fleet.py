@@ -97,3 +97,13 @@ def test_the_role_for_a_management_group_adds_exactly_the_listing() -> None:
         "Microsoft.Resources/subscriptions/read",  # the group names them: no subscription list
     }
     assert grouped["AssignableScopes"] == ["/providers/Microsoft.Management/managementGroups/research"]
+
+
+def test_an_expired_token_is_one_line_naming_azure(certificate: tuple[Path, Path]) -> None:
+    replay = estate()
+    replay.expired = True
+    with serve(replay, *certificate) as url, pytest.raises(FabricCheckError) as raised:
+        collect.collect_live(SUBS, endpoint_url=url)
+    message = str(raised.value)
+    assert message.startswith("Azure refused the credential (ExpiredAuthenticationToken"), message
+    assert "az login" in message and "\n" not in message

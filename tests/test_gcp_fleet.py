@@ -127,3 +127,13 @@ def test_a_misshapen_answer_makes_its_project_incomplete_and_the_rest_stands() -
     assert not scopes["team-a"].complete and "BadResponse" in (scopes["team-a"].reason or "")
     assert scopes["top-project"].complete and scopes["team-b"].complete
     assert {e.account for e in inventory.errors} == {"team-a"}
+
+
+def test_a_refused_token_is_one_line_naming_google_and_what_to_do() -> None:
+    replay = estate()
+    replay.failures[("team-a", "*")] = 401
+    with serve(replay) as url, pytest.raises(FabricCheckError) as raised:
+        collect.collect_live(["team-a", "team-b"], endpoint_url=url)
+    message = str(raised.value)
+    assert message.startswith("Google credentials could not be used (401"), message
+    assert "gcloud auth application-default login" in message and "\n" not in message

@@ -86,6 +86,10 @@ def _list(call: ArmCall, compute: Any, network: Any, groups: list[str]) -> list[
     raise AssertionError(call)
 
 
+def _message(exc: Any) -> str:
+    return str(getattr(exc.error, "message", None) or exc.message or first_line(exc)).splitlines()[0]
+
+
 def _error(call: ArmCall, scope: Scope, exc: Exception) -> CollectionError:
     from azure.core.exceptions import HttpResponseError
 
@@ -124,9 +128,17 @@ def fetch_subscription(
         try:
             answers[call] = _list(call, compute, network, groups)
         except ClientAuthenticationError as exc:
-            if getattr(exc, "status_code", None) in (401, 403):
+            if getattr(exc, "status_code", None) == 403:
                 errors.append(_error(call, scope, exc))
                 continue
+            if getattr(exc, "status_code", None) == 401:
+                # Not a permission of one subscription: the token itself was refused (expired, revoked, other
+                # tenant), and every call of every subscription would be refused alike.
+                code = str(getattr(exc.error, "code", None) or "Unauthorized")
+                raise FabricCheckError(
+                    f"Azure refused the credential ({code}: {_message(exc)}); sign in again ({NO_CREDENTIAL_HINT}) "
+                    "and run again"
+                ) from None
             raise FabricCheckError(f"no Azure credential ({NO_CREDENTIAL_HINT}): {first_line(exc)}") from None
         except (HttpResponseError, ServiceRequestError) as exc:
             error = _error(call, scope, exc)

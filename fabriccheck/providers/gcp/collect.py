@@ -211,6 +211,9 @@ def fetch_project(
             answers[call] = fetch(clients, call, project, zones, counter, count, limits)
         except auth_exceptions.GoogleAuthError as exc:
             raise credential_error(exc) from None
+        except exceptions.Unauthorized as exc:
+            # 401: the token itself was refused (expired, revoked), so every project would fail alike.
+            raise credential_error(exc) from None
         except (
             exceptions.GoogleAPICallError,
             exceptions.RetryError,
