@@ -13,12 +13,12 @@ def test_a_token_bucket_lets_a_burst_through_then_paces_at_its_rate() -> None:
     bucket = TokenBucket(Rate(per_second=50.0, burst=5, source="test"))
     started = time.monotonic()
     waits = [bucket.take() for _ in range(5)]
-    assert waits == [0.0] * 5 and time.monotonic() - started < 0.05  # the burst
+    assert waits == [0.0] * 5 and time.monotonic() - started < 0.2  # the burst
     started = time.monotonic()
     for _ in range(10):
         bucket.take()
     took = time.monotonic() - started
-    assert 10 / 50.0 * 0.9 <= took < 10 / 50.0 + 0.15  # ten more at 50 a second: about 0.2 s
+    assert 10 / 50.0 * 0.9 <= took < 10 / 50.0 + 0.5  # ten more at 50 a second: about 0.2 s
 
 
 def test_threads_share_one_bucket_per_domain_and_domains_do_not_share() -> None:
@@ -39,7 +39,7 @@ def test_threads_share_one_bucket_per_domain_and_domains_do_not_share() -> None:
     started = time.monotonic()
     for domain in ("a/us-east-1", "b/us-east-1", "c/us-east-1"):
         limits.take("ec2", domain)
-    assert time.monotonic() - started < 0.05  # each new domain has its own full bucket
+    assert time.monotonic() - started < 0.2  # each new domain has its own full bucket
     limits.take("unknown-service", "x")  # a service without a published rate is not paced
 
 

@@ -171,11 +171,13 @@ def in_parallel(items: Iterable[T], work: Callable[[T], R], max_workers: int = 8
 
 
 @contextmanager
-def paused_gc() -> Iterator[None]:
+def paused_gc(freeze: bool = True) -> Iterator[None]:
     """Parsing a large answer and normalizing it builds hundreds of thousands of small objects beside the
     parsed document; the cyclic collector would rescan that document again and again (a 190 MB dump
     normalizes 2.5x slower with it). Pause it for that stretch only, then freeze what survived (the model)
-    so that later collections do not rescan it either."""
+    so that later collections do not rescan it either. A live collection of many scopes passes freeze=False:
+    freezing there would also pin the SDK clients other scopes still hold (and any garbage), so memory would
+    grow with the estate; it settles once at the end instead (sources.fleet.settle_gc)."""
     global _pauses, _resume
     with _pause_lock:  # collectors parse in several threads; the collector comes back after the last one
         if _pauses == 0:
@@ -188,7 +190,8 @@ def paused_gc() -> Iterator[None]:
         with _pause_lock:
             _pauses -= 1
             if _pauses == 0:
-                gc.freeze()
+                if freeze:
+                    gc.freeze()
                 if _resume:
                     gc.enable()
 

@@ -9,6 +9,7 @@ subscription, a GCP project. Scopes are collected concurrently on the shared wor
 
 from __future__ import annotations
 
+import gc
 import threading
 import time
 from collections.abc import Callable
@@ -159,3 +160,10 @@ class Tally:
         with self.lock:
             failed = f", {self.failed:,} failed" if self.failed else ""
             return f"{self.done:,}/{self.total:,} scopes done{failed}, {self.nodes:,} nodes found"
+
+
+def settle_gc() -> None:
+    """After a live collection: free what the scopes left behind (SDK clients are reference cycles), then
+    freeze the model that survived so that judging it does not rescan it (see common.paused_gc)."""
+    gc.collect()
+    gc.freeze()

@@ -35,7 +35,7 @@ from fabriccheck.sources.common import (
     in_parallel,
     paused_gc,
 )
-from fabriccheck.sources.fleet import DEFAULT_CONCURRENCY, CallCount, RateLimits, scope_status
+from fabriccheck.sources.fleet import DEFAULT_CONCURRENCY, CallCount, RateLimits, scope_status, settle_gc
 
 # Every EC2 operation the collector may issue. DescribeRegions serves --all-regions.
 OPERATIONS = tuple(sorted({c.operation for c in CALLS} | {"DescribeRegions"}))
@@ -241,7 +241,7 @@ def collect_region(
 def _normalized(region: str, answers: dict[Ec2Call, Any], errors: list[CollectionError], account: str) -> Inventory:
     inventory = Inventory(source="aws")
     normalizer = Normalizer(inventory, region, account, lambda c: f"EC2 {c.operation} in {region}")
-    with paused_gc():
+    with paused_gc(freeze=False):
         for call in sorted(answers, key=CALLS.index):
             normalizer.add(call, answers[call])
     inventory.errors.extend(e.model_copy(update={"account": account}) for e in errors)
@@ -437,6 +437,7 @@ def collect_live(
                 del answers
                 part.scopes.append(_status(account.id or UNKNOWN_ACCOUNT, region, count, len(part.nodes), part.errors))
                 inventory.merge(part)
+            settle_gc()
             return inventory
         done = list(fetched)
     except NoCredentialsError:
@@ -450,6 +451,7 @@ def collect_live(
         part.scopes.append(_status(named, region, count, len(part.nodes), part.errors))
         progress.finished(part.scopes[-1])
         inventory.merge(part)
+    settle_gc()
     return inventory
 
 

@@ -29,7 +29,7 @@ from fabriccheck.providers.azure.normalize import (
     Normalizer,
 )
 from fabriccheck.sources.common import BAD_RESPONSE, RETRIES, Progress, Scope, first_line, in_parallel, paused_gc
-from fabriccheck.sources.fleet import DEFAULT_CONCURRENCY, CallCount, RateLimits, scope_status
+from fabriccheck.sources.fleet import DEFAULT_CONCURRENCY, CallCount, RateLimits, scope_status, settle_gc
 
 
 @dataclass(frozen=True)
@@ -365,7 +365,7 @@ def collect_live(
         part = Inventory()
         try:
             normalizer = Normalizer(part, subscription, _where(subscription))
-            with paused_gc():
+            with paused_gc(freeze=False):
                 for call in sorted(answers, key=CALLS.index):
                     normalizer.add(call, answers[call])
                 normalizer.finish()
@@ -377,4 +377,5 @@ def collect_live(
         reasons = [f"{e.call}: {e.code}" for e in part.errors]
         part.scopes.append(scope_status("azure", subscription, None, counts[subscription], len(part.nodes), reasons))
         inventory.merge(part)
+    settle_gc()
     return inventory

@@ -37,7 +37,7 @@ from fabriccheck.sources.common import (
     in_parallel,
     paused_gc,
 )
-from fabriccheck.sources.fleet import DEFAULT_CONCURRENCY, CallCount, RateLimits, scope_status
+from fabriccheck.sources.fleet import DEFAULT_CONCURRENCY, CallCount, RateLimits, scope_status, settle_gc
 
 # Every permission the collector uses: aggregatedList and list of each collection need its .list permission.
 PERMISSIONS = tuple(sorted(c.permission for c in CALLS))
@@ -233,7 +233,7 @@ def fetch_project(
 def _normalized(project: str, answers: dict[GcpCall, Any], errors: list[CollectionError]) -> Inventory:
     inventory = Inventory(source="gcp")
     normalizer = Normalizer(inventory, project, lambda c: f"Compute {c.resource}.list in {project}")
-    with paused_gc():
+    with paused_gc(freeze=False):
         for call in CALLS:
             if call in answers:
                 normalizer.add(call, answers[call])
@@ -322,6 +322,7 @@ def collect_live(
         reasons = [f"{e.call}: {e.code}" for e in part.errors]
         part.scopes.append(scope_status("gcp", project, None, count, len(part.nodes), reasons))
         inventory.merge(part)
+    settle_gc()
     return inventory
 
 
