@@ -140,7 +140,7 @@ def in_parallel(items: Iterable[T], work: Callable[[T], R], max_workers: int = 8
     if len(items) <= 1:
         yield from map(work, items)
         return
-    futures: list[Future[R]] = [Future() for _ in items]
+    futures: list[Future[R] | None] = [Future() for _ in items]
     pending = iter(range(len(items)))
     take = threading.Lock()
 
@@ -151,7 +151,7 @@ def in_parallel(items: Iterable[T], work: Callable[[T], R], max_workers: int = 8
             if index is None:
                 return
             future = futures[index]
-            if not future.set_running_or_notify_cancel():
+            if future is None or not future.set_running_or_notify_cancel():
                 continue  # cancelled: the caller has stopped
             try:
                 result = work(items[index])
@@ -163,11 +163,17 @@ def in_parallel(items: Iterable[T], work: Callable[[T], R], max_workers: int = 8
     for number in range(max(1, min(max_workers, len(items)))):
         threading.Thread(target=worker, name=f"fabriccheck-worker-{number}", daemon=True).start()
     try:
-        for future in futures:
-            yield future.result()
+        for index, future in enumerate(futures):
+            assert future is not None
+            result = future.result()
+            # Handed over: let go of it here, so a caller that consumes results one by one (a fleet's raw
+            # answers, normalized as they arrive) never holds them all at once.
+            futures[index] = future = None
+            yield result
     finally:
-        for future in futures:
-            future.cancel()  # a no-op on the ones running or done
+        for pending_future in futures:
+            if pending_future is not None:
+                pending_future.cancel()  # a no-op on the ones running or done
 
 
 @contextmanager

@@ -376,10 +376,10 @@ def collect_live(
     home = home or "us-east-1"
     clients = _Clients(session, endpoint_url, retry, limits or RateLimits())
     types = InstanceTypes()
-    setup = CallCount()  # ListAccounts, before any scope
+    listing = CallCount()  # ListAccounts: made before any scope, paced and counted apart from them
     try:
         partition = session.get_partition_for_region(home)
-        organizations = clients.make("organizations", home, "org", setup) if plan.org_role else None
+        organizations = clients.make("organizations", home, "org", listing) if plan.org_role else None
         targets = fleet.accounts(plan, organizations, partition)
     except NoRegionError:
         raise FabricCheckError("no region: pass --region REGION") from None
