@@ -29,9 +29,18 @@ def _demo_report() -> dict[str, Any]:
 
 
 ADDED_SINCE = {
-    "report": ("skipped_clusters",),
+    "report": ("skipped_clusters", "scopes"),
     "clusters": ("status", "not_judged"),
-    "summary": ("clusters_by_status", "skipped_clusters", "nodes_by_state"),
+    "summary": (
+        "clusters_by_status",
+        "skipped_clusters",
+        "nodes_by_state",
+        # per-scope collection (a live fleet run's; empty for the demo's dumps)
+        "scopes",
+        "scopes_incomplete",
+        "api_calls",
+        "retries",
+    ),
 }
 
 
