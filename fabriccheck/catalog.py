@@ -127,12 +127,22 @@ class Accelerator:
     nvlink_gbytes: float
     mfu: float
     sources: tuple[str, ...]
+    allreduce_busbw_gbytes: float | None = None  # measured single-node all_reduce busbw, when sourced
+    nvls: bool = False  # NVLink SHARP (NVSwitch reductions): NCCL's NVLS / NVLSTree algorithms apply
 
 
 @functools.cache
 def accelerators() -> dict[str, Accelerator]:
     doc: dict[str, Any] = yaml.load((DATA / "accelerators.yaml").read_text(), Loader=yaml.CSafeLoader)
     return {
-        name: Accelerator(name, row["peak_tflops"], row["nvlink_gbytes"], row["mfu"], tuple(row["sources"]))
+        name: Accelerator(
+            name,
+            row["peak_tflops"],
+            row["nvlink_gbytes"],
+            row["mfu"],
+            tuple(row["sources"]),
+            row.get("allreduce_busbw_gbytes"),
+            bool(row.get("nvls", False)),
+        )
         for name, row in doc["accelerators"].items()
     }

@@ -19,18 +19,9 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 import typer
 
 if TYPE_CHECKING:
+    from fabriccheck.config import Config
     from fabriccheck.flow import Options, Report
     from fabriccheck.inventory import Inventory
-
-app = typer.Typer(
-    name="fabriccheck",
-    help="Find cloud GPU-cluster settings that leave the training fabric (EFA, InfiniBand, GPUDirect) "
-    "unused, and estimate what they cost.",
-    no_args_is_help=True,
-    add_completion=False,
-    rich_markup_mode=None,
-    pretty_exceptions_enable=False,
-)
 
 
 class Format(StrEnum):
@@ -39,6 +30,7 @@ class Format(StrEnum):
     sarif = "sarif"
     junit = "junit"
     markdown = "markdown"
+    prometheus = "prometheus"
 
 
 class FailOn(StrEnum):
@@ -62,7 +54,9 @@ def _cluster_tag(value: str | None) -> str | None:
 
 FormatOpt = Annotated[
     Format,
-    typer.Option("--format", "-f", metavar="FORMAT", help="Report format: text, json, sarif, junit or markdown."),
+    typer.Option(
+        "--format", "-f", metavar="FORMAT", help="Report format: text, json, sarif, junit, markdown or prometheus."
+    ),
 ]
 OutputOpt = Annotated[Path | None, typer.Option("--output", "-o", metavar="FILE", help="Write the report to FILE.")]
 FailOnOpt = Annotated[
@@ -132,7 +126,69 @@ ClusterTagOpt = Annotated[
 ]
 
 
-class _Command(typer.core.TyperCommand):
+# The gate's own options (config.py, waivers.py, baseline.py). Every scanning command takes them; `_options` reads
+# them from the command's context (with the config file and FABRICCHECK_* variables under them, and the shared
+# options above over them) through `_configured`, and `_finish` uses what it settled. A new scanning command (plan)
+# gets the whole layer by taking these options and calling `_options` and `_finish` like the others.
+ConfigOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--config",
+        metavar="FILE",
+        help="Config file (default: ./fabriccheck.toml, else ./pyproject.toml's "
+        "[tool.fabriccheck]; see: fabriccheck config).",
+    ),
+]
+WaiversOpt = Annotated[
+    Path | None,
+    typer.Option(metavar="FILE", help="Waivers (YAML or TOML): findings reported as waived, not failing the gate."),
+]
+BaselineOpt = Annotated[
+    Path | None, typer.Option(metavar="FILE", help="Fail only on findings this baseline does not hold.")
+]
+WriteBaselineOpt = Annotated[
+    Path | None,
+    typer.Option(metavar="FILE", help="Record this run's findings as the baseline in FILE (and judge against it)."),
+]
+SeverityOverrideOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--severity", metavar="RULE=LEVEL", help="Report a rule (or category) at error, warning or info (repeatable)."
+    ),
+]
+RoleOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--role", metavar="CLUSTER=ROLE", help="Cluster id (glob) is training, inference or ignore (repeatable)."
+    ),
+]
+
+
+class _Flag:
+    """Coerces a flag's value by leaving it as it is (see _PlainHelp)."""
+
+    def coerce(self, value: Any, param: Any, ctx: Any) -> Any:
+        return value
+
+
+class _PlainHelp:
+    """Typer coerces every option's value through a pydantic TypeAdapter, built on first use, and the
+    `--help` flag of the app is processed (value unset) before any command runs: `fabriccheck azure --help`
+    imported pydantic (a third of its start-up) to coerce nothing. A flag needs no coercion. Typer versions
+    without per-option coercion (no `_runtime_param`) are left alone."""
+
+    def get_help_option(self, ctx: Any) -> Any:
+        option = super().get_help_option(ctx)  # type: ignore[misc]
+        if option is not None and getattr(option, "_runtime_param", False) is None:
+            option._runtime_param = _Flag()
+        return option
+
+
+class _Group(_PlainHelp, typer.core.TyperGroup):
+    pass
+
+
+class _Command(_PlainHelp, typer.core.TyperCommand):
     """Help in plain words: `check [OPTIONS] FILE` and `FILE  Inventory saved ...`, not `{FILE}` and
     `FILE <path>` (the options carry their own plain metavars)."""
 
@@ -157,6 +213,18 @@ class _Command(typer.core.TyperCommand):
                     formatter.write_dl(rows)
 
 
+app = typer.Typer(
+    name="fabriccheck",
+    help="Find cloud GPU-cluster settings that leave the training fabric (EFA, InfiniBand, GPUDirect) "
+    "unused, and estimate what they cost.",
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+    cls=_Group,
+)
+
+
 def _version(value: bool) -> None:
     if value:
         from fabriccheck import __version__
@@ -173,6 +241,12 @@ def _main(
     ] = False,
 ) -> None:
     """The options before the command (the app's help text is its `help=` above)."""
+    import time
+
+    _STARTED.append(time.perf_counter())  # the scan's duration in the report counts from here
+
+
+_STARTED: list[float] = []
 
 
 AWS_EXTRA = "fabriccheck aws needs the AWS extra: pip install 'fabriccheck[aws]'"
@@ -218,7 +292,7 @@ def _options(
 ) -> Options:
     from fabriccheck.flow import Options
 
-    return Options(
+    options = Options(
         workload=workload,
         price_per_gpu_hour=price,
         cluster_tag=cluster_tag,
@@ -226,6 +300,15 @@ def _options(
         select=select or [],
         ignore=ignore or [],
     )
+    # Settle the config, waivers and baseline now, before any collection: a bad file fails in a second, not
+    # after a long scan. _finish uses what this found.
+    ctx = _context()
+    if ctx is not None:
+        ctx.meta[_GATE] = _configured(options, FailOn(_default_of(ctx, "fail_on", FailOn.error.value)))
+    return options
+
+
+_GATE = "fabriccheck.gate"
 
 
 def _finish(
@@ -238,13 +321,24 @@ def _finish(
     verbose: bool = False,
     allow_incomplete: bool = False,
 ) -> NoReturn:
+    import time
+
     from fabriccheck import flow, reports
     from fabriccheck.engine import SEVERITY_RANK
-    from fabriccheck.sources.snapshot import save_inventory
+    from fabriccheck.sources.common import API_CALLS
 
+    ctx = _context()
+    settled = ctx.meta.get(_GATE) if ctx is not None else None
+    options, fail_on, write_baseline = settled if settled is not None else _configured(options, fail_on)
     if save is not None:
+        from fabriccheck.sources.snapshot import save_inventory
+
         save_inventory(inventory, save)
     report: Report = flow.run(inventory, options)
+    if write_baseline is not None:
+        _write_baseline(report, write_baseline, options)
+    report.duration_seconds = round(time.perf_counter() - _STARTED[-1], 3) if _STARTED else None
+    report.api_calls = API_CALLS.value
     color = output is None and fmt is Format.text and sys.stdout.isatty() and "NO_COLOR" not in os.environ
     # A file gets a fixed width; the terminal's own width applies to what goes to the terminal.
     width = 100 if output is not None else None
@@ -264,6 +358,101 @@ def _finish(
     if fail_on is not FailOn.never and worst is not None and SEVERITY_RANK[worst] >= SEVERITY_RANK[fail_on.value]:
         raise typer.Exit(1)
     raise typer.Exit(0)
+
+
+def _context() -> Any:
+    import importlib
+
+    try:  # newer typer carries its own copy of click
+        return importlib.import_module("typer._click.globals").get_current_context(silent=True)
+    except ImportError:
+        return importlib.import_module("click").get_current_context(silent=True)
+
+
+def _effective(fail_on: FailOn, workload: str) -> tuple[Config, dict[str, Any]]:
+    """The effective settings of the running command (and its parameters): the command's own defaults, the
+    config file, FABRICCHECK_* variables, then the flags given on its command line."""
+    from fabriccheck import config
+
+    ctx = _context()
+    params: dict[str, Any] = dict(ctx.params) if ctx is not None else {}
+    flags: dict[str, Any] = {}
+    for key in config.KEYS:
+        if key.param in params and _given(ctx, key.param):  # a command without the flag: file and env only
+            value = params[key.param]
+            flags[key.name] = value.value if isinstance(value, StrEnum) else value
+    # The command's own defaults: `demo` never fails unless told to.
+    defaults = {"fail-on": fail_on.value, "workload": workload}
+    return config.resolve(defaults, flags, cwd=Path.cwd(), env=os.environ, config_file=params.get("config")), params
+
+
+def _configured(options: Options, fail_on: FailOn) -> tuple[Options, FailOn, Path | None]:
+    """The shared gate layer of every scanning command: the config file, FABRICCHECK_* variables and the flags
+    given (later wins) decide the options and --fail-on; the waivers and baseline they name are read here, so a
+    missing or malformed file stops the run before anything is judged. Returns the --write-baseline FILE too."""
+    import dataclasses
+
+    from fabriccheck import baseline, waivers
+    from fabriccheck.errors import FabricCheckError
+
+    ctx = _context()
+    default_fail_on = FailOn(_default_of(ctx, "fail_on", fail_on.value))
+    effective, params = _effective(default_fail_on, _default_of(ctx, "workload", options.workload))
+    value = effective.value
+    _check_rule_names(effective)
+    waivers_path: Path | None = value("waivers")
+    baseline_path: Path | None = params.get("baseline")
+    options = dataclasses.replace(
+        options,
+        workload=value("workload"),
+        price_per_gpu_hour=value("price-per-gpu-hour"),
+        cluster_tag=value("cluster-tag"),
+        rules_dirs=list(value("rules-dir")),
+        select=list(value("select")),
+        ignore=list(value("ignore")),
+        severity=dict(value("severity")),
+        roles=dict(value("roles")),
+        waivers=waivers.load(waivers_path) if waivers_path is not None else [],
+        waivers_file=str(waivers_path or ""),
+        baseline=baseline.load(baseline_path) if baseline_path is not None else None,
+        baseline_file=str(baseline_path or ""),
+    )
+    write_baseline: Path | None = params.get("write_baseline")
+    output: Path | None = params.get("output")
+    if write_baseline is not None and output is not None and _same_file(write_baseline, output):
+        raise FabricCheckError(
+            f"--output {output} and --write-baseline {write_baseline} name the same file: choose two"
+        )
+    return options, FailOn(value("fail-on")), write_baseline
+
+
+def _check_rule_names(effective: Config) -> None:
+    from fabriccheck import config, engine
+
+    named = [effective.settings[n] for n in ("select", "ignore", "severity")]
+    if not any(s.value and not s.source.startswith("flag") for s in named):
+        return  # nothing to check (flags are checked where they are used), and no rules to load for it
+    dirs = effective.value("rules-dir")
+    config.check_rule_names(effective, engine.load_rules(dirs) if dirs else list(engine.builtin_rules()))
+
+
+def _default_of(ctx: Any, name: str, fallback: str) -> str:
+    """A parameter's default in the running command (`demo`'s --fail-on is never), else `fallback`."""
+    for param in ctx.command.params if ctx is not None else ():
+        if param.name == name and param.default is not None:
+            default = param.default
+            return str(default.value if isinstance(default, StrEnum) else default)
+    return fallback
+
+
+def _write_baseline(report: Report, path: Path, options: Options) -> None:
+    """Record today's findings; without --baseline, this run is judged against what it just wrote."""
+    from fabriccheck import baseline
+
+    baseline.write(report.findings, path)
+    if options.baseline is None:
+        report.baseline = baseline.apply(report.findings, baseline.build(report.findings), str(path))
+        report.summary.in_baseline = sum(1 for f in report.findings if f.baseline == "existing")
 
 
 def _untagged(inventory: Inventory, tag: str) -> bool:
@@ -373,6 +562,12 @@ def aws(
     ignore: IgnoreOpt = None,
     verbose: VerboseOpt = False,
     save_inventory: SaveOpt = None,
+    config: ConfigOpt = None,
+    waivers: WaiversOpt = None,
+    baseline: BaselineOpt = None,
+    write_baseline: WriteBaselineOpt = None,
+    severity: SeverityOverrideOpt = None,
+    role: RoleOpt = None,
 ) -> None:
     """Audit AWS: EFA interfaces, security groups, placement groups and launch templates."""
 
@@ -485,6 +680,12 @@ def azure(
     ignore: IgnoreOpt = None,
     verbose: VerboseOpt = False,
     save_inventory: SaveOpt = None,
+    config: ConfigOpt = None,
+    waivers: WaiversOpt = None,
+    baseline: BaselineOpt = None,
+    write_baseline: WriteBaselineOpt = None,
+    severity: SeverityOverrideOpt = None,
+    role: RoleOpt = None,
 ) -> None:
     """Audit Azure: InfiniBand sizes, scale sets, availability sets, drivers and virtual networks."""
 
@@ -493,8 +694,9 @@ def azure(
     if print_role:
         from fabriccheck.providers.azure.collect import role_for
 
-        role = lambda: role_for(management_group)  # noqa: E731
-        _print_privilege(ctx, "--print-role", "role", role, output, ("management_group",))
+        _print_privilege(
+            ctx, "--print-role", "role", lambda: role_for(management_group), output, ("management_group",)
+        )
     if cloud not in ("public", "usgov", "china"):
         raise FabricCheckError(f"--cloud {cloud}: choose from public, usgov, china")
     if from_dump is not None:
@@ -576,6 +778,12 @@ def gcp(
     ignore: IgnoreOpt = None,
     verbose: VerboseOpt = False,
     save_inventory: SaveOpt = None,
+    config: ConfigOpt = None,
+    waivers: WaiversOpt = None,
+    baseline: BaselineOpt = None,
+    write_baseline: WriteBaselineOpt = None,
+    severity: SeverityOverrideOpt = None,
+    role: RoleOpt = None,
 ) -> None:
     """Audit Google Cloud: GPU NICs (TCPX, TCPXO, RDMA), their networks and firewalls, placement policies."""
 
@@ -635,12 +843,39 @@ def demo(
     ignore: IgnoreOpt = None,
     verbose: VerboseOpt = False,
     save_inventory: SaveOpt = None,
+    config: ConfigOpt = None,
+    waivers: WaiversOpt = None,
+    baseline: BaselineOpt = None,
+    write_baseline: WriteBaselineOpt = None,
+    severity: SeverityOverrideOpt = None,
+    role: RoleOpt = None,
+    plans: Annotated[
+        bool,
+        typer.Option(
+            "--plan", help="Judge the bundled Terraform plans instead: a wrong plan beside a correct one per cloud."
+        ),
+    ] = False,
 ) -> None:
     """Run the audit on the bundled example accounts of every cloud (no credentials, no network)."""
     _check_output(output, save_inventory)
     options = _options(workload, price_per_gpu_hour, cluster_tag, rules_dir, select, ignore)
     with _cloud_sdk():
-        _finish(demo_inventory(), options, fmt, output, fail_on, save_inventory, verbose)
+        inventory = demo_plan_inventory() if plans else demo_inventory()
+        _finish(inventory, options, fmt, output, fail_on, save_inventory, verbose)
+
+
+def demo_plan_inventory() -> Inventory:
+    """The bundled plans (fixtures/demo/plans/*.json), each with its configuration folder when there is one."""
+    from fabriccheck.inventory import Inventory
+    from fabriccheck.sources.terraform import load_plan
+
+    folder = demo_dir() / "plans"
+    inventory = Inventory()
+    for path in sorted(folder.glob("*.json")):
+        configuration = path.with_suffix("")
+        inventory.merge(load_plan(str(path), configuration if configuration.is_dir() else None))
+    inventory.source = f"demo plans ({folder})"
+    return inventory
 
 
 def demo_inventory() -> Inventory:
@@ -673,6 +908,12 @@ def check(
     select: SelectOpt = None,
     ignore: IgnoreOpt = None,
     verbose: VerboseOpt = False,
+    config: ConfigOpt = None,
+    waivers: WaiversOpt = None,
+    baseline: BaselineOpt = None,
+    write_baseline: WriteBaselineOpt = None,
+    severity: SeverityOverrideOpt = None,
+    role: RoleOpt = None,
     allow_incomplete: AllowIncompleteOpt = False,
 ) -> None:
     """Judge a saved inventory (from --save-inventory) without calling any cloud."""
@@ -686,6 +927,42 @@ def check(
         _finish(load_inventory(inventory_file), options, fmt, output, fail_on, None, verbose, allow_incomplete)
 
 
+@app.command(cls=_Command)
+def plan(
+    plan_file: Annotated[
+        str, typer.Argument(metavar="FILE", help="JSON of terraform show -json PLANFILE (or tofu); - reads stdin.")
+    ],
+    terraform_dir: Annotated[
+        Path | None,
+        typer.Option(metavar="DIR", help="The configuration's root: findings name the file and line of each block."),
+    ] = None,
+    cluster_tag: ClusterTagOpt = None,
+    fmt: FormatOpt = Format.text,
+    output: OutputOpt = None,
+    fail_on: FailOnOpt = FailOn.error,
+    workload: WorkloadOpt = "llm-70b-fsdp",
+    price_per_gpu_hour: PriceOpt = None,
+    rules_dir: RulesDirOpt = None,
+    select: SelectOpt = None,
+    ignore: IgnoreOpt = None,
+    verbose: VerboseOpt = False,
+    config: ConfigOpt = None,
+    waivers: WaiversOpt = None,
+    baseline: BaselineOpt = None,
+    write_baseline: WriteBaselineOpt = None,
+    severity: SeverityOverrideOpt = None,
+    role: RoleOpt = None,
+) -> None:
+    """Judge a Terraform or OpenTofu plan before apply: the same rules as a live scan, on what it would launch."""
+    from fabriccheck.errors import FabricCheckError
+    from fabriccheck.sources.terraform import load_plan
+
+    if output is not None and plan_file != "-" and _same_file(output, Path(plan_file)):
+        raise FabricCheckError(f"--output {output} is the plan being checked: write the report elsewhere")
+    options = _options(workload, price_per_gpu_hour, cluster_tag, rules_dir, select, ignore)
+    _finish(load_plan(plan_file, terraform_dir), options, fmt, output, fail_on, None, verbose)
+
+
 def _evidence_out(ev: Any, fmt: Format, output: Path | None, fail_on: FailOn, verbose: bool) -> NoReturn:
     from fabriccheck.evidence import report
 
@@ -697,10 +974,12 @@ def _evidence_out(ev: Any, fmt: Format, output: Path | None, fail_on: FailOn, ve
     raise typer.Exit(report.exit_code(ev, fail_on.value))
 
 
-def _evidence_input(path: Path, output: Path | None, provider: str | None) -> None:
+def _evidence_input(path: Path, output: Path | None, provider: str | None, fmt: Format) -> None:
     from fabriccheck.errors import FabricCheckError
     from fabriccheck.model import PROVIDERS
 
+    if fmt is Format.prometheus:
+        raise FabricCheckError("--format prometheus: evidence is shown as text, json, sarif, junit or markdown")
     if not path.is_file():
         raise FabricCheckError(f"{path}: no such file")
     if output is not None and _same_file(output, path):
@@ -738,6 +1017,14 @@ def estimate(
         float | None, typer.Option(metavar="GBPS", help="The ordinary NIC NCCL sockets would use (tcp state).")
     ] = None,
     workload: WorkloadOpt = "llm-70b-fsdp",
+    workload_file: Annotated[
+        Path | None,
+        typer.Option(
+            metavar="FILE",
+            help="Your workload (YAML or TOML): parameters, layers, hidden, seq_len, tokens_per_gpu, micro_batches,"
+            " parallelism (ddp, zero1-3, fsdp, 3d), tensor/pipeline/expert_parallel, precision. Replaces --workload.",
+        ),
+    ] = None,
     price_per_gpu_hour: PriceOpt = None,
     fmt: Annotated[str, typer.Option("--format", "-f", metavar="FORMAT", help="text or json.")] = "text",
     output: OutputOpt = None,
@@ -758,7 +1045,8 @@ def estimate(
         fabric = estimating.custom_fabric(
             gpu or "", gpus_per_node, nics, nic_gbps, transport, not no_gdr, ethernet_gbps
         )
-    result = estimating.run(fabric, nodes, state, workload_named(workload), price_per_gpu_hour)
+    chosen = estimating.workload_from_file(workload_file) if workload_file else workload_named(workload)
+    result = estimating.run(fabric, nodes, state, chosen, price_per_gpu_hour)
     text = result.model_dump_json(indent=2) + "\n" if fmt == "json" else estimating.render_text(result)
     if output is not None:
         _write(output, text, "--output")
@@ -803,7 +1091,7 @@ def nccl_tests(
     from fabriccheck.evidence import expect, judge
     from fabriccheck.evidence import nccl_tests as parser
 
-    _evidence_input(file, output, provider)
+    _evidence_input(file, output, provider, fmt)
     if op is not None and op not in parser.OPS:
         raise FabricCheckError(f"--op {op}: choose from {', '.join(parser.OPS)}")
     fabric, implied = expect.fabric_from_options(
@@ -831,7 +1119,7 @@ def nccl_log(
     from fabriccheck.evidence import judge
     from fabriccheck.evidence import nccl_log as reader
 
-    _evidence_input(file, output, provider)
+    _evidence_input(file, output, provider, fmt)
     ev = judge.judge_log(reader.read_file(file), provider)
     _evidence_out(ev, fmt, output, fail_on, verbose)
 
@@ -868,6 +1156,45 @@ def rules(
     if not match:
         raise FabricCheckError(f"no rule {rule_id} (see: fabriccheck rules)")
     sys.stdout.write(rules_report.explain(match[0], fmt))
+
+
+@app.command("config", cls=_Command)
+def show_config(
+    config: ConfigOpt = None,
+    fail_on: FailOnOpt = FailOn.error,
+    select: SelectOpt = None,
+    ignore: IgnoreOpt = None,
+    severity: SeverityOverrideOpt = None,
+    cluster_tag: ClusterTagOpt = None,
+    role: RoleOpt = None,
+    workload: WorkloadOpt = "llm-70b-fsdp",
+    price_per_gpu_hour: PriceOpt = None,
+    rules_dir: RulesDirOpt = None,
+    waivers: WaiversOpt = None,
+    fmt: Annotated[str, typer.Option("--format", "-f", metavar="FORMAT", help="text or json.")] = "text",
+) -> None:
+    """Print the settings a scan run here would use, and where each came from (default, config file,
+    FABRICCHECK_* variable, flag). The waivers file they name is read and checked too."""
+    import json
+
+    from fabriccheck import config as settings
+    from fabriccheck import waivers as waiving
+    from fabriccheck.errors import FabricCheckError
+
+    if fmt not in ("text", "json"):
+        raise FabricCheckError(f"--format {fmt}: the config is shown as text or json")
+    effective, _ = _effective(FailOn.error, "llm-70b-fsdp")
+    _check_rule_names(effective)
+    path: Path | None = effective.value("waivers")
+    loaded = waiving.load(path) if path is not None else []
+    if fmt == "json":
+        document = effective.as_dict() | {"waivers": [w.model_dump(mode="json") for w in loaded]}
+        sys.stdout.write(json.dumps(document, indent=2) + "\n")
+        return
+    text = settings.render_text(effective)
+    if path is not None:
+        text += f"waivers file {path}: {len(loaded)} waiver{'s' if len(loaded) != 1 else ''}, valid\n"
+    sys.stdout.write(text)
 
 
 def demo_dir() -> Path:

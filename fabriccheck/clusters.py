@@ -10,6 +10,7 @@ with no signal trains alone. A node that a template or plan would launch forms a
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 from fabriccheck.cloud import PlacementSignal, TagSignal, support
@@ -17,7 +18,7 @@ from fabriccheck.inventory import Inventory
 from fabriccheck.model import Node
 
 # Only these are training nodes; stopped, stopping, shutting-down and terminated ones are counted, not judged.
-JUDGED_STATES = frozenset({"pending", "running"})
+JUDGED_STATES = frozenset({"pending", "running", "planned"})  # planned: a Terraform plan would create it
 TRAINING, INFERENCE, IGNORE = "training", "inference", "ignore"
 ROLES = (TRAINING, INFERENCE, IGNORE)
 
@@ -46,25 +47,39 @@ def _slug(label: str) -> str:
     return label.lower().replace(" ", "-")
 
 
+@functools.cache
+def _signals(provider: str) -> tuple[tuple[tuple[str, ...], frozenset[str], str | None, str, str], ...]:
+    """The provider's signals as (tag keys, the same as a set, placement kind, slug, label), strongest first."""
+    return tuple(
+        (signal.keys, frozenset(signal.keys), None, _slug(signal.label), signal.label)
+        if isinstance(signal, TagSignal)
+        else ((), frozenset(), signal.kind, _slug(signal.label), signal.label)
+        for signal in support(provider).signals
+        if isinstance(signal, TagSignal | PlacementSignal)
+    )
+
+
 def cluster_key(node: Node, cluster_tag: str | None) -> tuple[str, str]:
     """(cluster id, what grouped it) for a running node."""
-    scope = f"{node.provider}:{node.account}"
-    if cluster_tag and cluster_tag in node.tags:
+    tags = node.tags
+    if cluster_tag and cluster_tag in tags:
         # A user's tag names a job across regions, which is exactly when a region split must show.
-        return f"{scope}:tag/{cluster_tag}={node.tags[cluster_tag]}", f"tag {cluster_tag}"
-    cloud = support(node.provider)
-    here = f"{scope}:{node.region}"
-    if any(node.tags.get(key) == value for key, value in cloud.alone_tags):
+        return f"{node.provider}:{node.account}:tag/{cluster_tag}={tags[cluster_tag]}", f"tag {cluster_tag}"
+    here = f"{node.provider}:{node.account}:{node.region}"
+    if tags and any(tags.get(key) == value for key, value in support(node.provider).alone_tags):
         return f"{here}:{node.id}", "single node"
-    for signal in cloud.signals:
-        if isinstance(signal, TagSignal):
-            if all(k in node.tags for k in signal.keys):
-                name = "/".join(node.tags[k] for k in signal.keys)
-                return f"{here}:{_slug(signal.label)}/{name}", signal.label
-        elif isinstance(signal, PlacementSignal):
-            placed = node.placed_by(signal.kind)
+    for keys, keyset, kind, slug, label in _signals(node.provider):
+        if kind is None:
+            if tags.keys() >= keyset:
+                name = "/".join(tags[k] for k in keys)
+                return f"{here}:{slug}/{name}", label
+        else:
+            placed = node.placed_by(kind)
             if placed:
-                return f"{here}:{_slug(signal.label)}/{placed}", signal.label
+                return f"{here}:{slug}/{placed}", label
+    if node.origin == "plan" and node.spec is not None:
+        # The instances of one Terraform resource (count, for_each) are one group the configuration launches.
+        return f"{here}:terraform/{node.spec.name}", "Terraform resource"
     return f"{here}:{node.id}", "single node"
 
 

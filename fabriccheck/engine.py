@@ -164,6 +164,14 @@ class Rule(RuleModel):
 _PLAIN = Variant()
 
 
+class Waived(BaseModel):
+    """Why a finding is waived (waivers.py): reported as it is, but it does not fail the gate."""
+
+    reason: str
+    expires: str | None = None
+    source: str  # the waivers file and the waiver's number in it
+
+
 class Finding(BaseModel):
     rule: str
     title: str
@@ -177,6 +185,15 @@ class Finding(BaseModel):
     remediation: str
     effect: str
     references: list[str]
+    # Set after judging (flow.py): rule + resource identity (baseline.py), the waiver that covers the finding,
+    # and whether a --baseline holds it. A waived or existing finding is reported but does not fail the gate.
+    fingerprint: str = ""
+    waiver: Waived | None = None
+    baseline: Literal["new", "existing"] | None = None
+
+    @property
+    def gates(self) -> bool:
+        return self.waiver is None and self.baseline != "existing"
 
 
 _PLACEHOLDER = re.compile(r"\{([a-z_]+(?:\.[a-z_]+)*)\}")
@@ -299,13 +316,15 @@ def _fact_paths(condition: str) -> set[str]:
 
 
 def load_rules(extra_dirs: Iterable[Path] = (), providers: Collection[str] | None = None) -> list[Rule]:
-    """The built-in rules (of `providers` only, when given: rules/<provider>/) and the user's, each checked and
-    its examples run."""
+    """The built-in rules (of `providers` only, when given: rules/<provider>/) and the user's, each checked, and
+    the user's examples run. The built-in rules' examples are run by the test suite (tests/test_rules.py) for
+    the rules as shipped; running them again on every audit cost more than judging a thousand nodes."""
     rules: dict[str, Rule] = {}
     owners: dict[str, Rule] = {}  # every id a finding can carry, and the rule that defines it
     builtin = builtin_rules_dir()
     builtins = [builtin] if providers is None else [builtin / p for p in sorted(providers) if (builtin / p).is_dir()]
-    for directory in (*builtins, *extra_dirs):
+    for index, directory in enumerate((*builtins, *extra_dirs)):
+        users = index >= len(builtins)
         if not directory.is_dir():
             raise FabricCheckError(f"--rules-dir {directory}: not a folder")
         for path in sorted(directory.rglob("*.yaml")) + sorted(directory.rglob("*.yml")):
@@ -318,7 +337,8 @@ def load_rules(extra_dirs: Iterable[Path] = (), providers: Collection[str] | Non
                     )
             for finding_id in rule.finding_ids():
                 owners[finding_id] = rule
-            check_examples(rule)
+            if users:
+                check_examples(rule)
             rules[rule.id] = rule
     return sorted(rules.values(), key=lambda r: r.id)
 
@@ -420,14 +440,16 @@ def judge(
     """Findings, and for each running cluster whose fabric matters the rules that could not be judged: a fact
     they read that the builder could only call unknown, with why (not collected for the node's account and
     region, a security group referenced but not seen, a type whose capability is unknown)."""
-    cel = _cel()
-
     facts = facts or FactBuilder(inventory)
     findings: list[Finding] = []
     unjudged: dict[str, list[Unjudged]] = {}
-    by_scope: dict[str, list[Rule]] = {"node": [], "cluster": []}
+    by_scope: dict[str, list[_Judging]] = {"node": [], "cluster": []}
     for rule in rules:
-        by_scope[rule.scope].append(rule)
+        by_scope[rule.scope].append(_Judging(rule))
+    # One verdict per rule and distinct values of the facts it reads (with why any of them is unknown), for the
+    # whole run: the nodes of a pool, and pools alike, cost one CEL evaluation, not one each.
+    verdicts: dict[tuple[Any, ...], tuple[bool, tuple[str, ...]]] = {}
+    freezer = _Freezer()
 
     for cluster in [*clusters, *(specs if specs is not None else spec_clusters(inventory))]:
         origin = cluster.nodes[0].origin if cluster.spec else "running"
@@ -435,40 +457,49 @@ def judge(
         rules_here = (
             []
             if cluster.spec
-            else [r for r in by_scope["cluster"] if r.provider == cluster.provider and r.judges(origin)]
+            else [r for r in by_scope["cluster"] if r.provider == cluster.provider and origin in r.origins]
         )
-        node_rules = [r for r in by_scope["node"] if r.provider == cluster.provider and r.judges(origin)]
+        node_rules = [r for r in by_scope["node"] if r.provider == cluster.provider and origin in r.origins]
         if not rules_here and not node_rules:
             continue
         cluster_facts = facts.cluster(cluster)
+        scope = _Scope(cluster_facts)
         missed: dict[tuple[str, str], list[str]] = {}  # (rule, reason) -> nodes
-        context = cel.Context(variables={"cluster": cluster_facts})
-        for rule in rules_here:
-            if rule.matches(context):
-                findings.append(_finding(rule, cluster, [n.id for n in cluster.nodes], {"cluster": cluster_facts}))
+        for judging in rules_here:
+            matched, reasons = judging.verdict(verdicts, scope, None)
+            if matched:
+                findings.append(
+                    _finding(judging.rule, cluster, [n.id for n in cluster.nodes], {"cluster": cluster_facts})
+                )
             else:
-                for reason in _reasons(rule, cluster_facts, None):
-                    missed[(rule.id, reason)] = []
+                for reason in reasons:
+                    missed[(judging.rule.id, reason)] = []
         if cluster_facts["multi_node"] and node_rules:
-            # Nodes of one cluster mostly share their facts but for their names: evaluate each distinct shape
-            # once (a 500-node group costs one evaluation, not 500).
-            naming = _naming_facts(cluster.provider)
-            shared = not any(_names_a_node(r.condition, naming) for r in node_rules)
-            verdicts: dict[Any, tuple[list[Rule], list[tuple[str, str]]]] = {}
+            # Nodes of one cluster mostly share their facts but for their names: the nodes whose facts read by
+            # the node rules are alike share one verdict per rule.
+            reads = sorted({top for r in node_rules for top in r.node_reads})
+            names = tuple(reads)
+            exact = all(r.exact for r in node_rules)
+            by_shape: dict[Any, tuple[list[Rule], list[tuple[str, str]]]] = {}
             for node in cluster.nodes:
                 node_facts = facts.node(node)
-                shape = _shape(node_facts, naming) if shared else id(node)
-                verdict = verdicts.get(shape)
+                shape = freezer.read(node_facts, reads) if exact else id(node)
+                verdict = by_shape.get(shape)
                 if verdict is None:
-                    context.add_variable("node", node_facts)
-                    matched = [r for r in node_rules if r.matches(context)]
-                    unknown = [
-                        (rule.id, reason)
-                        for rule in node_rules
-                        if rule not in matched
-                        for reason in _reasons(rule, cluster_facts, node_facts)
-                    ]
-                    verdict = verdicts[shape] = (matched, unknown)
+                    matched_rules: list[Rule] = []
+                    unknown: list[tuple[str, str]] = []
+                    for judging in node_rules:
+                        # The shape means these facts' values only with the same facts read: both are the key.
+                        matched, reasons = judging.verdict(verdicts, scope, node_facts, (names, shape))
+                        if matched and _reads_unknown(judging.rule, node.unknown):
+                            # A fact the node's source left unknown (a plan's value known only after apply)
+                            # fires nothing; the rule is reported as not judged.
+                            matched, reasons = False, tuple(_reasons(judging.rule, scope.facts, node_facts))
+                        if matched:
+                            matched_rules.append(judging.rule)
+                        else:
+                            unknown += [(judging.rule.id, reason) for reason in reasons]
+                    verdict = by_shape[shape] = (matched_rules, unknown)
                 for rule in verdict[0]:
                     findings.append(_finding(rule, cluster, [node.id], {"node": node_facts, "cluster": cluster_facts}))
                 if not cluster.spec:
@@ -485,6 +516,130 @@ def judge(
     return Evaluation(sort_findings(findings), unjudged)
 
 
+def _reads_unknown(rule: Rule, unknown: dict[str, str]) -> bool:
+    return bool(unknown) and any(r.partition(".")[2] in unknown for r in rule._reads if r.startswith("node."))
+
+
+_ROOT = re.compile(r"\b(node|cluster)\b(\s*\.\s*[a-z_])?")
+
+
+class _Scope:
+    """One cluster's facts and, made only when some verdict is not known yet, its CEL context."""
+
+    def __init__(self, cluster_facts: dict[str, Any]) -> None:
+        self.facts = cluster_facts
+        self._context: Any = None
+        self._node: Any = None
+        self._read: dict[_Judging, tuple[Any, ...]] = {}
+
+    def read(self, judging: _Judging) -> tuple[Any, ...]:
+        """The values of the cluster facts `judging` reads."""
+        found = self._read.get(judging)
+        if found is None:
+            found = self._read[judging] = _read(self.facts, judging.cluster_reads)
+        return found
+
+    def context(self, node_facts: dict[str, Any] | None) -> Any:
+        if self._context is None:
+            self._context = _cel().Context(variables={"cluster": self.facts})
+        if node_facts is not None and node_facts is not self._node:
+            self._context.add_variable("node", node_facts)
+            self._node = node_facts
+        return self._context
+
+
+class _Judging:
+    """A rule as one run judges it: what its condition reads, and its verdicts by the values read."""
+
+    def __init__(self, rule: Rule) -> None:
+        self.rule = rule
+        self.provider = rule.provider
+        self.origins = rule._origins
+        reads = sorted(rule._reads)
+        self.node_reads = tuple(r.partition(".")[2] for r in reads if r.startswith("node."))
+        self.cluster_reads = tuple(r.partition(".")[2] for r in reads if r.startswith("cluster."))
+        # Exact: the condition reaches the facts only as node.NAME / cluster.NAME, so the values of those
+        # facts decide it. Anything else (node["x"], size(cluster)) is judged on all the facts, node by node.
+        stripped = _STRING.sub('""', rule.condition)
+        self.exact = all(match.group(2) for match in _ROOT.finditer(stripped))
+
+    def verdict(
+        self,
+        verdicts: dict[tuple[Any, ...], tuple[bool, tuple[str, ...]]],
+        scope: _Scope,
+        node: dict[str, Any] | None,
+        shape: Any = (),
+    ) -> tuple[bool, tuple[str, ...]]:
+        """(matches, why it could not be judged if it does not: `_reasons`) for these facts. `shape` stands
+        for the node's facts: the values of (at least) those this rule reads."""
+        if self.exact:
+            key: tuple[Any, ...] = (self, scope.read(self), shape)
+        else:
+            key = (self, id(scope.facts), id(node))
+        found = verdicts.get(key)
+        if found is None:
+            matched = self.rule.matches(self._context(scope, node))
+            found = verdicts[key] = (matched, () if matched else tuple(_reasons(self.rule, scope.facts, node)))
+        return found
+
+    def _context(self, scope: _Scope, node: dict[str, Any] | None) -> Any:
+        """The CEL context: for an exact rule only the facts it reads (handing CEL a whole cluster's facts costs
+        more than evaluating the condition)."""
+        if not self.exact:
+            return scope.context(node)
+        variables = {"cluster": {k: scope.facts[k] for k in self.cluster_reads if k in scope.facts}}
+        if node is not None:
+            variables["node"] = {k: node[k] for k in self.node_reads if k in node}
+        return _cel().Context(variables=variables)
+
+
+def _frozen(value: Any) -> Any:
+    """A fact's value as a dict key. True and 1 are equal in Python but not in CEL: bools keep their type."""
+    kind = type(value)
+    if kind is str or kind is int or kind is float or value is None:
+        return value
+    if kind is bool:
+        return (bool, value)
+    if kind is dict:
+        return (dict, *[(k, _frozen(v)) for k, v in value.items()])
+    if kind is list:
+        return (list, *[_frozen(v) for v in value])
+    return (kind, value)
+
+
+_ABSENT = object()
+
+
+class _Freezer:
+    """`_read`, freezing a dict that many nodes' facts share (the nested facts of a pool) once."""
+
+    def __init__(self) -> None:
+        self._dicts: dict[int, tuple[Any, Any]] = {}  # id -> (the dict, kept so that its id stays its own; frozen)
+
+    def read(self, facts: dict[str, Any], names: list[str]) -> tuple[Any, ...]:
+        unknown = facts.get("unknown")
+        values: list[Any] = [tuple(unknown.get(name) for name in names) if unknown else None]
+        for name in names:
+            value = facts.get(name, _ABSENT)
+            if type(value) is dict:
+                known = self._dicts.get(id(value))
+                if known is None:
+                    known = self._dicts[id(value)] = (value, _frozen(value))
+                values.append(known[1])
+            else:
+                values.append(_frozen(value))
+        return tuple(values)
+
+
+def _read(facts: dict[str, Any] | None, names: tuple[str, ...] | list[str]) -> tuple[Any, ...]:
+    """The values of `names` in `facts`, and why any of them is unknown."""
+    if not names or facts is None:
+        return ()
+    unknown = facts.get("unknown")
+    why = tuple(unknown.get(name) for name in names) if unknown else None
+    return (why, *[_frozen(facts.get(name, _ABSENT)) for name in names])
+
+
 def _reasons(rule: Rule, cluster_facts: dict[str, Any], node_facts: dict[str, Any] | None) -> list[str]:
     """Why `rule` could not be judged here, if it could not: a fact it reads was left unknown, with why."""
     reasons = []
@@ -495,22 +650,6 @@ def _reasons(rule: Rule, cluster_facts: dict[str, Any], node_facts: dict[str, An
         if reason and reason not in reasons:
             reasons.append(reason)
     return reasons
-
-
-@functools.cache
-def _naming_facts(provider: str) -> frozenset[str]:
-    """Facts that name a node rather than describe it; two nodes differing only in these judge alike."""
-    return frozenset({"id", "label"} | support(provider).schema.naming)
-
-
-@functools.cache
-def _names_a_node(condition: str, naming: frozenset[str]) -> bool:
-    return any(path.split(".")[1] in naming for path in _fact_paths(condition) if path.startswith("node."))
-
-
-def _shape(facts: dict[str, Any], naming: frozenset[str]) -> tuple[Any, ...]:
-    # Facts are built by one function, so their keys (and nested keys) always come in the same order.
-    return tuple(tuple(v.values()) if isinstance(v, dict) else v for k, v in facts.items() if k not in naming)
 
 
 def _finding(rule: Rule, cluster: Cluster, resources_: list[str], facts: dict[str, Any]) -> Finding:

@@ -7,9 +7,14 @@ on-premises, another cloud, or one being planned.
 
 from __future__ import annotations
 
+import math
 import re
+import tomllib
 from dataclasses import replace
+from pathlib import Path
+from typing import Any
 
+import yaml
 from pydantic import BaseModel
 
 from fabriccheck import catalog, penalty
@@ -47,6 +52,7 @@ class Collective(BaseModel):
     bytes: int
     algbw_gbytes_per_s: float
     busbw_gbytes_per_s: float
+    algorithm: str  # what NCCL would run: nvlink (one node), ring, tree or p2p (alltoall)
 
 
 class Range(BaseModel):
@@ -128,17 +134,27 @@ def run(
     if nodes == 1:
         notes.append("one node: no inter-node fabric is used, so no fabric state costs anything")
     if nodes == 2:
-        notes.append(
-            "at 2 nodes nccl-tests' busbw formula overstates what the network carries (2(n-1)/n counts the "
-            "traffic that stays on NVLink inside each node): compare algbw between 2-node runs"
-        )
+        big = penalty.collective_estimate(fabric, nodes, "all_reduce", SIZES[-1], state)
+        ratio = 2 * (2 * fabric.gpus_per_node - 1) / (2 * fabric.gpus_per_node)
+        if big is not None and big.algorithm == "tree":
+            notes.append(
+                "at 2 nodes nccl-tests' busbw formula overstates what the network carries: NCCL runs a tree here "
+                f"and each node sends the buffer once, so large all_reduce busbw reads up to {ratio:.2f}x the NICs' "
+                "rate; compare algbw between 2-node runs"
+            )
+        else:
+            notes.append(
+                "at 2 nodes NCCL keeps rings here, so busbw is what the NICs carry; a 2-node run with trees "
+                f"(NCCL_ALGO, a tuner plugin) reads up to {ratio:.2f}x that, as nccl-tests' busbw formula overstates "
+                "there: compare algbw between 2-node runs"
+            )
     if catalog.accelerators().get(fabric.accelerator) is None:
         notes.append(f"no sourced peak throughput or NVLink figure for {fabric.accelerator or '?'}: no numbers")
     collectives = [
-        Collective(op=op, bytes=size, algbw_gbytes_per_s=bw[0], busbw_gbytes_per_s=bw[1])
+        Collective(op=op, bytes=size, algbw_gbytes_per_s=c.algbw, busbw_gbytes_per_s=c.busbw, algorithm=c.algorithm)
         for op in OPS
         for size in SIZES
-        if (bw := penalty.collective_bandwidth(fabric, nodes, op, size, state)) is not None
+        if (c := penalty.collective_estimate(fabric, nodes, op, size, state)) is not None
     ]
     step = None
     if slowdown.degraded_step_seconds_low is not None and slowdown.degraded_step_seconds_high is not None:
@@ -198,11 +214,12 @@ def render_text(report: EstimateReport) -> str:
         "",
     ]
     if report.collectives:
-        lines.append(f"{'op':<15}{'size':>10}{'algbw GB/s':>13}{'busbw GB/s':>13}")
+        lines.append(f"{'op':<15}{'size':>10}{'algbw GB/s':>13}{'busbw GB/s':>13}  algorithm")
         for c in report.collectives:
             if c.bytes in (8, 8 * 4**5, 8 * 4**10, 8 * 4**13, 16 * 2**30):  # a readable subset; JSON has all
                 lines.append(
-                    f"{c.op:<15}{_size(c.bytes):>10}{_gbytes(c.algbw_gbytes_per_s):>13}{_gbytes(c.busbw_gbytes_per_s):>13}"
+                    f"{c.op:<15}{_size(c.bytes):>10}{_gbytes(c.algbw_gbytes_per_s):>13}"
+                    f"{_gbytes(c.busbw_gbytes_per_s):>13}  {c.algorithm}"
                 )
         lines.append("")
     if report.cannot_run:
@@ -231,3 +248,134 @@ def _size(n: int) -> str:
         if n >= scale:
             return f"{n / scale:g} {unit}"
     return f"{n} B"
+
+
+# ---------------------------------------------------------------------------------------------- workload files
+
+# Layout words users write, as the model's three traffic shapes: ZeRO-1/2 move what DDP moves (one gradient
+# all-reduce, as reduce-scatter + all-gather), ZeRO-3 is FSDP's full sharding.
+STRATEGIES: dict[str, penalty.Strategy] = {
+    "ddp": "ddp",
+    "zero1": "ddp",
+    "zero-1": "ddp",
+    "zero2": "ddp",
+    "zero-2": "ddp",
+    "fsdp": "fsdp",
+    "zero3": "fsdp",
+    "zero-3": "fsdp",
+    "3d": "3d",
+    "megatron": "3d",
+}
+# Bytes per communicated parameter or gradient value. The compute peak stays the accelerator's dense BF16 figure.
+PRECISIONS = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
+WORKLOAD_FIELDS = {
+    "name": "a name for the report",
+    "description": "free text",
+    "parameters": "model parameters (a number, or 70B / 8e9)",
+    "active_parameters": "MoE: parameters one token uses",
+    "layers": "transformer layers",
+    "hidden": "hidden size",
+    "seq_len": "sequence length",
+    "tokens_per_gpu": "tokens per GPU per optimizer step",
+    "micro_batches": "gradient-accumulation micro-batches per step",
+    "global_batch": "3d: sequences per optimizer step",
+    "micro_batch": "3d: sequences per micro-batch",
+    "parallelism": "ddp, zero1, zero2, zero3/fsdp or 3d",
+    "tensor_parallel": "3d: tensor-parallel degree (inside a node)",
+    "pipeline_parallel": "3d: pipeline stages (one per node)",
+    "expert_parallel": "MoE: GPUs an expert all-to-all spans",
+    "top_k": "MoE: experts per token",
+    "precision": "fp32, bf16, fp16 or fp8 (bytes of communicated values)",
+}
+_SUFFIX = {"k": 1e3, "m": 1e6, "b": 1e9, "t": 1e12}
+
+
+def _number(doc: dict[str, Any], key: str, where: str, integer: bool = True, default: float | None = None) -> float:
+    value = doc.get(key, default)
+    if value is None:
+        raise FabricCheckError(f"{where}: {key} is missing ({WORKLOAD_FIELDS[key]})")
+    number: float | None = None
+    if isinstance(value, bool):
+        number = None
+    elif isinstance(value, int | float):
+        number = float(value)
+    elif isinstance(value, str):
+        text = value.strip().lower().replace("_", "")
+        scale = _SUFFIX.get(text[-1:], 1.0) if text else 1.0
+        try:
+            number = float(text[:-1] if scale != 1.0 else text) * scale
+        except ValueError:
+            number = None
+    if number is None or not math.isfinite(number) or number <= 0 or (integer and number != int(number)):
+        kind = "a whole number above 0" if integer else "a number above 0"
+        raise FabricCheckError(f"{where}: {key} {value!r} is not {kind}")
+    return number
+
+
+def workload_from_file(path: Path) -> penalty.Workload:
+    """A user's workload from a YAML or TOML file (fields: WORKLOAD_FIELDS). Bad input raises FabricCheckError
+    naming the file and the field."""
+    where = f"--workload-file {path}"
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise FabricCheckError(f"{where}: cannot read it ({exc.strerror or exc})") from None
+    try:
+        doc = tomllib.loads(text) if path.suffix.lower() == ".toml" else yaml.safe_load(text)
+    except (tomllib.TOMLDecodeError, yaml.YAMLError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        kind = "TOML" if path.suffix.lower() == ".toml" else "YAML"
+        raise FabricCheckError(f"{where}: not valid {kind}: {first}") from None
+    if not isinstance(doc, dict):
+        raise FabricCheckError(f"{where}: expected a mapping of workload fields ({', '.join(WORKLOAD_FIELDS)})")
+    unknown = sorted(str(k) for k in doc if k not in WORKLOAD_FIELDS)
+    if unknown:
+        raise FabricCheckError(f"{where}: unknown field {unknown[0]} (known: {', '.join(WORKLOAD_FIELDS)})")
+    layout = str(doc.get("parallelism", "fsdp")).strip().lower()
+    strategy = STRATEGIES.get(layout)
+    if strategy is None:
+        raise FabricCheckError(f"{where}: parallelism {layout!r}: choose from {', '.join(STRATEGIES)}")
+    precision = str(doc.get("precision", "bf16")).strip().lower()
+    if precision not in PRECISIONS:
+        raise FabricCheckError(f"{where}: precision {precision!r}: choose from {', '.join(PRECISIONS)}")
+    parameters = _number(doc, "parameters", where, integer=False)
+    active = _number(doc, "active_parameters", where, integer=False, default=parameters)
+    if active > parameters:
+        raise FabricCheckError(f"{where}: active_parameters exceeds parameters")
+    sized = {
+        key: int(_number(doc, key, where, default=default))
+        for key, default in (
+            ("layers", None),
+            ("hidden", None),
+            ("seq_len", None),
+            ("micro_batches", 1),
+            ("micro_batch", 1),
+            ("tensor_parallel", 1),
+            ("pipeline_parallel", 1),
+            ("expert_parallel", 1),
+            ("top_k", 2),
+        )
+    }
+    tokens = int(_number(doc, "tokens_per_gpu", where)) if strategy != "3d" or "tokens_per_gpu" in doc else 0
+    batch = int(_number(doc, "global_batch", where)) if strategy == "3d" and not tokens else 0
+    name = str(doc.get("name") or path.stem)
+    return penalty.Workload(
+        name=name,
+        description=str(doc.get("description") or f"{layout} workload from {path.name}"),
+        parameters=parameters,
+        layers=sized["layers"],
+        hidden=sized["hidden"],
+        seq_len=sized["seq_len"],
+        strategy=strategy,
+        tokens_per_gpu=tokens,
+        global_batch=batch,
+        tensor_parallel=sized["tensor_parallel"],
+        pipeline_parallel=sized["pipeline_parallel"],
+        micro_batch=sized["micro_batch"],
+        bytes_per_value=PRECISIONS[precision],
+        source=str(path),
+        micro_batches=sized["micro_batches"],
+        expert_parallel=sized["expert_parallel"],
+        top_k=sized["top_k"],
+        active_parameters=active,
+    )

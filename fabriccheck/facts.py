@@ -19,6 +19,7 @@ from fabriccheck.inventory import Inventory
 from fabriccheck.model import Capability, Node, fact_key
 
 T = TypeVar("T")
+_UNSEEN: Any = object()
 
 # The neutral facts, as dotted paths (the engine refuses a rule that reads anything else).
 NODE_FACTS = {
@@ -106,11 +107,14 @@ class FactBuilder:
         self._siblings: dict[tuple[str, str], list[catalog.Sibling]] = {}
         self._cluster_facts: dict[str, Facts] = {}
         self._cache: dict[str, Any] = {}
+        self._families: dict[tuple[str, str], str] = {}
+        self._neutral: dict[tuple[Any, ...], Facts] = {}
 
     # ---------------------------------------------------------------------------------------- context
 
     def capability(self, node: Node) -> Capability | None:
-        return self.type_capability(node.instance_type)
+        found = self._capabilities.get(node.instance_type or "", _UNSEEN)
+        return self.type_capability(node.instance_type) if found is _UNSEEN else found
 
     def attachment(self, node: Node) -> FabricAttachment:
         found = self._attachments.get(id(node))
@@ -155,9 +159,46 @@ class FactBuilder:
         attachment = self.attachment(node)
         instance_type = node.instance_type or ""
         primary = node.primary_interface
-        facts: Facts = {
-            "id": node.id,
-            "label": node.id,
+        spec = node.spec
+        # The neutral facts but the node's name depend on these alone: the nodes of a pool share them (and
+        # their nested dicts, which nothing changes), built once.
+        key = (
+            node.provider,
+            node.origin,
+            (spec.kind, spec.name, spec.version, spec.role) if spec else None,
+            node.account,
+            instance_type,
+            node.region,
+            node.zone,
+            primary.network if primary else None,
+            len(node.interfaces),
+            sum(1 for i in node.interfaces if i.public_ip),
+            attachment.attached,
+            attachment.paths,
+            cloud.expects_fabric(node, cap),
+        )
+        shared = self._neutral.get(key)
+        if shared is None:
+            shared = self._neutral[key] = self._neutral_facts(node, cap, key)
+        facts: Facts = {"id": node.id, "label": node.id, **shared}
+        extra = cloud.node_facts(node, self)
+        facts["unknown"] = shared["unknown"] | extra.pop("unknown", {}) | node.unknown
+        facts.update(extra)
+        return facts
+
+    def _neutral_facts(self, node: Node, cap: Capability | None, key: tuple[Any, ...]) -> Facts:
+        """The neutral facts of a node but its id and label, from its `_build_node` key."""
+        instance_type, network, interfaces, public, attached, paths, expected = key[4], *key[7:]
+        family = self._families.get((node.provider, instance_type))
+        if family is None:
+            family = self._families[(node.provider, instance_type)] = (
+                support(node.provider).family(instance_type) if instance_type else ""
+            )
+        unknown: dict[str, str] = {}
+        if cap is None and instance_type:
+            why = f"the capability of {instance_type} is unknown (not in the live answer or the catalog)"
+            unknown = dict.fromkeys(_CAPABILITY_FACTS, why)
+        return {
             "origin": node.origin,
             "spec": {
                 "kind": node.spec.kind if node.spec else "",
@@ -167,33 +208,26 @@ class FactBuilder:
             },
             "account": node.account,
             "instance_type": instance_type,
-            "family": cloud.family(instance_type) if instance_type else "",
+            "family": family,
             "region": node.region,
             "zone": node.zone or "",
-            "network": (primary.network if primary else None) or "",
+            "network": network or "",
             "accelerators": cap.accelerators if cap else 0,
             "accelerator": (cap.accelerator_name if cap else None) or "",
-            "fabric_expected": cloud.expects_fabric(node, cap),
+            "fabric_expected": expected,
             "fabric": {
                 "kind": cap.fabric.value if cap else "unknown",
                 "known": cap is not None,
                 "max": cap.fabric_interfaces if cap else 0,
-                "attached": attachment.attached,
-                "cards": attachment.paths,
+                "attached": attached,
+                "cards": paths,
                 "gbps": (cap.fabric_gbps or 0.0) if cap else 0.0,
             },
-            "interfaces": len(node.interfaces),
-            "public_ip_interfaces": sum(1 for i in node.interfaces if i.public_ip),
+            "interfaces": interfaces,
+            "public_ip_interfaces": public,
             # Facts that could only be called unknown, with why; a rule reading one is reported as not judged.
-            "unknown": {},
+            "unknown": unknown,
         }
-        if cap is None and instance_type:
-            why = f"the capability of {instance_type} is unknown (not in the live answer or the catalog)"
-            facts["unknown"] = dict.fromkeys(_CAPABILITY_FACTS, why)
-        extra = cloud.node_facts(node, self)
-        facts["unknown"] = facts["unknown"] | extra.pop("unknown", {})
-        facts.update(extra)
-        return facts
 
     # ---------------------------------------------------------------------------------------- cluster
 

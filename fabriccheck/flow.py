@@ -13,14 +13,18 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from fabriccheck import __version__, engine, penalty
+from fabriccheck import __version__, config, engine, penalty
+from fabriccheck import baseline as baselines
+from fabriccheck import waivers as waiving
+from fabriccheck.baseline import Baseline, BaselineSummary
 from fabriccheck.cloud import support
 from fabriccheck.clusters import JUDGED_STATES, ROLES, Cluster, build_clusters, spec_clusters
 from fabriccheck.engine import SEVERITY_RANK, Finding
 from fabriccheck.errors import FabricCheckError
 from fabriccheck.facts import FactBuilder
 from fabriccheck.inventory import Inventory
-from fabriccheck.model import CollectionError, ScopeStatus
+from fabriccheck.model import CollectionError, ScopeStatus, SourceLocation
+from fabriccheck.waivers import Waiver, WaiverStatus
 
 REPORT_SCHEMA_VERSION = 1
 
@@ -33,6 +37,14 @@ class Options:
     rules_dirs: list[Path] = field(default_factory=list)
     select: list[str] = field(default_factory=list)
     ignore: list[str] = field(default_factory=list)
+    # The gate's settings (config.py, waivers.py, baseline.py); --rules-dir etc. come from config too.
+    severity: dict[str, str] = field(default_factory=dict)  # rule id or category -> severity
+    roles: dict[str, str] = field(default_factory=dict)  # cluster id glob -> training | inference | ignore
+    waivers: list[Waiver] = field(default_factory=list)
+    waivers_file: str = ""
+    baseline: Baseline | None = None
+    baseline_file: str = ""
+    today: dt.date | None = None  # for waiver expiry; None: today (UTC)
 
 
 class NotJudged(BaseModel):
@@ -84,6 +96,8 @@ class Summary(BaseModel):
     clusters_by_status: dict[str, int] = {}  # clean, findings, incomplete
     skipped_clusters: int = 0
     nodes_by_state: dict[str, int] = {}  # every instance seen, by state; only running and pending are judged
+    waived: int = 0  # findings a waiver covers (counted in `findings` too; they do not fail the gate)
+    in_baseline: int = 0  # findings the --baseline holds (counted in `findings` too; they do not fail the gate)
     # A live collection's scopes (account x region, subscription, project) and the requests they took.
     scopes: int = 0
     scopes_incomplete: int = 0
@@ -105,10 +119,17 @@ class Report(BaseModel):
     skipped_clusters: list[SkippedCluster] = []
     summary: Summary
     notes: list[str]
+    waivers: list[WaiverStatus] = []  # what each waiver did: active, expired, stale, not-run
+    baseline: BaselineSummary | None = None
+    duration_seconds: float | None = None  # the whole command, collection included (set by the CLI)
+    api_calls: int | None = None  # cloud API requests sent (0 for a dump or a saved inventory; set by the CLI)
+    # Where each planned resource is declared (Terraform address, file and line, cloud id), by node id.
+    locations: dict[str, SourceLocation] = {}
     scopes: list[ScopeStatus] = []  # per-scope completeness of a live collection
 
     def worst_severity(self) -> str | None:
-        return max((f.severity for f in self.findings), key=SEVERITY_RANK.__getitem__, default=None)
+        """The worst severity among the findings that fail a gate (not waived, not in the baseline)."""
+        return max((f.severity for f in self.findings if f.gates), key=SEVERITY_RANK.__getitem__, default=None)
 
 
 def workload_named(name: str) -> penalty.Workload:
@@ -144,10 +165,15 @@ def run(inventory: Inventory, options: Options) -> Report:
         if not rules:
             raise FabricCheckError(f"no rule to run on {', '.join(sorted(clouds))} (see: fabriccheck rules)")
     every_cluster = build_clusters(inventory, options.cluster_tag)
+    config.assign_roles(every_cluster, options.roles)
     clusters = [c for c in every_cluster if c.judged]
     facts = FactBuilder(inventory)
     evaluation = engine.judge(rules, inventory, clusters, facts, spec_clusters(inventory))
     findings = evaluation.findings
+    if options.severity:
+        config.override_severity(findings, options.severity, _rules(options, None))
+    for finding in findings:
+        finding.fingerprint = baselines.fingerprint(finding)
     deselected = _deselected(loaded, rules)
 
     by_cluster: dict[str, list[Finding]] = {}
@@ -198,7 +224,7 @@ def run(inventory: Inventory, options: Options) -> Report:
 
     judged_state = [n for n in inventory.nodes if n.state in JUDGED_STATES]
     unknown = sorted({n.instance_type or "" for n in judged_state if facts.capability(n) is None})
-    return Report(
+    report = Report(
         tool={"name": "fabriccheck", "version": __version__},
         source=inventory.source,
         generated_at=dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat(),
@@ -211,8 +237,23 @@ def run(inventory: Inventory, options: Options) -> Report:
         skipped_clusters=skipped,
         summary=_summary(inventory, reported, skipped, findings, judged_nodes, unknown),
         notes=_notes(inventory, unknown, options),
+        locations={n.id: n.source for n in (*inventory.nodes, *inventory.specs) if n.source is not None},
         scopes=inventory.scopes,
     )
+    _settle(report, options)
+    return report
+
+
+def _settle(report: Report, options: Options) -> None:
+    """Waivers and baseline: mark the findings they cover, and say what each did."""
+    if options.waivers:
+        today = options.today or dt.datetime.now(dt.UTC).date()
+        report.waivers = waiving.apply(report.findings, options.waivers, options.waivers_file, today, report.rules)
+        report.notes += waiving.notes(report.waivers)
+    if options.baseline is not None:
+        report.baseline = baselines.apply(report.findings, options.baseline, options.baseline_file)
+    report.summary.waived = sum(1 for f in report.findings if f.waiver is not None)
+    report.summary.in_baseline = sum(1 for f in report.findings if f.baseline == "existing")
 
 
 def _rules(options: Options, clouds: frozenset[str] | None) -> list[engine.Rule]:
@@ -258,9 +299,18 @@ def cluster_penalty(
         one = len(finding.resources) == 1 and finding.resources[0] in effects
         for node_id in finding.resources if one else effects:
             effects[node_id].add(finding.effect)
+    # The nodes of a pool share their type and mostly their state, and pools of one shape cost the same: each
+    # type's description, each state and each distinct cluster's slowdown is made once per run.
+    descriptions: dict[str, penalty.FabricDescription] = facts.cached("penalty:descriptions", dict)
+    states: dict[tuple[penalty.FabricHealth, int | None, bool], penalty.FabricState] = facts.cached(
+        "penalty:states", dict
+    )
+    slowdowns: dict[tuple[object, ...], penalty.Slowdown] = facts.cached("penalty:slowdowns", dict)
     members: list[tuple[penalty.FabricDescription, penalty.FabricState]] = []
     for node, cap in zip(cluster.nodes, known, strict=True):
-        fabric = penalty.FabricDescription.from_capability(cap)
+        fabric = descriptions.get(cap.instance_type)
+        if fabric is None:
+            fabric = descriptions[cap.instance_type] = penalty.FabricDescription.from_capability(cap)
         node_effects = effects[node.id]
         if "weaker-fabric" in node_effects and not fabric.fabric_gbps:
             # Healthy would be the fabric of the same-generation type the instance-choice rule suggests,
@@ -274,19 +324,29 @@ def cluster_penalty(
                 None,
             )
             if pick is not None and pick.accelerators:
-                fabric = penalty.FabricDescription.borrowed(cap, pick)
+                borrowed = f"{cap.instance_type} as {pick.instance_type}"
+                fabric = descriptions.get(borrowed)
+                if fabric is None:
+                    fabric = descriptions[borrowed] = penalty.FabricDescription.borrowed(cap, pick)
         loose = "loose-placement" in node_effects
+        key: tuple[penalty.FabricHealth, int | None, bool]
         if "unreachable" in node_effects:
-            state = penalty.FabricState("unreachable", loose_placement=loose)
+            key = ("unreachable", None, loose)
         elif node_effects & _TCP_EFFECTS:
-            state = penalty.FabricState("tcp-fallback", loose_placement=loose)
+            key = ("tcp-fallback", None, loose)
         elif "partial-fabric" in node_effects:
-            attached = int(facts.node(node)["fabric"]["attached"])
-            state = penalty.FabricState("partial", nics_used=attached, loose_placement=loose)
+            key = ("partial", int(facts.node(node)["fabric"]["attached"]), loose)
         else:
-            state = penalty.FabricState("healthy", loose_placement=loose)
+            key = ("healthy", None, loose)
+        state = states.get(key)
+        if state is None:
+            state = states[key] = penalty.FabricState(key[0], nics_used=key[1], loose_placement=key[2])
         members.append((fabric, state))
-    slowdown = penalty.estimate_members(members, workload)
+    # The slowdown depends on the node count and the distinct members in order (the first names the accelerator).
+    shape = (workload, len(members), *dict.fromkeys(members))
+    slowdown = slowdowns.get(shape)
+    if slowdown is None:
+        slowdown = slowdowns[shape] = penalty.estimate_members(members, workload)
     gpus = min((c.accelerators for c in known), default=0) * cluster.size
     return penalty.penalty_of(slowdown, workload, gpus, price_per_gpu_hour)
 
@@ -328,7 +388,7 @@ def _summary(
 
 
 def _notes(inventory: Inventory, unknown: list[str], options: Options) -> list[str]:
-    notes = []
+    notes = list(inventory.notes)
     if unknown:
         notes.append(
             "fabric capability unknown for instance type(s) "

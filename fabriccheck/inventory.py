@@ -29,6 +29,8 @@ class Inventory(Model):
     # facts that were not collected for a node's own account and region stays silent and the report says so,
     # rather than judging on an empty list or on another account's answer.
     collected: list[str] = Field(default_factory=list)
+    # What the source asks the report to say (a plan that only destroys, resources judged as absent).
+    notes: list[str] = Field(default_factory=list)
     # One entry per scope a live collection visited (account x region, subscription, project).
     scopes: list[ScopeStatus] = Field(default_factory=list)
 
@@ -47,5 +49,6 @@ class Inventory(Model):
         self.azure.merge(other.azure)
         self.gcp.merge(other.gcp)
         self.errors.extend(other.errors)
+        self.notes.extend(other.notes)
         self.collected = sorted(set(self.collected) | set(other.collected))
         self.scopes.extend(other.scopes)

@@ -10,6 +10,7 @@ one cloud only (security groups, scale sets, resource policies ...) live in that
 
 from __future__ import annotations
 
+import operator
 from enum import StrEnum
 from typing import Annotated, Literal
 
@@ -108,6 +109,16 @@ class NodeSpec(Model):
     role: str | None = None  # how the spec is used, e.g. "the default and latest version"
 
 
+class SourceLocation(Model):
+    """Where a planned node is declared: its Terraform address, the file and line of the resource block (when the
+    configuration was read), and the cloud's own id when the resource exists already."""
+
+    address: str
+    file: str | None = None
+    line: int | None = Field(default=None, ge=1)
+    cloud_id: str | None = None
+
+
 class Node(Scoped):
     """One instance / VM that runs, or would run from a template or plan (then `spec` says what)."""
 
@@ -123,16 +134,25 @@ class Node(Scoped):
     interfaces: list[NetworkInterface] = Field(default_factory=list)
     placement: list[Placement] = Field(default_factory=list)
     network_nodes: list[str] | None = None  # network topology, top layer first; None when not collected
+    source: SourceLocation | None = None  # a planned node's Terraform resource
+    # Neutral facts its source leaves unknown (a plan's values known only after apply), with why.
+    unknown: dict[str, str] = Field(default_factory=dict)
 
     def placed_by(self, kind: str) -> str | None:
         """The id of this node's placement of `kind`, if any."""
-        return next((p.id for p in self.placement if p.kind == kind), None)
+        for placement in self.placement:
+            if placement.kind == kind:
+                return placement.id
+        return None
 
     @property
     def primary_interface(self) -> NetworkInterface | None:
-        if not self.interfaces:
-            return None
-        return min(self.interfaces, key=lambda i: (i.network_card_index, i.device_index))
+        if len(self.interfaces) < 2:
+            return self.interfaces[0] if self.interfaces else None
+        return min(self.interfaces, key=_CARD_AND_DEVICE)
+
+
+_CARD_AND_DEVICE = operator.attrgetter("network_card_index", "device_index")
 
 
 class CollectionError(Model):

@@ -369,6 +369,7 @@ def test_every_option_readme_names_exists() -> None:
         ["gcp"],
         ["demo"],
         ["check"],
+        ["plan"],
         ["rules"],
         ["estimate"],
         ["nccl-tests"],

@@ -29,18 +29,21 @@ def _demo_report() -> dict[str, Any]:
 
 
 ADDED_SINCE = {
-    "report": ("skipped_clusters", "scopes"),
+    "report": ("skipped_clusters", "waivers", "baseline", "duration_seconds", "api_calls", "locations", "scopes"),
     "clusters": ("status", "not_judged"),
     "summary": (
         "clusters_by_status",
         "skipped_clusters",
         "nodes_by_state",
+        "waived",
+        "in_baseline",
         # per-scope collection (a live fleet run's; empty for the demo's dumps)
         "scopes",
         "scopes_incomplete",
         "api_calls",
         "retries",
     ),
+    "findings": ("fingerprint", "waiver", "baseline"),
 }
 
 
@@ -55,6 +58,9 @@ def _without_additions(report: dict[str, Any]) -> dict[str, Any]:
     for cluster in stripped["clusters"]:
         for key in ADDED_SINCE["clusters"]:
             cluster.pop(key)
+    for finding in stripped["findings"]:
+        for key in ADDED_SINCE["findings"]:
+            finding.pop(key)
     for key in ADDED_SINCE["summary"]:
         stripped["summary"].pop(key)
     unreachable = {f["cluster"] for f in stripped["findings"] if f["effect"] == "unreachable"}

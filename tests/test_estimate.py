@@ -10,6 +10,7 @@ from cli_run import one_clean_line, run
 from ec2_shapes import answers, instance, write
 
 from fabriccheck import estimate, flow, penalty
+from fabriccheck.model import FabricKind
 from fabriccheck.providers.aws.dump import load_dump
 
 FSDP = penalty.WORKLOADS["llm-70b-fsdp"]
@@ -95,3 +96,85 @@ def test_json_and_bad_input_on_the_command_line(tmp_path: Path) -> None:
         "estimate", "--gpu", "H100", "--nodes", "4", "--transport", "roce", "--state", "tcp", "--ethernet-gbps", "100"
     )
     assert text.returncode == 0 and "slowdown:" in text.stdout and "busbw GB/s" in text.stdout
+
+
+PRESET_AS_FILE = """
+name: llm-8b-ddp
+parameters: 8B
+layers: 32
+hidden: 4096
+seq_len: 8192
+tokens_per_gpu: 8192
+parallelism: zero1
+precision: bf16
+"""
+
+
+def test_a_workload_file_describes_the_same_workload_as_its_preset(tmp_path: Path) -> None:
+    """ZeRO-1 moves what DDP moves: the 8B DDP preset written as a ZeRO-1 file prices exactly the same."""
+    path = tmp_path / "w.yaml"
+    path.write_text(PRESET_AS_FILE)
+    loaded = estimate.workload_from_file(path)
+    preset = penalty.WORKLOADS["llm-8b-ddp"]
+    assert (loaded.strategy, loaded.parameters, loaded.bytes_per_value) == ("ddp", 8e9, 2)
+    fabric = estimate.fabric_of_type("p5.48xlarge")
+    for state in ("tcp", "nics=4"):
+        assert estimate.run(fabric, 8, state, loaded).slowdown == estimate.run(fabric, 8, state, preset).slowdown
+
+
+def test_a_toml_workload_with_layout_precision_and_experts(tmp_path: Path) -> None:
+    path = tmp_path / "moe.toml"
+    path.write_text(
+        'parameters = "47B"\nactive_parameters = "13B"\nlayers = 32\nhidden = 4096\nseq_len = 4096\n'
+        'tokens_per_gpu = 8192\nmicro_batches = 4\nparallelism = "zero3"\nexpert_parallel = 16\nprecision = "fp32"\n'
+    )
+    w = estimate.workload_from_file(path)
+    assert (w.name, w.strategy, w.bytes_per_value, w.expert_parallel, w.micro_batches) == ("moe", "fsdp", 4, 16, 4)
+    assert w.active_parameters == 13e9
+    fabric = estimate.fabric_of_type("p5.48xlarge")
+    dense = penalty.Workload("dense", "", 47e9, 32, 4096, 4096, "fsdp", 8192, bytes_per_value=4, micro_batches=4)
+    # the expert all-to-all crosses nodes (16 GPUs span 2 nodes): losing NICs costs the MoE more than the same
+    # model without experts
+    moe_cost = estimate.run(fabric, 8, "nics=8", w).slowdown
+    dense_cost = estimate.run(fabric, 8, "nics=8", dense).slowdown
+    assert moe_cost is not None and dense_cost is not None and moe_cost.low > dense_cost.low > 1.0
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ("parameters: 8B\nlayers: 0\nhidden: 1\nseq_len: 1\ntokens_per_gpu: 1\n", "layers 0 is not a whole number"),
+        ("parameters: 8B\nlayerz: 3\n", "unknown field layerz"),
+        ("layers: 3\n", "parameters is missing"),
+        ("parameters: lots\n", "parameters 'lots' is not a number"),
+        ("parameters: 8B\nparallelism: ring\n", "parallelism 'ring': choose from"),
+        ("parameters: 8B\nprecision: int4\n", "precision 'int4': choose from"),
+        ("- just\n- a list\n", "expected a mapping"),
+        ("a: [\n", "not valid YAML"),
+    ],
+)
+def test_a_bad_workload_file_is_one_line_and_exit_2(tmp_path: Path, text: str, needle: str) -> None:
+    path = tmp_path / "w.yaml"
+    path.write_text(text)
+    result = run("estimate", "--instance-type", "p5.48xlarge", "--nodes", "2", "--workload-file", str(path))
+    line = one_clean_line(result)
+    assert needle in line and str(path) in line
+
+
+def test_thousands_of_nodes_stay_finite_and_ordered() -> None:
+    fabric = estimate.fabric_of_type("p5.48xlarge")
+    costs = [estimate.run(fabric, n, "nics=16", FSDP).slowdown for n in (16, 1024, 8192)]
+    assert all(c is not None and 1.0 < c.low <= c.high < 100 for c in costs)
+    big = estimate.run(fabric, 8192, "healthy", FSDP)
+    ar = [c for c in big.collectives if c.op == "all_reduce" and c.bytes == 16 * 2**30]
+    assert ar and ar[0].busbw_gbytes_per_s == pytest.approx(3200 / 8 * penalty.EFFICIENCY[FabricKind.EFA], rel=0.02)
+
+
+def test_the_two_node_note_says_which_algorithm_runs() -> None:
+    """H100 (NVLSTree) and EFA (aws-ofi-nccl's tuner) run trees at 2 nodes; A100 over InfiniBand keeps rings."""
+    p5 = estimate.run(estimate.fabric_of_type("p5.48xlarge"), 2, "healthy", FSDP)
+    a100_ib = estimate.run(estimate.custom_fabric("A100", 8, 4, 200, "ib", True, 100), 2, "healthy", FSDP)
+    assert any("NCCL runs a tree here" in n for n in p5.notes)
+    assert any("NCCL keeps rings here" in n for n in a100_ib.notes)
+    big = {(c.op, c.algorithm) for c in a100_ib.collectives if c.bytes == 16 * 2**30}
+    assert ("all_reduce", "ring") in big and ("alltoall", "p2p") in big

@@ -1,19 +1,32 @@
-"""Reports: text for people; JSON, SARIF, JUnit and markdown for machines and pull requests."""
+"""Reports: text for people; JSON, SARIF, JUnit, markdown and Prometheus for machines and pull requests.
+
+Each format's module is imported when that format is asked for: a JSON report of a large fleet does not
+wait for the text report's terminal library (rich) to load."""
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from fabriccheck.flow import Report
-from fabriccheck.reports import junit, machine, markdown, text
+if TYPE_CHECKING:
+    from fabriccheck.flow import Report
 
-FORMATS: dict[str, Callable[[Report, bool], str]] = {
-    "text": text.render,
-    "json": machine.render_json,
-    "sarif": machine.render_sarif,
-    "junit": junit.render,
-    "markdown": markdown.render,
+# format -> (module under fabriccheck.reports, its render function)
+FORMATS: dict[str, tuple[str, str]] = {
+    "text": ("text", "render"),
+    "json": ("machine", "render_json"),
+    "sarif": ("machine", "render_sarif"),
+    "junit": ("junit", "render"),
+    "markdown": ("markdown", "render"),
+    "prometheus": ("prometheus", "render"),
 }
+
+
+def renderer(fmt: str) -> Callable[..., str]:
+    module, function = FORMATS[fmt]
+    found: Callable[..., str] = getattr(importlib.import_module(f"fabriccheck.reports.{module}"), function)
+    return found
 
 
 def render(
@@ -28,7 +41,7 @@ def render(
     """`verbose` and `width` shape the text report (width None: COLUMNS, else the terminal, else 100; at
     least 60); `fail_on` decides which findings are JUnit failures. Other formats ignore them."""
     if fmt == "text":
-        return text.render(report, color, verbose=verbose, width=width)
+        return renderer(fmt)(report, color, verbose=verbose, width=width)
     if fmt == "junit":
-        return junit.render(report, color, fail_on=fail_on)
-    return FORMATS[fmt](report, color)
+        return renderer(fmt)(report, color, fail_on=fail_on)
+    return renderer(fmt)(report, color)

@@ -21,6 +21,7 @@ import xml.etree.ElementTree as ET
 from fabriccheck.engine import SEVERITY_RANK, Finding
 from fabriccheck.flow import Report
 from fabriccheck.reports.safe import visible
+from fabriccheck.reports.text import suppressed
 
 FAIL_ON = ("error", "warning", "info", "never")
 NAMED = 3  # resources named in a test case's name; the body lists all
@@ -66,7 +67,7 @@ def render(report: Report, color: bool = False, fail_on: str = "error") -> str:
             classname=f"fabriccheck.{visible(finding.provider)}.{visible(finding.rule)}",
             name=_case_name(finding),
         )
-        if fails(finding.severity, fail_on):
+        if fails(finding.severity, fail_on) and finding.gates:
             failures += 1
             failure = ET.SubElement(
                 case,
@@ -77,6 +78,8 @@ def render(report: Report, color: bool = False, fail_on: str = "error") -> str:
             failure.text = _body(finding)
         else:
             below = "not failing" if fail_on == "never" else f"below --fail-on {fail_on}"
+            if not finding.gates:
+                below = suppressed(finding) or below
             ET.SubElement(case, "system-out").text = f"({below})\n{_body(finding)}"
 
     for cluster in sorted(report.clusters, key=lambda c: c.id):

@@ -7,7 +7,8 @@ from typing import Any
 import orjson
 
 from fabriccheck import __version__
-from fabriccheck.engine import builtin_rules
+from fabriccheck.baseline import fingerprint
+from fabriccheck.engine import Finding, builtin_rules
 from fabriccheck.flow import Report
 
 SARIF_LEVEL = {"error": "error", "warning": "warning", "info": "note"}
@@ -31,8 +32,11 @@ def render_sarif(report: Report, color: bool = False) -> str:
                 "name": title,
                 "shortDescription": {"text": title},
                 "fullDescription": {"text": rule.remediation.summary.strip() if rule else title},
-                "helpUri": (rule.references[0] if rule else (example.references[0] if example else None)),
-                "help": {"text": rule.remediation.as_text() if rule else ""},
+                **_help(
+                    rule_id,
+                    rule.remediation.as_text() if rule else (example.remediation if example else title),
+                    rule.references if rule else (example.references if example else []),
+                ),
                 "defaultConfiguration": {"level": SARIF_LEVEL[rule.severity] if rule else "warning"},
                 "properties": {"category": rule.category if rule else (example.category if example else "")},
             }
@@ -44,21 +48,9 @@ def render_sarif(report: Report, color: bool = False) -> str:
             "ruleIndex": index[f.rule],
             "level": SARIF_LEVEL[f.severity],
             "message": {"text": f.message},
-            # Live resources have no file; the cloud's own id stands in as the location (as posture tools do).
-            "locations": [
-                {
-                    "physicalLocation": {"artifactLocation": {"uri": resource}},
-                    "logicalLocations": [
-                        {
-                            "name": resource,
-                            "kind": "resource",
-                            "fullyQualifiedName": f"{f.cluster}/{resource}" if f.cluster else resource,
-                        }
-                    ],
-                }
-                for resource in f.resources
-            ],
+            "locations": [_location(report, f.cluster, resource) for resource in f.resources],
             "properties": {"category": f.category, "cluster": f.cluster, "remediation": f.remediation},
+            **_tracking(f),
         }
         for f in report.findings
     ]
@@ -67,6 +59,63 @@ def render_sarif(report: Report, color: bool = False) -> str:
     ]
     sarif = sarif_document(rules, results, report.complete, notifications)
     return orjson.dumps(sarif, option=orjson.OPT_INDENT_2).decode() + "\n"
+
+
+def _help(rule_id: str, fix: str, references: list[str]) -> dict[str, Any]:
+    """A rule's help: the fix in text and markdown, its references, and a help URI (its first reference) when it
+    has one (a rule from --rules-dir need not)."""
+    links = "".join(f"\n- <{url}>" for url in references)
+    out: dict[str, Any] = {
+        "help": {
+            "text": fix + ("\n\nReferences:\n" + "\n".join(references) if references else ""),
+            "markdown": f"**Fix ({rule_id})**\n\n{fix}" + (f"\n\n**References**\n{links}" if references else ""),
+        }
+    }
+    if references:
+        out["helpUri"] = references[0]
+    return out
+
+
+def _tracking(f: Finding) -> dict[str, Any]:
+    """What lets code scanning follow a finding across runs: a fingerprint of rule + resource identity (never the
+    message), the waiver that suppresses it, and whether a --baseline holds it."""
+    out: dict[str, Any] = {"partialFingerprints": {"fabriccheck/v1": f.fingerprint or fingerprint(f)}}
+    if f.waiver is not None:
+        until = f" (until {f.waiver.expires})" if f.waiver.expires else ""
+        out["suppressions"] = [
+            {
+                "kind": "external",
+                "status": "accepted",
+                "justification": f"{f.waiver.reason}{until}",
+                "properties": {"source": f.waiver.source},
+            }
+        ]
+    if f.baseline is not None:
+        out["baselineState"] = "unchanged" if f.baseline == "existing" else "new"
+    return out
+
+
+def _location(report: Report, cluster: str | None, resource: str) -> dict[str, Any]:
+    """Live resources have no file: the cloud's own id stands in as the location (as posture tools do). A planned
+    resource is located at its block's file and line when known, and named by its Terraform address and, once it
+    exists, its cloud id."""
+    source = report.locations.get(resource)
+    logical = [
+        {
+            "name": resource,
+            "kind": "resource",
+            "fullyQualifiedName": f"{cluster}/{resource}" if cluster else resource,
+        }
+    ]
+    if source is None:
+        return {"physicalLocation": {"artifactLocation": {"uri": resource}}, "logicalLocations": logical}
+    logical = [{"name": source.address, "kind": "resource", "fullyQualifiedName": source.address}]
+    if source.cloud_id:
+        logical.append({"name": source.cloud_id, "kind": "resource", "fullyQualifiedName": source.cloud_id})
+    physical: dict[str, Any] = {"artifactLocation": {"uri": source.file or source.address}}
+    if source.file and source.line:
+        physical["region"] = {"startLine": source.line}
+    return {"physicalLocation": physical, "logicalLocations": logical}
 
 
 def sarif_document(

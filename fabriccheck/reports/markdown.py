@@ -25,6 +25,7 @@ from fabriccheck.reports.text import (
     ranked,
     slowdown_cell,
     status_counts,
+    suppressed,
     worst,
 )
 
@@ -79,6 +80,8 @@ def _head(report: Report) -> list[str]:
         f"({md_text(report.workload.get('description', ''))})."
     )
     out.append(line)
+    if s.waived or s.in_baseline:
+        out += ["", f"Not failing the gate: {plural(s.waived, 'finding')} waived, {s.in_baseline:,} in the baseline."]
     extra = s.extra_gpu_hours_per_day
     if extra.high > 0:
         waste = f"Estimated waste: {extra.low:,.0f}–{extra.high:,.0f} extra GPU-hours per day"
@@ -125,11 +128,11 @@ def _step(step: str) -> str:
 def _finding_sections(findings: list[Finding], seen: set[str]) -> list[str]:
     """One section per rule: the resources it flags, the first message, the fix (in full the first time the
     rule appears in the comment, its summary after that)."""
-    groups: dict[str, list[Finding]] = {}
+    groups: dict[tuple[str, str | None], list[Finding]] = {}
     for f in findings:
-        groups.setdefault(f.rule, []).append(f)
+        groups.setdefault((f.rule, suppressed(f)), []).append(f)  # waived ones apart, with their reason
     out: list[str] = []
-    for rule, rule_findings in groups.items():
+    for (rule, why), rule_findings in groups.items():
         first = rule_findings[0]
         resources = [r for f in rule_findings for r in f.resources]
         alike = f" (and {len(rule_findings) - 1} more alike)" if len(rule_findings) > 1 else ""
@@ -139,6 +142,7 @@ def _finding_sections(findings: list[Finding], seen: set[str]) -> list[str]:
             "",
             f"- **Resources:** {_codes(resources)}",
             f"- **Category:** {md_text(first.category)}",
+            *([f"- **Not failing:** {md_text(why)}"] if why else []),
             "",
             md_text(_cap(first.message), line_start=True) + alike,
             "",

@@ -33,7 +33,7 @@ RESOURCES_SHOWN = 6
 ERRORS_SHOWN = 10
 SKIPPED_SHOWN = 10
 _STATUS_RANK = {"findings": 0, "incomplete": 1, "clean": 2}
-_JUDGED_STATES = ("running", "pending")
+_JUDGED_STATES = ("running", "pending", "planned")
 
 
 # ---------------------------------------------------------------------------------------------- shared
@@ -87,6 +87,16 @@ def findings_by_cluster(report: Report) -> dict[str | None, list[Finding]]:
     for f in report.findings:
         groups.setdefault(f.cluster, []).append(f)
     return groups
+
+
+def suppressed(finding: Finding) -> str | None:
+    """Why a finding does not fail the gate though it is reported: its waiver, or the baseline that holds it."""
+    if finding.waiver is not None:
+        until = f" (until {finding.waiver.expires})" if finding.waiver.expires else ""
+        return f"waived: {finding.waiver.reason}{until}"
+    if finding.baseline == "existing":
+        return "in the baseline: not new, not failing the gate"
+    return None
 
 
 def worst(findings: Iterable[Finding]) -> str | None:
@@ -272,9 +282,9 @@ def _top_table(page: _Page, clusters: list[ClusterReport], by_cluster: dict[str 
 def _finding_blocks(page: _Page, findings: list[Finding], verbose: bool) -> None:
     """One block per rule in a cluster: the nodes it flags, the first message, the fix. A rule that flags
     every node of a 500-node cluster prints once, not 500 times (JSON keeps one finding per node)."""
-    groups: dict[str, list[Finding]] = {}
+    groups: dict[tuple[str, str | None], list[Finding]] = {}
     for f in findings:
-        groups.setdefault(f.rule, []).append(f)
+        groups.setdefault((f.rule, suppressed(f)), []).append(f)  # waived ones apart, with their reason
     indent = " " * 10
     for rule_findings in groups.values():
         first = rule_findings[0]
@@ -294,6 +304,9 @@ def _finding_blocks(page: _Page, findings: list[Finding], verbose: bool) -> None
         page.para(f"on {shown}", indent)
         alike = f" (and {len(rule_findings) - 1} more alike)" if len(rule_findings) > 1 else ""
         page.para(visible(first.message) + alike, indent)
+        why = suppressed(first)
+        if why:
+            page.styled([(indent, ""), (visible(why), "bold")], indent)
         fix = first.remediation.splitlines()[0] if first.remediation.strip() else ""
         if fix:
             page.styled([(indent, ""), ("fix:", "bold"), (" " + visible(fix), "")], indent)
@@ -400,6 +413,13 @@ def _summary(page: _Page, report: Report) -> None:
         page.para(
             f"Collected {plural(s.scopes, 'scope')}{failed} with {plural(s.api_calls, 'API request')}, "
             f"{plural(s.retries, 'retry', 'retries')} after throttling or errors.",
+            "",
+            "  ",
+        )
+    if s.waived or s.in_baseline:
+        page.para(
+            f"Not failing the gate: {plural(s.waived, 'finding')} waived, {s.in_baseline:,} in the baseline "
+            "(reported above all the same).",
             "",
             "  ",
         )

@@ -49,6 +49,23 @@ class Progress:
     finished: Callable[[ScopeStatus], None] = lambda status: None
 
 
+class CallCounter:
+    """Cloud API requests sent in this process, for the report (`api_calls`) and the Prometheus metrics. Each
+    collector counts where its SDK lets it see a request: AWS and Azure each request sent (retries included),
+    GCP each page read."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.value = 0
+
+    def add(self, *_: object, **__: object) -> None:  # a hook of any SDK; returns None so as not to alter the call
+        with self._lock:
+            self.value += 1
+
+
+API_CALLS = CallCounter()
+
+
 @dataclass(frozen=True)
 class RetryPolicy:
     """How hard a collector retries throttled or failed calls before recording them. Each SDK's own retry

@@ -26,6 +26,7 @@ from fabriccheck.providers.aws.normalize import (
     owners,
 )
 from fabriccheck.sources.common import (
+    API_CALLS,
     BAD_RESPONSE,
     RETRIES,
     Progress,
@@ -273,7 +274,9 @@ def _config(retry: RetryPolicy = RETRIES) -> Any:
 def _client(session: Any, region: str, endpoint_url: str | None) -> Any:
     # endpoint_url None leaves boto3 to its own configuration: AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_EC2 and the
     # config file's endpoint_url settings are honoured as boto3 honours them.
-    return session.client("ec2", region_name=region, endpoint_url=endpoint_url, config=_config())
+    client = session.client("ec2", region_name=region, endpoint_url=endpoint_url, config=_config())
+    client.meta.events.register("before-send", API_CALLS.add)
+    return client
 
 
 class _Clients:
@@ -301,6 +304,7 @@ class _Clients:
             )
 
         def before_send(**_: Any) -> None:  # every HTTP attempt, retries included
+            API_CALLS.add()
             count.attempt()
             self.limits.take(service, domain)
 

@@ -166,14 +166,16 @@ def _node(inst: dict[str, Any], region_hint: str | None, account: str) -> Node:
     interfaces = []
     for nic in inst.get("NetworkInterfaces") or ():
         attachment = nic.get("Attachment") or {}
+        groups = nic.get("Groups")
+        association = nic.get("Association")
         interfaces.append(
             {
                 "id": nic["NetworkInterfaceId"],
                 "interface_type": nic.get("InterfaceType") or "interface",
                 "network": nic.get("VpcId") or vpc,
                 "subnet": nic.get("SubnetId"),
-                "security_groups": [g["GroupId"] for g in nic.get("Groups") or ()],
-                "public_ip": bool((nic.get("Association") or {}).get("PublicIp")),
+                "security_groups": [g["GroupId"] for g in groups] if groups else [],
+                "public_ip": bool(association.get("PublicIp")) if association else False,
                 "network_card_index": attachment.get("NetworkCardIndex") or 0,
                 "device_index": attachment.get("DeviceIndex") or 0,
             }

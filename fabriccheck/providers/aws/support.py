@@ -134,7 +134,9 @@ class AwsSupport(CloudSupport):
         notes = []
         if any(n.provider == "aws" for n in inventory.nodes) and "instance_types" not in facts:
             notes.append("instance-type capabilities come from the shipped catalog (no DescribeInstanceTypes answer)")
-        if facts and "topology" not in facts:
+        aws_nodes = [n for n in inventory.nodes if n.provider == "aws"]
+        planned = bool(aws_nodes) and all(n.origin == "plan" for n in aws_nodes)  # no topology before launch
+        if facts and "topology" not in facts and not planned:
             notes.append("EC2 topology not collected (aws --topology, or describe-instance-topology.json in a dump)")
         return notes
 

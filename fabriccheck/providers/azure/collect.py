@@ -28,7 +28,16 @@ from fabriccheck.providers.azure.normalize import (
     ArmCall,
     Normalizer,
 )
-from fabriccheck.sources.common import BAD_RESPONSE, RETRIES, Progress, Scope, first_line, in_parallel, paused_gc
+from fabriccheck.sources.common import (
+    API_CALLS,
+    BAD_RESPONSE,
+    RETRIES,
+    Progress,
+    Scope,
+    first_line,
+    in_parallel,
+    paused_gc,
+)
 from fabriccheck.sources.fleet import DEFAULT_CONCURRENCY, CallCount, RateLimits, scope_status, settle_gc
 
 
@@ -199,6 +208,7 @@ def _counting(count: CallCount, limits: RateLimits, subscription: str) -> Callab
         if new:
             count.call()
         count.attempt()
+        API_CALLS.add()
         limits.take("arm", subscription)
 
     return hook
@@ -223,11 +233,12 @@ def clients(
         "connection_timeout": RETRIES.connect_timeout,
         "read_timeout": RETRIES.read_timeout,
         "user_agent": "fabriccheck/0.1",
+        "raw_request_hook": API_CALLS.add,  # each request sent, retries included
     }
     if verify:
         options["connection_verify"] = verify
     if count is not None:
-        options["raw_request_hook"] = _counting(count, limits or RateLimits({}), subscription)
+        options["raw_request_hook"] = _counting(count, limits or RateLimits({}), subscription)  # counts API_CALLS too
     return (
         ComputeManagementClient(credential, subscription, **options),
         NetworkManagementClient(credential, subscription, **options),

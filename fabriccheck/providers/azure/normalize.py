@@ -105,9 +105,10 @@ def _props(item: dict[str, Any]) -> dict[str, Any]:
 
 def _id(value: Any) -> str | None:
     """A sub-resource reference ({"id": ...}) -> its id, lower-cased (ARM ids are case-insensitive)."""
-    if isinstance(value, dict) and isinstance(value.get("id"), str) and value["id"]:
-        return str(value["id"]).lower()
-    return None
+    if value is None:
+        return None
+    found = value.get("id") if isinstance(value, dict) else None
+    return found.lower() if isinstance(found, str) and found else None
 
 
 def _tags(raw: Any) -> dict[str, str]:
@@ -118,9 +119,9 @@ def _image(reference: Any) -> str | None:
     """storageProfile.imageReference -> publisher:offer:sku:version, or the custom image's id."""
     if not isinstance(reference, dict):
         return None
-    if reference.get("publisher") and reference.get("offer"):
-        parts = [reference.get(k) or "" for k in ("publisher", "offer", "sku", "version")]
-        return ":".join(str(p) for p in parts)
+    publisher, offer = reference.get("publisher"), reference.get("offer")
+    if publisher and offer:
+        return f"{publisher!s}:{offer!s}:{reference.get('sku') or ''!s}:{reference.get('version') or ''!s}"
     for key in ("id", "sharedGalleryImageId", "communityGalleryImageId"):
         if reference.get(key):
             return str(reference[key])

@@ -76,6 +76,7 @@ _SIZE_NAME = re.compile(
 )
 
 
+@functools.lru_cache(maxsize=1024)  # a fleet runs a handful of sizes, asked about for every VM
 def _parse(size: str) -> re.Match[str] | None:
     return _SIZE_NAME.match(size.strip().lower())
 
@@ -90,6 +91,21 @@ RDMA_PAIRS = {
     "ND_v4": "ND_A100_v4",
     "NC_H100_v5": "ND_H100_v5",
 }
+
+
+@functools.lru_cache(maxsize=1024)
+def _generation(instance_type: str) -> str:
+    match = _parse(instance_type)
+    if not match:
+        return instance_type
+    parts = [match["family"].upper()]
+    if match["accelerator"]:
+        parts.append(match["accelerator"].upper())
+    if match["version"]:
+        parts.append(f"v{match['version']}")
+    series = "_".join(parts)
+    return RDMA_PAIRS.get(series, series)
+
 
 # The RDMA network reserves 172.16.0.0/16: "make sure that the virtual network address space does not overlap
 # the RDMA network" (Set up InfiniBand, AZ-SETUP-IB; fabric-requirements Z3).
@@ -237,16 +253,7 @@ class AzureSupport(CloudSupport):
     def generation(self, instance_type: str) -> str:
         """Series, accelerator and version: 'Standard_NC24s_v3' and 'Standard_NC24rs_v3' are both 'NC_v3' (the
         'r' only adds RDMA); 'Standard_ND96isr_H100_v5' ('ND_H100_v5') is not 'Standard_ND96isr_H200_v5'."""
-        match = _parse(instance_type)
-        if not match:
-            return instance_type
-        parts = [match["family"].upper()]
-        if match["accelerator"]:
-            parts.append(match["accelerator"].upper())
-        if match["version"]:
-            parts.append(f"v{match['version']}")
-        series = "_".join(parts)
-        return RDMA_PAIRS.get(series, series)
+        return _generation(instance_type)
 
     def size_rank(self, instance_type: str) -> int:
         """The vCPU count in the name (a constrained-core size ranks with the size it is cut from)."""

@@ -29,6 +29,7 @@ from fabriccheck.providers.gcp.normalize import (
     region_of_zone,
 )
 from fabriccheck.sources.common import (
+    API_CALLS,
     BAD_RESPONSE,
     RETRIES,
     Progress,
@@ -111,6 +112,12 @@ class Clients:
 
 def _pages(clients: Clients, call: GcpCall, project: str, zones: list[str], retry: Any = None) -> Iterator[Any]:
     """The answer's pages, each one GET: one aggregated list per project, or one list per zone / region asked."""
+    for page in _pages_of(clients, call, project, zones, retry):
+        API_CALLS.add()
+        yield page
+
+
+def _pages_of(clients: Clients, call: GcpCall, project: str, zones: list[str], retry: Any = None) -> Iterator[Any]:
     client = clients.clients[call]
     common = {"retry": retry or clients.retry, "timeout": RETRIES.read_timeout}
     if call.scope == "global":

@@ -237,6 +237,7 @@ class Normalizer:
         self.project = project
         self.where = where
         self._policies: dict[tuple[str, str, str], ResourcePolicy] = {}
+        self._nics: dict[tuple[Any, ...], tuple[str, dict[str, Any]]] = {}
         self._facts: dict[str, set[str]] = {}  # fact -> projects whose answer was read in full
 
     def add(self, call: GcpCall, doc: Any, collected: bool = True) -> None:
@@ -313,18 +314,22 @@ class Normalizer:
         region = region_of_zone(zone) or "unknown"
         interfaces = []
         for i, nic in enumerate(inst.get("networkInterfaces") or ()):
-            name = str(nic.get("name") or f"nic{i}")
-            index = int(name[3:]) if name.startswith("nic") and name[3:].isdigit() else i
-            interfaces.append(
-                {
-                    "id": f"{inst['name']}/{name}",
-                    "interface_type": str(nic.get("nicType") or "UNSPECIFIED_NIC_TYPE"),
-                    "network": short(nic["network"]) if nic.get("network") else None,
-                    "subnet": short(nic["subnetwork"]) if nic.get("subnetwork") else None,
-                    "public_ip": bool(nic.get("accessConfigs") or nic.get("ipv6AccessConfigs")),
-                    "device_index": index,
-                }
+            # The NICs of a pool repeat the same networks, types and names: each distinct NIC is read once.
+            key = (
+                i,
+                nic.get("name"),
+                nic.get("nicType"),
+                nic.get("network"),
+                nic.get("subnetwork"),
+                bool(nic.get("accessConfigs") or nic.get("ipv6AccessConfigs")),
             )
+            try:
+                name, fields = self._nics[key]
+            except KeyError:
+                name, fields = self._nics[key] = _interface(i, nic)
+            except TypeError:  # a value that cannot be a key (a misshapen answer): read this NIC as it is
+                name, fields = _interface(i, nic)
+            interfaces.append({"id": f"{inst['name']}/{name}", **fields})
         placement = []
         for url in inst.get("resourcePolicies") or ():
             name = last(url)
@@ -358,6 +363,19 @@ class Normalizer:
                 "network_nodes": _topology((inst.get("resourceStatus") or {}).get("physicalHost")),
             }
         )
+
+
+def _interface(i: int, nic: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """A networkInterfaces[i] entry -> (its name, the interface's fields but its id)."""
+    name = str(nic.get("name") or f"nic{i}")
+    index = int(name[3:]) if name.startswith("nic") and name[3:].isdigit() else i
+    return name, {
+        "interface_type": str(nic.get("nicType") or "UNSPECIFIED_NIC_TYPE"),
+        "network": short(nic["network"]) if nic.get("network") else None,
+        "subnet": short(nic["subnetwork"]) if nic.get("subnetwork") else None,
+        "public_ip": bool(nic.get("accessConfigs") or nic.get("ipv6AccessConfigs")),
+        "device_index": index,
+    }
 
 
 def normalize(

@@ -1,0 +1,381 @@
+"""The effective settings of a scanning command, in layers, later wins: the command's defaults, a config file
+(`fabriccheck.toml` in the working directory, else `[tool.fabriccheck]` of `pyproject.toml` there, or the file
+`--config FILE` / `FABRICCHECK_CONFIG` names), `FABRICCHECK_*` environment variables, then the flags given.
+
+Every value remembers where it came from, so `fabriccheck config` can say why the gate is what it is. A file or
+variable that names an unknown key, or holds a value of the wrong kind, is an error naming the file (or
+variable) and the key: a mistyped `fail-on` must not leave the gate at a setting nobody chose.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, cast
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from fabriccheck.errors import FabricCheckError
+
+if TYPE_CHECKING:
+    from fabriccheck.clusters import Cluster
+    from fabriccheck.engine import Finding, Rule
+
+CONFIG_FILE = "fabriccheck.toml"
+PYPROJECT = "pyproject.toml"
+ENV_PREFIX = "FABRICCHECK_"
+# Variables with that prefix that are not settings: the config file's own path, and the traceback switch.
+ENV_OTHER = frozenset({"FABRICCHECK_CONFIG", "FABRICCHECK_DEBUG"})
+
+FailOn = Literal["error", "warning", "info", "never"]
+Severity = Literal["error", "warning", "info"]
+Role = Literal["training", "inference", "ignore"]
+
+
+@dataclass(frozen=True)
+class Key:
+    """One setting: its name in a config file, its variable, its flag and the CLI parameter that carries it."""
+
+    name: str  # in fabriccheck.toml: fail-on
+    param: str  # the typer parameter: fail_on
+    flag: str  # --fail-on
+    kind: Literal["text", "list", "map", "paths", "path", "number"]
+    help: str
+
+    @property
+    def env(self) -> str:
+        return ENV_PREFIX + self.name.upper().replace("-", "_")
+
+
+KEYS: tuple[Key, ...] = (
+    Key("fail-on", "fail_on", "--fail-on", "text", "exit 1 on a finding at or above: error, warning, info, never"),
+    Key("select", "select", "--select", "list", "run only these rule ids, id prefixes or categories"),
+    Key("ignore", "ignore", "--ignore", "list", "skip these rule ids, id prefixes or categories"),
+    Key("severity", "severity", "--severity", "map", "severity overrides: rule id or category -> error/warning/info"),
+    Key("cluster-tag", "cluster_tag", "--cluster-tag", "text", "group nodes sharing this tag's value"),
+    Key("roles", "role", "--role", "map", "role per cluster id (glob): training, inference or ignore"),
+    Key("workload", "workload", "--workload", "text", "workload preset for the penalty"),
+    Key("price-per-gpu-hour", "price_per_gpu_hour", "--price-per-gpu-hour", "number", "dollars per GPU-hour"),
+    Key("rules-dir", "rules_dir", "--rules-dir", "paths", "extra rules folders"),
+    Key("waivers", "waivers", "--waivers", "path", "waivers file (YAML or TOML)"),
+)
+BY_NAME = {k.name: k for k in KEYS}
+BY_PARAM = {k.param: k for k in KEYS}
+
+
+class FileSettings(BaseModel):
+    """What a config file (or the environment) may set. Unknown keys are refused."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=False, allow_inf_nan=False)
+
+    fail_on: FailOn | None = Field(None, alias="fail-on")
+    select: list[str] | None = None
+    ignore: list[str] | None = None
+    severity: dict[str, Severity] | None = None
+    cluster_tag: str | None = Field(None, alias="cluster-tag", min_length=1)
+    roles: dict[str, Role] | None = None
+    workload: str | None = None
+    price_per_gpu_hour: float | None = Field(None, alias="price-per-gpu-hour", ge=0)
+    rules_dir: list[str] | None = Field(None, alias="rules-dir")
+    waivers: str | None = Field(None, min_length=1)
+
+    @field_validator("cluster_tag")
+    @classmethod
+    def _tag(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError("an empty tag key groups nothing")
+        return value
+
+    @field_validator("workload")
+    @classmethod
+    def _workload(cls, value: str | None) -> str | None:
+        from fabriccheck.penalty import WORKLOADS
+
+        if value is not None and value not in WORKLOADS:
+            raise ValueError(f"unknown workload {value!r} (choose from {', '.join(sorted(WORKLOADS))})")
+        return value
+
+
+@dataclass
+class Setting:
+    value: Any
+    source: str  # "default", "fabriccheck.toml", "env FABRICCHECK_FAIL_ON", "flag --fail-on"
+
+
+@dataclass
+class Config:
+    """The effective settings, each with where it came from."""
+
+    settings: dict[str, Setting]  # by Key.name
+    file: Path | None = None  # the config file read, if any
+    notes: list[str] = field(default_factory=list)
+
+    def value(self, name: str) -> Any:
+        return self.settings[name].value
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "file": str(self.file) if self.file else None,
+            "settings": {name: {"value": _plain(s.value), "source": s.source} for name, s in self.settings.items()},
+        }
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _problem(where: str, exc: ValidationError, key_prefix: str = "") -> FabricCheckError:
+    """One line naming the file (or variable) and the key of the first problem."""
+    first = exc.errors()[0]
+    key = ".".join(str(p) for p in first["loc"])
+    if first["type"] == "extra_forbidden":
+        return FabricCheckError(f"{where}: unknown key {key_prefix}{key!r} (known: {', '.join(k.name for k in KEYS)})")
+    message = first["msg"].removeprefix("Value error, ")
+    return FabricCheckError(f"{where}: {key_prefix}{key}: {message}")
+
+
+def read_toml(path: Path, what: str) -> dict[str, Any]:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise FabricCheckError(f"{what} {path}: cannot read ({exc.strerror})") from None
+    try:
+        return tomllib.loads(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise FabricCheckError(f"{what} {path}: not UTF-8 text") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise FabricCheckError(f"{what} {path}: not valid TOML ({exc})") from None
+
+
+def find_file(cwd: Path, explicit: Path | None) -> tuple[Path, dict[str, Any], str] | None:
+    """The config file and its settings table: the one named, else fabriccheck.toml in `cwd`, else
+    pyproject.toml there when it has [tool.fabriccheck]. A file named but missing is an error."""
+    if explicit is not None:
+        if not explicit.is_file():
+            raise FabricCheckError(f"config file {explicit}: no such file")
+        data = read_toml(explicit, "config file")
+        if explicit.name == PYPROJECT:
+            section = data.get("tool", {}).get("fabriccheck")
+            if not isinstance(section, dict):
+                raise FabricCheckError(f"config file {explicit}: has no [tool.fabriccheck] table")
+            return explicit, section, "[tool.fabriccheck] "
+        return explicit, data, ""
+    own = cwd / CONFIG_FILE
+    if own.is_file():
+        return own, read_toml(own, "config file"), ""
+    pyproject = cwd / PYPROJECT
+    if pyproject.is_file():
+        tool = read_toml(pyproject, "config file").get("tool", {})
+        section = tool.get("fabriccheck") if isinstance(tool, dict) else None
+        if section is not None:
+            if not isinstance(section, dict):
+                raise FabricCheckError(f"config file {pyproject}: tool.fabriccheck must be a table")
+            return pyproject, section, "[tool.fabriccheck] "
+    return None
+
+
+def _split(text: str, sep: str = ",") -> list[str]:
+    return [part.strip() for part in text.split(sep) if part.strip()]
+
+
+def parse_pairs(items: list[str], what: str) -> dict[str, str]:
+    """`KEY=VALUE` items (flags, or a variable's comma-separated list) as a mapping; a malformed one is an error."""
+    pairs: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip() or not value.strip():
+            raise FabricCheckError(f"{what} {item!r}: expected KEY=VALUE")
+        pairs[key.strip()] = value.strip()
+    return pairs
+
+
+def _from_env(env: Mapping[str, str]) -> dict[str, tuple[Any, str]]:
+    """Settings from FABRICCHECK_* variables: lists comma-separated, maps `K=V,K=V`, folders os.pathsep-separated."""
+    known = {k.env: k for k in KEYS}
+    raw: dict[str, Any] = {}
+    names: dict[str, str] = {}
+    for variable, text in sorted(env.items()):
+        if not variable.startswith(ENV_PREFIX) or variable in ENV_OTHER:
+            continue
+        key = known.get(variable)
+        if key is None:
+            raise FabricCheckError(
+                f"environment variable {variable}: unknown setting (known: {', '.join(sorted(known))})"
+            )
+        value: Any = text
+        if key.kind == "list":
+            value = _split(text)
+        elif key.kind == "map":
+            value = parse_pairs(_split(text), f"environment variable {variable}:")
+        elif key.kind == "paths":
+            value = _split(text, os.pathsep)
+        elif key.kind == "number":
+            try:
+                value = float(text)
+            except ValueError:
+                raise FabricCheckError(f"environment variable {variable}: {text!r} is not a number") from None
+        raw[key.name] = value
+        names[key.name] = variable
+    try:
+        checked = FileSettings.model_validate(raw)
+    except ValidationError as exc:
+        first = str(exc.errors()[0]["loc"][0])
+        raise _problem(f"environment variable {names.get(first, first)}", exc) from None
+    return {name: (getattr(checked, _attr(name)), f"env {names[name]}") for name in raw}
+
+
+def _attr(name: str) -> str:
+    return name.replace("-", "_")
+
+
+def resolve(
+    defaults: Mapping[str, Any],
+    flags: Mapping[str, Any],
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    config_file: Path | None = None,
+) -> Config:
+    """The effective settings. `defaults` are the command's own (by Key.name), `flags` those given on the command
+    line (by Key.name); `config_file` is --config FILE (else FABRICCHECK_CONFIG, else the working directory's)."""
+    settings = {k.name: Setting(_default(k, defaults), "default") for k in KEYS}
+    explicit = config_file
+    if explicit is None and env.get("FABRICCHECK_CONFIG"):
+        explicit = Path(env["FABRICCHECK_CONFIG"])
+    found = find_file(cwd, explicit)
+    file: Path | None = None
+    if found is not None:
+        file, table, prefix = found
+        where = f"{file.name} {prefix.strip()}".strip()
+        try:
+            checked = FileSettings.model_validate(table)
+        except ValidationError as exc:
+            raise _problem(f"config file {file}", exc, prefix) from None
+        for key in KEYS:
+            value = getattr(checked, _attr(key.name))
+            if value is None:
+                continue
+            if key.kind == "paths":  # relative to the file, not to wherever the command runs
+                value = [file.parent / p for p in value]
+            elif key.kind == "path":
+                value = file.parent / value
+            settings[key.name] = Setting(value, where)
+    for name, (value, source) in _from_env(env).items():
+        key = BY_NAME[name]
+        if key.kind == "paths":
+            value = [Path(p) for p in value]
+        elif key.kind == "path":
+            value = Path(value)
+        settings[name] = Setting(value, source)
+    for name, value in flags.items():
+        key = BY_NAME[name]
+        if key.kind == "map":  # --severity RULE=LEVEL, --role CLUSTER=ROLE: the same checks as in a file
+            value = parse_pairs(value, key.flag) if isinstance(value, list) else value
+            try:
+                value = getattr(FileSettings.model_validate({name: value}), _attr(name))
+            except ValidationError as exc:
+                raise _problem(f"flag {key.flag}", exc) from None
+        settings[name] = Setting(value, f"flag {key.flag}")
+    _check_price(settings["price-per-gpu-hour"])
+    return Config(settings=settings, file=file)
+
+
+def _default(key: Key, defaults: Mapping[str, Any]) -> Any:
+    if key.name in defaults:
+        return defaults[key.name]
+    return {"list": [], "map": {}, "paths": []}.get(key.kind)
+
+
+def _check_price(setting: Setting) -> None:
+    value = setting.value
+    if value is not None and not (math.isfinite(value) and value >= 0):
+        raise FabricCheckError(f"price-per-gpu-hour {value} ({setting.source}): not a price")
+
+
+def render_text(config: Config) -> str:
+    """`fabriccheck config`: each setting, its value and where it came from."""
+    lines = [f"config file: {config.file if config.file else '(none: no fabriccheck.toml or [tool.fabriccheck])'}"]
+    width = max(len(k.name) for k in KEYS)
+    for key in KEYS:
+        setting = config.settings[key.name]
+        lines.append(f"{key.name:<{width}} = {_shown(setting.value):<30} ({setting.source})")
+    return "\n".join(lines) + "\n"
+
+
+def _shown(value: Any) -> str:
+    if value is None:
+        return "(unset)"
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={v}" for k, v in value.items()) or "(none)"
+    if isinstance(value, list):
+        return ", ".join(str(v) for v in value) or "(none)"
+    return str(value)
+
+
+def assign_roles(clusters: list[Cluster], roles: Mapping[str, str]) -> None:
+    """`roles`: cluster id globs (`*`, `?`) to a role; the first pattern that matches a cluster wins over its tags
+    and type (the config names the cluster outright)."""
+    from fabriccheck.waivers import glob_pattern
+
+    for cluster in clusters:
+        for pattern, role in roles.items():
+            if glob_pattern(pattern).fullmatch(cluster.id):
+                cluster.role = role
+                cluster.role_reason = "" if role == "training" else f"role {role} for {pattern} in the config"
+                break
+
+
+def override_severity(findings: list[Finding], overrides: Mapping[str, str], rules: list[Rule]) -> None:
+    """Severity overrides by finding id (AWS101, or the id a template finding carries) or category. A name that
+    is no rule's or category's is an error, as in --select: an override that silently does nothing hides a gate
+    setting nobody chose."""
+    from typing import get_args
+
+    from fabriccheck.engine import Category, sort_findings
+
+    ids = {finding_id for rule in rules for finding_id in rule.finding_ids()}
+    categories = set(get_args(Category))
+    by_id: dict[str, str] = {}
+    by_category: dict[str, str] = {}
+    for name, severity in overrides.items():
+        if name.upper() in ids:
+            by_id[name.upper()] = severity
+        elif name.lower() in categories:
+            by_category[name.lower()] = severity
+        else:
+            raise FabricCheckError(
+                f"severity override {name}: no rule or category of that name (see: fabriccheck rules)"
+            )
+    for finding in findings:
+        override = by_id.get(finding.rule) or by_category.get(finding.category)
+        if override is not None:
+            finding.severity = cast(Severity, override)  # checked by FileSettings
+    findings[:] = sort_findings(findings)  # worst first, as the engine orders them
+
+
+def check_rule_names(config: Config, rules: list[Rule]) -> None:
+    """Rule names set in a file or a variable are checked here, so the error names where they were set (a
+    flag's own error already names the flag)."""
+    from fabriccheck.engine import select_rules
+
+    for name in ("select", "ignore", "severity"):
+        setting = config.settings[name]
+        if not setting.value or setting.source.startswith("flag"):
+            continue
+        try:
+            if name == "severity":
+                override_severity([], setting.value, rules)
+            else:
+                select_rules(
+                    rules, setting.value if name == "select" else [], setting.value if name == "ignore" else []
+                )
+        except FabricCheckError as exc:
+            raise FabricCheckError(f"{exc} (set by {setting.source})") from None

@@ -1,0 +1,365 @@
+"""Google Cloud resources of a Terraform plan -> the model: the instances it would launch (origin plan) and the
+`gcp` namespace, in the shapes a live run or a gcloud dump gives, so the same rules judge them.
+
+Arguments as the google provider names them (registry.terraform.io/providers/hashicorp/google:
+google_compute_instance, google_compute_instance_template, google_compute_region_instance_template,
+google_compute_instance_group_manager, google_compute_region_instance_group_manager,
+google_compute_resource_policy, google_compute_network, google_compute_subnetwork, google_compute_firewall,
+google_container_node_pool). A managed instance group of target size N becomes N instances carrying the
+`created-by` item Compute Engine gives MIG instances; a GKE node pool of N nodes carries the GKE labels; so they
+group as a live scan groups them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fabriccheck.inventory import Inventory
+from fabriccheck.model import UNKNOWN_ACCOUNT, NetworkInterface, Node, NodeSpec, Placement, SourceLocation, fact_key
+from fabriccheck.providers.gcp.normalize import last, region_of_zone, short
+from fabriccheck.providers.gcp.support import (
+    FLEX_START,
+    GKE_CLUSTER_LABEL,
+    GKE_NODE_POOL_LABEL,
+    MIG_METADATA_KEY,
+    RESERVATION,
+    RESOURCE_POLICY,
+)
+from fabriccheck.resources.gcp import GLOBAL, FirewallRule, Network, ResourcePolicy, Subnetwork
+from fabriccheck.sources.terraform import Plan, PlanResource, is_unknown
+
+PLAN_FACTS = ("instances", "resource_policies", "networks", "subnetworks", "firewalls", "max_distance")
+TYPES = (
+    "google_compute_instance",
+    "google_compute_instance_template",
+    "google_compute_region_instance_template",
+    "google_compute_instance_group_manager",
+    "google_compute_region_instance_group_manager",
+    "google_compute_resource_policy",
+    "google_compute_network",
+    "google_compute_subnetwork",
+    "google_compute_firewall",
+    "google_container_node_pool",
+)
+
+
+class GcpPlan:
+    def __init__(self, plan: Plan, inventory: Inventory) -> None:
+        self.plan = plan
+        self.inventory = inventory
+        self.scopes: set[tuple[str, str]] = set()
+        self.networks: dict[str, Network] = {}
+
+    def project(self, res: PlanResource) -> str:
+        value = res.known("project") or self.plan.provider_setting(res, "project")
+        return str(value) if value else UNKNOWN_ACCOUNT
+
+    def _network_id(self, res: PlanResource, *path: str | int) -> str | None:
+        """A network as the model names it (projects/P/global/networks/NAME), from a name, a URL or a reference."""
+        value = self.plan.string(res, *path, attr="name")
+        if value is None or is_unknown(value):
+            return value
+        if "projects/" in value:
+            return short(value)
+        target = self.plan.by_address.get(value)
+        name = str(target.known("name")) if target is not None and target.known("name") else value
+        project = self.project(target) if target is not None else self.project(res)
+        return f"projects/{project}/global/networks/{name}"
+
+    def _subnet_id(self, res: PlanResource, *path: str | int, region: str) -> str | None:
+        value = self.plan.string(res, *path, attr="name")
+        if value is None or is_unknown(value):
+            return value
+        if "projects/" in value:
+            return short(value)
+        target = self.plan.by_address.get(value)
+        if target is not None:
+            region = str(target.known("region") or region)
+            value = str(target.known("name") or value)
+            return f"projects/{self.project(target)}/regions/{region}/subnetworks/{value}"
+        return f"projects/{self.project(res)}/regions/{region}/subnetworks/{value}"
+
+    def run(self) -> None:
+        plan = self.plan
+        gcp = self.inventory.gcp
+        for res in plan.of_type("google_compute_network"):
+            project = self.project(res)
+            name = str(res.known("name") or res.address)
+            profile = res.known("network_profile")
+            network = Network(
+                account=project,
+                region=GLOBAL,
+                id=f"projects/{project}/global/networks/{name}",
+                name=name,
+                mtu=res.known("mtu") or None,
+                network_profile=short(profile) if isinstance(profile, str) and profile else None,
+            )
+            gcp.networks.append(network)
+            self.networks[network.id] = network
+            self.scopes.add((project, GLOBAL))
+        for res in plan.of_type("google_compute_subnetwork"):
+            project = self.project(res)
+            region = str(res.known("region") or plan.provider_setting(res, "region") or "unknown")
+            name = str(res.known("name") or res.address)
+            gcp.subnetworks.append(
+                Subnetwork(
+                    account=project,
+                    region=region,
+                    id=f"projects/{project}/regions/{region}/subnetworks/{name}",
+                    name=name,
+                    network=self._network_id(res, "network"),
+                    cidr=res.known("ip_cidr_range"),
+                )
+            )
+        for res in plan.of_type("google_compute_firewall"):
+            allowed = res.known("allow") or []
+            denied = res.known("deny") or []
+            entries = [e for e in (allowed or denied) if isinstance(e, dict)]
+            gcp.firewalls.append(
+                FirewallRule(
+                    account=self.project(res),
+                    region=GLOBAL,
+                    name=str(res.known("name") or res.address),
+                    network=self._network_id(res, "network"),
+                    direction=str(res.known("direction") or "INGRESS"),
+                    disabled=bool(res.known("disabled")),
+                    priority=int(res.known("priority") or 1000),
+                    action="deny" if denied else "allow",
+                    protocols=[str(e.get("protocol", "")).lower() for e in entries],
+                    all_ports=all(not e.get("ports") for e in entries),
+                    source_ranges=[str(r) for r in res.known("source_ranges") or ()],
+                    source_tags=[str(t) for t in res.known("source_tags") or ()],
+                    source_service_accounts=[str(s) for s in res.known("source_service_accounts") or ()],
+                )
+            )
+        for res in plan.of_type("google_compute_resource_policy"):
+            group = res.known("group_placement_policy", 0)
+            workload = res.known("workload_policy", 0)
+            group = group if isinstance(group, dict) else None
+            region = str(res.known("region") or plan.provider_setting(res, "region") or "unknown")
+            gcp.resource_policies.append(
+                ResourcePolicy(
+                    account=self.project(res),
+                    region=region,
+                    name=str(res.known("name") or res.address),
+                    collocation=group.get("collocation") if group else None,
+                    vm_count=group.get("vm_count") if group else None,
+                    availability_domain_count=group.get("availability_domain_count") if group else None,
+                    gpu_topology=group.get("gpu_topology") if group else None,
+                    max_distance=group.get("max_distance") if group else None,
+                    max_distance_known=group is not None,
+                    workload_type=workload.get("type") if isinstance(workload, dict) else None,
+                    other_kind=bool(res.known("snapshot_schedule_policy") or res.known("instance_schedule_policy")),
+                )
+            )
+        for res in plan.of_type("google_compute_instance"):
+            zone = str(res.known("zone") or plan.provider_setting(res, "zone") or "")
+            self._add(self._node(res, res, res.address, zone, {}, res.known("machine_type")))
+        for res in plan.of_type(
+            "google_compute_instance_group_manager", "google_compute_region_instance_group_manager"
+        ):
+            self._mig(res)
+        for res in plan.of_type("google_container_node_pool"):
+            self._node_pool(res)
+        self.inventory.collected += sorted(
+            {fact_key("gcp", a, r, fact) for a, r in self.scopes for fact in PLAN_FACTS} - set(self.inventory.collected)
+        )
+
+    def _add(self, node: Node) -> None:
+        self.inventory.nodes.append(node)
+        self.scopes.add((node.account, node.region))
+
+    def _node(
+        self,
+        res: PlanResource,
+        owner: PlanResource,
+        node_id: str,
+        zone: str,
+        tags: dict[str, str],
+        machine_type: Any,
+        role: str | None = None,
+    ) -> Node:
+        """An instance from `res` (an instance or an instance template), launched by `owner`."""
+        plan = self.plan
+        region = region_of_zone(zone) or str(res.known("region") or plan.provider_setting(res, "region") or "unknown")
+        interfaces = []
+        nics = res.known("network_interface") or []
+        for i, nic in enumerate(nics if isinstance(nics, list) else ()):
+            if not isinstance(nic, dict):
+                continue
+            interfaces.append(
+                NetworkInterface(
+                    id=f"{node_id}/nic{i}",
+                    interface_type=str(nic.get("nic_type") or "UNSPECIFIED_NIC_TYPE"),
+                    network=self._network_id(res, "network_interface", i, "network"),
+                    subnet=self._subnet_id(res, "network_interface", i, "subnetwork", region=region),
+                    public_ip=bool(nic.get("access_config") or nic.get("ipv6_access_config")),
+                    device_index=i,
+                )
+            )
+        placement = [
+            Placement(kind=RESOURCE_POLICY, id=last(p) if not is_unknown(p) else p)
+            for p in plan.strings(res, "resource_policies", attr="name")
+        ]
+        scheduling = res.known("scheduling", 0) or {}
+        if isinstance(scheduling, dict) and scheduling.get("provisioning_model") == "FLEX_START":
+            placement.append(Placement(kind=FLEX_START, id=node_id))
+        affinity = res.known("reservation_affinity", 0) or {}
+        if isinstance(affinity, dict) and affinity.get("type") == "SPECIFIC_RESERVATION":
+            values = (affinity.get("specific_reservation") or [{}])[0].get("values") or [node_id]
+            placement.append(Placement(kind=RESERVATION, id=last(values[0])))
+        labels = res.known("labels") or {}
+        unknown = _unknown_networks(owner, interfaces)
+        if not machine_type:
+            why = f"{owner.address}: the machine type is known only after apply"
+            unknown |= dict.fromkeys(("fabric", "fabric_expected", "accelerators", "accelerator"), why)
+        return Node(
+            id=node_id,
+            provider="gcp",
+            account=self.project(res),
+            region=region,
+            origin="plan",
+            spec=NodeSpec(kind="terraform", name=owner.base, role=role),
+            zone=zone or None,
+            instance_type=last(machine_type) if machine_type else None,
+            state="planned",
+            tags={**{str(k): str(v) for k, v in labels.items()}, **tags} if isinstance(labels, dict) else tags,
+            interfaces=interfaces,
+            placement=placement,
+            source=SourceLocation(address=owner.address, cloud_id=owner.cloud_id()),
+            unknown=unknown,
+        )
+
+    def _template(self, res: PlanResource) -> PlanResource | None:
+        versions = res.known("version") or []
+        for i in range(max(1, len(versions) if isinstance(versions, list) else 0)):
+            wanted = self.plan.string(res, "version", i, "instance_template", attr="self_link")
+            for template in self.plan.of_type(
+                "google_compute_instance_template", "google_compute_region_instance_template"
+            ):
+                links = (template.address, template.known("self_link"), template.known("id"), template.known("name"))
+                if wanted in links or (wanted and last(wanted) == template.known("name")):
+                    return template
+        return None
+
+    def _mig(self, res: PlanResource) -> None:
+        template = self._template(res)
+        size = int(res.known("target_size") or 0)
+        project = self.project(res)
+        name = str(res.known("name") or res.address)
+        zones = [str(z) for z in res.known("distribution_policy_zones") or ()]
+        zone = str(res.known("zone") or "")
+        location = f"zones/{zone}" if zone else f"regions/{res.known('region') or 'unknown'}"
+        mig = f"projects/{project}/{location}/instanceGroupManagers/{name}"
+        if template is None:
+            return
+        # The group's instances are one spec: one node per zone, copied under each instance's id.
+        models: dict[str, Node] = {}
+        for i in range(size):
+            node_zone = zone or (zones[i % len(zones)] if zones else "")
+            model = models.get(node_zone)
+            if model is None:
+                model = models[node_zone] = self._node(
+                    template,
+                    res,
+                    f"{res.address}/{node_zone}" if len(zones) > 1 else res.address,
+                    node_zone,
+                    {MIG_METADATA_KEY: mig},
+                    template.known("machine_type"),
+                    f"target_size {size}",
+                )
+            self._add(model.model_copy(update={"id": f"{res.address}#{i}"}))
+
+    def _node_pool(self, res: PlanResource) -> None:
+        plan = self.plan
+        size = int(res.known("node_count") or res.known("initial_node_count") or 0)
+        cluster_ref = plan.string(res, "cluster", attr="name") or res.address
+        cluster = plan.by_address.get(cluster_ref)
+        cluster_name = (
+            str(cluster.known("name")) if cluster is not None and cluster.known("name") else last(cluster_ref)
+        )
+        pool = str(res.known("name") or res.address)
+        config = res.known("node_config", 0) or {}
+        machine_type = config.get("machine_type") if isinstance(config, dict) else None
+        labels = {GKE_CLUSTER_LABEL: cluster_name, GKE_NODE_POOL_LABEL: pool}
+        location = str(res.known("location") or (cluster.known("location") if cluster else "") or "")
+        zones = [str(z) for z in res.known("node_locations") or ()] or ([location] if location.count("-") == 2 else [])
+        region = region_of_zone(zones[0]) if zones else (location or "unknown")
+        project = self.project(res)
+        host_network = self._network_id(cluster, "network") if cluster is not None else None
+        host_subnet = (
+            self._subnet_id(cluster, "subnetwork", region=region or "unknown") if cluster is not None else None
+        )
+        extra = res.known("network_config", 0, "additional_node_network_configs") or []
+        placement: list[Placement] = []
+        policy = res.known("placement_policy", 0)
+        if isinstance(policy, dict) and policy.get("type") == "COMPACT":
+            name = str(policy.get("policy_name") or f"gke-{cluster_name}-{pool}-compact")
+            if not policy.get("policy_name"):
+                # GKE makes the compact policy itself (GKE docs, "Define compact placement for GKE nodes").
+                self.inventory.gcp.resource_policies.append(
+                    ResourcePolicy(account=project, region=region or "unknown", name=name, collocation="COLLOCATED")
+                )
+            placement.append(Placement(kind=RESOURCE_POLICY, id=name))
+        unknown: dict[str, str] = {}
+        if not machine_type:
+            why = f"{res.address}: node_config.machine_type is known only after apply"
+            unknown = dict.fromkeys(("fabric", "fabric_expected", "accelerators", "accelerator"), why)
+        interfaces = [
+            NetworkInterface(id=f"{res.address}/nic0", interface_type="GVNIC", network=host_network, subnet=host_subnet)
+        ]
+        for j, _ in enumerate(extra if isinstance(extra, list) else ()):
+            network = self._network_id(res, "network_config", 0, "additional_node_network_configs", j, "network")
+            known = self.networks.get(network or "")
+            rdma = known is not None and "vpc-roce" in (known.network_profile or "")
+            subnet = self._subnet_id(
+                res, "network_config", 0, "additional_node_network_configs", j, "subnetwork", region=region or "unknown"
+            )
+            interfaces.append(
+                NetworkInterface(
+                    id=f"{res.address}/nic{j + 1}",
+                    interface_type="MRDMA" if rdma else "GVNIC",
+                    network=network,
+                    subnet=subnet,
+                    device_index=j + 1,
+                )
+            )
+        unknown |= _unknown_networks(res, interfaces)
+        # The pool's nodes are one spec: one node per zone (node_count is per zone), copied under each node's id.
+        models: dict[str | None, Node] = {}
+        for i in range(size * max(1, len(zones))):
+            node_zone = zones[i % len(zones)] if zones else None
+            model = models.get(node_zone)
+            if model is None:
+                model = models[node_zone] = Node(
+                    id=res.address,
+                    provider="gcp",
+                    account=project,
+                    region=region or "unknown",
+                    origin="plan",
+                    spec=NodeSpec(kind="terraform", name=res.base, role=f"node_count {size}"),
+                    zone=node_zone,
+                    instance_type=machine_type,
+                    state="planned",
+                    tags=labels,
+                    interfaces=interfaces,
+                    placement=placement,
+                    source=SourceLocation(address=res.address, cloud_id=res.cloud_id()),
+                    unknown=unknown,
+                )
+            self._add(model.model_copy(update={"id": f"{res.address}#{i}"}))
+
+
+def _unknown_networks(res: PlanResource, interfaces: list[NetworkInterface]) -> dict[str, str]:
+    """NICs whose network or subnetwork is known only after apply (a data source, a module output of a counted
+    module): which NICs carry the fabric, and what guards their networks, cannot be told."""
+    waiting = sorted({v for i in interfaces for v in (i.network, i.subnet) if v is not None and is_unknown(v)})
+    if not waiting:
+        return {}
+    why = f"{res.address}: NIC networks are known only after apply ({', '.join(waiting)})"
+    facts = ("fabric", "gpu_firewall", "gpu_mtu", "rdma_profile", "non_rdma_on_rdma_vpc", "extra_nics")
+    return dict.fromkeys(facts, why)
+
+
+def map_plan(plan: Plan, inventory: Inventory) -> None:
+    GcpPlan(plan, inventory).run()

@@ -1,0 +1,82 @@
+"""Prometheus metrics for node_exporter's textfile collector (`--format prometheus --output DIR/fabriccheck.prom`).
+
+A scheduled audit writes this file; node_exporter serves it; alerts key on the labels. The file is written
+atomically (`--output` always is: sources.common.write_atomic), so the collector never reads half a scrape.
+Waived findings and those a baseline holds are counted under their own `status`, so an alert on
+`status="open"` stays quiet about accepted exceptions while a dashboard still shows them.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import Counter
+
+from prometheus_client import CollectorRegistry, Gauge, generate_latest
+
+from fabriccheck.engine import Finding
+from fabriccheck.flow import Report
+
+
+def finding_status(finding: Finding) -> str:
+    if finding.waiver is not None:
+        return "waived"
+    if finding.baseline == "existing":
+        return "baselined"
+    return "open"
+
+
+def render(report: Report, color: bool = False) -> str:
+    registry = CollectorRegistry()
+    findings = Gauge(
+        "fabriccheck_findings",
+        "Findings of the last audit, by rule, severity, category, account and cluster (status: open, waived, "
+        "baselined; only open ones fail the gate).",
+        ["rule", "severity", "category", "provider", "account", "cluster", "status"],
+        registry=registry,
+    )
+    counts = Counter(
+        (f.rule, f.severity, f.category, f.provider, f.account, f.cluster or "", finding_status(f))
+        for f in report.findings
+    )
+    for labels, count in sorted(counts.items()):
+        findings.labels(*labels).set(count)
+
+    extra = Gauge(
+        "fabriccheck_extra_gpu_hours_per_day",
+        "Estimated extra GPU-hours per day the cluster's findings cost (bound: low or high end of the range).",
+        ["provider", "account", "cluster", "bound"],
+        registry=registry,
+    )
+    clusters = Gauge("fabriccheck_clusters", "Training clusters judged, by status.", ["status"], registry=registry)
+    for cluster in report.clusters:
+        if cluster.penalty.estimated:
+            hours = cluster.penalty.extra_gpu_hours_per_day
+            extra.labels(cluster.provider, cluster.account, cluster.id, "low").set(hours.low)
+            extra.labels(cluster.provider, cluster.account, cluster.id, "high").set(hours.high)
+    for status, count in sorted(report.summary.clusters_by_status.items()):
+        clusters.labels(status).set(count)
+
+    Gauge(
+        "fabriccheck_scan_complete",
+        "1 when every fact was collected, 0 when the audit is incomplete (it cannot pass a gate).",
+        registry=registry,
+    ).set(1 if report.complete else 0)
+    Gauge(
+        "fabriccheck_collection_errors", "Calls that failed (denied, throttled, unreachable).", registry=registry
+    ).set(len(report.errors))
+    if report.duration_seconds is not None:
+        Gauge(
+            "fabriccheck_scan_duration_seconds", "How long the audit took, collection included.", registry=registry
+        ).set(report.duration_seconds)
+    if report.api_calls is not None:
+        Gauge("fabriccheck_api_calls", "Cloud API requests the audit sent.", registry=registry).set(report.api_calls)
+    Gauge(
+        "fabriccheck_last_run_timestamp_seconds", "When the audit's report was made (Unix time).", registry=registry
+    ).set(dt.datetime.fromisoformat(report.generated_at).timestamp())
+    if report.waivers:
+        waivers = Gauge(
+            "fabriccheck_waivers", "Waivers by status (active, expired, stale, not-run).", ["status"], registry=registry
+        )
+        for status, count in sorted(Counter(w.status for w in report.waivers).items()):
+            waivers.labels(status).set(count)
+    return generate_latest(registry).decode()

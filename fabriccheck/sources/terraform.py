@@ -1,0 +1,508 @@
+"""`fabriccheck plan FILE`: read the JSON of `terraform show -json` (OpenTofu's `tofu show -json` is the same
+format) into the resources a plan would leave, with their known values, what is unknown until apply, and their
+configuration expressions, so each cloud's plan module (providers/<cloud>/plan.py) can map them to the model.
+
+Format (Terraform "JSON Output Format", format_version 1.x): `planned_values.root_module` holds resources and
+`child_modules` at any depth; `resource_changes[]` holds each instance's `change.actions`, `after` and
+`after_unknown`; `configuration` holds each module's resource blocks as `expressions` (a `constant_value` or
+the `references` it reads) and `module_calls`; `prior_state` holds what exists now. A value unknown until apply is
+absent from `after` and `true` in `after_unknown`: such a value is resolved through the references of its
+expression (a security group's id is the group this plan creates), else stays unknown, never a default.
+
+Imports nothing heavy: `fabriccheck plan --help` must stay fast.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from fabriccheck.errors import FabricCheckError
+
+if TYPE_CHECKING:
+    from fabriccheck.inventory import Inventory
+
+# A value whose reference cannot be followed (a data source, a local, a module output): it names what it
+# waits for, so a fact built on it is reported as unknown with that name rather than matched against anything.
+UNKNOWN_PREFIX = "(known after apply"
+
+_MODULE_STEP = re.compile(r'module\.([A-Za-z0-9_-]+)(\[(?:"[^"]*"|\d+)\])?\.?')
+_INDEX = re.compile(r'^(.*?)\[("(?:[^"\\]|\\.)*"|\d+)\]$')
+_RESOURCE_REF = re.compile(
+    r'^([A-Za-z][A-Za-z0-9_-]*)\.([A-Za-z_][A-Za-z0-9_-]*)(\[("[^"]*"|\d+)\])?(?:\.([A-Za-z0-9_]+))?'
+)
+
+
+def unknown_value(what: str) -> str:
+    return f"{UNKNOWN_PREFIX}: {what})" if what else f"{UNKNOWN_PREFIX})"
+
+
+def is_unknown(value: str | None) -> bool:
+    return isinstance(value, str) and value.startswith(UNKNOWN_PREFIX)
+
+
+@dataclass(frozen=True)
+class Location:
+    """Where a resource is declared: its `.tf` file (as given under --terraform-dir) and line."""
+
+    file: str
+    line: int
+
+
+@dataclass
+class PlanResource:
+    """One resource instance the plan would leave in place or create (destroyed ones are dropped)."""
+
+    address: str  # module.gpu.aws_instance.worker[3]
+    base: str  # module.gpu.aws_instance.worker (the block's address: instances of count/for_each share it)
+    module: str  # module.gpu ('' at the root), with instance keys
+    type: str
+    name: str
+    index: int | str | None
+    provider: str  # aws, azurerm, google, ... (the provider's type)
+    values: dict[str, Any]
+    unknown: Any  # after_unknown: True or a tree of the same shape as values
+    action: str  # create, update, replace, no-op, read
+    config: dict[str, Any] = field(default_factory=dict)  # the block's configuration (expressions ...)
+    provider_config_key: str = ""
+
+    def known(self, *path: str | int) -> Any:
+        """The value at `path`, or None when unset or unknown until apply."""
+        value: Any = self.values
+        for step in path:
+            if isinstance(step, int):
+                value = value[step] if isinstance(value, list) and -len(value) <= step < len(value) else None
+            else:
+                value = value.get(step) if isinstance(value, dict) else None
+            if value is None:
+                return None
+        return value
+
+    def unknown_at(self, *path: str | int) -> bool:
+        """Whether the value at `path` (or any part of it) is unknown until apply."""
+        flag: Any = self.unknown
+        for step in path:
+            if flag is True:
+                return True
+            if isinstance(step, int):
+                flag = flag[step] if isinstance(flag, list) and -len(flag) <= step < len(flag) else None
+            else:
+                flag = flag.get(step) if isinstance(flag, dict) else None
+            if flag is None or flag is False:
+                return False
+        return _any_true(flag)
+
+    def cloud_id(self) -> str | None:
+        """The cloud's own id, when the resource exists already (an update or no-op knows it)."""
+        value = self.values.get("id")
+        return value if isinstance(value, str) and value else None
+
+
+def _any_true(flag: Any) -> bool:
+    if flag is True:
+        return True
+    if isinstance(flag, dict):
+        return any(_any_true(v) for v in flag.values())
+    if isinstance(flag, list):
+        return any(_any_true(v) for v in flag)
+    return False
+
+
+def _module_path(module_address: str) -> tuple[str, ...]:
+    """'module.a["x"].module.b' -> ('a', 'b'): the configuration keys module calls without instance keys."""
+    return tuple(m.group(1) for m in _MODULE_STEP.finditer(module_address))
+
+
+def _parent_module(module_address: str) -> tuple[str, str]:
+    """'module.a[0].module.b' -> ('module.a[0]', 'b')."""
+    steps = list(_MODULE_STEP.finditer(module_address))
+    last = steps[-1]
+    return module_address[: last.start()].rstrip("."), last.group(1)
+
+
+def _base(address: str) -> str:
+    match = _INDEX.match(address)
+    return match.group(1) if match else address
+
+
+def _provider_type(name: Any) -> str:
+    """'registry.terraform.io/hashicorp/aws' -> 'aws'; 'registry.opentofu.org/hashicorp/google-beta' -> 'google'."""
+    text = str(name or "").rsplit("/", 1)[-1]
+    return "google" if text == "google-beta" else text
+
+
+class Plan:
+    """A parsed plan: the resources it would leave, indexed for reference resolution."""
+
+    def __init__(self, doc: dict[str, Any], where: str) -> None:
+        self.where = where
+        self.doc = doc
+        self.terraform_version = str(doc.get("terraform_version") or "")
+        self.variables: dict[str, Any] = {
+            k: v.get("value") for k, v in (doc.get("variables") or {}).items() if isinstance(v, dict)
+        }
+        configuration = doc.get("configuration") or {}
+        self.provider_config: dict[str, Any] = configuration.get("provider_config") or {}
+        self._root_config: dict[str, Any] = configuration.get("root_module") or {}
+        self.resources: list[PlanResource] = []
+        self.destroyed: list[str] = []
+        self.by_address: dict[str, PlanResource] = {}
+        self.by_base: dict[str, list[PlanResource]] = {}
+        self.by_type: dict[str, list[PlanResource]] = {}
+        self._blocks: dict[tuple[str, ...], dict[str, dict[str, Any]]] = {}  # module path -> block address -> block
+        self._read()
+
+    # ---------------------------------------------------------------------------------------- reading
+
+    def _read(self) -> None:
+        changes: dict[str, dict[str, Any]] = {}
+        for change in self.doc.get("resource_changes") or ():
+            if isinstance(change, dict) and isinstance(change.get("address"), str):
+                changes[change["address"]] = change
+        planned: dict[str, dict[str, Any]] = {}
+        modules: dict[str, str] = {}
+        for module, item in _module_resources((self.doc.get("planned_values") or {}).get("root_module") or {}):
+            planned[item["address"]] = item
+            modules[item["address"]] = module
+        prior: dict[str, dict[str, Any]] = {}
+        prior_values = (self.doc.get("prior_state") or {}).get("values") or {}
+        for _, item in _module_resources(prior_values.get("root_module") or {}):
+            prior[item["address"]] = item
+        addresses = list(planned) + [a for a in changes if a not in planned]
+        for address in addresses:
+            change = changes.get(address, {})
+            item = planned.get(address) or {}
+            mode = item.get("mode") or change.get("mode") or "managed"
+            if mode != "managed":
+                continue  # data sources are read, not launched; references to them stay unknown if not known
+            actions = list((change.get("change") or {}).get("actions") or ["no-op"])
+            if actions == ["delete"] or (actions == ["forget"]):
+                self.destroyed.append(address)
+                continue
+            body = change.get("change") or {}
+            values = item.get("values")
+            if values is None:
+                values = body.get("after") or (prior.get(address) or {}).get("values") or {}
+            unknown = body.get("after_unknown") or {}
+            action = "replace" if "delete" in actions and "create" in actions else actions[0]
+            module = str(modules.get(address) or change.get("module_address") or "")
+            resource = PlanResource(
+                address=address,
+                base=_base(address),
+                module=module,
+                type=str(item.get("type") or change.get("type") or ""),
+                name=str(item.get("name") or change.get("name") or ""),
+                index=item.get("index", change.get("index")),
+                provider=_provider_type(item.get("provider_name") or change.get("provider_name")),
+                values=values if isinstance(values, dict) else {},
+                unknown=unknown,
+                action=action,
+            )
+            config = self._config_of(resource)
+            resource.config = config
+            resource.provider_config_key = str(config.get("provider_config_key") or resource.provider)
+            self.resources.append(resource)
+            self.by_address[address] = resource
+            self.by_base.setdefault(resource.base, []).append(resource)
+            self.by_type.setdefault(resource.type, []).append(resource)
+
+    def _config_module(self, module: str) -> dict[str, Any]:
+        config = self._root_config
+        for name in _module_path(module):
+            call = (config.get("module_calls") or {}).get(name) or {}
+            config = call.get("module") or {}
+        return config
+
+    def _config_of(self, resource: PlanResource) -> dict[str, Any]:
+        path = _module_path(resource.module)
+        blocks = self._blocks.get(path)
+        if blocks is None:
+            blocks = self._blocks[path] = {
+                str(b.get("address")): b
+                for b in self._config_module(resource.module).get("resources") or ()
+                if isinstance(b, dict) and b.get("mode", "managed") == "managed"
+            }
+        return blocks.get(f"{resource.type}.{resource.name}") or {}
+
+    # ---------------------------------------------------------------------------------------- values
+
+    def of_type(self, *types: str) -> list[PlanResource]:
+        return [r for t in types for r in self.by_type.get(t, ())]
+
+    def expression(self, resource: PlanResource, *path: str | int) -> Any:
+        """The configuration expression at `path` (blocks are lists of expression maps)."""
+        expr: Any = resource.config.get("expressions") or {}
+        for step in path:
+            if isinstance(expr, dict) and ("references" in expr or "constant_value" in expr):
+                return expr  # an attribute set as a whole (a list of objects): its references cover every part
+            if isinstance(step, int):
+                expr = expr[step] if isinstance(expr, list) and -len(expr) <= step < len(expr) else None
+            else:
+                expr = expr.get(step) if isinstance(expr, dict) else None
+            if expr is None:
+                return None
+        return expr
+
+    def strings(self, resource: PlanResource, *path: str | int, attr: str = "id") -> list[str]:
+        """The value at `path` as strings (a scalar as one). An unknown value is followed through its expression's
+        references to the resources this plan creates (their `attr`, or their address while that is unknown);
+        what cannot be followed is returned as an unknown value that names the reference."""
+        if not resource.unknown_at(*path):
+            value = resource.known(*path)
+            if value is None:
+                return []
+            items = value if isinstance(value, list) else [value]
+            return [str(v) for v in items if v is not None and v != ""]
+        expr = self.expression(resource, *path)
+        refs = expr.get("references") if isinstance(expr, dict) else None
+        if not refs:
+            return [unknown_value("")]
+        return self.follow(resource.module, refs, attr, resource.index)
+
+    def string(self, resource: PlanResource, *path: str | int, attr: str = "id") -> str | None:
+        found = self.strings(resource, *path, attr=attr)
+        return found[0] if found else None
+
+    def follow(self, module: str, refs: list[str], attr: str, index: Any = None, depth: int = 0) -> list[str]:
+        """The values that `refs` (as Terraform lists them: `aws_security_group.efa.id`, `aws_security_group.efa`)
+        stand for, in the scope of `module`."""
+        found: list[str] = []
+        seen_targets: set[str] = set()
+        for ref in refs:
+            if not isinstance(ref, str) or ref.startswith(("count.", "each.", "self.", "path.", "terraform.")):
+                continue
+            if ref.startswith("var."):
+                name = ref[4:].split(".", 1)[0].split("[", 1)[0]
+                if name in seen_targets:
+                    continue
+                seen_targets.add(name)
+                found += self._variable(module, name, attr, depth)
+                continue
+            if ref.startswith("module.") and ref.count(".") >= 2:
+                call, _, output = ref[len("module.") :].partition(".")
+                call = call.split("[", 1)[0]
+                output = output.split(".", 1)[0].split("[", 1)[0]
+                if f"module.{call}.{output}" in seen_targets:
+                    continue
+                seen_targets.add(f"module.{call}.{output}")
+                found += self._output(module, call, output, attr, ref, depth)
+                continue
+            if ref.startswith("module.") and any(t.startswith(f"{ref.split('[', 1)[0]}.") for t in seen_targets):
+                continue  # `module.sg` after `module.sg.group_id`: the same output
+            if ref.startswith(("data.", "local.", "module.")):
+                head = ".".join(ref.split(".")[:3] if ref.startswith("data.") else ref.split(".")[:2])
+                if head not in seen_targets:
+                    seen_targets.add(head)
+                    found.append(unknown_value(ref))
+                continue
+            match = _RESOURCE_REF.match(ref)
+            if not match:
+                continue
+            local = f"{match.group(1)}.{match.group(2)}"
+            base = f"{module}.{local}" if module else local
+            key = match.group(4)
+            # Terraform lists `aws_x.y[0].id`, then `aws_x.y[0]`, then `aws_x.y`: the later forms name the same
+            # instance, while `aws_x.y[1].id` in the same list is another one.
+            seen = f"{base}{key}" if key is not None else base
+            if seen in seen_targets or (key is None and f"{base}[" in seen_targets):
+                continue
+            seen_targets.update({seen, f"{base}["} if key is not None else {seen})
+            targets = self.by_base.get(base)
+            if not targets:
+                found.append(unknown_value(ref))  # not in this plan (destroyed, or a resource of another state)
+                continue
+            if key is not None:
+                wanted = key.strip('"') if key.startswith('"') else int(key)
+                picked = [t for t in targets if t.index == wanted]
+            elif len(targets) > 1 and any(t.index == index for t in targets):
+                picked = [t for t in targets if t.index == index]  # aws_x.y[count.index] lists only aws_x.y
+            else:
+                picked = targets
+            for target in picked:
+                found.append(self.attribute(target, match.group(5) or attr))
+        return found
+
+    def attribute(self, target: PlanResource, attr: str) -> str:
+        """A resource's attribute as another resource reads it: its value, or its address while unknown (the same
+        address names the resource in every fact built from this plan)."""
+        value = target.known(attr)
+        if value is not None and not target.unknown_at(attr) and not isinstance(value, (dict, list)):
+            return str(value)
+        if attr == "name" and isinstance(target.known("name"), str):
+            return str(target.known("name"))
+        return target.address
+
+    def _variable(self, module: str, name: str, attr: str, depth: int) -> list[str]:
+        if not module:
+            value = self.variables.get(name)
+            if value is None:
+                return [unknown_value(f"var.{name}")]
+            items = value if isinstance(value, list) else [value]
+            return [str(v) for v in items]
+        if depth > 16:
+            return [unknown_value(f"var.{name}")]
+        parent, call = _parent_module(module)
+        call_config = (self._config_module(parent).get("module_calls") or {}).get(call) or {}
+        expr = (call_config.get("expressions") or {}).get(name)
+        if isinstance(expr, dict) and "constant_value" in expr:
+            value = expr["constant_value"]
+            items = value if isinstance(value, list) else [value]
+            return [str(v) for v in items if v is not None]
+        refs = expr.get("references") if isinstance(expr, dict) else None
+        if not refs:
+            return [unknown_value(f"var.{name}")]
+        return self.follow(parent, refs, attr, None, depth + 1)
+
+    def _output(self, module: str, call: str, output: str, attr: str, ref: str, depth: int) -> list[str]:
+        """A child module's output, followed through its expression inside that module (a module with count or
+        for_each has instances the reference does not tell apart: it stays unknown)."""
+        child = f"{module}.module.{call}" if module else f"module.{call}"
+        config = self._config_module(child)
+        expr = ((config.get("outputs") or {}).get(output) or {}).get("expression")
+        instanced = any(r.module.startswith(f"{child}[") for r in self.resources)
+        if depth > 16 or instanced or not isinstance(expr, dict):
+            return [unknown_value(ref)]
+        if "constant_value" in expr:
+            value = expr["constant_value"]
+            return [str(v) for v in (value if isinstance(value, list) else [value]) if v is not None]
+        refs = expr.get("references")
+        return self.follow(child, refs, attr, None, depth + 1) if refs else [unknown_value(ref)]
+
+    def constant(self, resource: PlanResource | None, expr: Any) -> Any:
+        """A provider or resource setting: its constant, or a root variable it names."""
+        if not isinstance(expr, dict):
+            return None
+        if "constant_value" in expr:
+            return expr["constant_value"]
+        refs = [r for r in expr.get("references") or () if isinstance(r, str) and r.startswith("var.")]
+        if refs and (resource is None or not resource.module):
+            return self.variables.get(refs[0][4:].split(".", 1)[0])
+        return None
+
+    def provider_setting(self, resource: PlanResource, key: str) -> Any:
+        """A setting of the provider block the resource uses (region, project, subscription_id ...)."""
+        candidates = [resource.provider_config_key, resource.provider_config_key.rsplit(":", 1)[-1], resource.provider]
+        for candidate in candidates:
+            block = self.provider_config.get(candidate)
+            if isinstance(block, dict):
+                value = self.constant(None, (block.get("expressions") or {}).get(key))
+                if value is not None:
+                    return value
+        return None
+
+
+def _module_resources(module: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """(module address, resource) of a planned_values / prior_state module and its child modules at any depth."""
+    found: list[tuple[str, dict[str, Any]]] = []
+    stack = [module]
+    while stack:
+        current = stack.pop()
+        if not isinstance(current, dict):
+            continue
+        address = str(current.get("address") or "")
+        found += [
+            (address, r)
+            for r in current.get("resources") or ()
+            if isinstance(r, dict) and isinstance(r.get("address"), str)
+        ]
+        stack += list(reversed(current.get("child_modules") or ()))
+    return found
+
+
+# ---------------------------------------------------------------------------------------------- loading
+
+
+def read_plan(path: str) -> Plan:
+    """The plan at `path` ('-' for standard input), checked: a state file, an errored plan, an empty or cut file is
+    one line naming what it is."""
+    import orjson
+
+    where = "standard input" if path == "-" else path
+    try:
+        data = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
+    except OSError as exc:
+        raise FabricCheckError(f"{where}: cannot read ({exc.strerror})") from None
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    if not data.strip():
+        raise FabricCheckError(f"{where}: empty file (expected the output of terraform show -json PLANFILE)")
+    if data.lstrip()[:2] == b"PK":
+        raise FabricCheckError(
+            f"{where}: a binary plan file; convert it first: terraform show -json {where} > plan.json"
+        )
+    try:
+        doc = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise FabricCheckError(f"{where}: not valid JSON, or cut short ({exc})") from None
+    return check_plan(doc, where)
+
+
+def check_plan(doc: Any, where: str) -> Plan:
+    if not isinstance(doc, dict):
+        raise FabricCheckError(f"{where}: not a Terraform plan (expected a JSON object from terraform show -json)")
+    version = doc.get("format_version")
+    # 1.x since Terraform 1.0 (OpenTofu too); 0.1 and 0.2 (Terraform 0.12 to 0.15) have the same fields.
+    if not isinstance(version, str) or not version.startswith(("1.", "0.1", "0.2")):
+        raise FabricCheckError(
+            f"{where}: field format_version: {version!r} is not a plan format this fabriccheck reads (1.x)"
+        )
+    if "planned_values" not in doc and "resource_changes" not in doc:
+        if "values" in doc:
+            raise FabricCheckError(
+                f"{where}: a state file (terraform show -json without a plan), not a plan; run "
+                "terraform plan -out plan.out && terraform show -json plan.out > plan.json"
+            )
+        raise FabricCheckError(f"{where}: not a Terraform plan (no planned_values or resource_changes)")
+    if doc.get("errored") is True:
+        raise FabricCheckError(f"{where}: the plan errored (errored: true); fix the plan's errors and plan again")
+    return Plan(doc, where)
+
+
+# Terraform's provider types -> fabriccheck's provider packages (each has a plan.py with map_plan).
+PROVIDER_PACKAGES = {"aws": "aws", "azurerm": "azure", "google": "gcp"}
+
+
+def load_plan(path: str, terraform_dir: Path | None = None) -> Inventory:
+    """The plan at `path` as an inventory: each cloud's resources mapped by its provider's plan module; with
+    `terraform_dir`, each node carries the file and line of its resource block."""
+    import importlib
+
+    from fabriccheck.inventory import Inventory
+    from fabriccheck.sources.common import unexpected_shape
+
+    where = "standard input" if path == "-" else path
+    with unexpected_shape(where):  # a hand-edited or misshapen plan is one line naming the file
+        plan = read_plan(path)
+        inventory = Inventory(source=f"terraform plan {plan.where}")
+        for provider_type in sorted({r.provider for r in plan.resources}):
+            package = PROVIDER_PACKAGES.get(provider_type)
+            if package is not None:
+                importlib.import_module(f"fabriccheck.providers.{package}.plan").map_plan(plan, inventory)
+    if terraform_dir is not None:
+        from fabriccheck.sources.terraform_files import block_locations, config_address
+
+        found = block_locations(terraform_dir)
+        for node in [*inventory.nodes, *inventory.specs]:
+            if node.source is not None:
+                block = found.get(config_address(node.source.address))
+                if block is not None:
+                    node.source.file, node.source.line = block.file, block.line
+    inventory.notes += _plan_notes(plan, inventory)
+    return inventory
+
+
+def _plan_notes(plan: Plan, inventory: Inventory) -> list[str]:
+    notes = []
+    judged = len(inventory.nodes) + len(inventory.specs)
+    if plan.destroyed and not plan.resources:
+        notes.append(f"the plan only destroys resources ({len(plan.destroyed)}): nothing to judge")
+    elif plan.destroyed:
+        notes.append(f"{len(plan.destroyed)} resource(s) the plan destroys were judged as absent")
+    if plan.resources and not judged:
+        notes.append(
+            f"the plan's {len(plan.resources)} resource(s) launch no instance, VM or scaling group fabriccheck judges"
+        )
+    return notes

@@ -1,0 +1,91 @@
+"""--format prometheus: node_exporter textfile metrics, parsed back with prometheus-client's own parser and
+held against the JSON report of the same run."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+from cli_run import run
+from prometheus_client.parser import text_string_to_metric_families
+
+from fabriccheck import flow
+from fabriccheck.cli import demo_inventory
+from fabriccheck.model import CollectionError
+from fabriccheck.reports import render
+from fabriccheck.waivers import Waiver
+
+
+def metrics(text: str) -> dict[str, list[tuple[dict[str, str], float]]]:
+    out: dict[str, list[tuple[dict[str, str], float]]] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            out.setdefault(sample.name, []).append((sample.labels, sample.value))
+    return out
+
+
+def test_findings_by_labels_match_the_report() -> None:
+    waiver = Waiver(rule="AWS110", resources=["*"], reason="accepted")
+    report = flow.run(demo_inventory(), flow.Options(waivers=[waiver], waivers_file="w.yaml"))
+    parsed = metrics(render(report, "prometheus"))
+    counted: Counter[tuple[str, str, str, str, str]] = Counter()
+    for labels, value in parsed["fabriccheck_findings"]:
+        counted[(labels["rule"], labels["severity"], labels["account"], labels["cluster"], labels["status"])] += int(
+            value
+        )
+    expected = Counter(
+        (f.rule, f.severity, f.account, f.cluster or "", "waived" if f.waiver else "open") for f in report.findings
+    )
+    assert counted == expected and sum(expected.values()) == len(report.findings)
+    assert any(status == "waived" for (*_, status) in counted)
+    extra = {
+        (labels["cluster"], labels["bound"]): value for labels, value in parsed["fabriccheck_extra_gpu_hours_per_day"]
+    }
+    for cluster in report.clusters:
+        if cluster.penalty.estimated:
+            assert extra[(cluster.id, "high")] == cluster.penalty.extra_gpu_hours_per_day.high
+    assert parsed["fabriccheck_scan_complete"] == [({}, 1.0)]
+    assert dict((labels["status"], v) for labels, v in parsed["fabriccheck_waivers"]) == {"active": 1.0}
+
+
+def test_incomplete_scan_says_so() -> None:
+    inventory = demo_inventory()
+    inventory.errors.append(CollectionError(call="DescribeInstances", code="AccessDenied", message="no"))
+    parsed = metrics(render(flow.run(inventory, flow.Options()), "prometheus"))
+    assert parsed["fabriccheck_scan_complete"] == [({}, 0.0)]
+    assert parsed["fabriccheck_collection_errors"] == [({}, 1.0)]
+
+
+def test_cli_writes_the_textfile_whole_with_duration_and_api_calls(tmp_path: Path) -> None:
+    target = tmp_path / "fabriccheck.prom"
+    target.write_text("old\n")
+    result = run("demo", "-f", "prometheus", "-o", str(target))
+    assert result.returncode == 0, result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fabriccheck.prom"]  # no temporary file left behind
+    parsed = metrics(target.read_text())
+    [(_, duration)] = parsed["fabriccheck_scan_duration_seconds"]
+    assert 0 < duration < 120
+    assert parsed["fabriccheck_api_calls"] == [({}, 0.0)]  # the demo reads dumps: no cloud call
+    report = json.loads(run("demo", "-f", "json").stdout)
+    assert sum(v for _, v in parsed["fabriccheck_findings"]) == len(report["findings"])
+
+
+def test_evidence_commands_refuse_prometheus(tmp_path: Path) -> None:
+    log = tmp_path / "nccl.log"
+    log.write_text("x\n")
+    result = run("nccl-log", str(log), "-f", "prometheus")
+    assert result.returncode == 2 and "--format prometheus" in result.stderr
+
+
+def test_api_calls_are_the_requests_the_cloud_received(tmp_path: Path) -> None:
+    """A live AWS audit against EC2's protocol on 127.0.0.1: the metric counts exactly the requests served."""
+    from ec2_replay import Ec2Replay, serve
+
+    replay = Ec2Replay.from_dump(Path(__file__).resolve().parent.parent / "fixtures" / "demo" / "aws")
+    target = tmp_path / "fabriccheck.prom"
+    with serve(replay) as url:
+        result = run("aws", "--endpoint-url", url, "--region", "us-east-1", "-f", "prometheus", "-o", str(target))
+    assert result.returncode == 1, result.stderr  # the demo account has error findings
+    parsed = metrics(target.read_text())
+    assert replay.calls and parsed["fabriccheck_api_calls"] == [({}, float(len(replay.calls)))]
