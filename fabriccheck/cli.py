@@ -694,9 +694,7 @@ def azure(
     if print_role:
         from fabriccheck.providers.azure.collect import role_for
 
-        _print_privilege(
-            ctx, "--print-role", "role", lambda: role_for(management_group), output, ("management_group",)
-        )
+        _print_privilege(ctx, "--print-role", "role", lambda: role_for(management_group), output, ("management_group",))
     if cloud not in ("public", "usgov", "china"):
         raise FabricCheckError(f"--cloud {cloud}: choose from public, usgov, china")
     if from_dump is not None:

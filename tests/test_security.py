@@ -187,7 +187,7 @@ def planted(tmp_path: Path) -> Iterator[dict[str, str]]:
         "GCE_METADATA_HOST": "127.0.0.1:9",
     }
     env.pop("GOOGLE_CLOUD_PROJECT", None)
-    env["FABRICCHECK_TEST_PEM"] = key["private_key"]
+    env["PLANTED_TEST_PEM"] = key["private_key"]
     yield env
 
 
@@ -251,7 +251,7 @@ def _run(args: list[str], env: dict[str, str], out: Path) -> list[tuple[str, str
 
 
 def _leaks(outputs: list[tuple[str, str]], env: dict[str, str]) -> list[str]:
-    pem_body = env["FABRICCHECK_TEST_PEM"].splitlines()[3]  # a line from the middle of the private key
+    pem_body = env["PLANTED_TEST_PEM"].splitlines()[3]  # a line from the middle of the private key
     found = []
     for what, text in outputs:
         for name, value in {**PLANTED, "gcp private key body": pem_body}.items():
@@ -274,6 +274,7 @@ def _runs(args: list[str], env: dict[str, str], out: Path) -> list[tuple[str, st
     outputs = _run([*args, "-f", "text", "--verbose"], env, out)
     saved = out.parent / "saved.json"
     outputs += _run([*args, "-f", "json", "-o", "report.json", "--verbose", "--save-inventory", str(saved)], env, out)
+    assert saved.exists(), outputs[-2:]  # the run got as far as saving (stderr says why not)
     outputs.append(("saved inventory", saved.read_text()))
     for fmt in FORMATS:
         stdout, stderr = StringIO(), StringIO()
@@ -342,7 +343,7 @@ def test_no_gcp_secret_reaches_any_output(planted: dict[str, str], tmp_path: Pat
 
 def test_the_leak_scan_finds_what_it_looks_for(planted: dict[str, str]) -> None:
     """The scan itself can fail: each planted value and shape is found when present."""
-    pem = planted["FABRICCHECK_TEST_PEM"]
+    pem = planted["PLANTED_TEST_PEM"]
     texts = [(name, f"x {value} y") for name, value in PLANTED.items()] + [
         ("pem", pem),
         ("auth", "Authorization: Bearer abcdef123"),
