@@ -87,9 +87,39 @@ IgnoreOpt = Annotated[
     typer.Option(metavar="RULE", help="Skip these rule ids, id prefixes or categories (repeatable)."),
 ]
 VerboseOpt = Annotated[
-    bool, typer.Option("--verbose", "-v", help="Text: list every clean and skipped cluster and every resource.")
+    bool,
+    typer.Option(
+        "--verbose",
+        "-v",
+        help="Text: list every clean and skipped cluster and every resource (live runs: log each scope on stderr).",
+    ),
 ]
 SaveOpt = Annotated[Path | None, typer.Option(metavar="FILE", help="Also save the collected inventory to FILE (JSON).")]
+
+
+def _concurrency(value: int | None) -> int | None:
+    from fabriccheck.sources.fleet import MAX_CONCURRENCY
+
+    if value is not None and not 1 <= value <= MAX_CONCURRENCY:
+        raise typer.BadParameter(f"{value}: give 1 to {MAX_CONCURRENCY} scopes at once")
+    return value
+
+
+ConcurrencyOpt = Annotated[
+    int | None,
+    typer.Option(
+        metavar="N",
+        callback=_concurrency,
+        help="Collect N scopes (account x region, subscription, project) at once (default 16).",
+    ),
+]
+AllowIncompleteOpt = Annotated[
+    bool,
+    typer.Option(
+        "--allow-incomplete",
+        help="An incomplete collection does not by itself exit 2: the findings decide (the report still says so).",
+    ),
+]
 ClusterTagOpt = Annotated[
     str | None,
     typer.Option(metavar="KEY", callback=_cluster_tag, help="Group nodes that share this tag's value into a cluster."),
@@ -289,6 +319,7 @@ def _finish(
     fail_on: FailOn,
     save: Path | None,
     verbose: bool = False,
+    allow_incomplete: bool = False,
 ) -> NoReturn:
     import time
 
@@ -312,7 +343,7 @@ def _finish(
     if tag is not None and _untagged(inventory, tag):
         # After the report is out, so that a run that fails is still one line on stderr.
         sys.stderr.write(f"fabriccheck: warning: no node carries the tag {tag}; grouping by the usual signals\n")
-    _exit_for(report, fail_on)
+    _exit_for(report, fail_on, allow_incomplete)
 
 
 def _write_report(report: Report, fmt: Format, output: Path | None, fail_on: FailOn, verbose: bool) -> None:
@@ -328,11 +359,12 @@ def _write_report(report: Report, fmt: Format, output: Path | None, fail_on: Fai
         sys.stdout.write(text)
 
 
-def _exit_for(report: Report, fail_on: FailOn) -> NoReturn:
-    """The exit code contract: 2 when the check could not see everything, 1 for findings at --fail-on."""
+def _exit_for(report: Report, fail_on: FailOn, allow_incomplete: bool = False) -> NoReturn:
+    """The exit code contract: 2 when the check could not see everything (unless --allow-incomplete: then the
+    findings decide), 1 for findings at --fail-on."""
     from fabriccheck.engine import SEVERITY_RANK
 
-    if not report.complete or report.summary.clusters_by_status.get("incomplete"):
+    if not allow_incomplete and (not report.complete or report.summary.clusters_by_status.get("incomplete")):
         # A gate that could not see (facts not collected, or a cluster some rule could not judge) is not green.
         raise typer.Exit(2)
     worst = report.worst_severity()
@@ -449,7 +481,12 @@ def _check_output(output: Path | None, save: Path | None) -> None:
 
 
 def _print_privilege(
-    ctx: typer.Context, flag: str, what: str, document: Callable[[], dict[str, Any]], output: Path | None
+    ctx: typer.Context,
+    flag: str,
+    what: str,
+    document: Callable[[], dict[str, Any]],
+    output: Path | None,
+    shaping: tuple[str, ...] = (),
 ) -> NoReturn:
     """`--print-iam-policy` / `--print-role`: the least privilege the command needs, printed or written to
     --output FILE, then exit 0. Any other option given with it would be ignored, so it is an error instead."""
@@ -458,7 +495,9 @@ def _print_privilege(
     from fabriccheck.errors import FabricCheckError
 
     name = flag.removeprefix("--").replace("-", "_")
-    others = [_option_name(p) for p in ctx.command.params if p.name not in (name, "output") and _given(ctx, p.name)]
+    # `shaping` options change what is printed (AWS: the roles a fleet run assumes); any other is an error.
+    keep = (name, "output", *shaping)
+    others = [_option_name(p) for p in ctx.command.params if p.name not in keep and _given(ctx, p.name)]
     if others:
         raise FabricCheckError(
             f"{flag} and {', '.join(others)} cannot be used together "
@@ -501,6 +540,30 @@ def aws(
             "--print-iam-policy", help="Print the least-privilege IAM policy (or write it to --output FILE) and exit."
         ),
     ] = False,
+    role_arn: Annotated[
+        str | None, typer.Option(metavar="ARN", help="Assume this IAM role and audit its account.")
+    ] = None,
+    org_role: Annotated[
+        str | None,
+        typer.Option(
+            metavar="NAME",
+            help="Audit every active account of the organization (organizations:ListAccounts) through the role "
+            "NAME in each.",
+        ),
+    ] = None,
+    external_id: Annotated[
+        str | None, typer.Option(metavar="ID", help="External id sent with AssumeRole (--role-arn, --org-role).")
+    ] = None,
+    accounts: Annotated[
+        list[str] | None,
+        typer.Option(metavar="IDS", help="With --org-role: only these account ids (repeatable, or comma-separated)."),
+    ] = None,
+    exclude_accounts: Annotated[
+        list[str] | None,
+        typer.Option(metavar="IDS", help="With --org-role: skip these account ids (repeatable, or comma-separated)."),
+    ] = None,
+    concurrency: ConcurrencyOpt = None,
+    allow_incomplete: AllowIncompleteOpt = False,
     cluster_tag: ClusterTagOpt = None,
     fmt: FormatOpt = Format.text,
     output: OutputOpt = None,
@@ -522,13 +585,19 @@ def aws(
     """Audit AWS: EFA interfaces, security groups, placement groups and launch templates."""
 
     from fabriccheck.errors import FabricCheckError
+    from fabriccheck.providers.aws.fleet import Fleet, split_ids
 
+    plan = Fleet(role_arn, org_role, external_id, split_ids(accounts), split_ids(exclude_accounts))
     if print_iam_policy:
         from fabriccheck.providers.aws.collect import iam_policy
 
-        _print_privilege(ctx, "--print-iam-policy", "policy", iam_policy, output)
+        shaping = ("role_arn", "org_role", "external_id", "accounts", "exclude_accounts")
+        _print_privilege(ctx, "--print-iam-policy", "policy", lambda: iam_policy(plan), output, shaping)
     if from_dump is not None:
         live_only = {
+            "--role-arn": (role_arn is not None, "a dump makes no AWS call"),
+            "--org-role": (org_role is not None, "a dump makes no AWS call"),
+            "--concurrency": (concurrency is not None, "a dump makes no AWS call"),
             "--profile": (profile is not None, "a dump makes no AWS call"),
             "--endpoint-url": (endpoint_url is not None, "a dump makes no AWS call"),
             "--all-regions": (all_regions, "a dump holds the regions it has, one folder each"),
@@ -546,11 +615,12 @@ def aws(
     options = _options(workload, price_per_gpu_hour, cluster_tag, rules_dir, select, ignore)
     with _cloud_sdk():
         from fabriccheck.providers.aws import collect, dump
+        from fabriccheck.sources.fleet import DEFAULT_CONCURRENCY
 
         if from_dump is not None:
             inventory = dump.load_dump(from_dump, region[0] if region else None)
         else:
-            with _progress() as progress:
+            with _progress(verbose) as progress:
                 inventory = collect.collect_live(
                     region or [],
                     profile=profile,
@@ -558,8 +628,10 @@ def aws(
                     every_region=all_regions,
                     topology=topology,
                     progress=progress,
+                    accounts=plan,
+                    concurrency=concurrency or DEFAULT_CONCURRENCY,
                 )
-        _finish(inventory, options, fmt, output, fail_on, save_inventory, verbose)
+        _finish(inventory, options, fmt, output, fail_on, save_inventory, verbose, allow_incomplete)
 
 
 def _given(ctx: typer.Context, name: str | None) -> bool:
@@ -604,6 +676,12 @@ def azure(
             "--print-role", help="Print the least-privilege custom role (or write it to --output FILE) and exit."
         ),
     ] = False,
+    management_group: Annotated[
+        str | None,
+        typer.Option(metavar="ID", help="Audit every subscription under this management group (nested included)."),
+    ] = None,
+    concurrency: ConcurrencyOpt = None,
+    allow_incomplete: AllowIncompleteOpt = False,
     cluster_tag: ClusterTagOpt = None,
     fmt: FormatOpt = Format.text,
     output: OutputOpt = None,
@@ -627,13 +705,13 @@ def azure(
     from fabriccheck.errors import FabricCheckError
 
     if print_role:
-        from fabriccheck.providers.azure.normalize import role_definition
+        from fabriccheck.providers.azure.collect import role_for
 
-        _print_privilege(ctx, "--print-role", "role", role_definition, output)
+        _print_privilege(ctx, "--print-role", "role", lambda: role_for(management_group), output, ("management_group",))
     if cloud not in ("public", "usgov", "china"):
         raise FabricCheckError(f"--cloud {cloud}: choose from public, usgov, china")
     if from_dump is not None:
-        for name in ("endpoint_url", "cloud", "resource_group"):
+        for name in ("endpoint_url", "cloud", "resource_group", "management_group", "concurrency"):
             if _given(ctx, name):
                 raise FabricCheckError(
                     f"--from-dump and --{name.replace('_', '-')} cannot be used together (a dump makes no Azure call)"
@@ -647,16 +725,19 @@ def azure(
             inventory = load_dump(from_dump, subscription)
         else:
             from fabriccheck.providers.azure import collect
+            from fabriccheck.sources.fleet import DEFAULT_CONCURRENCY
 
-            with _progress() as progress:
+            with _progress(verbose) as progress:
                 inventory = collect.collect_live(
                     subscription or [],
                     resource_groups=resource_group,
                     endpoint_url=endpoint_url,
                     cloud=cloud,
                     progress=progress,
+                    management_group=management_group,
+                    concurrency=concurrency or DEFAULT_CONCURRENCY,
                 )
-        _finish(inventory, options, fmt, output, fail_on, save_inventory, verbose)
+        _finish(inventory, options, fmt, output, fail_on, save_inventory, verbose, allow_incomplete)
 
 
 @app.command(cls=_Command)
@@ -688,6 +769,15 @@ def gcp(
             "--print-role", help="Print the least-privilege custom role (or write it to --output FILE) and exit."
         ),
     ] = False,
+    organization: Annotated[
+        str | None,
+        typer.Option(metavar="ID", help="Audit every active project of this organization (numeric id), folders too."),
+    ] = None,
+    folder: Annotated[
+        str | None, typer.Option(metavar="ID", help="Audit every active project under this folder (numeric id).")
+    ] = None,
+    concurrency: ConcurrencyOpt = None,
+    allow_incomplete: AllowIncompleteOpt = False,
     cluster_tag: ClusterTagOpt = None,
     fmt: FormatOpt = Format.text,
     output: OutputOpt = None,
@@ -713,12 +803,16 @@ def gcp(
     if print_role:
         from fabriccheck.providers.gcp.collect import custom_role
 
-        _print_privilege(ctx, "--print-role", "role", custom_role, output)
+        listing = organization is not None or folder is not None
+        _print_privilege(ctx, "--print-role", "role", lambda: custom_role(listing), output, ("organization", "folder"))
     if from_dump is not None:
         live_only = {
             "--project": (bool(project), "a dump holds the projects it has, one folder each"),
             "--zone": (bool(zone), "a dump holds the zones it has"),
             "--endpoint-url": (endpoint_url is not None, "a dump makes no Google Cloud call"),
+            "--organization": (organization is not None, "a dump holds the projects it has, one folder each"),
+            "--folder": (folder is not None, "a dump holds the projects it has, one folder each"),
+            "--concurrency": (concurrency is not None, "a dump makes no Google Cloud call"),
         }
         for name, (used, why) in live_only.items():
             if used:
@@ -732,12 +826,19 @@ def gcp(
             inventory = load_dump(from_dump)
         else:
             from fabriccheck.providers.gcp import collect
+            from fabriccheck.sources.fleet import DEFAULT_CONCURRENCY
 
-            with _progress() as progress:
+            with _progress(verbose) as progress:
                 inventory = collect.collect_live(
-                    project or [], zones=zone or [], endpoint_url=endpoint_url, progress=progress
+                    project or [],
+                    zones=zone or [],
+                    endpoint_url=endpoint_url,
+                    progress=progress,
+                    organization=organization,
+                    folder=folder,
+                    concurrency=concurrency or DEFAULT_CONCURRENCY,
                 )
-        _finish(inventory, options, fmt, output, fail_on, save_inventory, verbose)
+        _finish(inventory, options, fmt, output, fail_on, save_inventory, verbose, allow_incomplete)
 
 
 @app.command(cls=_Command)
@@ -824,6 +925,7 @@ def check(
     write_baseline: WriteBaselineOpt = None,
     severity: SeverityOverrideOpt = None,
     role: RoleOpt = None,
+    allow_incomplete: AllowIncompleteOpt = False,
 ) -> None:
     """Judge a saved inventory (from --save-inventory) without calling any cloud."""
     from fabriccheck.errors import FabricCheckError
@@ -833,7 +935,7 @@ def check(
         raise FabricCheckError(f"--output {output} is the inventory being checked: write the report elsewhere")
     options = _options(workload, price_per_gpu_hour, cluster_tag, rules_dir, select, ignore)
     with _cloud_sdk():
-        _finish(load_inventory(inventory_file), options, fmt, output, fail_on, None, verbose)
+        _finish(load_inventory(inventory_file), options, fmt, output, fail_on, None, verbose, allow_incomplete)
 
 
 @app.command(cls=_Command)
@@ -861,6 +963,7 @@ def plan(
     write_baseline: WriteBaselineOpt = None,
     severity: SeverityOverrideOpt = None,
     role: RoleOpt = None,
+    allow_incomplete: AllowIncompleteOpt = False,
 ) -> None:
     """Judge a Terraform or OpenTofu plan before apply: the same rules as a live scan, on what it would launch."""
     from fabriccheck.errors import FabricCheckError
@@ -869,7 +972,7 @@ def plan(
     if output is not None and plan_file != "-" and _same_file(output, Path(plan_file)):
         raise FabricCheckError(f"--output {output} is the plan being checked: write the report elsewhere")
     options = _options(workload, price_per_gpu_hour, cluster_tag, rules_dir, select, ignore)
-    _finish(load_plan(plan_file, terraform_dir), options, fmt, output, fail_on, None, verbose)
+    _finish(load_plan(plan_file, terraform_dir), options, fmt, output, fail_on, None, verbose, allow_incomplete)
 
 
 @app.command(cls=_Command)
@@ -881,6 +984,7 @@ def merge(
     output: OutputOpt = None,
     fail_on: FailOnOpt = FailOn.error,
     verbose: VerboseOpt = False,
+    allow_incomplete: AllowIncompleteOpt = False,
 ) -> None:
     """Merge the JSON reports of separately run jobs (one per account, subscription or project) into one
     report. It is complete only if every part is; the exit code follows the same rules as a single run."""
@@ -891,7 +995,7 @@ def merge(
         raise FabricCheckError(f"--output {output} is one of the reports being merged: write it elsewhere")
     report = merge_files(reports)
     _write_report(report, fmt, output, fail_on, verbose)
-    _exit_for(report, fail_on)
+    _exit_for(report, fail_on, allow_incomplete)
 
 
 def _evidence_out(ev: Any, fmt: Format, output: Path | None, fail_on: FailOn, verbose: bool) -> NoReturn:
@@ -1136,19 +1240,49 @@ def demo_dir() -> Path:
 
 
 class _progress:
-    """A status line on stderr while collecting, only when stderr is a terminal."""
+    """While collecting: on a terminal, a status line on stderr (scopes done and failed, nodes found, the call
+    under way); elsewhere, with --verbose, one log line on stderr per scope as it finishes. Nothing else."""
+
+    def __init__(self, verbose: bool = False) -> None:
+        self.verbose = verbose
 
     def __enter__(self) -> Any:
         from fabriccheck.sources.common import Progress
+        from fabriccheck.sources.fleet import Tally
 
         self.status = None
+        tally = Tally()
         if sys.stderr.isatty():
             from rich.console import Console
 
             self.status = Console(stderr=True).status("collecting")
             self.status.start()
             status = self.status
-            return Progress(step=lambda scope, what: status.update(f"collecting: {scope} {what}"))
+
+            def step(scope: str, what: str) -> None:
+                done = f"{tally.line()} · " if tally.total else ""
+                status.update(f"collecting: {done}{scope} {what}")
+
+            def planned(total: int) -> None:
+                tally.total = total
+
+            def finished(scope: Any) -> None:
+                tally.add(scope)
+                status.update(f"collecting: {tally.line()}")
+
+            return Progress(step=step, planned=planned, finished=finished)
+        if self.verbose:
+
+            def log(scope: Any) -> None:
+                tally.add(scope)
+                where = " ".join(w for w in (scope.provider, scope.account, scope.region or "") if w)
+                how = "complete" if scope.complete else f"INCOMPLETE ({scope.reason})"
+                sys.stderr.write(
+                    f"fabriccheck: {where}: {how}, {scope.nodes:,} nodes, {scope.api_calls:,} API requests, "
+                    f"{scope.retries:,} retries [{tally.line()}]\n"
+                )
+
+            return Progress(planned=lambda total: setattr(tally, "total", total), finished=log)
         return Progress()
 
     def __exit__(self, *exc: object) -> None:
@@ -1157,10 +1291,48 @@ class _progress:
 
 
 INTERRUPTED = 130  # Ctrl-C: 128 + SIGINT, as shells report it; nothing is written
+TERMINATED = 143  # SIGTERM: 128 + 15, as a scheduler's stop or `timeout` sends it; nothing is written
+
+
+class Terminated(BaseException):
+    """SIGTERM, raised in the main thread like KeyboardInterrupt: whatever is under way stops (a file being
+    written is removed, sources.common.write_atomic) and the worker threads, daemons, end with the process."""
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    raise Terminated
+
+
+@contextmanager
+def _sigterm_stops() -> Iterator[None]:
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():  # only the main thread may set handlers
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point: every failure is one line on stderr and exit code 2, never a traceback."""
+    """Entry point: every failure is one line on stderr and exit code 2, never a traceback; SIGTERM stops it
+    as Ctrl-C does (exit 143)."""
+    with _sigterm_stops():
+        code = _run(argv)
+    if argv is None and code in (INTERRUPTED, TERMINATED):
+        # The process itself (the console script passes no argv): leave at once. Tearing down an interpreter that
+        # has loaded a cloud SDK takes most of a second, and a stopped run has nothing left to finish or write.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
+
+
+def _run(argv: list[str] | None) -> int:
     import importlib
 
     try:  # newer typer carries its own copy of click
@@ -1190,15 +1362,23 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write("fabriccheck: aborted\n")
         return 2
     except FabricCheckError as exc:
-        sys.stderr.write(f"fabriccheck: error: {exc}\n")
+        from fabriccheck.sources.common import redact
+
+        sys.stderr.write(f"fabriccheck: error: {redact(str(exc))}\n")
         return 2
     except KeyboardInterrupt:
         sys.stderr.write("fabriccheck: interrupted\n")
         return INTERRUPTED
+    except Terminated:
+        sys.stderr.write("fabriccheck: terminated\n")
+        return TERMINATED
     except Exception as exc:  # the promise is one line, never a traceback; FABRICCHECK_DEBUG=1 shows it
         if os.environ.get("FABRICCHECK_DEBUG"):
             raise
+        from fabriccheck.sources.common import redact
+
         sys.stderr.write(
-            f"fabriccheck: internal error: {type(exc).__name__}: {exc} (set FABRICCHECK_DEBUG=1 for details)\n"
+            f"fabriccheck: internal error: {type(exc).__name__}: {redact(str(exc))} "
+            "(set FABRICCHECK_DEBUG=1 for details)\n"
         )
         return 2

@@ -23,7 +23,7 @@ from fabriccheck.engine import SEVERITY_RANK, Finding
 from fabriccheck.errors import FabricCheckError
 from fabriccheck.facts import FactBuilder
 from fabriccheck.inventory import Inventory
-from fabriccheck.model import CollectionError, SourceLocation
+from fabriccheck.model import CollectionError, ScopeStatus, SourceLocation
 from fabriccheck.waivers import Waiver, WaiverStatus
 
 REPORT_SCHEMA_VERSION = 1
@@ -98,6 +98,11 @@ class Summary(BaseModel):
     nodes_by_state: dict[str, int] = {}  # every instance seen, by state; only running and pending are judged
     waived: int = 0  # findings a waiver covers (counted in `findings` too; they do not fail the gate)
     in_baseline: int = 0  # findings the --baseline holds (counted in `findings` too; they do not fail the gate)
+    # A live collection's scopes (account x region, subscription, project) and the requests they took.
+    scopes: int = 0
+    scopes_incomplete: int = 0
+    api_calls: int = 0
+    retries: int = 0
 
 
 class Report(BaseModel):
@@ -120,6 +125,7 @@ class Report(BaseModel):
     api_calls: int | None = None  # cloud API requests sent (0 for a dump or a saved inventory; set by the CLI)
     # Where each planned resource is declared (Terraform address, file and line, cloud id), by node id.
     locations: dict[str, SourceLocation] = {}
+    scopes: list[ScopeStatus] = []  # per-scope completeness of a live collection
 
     def worst_severity(self) -> str | None:
         """The worst severity among the findings that fail a gate (not waived, not in the baseline)."""
@@ -232,6 +238,7 @@ def run(inventory: Inventory, options: Options) -> Report:
         summary=_summary(inventory, reported, skipped, findings, judged_nodes, unknown),
         notes=_notes(inventory, unknown, options),
         locations={n.id: n.source for n in (*inventory.nodes, *inventory.specs) if n.source is not None},
+        scopes=inventory.scopes,
     )
     _settle(report, options)
     return report
@@ -373,6 +380,10 @@ def _summary(
         clusters_by_status={s: sum(1 for c in clusters if c.status == s) for s in ("clean", "findings", "incomplete")},
         skipped_clusters=len(skipped),
         nodes_by_state=dict(sorted(Counter(n.state for n in inventory.nodes).items())),
+        scopes=len(inventory.scopes),
+        scopes_incomplete=sum(1 for s in inventory.scopes if not s.complete),
+        api_calls=sum(s.api_calls for s in inventory.scopes),
+        retries=sum(s.retries for s in inventory.scopes),
     )
 
 

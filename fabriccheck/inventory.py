@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from fabriccheck.model import SCHEMA_VERSION, Capability, CollectionError, Model, Node, fact_key
+from fabriccheck.model import SCHEMA_VERSION, Capability, CollectionError, Model, Node, ScopeStatus, fact_key
 from fabriccheck.resources.aws import AwsResources
 from fabriccheck.resources.azure import AzureResources
 from fabriccheck.resources.gcp import GcpResources
@@ -31,6 +31,8 @@ class Inventory(Model):
     collected: list[str] = Field(default_factory=list)
     # What the source asks the report to say (a plan that only destroys, resources judged as absent).
     notes: list[str] = Field(default_factory=list)
+    # One entry per scope a live collection visited (account x region, subscription, project).
+    scopes: list[ScopeStatus] = Field(default_factory=list)
 
     @property
     def complete(self) -> bool:
@@ -49,3 +51,4 @@ class Inventory(Model):
         self.errors.extend(other.errors)
         self.notes.extend(other.notes)
         self.collected = sorted(set(self.collected) | set(other.collected))
+        self.scopes.extend(other.scopes)

@@ -167,6 +167,20 @@ class CollectionError(Model):
     permission: str | None = None  # the permission that was missing, when known
 
 
+class ScopeStatus(Model):
+    """How the collection of one scope went (an AWS account in a region, an Azure subscription, a GCP project):
+    complete or not and why, the nodes it held, and the API requests it took (retries included)."""
+
+    provider: Provider
+    account: str
+    region: str | None = None
+    complete: bool
+    nodes: int = 0
+    api_calls: int = 0  # HTTP requests sent, retries included
+    retries: int = 0
+    reason: str | None = None  # why it is incomplete (its errors, in short)
+
+
 def fact_key(provider: str, account: str, region: str, fact: str) -> str:
     """How `Inventory.collected` records that one kind of fact was collected for one account and region."""
     return f"{provider}:{account}:{region}:{fact}"

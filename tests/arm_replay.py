@@ -53,6 +53,9 @@ class ArmReplay:
     fail: dict[str, int] = field(default_factory=dict)  # dump file -> how many 503s first
     port: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
+    # management group -> its child groups and subscriptions, as ("group" | "subscription", name)
+    management_groups: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    expired: bool = False  # every request answered 401 ExpiredAuthenticationToken
 
     def respond(self, method: str, raw_path: str) -> tuple[int, dict[str, str], Any]:
         parsed = urllib.parse.urlsplit(raw_path)
@@ -62,6 +65,12 @@ class ArmReplay:
             self.calls.append((method, path))
         if method != "GET":
             return 405, {}, {"error": {"code": "MethodNotAllowed", "message": "read-only replay"}}
+        if self.expired:
+            message = "The access token expiry UTC time '1/1/2026 12:00:00 AM' is earlier than current UTC time."
+            return 401, {}, {"error": {"code": "ExpiredAuthenticationToken", "message": message}}
+        management = re.match(r"^/providers/microsoft\.management/managementgroups/([^/]+)/descendants$", path.lower())
+        if management:
+            return self._descendants(management.group(1), query)
         if path.lower() == "/subscriptions":
             return 200, {}, {"value": [{"subscriptionId": s, "displayName": s} for s in sorted(self.answers)]}
         match = re.match(r"^/subscriptions/([^/]+)(/.*)$", path, re.IGNORECASE)
@@ -107,6 +116,33 @@ class ArmReplay:
             rest = {k: v[0] for k, v in query.items() if k != "$skiptoken"}
             rest["$skiptoken"] = str(start + self.page_size)
             page["nextLink"] = f"https://127.0.0.1:{self.port}{parsed.path}?{urllib.parse.urlencode(rest)}"
+        return 200, {}, page
+
+    def _descendants(self, group: str, query: dict[str, list[str]]) -> tuple[int, dict[str, str], Any]:
+        """Every group and subscription below `group`, one per page (nextLink paging), as ARM lists them."""
+        if group not in self.management_groups:
+            return 404, {}, {"error": {"code": "NotFound", "message": f"management group {group} not found"}}
+        found: list[dict[str, Any]] = []
+        pending = [group]
+        while pending:
+            parent = pending.pop(0)
+            for kind, name in self.management_groups.get(parent, []):
+                if kind == "group":
+                    pending.append(name)
+                    item_type, item_id = (
+                        "Microsoft.Management/managementGroups",
+                        f"/providers/Microsoft.Management/managementGroups/{name}",
+                    )
+                else:
+                    item_type, item_id = "Microsoft.Management/managementGroups/subscriptions", f"/subscriptions/{name}"
+                found.append({"id": item_id, "type": item_type, "name": name, "properties": {"displayName": name}})
+        start = int(query.get("$skiptoken", ["0"])[0])
+        page: dict[str, Any] = {"value": found[start : start + 1]}
+        if start + 1 < len(found):
+            page["nextLink"] = (
+                f"https://127.0.0.1:{self.port}/providers/Microsoft.Management/managementGroups/{group}/descendants"
+                f"?api-version=2020-05-01&$skiptoken={start + 1}"
+            )
         return 200, {}, page
 
     def count(self, suffix: str) -> int:

@@ -57,6 +57,10 @@ class ComputeReplay:
     empty_scopes: tuple[str, ...] = ("zones/us-east1-b", "regions/europe-west4")
     requests: list[Request] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    # Resource Manager v3: parent ("organizations/1", "folders/2") -> its projects / folders, as the API lists them.
+    rm_projects: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    rm_folders: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    rm_denied: set[str] = field(default_factory=set)  # parents whose listing answers 403
 
     @classmethod
     def from_files(cls, projects: dict[str, dict[str, list[dict[str, Any]]]], **kwargs: Any) -> ComputeReplay:
@@ -77,6 +81,8 @@ class ComputeReplay:
             self.requests.append(Request(method, parsed.path, query))
         if method != "GET":
             return 405, _error(405, f"{method} is not served here", "badRequest")
+        if parsed.path in ("/v3/projects", "/v3/folders"):
+            return self._resource_manager(parsed.path.rsplit("/", 1)[1], query)
         parts = parsed.path.strip("/").split("/")
         if parts[:3] != ["compute", "v1", "projects"] or len(parts) < 6:
             return 404, _error(404, f"no such path {parsed.path}", "notFound")
@@ -130,6 +136,22 @@ class ComputeReplay:
             body["kind"] = LIST_KIND[resource]
             body["items"] = page
         return 200, body
+
+    def _resource_manager(self, kind: str, query: dict[str, str]) -> tuple[int, dict[str, Any]]:
+        parent = query.get("parent", "")
+        if parent in self.rm_denied:
+            return 403, _error(403, f"The caller does not have permission resourcemanager.{kind}.list", "forbidden")
+        items = (self.rm_projects if kind == "projects" else self.rm_folders).get(parent, [])
+        return 200, {kind: items}
+
+
+def rm_project(project_id: str, parent: str, state: str = "ACTIVE") -> dict[str, Any]:
+    return {"name": f"projects/{abs(hash(project_id)) % 10**12}", "projectId": project_id, "parent": parent,
+            "state": state, "displayName": project_id}  # fmt: skip
+
+
+def rm_folder(folder_id: str, parent: str, state: str = "ACTIVE") -> dict[str, Any]:
+    return {"name": f"folders/{folder_id}", "parent": parent, "state": state, "displayName": f"folder {folder_id}"}
 
 
 def _message(status: int, project: str, resource: str) -> str:

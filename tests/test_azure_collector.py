@@ -232,7 +232,7 @@ def test_cloud_by_name_picks_its_endpoint_and_authority(
     would leave 127.0.0.1, so the test stops at the client's configuration)."""
     seen: dict[str, Any] = {}
 
-    def stop(credential: Any, subscription: str, url: str, verify: str | None = None) -> Any:
+    def stop(credential: Any, subscription: str, url: str, verify: str | None = None, **_: Any) -> Any:
         compute, _ = real_clients(credential, subscription, url)
         seen["base_url"] = url
         seen["scopes"] = compute._config.credential_scopes  # what the SDK's bearer policy will ask for

@@ -29,9 +29,20 @@ def _demo_report() -> dict[str, Any]:
 
 
 ADDED_SINCE = {
-    "report": ("skipped_clusters", "waivers", "baseline", "duration_seconds", "api_calls", "locations"),
+    "report": ("skipped_clusters", "waivers", "baseline", "duration_seconds", "api_calls", "locations", "scopes"),
     "clusters": ("status", "not_judged"),
-    "summary": ("clusters_by_status", "skipped_clusters", "nodes_by_state", "waived", "in_baseline"),
+    "summary": (
+        "clusters_by_status",
+        "skipped_clusters",
+        "nodes_by_state",
+        "waived",
+        "in_baseline",
+        # per-scope collection (a live fleet run's; empty for the demo's dumps)
+        "scopes",
+        "scopes_incomplete",
+        "api_calls",
+        "retries",
+    ),
     "findings": ("fingerprint", "waiver", "baseline"),
 }
 

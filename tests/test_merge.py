@@ -88,6 +88,21 @@ def test_one_incomplete_part_makes_the_merge_incomplete_and_exit_2(parts: dict[s
     merged = _load(out)
     assert merged["complete"] is False
     assert merged["errors"] == _load(parts["partial"])["errors"] and merged["errors"]
+    # --allow-incomplete: the findings decide (none fail at --fail-on never), the report still says incomplete.
+    allowed = run(
+        "merge",
+        str(parts["partial"]),
+        str(parts["gcp"]),
+        "-f",
+        "json",
+        "-o",
+        str(out),
+        "--fail-on",
+        "never",
+        "--allow-incomplete",
+    )
+    assert allowed.returncode == 0, allowed.stderr
+    assert _load(out)["complete"] is False
 
 
 def test_a_clean_merge_exits_0_and_fail_on_is_honoured(parts: dict[str, Path]) -> None:

@@ -93,6 +93,8 @@ def _tracking(f: Finding) -> dict[str, Any]:
     if f.baseline is not None:
         out["baselineState"] = "unchanged" if f.baseline == "existing" else "new"
     return out
+
+
 def _location(report: Report, cluster: str | None, resource: str) -> dict[str, Any]:
     """Live resources have no file: the cloud's own id stands in as the location (as posture tools do). A planned
     resource is located at its block's file and line when known, and named by its Terraform address and, once it

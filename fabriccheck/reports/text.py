@@ -408,6 +408,14 @@ def _summary(page: _Page, report: Report) -> None:
         parts.append((plural(n, severity, many), STYLE[severity] if n else ""))
         parts.append((", " if severity != "info" else ".", ""))
     page.styled(parts, "  ")
+    if s.scopes:
+        failed = f" ({s.scopes_incomplete:,} incomplete)" if s.scopes_incomplete else ""
+        page.para(
+            f"Collected {plural(s.scopes, 'scope')}{failed} with {plural(s.api_calls, 'API request')}, "
+            f"{plural(s.retries, 'retry', 'retries')} after throttling or errors.",
+            "",
+            "  ",
+        )
     if s.waived or s.in_baseline:
         page.para(
             f"Not failing the gate: {plural(s.waived, 'finding')} waived, {s.in_baseline:,} in the baseline "
@@ -468,8 +476,9 @@ def render(report: Report, color: bool = False, verbose: bool = False, width: in
         errors = report.errors if verbose else report.errors[:ERRORS_SHOWN]
         for e in errors:
             need = f" (needs {visible(e.permission)})" if e.permission else ""
-            account = "" if e.account == UNKNOWN_ACCOUNT else f"{visible(e.account)} "
-            where = f"{account}{visible(e.region or '?')}"
+            account = "" if e.account == UNKNOWN_ACCOUNT else visible(e.account)
+            # An account-wide error (a role that could not be assumed) has no region.
+            where = " ".join(w for w in (account, visible(e.region or "")) if w) or "?"
             page.para(f"- {visible(e.call)} in {where}: {visible(e.code)}: {visible(e.message)}{need}", "  ", "    ")
         if len(errors) < len(report.errors):
             page.para(f"… and {len(report.errors) - len(errors):,} more (use --verbose or --format json)", "  ")

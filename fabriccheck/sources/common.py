@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gc
 import os
+import re
 import secrets
 import stat
 import threading
@@ -24,7 +25,7 @@ import orjson
 from pydantic import ValidationError
 
 from fabriccheck.errors import DumpShapeError, FabricCheckError
-from fabriccheck.model import UNKNOWN_ACCOUNT, CollectionError, Provider
+from fabriccheck.model import UNKNOWN_ACCOUNT, CollectionError, Provider, ScopeStatus
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -43,6 +44,9 @@ class Progress:
     """What the CLI shows while collecting; collectors only call it (scope: account, region or project)."""
 
     step: Callable[[str, str], None] = lambda scope, what: None
+    # A fleet run: how many scopes there are, then each one as it finishes (model.ScopeStatus).
+    planned: Callable[[int], None] = lambda scopes: None
+    finished: Callable[[ScopeStatus], None] = lambda status: None
 
 
 class CallCounter:
@@ -90,7 +94,7 @@ class Scope:
             region=self.region,
             call=call,
             code=code,
-            message=message,
+            message=redact(message),
             permission=permission,
         )
 
@@ -111,7 +115,34 @@ class Scope:
 
 def first_line(exc: BaseException) -> str:
     text = str(exc)
-    return text.splitlines()[0] if text else type(exc).__name__
+    return redact(text.splitlines()[0]) if text else type(exc).__name__
+
+
+# What may ride along in an SDK's error text and must never reach a report, log or error line: the password of
+# a URL (https://user:PASSWORD@host), the signing and token parameters of presigned / SAS / signed URLs (S3
+# X-Amz-*, Azure SAS sig=, GCS X-Goog-*), bearer tokens, AWS access key ids, PEM private keys and JWTs.
+_SECRETS = (
+    (re.compile(r"(?<=://)[^/\s:@]+:[^/\s@]+@"), "***@"),
+    (
+        re.compile(
+            r"(?i)([?&](?:x-amz-(?:signature|credential|security-token)|x-goog-(?:signature|credential)|sig|"
+            r"signature|access_token|token|code|key|client_secret|password)=)[^&\s#\"']+"
+        ),
+        r"\1***",
+    ),
+    (re.compile(r"(?i)\b(bearer|basic)\s+[\w\-.~+/]+=*"), r"\1 ***"),
+    (re.compile(r"\b(?:AKIA|ASIA|AROA|AIDA)[A-Z0-9]{12,}\b"), "AWS-KEY-***"),
+    (re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)", re.S), "***"),
+    (re.compile(r"\beyJ[\w-]{8,}\.[\w-]{8,}\.[\w-]*"), "***"),
+)
+
+
+def redact(text: str) -> str:
+    """`text` with anything credential-like masked (see _SECRETS); applied to every error that leaves a
+    collector and every line the CLI prints about a failure."""
+    for pattern, masked in _SECRETS:
+        text = pattern.sub(masked, text)
+    return text
 
 
 def in_parallel(items: Iterable[T], work: Callable[[T], R], max_workers: int = 8) -> Generator[R, None, None]:
@@ -126,7 +157,7 @@ def in_parallel(items: Iterable[T], work: Callable[[T], R], max_workers: int = 8
     if len(items) <= 1:
         yield from map(work, items)
         return
-    futures: list[Future[R]] = [Future() for _ in items]
+    futures: list[Future[R] | None] = [Future() for _ in items]
     pending = iter(range(len(items)))
     take = threading.Lock()
 
@@ -137,7 +168,7 @@ def in_parallel(items: Iterable[T], work: Callable[[T], R], max_workers: int = 8
             if index is None:
                 return
             future = futures[index]
-            if not future.set_running_or_notify_cancel():
+            if future is None or not future.set_running_or_notify_cancel():
                 continue  # cancelled: the caller has stopped
             try:
                 result = work(items[index])
@@ -149,19 +180,27 @@ def in_parallel(items: Iterable[T], work: Callable[[T], R], max_workers: int = 8
     for number in range(max(1, min(max_workers, len(items)))):
         threading.Thread(target=worker, name=f"fabriccheck-worker-{number}", daemon=True).start()
     try:
-        for future in futures:
-            yield future.result()
+        for index, future in enumerate(futures):
+            assert future is not None
+            result = future.result()
+            # Handed over: let go of it here, so a caller that consumes results one by one (a fleet's raw
+            # answers, normalized as they arrive) never holds them all at once.
+            futures[index] = future = None
+            yield result
     finally:
-        for future in futures:
-            future.cancel()  # a no-op on the ones running or done
+        for pending_future in futures:
+            if pending_future is not None:
+                pending_future.cancel()  # a no-op on the ones running or done
 
 
 @contextmanager
-def paused_gc() -> Iterator[None]:
+def paused_gc(freeze: bool = True) -> Iterator[None]:
     """Parsing a large answer and normalizing it builds hundreds of thousands of small objects beside the
     parsed document; the cyclic collector would rescan that document again and again (a 190 MB dump
     normalizes 2.5x slower with it). Pause it for that stretch only, then freeze what survived (the model)
-    so that later collections do not rescan it either."""
+    so that later collections do not rescan it either. A live collection of many scopes passes freeze=False:
+    freezing there would also pin the SDK clients other scopes still hold (and any garbage), so memory would
+    grow with the estate; it settles once at the end instead (sources.fleet.settle_gc)."""
     global _pauses, _resume
     with _pause_lock:  # collectors parse in several threads; the collector comes back after the last one
         if _pauses == 0:
@@ -174,7 +213,8 @@ def paused_gc() -> Iterator[None]:
         with _pause_lock:
             _pauses -= 1
             if _pauses == 0:
-                gc.freeze()
+                if freeze:
+                    gc.freeze()
                 if _resume:
                     gc.enable()
 

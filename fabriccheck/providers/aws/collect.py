@@ -5,12 +5,14 @@ botocore's standard retries; the answers go through the same normalizer as dumps
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable
 from typing import Any
 
 from fabriccheck.errors import FabricCheckError
 from fabriccheck.inventory import Inventory
-from fabriccheck.model import UNKNOWN_ACCOUNT, CollectionError
+from fabriccheck.model import UNKNOWN_ACCOUNT, CollectionError, ScopeStatus
+from fabriccheck.providers.aws import fleet
 from fabriccheck.providers.aws.normalize import (
     CALLS,
     INSTANCE_TYPES,
@@ -28,11 +30,13 @@ from fabriccheck.sources.common import (
     BAD_RESPONSE,
     RETRIES,
     Progress,
+    RetryPolicy,
     Scope,
     first_line,
     in_parallel,
     paused_gc,
 )
+from fabriccheck.sources.fleet import DEFAULT_CONCURRENCY, CallCount, RateLimits, scope_status, settle_gc
 
 # Every EC2 operation the collector may issue. DescribeRegions serves --all-regions.
 OPERATIONS = tuple(sorted({c.operation for c in CALLS} | {"DescribeRegions"}))
@@ -49,19 +53,38 @@ ACCESS_DENIED_CODES = {
 THROTTLED_CODES = {"RequestLimitExceeded", "Throttling", "ThrottlingException", "TooManyRequestsException"}
 
 
-def iam_policy() -> dict[str, Any]:
-    """Least-privilege IAM policy for exactly the calls the collector makes."""
-    return {
-        "Version": "2012-10-17",
-        "Statement": [
+def iam_policy(plan: fleet.Fleet | None = None) -> dict[str, Any]:
+    """Least-privilege IAM policy for exactly the calls the collector makes. With --org-role or --role-arn, the
+    read statement belongs to the role in each audited account, the others to the caller that assumes it."""
+    statements: list[dict[str, Any]] = [
+        {
+            "Sid": "FabricCheckReadOnly",
+            "Effect": "Allow",
+            "Action": [f"ec2:{op}" for op in OPERATIONS],
+            "Resource": "*",
+        }
+    ]
+    plan = plan or fleet.Fleet()
+    if plan.org_role is not None:
+        statements.append(
             {
-                "Sid": "FabricCheckReadOnly",
+                "Sid": "FabricCheckListAccounts",
                 "Effect": "Allow",
-                "Action": [f"ec2:{op}" for op in OPERATIONS],
+                "Action": [f"organizations:{op}" for op in fleet.OPERATIONS["organizations"]],
                 "Resource": "*",
             }
-        ],
-    }
+        )
+    if plan.assumes:
+        role = plan.role_arn or f"arn:aws:iam::*:role/{plan.org_role}"
+        statements.append(
+            {
+                "Sid": "FabricCheckAssumeRole",
+                "Effect": "Allow",
+                "Action": [f"sts:{op}" for op in fleet.OPERATIONS["sts"]],
+                "Resource": role,
+            }
+        )
+    return {"Version": "2012-10-17", "Statement": statements}
 
 
 def _paged(client: Any, call: Ec2Call, **params: Any) -> dict[str, Any]:
@@ -71,26 +94,53 @@ def _paged(client: Any, call: Ec2Call, **params: Any) -> dict[str, Any]:
     return result
 
 
-def _answer(client: Any, call: Ec2Call, used_types: Iterable[str] = ()) -> dict[str, Any]:
+class InstanceTypes:
+    """DescribeInstanceTypes answers shared by the scopes of one run. An instance type's specs are the same in
+    every account (the model keeps capabilities by type alone), so each region is asked once for its
+    EFA-capable types and once for each type in use, however many accounts run there: 50 accounts in a region
+    make the calls of one. Scopes of one region wait for the first to ask; other regions go on."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.region_locks: dict[str, threading.Lock] = {}
+        self.known: dict[str, dict[str, Any]] = {}  # region -> type name -> its answer
+        self.asked: dict[str, set[str]] = {}  # region -> type names asked for (found or not)
+        self.efa: dict[str, set[str]] = {}  # region -> EFA-capable type names
+
+    def answer(self, client: Any, region: str, used_types: Iterable[str]) -> dict[str, Any]:
+        """The types in use, plus every EFA-capable type (for the instance-choice rule's "this family has an EFA
+        type"): a fixed number of calls per region, whatever the fleet size."""
+        with self.lock:
+            region_lock = self.region_locks.setdefault(region, threading.Lock())
+        with region_lock:
+            known = self.known.setdefault(region, {})
+            asked = self.asked.setdefault(region, set())
+            names = sorted(set(used_types) - asked)
+            for start in range(0, len(names), 100):
+                batch = _paged(client, INSTANCE_TYPES, InstanceTypes=names[start : start + 100])
+                known.update({t["InstanceType"]: t for t in batch.get("InstanceTypes", [])})
+                asked.update(names[start : start + 100])
+            if region not in self.efa:
+                efa = _paged(
+                    client,
+                    INSTANCE_TYPES,
+                    Filters=[{"Name": "network-info.efa-supported", "Values": ["true"]}],
+                    PaginationConfig={"PageSize": 100},
+                )
+                known.update({t["InstanceType"]: t for t in efa.get("InstanceTypes", [])})
+                self.efa[region] = {t["InstanceType"] for t in efa.get("InstanceTypes", [])}
+            wanted = set(used_types) | self.efa[region]
+            return {"InstanceTypes": [known[n] for n in sorted(wanted) if n in known]}
+
+
+def _answer(
+    client: Any, call: Ec2Call, used_types: Iterable[str] = (), types: InstanceTypes | None = None, region: str = ""
+) -> dict[str, Any]:
     if call is INSTANCES:
         # Every state: stopped and terminated instances are not judged, but the report counts them.
         return _paged(client, call, PaginationConfig={"PageSize": 1000})
     if call is INSTANCE_TYPES:
-        # The types in use, plus every EFA-capable type (for the instance-choice rule's "this family has
-        # an EFA type"): both a fixed number of calls, whatever the fleet size.
-        found: dict[str, Any] = {}
-        names = sorted(set(used_types))
-        for start in range(0, len(names), 100):
-            batch = _paged(client, call, InstanceTypes=names[start : start + 100])
-            found.update({t["InstanceType"]: t for t in batch.get("InstanceTypes", [])})
-        efa = _paged(
-            client,
-            call,
-            Filters=[{"Name": "network-info.efa-supported", "Values": ["true"]}],
-            PaginationConfig={"PageSize": 100},
-        )
-        found.update({t["InstanceType"]: t for t in efa.get("InstanceTypes", [])})
-        return {"InstanceTypes": list(found.values())}
+        return (types or InstanceTypes()).answer(client, region, used_types)
     if call is PLACEMENT_GROUPS:
         answer: dict[str, Any] = client.describe_placement_groups()
         return answer
@@ -121,6 +171,14 @@ def _error(call: Ec2Call, scope: Scope, exc: Exception) -> CollectionError:
     return scope.unreachable(call.operation, exc)
 
 
+def _server_error(exc: Exception) -> bool:
+    """A 5xx answer that outlasted the retries: the region is down for now, and every other call would wait
+    through the same retries before failing alike."""
+    response = getattr(exc, "response", None) or {}
+    status = int((response.get("ResponseMetadata") or {}).get("HTTPStatusCode") or 0)
+    return status >= 500 and str((response.get("Error") or {}).get("Code")) not in THROTTLED_CODES
+
+
 def _account_of(answers: dict[Ec2Call, Any]) -> str | None:
     """The caller's account, as its own answers name it: reservations, else security groups (every VPC has
     a default one), else who created the launch templates."""
@@ -132,7 +190,12 @@ def _account_of(answers: dict[Ec2Call, Any]) -> str | None:
 
 
 def fetch_region(
-    client: Any, region: str, topology: bool = False, progress: Progress | None = None
+    client: Any,
+    region: str,
+    topology: bool = False,
+    progress: Progress | None = None,
+    account: str | None = None,
+    types: InstanceTypes | None = None,
 ) -> tuple[dict[Ec2Call, Any], list[CollectionError]]:
     """Every answer for one region through one EC2 client; failures become CollectionErrors."""
     from botocore.exceptions import BotoCoreError, ClientError
@@ -142,18 +205,19 @@ def fetch_region(
     answers: dict[Ec2Call, Any] = {}
     errors: list[CollectionError] = []
     used_types: set[str] = set()
-    scope = Scope("aws", UNKNOWN_ACCOUNT, region)
+    scope = Scope("aws", account or UNKNOWN_ACCOUNT, region)
     for call in CALLS:
         if call is TOPOLOGY and not topology:
             continue
-        progress.step(region, call.operation)
+        progress.step(f"{account} {region}" if account else region, call.operation)
         try:
-            answers[call] = _answer(client, call, used_types)
+            answers[call] = _answer(client, call, used_types, types, region)
         except (ClientError, BotoCoreError, ResponseParserError) as exc:
             error = _error(call, scope, exc)
             errors.append(error)
             if error.code == "Unreachable" or (
-                call is INSTANCES and error.code == "AccessDenied" and "AuthFailure" in error.message
+                call is INSTANCES
+                and (("AuthFailure" in error.message and error.code == "AccessDenied") or _server_error(exc))
             ):
                 break  # the region (or the credentials) fail every call alike; one line says it
             continue
@@ -178,7 +242,7 @@ def collect_region(
 def _normalized(region: str, answers: dict[Ec2Call, Any], errors: list[CollectionError], account: str) -> Inventory:
     inventory = Inventory(source="aws")
     normalizer = Normalizer(inventory, region, account, lambda c: f"EC2 {c.operation} in {region}")
-    with paused_gc():
+    with paused_gc(freeze=False):
         for call in sorted(answers, key=CALLS.index):
             normalizer.add(call, answers[call])
     inventory.errors.extend(e.model_copy(update={"account": account}) for e in errors)
@@ -195,29 +259,90 @@ def _session(profile: str | None) -> Any:
         raise FabricCheckError(f"--profile {profile}: no such AWS profile") from None
 
 
-def _client(session: Any, region: str, endpoint_url: str | None) -> Any:
+def _config(retry: RetryPolicy = RETRIES) -> Any:
     from botocore.config import Config
 
     # Standard retry mode backs off exponentially, with jitter, on RequestLimitExceeded and other throttling.
-    config = Config(
-        retries={"mode": "standard", "max_attempts": RETRIES.max_attempts},
-        connect_timeout=RETRIES.connect_timeout,
-        read_timeout=RETRIES.read_timeout,
+    return Config(
+        retries={"mode": "standard", "max_attempts": retry.max_attempts},
+        connect_timeout=retry.connect_timeout,
+        read_timeout=retry.read_timeout,
         user_agent_extra="fabriccheck/0.1",
     )
-    client = session.client("ec2", region_name=region, endpoint_url=endpoint_url, config=config)
+
+
+def _client(session: Any, region: str, endpoint_url: str | None) -> Any:
+    # endpoint_url None leaves boto3 to its own configuration: AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_EC2 and the
+    # config file's endpoint_url settings are honoured as boto3 honours them.
+    client = session.client("ec2", region_name=region, endpoint_url=endpoint_url, config=_config())
     client.meta.events.register("before-send", API_CALLS.add)
     return client
 
 
-def all_regions(session: Any, endpoint_url: str | None, home: str) -> list[str]:
-    from botocore.exceptions import BotoCoreError, ClientError
+class _Clients:
+    """Makes every client of a run from one session: under a lock (a boto3 session is not thread-safe; its
+    clients are), each with the run's retry settings, a client-side token bucket per service and throttling
+    domain, and a count of the calls and attempts (retries) made through it."""
 
+    def __init__(self, session: Any, endpoint_url: str | None, retry: RetryPolicy, limits: RateLimits) -> None:
+        self.session = session
+        self.endpoint_url = endpoint_url
+        self.config = _config(retry)
+        self.limits = limits
+        self.lock = threading.Lock()
+
+    def make(
+        self, service: str, region: str, domain: str, count: CallCount, credentials: dict[str, str] | None = None
+    ) -> Any:
+        with self.lock:
+            client = self.session.client(
+                service,
+                region_name=region,
+                endpoint_url=self.endpoint_url if service == "ec2" else None,
+                config=self.config,
+                **(credentials or {}),
+            )
+
+        def before_send(**_: Any) -> None:  # every HTTP attempt, retries included
+            API_CALLS.add()
+            count.attempt()
+            self.limits.take(service, domain)
+
+        client.meta.events.register(f"before-call.{service}", lambda **_: count.call())
+        client.meta.events.register(f"before-send.{service}", before_send)
+        return client
+
+
+def _instances_in(answers: dict[Ec2Call, Any]) -> int:
+    return sum(len(r.get("Instances") or ()) for r in (answers.get(INSTANCES) or {}).get("Reservations") or ())
+
+
+def _status(
+    account: str, region: str | None, count: CallCount, nodes: int, errors: list[CollectionError]
+) -> ScopeStatus:
+    return scope_status("aws", account, region, count, nodes, [f"{e.call}: {e.code}" for e in errors])
+
+
+def _credential_failure(errors: list[CollectionError]) -> None:
+    """The caller's own credentials rejected (expired, revoked): one line for the whole run, not one per scope."""
+    for error in errors:
+        code = error.message.split(":", 1)[0] if error.code == "AccessDenied" else error.code
+        if code in fleet.CREDENTIAL_CODES:
+            raise fleet.credential_error(code, error.message.split(": ", 1)[-1])
+
+
+def _safe_normalized(
+    region: str, answers: dict[Ec2Call, Any], errors: list[CollectionError], account: str
+) -> Inventory:
+    """A scope's answers normalized; an answer of an unexpected shape makes that scope incomplete (the error
+    names the field) instead of ending the run."""
     try:
-        answer = _client(session, home, endpoint_url).describe_regions(AllRegions=False)
-    except (ClientError, BotoCoreError) as exc:
-        raise FabricCheckError(f"--all-regions: DescribeRegions failed: {first_line(exc)}") from None
-    return sorted(r["RegionName"] for r in answer.get("Regions", []))
+        return _normalized(region, answers, errors, account)
+    except FabricCheckError as exc:
+        part = Inventory(source="aws")
+        part.errors += [e.model_copy(update={"account": account}) for e in errors]
+        part.errors.append(Scope("aws", account, region).error("normalize", BAD_RESPONSE, str(exc)))
+        return part
 
 
 def collect_live(
@@ -229,34 +354,130 @@ def collect_live(
     topology: bool = False,
     progress: Progress | None = None,
     session: Any = None,
+    accounts: fleet.Fleet | None = None,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    retry: RetryPolicy = RETRIES,
+    limits: RateLimits | None = None,
 ) -> Inventory:
+    """Every scope (account x region) of the run, collected `concurrency` at a time. With `accounts` naming
+    roles, each account's role is assumed first (also concurrently); an account whose role cannot be assumed,
+    or a region that cannot be read, is recorded as incomplete and the rest goes on."""
     from botocore.exceptions import NoCredentialsError, NoRegionError
 
+    progress = progress or Progress()
+    plan = accounts or fleet.Fleet()
     session = session or _session(profile)
     if session.get_credentials() is None:
         raise FabricCheckError(
             "no AWS credentials found in the standard chain (environment, --profile, config files, SSO, "
             "instance role); set them or use --from-dump DIR"
         )
-    if every_region:
-        regions = all_regions(session, endpoint_url, regions[0] if regions else "us-east-1")
-    if not regions:
-        regions = [session.region_name] if session.region_name else []
-    if not regions:
+    home = regions[0] if regions else session.region_name
+    if not regions and not every_region:
+        regions = [home] if home else []
+    if not regions and not every_region:
         raise FabricCheckError("no region: pass --region REGION (repeatable) or --all-regions")
+    home = home or "us-east-1"
+    clients = _Clients(session, endpoint_url, retry, limits or RateLimits())
+    types = InstanceTypes()
+    listing = CallCount()  # ListAccounts: made before any scope, paced and counted apart from them
     try:
-        # Clients are made here, in one thread (botocore sessions are not thread-safe); clients are.
-        clients = {region: _client(session, region, endpoint_url) for region in regions}
+        partition = session.get_partition_for_region(home)
+        organizations = clients.make("organizations", home, "org", listing) if plan.org_role else None
+        targets = fleet.accounts(plan, organizations, partition)
     except NoRegionError:
         raise FabricCheckError("no region: pass --region REGION") from None
+    except NoCredentialsError:
+        raise FabricCheckError("no AWS credentials found; set them or use --from-dump DIR") from None
+
+    def prepare(account: fleet.Account) -> tuple[list[str], list[CollectionError], CallCount]:
+        """Assume the account's role and find its regions; an error here is the whole account's."""
+        count = CallCount()
+        progress.step(account.id or "aws", "AssumeRole" if account.role_arn else "DescribeRegions")
+        sts = clients.make("sts", home, "sts", count) if account.role_arn else None
+        failed = fleet.assume(sts, account, plan.external_id)
+        if failed is not None:
+            return [], [failed], count
+        if not every_region:
+            return regions, [], count
+        domain = f"{account.id}/{home}"
+        client = clients.make("ec2", home, domain, count, account.credentials)
+        try:
+            return all_regions_of(client), [], count
+        except FabricCheckError as exc:
+            if account.role_arn is None:
+                raise
+            return [], [Scope("aws", account.id or UNKNOWN_ACCOUNT).error("DescribeRegions", "Failed", str(exc))], count
+
+    prepared = list(in_parallel(targets, prepare, concurrency))
+    scopes = [(a, r) for a, (found, _, _) in zip(targets, prepared, strict=True) for r in found]
+    progress.planned(len(scopes) + sum(1 for _, errors, _ in prepared if errors))
+    inventory = Inventory(source=_source(plan, targets, regions, every_region))
+    for account, (_, errors, count) in zip(targets, prepared, strict=True):
+        if plan.assumes or errors:
+            status = _status(account.id or UNKNOWN_ACCOUNT, None, count, 0, errors)
+            inventory.errors += errors
+            inventory.scopes.append(status)
+            if errors:
+                progress.finished(status)
+
+    def fetch_scope(scope: tuple[fleet.Account, str]) -> tuple[dict[Ec2Call, Any], list[CollectionError], CallCount]:
+        account, region = scope
+        count = CallCount()
+        client = clients.make("ec2", region, f"{account.id}/{region}", count, account.credentials)
+        answers, errors = fetch_region(client, region, topology, progress, account.id, types)
+        if account.role_arn is None:
+            _credential_failure(errors)
+        if account.id is not None:
+            progress.finished(_status(account.id, region, count, _instances_in(answers), errors))
+        return answers, errors, count
+
     try:
-        fetched = list(in_parallel(regions, lambda r: fetch_region(clients[r], r, topology, progress)))
+        fetched = in_parallel(scopes, fetch_scope, concurrency)
+        if plan.assumes:
+            # Each account is known: normalize every scope as it arrives and let its raw answers go.
+            for (account, region), (answers, errors, count) in zip(scopes, fetched, strict=True):
+                part = _safe_normalized(region, answers, errors, account.id or UNKNOWN_ACCOUNT)
+                del answers
+                part.scopes.append(_status(account.id or UNKNOWN_ACCOUNT, region, count, len(part.nodes), part.errors))
+                inventory.merge(part)
+            settle_gc()
+            return inventory
+        done = list(fetched)
     except NoCredentialsError:
         raise FabricCheckError("no AWS credentials found; set them or use --from-dump DIR") from None
     # One session is one account: a region that named no owner (no instances, no groups) is still that account.
-    found = {a for answers, _ in fetched if (a := _account_of(answers))}
-    account = found.pop() if len(found) == 1 else UNKNOWN_ACCOUNT
-    inventory = Inventory(source=f"aws live ({', '.join(regions)})")
-    for region, (answers, errors) in zip(regions, fetched, strict=True):
-        inventory.merge(_normalized(region, answers, errors, _account_of(answers) or account))
+    found = {a for answers, _, _ in done if (a := _account_of(answers))}
+    own = found.pop() if len(found) == 1 else UNKNOWN_ACCOUNT
+    for (_, region), (answers, errors, count) in zip(scopes, done, strict=True):
+        named = _account_of(answers) or own
+        part = _safe_normalized(region, answers, errors, named)
+        part.scopes.append(_status(named, region, count, len(part.nodes), part.errors))
+        progress.finished(part.scopes[-1])
+        inventory.merge(part)
+    settle_gc()
     return inventory
+
+
+def all_regions_of(client: Any) -> list[str]:
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    try:
+        answer = client.describe_regions(AllRegions=False)
+    except ClientError as exc:
+        code = str(exc.response.get("Error", {}).get("Code", "ClientError"))
+        if code in fleet.CREDENTIAL_CODES:
+            raise fleet.credential_error(code, first_line(exc)) from None
+        raise FabricCheckError(f"--all-regions: DescribeRegions failed: {first_line(exc)}") from None
+    except BotoCoreError as exc:
+        raise FabricCheckError(f"--all-regions: DescribeRegions failed: {first_line(exc)}") from None
+    return sorted(r["RegionName"] for r in answer.get("Regions", []))
+
+
+def _source(plan: fleet.Fleet, targets: list[fleet.Account], regions: list[str], every_region: bool) -> str:
+    where = "every enabled region" if every_region else ", ".join(regions)
+    if plan.org_role:
+        return f"aws live ({len(targets)} organization accounts via role {plan.org_role}; {where})"
+    if plan.role_arn:
+        return f"aws live ({plan.role_arn}; {where})"
+    return f"aws live ({where})"

@@ -6,6 +6,8 @@ normalizer as dumps. Only GET requests: `role_definition()` lists the read actio
 
 from __future__ import annotations
 
+import re
+import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -26,7 +28,17 @@ from fabriccheck.providers.azure.normalize import (
     ArmCall,
     Normalizer,
 )
-from fabriccheck.sources.common import API_CALLS, RETRIES, Progress, Scope, first_line, in_parallel, paused_gc
+from fabriccheck.sources.common import (
+    API_CALLS,
+    BAD_RESPONSE,
+    RETRIES,
+    Progress,
+    Scope,
+    first_line,
+    in_parallel,
+    paused_gc,
+)
+from fabriccheck.sources.fleet import DEFAULT_CONCURRENCY, CallCount, RateLimits, scope_status, settle_gc
 
 
 @dataclass(frozen=True)
@@ -45,6 +57,10 @@ CLOUDS = {
 }
 # Listing subscriptions (Microsoft.Resources); api-version as the az CLI's subscription list uses.
 SUBSCRIPTIONS_API = "2022-12-01"
+# --management-group: the group's descendants (nested groups included), Microsoft.Management's GA api-version.
+MANAGEMENT_GROUPS_API = "2020-05-01"
+DESCENDANTS_READ = "Microsoft.Management/managementGroups/descendants/read"
+MANAGEMENT_GROUP = re.compile(r"[\w().-]{1,90}")  # management group ids: up to 90 of letters, digits, -_().
 NO_CREDENTIAL_HINT = "az login, a service principal's AZURE_* variables, workload or managed identity"
 # Retries of throttled (429, honouring Retry-After) and failed (5xx) calls before one is recorded.
 RETRY_TOTAL = RETRIES.max_attempts - 1
@@ -77,6 +93,10 @@ def _list(call: ArmCall, compute: Any, network: Any, groups: list[str]) -> list[
     if call is VNET_LIST:
         return each(network.virtual_networks.list, network.virtual_networks.list_all)
     raise AssertionError(call)
+
+
+def _message(exc: Any) -> str:
+    return str(getattr(exc.error, "message", None) or exc.message or first_line(exc)).splitlines()[0]
 
 
 def _error(call: ArmCall, scope: Scope, exc: Exception) -> CollectionError:
@@ -117,9 +137,17 @@ def fetch_subscription(
         try:
             answers[call] = _list(call, compute, network, groups)
         except ClientAuthenticationError as exc:
-            if getattr(exc, "status_code", None) in (401, 403):
+            if getattr(exc, "status_code", None) == 403:
                 errors.append(_error(call, scope, exc))
                 continue
+            if getattr(exc, "status_code", None) == 401:
+                # Not a permission of one subscription: the token itself was refused (expired, revoked, other
+                # tenant), and every call of every subscription would be refused alike.
+                code = str(getattr(exc.error, "code", None) or "Unauthorized")
+                raise FabricCheckError(
+                    f"Azure refused the credential ({code}: {_message(exc)}); sign in again ({NO_CREDENTIAL_HINT}) "
+                    "and run again"
+                ) from None
             raise FabricCheckError(f"no Azure credential ({NO_CREDENTIAL_HINT}): {first_line(exc)}") from None
         except (HttpResponseError, ServiceRequestError) as exc:
             error = _error(call, scope, exc)
@@ -166,7 +194,34 @@ def _credential(cloud: Cloud) -> Any:
     return DefaultAzureCredential(authority=cloud.authority)
 
 
-def clients(credential: Any, subscription: str, endpoint: str, verify: str | None = None) -> tuple[Any, Any]:
+def _counting(count: CallCount, limits: RateLimits, subscription: str) -> Callable[[Any], None]:
+    """azure-core's raw request hook runs for every attempt (it sits after the retry policy); a call keeps its
+    x-ms-client-request-id across its retries, so new ids are calls and the rest retries."""
+    seen: set[str] = set()
+    lock = threading.Lock()
+
+    def hook(request: Any) -> None:
+        request_id = str(request.http_request.headers.get("x-ms-client-request-id", ""))
+        with lock:
+            new = request_id not in seen or not request_id
+            seen.add(request_id)
+        if new:
+            count.call()
+        count.attempt()
+        API_CALLS.add()
+        limits.take("arm", subscription)
+
+    return hook
+
+
+def clients(
+    credential: Any,
+    subscription: str,
+    endpoint: str,
+    verify: str | None = None,
+    count: CallCount | None = None,
+    limits: RateLimits | None = None,
+) -> tuple[Any, Any]:
     from azure.mgmt.compute import ComputeManagementClient
     from azure.mgmt.network import NetworkManagementClient
 
@@ -182,6 +237,8 @@ def clients(credential: Any, subscription: str, endpoint: str, verify: str | Non
     }
     if verify:
         options["connection_verify"] = verify
+    if count is not None:
+        options["raw_request_hook"] = _counting(count, limits or RateLimits({}), subscription)  # counts API_CALLS too
     return (
         ComputeManagementClient(credential, subscription, **options),
         NetworkManagementClient(credential, subscription, **options),
@@ -209,6 +266,57 @@ def list_subscriptions(compute: Any, endpoint: str) -> list[str]:
     return sorted(set(found))
 
 
+def management_group_subscriptions(compute: Any, endpoint: str, group: str) -> list[str]:
+    """Every subscription under the management group, nested groups included (GET .../descendants, nextLink
+    paging); read-only, and it needs Microsoft.Management/managementGroups/descendants/read on the group."""
+    from azure.core.exceptions import ClientAuthenticationError, HttpResponseError, ServiceRequestError
+    from azure.core.rest import HttpRequest
+
+    if not MANAGEMENT_GROUP.fullmatch(group):
+        raise FabricCheckError(f"--management-group {group}: not a management group id (its name, not a path)")
+    url: str | None = (
+        f"{endpoint.rstrip('/')}/providers/Microsoft.Management/managementGroups/{group}/descendants"
+        f"?api-version={MANAGEMENT_GROUPS_API}"
+    )
+    found: list[str] = []
+    try:
+        while url:
+            response = compute._client.send_request(HttpRequest("GET", url))
+            response.raise_for_status()
+            page = response.json()
+            for item in page.get("value", []):
+                if str(item.get("type", "")).lower().endswith("/subscriptions") and item.get("name"):
+                    found.append(str(item["name"]).lower())
+            url = page.get("nextLink")
+    except ClientAuthenticationError as exc:
+        if getattr(exc, "status_code", None) in (401, 403):
+            raise FabricCheckError(
+                f"--management-group {group}: listing its subscriptions was denied ({first_line(exc)}); it needs "
+                f"{DESCENDANTS_READ} on the group"
+            ) from None
+        raise FabricCheckError(f"no Azure credential ({NO_CREDENTIAL_HINT}): {first_line(exc)}") from None
+    except (HttpResponseError, ServiceRequestError) as exc:
+        raise FabricCheckError(
+            f"--management-group {group}: listing its subscriptions failed: {first_line(exc)}"
+        ) from None
+    if not found:
+        raise FabricCheckError(f"--management-group {group}: holds no subscription (nested groups included)")
+    return sorted(set(found))
+
+
+def role_for(management_group: str | None = None) -> dict[str, Any]:
+    """The least-privilege role; with --management-group it also lists the group's descendants and is assigned
+    at the group, so every subscription under it inherits it."""
+    from fabriccheck.providers.azure.normalize import SUBSCRIPTIONS_PERMISSION, role_definition
+
+    role = role_definition()
+    if management_group is not None:
+        # The group's descendants name the subscriptions, so listing subscriptions is not needed.
+        role["Actions"] = sorted({*role["Actions"], DESCENDANTS_READ} - {SUBSCRIPTIONS_PERMISSION})
+        role["AssignableScopes"] = [f"/providers/Microsoft.Management/managementGroups/{management_group}"]
+    return role
+
+
 def _where(subscription: str) -> Callable[[ArmCall], str]:
     return lambda call: f"ARM {call.name} in subscription {subscription}"
 
@@ -221,33 +329,64 @@ def collect_live(
     cloud: str = "public",
     progress: Progress | None = None,
     credential: Any = None,
+    management_group: str | None = None,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    limits: RateLimits | None = None,
 ) -> Inventory:
+    """Every subscription (named, under --management-group, or every one the credential lists), `concurrency`
+    at a time; one subscription's failure is recorded for it and the rest goes on."""
     if cloud not in CLOUDS:
         raise FabricCheckError(f"--cloud {cloud}: choose from {', '.join(CLOUDS)}")
+    if management_group is not None and subscriptions:
+        raise FabricCheckError(
+            "--subscription and --management-group cannot be used together (name subscriptions, or list a group's)"
+        )
+    progress = progress or Progress()
     chosen = CLOUDS[cloud]
     endpoint = (endpoint_url or chosen.endpoint).rstrip("/")
     if not endpoint.startswith("https://"):
         raise FabricCheckError(f"--endpoint-url {endpoint_url}: Resource Manager is reached over https:// only")
     credential = credential or _credential(chosen)
+    limits = limits or RateLimits()
     if not subscriptions:
         compute, _ = clients(credential, "00000000-0000-0000-0000-000000000000", endpoint)
-        subscriptions = list_subscriptions(compute, endpoint)
+        if management_group is not None:
+            subscriptions = management_group_subscriptions(compute, endpoint, management_group)
+        else:
+            subscriptions = list_subscriptions(compute, endpoint)
         if not subscriptions:
             raise FabricCheckError("the Azure credential can list no subscription; pass --subscription ID")
     subscriptions = sorted({s.lower() for s in subscriptions})
+    counts = {s: CallCount() for s in subscriptions}
     # Clients are made here, in one thread; each subscription's calls then run on the shared pool.
-    made = {s: clients(credential, s, endpoint) for s in subscriptions}
-    fetched = list(
-        in_parallel(subscriptions, lambda s: fetch_subscription(s, *made[s], resource_groups or [], progress))
-    )
-    inventory = Inventory(source=f"azure live ({', '.join(subscriptions)})")
+    made = {s: clients(credential, s, endpoint, count=counts[s], limits=limits) for s in subscriptions}
+    progress.planned(len(subscriptions))
+
+    def one(subscription: str) -> tuple[dict[ArmCall, Any], list[CollectionError]]:
+        answers, errors = fetch_subscription(subscription, *made[subscription], resource_groups or [], progress)
+        vms = len(answers.get(VM_LIST) or ()) + len(answers.get(SCALE_SET_VM_LIST) or ())
+        reasons = [f"{e.call}: {e.code}" for e in errors]
+        progress.finished(scope_status("azure", subscription, None, counts[subscription], vms, reasons))
+        return answers, errors
+
+    where = f"management group {management_group}: " if management_group else ""
+    inventory = Inventory(source=f"azure live ({where}{', '.join(subscriptions)})")
+    fetched = in_parallel(subscriptions, one, concurrency)
     for subscription, (answers, errors) in zip(subscriptions, fetched, strict=True):
         part = Inventory()
-        normalizer = Normalizer(part, subscription, _where(subscription))
-        with paused_gc():
-            for call in sorted(answers, key=CALLS.index):
-                normalizer.add(call, answers[call])
-            normalizer.finish()
+        try:
+            normalizer = Normalizer(part, subscription, _where(subscription))
+            with paused_gc(freeze=False):
+                for call in sorted(answers, key=CALLS.index):
+                    normalizer.add(call, answers[call])
+                normalizer.finish()
+        except FabricCheckError as exc:
+            # A misshapen answer makes its subscription incomplete, naming the field; the others stand.
+            part = Inventory(errors=[Scope("azure", subscription).error("normalize", BAD_RESPONSE, str(exc))])
+        del answers
         part.errors.extend(errors)
+        reasons = [f"{e.call}: {e.code}" for e in part.errors]
+        part.scopes.append(scope_status("azure", subscription, None, counts[subscription], len(part.nodes), reasons))
         inventory.merge(part)
+    settle_gc()
     return inventory

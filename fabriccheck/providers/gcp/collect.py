@@ -38,21 +38,26 @@ from fabriccheck.sources.common import (
     in_parallel,
     paused_gc,
 )
+from fabriccheck.sources.fleet import DEFAULT_CONCURRENCY, CallCount, RateLimits, scope_status, settle_gc
 
 # Every permission the collector uses: aggregatedList and list of each collection need its .list permission.
 PERMISSIONS = tuple(sorted(c.permission for c in CALLS))
+# --organization / --folder: Resource Manager v3 lists the projects and folders under a parent.
+LISTING_PERMISSIONS = ("resourcemanager.folders.list", "resourcemanager.projects.list")
 SCOPES = ("https://www.googleapis.com/auth/compute.readonly",)
 PAGE_SIZE = 500  # the API's largest maxResults
 
 
-def custom_role() -> dict[str, Any]:
+def custom_role(listing: bool = False) -> dict[str, Any]:
     """The least-privilege custom role for exactly the calls the collector makes (gcloud iam roles create
-    fabriccheck --project P --file role.yaml takes this as YAML or JSON)."""
+    fabriccheck --project P --file role.yaml takes this as YAML or JSON). `listing`: --organization / --folder
+    also list projects and folders (grant that role at the organization or folder)."""
     return {
         "title": "fabriccheck reader",
-        "description": "Read-only: lists instances, resource policies, networks, subnetworks and firewall rules",
+        "description": "Read-only: lists instances, resource policies, networks, subnetworks and firewall rules"
+        + (", and the projects and folders under an organization or folder" if listing else ""),
         "stage": "GA",
-        "includedPermissions": list(PERMISSIONS),
+        "includedPermissions": sorted(PERMISSIONS + (LISTING_PERMISSIONS if listing else ())),
     }
 
 
@@ -71,19 +76,25 @@ class Clients:
     """One client per collection, all on the same credentials and endpoint (clients are thread-safe)."""
 
     def __init__(self, credentials: Any, endpoint_url: str | None, retry_budget: float) -> None:
-        from google.api_core import exceptions, retry
         from google.api_core.client_options import ClientOptions
         from google.cloud import compute_v1
 
+        self.retry_budget = retry_budget
         options = ClientOptions(api_endpoint=endpoint_url) if endpoint_url else None
         self.compute = compute_v1
         self.clients = {
             call: getattr(compute_v1, name)(credentials=credentials, client_options=options)
             for call, name in _CLIENTS.items()
         }
-        # 429 and 5xx are retried with exponential backoff and jitter until the budget is spent; then the call is
-        # recorded as throttled (or failed) for its project and the rest goes on.
-        self.retry = retry.Retry(
+        self.retry = self.retry_counting(CallCount())
+
+    def retry_counting(self, count: CallCount) -> Any:
+        """429 and 5xx are retried with exponential backoff and jitter until the budget is spent; then the call is
+        recorded as throttled (or failed) for its project and the rest goes on. Each retry is counted."""
+        from google.api_core import exceptions, retry
+
+        retry_budget = self.retry_budget
+        return retry.Retry(
             predicate=retry.if_exception_type(
                 exceptions.TooManyRequests,
                 exceptions.ServiceUnavailable,
@@ -95,19 +106,20 @@ class Clients:
             maximum=16.0,
             multiplier=2.0,
             timeout=retry_budget,
+            on_error=lambda _: count.retry(),
         )
 
 
-def _pages(clients: Clients, call: GcpCall, project: str, zones: list[str]) -> Iterator[Any]:
+def _pages(clients: Clients, call: GcpCall, project: str, zones: list[str], retry: Any = None) -> Iterator[Any]:
     """The answer's pages, each one GET: one aggregated list per project, or one list per zone / region asked."""
-    for page in _pages_of(clients, call, project, zones):
+    for page in _pages_of(clients, call, project, zones, retry):
         API_CALLS.add()
         yield page
 
 
-def _pages_of(clients: Clients, call: GcpCall, project: str, zones: list[str]) -> Iterator[Any]:
+def _pages_of(clients: Clients, call: GcpCall, project: str, zones: list[str], retry: Any = None) -> Iterator[Any]:
     client = clients.clients[call]
-    common = {"retry": clients.retry, "timeout": RETRIES.read_timeout}
+    common = {"retry": retry or clients.retry, "timeout": RETRIES.read_timeout}
     if call.scope == "global":
         yield from client.list(request={"project": project, "max_results": PAGE_SIZE}, **common).pages
     elif not zones:
@@ -131,11 +143,24 @@ def _items(call: GcpCall, page: Any) -> Iterator[Any]:
 
 
 def fetch(
-    clients: Clients, call: GcpCall, project: str, zones: list[str], counter: list[int] | None = None
+    clients: Clients,
+    call: GcpCall,
+    project: str,
+    zones: list[str],
+    counter: list[int] | None = None,
+    count: CallCount | None = None,
+    limits: RateLimits | None = None,
 ) -> list[dict[str, Any]]:
-    """One call's resources as API JSON dicts (camelCase, as gcloud prints them)."""
+    """One call's resources as API JSON dicts (camelCase, as gcloud prints them). Each page is one request,
+    counted in `count` (with its retries) and paced by the project's token bucket in `limits`."""
     found: list[dict[str, Any]] = []
-    for page in _pages(clients, call, project, zones):
+    count = count or CallCount()
+    limits = limits or RateLimits({})
+    limits.take("compute", project)
+    for page in _pages(clients, call, project, zones, clients.retry_counting(count)):
+        count.call()
+        count.attempt()
+        limits.take("compute", project)  # for the next page (one token too many after the last: harmless)
         if counter is not None:
             counter[0] += 1
         for item in _items(call, page):
@@ -159,19 +184,28 @@ def _error(call: GcpCall, scope: Scope, exc: Exception) -> CollectionError:
         return scope.error(call.resource, "NotFound", f"{first_line(exc)} (is the project id right?)", call.permission)
     if isinstance(exc, exceptions.GoogleAPICallError):
         return scope.error(call.resource, type(exc).__name__, first_line(exc))
-    if isinstance(exc, (ValueError, KeyError, TypeError)):
+    from google.protobuf import json_format  # type: ignore[import-untyped]
+
+    if isinstance(exc, (ValueError, KeyError, TypeError, json_format.Error)):
+        # A field of an unexpected shape: the client's own types refuse it (protobuf names the field).
         return scope.error(call.resource, BAD_RESPONSE, f"the endpoint's answer is not a Compute API answer: {exc}")
     return scope.unreachable(call.resource, exc)
 
 
 def fetch_project(
-    clients: Clients, project: str, zones: list[str], progress: Progress | None = None
+    clients: Clients,
+    project: str,
+    zones: list[str],
+    progress: Progress | None = None,
+    count: CallCount | None = None,
+    limits: RateLimits | None = None,
 ) -> tuple[dict[GcpCall, Any], list[CollectionError], int]:
     """Every answer for one project; failures become CollectionErrors. Returns the answers, the errors and the
     number of API requests made (pages)."""
     import requests
     from google.api_core import exceptions
     from google.auth import exceptions as auth_exceptions
+    from google.protobuf import json_format
 
     progress = progress or Progress()
     scope = Scope("gcp", project, None)
@@ -181,9 +215,12 @@ def fetch_project(
     for call in CALLS:
         progress.step(project, call.resource)
         try:
-            answers[call] = fetch(clients, call, project, zones, counter)
+            answers[call] = fetch(clients, call, project, zones, counter, count, limits)
         except auth_exceptions.GoogleAuthError as exc:
-            raise FabricCheckError(f"Google credentials could not be used: {first_line(exc)}") from None
+            raise credential_error(exc) from None
+        except exceptions.Unauthorized as exc:
+            # 401: the token itself was refused (expired, revoked), so every project would fail alike.
+            raise credential_error(exc) from None
         except (
             exceptions.GoogleAPICallError,
             exceptions.RetryError,
@@ -191,6 +228,7 @@ def fetch_project(
             ValueError,
             KeyError,
             TypeError,
+            json_format.Error,
         ) as exc:
             error = _error(call, scope, exc)
             errors.append(error)
@@ -202,7 +240,7 @@ def fetch_project(
 def _normalized(project: str, answers: dict[GcpCall, Any], errors: list[CollectionError]) -> Inventory:
     inventory = Inventory(source="gcp")
     normalizer = Normalizer(inventory, project, lambda c: f"Compute {c.resource}.list in {project}")
-    with paused_gc():
+    with paused_gc(freeze=False):
         for call in CALLS:
             if call in answers:
                 normalizer.add(call, answers[call])
@@ -226,6 +264,16 @@ def credentials() -> tuple[Any, str | None]:
     return found, project
 
 
+def credential_error(exc: BaseException) -> FabricCheckError:
+    return FabricCheckError(f"Google credentials could not be used ({first_line(exc)}); {REFRESH_HINT}")
+
+
+REFRESH_HINT = (
+    "refresh them (gcloud auth application-default login, or a valid key in GOOGLE_APPLICATION_CREDENTIALS) "
+    "and run again"
+)
+
+
 def check_zones(zones: Iterable[str]) -> list[str]:
     zones = list(zones)
     for zone in zones:
@@ -241,17 +289,102 @@ def collect_live(
     endpoint_url: str | None = None,
     progress: Progress | None = None,
     retry_budget: float = 60.0,
+    organization: str | None = None,
+    folder: str | None = None,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    limits: RateLimits | None = None,
 ) -> Inventory:
+    """Every project (named, or every active one under --organization / --folder), `concurrency` at a time."""
     zones = check_zones(zones or [])
+    progress = progress or Progress()
     if endpoint_url is not None and not endpoint_url.startswith(("http://", "https://")):
         raise FabricCheckError(f"--endpoint-url {endpoint_url}: give the scheme (https://... or http://...)")
+    parent = listing_parent(organization, folder, projects)
     found, default_project = credentials()
+    limits = limits or RateLimits()
+    if parent is not None:
+        projects = active_projects(found, endpoint_url, parent, limits)
     projects = list(dict.fromkeys(projects)) or ([default_project] if default_project else [])
     if not projects:
         raise FabricCheckError("no project: pass --project PROJECT (repeatable); the credentials name none")
     clients = Clients(found, endpoint_url, retry_budget)
-    fetched = list(in_parallel(projects, lambda p: fetch_project(clients, p, zones, progress)))
-    inventory = Inventory(source=f"gcp live ({', '.join(projects)})")
-    for project, (answers, errors, _calls) in zip(projects, fetched, strict=True):
-        inventory.merge(_normalized(project, answers, errors))
+    progress.planned(len(projects))
+
+    def one(project: str) -> tuple[dict[GcpCall, Any], list[CollectionError], CallCount]:
+        count = CallCount()
+        answers, errors, _ = fetch_project(clients, project, zones, progress, count, limits)
+        items = len(answers.get(INSTANCES) or ())
+        progress.finished(scope_status("gcp", project, None, count, items, [f"{e.call}: {e.code}" for e in errors]))
+        return answers, errors, count
+
+    where = f"{parent}: " if parent else ""
+    inventory = Inventory(source=f"gcp live ({where}{', '.join(projects)})")
+    for project, (answers, errors, count) in zip(projects, in_parallel(projects, one, concurrency), strict=True):
+        try:
+            part = _normalized(project, answers, errors)
+        except FabricCheckError as exc:
+            # A misshapen answer makes its project incomplete, naming the field; the others stand.
+            part = Inventory(errors=[*errors, Scope("gcp", project).error("normalize", BAD_RESPONSE, str(exc))])
+        del answers
+        reasons = [f"{e.call}: {e.code}" for e in part.errors]
+        part.scopes.append(scope_status("gcp", project, None, count, len(part.nodes), reasons))
+        inventory.merge(part)
+    settle_gc()
     return inventory
+
+
+def listing_parent(organization: str | None, folder: str | None, projects: list[str]) -> str | None:
+    """`organizations/ID` or `folders/ID` to list projects under, checked; None when projects are named."""
+    given = [(o, v) for o, v in (("--organization", organization), ("--folder", folder)) if v is not None]
+    if len(given) > 1:
+        raise FabricCheckError("--organization and --folder cannot be used together (give the one to list)")
+    if given and projects:
+        raise FabricCheckError(f"--project and {given[0][0]} cannot be used together (name projects, or list them)")
+    if not given:
+        return None
+    option, value = given[0]
+    if not value.isdigit():
+        raise FabricCheckError(f"{option} {value}: give the numeric id (gcloud {option[2:]}s list shows it)")
+    return f"{'organizations' if option == '--organization' else 'folders'}/{value}"
+
+
+def active_projects(credentials: Any, endpoint_url: str | None, parent: str, limits: RateLimits) -> list[str]:
+    """Every ACTIVE project under `parent` and its folders, walked folder by folder (Resource Manager v3
+    ListProjects and ListFolders, read-only). At the same --endpoint-url as Compute when one is given."""
+    from google.api_core import exceptions
+    from google.api_core.client_options import ClientOptions
+    from google.auth import exceptions as auth_exceptions
+    from google.cloud import resourcemanager_v3
+
+    options = ClientOptions(api_endpoint=endpoint_url) if endpoint_url else None
+    # REST, as the Compute clients use (the default gRPC transport would need its own channel and endpoint form).
+    projects_client = resourcemanager_v3.ProjectsClient(
+        credentials=credentials, client_options=options, transport="rest"
+    )
+    folders_client = resourcemanager_v3.FoldersClient(credentials=credentials, client_options=options, transport="rest")
+    active = resourcemanager_v3.Project.State.ACTIVE
+    found: list[str] = []
+    pending = [parent]
+    try:
+        while pending:
+            under = pending.pop(0)
+            limits.take("cloudresourcemanager", "listing")
+            for project in projects_client.list_projects(parent=under, timeout=RETRIES.read_timeout):
+                if project.state == active:
+                    found.append(project.project_id)
+            limits.take("cloudresourcemanager", "listing")
+            for child in folders_client.list_folders(parent=under, timeout=RETRIES.read_timeout):
+                if child.state == resourcemanager_v3.Folder.State.ACTIVE:
+                    pending.append(child.name)
+    except auth_exceptions.GoogleAuthError as exc:
+        raise credential_error(exc) from None
+    except (exceptions.Forbidden, exceptions.PermissionDenied) as exc:
+        raise FabricCheckError(
+            f"listing the projects under {parent} was denied ({first_line(exc)}); it needs "
+            f"{' and '.join(LISTING_PERMISSIONS)} on it"
+        ) from None
+    except exceptions.GoogleAPICallError as exc:
+        raise FabricCheckError(f"listing the projects under {parent} failed: {first_line(exc)}") from None
+    if not found:
+        raise FabricCheckError(f"no active project under {parent} (or none this credential may list)")
+    return sorted(set(found))
