@@ -323,8 +323,7 @@ def _finish(
 ) -> NoReturn:
     import time
 
-    from fabriccheck import flow, reports
-    from fabriccheck.engine import SEVERITY_RANK
+    from fabriccheck import flow
     from fabriccheck.sources.common import API_CALLS
 
     ctx = _context()
@@ -339,6 +338,17 @@ def _finish(
         _write_baseline(report, write_baseline, options)
     report.duration_seconds = round(time.perf_counter() - _STARTED[-1], 3) if _STARTED else None
     report.api_calls = API_CALLS.value
+    _write_report(report, fmt, output, fail_on, verbose)
+    tag = options.cluster_tag
+    if tag is not None and _untagged(inventory, tag):
+        # After the report is out, so that a run that fails is still one line on stderr.
+        sys.stderr.write(f"fabriccheck: warning: no node carries the tag {tag}; grouping by the usual signals\n")
+    _exit_for(report, fail_on, allow_incomplete)
+
+
+def _write_report(report: Report, fmt: Format, output: Path | None, fail_on: FailOn, verbose: bool) -> None:
+    from fabriccheck import reports
+
     color = output is None and fmt is Format.text and sys.stdout.isatty() and "NO_COLOR" not in os.environ
     # A file gets a fixed width; the terminal's own width applies to what goes to the terminal.
     width = 100 if output is not None else None
@@ -347,10 +357,13 @@ def _finish(
         _write(output, text, "--output")
     else:
         sys.stdout.write(text)
-    tag = options.cluster_tag
-    if tag is not None and _untagged(inventory, tag):
-        # After the report is out, so that a run that fails is still one line on stderr.
-        sys.stderr.write(f"fabriccheck: warning: no node carries the tag {tag}; grouping by the usual signals\n")
+
+
+def _exit_for(report: Report, fail_on: FailOn, allow_incomplete: bool = False) -> NoReturn:
+    """The exit code contract: 2 when the check could not see everything (unless --allow-incomplete: then
+    the findings decide), 1 for findings at --fail-on."""
+    from fabriccheck.engine import SEVERITY_RANK
+
     if not allow_incomplete and (not report.complete or report.summary.clusters_by_status.get("incomplete")):
         # A gate that could not see (facts not collected, or a cluster some rule could not judge) is not green.
         raise typer.Exit(2)
@@ -959,6 +972,28 @@ def plan(
         raise FabricCheckError(f"--output {output} is the plan being checked: write the report elsewhere")
     options = _options(workload, price_per_gpu_hour, cluster_tag, rules_dir, select, ignore)
     _finish(load_plan(plan_file, terraform_dir), options, fmt, output, fail_on, None, verbose)
+
+
+@app.command(cls=_Command)
+def merge(
+    reports: Annotated[
+        list[Path], typer.Argument(metavar="FILE", help="JSON reports (--format json) of separate runs.")
+    ],
+    fmt: FormatOpt = Format.text,
+    output: OutputOpt = None,
+    fail_on: FailOnOpt = FailOn.error,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Merge the JSON reports of separately run jobs (one per account, subscription or project) into one
+    report. It is complete only if every part is; the exit code follows the same rules as a single run."""
+    from fabriccheck.errors import FabricCheckError
+    from fabriccheck.merge import merge_files
+
+    if output is not None and any(_same_file(output, r) for r in reports):
+        raise FabricCheckError(f"--output {output} is one of the reports being merged: write it elsewhere")
+    report = merge_files(reports)
+    _write_report(report, fmt, output, fail_on, verbose)
+    _exit_for(report, fail_on)
 
 
 def _evidence_out(ev: Any, fmt: Format, output: Path | None, fail_on: FailOn, verbose: bool) -> NoReturn:

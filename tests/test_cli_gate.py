@@ -374,6 +374,7 @@ def test_every_option_readme_names_exists() -> None:
         ["estimate"],
         ["nccl-tests"],
         ["nccl-log"],
+        ["merge"],
     )
     shown = "".join(run(*c, "--help").stdout for c in commands)
     assert named and {o for o in named if o not in shown} == set()

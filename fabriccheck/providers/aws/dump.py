@@ -7,10 +7,12 @@ one account the instances name (OwnerId); a file that holds several accounts fil
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from fabriccheck.errors import FabricCheckError
+from fabriccheck.compact import compacting
+from fabriccheck.errors import DumpShapeError, FabricCheckError
 from fabriccheck.inventory import Inventory
 from fabriccheck.model import UNKNOWN_ACCOUNT
 from fabriccheck.providers.aws.normalize import (
@@ -23,7 +25,8 @@ from fabriccheck.providers.aws.normalize import (
     Normalizer,
     owners,
 )
-from fabriccheck.sources.common import TRUNCATED, Scope, paused_gc, read_json
+from fabriccheck.sources.common import TRUNCATED, Scope, Shape, paused_gc, read_json
+from fabriccheck.sources.stream import walk
 
 
 def _has_answers(folder: Path) -> bool:
@@ -92,18 +95,28 @@ def _load_folder(folder: Path, account: str | None, region: str | None) -> Inven
 
     normalizer = Normalizer(part, region, account, where)
     truncated: list[Ec2Call] = []
-    # One file at a time, instances first: the peak memory is one parsed file plus the model, not every file.
+    # One file at a time, instances first, each read as a stream: one item is held in memory as JSON at a
+    # time, and each node is compacted as it is made, so memory follows the model rather than the file.
     for call in present:
+        answer = _Answer(folder / call.dump_file, call)
         with paused_gc():
-            doc: Any = read_json(folder / call.dump_file)
-            if call is INSTANCES and account is None:
-                normalizer.account = _single(owners(INSTANCES, doc)) or _security_group_owner(folder, present)
-            if isinstance(doc, dict) and doc.get("NextToken"):
-                # Written under --max-items or --no-paginate: the rest of the answer is not in the file, so
-                # what it holds is read but the facts do not count as collected.
-                truncated.append(call)
-            normalizer.add(call, doc, collected=call not in truncated)
-            del doc
+            answered = normalizer.add_items(call, compacting(answer.items(), part.nodes))
+        if call is INSTANCES and account is None:
+            # The one account the instances name (or, when none does, the one of the security groups) is the
+            # folder's; nodes that did not say are its too.
+            found = _single(answer.owners) or _security_group_owner(folder, present)
+            if found:
+                normalizer.account = found
+                for node in part.nodes:
+                    if node.account == UNKNOWN_ACCOUNT:
+                        node.account = found
+                answered = {(found if a == UNKNOWN_ACCOUNT else a, r) for a, r in answered}
+        if answer.rest.get("NextToken"):
+            # Written under --max-items or --no-paginate: the rest of the answer is not in the file, so what it
+            # holds is read but the facts do not count as collected.
+            truncated.append(call)
+        else:
+            normalizer.record(call, answered)
         if call is INSTANCES and normalizer.region is None:
             regions = sorted({n.region for n in part.nodes} - {"unknown"})
             normalizer.region = regions[0] if len(regions) == 1 else None
@@ -131,6 +144,37 @@ def _load_folder(folder: Path, account: str | None, region: str | None) -> Inven
                 )
             )
     return part
+
+
+class _Answer:
+    """One `aws ec2 describe-*` file read as a stream: its items one at a time, then what stood beside them
+    (`rest`: a NextToken) and the accounts the items named as owners."""
+
+    def __init__(self, path: Path, call: Ec2Call) -> None:
+        self.path = path
+        self.call = call
+        self.rest: dict[str, Any] = {}
+        self.owners: set[str] = set()
+
+    def _descend(self, at: tuple[str | int, ...], opener: str) -> bool:
+        return (at == () and opener == "{") or (at == (self.call.result_key,) and opener == "[")
+
+    def items(self) -> Iterator[tuple[str, dict[str, Any]]]:
+        shape = Shape(str(self.path))
+        key = self.call.result_key
+        for at, value in walk(self.path, self._descend):
+            if not at:
+                raise DumpShapeError(shape.where, "(top level)", "an object")
+            if at[0] != key:
+                self.rest[str(at[0])] = value
+            elif len(at) == 1:
+                if value is not None:
+                    raise DumpShapeError(shape.where, key, "a list")
+            else:
+                path = f"{key}[{at[1]}]"
+                item = shape.obj(value, path)
+                self.owners |= owners(self.call, {key: [item]})
+                yield path, item
 
 
 def _security_group_owner(folder: Path, present: list[Ec2Call]) -> str | None:

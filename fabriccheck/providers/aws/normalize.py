@@ -8,7 +8,7 @@ dumps are named after them, and the IAM policy lists them.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -295,10 +295,20 @@ class Normalizer:
 
     def add(self, call: Ec2Call, doc: Any, collected: bool = True) -> None:
         shape = Shape(self.where(call))
-        with unexpected_shape(shape.where):
-            scopes = self._add(call, doc, shape)
+        scopes = self.add_items(call, _each(shape, doc, call))
         if collected:
-            self.inventory.collected += [fact_key("aws", a, r, call.fact) for a, r in sorted(scopes)]
+            self.record(call, scopes)
+
+    def add_items(self, call: Ec2Call, items: Iterable[tuple[str, dict[str, Any]]]) -> set[tuple[str, str]]:
+        """One answer's items as they arrive, each with its path for error messages (a dump file read as a
+        stream hands them over one at a time). Returns the (account, region) scopes the answer covers."""
+        shape = Shape(self.where(call))
+        with unexpected_shape(shape.where):
+            return self._add(call, items, shape)
+
+    def record(self, call: Ec2Call, scopes: set[tuple[str, str]]) -> None:
+        """The answer was read in full: its fact counts as collected for these scopes."""
+        self.inventory.collected += [fact_key("aws", a, r, call.fact) for a, r in sorted(scopes)]
 
     def _owner(self, item: dict[str, Any], *arns: str) -> str:
         if self.account:
@@ -311,12 +321,12 @@ class Normalizer:
         scopes = {(n.account, n.region) for n in self.inventory.nodes if n.region == here}
         return scopes or {(self.account or UNKNOWN_ACCOUNT, here)}
 
-    def _add(self, call: Ec2Call, doc: Any, shape: Shape) -> set[tuple[str, str]]:
+    def _add(self, call: Ec2Call, items: Iterable[tuple[str, dict[str, Any]]], shape: Shape) -> set[tuple[str, str]]:
         region = self.region or "unknown"
         inventory = self.inventory
         if call is INSTANCES:
             scopes: set[tuple[str, str]] = set()
-            for path, reservation in _each(shape, doc, call):
+            for path, reservation in items:
                 owner = self._owner(reservation)
                 for i, inst in enumerate(shape.items(reservation, "Instances", path)):
                     try:
@@ -327,22 +337,19 @@ class Normalizer:
                     scopes.add((owner, node.region))
             return scopes or {(self.account or UNKNOWN_ACCOUNT, region)}
         if call is INSTANCE_TYPES:
-            for _, item in _each(shape, doc, call):
+            for _, item in items:
                 cap = capability_from_instance_type(item, "EC2 DescribeInstanceTypes (live answer)")
                 inventory.capabilities[cap.instance_type] = cap
             return self._node_scopes()  # type facts are the same for every account
         if call is TOPOLOGY:
-            topology = {
-                item["InstanceId"]: [str(n) for n in item.get("NetworkNodes") or ()]
-                for _, item in _each(shape, doc, call)
-            }
+            topology = {item["InstanceId"]: [str(n) for n in item.get("NetworkNodes") or ()] for _, item in items}
             for node in inventory.nodes:
                 if node.region == region and node.id in topology:
                     node.network_nodes = topology[node.id]
             return self._node_scopes()
         owned: set[str] = set()
         if call is PLACEMENT_GROUPS:
-            for _, item in _each(shape, doc, call):
+            for _, item in items:
                 group = PlacementGroup(
                     account=self._owner(item, "GroupArn"),
                     region=region,
@@ -354,7 +361,7 @@ class Normalizer:
                 inventory.aws.placement_groups.append(group)
                 owned.add(group.account)
         elif call is SECURITY_GROUPS:
-            for path, item in _each(shape, doc, call):
+            for path, item in items:
                 security_group = SecurityGroup(
                     account=self._owner(item),
                     region=region,
@@ -367,7 +374,7 @@ class Normalizer:
                 inventory.aws.security_groups.append(security_group)
                 owned.add(security_group.account)
         elif call is SUBNETS:
-            for _, item in _each(shape, doc, call):
+            for _, item in items:
                 subnet = Subnet(
                     account=self._owner(item),
                     region=region_of_zone(item.get("AvailabilityZone")) or region,
@@ -379,13 +386,13 @@ class Normalizer:
                 inventory.aws.subnets.append(subnet)
                 owned.add(subnet.account)
         elif call is LAUNCH_TEMPLATES:
-            items = [item for _, item in _each(shape, doc, call)]
+            versions = [item for _, item in items]
             latest: dict[str, int] = {}
-            for item in items:
+            for item in versions:
                 template_id = item["LaunchTemplateId"]
                 latest[template_id] = max(latest.get(template_id, 0), int(item.get("VersionNumber") or 0))
             seen: set[str] = set()
-            for item in items:  # $Latest and $Default may be the same version: judge it once
+            for item in versions:  # $Latest and $Default may be the same version: judge it once
                 version = int(item.get("VersionNumber") or 0)
                 key = f"{item['LaunchTemplateId']}:{version}"
                 is_latest = version == latest[item["LaunchTemplateId"]]
@@ -396,7 +403,7 @@ class Normalizer:
                 inventory.specs.append(template_spec(item, region, owner, is_latest))
                 owned.add(owner)
         elif call is CAPACITY_RESERVATIONS:
-            for _, item in _each(shape, doc, call):
+            for _, item in items:
                 capacity = CapacityReservation(
                     account=self._owner(item, "CapacityReservationArn"),
                     region=region,

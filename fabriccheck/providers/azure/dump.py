@@ -8,14 +8,17 @@ The subscription of a flat folder is the one its resources' ids name.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from fabriccheck.errors import FabricCheckError
+from fabriccheck.compact import compacting
+from fabriccheck.errors import DumpShapeError, FabricCheckError
 from fabriccheck.inventory import Inventory
 from fabriccheck.model import UNKNOWN_ACCOUNT
-from fabriccheck.providers.azure.normalize import CALLS, ArmCall, Normalizer, is_truncated
-from fabriccheck.sources.common import TRUNCATED, Scope, paused_gc, read_json
+from fabriccheck.providers.azure.normalize import CALLS, ArmCall, Normalizer
+from fabriccheck.sources.common import TRUNCATED, Scope, paused_gc
+from fabriccheck.sources.stream import walk
 
 SUBSCRIPTION_ID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
 
@@ -88,14 +91,15 @@ def _load_folder(folder: Path, subscription: str | None) -> Inventory:
 
     normalizer = Normalizer(part, subscription, where)
     truncated: list[ArmCall] = []
+    # Each file read as a stream, one item at a time, and each node compacted as it is made (see aws/dump.py).
     for call in present:
+        answer = _Answer(folder / call.dump_file)
         with paused_gc():
-            raw: Any = read_json(folder / call.dump_file)
-            cut = is_truncated(raw)
-            if cut:
-                truncated.append(call)
-            normalizer.add(call, raw, collected=not cut)
-            del raw
+            accounts = normalizer.add_items(call, compacting(answer.items(), part.nodes))
+        if answer.rest.get("nextLink"):
+            truncated.append(call)
+        else:
+            normalizer.record(call, accounts)
     normalizer.finish()
     scopes = [subscription] if subscription else sorted({n.account for n in part.nodes}) or [UNKNOWN_ACCOUNT]
     for call in truncated:
@@ -116,3 +120,34 @@ def _load_folder(folder: Path, subscription: str | None) -> Inventory:
                 )
             )
     return part
+
+
+class _Answer:
+    """One `az ... -o json` file read as a stream: a list of resources, or an ARM page (`{"value": [...]}`)
+    whose other members (`rest`: a nextLink) are kept."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.rest: dict[str, Any] = {}
+        self.listed = False  # the document is a list, or holds one under "value"
+
+    def _descend(self, at: tuple[str | int, ...], opener: str) -> bool:
+        if (at == () and opener == "[") or (at == ("value",) and opener == "["):
+            self.listed = True
+            return True
+        return at == () and opener == "{"
+
+    def items(self) -> Iterator[tuple[str, dict[str, Any]]]:
+        where = str(self.path)
+        for at, value in walk(self.path, self._descend):
+            index = at[-1] if at and isinstance(at[-1], int) else None
+            if index is None:
+                if not at or at == ("value",):  # a scalar document, or a value that is not a list
+                    raise DumpShapeError(where, "(top level)", "a list, or an object with a value list")
+                self.rest[str(at[0])] = value
+                continue
+            if not isinstance(value, dict):
+                raise DumpShapeError(where, f"[{index}]", "an object")
+            yield f"[{index}]", value
+        if not self.listed:
+            raise DumpShapeError(where, "(top level)", "a list, or an object with a value list")

@@ -11,7 +11,7 @@ role lists their `Microsoft.*/read` actions.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -225,24 +225,33 @@ class Normalizer:
         return self.subscription or subscription_of(item.get("id")) or UNKNOWN_ACCOUNT
 
     def add(self, call: ArmCall, raw: Any, collected: bool = True) -> None:
+        accounts = self.add_items(call, _each(raw, self.where(call)))
+        if collected:
+            self.record(call, accounts)
+
+    def add_items(self, call: ArmCall, items: Iterable[tuple[str, dict[str, Any]]]) -> set[str]:
+        """One answer's items as they arrive, each with its path for error messages (a dump file read as a
+        stream hands them over one at a time). Returns the subscriptions the items belong to."""
         where = self.where(call)
         with unexpected_shape(where):
-            accounts = self._add(call, raw, where)
-        if collected:
-            if self.subscription:
-                accounts = {self.subscription}
-            self.answered.setdefault(call.fact, set()).update(accounts)
+            return self._add(call, items, where)
 
-    def _add(self, call: ArmCall, raw: Any, where: str) -> set[str]:
+    def record(self, call: ArmCall, accounts: set[str]) -> None:
+        """The answer was read in full: its fact counts as collected for these subscriptions."""
+        if self.subscription:
+            accounts = {self.subscription}
+        self.answered.setdefault(call.fact, set()).update(accounts)
+
+    def _add(self, call: ArmCall, items: Iterable[tuple[str, dict[str, Any]]], where: str) -> set[str]:
         inventory = self.inventory
         accounts: set[str] = set()
         if call is SKU_LIST:
-            for _, item in _each(raw, where):
+            for _, item in items:
                 cap = capability_from_sku(item)
                 if cap is not None:
                     inventory.capabilities[cap.instance_type] = cap
             return accounts
-        for path, item in _each(raw, where):
+        for path, item in items:
             account = self._account(item)
             accounts.add(account)
             try:

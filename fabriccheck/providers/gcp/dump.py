@@ -7,15 +7,18 @@ the one each resource's selfLink names.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from fabriccheck.compact import compacting
 from fabriccheck.errors import FabricCheckError
 from fabriccheck.inventory import Inventory
 from fabriccheck.model import UNKNOWN_ACCOUNT, fact_key
 from fabriccheck.providers.gcp.normalize import CALLS, INSTANCES, PROJECT_ID, GcpCall, Normalizer, project_of
 from fabriccheck.resources.gcp import GLOBAL
-from fabriccheck.sources.common import Scope, paused_gc, read_json
+from fabriccheck.sources.common import Scope, Shape, paused_gc
+from fabriccheck.sources.stream import walk
 
 
 def _has_answers(folder: Path) -> bool:
@@ -63,13 +66,13 @@ def _load_folder(folder: Path, project: str | None) -> Inventory:
 
     normalizer = Normalizer(part, project, where)
     seen: set[str] = set()
-    for call in present:  # CALLS order: policies and networks before the instances that name them
+    # CALLS order: policies and networks before the instances that name them. Each file is read as a stream,
+    # one resource at a time, and each node compacted as it is made (see aws/dump.py).
+    for call in present:
+        answer = _Answer(folder / call.dump_file, call)
         with paused_gc():
-            doc: Any = read_json(folder / call.dump_file)
-            if isinstance(doc, list):
-                seen |= {p for item in doc if isinstance(item, dict) and (p := project_of(item))}
-            normalizer.add(call, doc)
-            del doc
+            normalizer.record(call, normalizer.add_items(call, compacting(answer.items(), part.nodes)))
+        seen |= answer.projects
     normalizer.finish()
     # gcloud prints every field the API returns, so a dump shows groupPlacementPolicy.maxDistance when set.
     if any(c.fact == "resource_policies" for c in present):
@@ -87,3 +90,56 @@ def _load_folder(folder: Path, project: str | None) -> Inventory:
                 )
             )
     return part
+
+
+class _Answer:
+    """One `gcloud compute ... list --format=json` file read as a stream: gcloud's flat list, an API list
+    (`{"items": [...]}`) or an API aggregated list (`{"items": {"zones/us-central1-a": {"instances": [...]}}}`),
+    as normalize.items_of reads them whole. `projects`: those the items of a flat list name."""
+
+    def __init__(self, path: Path, call: GcpCall) -> None:
+        self.path = path
+        self.call = call
+        self.projects: set[str] = set()
+        self.top = ""  # "[" or "{": what the document is
+
+    def _descend(self, at: tuple[str | int, ...], opener: str) -> bool:
+        if at == ():
+            self.top = opener
+            return True
+        if at[0] != "items" or self.top != "{":
+            return False
+        # items: its list, or its scopes; a scope's object, and its list of this call's resources.
+        return (
+            len(at) == 1
+            or (len(at) == 2 and opener == "{")
+            or (len(at) == 3 and at[2] == self.call.resource and opener == "[")
+        )
+
+    def items(self) -> Iterator[tuple[str, dict[str, Any]]]:
+        shape = Shape(str(self.path))
+        resource = self.call.resource
+        for at, value in walk(self.path, self._descend):
+            if self.top == "[" and len(at) == 1:
+                path = f"[{at[0]}]"
+                item = shape.obj(value, path)
+                if project := project_of(item):
+                    self.projects.add(project)
+                yield path, item
+            elif not at or self.top != "{":
+                raise FabricCheckError(f"{shape.where}: expected a JSON list of {resource} (gcloud --format=json)")
+            elif at[0] != "items":
+                continue  # kind, selfLink, nextPageToken ...
+            elif len(at) == 1:  # items that is neither a list nor an object of scopes
+                shape.items({"items": value}, "items", "")
+            elif isinstance(at[1], int):
+                yield f"[{at[1]}]", shape.obj(value, f"[{at[1]}]")
+            elif len(at) == 2:  # a scope that is not an object
+                shape.items(value, resource, f"items.{at[1]}")
+            elif at[2] != resource:
+                continue  # a scope's warning, or another kind of resource
+            elif len(at) == 3:  # the scope's resources are not a list
+                shape.items({resource: value}, resource, f"items.{at[1]}")
+            else:
+                path = f"items.{at[1]}.{resource}[{at[3]}]"
+                yield path, shape.obj(value, path)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -241,11 +241,20 @@ class Normalizer:
         self._facts: dict[str, set[str]] = {}  # fact -> projects whose answer was read in full
 
     def add(self, call: GcpCall, doc: Any, collected: bool = True) -> None:
+        projects = self.add_items(call, items_of(Shape(self.where(call)), doc, call))
+        if collected:
+            self.record(call, projects)
+
+    def add_items(self, call: GcpCall, items: Iterable[tuple[str, dict[str, Any]]]) -> set[str]:
+        """One answer's items as they arrive, each with its path for error messages (a dump file read as a
+        stream hands them over one at a time). Returns the projects the items belong to."""
         shape = Shape(self.where(call))
         with unexpected_shape(shape.where):
-            projects = self._add(call, doc, shape)
-        if collected:
-            self._facts.setdefault(call.fact, set()).update(projects)
+            return self._add(call, items, shape)
+
+    def record(self, call: GcpCall, projects: set[str]) -> None:
+        """The answer was read in full: its fact counts as collected for these projects."""
+        self._facts.setdefault(call.fact, set()).update(projects)
 
     def finish(self) -> None:
         """Record what was collected: every list spans all zones and regions it was asked for, so a fact counts
@@ -261,10 +270,10 @@ class Normalizer:
     def _owner(self, item: dict[str, Any]) -> str:
         return self.project or project_of(item) or UNKNOWN_ACCOUNT
 
-    def _add(self, call: GcpCall, doc: Any, shape: Shape) -> set[str]:
+    def _add(self, call: GcpCall, items: Iterable[tuple[str, dict[str, Any]]], shape: Shape) -> set[str]:
         gcp = self.inventory.gcp
         owned: set[str] = set()
-        for path, item in items_of(shape, doc, call):
+        for path, item in items:
             project = self._owner(item)
             owned.add(project)
             if call is RESOURCE_POLICIES:

@@ -1,0 +1,121 @@
+"""`fabriccheck merge A.json B.json ...`: one report from the JSON reports of jobs run separately.
+
+A platform team that audits one account (subscription, project) per CI job gets one report per job; this
+puts them together as if one run had seen the whole estate. The merged report is complete only if every part
+is, so a gate on it is green only if every part could see everything. Parts must be JSON reports of the same
+schema version, judged under the same workload (their penalties add up), and must not overlap: a cluster
+reported by two parts would be counted twice.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from fabriccheck import __version__, penalty
+from fabriccheck.engine import sort_findings
+from fabriccheck.errors import FabricCheckError
+from fabriccheck.flow import REPORT_SCHEMA_VERSION, Report, Summary
+from fabriccheck.sources.common import describe, read_json
+
+
+def load_report(path: Path) -> Report:
+    """A JSON report (`--format json`), checked: one line naming the file for anything else."""
+    doc: Any = read_json(path)
+    if not isinstance(doc, dict) or "findings" not in doc or "summary" not in doc:
+        raise FabricCheckError(f"{path}: not a fabriccheck JSON report (make one with --format json)")
+    version = doc.get("schema_version")
+    if version != REPORT_SCHEMA_VERSION:
+        raise FabricCheckError(
+            f"{path}: report schema_version {version!r}, but this fabriccheck merges version "
+            f"{REPORT_SCHEMA_VERSION}; make the reports again with the same fabriccheck version"
+        )
+    try:
+        return Report.model_validate(doc)
+    except ValidationError as exc:
+        raise FabricCheckError(f"{path}: not a fabriccheck JSON report ({describe(exc)})") from None
+
+
+def merge_files(paths: list[Path]) -> Report:
+    if not paths:
+        raise FabricCheckError("merge: name the JSON reports to merge (fabriccheck merge A.json B.json ...)")
+    seen: dict[Path, Path] = {}
+    for path in paths:
+        real = path.resolve()
+        if real in seen:
+            raise FabricCheckError(f"merge: {path} is named twice (as {seen[real]}); each report counts once")
+        seen[real] = path
+    return merge([(path, load_report(path)) for path in paths])
+
+
+def merge(parts: list[tuple[Path, Report]]) -> Report:
+    first_path, first = parts[0]
+    owner: dict[str, Path] = {}
+    for path, report in parts:
+        if report.workload.get("name") != first.workload.get("name"):
+            raise FabricCheckError(
+                f"merge: {path} assumed workload {report.workload.get('name')}, {first_path} assumed "
+                f"{first.workload.get('name')}; their penalties do not add up (run both with the same --workload)"
+            )
+        for cluster_id in [c.id for c in report.clusters] + [c.id for c in report.skipped_clusters]:
+            if cluster_id in owner and owner[cluster_id] != path:
+                raise FabricCheckError(
+                    f"merge: cluster {cluster_id} is in both {owner[cluster_id]} and {path}; merge reports of "
+                    "separate accounts, subscriptions or projects"
+                )
+            owner[cluster_id] = path
+    reports = [r for _, r in parts]
+    findings = sort_findings([f for r in reports for f in r.findings])
+    clusters = [c for r in reports for c in r.clusters]
+    skipped = [c for r in reports for c in r.skipped_clusters]
+    estimated = [c.penalty for c in clusters if c.penalty.estimated]
+    dollars = [p.extra_dollars_per_day for p in estimated if p.extra_dollars_per_day is not None]
+    nodes_by_state: Counter[str] = Counter()
+    for report in reports:
+        nodes_by_state.update(report.summary.nodes_by_state)
+    summary = Summary(
+        nodes=sum(r.summary.nodes for r in reports),
+        clusters=len(clusters),
+        nodes_not_in_reported_clusters=sum(r.summary.nodes_not_in_reported_clusters for r in reports),
+        findings={s: sum(1 for f in findings if f.severity == s) for s in ("error", "warning", "info")},
+        by_category=dict(sorted(Counter(f.category for f in findings).items())),
+        by_rule=dict(sorted(Counter(f.rule for f in findings).items())),
+        extra_gpu_hours_per_day=penalty.Range(
+            low=sum(p.extra_gpu_hours_per_day.low for p in estimated),
+            high=sum(p.extra_gpu_hours_per_day.high for p in estimated),
+        ),
+        extra_dollars_per_day=penalty.Range(low=sum(d.low for d in dollars), high=sum(d.high for d in dollars))
+        if dollars
+        else None,
+        unknown_instance_types=sorted({t for r in reports for t in r.summary.unknown_instance_types}),
+        clusters_by_status={s: sum(1 for c in clusters if c.status == s) for s in ("clean", "findings", "incomplete")},
+        skipped_clusters=len(skipped),
+        nodes_by_state=dict(sorted(nodes_by_state.items())),
+        waived=sum(1 for f in findings if f.waiver is not None),
+        in_baseline=sum(1 for f in findings if f.baseline == "existing"),
+    )
+    calls = [r.api_calls for r in reports if r.api_calls is not None]
+    return Report(
+        tool={"name": "fabriccheck", "version": __version__},
+        source="merge of " + "; ".join(f"{path} ({report.source})" for path, report in parts),
+        generated_at=dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat(),
+        complete=all(r.complete for r in reports),
+        errors=[e for r in reports for e in r.errors],
+        workload=first.workload,
+        rules=sorted({rule for r in reports for rule in r.rules}),
+        findings=findings,
+        clusters=clusters,
+        skipped_clusters=skipped,
+        summary=summary,
+        notes=list(dict.fromkeys(note for r in reports for note in r.notes)),
+        # What each part's waivers did, its planned resources' locations and its API calls carry over; the parts
+        # ran side by side, so the merged duration is the longest part's.
+        waivers=[w for r in reports for w in r.waivers],
+        locations={k: v for r in reports for k, v in r.locations.items()},
+        api_calls=sum(calls) if calls else None,
+        duration_seconds=max((r.duration_seconds for r in reports if r.duration_seconds is not None), default=None),
+    )
