@@ -12,6 +12,7 @@ order (pydantic serializes in `__dict__` order), defaults filled in, each defaul
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
@@ -57,6 +58,21 @@ def make(cls: type[M], fields: dict[str, Any]) -> M:
     _set(instance, "__pydantic_extra__", None)
     _set(instance, "__pydantic_private__", None)
     return instance
+
+
+def maker(cls: type[M]) -> Callable[[dict[str, Any]], M]:
+    """`make` for one class, for a loop that makes many of it."""
+    field_set = _template(cls).fields
+
+    def make_one(fields: dict[str, Any]) -> M:
+        instance = _new(cls)
+        _set(instance, "__dict__", fields)
+        _set(instance, "__pydantic_fields_set__", field_set)
+        _set(instance, "__pydantic_extra__", None)
+        _set(instance, "__pydantic_private__", None)
+        return instance
+
+    return make_one
 
 
 def _template(cls: type[BaseModel]) -> _Template:

@@ -28,7 +28,7 @@ from fabriccheck.providers.gcp.support import (
 )
 from fabriccheck.resources.gcp import GLOBAL, FirewallRule, Network, ResourcePolicy, Subnetwork
 from fabriccheck.sources.common import Shape, describe, unexpected_shape
-from fabriccheck.trusted import build, complete, make
+from fabriccheck.trusted import build, complete, maker
 
 
 @dataclass(frozen=True)
@@ -327,18 +327,20 @@ class Normalizer:
         # otherwise validated as a whole, so a misshapen answer fails with pydantic's message as before.
         name_is_str = isinstance(inst["name"], str)
         unchecked: list[tuple[tuple[Any, ...], tuple[str, dict[str, Any]]]] = []
+        known, prefix = self._nics, f"{inst['name']}/"
         for i, nic in enumerate(inst.get("networkInterfaces") or ()):
             # The NICs of a pool repeat the same networks, types and names: each distinct NIC is read once.
+            get = nic.get
             key = (
                 i,
-                nic.get("name"),
-                nic.get("nicType"),
-                nic.get("network"),
-                nic.get("subnetwork"),
-                bool(nic.get("accessConfigs") or nic.get("ipv6AccessConfigs")),
+                get("name"),
+                get("nicType"),
+                get("network"),
+                get("subnetwork"),
+                bool(get("accessConfigs") or get("ipv6AccessConfigs")),
             )
             try:
-                name, fields = self._nics[key]
+                name, fields = known[key]
             except KeyError:
                 name, fields = _interface(i, nic)
                 unchecked.append((key, (name, fields)))
@@ -346,7 +348,7 @@ class Normalizer:
                 name, fields = _interface(i, nic)
                 name_is_str = False
             fields = fields.copy()  # every field of the interface, in order
-            fields["id"] = f"{inst['name']}/{name}"
+            fields["id"] = prefix + name
             fields["security_groups"] = []
             interfaces.append(fields)
         placement = []
@@ -381,12 +383,15 @@ class Normalizer:
             "network_nodes": _topology((inst.get("resourceStatus") or {}).get("physicalHost")),
         }
         if name_is_str and not unchecked:
-            node_values["interfaces"] = [make(NetworkInterface, nic) for nic in interfaces]
+            node_values["interfaces"] = [_make_interface(nic) for nic in interfaces]
             node_values["placement"] = [build(Placement, place) for place in placement]
             return build(Node, node_values)
         node = Node.model_validate(node_values)
         self._nics.update(unchecked)
         return node
+
+
+_make_interface = maker(NetworkInterface)
 
 
 def _interface(i: int, nic: dict[str, Any]) -> tuple[str, dict[str, Any]]:
