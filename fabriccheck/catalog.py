@@ -52,13 +52,25 @@ def _catalog_rows() -> tuple[dict[str, Capability], str]:
 
 
 @functools.cache
+def _recorded_doc() -> dict[str, Any]:
+    doc: dict[str, Any] = orjson.loads((DATA / RECORDED_TYPES).read_bytes())
+    return doc
+
+
+# Built one type at a time, as a run asks for it: validating all 1,400 recorded types cost more than the
+# lookups of a whole run (a GCP or Azure run asks for none of them).
+@functools.cache
+def _recorded_type(name: str) -> Capability | None:
+    doc = _recorded_doc()
+    fields = doc["types"].get(name)
+    if fields is None:
+        return None
+    return Capability(instance_type=name, provider=doc["provider"], source=doc["source"], as_of=doc["as_of"], **fields)
+
+
 def _recorded_types() -> dict[str, Capability]:
-    doc = orjson.loads((DATA / RECORDED_TYPES).read_bytes())
-    source, provider = doc["source"], doc["provider"]
-    return {
-        name: Capability(instance_type=name, provider=provider, source=source, as_of=doc["as_of"], **fields)
-        for name, fields in doc["types"].items()
-    }
+    """Every recorded type."""
+    return {name: cap for name in _recorded_doc()["types"] if (cap := _recorded_type(name)) is not None}
 
 
 def catalog_entry(instance_type: str) -> Capability | None:
@@ -66,7 +78,7 @@ def catalog_entry(instance_type: str) -> Capability | None:
     rows, _ = _catalog_rows()
     if instance_type in rows:
         return rows[instance_type]
-    return _recorded_types().get(instance_type)
+    return _recorded_type(instance_type)
 
 
 def resolve(instance_type: str, live: dict[str, Capability]) -> Capability | None:
@@ -90,8 +102,9 @@ def known_types(provider: str, live: dict[str, Capability]) -> set[str]:
     rows = _catalog_rows()[0]
     names = {n for n, c in live.items() if c.provider == provider}
     names |= {n for n, c in rows.items() if c.provider == provider}
-    recorded = _recorded_types()
-    names |= {n for n, c in recorded.items() if c.provider == provider}
+    recorded = _recorded_doc()
+    if recorded["provider"] == provider:
+        names |= set(recorded["types"])
     return names
 
 

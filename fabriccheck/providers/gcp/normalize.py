@@ -19,7 +19,7 @@ from pydantic import ValidationError
 
 from fabriccheck.errors import FabricCheckError
 from fabriccheck.inventory import Inventory
-from fabriccheck.model import UNKNOWN_ACCOUNT, Capability, FabricKind, Node, fact_key
+from fabriccheck.model import UNKNOWN_ACCOUNT, Capability, FabricKind, NetworkInterface, Node, Placement, fact_key
 from fabriccheck.providers.gcp.support import (
     FLEX_START,
     MIG_METADATA_KEY,
@@ -28,6 +28,7 @@ from fabriccheck.providers.gcp.support import (
 )
 from fabriccheck.resources.gcp import GLOBAL, FirewallRule, Network, ResourcePolicy, Subnetwork
 from fabriccheck.sources.common import Shape, describe, unexpected_shape
+from fabriccheck.trusted import build, complete, maker
 
 
 @dataclass(frozen=True)
@@ -322,23 +323,34 @@ class Normalizer:
         zone = last(inst["zone"]) if inst.get("zone") else None
         region = region_of_zone(zone) or "unknown"
         interfaces = []
+        # Built without validation when every value is one this method made or a NIC shape already validated;
+        # otherwise validated as a whole, so a misshapen answer fails with pydantic's message as before.
+        name_is_str = isinstance(inst["name"], str)
+        unchecked: list[tuple[tuple[Any, ...], tuple[str, dict[str, Any]]]] = []
+        known, prefix = self._nics, f"{inst['name']}/"
         for i, nic in enumerate(inst.get("networkInterfaces") or ()):
             # The NICs of a pool repeat the same networks, types and names: each distinct NIC is read once.
+            get = nic.get
             key = (
                 i,
-                nic.get("name"),
-                nic.get("nicType"),
-                nic.get("network"),
-                nic.get("subnetwork"),
-                bool(nic.get("accessConfigs") or nic.get("ipv6AccessConfigs")),
+                get("name"),
+                get("nicType"),
+                get("network"),
+                get("subnetwork"),
+                bool(get("accessConfigs") or get("ipv6AccessConfigs")),
             )
             try:
-                name, fields = self._nics[key]
+                name, fields = known[key]
             except KeyError:
-                name, fields = self._nics[key] = _interface(i, nic)
+                name, fields = _interface(i, nic)
+                unchecked.append((key, (name, fields)))
             except TypeError:  # a value that cannot be a key (a misshapen answer): read this NIC as it is
                 name, fields = _interface(i, nic)
-            interfaces.append({"id": f"{inst['name']}/{name}", **fields})
+                name_is_str = False
+            fields = fields.copy()  # every field of the interface, in order
+            fields["id"] = prefix + name
+            fields["security_groups"] = []
+            interfaces.append(fields)
         placement = []
         for url in inst.get("resourcePolicies") or ():
             name = last(url)
@@ -357,34 +369,46 @@ class Normalizer:
             if isinstance(entry, dict) and entry.get("key") == MIG_METADATA_KEY:
                 tags[MIG_METADATA_KEY] = str(entry.get("value", ""))
         status = str(inst.get("status") or "RUNNING")
-        return Node.model_validate(
-            {
-                "id": str(inst["name"]),
-                "provider": "gcp",
-                "account": project,
-                "region": region,
-                "zone": zone,
-                "instance_type": last(inst["machineType"]),
-                "state": _STATES.get(status, status.lower()),
-                "tags": tags,
-                "interfaces": interfaces,
-                "placement": placement,
-                "network_nodes": _topology((inst.get("resourceStatus") or {}).get("physicalHost")),
-            }
-        )
+        node_values: dict[str, Any] = {
+            "id": str(inst["name"]),
+            "provider": "gcp",
+            "account": project,
+            "region": region,
+            "zone": zone,
+            "instance_type": last(inst["machineType"]),
+            "state": _STATES.get(status, status.lower()),
+            "tags": tags,
+            "interfaces": interfaces,
+            "placement": placement,
+            "network_nodes": _topology((inst.get("resourceStatus") or {}).get("physicalHost")),
+        }
+        if name_is_str and not unchecked:
+            node_values["interfaces"] = [_make_interface(nic) for nic in interfaces]
+            node_values["placement"] = [build(Placement, place) for place in placement]
+            return build(Node, node_values)
+        node = Node.model_validate(node_values)
+        self._nics.update(unchecked)
+        return node
+
+
+_make_interface = maker(NetworkInterface)
 
 
 def _interface(i: int, nic: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    """A networkInterfaces[i] entry -> (its name, the interface's fields but its id)."""
+    """A networkInterfaces[i] entry -> (its name, every field of the interface, its id to be replaced)."""
     name = str(nic.get("name") or f"nic{i}")
     index = int(name[3:]) if name.startswith("nic") and name[3:].isdigit() else i
-    return name, {
-        "interface_type": str(nic.get("nicType") or "UNSPECIFIED_NIC_TYPE"),
-        "network": short(nic["network"]) if nic.get("network") else None,
-        "subnet": short(nic["subnetwork"]) if nic.get("subnetwork") else None,
-        "public_ip": bool(nic.get("accessConfigs") or nic.get("ipv6AccessConfigs")),
-        "device_index": index,
-    }
+    return name, complete(
+        NetworkInterface,
+        {
+            "id": name,  # replaced by the node's
+            "interface_type": str(nic.get("nicType") or "UNSPECIFIED_NIC_TYPE"),
+            "network": short(nic["network"]) if nic.get("network") else None,
+            "subnet": short(nic["subnetwork"]) if nic.get("subnetwork") else None,
+            "public_ip": bool(nic.get("accessConfigs") or nic.get("ipv6AccessConfigs")),
+            "device_index": index,
+        },
+    )
 
 
 def normalize(
