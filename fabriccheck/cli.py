@@ -67,7 +67,11 @@ FailOnOpt = Annotated[
 ]
 WorkloadOpt = Annotated[
     str,
-    typer.Option(metavar="NAME", help="Workload preset for the penalty: llm-70b-fsdp, llm-8b-ddp, llm-175b-3d."),
+    typer.Option(
+        metavar="NAME|FILE",
+        help="Workload for the penalty: a preset (llm-70b-fsdp, llm-8b-ddp, llm-175b-3d) or your own in a .yaml/.toml"
+        " file (the fields of estimate --workload-file).",
+    ),
 ]
 PriceOpt = Annotated[
     float | None,

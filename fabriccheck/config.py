@@ -93,9 +93,9 @@ class FileSettings(BaseModel):
     @field_validator("workload")
     @classmethod
     def _workload(cls, value: str | None) -> str | None:
-        from fabriccheck.penalty import WORKLOADS
+        from fabriccheck.penalty import WORKLOADS, is_workload_file
 
-        if value is not None and value not in WORKLOADS:
+        if value is not None and value not in WORKLOADS and not is_workload_file(value):
             raise ValueError(f"unknown workload {value!r} (choose from {', '.join(sorted(WORKLOADS))})")
         return value
 

@@ -312,10 +312,10 @@ def _number(doc: dict[str, Any], key: str, where: str, integer: bool = True, def
     return number
 
 
-def workload_from_file(path: Path) -> penalty.Workload:
+def workload_from_file(path: Path, option: str = "--workload-file") -> penalty.Workload:
     """A user's workload from a YAML or TOML file (fields: WORKLOAD_FIELDS). Bad input raises FabricCheckError
-    naming the file and the field."""
-    where = f"--workload-file {path}"
+    naming the option, the file and the field."""
+    where = f"{option} {path}"
     try:
         text = path.read_text()
     except OSError as exc:

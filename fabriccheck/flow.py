@@ -133,11 +133,20 @@ class Report(BaseModel):
 
 
 def workload_named(name: str) -> penalty.Workload:
+    """A preset by name, or a user's workload from a YAML/TOML file (the fields of estimate --workload-file), so
+    a scan prices the job the team actually runs."""
+    if name not in penalty.WORKLOADS and penalty.is_workload_file(name):
+        from pathlib import Path
+
+        from fabriccheck.estimate import workload_from_file
+
+        return workload_from_file(Path(name), "--workload")
     try:
         return penalty.WORKLOADS[name]
     except KeyError:
         raise FabricCheckError(
-            f"--workload {name}: unknown workload (choose from {', '.join(sorted(penalty.WORKLOADS))})"
+            f"--workload {name}: unknown workload (choose from {', '.join(sorted(penalty.WORKLOADS))}, "
+            "or give a .yaml/.toml workload file)"
         ) from None
 
 

@@ -163,6 +163,11 @@ WORKLOADS = {
 DEFAULT_WORKLOAD = "llm-70b-fsdp"
 
 
+def is_workload_file(name: str) -> bool:
+    """A --workload value that names a user's workload file (YAML or TOML) rather than a preset."""
+    return name.lower().endswith((".yaml", ".yml", ".toml"))
+
+
 class Range(BaseModel):
     low: float
     high: float

@@ -178,3 +178,24 @@ def test_the_two_node_note_says_which_algorithm_runs() -> None:
     assert any("NCCL keeps rings here" in n for n in a100_ib.notes)
     big = {(c.op, c.algorithm) for c in a100_ib.collectives if c.bytes == 16 * 2**30}
     assert ("all_reduce", "ring") in big and ("alltoall", "p2p") in big
+
+
+def test_a_scan_prices_a_workload_file_as_its_preset(tmp_path: Path) -> None:
+    """`--workload FILE` on a scan: the 8B preset written as a file gives the demo's clusters the same penalties
+    as the preset does, and names the file's workload; a bad file is one line naming the option, exit 2."""
+    demo = Path(__file__).resolve().parent.parent / "fixtures" / "demo" / "aws"
+    path = tmp_path / "w.yaml"
+    path.write_text(PRESET_AS_FILE.replace("name: llm-8b-ddp", "name: our-8b"))
+    penalties = {}
+    for workload in ("llm-8b-ddp", str(path)):
+        out = tmp_path / "report.json"
+        result = run("aws", "--from-dump", str(demo), "--workload", workload, "-f", "json", "-o", str(out))
+        assert result.returncode == 1, result.stderr
+        report = json.loads(out.read_text())
+        penalties[workload] = {c["id"]: c["penalty"]["slowdown"] for c in report["clusters"]}
+    assert penalties[str(path)] == penalties["llm-8b-ddp"]
+    assert any(s is not None for s in penalties["llm-8b-ddp"].values())
+    assert report["workload"]["name"] == "our-8b"
+    path.write_text("parameters: many\n")
+    bad = run("aws", "--from-dump", str(demo), "--workload", str(path))
+    assert one_clean_line(bad).startswith(f"fabriccheck: error: --workload {path}: parameters")
