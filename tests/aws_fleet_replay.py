@@ -12,6 +12,7 @@ with the headers and body it carried, so tests can prove what was issued and sca
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import re
 import threading
@@ -62,6 +63,7 @@ class FleetReplay:
     slow: dict[tuple[str, str], float] = field(default_factory=dict)  # (account, region) -> seconds before answering
     throttle: dict[str, int] = field(default_factory=dict)  # throttle code -> first attempts of each call answered so
     expired: bool = False  # the caller's own credentials have expired
+    assumed_for: float | None = None  # seconds the credentials AssumeRole hands out last (None: until 2099)
     page_size: int = 2  # ListAccounts page size, to exercise paging
     requests: list[Request] = field(default_factory=list)
     in_flight: int = 0
@@ -164,7 +166,7 @@ class FleetReplay:
             return 403, "text/xml", _sts_error("AccessDenied", message)
         credentials = (
             f"<AccessKeyId>{key_of(account)}</AccessKeyId><SecretAccessKey>assumed-secret-{account}</SecretAccessKey>"
-            f"<SessionToken>assumed-token-{account}</SessionToken><Expiration>2099-01-01T00:00:00Z</Expiration>"
+            f"<SessionToken>assumed-token-{account}</SessionToken><Expiration>{self._expiration()}</Expiration>"
         )
         return (
             200,
@@ -176,6 +178,12 @@ class FleetReplay:
                 "<ResponseMetadata><RequestId>0</RequestId></ResponseMetadata></AssumeRoleResponse>"
             ),
         )
+
+    def _expiration(self) -> str:
+        if self.assumed_for is None:
+            return "2099-01-01T00:00:00Z"
+        until = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=self.assumed_for)
+        return until.strftime("%Y-%m-%dT%H:%M:%SZ")
 
     def actions(self) -> list[tuple[str, str]]:
         return [(r.service, r.action) for r in self.requests]

@@ -250,3 +250,19 @@ def test_a_misshapen_answer_makes_its_scope_incomplete_naming_the_field(monkeypa
     # Nothing of the misshapen scope is judged as if it were fine.
     assert ACCOUNTS[1] not in {n.account for n in inventory.nodes}
     assert flow.run(inventory, flow.Options()).complete is False
+
+
+def test_assumed_credentials_near_expiry_are_assumed_again_per_scope(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A long run outlives an hour's assumed credentials: a scope that starts with less than REFRESH_MARGIN left
+    assumes the role again instead of failing as expired; fresh credentials are assumed once per account."""
+    plan = fleet.Fleet(org_role="Auditor")
+    fresh = organization()
+    inventory = run(fresh, monkeypatch, plan)
+    assert inventory.complete, inventory.errors
+    assert fresh.actions().count(("sts", "AssumeRole")) == len(ACCOUNTS)
+    short = organization()
+    short.assumed_for = 60.0  # a minute left: within the margin at every scope
+    inventory = run(short, monkeypatch, plan)
+    assert inventory.complete, inventory.errors
+    assert short.actions().count(("sts", "AssumeRole")) == len(ACCOUNTS) * (1 + len(REGIONS))
+    assert {n.account for n in inventory.nodes} == set(ACCOUNTS)

@@ -424,6 +424,9 @@ def collect_live(
     def fetch_scope(scope: tuple[fleet.Account, str]) -> tuple[dict[Ec2Call, Any], list[CollectionError], CallCount]:
         account, region = scope
         count = CallCount()
+        stale = fleet.refreshed(lambda: clients.make("sts", home, "sts", count), account, plan.external_id)
+        if stale is not None:
+            return {}, [stale.model_copy(update={"region": region})], count
         client = clients.make("ec2", region, f"{account.id}/{region}", count, account.credentials)
         answers, errors = fetch_region(client, region, topology, progress, account.id, types)
         if account.role_arn is None:

@@ -9,7 +9,10 @@ them: they are never logged, printed, or written to a report or saved inventory.
 
 from __future__ import annotations
 
+import datetime as dt
 import re
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,6 +40,10 @@ CREDENTIAL_CODES = {
     "AuthFailure",
     "SignatureDoesNotMatch",
 }
+# Assumed credentials last an hour by default (and at most an hour when roles are chained): a scope that starts
+# with less than this left assumes the role again, so a long run over many accounts does not fail its last
+# scopes as expired.
+REFRESH_MARGIN = dt.timedelta(minutes=15)
 REFRESH_HINT = "refresh them (aws sso login, aws configure, or a new session token for AWS_SESSION_TOKEN) and run again"
 
 
@@ -88,6 +95,8 @@ class Account:
     name: str | None = None
     # Assumed credentials (access key, secret, token); repr=False keeps them out of any debug print.
     credentials: dict[str, str] | None = field(default=None, repr=False)
+    expires: dt.datetime | None = field(default=None, repr=False)  # when the assumed credentials expire
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
 
 def split_ids(values: list[str] | None) -> tuple[str, ...]:
@@ -175,7 +184,20 @@ def assume(sts: Any, account: Account, external_id: str | None) -> CollectionErr
         "aws_secret_access_key": str(given["SecretAccessKey"]),
         "aws_session_token": str(given["SessionToken"]),
     }
+    expiration = given.get("Expiration")
+    account.expires = expiration if isinstance(expiration, dt.datetime) else None
     return None
+
+
+def refreshed(sts: Callable[[], Any], account: Account, external_id: str | None) -> CollectionError | None:
+    """Assume the account's role again if its credentials expire within REFRESH_MARGIN (one scope at a time
+    per account does it; the others then see fresh credentials). `sts` makes the client only when needed."""
+    if account.role_arn is None or account.expires is None:
+        return None
+    with account.lock:
+        if account.expires - dt.datetime.now(dt.UTC) > REFRESH_MARGIN:
+            return None
+        return assume(sts(), account, external_id)
 
 
 def _message(exc: Any) -> str:
