@@ -435,7 +435,11 @@ class Normalizer:
                     }
                 )
         else:
-            for index, ref in enumerate((props.get("networkProfile") or {}).get("networkInterfaces") or ()):
+            refs = (props.get("networkProfile") or {}).get("networkInterfaces") or []
+            if self.per_item and not (isinstance(refs, list) and all(_id(ref) for ref in refs)):
+                # A reference without an id would be skipped: the VM would look as if it had fewer NICs.
+                raise TypeError("networkProfile.networkInterfaces is not a list of NIC references with ids")
+            for index, ref in enumerate(refs):
                 ref_id = _id(ref)
                 if ref_id:
                     primary = bool(_props(ref).get("primary"))
