@@ -244,6 +244,10 @@ class FactBuilder:
         types = sorted({n.instance_type or "" for n in cluster.nodes})
         fabric_subnets = {i.subnet for n in cluster.nodes for i in self.attachment(n).interfaces if i.subnet}
         size = 0 if cluster.spec else cluster.size
+        # A node whose interfaces could not be read (a misshapen live answer) tells nothing of the cluster's
+        # networks or attachment: the cluster facts drawn from them are counted without it and called unknown.
+        unread = [f["unknown"]["network"] for f in nodes if "network" in f["unknown"]]
+        read = [f for f in nodes if "network" not in f["unknown"]] if unread else nodes
         facts: Facts = {
             "id": cluster.id,
             "signal": cluster.signal,
@@ -255,11 +259,11 @@ class FactBuilder:
             # A cluster whose fabric matters: two or more nodes that have (or should have) a fabric.
             "fabric_cluster": bool(fabric_nodes) if cluster.spec else cluster.size > 1 and len(fabric_nodes) > 1,
             "fabric_nodes": len(fabric_nodes),
-            "fabric_attached_nodes": sum(1 for f in nodes if f["fabric"]["attached"] > 0),
+            "fabric_attached_nodes": sum(1 for f in nodes if f["fabric"]["attached"] > 0 or "fabric" in f["unknown"]),
             "zones": len({f["zone"] for f in nodes}),
             "zone_names": ", ".join(sorted({f["zone"] or "?" for f in nodes})),
-            "networks": len({f["network"] for f in nodes}),
-            "network_names": ", ".join(sorted({f["network"] or "?" for f in nodes})),
+            "networks": len({f["network"] for f in read}),
+            "network_names": ", ".join(sorted({f["network"] or "?" for f in read})),
             "regions": len({f["region"] for f in nodes}),
             "fabric_subnets": len(fabric_subnets),
             "fabric_subnet_names": ", ".join(sorted(fabric_subnets)),
@@ -274,6 +278,11 @@ class FactBuilder:
             why = f"the capability of {facts['unknown_types']} is unknown (not in the live answer or the catalog)"
             facts["unknown"] = dict.fromkeys(
                 ("fabric_cluster", "fabric_nodes", "fabric_attached_nodes", "gpus", "choice"), why
+            )
+        if unread:
+            facts["unknown"] = facts["unknown"] | dict.fromkeys(
+                ("networks", "network_names", "fabric_attached_nodes", "fabric_subnets", "fabric_subnet_names"),
+                unread[0],
             )
         extra = cloud.cluster_facts(cluster.nodes, nodes, self)
         facts["unknown"] = facts["unknown"] | extra.pop("unknown", {})

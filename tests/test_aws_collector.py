@@ -11,6 +11,7 @@ from typing import Any
 import boto3
 import pytest
 from botocore.stub import ANY, Stubber
+from cli_run import run
 from ec2_replay import Ec2Replay, serve
 
 from fabriccheck import flow
@@ -183,3 +184,41 @@ def test_unreachable_region_is_one_error_and_the_run_is_incomplete() -> None:
     inventory = collect.collect_region(client, "us-east-1")
     assert [e.code for e in inventory.errors] == ["Unreachable"]
     assert not inventory.complete
+
+
+def _pairs(report: dict[str, Any]) -> set[tuple[str, tuple[str, ...]]]:
+    return {(f["rule"], tuple(f["resources"])) for f in report["findings"]}
+
+
+def test_a_misshapen_instance_is_reported_and_the_other_instances_are_judged() -> None:
+    """One instance's NICs cannot be read (an interface without its id): that instance is named in an error
+    with the field, kept with its fabric facts unknown, and every other instance is judged as usual."""
+    replay = Ec2Replay.from_dump(DEMO)
+    with serve(replay) as url:
+        clean = run("aws", "--endpoint-url", url, "-r", "us-east-1", "-f", "json", "--fail-on", "never")
+    expected = _pairs(json.loads(clean.stdout))
+    bad = "i-00000000000000121"  # one of four p5 nodes with no EFA (AWS102)
+    [instance] = [
+        i for r in replay.answers["us-east-1"]["describe-instances.json"]["Reservations"] for i in r["Instances"]
+        if i["InstanceId"] == bad
+    ]  # fmt: skip
+    instance["NetworkInterfaces"] = [{"InterfaceType": "efa", "SubnetId": "subnet-0"}]
+    with serve(replay) as url:
+        result = run("aws", "--endpoint-url", url, "-r", "us-east-1", "-f", "json", "--fail-on", "never")
+        inventory = collect.collect_live(["us-east-1"], endpoint_url=url)
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    report = json.loads(result.stdout)
+    assert report["complete"] is False
+    [error] = report["errors"]
+    assert (error["provider"], error["region"], error["code"]) == ("aws", "us-east-1", "BadResponse")
+    assert bad in error["message"] and "NetworkInterfaces" in error["message"]
+    assert "NetworkInterfaceId" in error["message"]
+    # The others are judged exactly as before; the bad node's own fabric finding is not judged, not "fine".
+    found = _pairs(report)
+    assert found == {p for p in expected if bad not in p[1]} and ("AWS102", (bad,)) in expected
+    assert {"AWS101", "AWS110", "AWS111", "AWS120"} <= {r for r, _ in found}
+    [node] = [n for n in inventory.nodes if n.id == bad]
+    assert node.instance_type == "p5.48xlarge" and not node.interfaces
+    assert "NetworkInterfaces" in node.unknown["fabric"]
+    assert len(inventory.nodes) == 35

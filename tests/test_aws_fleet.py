@@ -235,21 +235,29 @@ def test_instance_types_are_asked_once_per_region_however_many_accounts(monkeypa
     assert all(n.instance_type in inventory.capabilities for n in inventory.nodes if n.state == "running")
 
 
-def test_a_misshapen_answer_makes_its_scope_incomplete_naming_the_field(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_misshapen_instance_makes_its_scope_incomplete_naming_it_and_the_field(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     replay = organization(["us-east-1"])
     broken = json.loads(json.dumps(demo_answers()))
-    del broken["describe-instances.json"]["Reservations"][0]["Instances"][0]["InstanceType"]
+    bad = broken["describe-instances.json"]["Reservations"][0]["Instances"][0]
+    del bad["InstanceType"]
     replay.ec2[ACCOUNTS[1]].answers["us-east-1"] = broken
     inventory = run(replay, monkeypatch, fleet.Fleet(org_role="Auditor"), regions=["us-east-1"])
     [error] = inventory.errors
     assert (error.account, error.region, error.code) == (ACCOUNTS[1], "us-east-1", "BadResponse")
     assert "Instances[0]" in error.message and "InstanceType" in error.message
+    assert bad["InstanceId"] in error.message
     scopes = {s.account: s for s in inventory.scopes if s.region}
-    assert not scopes[ACCOUNTS[1]].complete
+    assert not scopes[ACCOUNTS[1]].complete and "BadResponse" in (scopes[ACCOUNTS[1]].reason or "")
     assert all(scopes[a].complete and scopes[a].nodes == 35 for a in ACCOUNTS if a != ACCOUNTS[1])
-    # Nothing of the misshapen scope is judged as if it were fine.
-    assert ACCOUNTS[1] not in {n.account for n in inventory.nodes}
-    assert flow.run(inventory, flow.Options()).complete is False
+    # The instance that could not be read is not judged as if it were fine; the others of its scope are.
+    assert scopes[ACCOUNTS[1]].nodes == 34
+    assert bad["InstanceId"] not in {n.id for n in inventory.nodes if n.account == ACCOUNTS[1]}
+    report = flow.run(inventory, flow.Options())
+    assert report.complete is False
+    judged = {f.account for f in report.findings}
+    assert set(ACCOUNTS) <= judged
 
 
 def test_assumed_credentials_near_expiry_are_assumed_again_per_scope(monkeypatch: pytest.MonkeyPatch) -> None:

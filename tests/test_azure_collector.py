@@ -245,3 +245,43 @@ def test_cloud_by_name_picks_its_endpoint_and_authority(
     assert seen["base_url"] == endpoint
     assert seen["scopes"] == [f"{endpoint}/.default"]
     assert collect.CLOUDS[cloud].authority == authority
+
+
+def _pairs(report: dict[str, Any]) -> set[tuple[str, tuple[str, ...]]]:
+    return {(f["rule"], tuple(f["resources"])) for f in report["findings"]}
+
+
+@pytest.mark.parametrize("profile", [None, "not-an-object", {"networkInterfaces": "nd-slow-nic-0-nic"}])
+def test_a_vm_whose_network_profile_cannot_be_read_is_reported_and_the_others_judged(
+    azure_env: dict[str, str], certificate: tuple[Path, Path], profile: Any
+) -> None:
+    """One VM answers without its networkProfile, or with one of the wrong shape: an error names it and the
+    field, the VM stays a node with its NIC facts unknown (its AZ150 not judged rather than 'fine'), and every
+    other VM is judged as usual."""
+    answers = _answers(SUB)
+    replay = ArmReplay(answers)
+    with serve(replay, *certificate) as url:
+        clean = run("azure", "--endpoint-url", url, "--subscription", SUB, "-f", "json", env=azure_env)
+    expected = _pairs(json.loads(clean.stdout))
+    [vm] = [v for v in answers[SUB]["vm-list.json"] if v["name"] == "nd-slow-nic-0"]
+    bad = vm["id"]
+    if profile is None:
+        del vm["properties"]["networkProfile"]
+    else:
+        vm["properties"]["networkProfile"] = profile
+    with serve(replay, *certificate) as url:
+        result = run("azure", "--endpoint-url", url, "--subscription", SUB, "-f", "json", env=azure_env)
+        inventory = collect.collect_live([SUB], endpoint_url=url)
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    report = json.loads(result.stdout)
+    assert report["complete"] is False
+    [error] = report["errors"]
+    assert (error["provider"], error["account"], error["code"]) == ("azure", SUB, "BadResponse")
+    assert "nd-slow-nic-0" in error["message"] and "networkProfile" in error["message"]
+    found = _pairs(report)
+    assert ("AZ150", (bad,)) in expected
+    assert found == expected - {("AZ150", (bad,))}
+    [node] = [n for n in inventory.nodes if n.id == bad]
+    assert not node.interfaces and "networkProfile" in node.unknown["accelerated_networking"]
+    assert len(inventory.nodes) == 23

@@ -287,3 +287,40 @@ def test_other_clouds_and_dumps_never_import_the_google_sdk() -> None:
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
+
+
+def _pairs(report: dict[str, Any]) -> set[tuple[str, tuple[str, ...]]]:
+    return {(f["rule"], tuple(f["resources"])) for f in report["findings"]}
+
+
+def test_an_instance_with_a_bad_interface_is_reported_and_the_others_judged(google_key: Path) -> None:
+    """One instance's networkInterfaces holds an item that cannot be read (a NIC index past any machine's):
+    an error names the instance and the field, the instance stays a node with its NIC facts unknown (its
+    GCP102 not judged rather than 'fine'), and every other instance is judged as usual."""
+    project = demo_project()
+    env = {**os.environ, "GOOGLE_APPLICATION_CREDENTIALS": str(google_key)}
+    with serve(replay_of(project)) as url:
+        clean = run("gcp", "--endpoint-url", url, "--project", PROJECT, "-f", "json", env=env)
+    expected = _pairs(json.loads(clean.stdout))
+    files = project.files()
+    [instance] = [i for i in files["instances-list.json"] if i["name"] == "a3m-half-0"]
+    instance["networkInterfaces"][1]["name"] = "nic99999999999"
+    replay = ComputeReplay.from_files({PROJECT: files})
+    with serve(replay) as url:
+        result = run("gcp", "--endpoint-url", url, "--project", PROJECT, "-f", "json", env=env)
+        inventory = collect.collect_live([PROJECT], endpoint_url=url)
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    report = json.loads(result.stdout)
+    assert report["complete"] is False
+    [error] = report["errors"]
+    assert (error["provider"], error["account"], error["region"]) == ("gcp", PROJECT, "us-central1")
+    assert error["code"] == "BadResponse"
+    assert "a3m-half-0" in error["message"] and "networkInterfaces" in error["message"]
+    assert "device_index" in error["message"]
+    [own] = [p for p in expected if p[0] == "GCP102" and p[1][0].endswith("a3m-half-0")]
+    assert _pairs(report) == expected - {own}
+    [node] = [n for n in inventory.nodes if n.id == "a3m-half-0"]
+    assert node.instance_type == "a3-megagpu-8g" and not node.interfaces
+    assert "networkInterfaces" in node.unknown["fabric"]
+    assert len(inventory.nodes) == len(files["instances-list.json"])

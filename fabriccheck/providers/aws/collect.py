@@ -226,7 +226,7 @@ def fetch_region(
                 i["InstanceType"]
                 for r in answers[call].get("Reservations", [])
                 for i in r.get("Instances", [])
-                if "InstanceType" in i
+                if isinstance(i, dict) and isinstance(i.get("InstanceType"), str)
             }
     return answers, errors
 
@@ -242,6 +242,7 @@ def collect_region(
 def _normalized(region: str, answers: dict[Ec2Call, Any], errors: list[CollectionError], account: str) -> Inventory:
     inventory = Inventory(source="aws")
     normalizer = Normalizer(inventory, region, account, lambda c: f"EC2 {c.operation} in {region}")
+    normalizer.per_item = True
     with paused_gc(freeze=False):
         for call in sorted(answers, key=CALLS.index):
             normalizer.add(call, answers[call])

@@ -34,7 +34,8 @@ from fabriccheck.resources.aws import (
     SecurityRule,
     Subnet,
 )
-from fabriccheck.sources.common import Shape, describe, unexpected_shape
+from fabriccheck.sources.common import BAD_RESPONSE, Scope, Shape, describe, unexpected_shape
+from fabriccheck.sources.items import INTERFACE_FACTS, ITEM_ERRORS, named, salvage, unknown_because
 
 
 @dataclass(frozen=True)
@@ -276,6 +277,11 @@ def owners(call: Ec2Call, doc: Any) -> set[str]:
     return found
 
 
+# Where an instance's fabric is read, and the node facts made from it (EFA security reads the NICs' groups).
+_NIC_FIELDS = (("NetworkInterfaces",),)
+_NIC_FACTS = (*INTERFACE_FACTS, "efa_security", "efa_security_groups")
+
+
 class Normalizer:
     """Turns one region's answers (CLI-shaped dicts) into the inventory, in CALLS order.
 
@@ -292,6 +298,8 @@ class Normalizer:
         self.region = region
         self.account = account
         self.where = where
+        # A live answer is read item by item: a misshapen instance is recorded and the others stand.
+        self.per_item = False
 
     def add(self, call: Ec2Call, doc: Any, collected: bool = True) -> None:
         shape = Shape(self.where(call))
@@ -316,6 +324,26 @@ class Normalizer:
         owner = item.get("OwnerId") or next((_arn_account(item.get(k)) for k in arns if item.get(k)), None)
         return str(owner) if owner else UNKNOWN_ACCOUNT
 
+    def _unreadable(self, inst: Any, path: str, owner: str, where: str, exc: Exception) -> Node | None:
+        """A live instance that cannot be read: an error names it and the field; when the fault is in its
+        NICs, the node is kept without them, its interface facts unknown."""
+        instance = named(inst, "InstanceId")
+        what = f"instance {instance} ({path})" if instance else path
+        scope = Scope("aws", owner, self.region)
+        kept = salvage(lambda trimmed: _node(trimmed, self.region, owner), inst, _NIC_FIELDS)
+        if kept is None:
+            self.inventory.errors.append(
+                scope.error(INSTANCES.operation, BAD_RESPONSE, f"{where}: {what}: {describe(exc)}")
+            )
+            return None
+        node, field = kept
+        why = f"field {field} of the answer could not be read ({describe(exc)})"
+        node.unknown.update(unknown_because(_NIC_FACTS, why))
+        self.inventory.errors.append(
+            scope.error(INSTANCES.operation, BAD_RESPONSE, f"{where}: {what}: {why}; its fabric facts are unknown")
+        )
+        return node
+
     def _node_scopes(self) -> set[tuple[str, str]]:
         here = self.region or "unknown"
         scopes = {(n.account, n.region) for n in self.inventory.nodes if n.region == here}
@@ -331,8 +359,17 @@ class Normalizer:
                 for i, inst in enumerate(shape.items(reservation, "Instances", path)):
                     try:
                         node = _node(shape.obj(inst, f"{path}.Instances[{i}]"), self.region, owner)
-                    except (KeyError, TypeError, AttributeError, ValidationError) as exc:
-                        raise FabricCheckError(f"{shape.where}: {path}.Instances[{i}]: {describe(exc)}") from None
+                    except ITEM_ERRORS as exc:
+                        if not self.per_item:
+                            if isinstance(exc, (KeyError, TypeError, AttributeError, ValidationError)):
+                                raise FabricCheckError(
+                                    f"{shape.where}: {path}.Instances[{i}]: {describe(exc)}"
+                                ) from None
+                            raise
+                        kept = self._unreadable(inst, f"{path}.Instances[{i}]", owner, shape.where, exc)
+                        if kept is None:
+                            continue
+                        node = kept
                     inventory.nodes.append(node)
                     scopes.add((owner, node.region))
             return scopes or {(self.account or UNKNOWN_ACCOUNT, region)}

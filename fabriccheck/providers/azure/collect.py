@@ -376,6 +376,7 @@ def collect_live(
         part = Inventory()
         try:
             normalizer = Normalizer(part, subscription, _where(subscription))
+            normalizer.per_item = True
             with paused_gc(freeze=False):
                 for call in sorted(answers, key=CALLS.index):
                     normalizer.add(call, answers[call])

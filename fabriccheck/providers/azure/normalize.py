@@ -44,7 +44,8 @@ from fabriccheck.resources.azure import (
     VirtualNetwork,
     VmExtensions,
 )
-from fabriccheck.sources.common import describe, unexpected_shape
+from fabriccheck.sources.common import BAD_RESPONSE, Scope, describe, unexpected_shape
+from fabriccheck.sources.items import INTERFACE_FACTS, ITEM_ERRORS, named, salvage, unknown_because
 
 
 @dataclass(frozen=True)
@@ -206,6 +207,11 @@ def is_truncated(raw: Any) -> bool:
     return isinstance(raw, dict) and bool(raw.get("nextLink"))
 
 
+# Where a VM's NICs are read, and the node facts made from them.
+_NIC_FIELDS = (("properties", "networkProfile"), ("properties", "networkProfileConfiguration"))
+_NIC_FACTS = (*INTERFACE_FACTS, "accelerated_networking", "nics_without_acceleration")
+
+
 class Normalizer:
     """Turns one subscription's answers into the inventory, in CALLS order. `subscription` is the scope of
     every answer when known (a live run, a dump's subscription folder); otherwise each item is filed under
@@ -215,6 +221,9 @@ class Normalizer:
         self.inventory = inventory
         self.subscription = subscription
         self.where = where
+        # A live answer is read item by item: a misshapen VM is recorded and the others stand.
+        self.per_item = False
+        self._salvaging = False
         self.answered: dict[str, set[str]] = {}  # fact -> subscriptions whose answer was read in full
         self._interfaces: dict[tuple[str, str], list[Any]] = {}
         self._scale_sets: dict[tuple[str, str], ScaleSet] = {}
@@ -256,9 +265,35 @@ class Normalizer:
             accounts.add(account)
             try:
                 self._item(call, item, account)
-            except (KeyError, TypeError, AttributeError, ValidationError) as exc:
-                raise FabricCheckError(f"{where}: {path}: {describe(exc)}") from None
+            except ITEM_ERRORS as exc:
+                if not (self.per_item and call in (VM_LIST, SCALE_SET_VM_LIST)):
+                    if isinstance(exc, (KeyError, TypeError, AttributeError, ValidationError)):
+                        raise FabricCheckError(f"{where}: {path}: {describe(exc)}") from None
+                    raise
+                self._unreadable(call, item, path, account, where, describe(exc))
         return accounts
+
+    def _unreadable(self, call: ArmCall, item: Any, path: str, account: str, where: str, what_was_wrong: str) -> None:
+        """A live VM that cannot be read: an error names it and the field; when the fault is in its network
+        profile, the VM is kept without it, its interface facts unknown."""
+        vm = named(item, "id")
+        what = f"VM {vm} ({path})" if vm else path
+        region = region_name(item.get("location")) if isinstance(item, dict) else None
+        scope = Scope("azure", account, region)
+        before = len(self.inventory.nodes)
+        self._salvaging = True
+        try:
+            kept = salvage(lambda trimmed: self._item(call, trimmed, account), item, _NIC_FIELDS)
+        finally:
+            self._salvaging = False
+        if kept is None or len(self.inventory.nodes) == before:
+            self.inventory.errors.append(scope.error(call.name, BAD_RESPONSE, f"{where}: {what}: {what_was_wrong}"))
+            return
+        why = f"field {kept[1]} of the answer could not be read ({what_was_wrong})"
+        self.inventory.nodes[-1].unknown.update(unknown_because(_NIC_FACTS, why))
+        self.inventory.errors.append(
+            scope.error(call.name, BAD_RESPONSE, f"{where}: {what}: {why}; its fabric facts are unknown")
+        )
 
     def _item(self, call: ArmCall, item: dict[str, Any], account: str) -> None:
         azure = self.inventory.azure
@@ -400,7 +435,11 @@ class Normalizer:
                     }
                 )
         else:
-            for index, ref in enumerate((props.get("networkProfile") or {}).get("networkInterfaces") or ()):
+            refs = (props.get("networkProfile") or {}).get("networkInterfaces") or []
+            if self.per_item and not (isinstance(refs, list) and all(_id(ref) for ref in refs)):
+                # A reference without an id would be skipped: the VM would look as if it had fewer NICs.
+                raise TypeError("networkProfile.networkInterfaces is not a list of NIC references with ids")
+            for index, ref in enumerate(refs):
                 ref_id = _id(ref)
                 if ref_id:
                     primary = bool(_props(ref).get("primary"))
@@ -423,6 +462,17 @@ class Normalizer:
                 "placement": placement,
             }
         )
+        if self.per_item and not uniform and props.get("networkProfile") is None and not self._salvaging:
+            # A VM's answer always holds its network profile: without it, its NICs are unknown, not absent.
+            why = "field properties.networkProfile is missing from the answer"
+            node.unknown.update(unknown_because(_NIC_FACTS, why))
+            self.inventory.errors.append(
+                Scope("azure", account, region).error(
+                    VM_LIST.name,
+                    BAD_RESPONSE,
+                    f"{self.where(VM_LIST)}: VM {node.id}: {why}; its fabric facts are unknown",
+                )
+            )
         self.inventory.nodes.append(node)
         for interface in node.interfaces:
             self._interfaces.setdefault((account, interface.id), []).append(interface)

@@ -240,6 +240,7 @@ def fetch_project(
 def _normalized(project: str, answers: dict[GcpCall, Any], errors: list[CollectionError]) -> Inventory:
     inventory = Inventory(source="gcp")
     normalizer = Normalizer(inventory, project, lambda c: f"Compute {c.resource}.list in {project}")
+    normalizer.per_item = True
     with paused_gc(freeze=False):
         for call in CALLS:
             if call in answers:

@@ -27,7 +27,8 @@ from fabriccheck.providers.gcp.support import (
     RESOURCE_POLICY,
 )
 from fabriccheck.resources.gcp import GLOBAL, FirewallRule, Network, ResourcePolicy, Subnetwork
-from fabriccheck.sources.common import Shape, describe, unexpected_shape
+from fabriccheck.sources.common import BAD_RESPONSE, Scope, Shape, describe, unexpected_shape
+from fabriccheck.sources.items import INTERFACE_FACTS, ITEM_ERRORS, named, salvage, unknown_because
 from fabriccheck.trusted import build, complete, maker
 
 
@@ -225,6 +226,14 @@ def _topology(physical_host: Any) -> list[str] | None:
     return ["/" + "/".join(parts[: i + 1]) for i in range(max(len(parts) - 1, 1))]
 
 
+# Where an instance's NICs are read, and the node facts made from them.
+_NIC_FIELDS = (("networkInterfaces",),)
+_NIC_FACTS = (
+    *INTERFACE_FACTS, "rdma_profile", "rdma_profile_networks", "non_rdma_on_rdma_vpc", "extra_nics",
+    "recommended_mtu", "gpu_mtu", "gpu_mtus", "gpu_firewall", "gpu_firewall_networks",
+)  # fmt: skip
+
+
 class Normalizer:
     """Turns one project's answers (resource lists) into the inventory, in CALLS order.
 
@@ -237,6 +246,8 @@ class Normalizer:
         self.inventory = inventory
         self.project = project
         self.where = where
+        # A live answer is read item by item: a misshapen instance is recorded and the others stand.
+        self.per_item = False
         self._policies: dict[tuple[str, str, str], ResourcePolicy] = {}
         self._nics: dict[tuple[Any, ...], tuple[str, dict[str, Any]]] = {}
         self._facts: dict[str, set[str]] = {}  # fact -> projects whose answer was read in full
@@ -313,11 +324,36 @@ class Normalizer:
                     machine = node.instance_type or ""
                     if machine not in self.inventory.capabilities and (cap := cpu_capability(machine)):
                         self.inventory.capabilities[machine] = cap
-                except (KeyError, TypeError, AttributeError, ValueError, ValidationError) as exc:
-                    raise FabricCheckError(f"{shape.where}: {path}: {describe(exc)}") from None
+                except ITEM_ERRORS as exc:
+                    if not self.per_item:
+                        if isinstance(exc, (KeyError, TypeError, AttributeError, ValueError, ValidationError)):
+                            raise FabricCheckError(f"{shape.where}: {path}: {describe(exc)}") from None
+                        raise
+                    self._unreadable(item, path, project, shape.where, describe(exc))
         if self.project:
             return {self.project}
         return owned
+
+    def _unreadable(self, item: Any, path: str, project: str, where: str, what_was_wrong: str) -> None:
+        """A live instance that cannot be read: an error names it and the field; when the fault is in its
+        network interfaces, the node is kept without them, its interface facts unknown."""
+        instance = named(item, "name")
+        what = f"instance {instance} ({path})" if instance else path
+        zone = item.get("zone") if isinstance(item, dict) else None
+        scope = Scope("gcp", project, region_of_zone(last(zone)) if isinstance(zone, str) else None)
+        kept = salvage(lambda trimmed: self._node(trimmed, project), item, _NIC_FIELDS)
+        if kept is None:
+            self.inventory.errors.append(
+                scope.error(INSTANCES.resource, BAD_RESPONSE, f"{where}: {what}: {what_was_wrong}")
+            )
+            return
+        node, field = kept
+        why = f"field {field} of the answer could not be read ({what_was_wrong})"
+        node.unknown.update(unknown_because(_NIC_FACTS, why))
+        self.inventory.nodes.append(node)
+        self.inventory.errors.append(
+            scope.error(INSTANCES.resource, BAD_RESPONSE, f"{where}: {what}: {why}; its fabric facts are unknown")
+        )
 
     def _node(self, inst: dict[str, Any], project: str) -> Node:
         zone = last(inst["zone"]) if inst.get("zone") else None
