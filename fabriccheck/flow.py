@@ -9,7 +9,7 @@ import datetime as dt
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel
 
@@ -360,6 +360,31 @@ def cluster_penalty(
     return penalty.penalty_of(slowdown, workload, gpus, price_per_gpu_hour)
 
 
+def tally(findings: list[Finding], clusters: list[ClusterReport], skipped: list[SkippedCluster]) -> dict[str, Any]:
+    """The summary's counts of findings, clusters and estimated waste: one report's, or a merge of several."""
+    estimated = [c.penalty for c in clusters if c.penalty.estimated]
+    dollars = [p.extra_dollars_per_day for p in estimated if p.extra_dollars_per_day is not None]
+    return {
+        "clusters": len(clusters),
+        "findings": {s: sum(1 for f in findings if f.severity == s) for s in ("error", "warning", "info")},
+        "by_category": dict(sorted(Counter(f.category for f in findings).items())),
+        "by_rule": dict(sorted(Counter(f.rule for f in findings).items())),
+        "extra_gpu_hours_per_day": penalty.Range(
+            low=sum(p.extra_gpu_hours_per_day.low for p in estimated),
+            high=sum(p.extra_gpu_hours_per_day.high for p in estimated),
+        ),
+        "extra_dollars_per_day": penalty.Range(low=sum(d.low for d in dollars), high=sum(d.high for d in dollars))
+        if dollars
+        else None,
+        "clusters_by_status": {
+            s: sum(1 for c in clusters if c.status == s) for s in ("clean", "findings", "incomplete")
+        },
+        "skipped_clusters": len(skipped),
+        "waived": sum(1 for f in findings if f.waiver is not None),
+        "in_baseline": sum(1 for f in findings if f.baseline == "existing"),
+    }
+
+
 def _summary(
     inventory: Inventory,
     clusters: list[ClusterReport],
@@ -368,26 +393,12 @@ def _summary(
     judged_nodes: int,
     unknown: list[str],
 ) -> Summary:
-    estimated = [c.penalty for c in clusters if c.penalty.estimated]
-    dollars = [p.extra_dollars_per_day for p in estimated if p.extra_dollars_per_day is not None]
     judged_state = sum(1 for n in inventory.nodes if n.state in JUDGED_STATES)
     return Summary(
         nodes=judged_state,
-        clusters=len(clusters),
         nodes_not_in_reported_clusters=judged_state - judged_nodes,
-        findings={s: sum(1 for f in findings if f.severity == s) for s in ("error", "warning", "info")},
-        by_category=dict(sorted(Counter(f.category for f in findings).items())),
-        by_rule=dict(sorted(Counter(f.rule for f in findings).items())),
-        extra_gpu_hours_per_day=penalty.Range(
-            low=sum(p.extra_gpu_hours_per_day.low for p in estimated),
-            high=sum(p.extra_gpu_hours_per_day.high for p in estimated),
-        ),
-        extra_dollars_per_day=penalty.Range(low=sum(d.low for d in dollars), high=sum(d.high for d in dollars))
-        if dollars
-        else None,
         unknown_instance_types=unknown,
-        clusters_by_status={s: sum(1 for c in clusters if c.status == s) for s in ("clean", "findings", "incomplete")},
-        skipped_clusters=len(skipped),
+        **tally(findings, clusters, skipped),
         nodes_by_state=dict(sorted(Counter(n.state for n in inventory.nodes).items())),
         scopes=len(inventory.scopes),
         scopes_incomplete=sum(1 for s in inventory.scopes if not s.complete),

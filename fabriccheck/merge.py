@@ -16,10 +16,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from fabriccheck import __version__, penalty
+from fabriccheck import __version__
 from fabriccheck.engine import sort_findings
 from fabriccheck.errors import FabricCheckError
-from fabriccheck.flow import REPORT_SCHEMA_VERSION, Report, Summary
+from fabriccheck.flow import REPORT_SCHEMA_VERSION, Report, Summary, tally
 from fabriccheck.sources.common import describe, read_json
 
 
@@ -72,31 +72,19 @@ def merge(parts: list[tuple[Path, Report]]) -> Report:
     findings = sort_findings([f for r in reports for f in r.findings])
     clusters = [c for r in reports for c in r.clusters]
     skipped = [c for r in reports for c in r.skipped_clusters]
-    estimated = [c.penalty for c in clusters if c.penalty.estimated]
-    dollars = [p.extra_dollars_per_day for p in estimated if p.extra_dollars_per_day is not None]
     nodes_by_state: Counter[str] = Counter()
     for report in reports:
         nodes_by_state.update(report.summary.nodes_by_state)
     summary = Summary(
         nodes=sum(r.summary.nodes for r in reports),
-        clusters=len(clusters),
         nodes_not_in_reported_clusters=sum(r.summary.nodes_not_in_reported_clusters for r in reports),
-        findings={s: sum(1 for f in findings if f.severity == s) for s in ("error", "warning", "info")},
-        by_category=dict(sorted(Counter(f.category for f in findings).items())),
-        by_rule=dict(sorted(Counter(f.rule for f in findings).items())),
-        extra_gpu_hours_per_day=penalty.Range(
-            low=sum(p.extra_gpu_hours_per_day.low for p in estimated),
-            high=sum(p.extra_gpu_hours_per_day.high for p in estimated),
-        ),
-        extra_dollars_per_day=penalty.Range(low=sum(d.low for d in dollars), high=sum(d.high for d in dollars))
-        if dollars
-        else None,
         unknown_instance_types=sorted({t for r in reports for t in r.summary.unknown_instance_types}),
-        clusters_by_status={s: sum(1 for c in clusters if c.status == s) for s in ("clean", "findings", "incomplete")},
-        skipped_clusters=len(skipped),
         nodes_by_state=dict(sorted(nodes_by_state.items())),
-        waived=sum(1 for f in findings if f.waiver is not None),
-        in_baseline=sum(1 for f in findings if f.baseline == "existing"),
+        scopes=sum(r.summary.scopes for r in reports),
+        scopes_incomplete=sum(r.summary.scopes_incomplete for r in reports),
+        api_calls=sum(r.summary.api_calls for r in reports),
+        retries=sum(r.summary.retries for r in reports),
+        **tally(findings, clusters, skipped),
     )
     calls = [r.api_calls for r in reports if r.api_calls is not None]
     return Report(
@@ -115,6 +103,7 @@ def merge(parts: list[tuple[Path, Report]]) -> Report:
         # What each part's waivers did, its planned resources' locations and its API calls carry over; the parts
         # ran side by side, so the merged duration is the longest part's.
         waivers=[w for r in reports for w in r.waivers],
+        scopes=[s for r in reports for s in r.scopes],
         locations={k: v for r in reports for k, v in r.locations.items()},
         api_calls=sum(calls) if calls else None,
         duration_seconds=max((r.duration_seconds for r in reports if r.duration_seconds is not None), default=None),

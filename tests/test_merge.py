@@ -48,7 +48,7 @@ def test_merged_report_adds_up_its_parts(parts: dict[str, Path], tmp_path: Path)
     assert len(merged["findings"]) == sum(len(p["findings"]) for p in pieces)
     assert sorted(c["id"] for c in merged["clusters"]) == sorted(c["id"] for p in pieces for c in p["clusters"])
     summary = merged["summary"]
-    for key in ("nodes", "clusters", "nodes_not_in_reported_clusters", "skipped_clusters"):
+    for key in ("nodes", "clusters", "nodes_not_in_reported_clusters", "skipped_clusters", "scopes", "retries"):
         assert summary[key] == sum(p["summary"][key] for p in pieces), key
     for key in ("findings", "by_rule", "by_category", "clusters_by_status", "nodes_by_state"):
         totals: dict[str, int] = {}
@@ -60,6 +60,7 @@ def test_merged_report_adds_up_its_parts(parts: dict[str, Path], tmp_path: Path)
         expected = sum(p["summary"]["extra_gpu_hours_per_day"][bound] for p in pieces)
         assert summary["extra_gpu_hours_per_day"][bound] == pytest.approx(expected)
     assert set(merged["rules"]) == {r for p in pieces for r in p["rules"]}
+    assert merged["scopes"] == [s for p in pieces for s in p["scopes"]]
     assert all(str(parts[c]) in merged["source"] for c in ("aws", "azure", "gcp"))
     # Findings come in the usual order: most severe first.
     ranks = {"error": 0, "warning": 1, "info": 2}

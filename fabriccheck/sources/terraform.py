@@ -44,14 +44,6 @@ def is_unknown(value: str | None) -> bool:
     return isinstance(value, str) and value.startswith(UNKNOWN_PREFIX)
 
 
-@dataclass(frozen=True)
-class Location:
-    """Where a resource is declared: its `.tf` file (as given under --terraform-dir) and line."""
-
-    file: str
-    line: int
-
-
 @dataclass
 class PlanResource:
     """One resource instance the plan would leave in place or create (destroyed ones are dropped)."""

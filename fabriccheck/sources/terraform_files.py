@@ -8,13 +8,21 @@ folder. Modules from a registry or git are not on disk here: their resources kee
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from fabriccheck.errors import FabricCheckError
-from fabriccheck.sources.terraform import Location
 
 _KEY = re.compile(r'\[(?:"(?:[^"\\]|\\.)*"|\d+)\]')
+
+
+@dataclass(frozen=True)
+class Location:
+    """Where a resource is declared: its `.tf` file (as given under --terraform-dir) and line."""
+
+    file: str
+    line: int
 
 
 def config_address(address: str) -> str:
