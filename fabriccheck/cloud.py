@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import importlib
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -144,6 +144,12 @@ class CloudSupport:
 
     def node_facts(self, node: Node, context: FactContext) -> Facts:
         return {}
+
+    def node_shape(self, node: Node) -> Hashable | None:
+        """What this cloud's node facts and fabric attachment are a function of, but the node's id: nodes of one
+        shape share them, built once (a pool of hundreds has one shape). None: the node's facts are its own
+        (they depend on the id, e.g. resources collected per VM)."""
+        return None
 
     def notes(self, inventory: Inventory) -> list[str]:
         """What the report should say about this cloud's collection (facts that fall back or were skipped)."""

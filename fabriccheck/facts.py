@@ -109,6 +109,9 @@ class FactBuilder:
         self._cache: dict[str, Any] = {}
         self._families: dict[tuple[str, str], str] = {}
         self._neutral: dict[tuple[Any, ...], Facts] = {}
+        # Node facts and attachments by the node's shape (CloudSupport.node_shape): a pool's nodes share them.
+        self._shapes: dict[int, Any] = {}
+        self._by_shape: dict[Any, tuple[Facts, FabricAttachment]] = {}
 
     # ---------------------------------------------------------------------------------------- context
 
@@ -118,6 +121,8 @@ class FactBuilder:
 
     def attachment(self, node: Node) -> FabricAttachment:
         found = self._attachments.get(id(node))
+        if found is None and (shape := self._shape(node)) is not None and shape in self._by_shape:
+            found = self._attachments[id(node)] = self._by_shape[shape][1]
         if found is None:
             found = self._attachments[id(node)] = support(node.provider).fabric_attachment(node, self.capability(node))
         return found
@@ -150,8 +155,27 @@ class FactBuilder:
         # Keyed by object: a running node and a spec may share an id across accounts or origins.
         cached = self._node_facts.get(id(node))
         if cached is None:
-            cached = self._node_facts[id(node)] = self._build_node(node)
+            cached = self._node_facts[id(node)] = self._shaped_node(node)
         return cached
+
+    def _shape(self, node: Node) -> Any:
+        shape = self._shapes.get(id(node), _UNSEEN)
+        if shape is _UNSEEN:
+            # Facts a node's source left unknown are its own: such a node shares nothing.
+            shape = self._shapes[id(node)] = None if node.unknown else support(node.provider).node_shape(node)
+        return shape
+
+    def _shaped_node(self, node: Node) -> Facts:
+        """A node's facts: those of its shape (built once, from the first node of that shape) with its name."""
+        shape = self._shape(node)
+        if shape is None:
+            return self._build_node(node)
+        shared = self._by_shape.get(shape)
+        if shared is None:
+            facts = self._build_node(node)
+            shared = self._by_shape[shape] = (facts, self.attachment(node))
+            return facts
+        return {**shared[0], "id": node.id, "label": node.id}
 
     def _build_node(self, node: Node) -> Facts:
         cloud = support(node.provider)

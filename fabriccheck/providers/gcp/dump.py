@@ -15,8 +15,17 @@ from fabriccheck.compact import compacting
 from fabriccheck.errors import FabricCheckError
 from fabriccheck.inventory import Inventory
 from fabriccheck.model import UNKNOWN_ACCOUNT, fact_key
-from fabriccheck.providers.gcp.normalize import CALLS, INSTANCES, PROJECT_ID, GcpCall, Normalizer, project_of
+from fabriccheck.providers.gcp.normalize import (
+    CALLS,
+    INSTANCES,
+    PROJECT_ID,
+    GcpCall,
+    InstanceFields,
+    Normalizer,
+    project_of,
+)
 from fabriccheck.resources.gcp import GLOBAL
+from fabriccheck.sources import projected
 from fabriccheck.sources.common import Scope, Shape, paused_gc
 from fabriccheck.sources.stream import walk
 
@@ -117,6 +126,16 @@ class _Answer:
         )
 
     def items(self) -> Iterator[tuple[str, dict[str, Any]]]:
+        # gcloud's flat list of instances, read with the fields the normalizer uses only; anything else (an API
+        # answer, a file msgspec does not read as that) is read in full below.
+        flat = projected.read(self.path, InstanceFields) if self.call is INSTANCES else None
+        if flat is not None:
+            self.top = "["
+            for index, item in enumerate(flat):
+                if project := project_of(item):
+                    self.projects.add(project)
+                yield f"[{index}]", item
+            return
         shape = Shape(str(self.path))
         resource = self.call.resource
         for at, value in walk(self.path, self._descend):

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import functools
 import re
+import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 from pydantic import ValidationError
 
+from fabriccheck.compact import compacted_maker
 from fabriccheck.errors import FabricCheckError
 from fabriccheck.inventory import Inventory
 from fabriccheck.model import UNKNOWN_ACCOUNT, Capability, FabricKind, NetworkInterface, Node, Placement, fact_key
@@ -228,6 +230,38 @@ def _topology(physical_host: Any) -> list[str] | None:
 
 # Where an instance's NICs are read, and the node facts made from them.
 _NIC_FIELDS = (("networkInterfaces",),)
+
+
+# What the normalizer reads of an instance (Normalizer._node, _owner, _unreadable and _interface): a dump's
+# instances are parsed with these fields only (sources/projected.py). A field read here must be named here;
+# tests/test_projected.py checks that against every instance the fixtures hold.
+class _InterfaceFields(TypedDict, total=False):
+    name: Any
+    nicType: Any
+    network: Any
+    subnetwork: Any
+    accessConfigs: Any
+    ipv6AccessConfigs: Any
+
+
+class _MetadataFields(TypedDict, total=False):
+    items: Any
+
+
+class InstanceFields(TypedDict, total=False):
+    name: Any
+    selfLink: Any
+    zone: Any
+    machineType: Any
+    status: Any
+    networkInterfaces: list[_InterfaceFields]
+    resourcePolicies: Any
+    scheduling: Any
+    reservationAffinity: Any
+    labels: Any
+    metadata: _MetadataFields
+    resourceStatus: Any
+
 _NIC_FACTS = (
     *INTERFACE_FACTS, "rdma_profile", "rdma_profile_networks", "non_rdma_on_rdma_vpc", "extra_nics",
     "recommended_mtu", "gpu_mtu", "gpu_mtus", "gpu_firewall", "gpu_firewall_networks",
@@ -250,6 +284,7 @@ class Normalizer:
         self.per_item = False
         self._policies: dict[tuple[str, str, str], ResourcePolicy] = {}
         self._nics: dict[tuple[Any, ...], tuple[str, dict[str, Any]]] = {}
+        self._pools: dict[tuple[Any, ...], _Pool] = {}  # instance alike but for its name -> its template
         self._facts: dict[str, set[str]] = {}  # fact -> projects whose answer was read in full
 
     def add(self, call: GcpCall, doc: Any, collected: bool = True) -> None:
@@ -290,6 +325,7 @@ class Normalizer:
             owned.add(project)
             if call is RESOURCE_POLICIES:
                 policy = _policy(item, project)
+                self._pools.clear()  # an instance's placement depends on the policies seen
                 gcp.resource_policies.append(policy)
                 self._policies[policy.scope_key(policy.name)] = policy
             elif call is NETWORKS:
@@ -341,7 +377,7 @@ class Normalizer:
         what = f"instance {instance} ({path})" if instance else path
         zone = item.get("zone") if isinstance(item, dict) else None
         scope = Scope("gcp", project, region_of_zone(last(zone)) if isinstance(zone, str) else None)
-        kept = salvage(lambda trimmed: self._node(trimmed, project), item, _NIC_FIELDS)
+        kept = salvage(lambda trimmed: self._read_node(trimmed, project), item, _NIC_FIELDS)
         if kept is None:
             self.inventory.errors.append(
                 scope.error(INSTANCES.resource, BAD_RESPONSE, f"{where}: {what}: {what_was_wrong}")
@@ -356,6 +392,17 @@ class Normalizer:
         )
 
     def _node(self, inst: dict[str, Any], project: str) -> Node:
+        key = _pool_key(inst, project)
+        template = self._pools.get(key) if key is not None else None
+        name = inst.get("name")
+        if template is not None and type(name) is str:
+            return template.stamp(name, inst)
+        node = self._read_node(inst, project)
+        if key is not None and type(name) is str:
+            self._pools[key] = _Pool.of(node)
+        return node
+
+    def _read_node(self, inst: dict[str, Any], project: str) -> Node:
         zone = last(inst["zone"]) if inst.get("zone") else None
         region = region_of_zone(zone) or "unknown"
         interfaces = []
@@ -428,6 +475,109 @@ class Normalizer:
 
 
 _make_interface = maker(NetworkInterface)
+_stamp_node = compacted_maker(Node)
+_stamp_interface = compacted_maker(NetworkInterface)
+_stamp_placement = compacted_maker(Placement)
+
+
+def _pool_key(inst: dict[str, Any], project: str) -> tuple[Any, ...] | None:
+    """Every value `_read_node` reads of an instance but its name and physical host, or None when the instance
+    cannot share a template: its placement names the instance itself (Flex-start, a specific reservation), or a
+    value is not what the API sends (the instance is then read on its own, and any fault named)."""
+    try:
+        scheduling = inst.get("scheduling") or {}
+        affinity = inst.get("reservationAffinity") or {}
+        if (
+            scheduling.get("provisioningModel") == "FLEX_START"
+            or affinity.get("consumeReservationType") == "SPECIFIC_RESERVATION"
+        ):
+            return None
+        status = inst.get("resourceStatus")
+        if status is not None and not isinstance(status, dict):
+            return None
+        labels = inst.get("labels") or {}
+        group = None
+        for entry in (inst.get("metadata") or {}).get("items") or ():
+            if isinstance(entry, dict) and entry.get("key") == MIG_METADATA_KEY:
+                group = entry.get("value", "")
+        key = (
+            project,
+            inst.get("zone"),
+            inst.get("machineType"),
+            inst.get("status"),
+            tuple(
+                (
+                    nic.get("name"),
+                    nic.get("nicType"),
+                    nic.get("network"),
+                    nic.get("subnetwork"),
+                    bool(nic.get("accessConfigs") or nic.get("ipv6AccessConfigs")),
+                )
+                for nic in inst.get("networkInterfaces") or ()
+            ),
+            tuple(inst.get("resourcePolicies") or ()),
+            tuple(labels.items()),
+            group,
+        )
+        hash(key)
+    except (AttributeError, TypeError):  # a misshapen value: read on its own
+        return None
+    return key
+
+
+class _Pool:
+    """What the instances of one pool share: the node `_read_node` made of the first, its values interned, to be
+    stamped with each other instance's name (and NIC ids) and physical host. Stamping is a few dict copies;
+    reading an instance is a hundred steps, and a pool holds hundreds of instances."""
+
+    __slots__ = ("interfaces", "node", "placement", "tags")
+
+    def __init__(
+        self,
+        node: dict[str, Any],
+        interfaces: list[tuple[str, dict[str, Any]]],
+        placement: list[dict[str, Any]],
+        tags: dict[str, str],
+    ) -> None:
+        self.node = node
+        self.interfaces = interfaces
+        self.placement = placement
+        self.tags = tags
+
+    @classmethod
+    def of(cls, node: Node) -> _Pool:
+        intern = sys.intern
+        values = dict(node.__dict__)
+        for name in ("account", "region", "zone", "instance_type", "state", "provider", "origin"):
+            if type(values[name]) is str:
+                values[name] = intern(values[name])
+        interfaces = []
+        for nic in node.interfaces:
+            fields = dict(nic.__dict__)
+            for name in ("interface_type", "network", "subnet"):
+                if type(fields[name]) is str:
+                    fields[name] = intern(fields[name])
+            interfaces.append((nic.id[len(node.id) + 1 :], fields))  # the id is NAME/NIC
+        placement = [{"kind": intern(p.kind), "id": intern(p.id)} for p in node.placement]
+        tags = {intern(k): intern(v) for k, v in node.tags.items()}
+        return cls(values, interfaces, placement, tags)
+
+    def stamp(self, name: str, inst: dict[str, Any]) -> Node:
+        values = self.node.copy()
+        values["id"] = name
+        prefix = name + "/"
+        interfaces = []
+        for nic_name, fields in self.interfaces:
+            nic = fields.copy()
+            nic["id"] = prefix + nic_name
+            nic["security_groups"] = []
+            interfaces.append(_stamp_interface(nic))
+        values["interfaces"] = interfaces
+        values["placement"] = [_stamp_placement(p.copy()) for p in self.placement]
+        values["tags"] = self.tags.copy()
+        values["unknown"] = {}
+        values["network_nodes"] = _topology((inst.get("resourceStatus") or {}).get("physicalHost"))
+        return _stamp_node(values)
 
 
 def _interface(i: int, nic: dict[str, Any]) -> tuple[str, dict[str, Any]]:

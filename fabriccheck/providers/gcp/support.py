@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from collections.abc import Hashable
 from typing import TYPE_CHECKING
 
 from fabriccheck.cloud import (
@@ -205,6 +206,23 @@ class GcpSupport(CloudSupport):
         return notes
 
     # ---------------------------------------------------------------------------------------- facts
+
+    def node_shape(self, node: Node) -> Hashable | None:
+        """GCP node facts (node_facts below and the neutral ones) and the GPU NIC attachment read the node's
+        origin, project, region, zone, machine type and NICs only; a planned node (spec) keeps its own."""
+        if node.spec is not None:
+            return None
+        return (
+            node.origin,
+            node.account,
+            node.region,
+            node.zone,
+            node.instance_type,
+            tuple(
+                (n.interface_type, n.network, n.subnet, n.public_ip, n.network_card_index, n.device_index)
+                for n in node.interfaces
+            ),
+        )
 
     def node_facts(self, node: Node, context: FactContext) -> Facts:
         """The facts depend on the node's scope, zone, type and NICs only: the nodes of one pool share them, so

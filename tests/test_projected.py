@@ -1,0 +1,165 @@
+"""Dumps read with only the fields the normalizers use (sources/projected.py), and nodes stamped from a pool's
+template: both give exactly what reading every field and every instance on its own gives."""
+
+from __future__ import annotations
+
+import copy
+import json
+import sys
+from pathlib import Path
+from typing import Any, get_type_hints, is_typeddict
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
+from build_demo_gcp import Project, build, fleet
+
+from fabriccheck.errors import FabricCheckError
+from fabriccheck.inventory import Inventory
+from fabriccheck.providers.gcp import dump as gcp_dump
+from fabriccheck.providers.gcp.normalize import INSTANCES, InstanceFields, Normalizer
+from fabriccheck.sources import projected
+
+ROOT = Path(__file__).resolve().parent.parent
+GCP_DEMO = ROOT / "fixtures" / "demo" / "gcp"
+
+
+class _Reads(dict[str, Any]):
+    """A dict that records the keys read from it (and from the dicts it holds, under their path)."""
+
+    def __init__(self, value: dict[str, Any], path: str, log: set[str]) -> None:
+        super().__init__(value)
+        self._path, self._log = path, log
+
+    def _wrap(self, key: str, value: Any) -> Any:
+        where = f"{self._path}{key}"
+        self._log.add(where)
+        if isinstance(value, dict):
+            return _Reads(value, where + ".", self._log)
+        if isinstance(value, list):
+            return [_Reads(v, where + "[].", self._log) if isinstance(v, dict) else v for v in value]
+        return value
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self._wrap(key, super().get(key, default))
+
+    def __getitem__(self, key: str) -> Any:
+        return self._wrap(key, super().__getitem__(key))
+
+    def __contains__(self, key: object) -> bool:
+        self._log.add(f"{self._path}{key}")
+        return super().__contains__(key)
+
+
+def _projection_paths(typed: Any, prefix: str = "") -> set[str]:
+    """Every path a projection keeps; below a field typed Any, everything is kept (the path ends with '*')."""
+    paths = set()
+    for name, hint in get_type_hints(typed).items():
+        paths.add(prefix + name)
+        inner = getattr(hint, "__args__", (hint,))[0]
+        if is_typeddict(inner):
+            nested = "[]." if getattr(hint, "__origin__", None) is list else "."
+            paths |= _projection_paths(inner, prefix + name + nested)
+        else:
+            paths.add(prefix + name + ".*")
+    return paths
+
+
+def _kept(path: str, kept: set[str]) -> bool:
+    """Whether the projection keeps `path`: named itself, or below a field kept whole."""
+    flat = {k.replace("[].", ".") for k in kept}
+    parts = path.replace("[].", ".").split(".")
+    return ".".join(parts) in flat or any(".".join(parts[:n]) + ".*" in flat for n in range(1, len(parts)))
+
+
+def _gcp_instances() -> list[dict[str, Any]]:
+    """The demo's instances, a bench fleet's, and the same with every optional shape the normalizer reads."""
+    demo = Project()
+    build(demo)
+    items = demo.instances + fleet(64).instances
+    extra = copy.deepcopy(items[0])
+    extra["scheduling"] = {"provisioningModel": "FLEX_START"}
+    extra["reservationAffinity"] = {"consumeReservationType": "SPECIFIC_RESERVATION", "values": ["r1"]}
+    extra["resourceStatus"] = {"physicalHost": "/c/r/h"}
+    extra["networkInterfaces"][0]["ipv6AccessConfigs"] = [{"name": "v6"}]
+    return [*items, extra]
+
+
+def test_the_gcp_projection_keeps_every_field_the_normalizer_reads() -> None:
+    log: set[str] = set()
+    inventory = Inventory()
+    normalizer = Normalizer(inventory, "fabriccheck-demo", lambda call: "instances-list.json")
+    for index, item in enumerate(_gcp_instances()):
+        normalizer._read_node(_Reads(item, "", log), "fabriccheck-demo")  # the reading of one instance
+        if index == 0:
+            assert {"name", "zone", "machineType", "networkInterfaces"} <= log  # the recorder sees reads
+    kept = _projection_paths(InstanceFields)
+    assert {path for path in log if not _kept(path, kept)} == set()
+
+
+def test_every_gcp_instance_stamped_from_its_pool_is_the_node_read_on_its_own() -> None:
+    items = _gcp_instances()
+    stamped = Normalizer(Inventory(), "fabriccheck-demo", lambda call: "x")
+    alone = Normalizer(Inventory(), "fabriccheck-demo", lambda call: "x")
+    for item in items * 2:  # the second round is all stamps
+        node = stamped._node(copy.deepcopy(item), "fabriccheck-demo")
+        assert node.model_dump_json() == alone._read_node(copy.deepcopy(item), "fabriccheck-demo").model_dump_json()
+    assert 0 < len(stamped._pools) < len(items)  # pools were shared
+
+
+def test_a_pool_template_is_not_shared_by_instances_whose_placement_names_them() -> None:
+    item = fleet(2).instances[0]
+    item["scheduling"] = {"provisioningModel": "FLEX_START"}
+    normalizer = Normalizer(Inventory(), "p", lambda call: "x")
+    first = normalizer._node(copy.deepcopy(item), "p")
+    item["name"] = "other"
+    second = normalizer._node(item, "p")
+    assert [p.id for p in first.placement] != [p.id for p in second.placement]
+    assert normalizer._pools == {}
+
+
+def _dump(folder: Path, project: Project) -> Path:
+    project.write(folder)
+    return folder
+
+
+def test_a_gcp_dump_reads_the_same_projected_or_in_full(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    demo = Project()
+    build(demo)
+    for name, project in (("demo", demo), ("fleet", fleet(300))):
+        folder = _dump(tmp_path / name, project)
+        fast = gcp_dump.load_dump(folder)
+        with monkeypatch.context() as patch:
+            patch.setattr(projected, "read", lambda path, item: None)
+            full = gcp_dump.load_dump(folder)
+        assert fast.model_dump_json() == full.model_dump_json()
+        assert len(fast.nodes) == len(project.instances)
+
+
+def test_projected_read_declines_what_it_does_not_read_as_expected(tmp_path: Path) -> None:
+    cases = {
+        "api-answer.json": json.dumps({"items": [{"name": "a"}]}),
+        "bom.json": "\ufeff" + json.dumps([{"name": "a"}]),
+        "not-objects.json": json.dumps([{"name": "a"}, 3]),
+        "nics-not-a-list.json": json.dumps([{"name": "a", "networkInterfaces": {"nic0": {}}}]),
+        "nan.json": '[{"name": "a", "status": NaN}]',
+        "cut.json": '[{"name": "a"',
+        "empty.json": "",
+    }
+    for name, text in cases.items():
+        path = tmp_path / name
+        path.write_text(text, encoding="utf-8")
+        assert projected.read(path, InstanceFields) is None, name
+    assert projected.read(tmp_path / "missing.json", InstanceFields) is None
+    ok = tmp_path / "ok.json"
+    ok.write_text(json.dumps([{"name": "a", "disks": [{"big": "x" * 100}], "labels": {"k": "v"}}]), encoding="utf-8")
+    assert projected.read(ok, InstanceFields) == [{"name": "a", "labels": {"k": "v"}}]
+
+
+def test_a_misshapen_gcp_dump_fails_as_it_did_when_read_in_full(tmp_path: Path) -> None:
+    project = fleet(3)
+    project.instances[1]["networkInterfaces"] = {"nic0": {}}
+    folder = _dump(tmp_path / "bad", project)
+    with pytest.raises(FabricCheckError, match=r"instances-list\.json.*\[1\]"):
+        gcp_dump.load_dump(folder)
+    assert INSTANCES.dump_file == "instances-list.json"
