@@ -145,7 +145,7 @@ class CloudSupport:
     def node_facts(self, node: Node, context: FactContext) -> Facts:
         return {}
 
-    def node_shape(self, node: Node) -> Hashable | None:
+    def node_shape(self, node: Node, context: FactContext) -> Hashable | None:
         """What this cloud's node facts and fabric attachment are a function of, but the node's id: nodes of one
         shape share them, built once (a pool of hundreds has one shape). None: the node's facts are its own
         (they depend on the id, e.g. resources collected per VM)."""

@@ -109,9 +109,9 @@ class FactBuilder:
         self._cache: dict[str, Any] = {}
         self._families: dict[tuple[str, str], str] = {}
         self._neutral: dict[tuple[Any, ...], Facts] = {}
-        # Node facts and attachments by the node's shape (CloudSupport.node_shape): a pool's nodes share them.
+        # Node facts by the node's shape (CloudSupport.node_shape): a pool's nodes share them.
         self._shapes: dict[int, Any] = {}
-        self._by_shape: dict[Any, tuple[Facts, FabricAttachment]] = {}
+        self._by_shape: dict[Any, Facts] = {}
 
     # ---------------------------------------------------------------------------------------- context
 
@@ -121,8 +121,6 @@ class FactBuilder:
 
     def attachment(self, node: Node) -> FabricAttachment:
         found = self._attachments.get(id(node))
-        if found is None and (shape := self._shape(node)) is not None and shape in self._by_shape:
-            found = self._attachments[id(node)] = self._by_shape[shape][1]
         if found is None:
             found = self._attachments[id(node)] = support(node.provider).fabric_attachment(node, self.capability(node))
         return found
@@ -162,7 +160,7 @@ class FactBuilder:
         shape = self._shapes.get(id(node), _UNSEEN)
         if shape is _UNSEEN:
             # Facts a node's source left unknown are its own: such a node shares nothing.
-            shape = self._shapes[id(node)] = None if node.unknown else support(node.provider).node_shape(node)
+            shape = self._shapes[id(node)] = None if node.unknown else support(node.provider).node_shape(node, self)
         return shape
 
     def _shaped_node(self, node: Node) -> Facts:
@@ -172,10 +170,9 @@ class FactBuilder:
             return self._build_node(node)
         shared = self._by_shape.get(shape)
         if shared is None:
-            facts = self._build_node(node)
-            shared = self._by_shape[shape] = (facts, self.attachment(node))
-            return facts
-        return {**shared[0], "id": node.id, "label": node.id}
+            shared = self._by_shape[shape] = self._build_node(node)
+            return shared
+        return {**shared, "id": node.id, "label": node.id}
 
     def _build_node(self, node: Node) -> Facts:
         cloud = support(node.provider)
@@ -266,7 +263,13 @@ class FactBuilder:
         nodes = [self.node(n) for n in cluster.nodes]
         fabric_nodes = [f for f in nodes if f["fabric_expected"]]
         types = sorted({n.instance_type or "" for n in cluster.nodes})
-        fabric_subnets = {i.subnet for n in cluster.nodes for i in self.attachment(n).interfaces if i.subnet}
+        fabric_subnets: set[str] = set()
+        shapes: set[Any] = set()
+        for node in cluster.nodes:  # nodes of one shape attach the same subnets: one of them is read
+            shape = self._shape(node)
+            if shape is None or shape not in shapes:
+                shapes.add(shape)
+                fabric_subnets.update(i.subnet for i in self.attachment(node).interfaces if i.subnet)
         size = 0 if cluster.spec else cluster.size
         # A node whose interfaces could not be read (a misshapen live answer) tells nothing of the cluster's
         # networks or attachment: the cluster facts drawn from them are counted without it and called unknown.

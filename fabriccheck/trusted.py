@@ -25,17 +25,19 @@ _set = object.__setattr__
 
 
 class _Template:
-    __slots__ = ("defaults", "factories", "fields", "size")
+    __slots__ = ("defaults", "factories", "fields", "required", "size")
 
     def __init__(self, cls: type[BaseModel]) -> None:
         self.defaults: dict[str, Any] = {}
         self.factories: list[tuple[str, Any]] = []
+        self.required: list[str] = []
         for name, info in cls.model_fields.items():
             if info.default_factory is not None:
                 self.defaults[name] = _UNSET
                 self.factories.append((name, info.default_factory))
             elif info.is_required():
                 self.defaults[name] = _UNSET
+                self.required.append(name)
             else:
                 self.defaults[name] = info.default
         self.fields = set(cls.model_fields)
@@ -94,6 +96,7 @@ def complete(cls: type[BaseModel], values: dict[str, Any]) -> dict[str, Any]:
     for name, factory in template.factories:
         if fields[name] is _UNSET:
             fields[name] = factory()
-    if _UNSET in fields.values():
-        raise ValueError(f"{cls.__name__}: a required field is missing from {sorted(values)}")
+    for name in template.required:
+        if fields[name] is _UNSET:
+            raise ValueError(f"{cls.__name__}: a required field is missing from {sorted(values)}")
     return fields

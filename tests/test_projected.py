@@ -163,3 +163,93 @@ def test_a_misshapen_gcp_dump_fails_as_it_did_when_read_in_full(tmp_path: Path) 
     with pytest.raises(FabricCheckError, match=r"instances-list\.json.*\[1\]"):
         gcp_dump.load_dump(folder)
     assert INSTANCES.dump_file == "instances-list.json"
+
+
+# ---------------------------------------------------------------------------------------- Azure
+
+import build_demo_azure as azure_builder  # noqa: E402  (tools/ is on the path above)
+
+from fabriccheck.providers.azure import dump as azure_dump  # noqa: E402
+from fabriccheck.providers.azure import normalize as azure_normalize  # noqa: E402
+
+AZURE_CALLS = {call.dump_file: call for call in azure_normalize.CALLS}
+
+
+def _azure_answers() -> list[tuple[str, dict[str, list[Any]]]]:
+    """The demo's and a fleet's answers, as ARM sends them and as `az -o json` prints them (flattened)."""
+    out = []
+    for name, subscription in (("demo", azure_builder.demo()), ("fleet", azure_builder.fleet(400))):
+        out.append((f"{name}-arm", subscription.files))
+        out.append((f"{name}-cli", {f: azure_builder.flatten(items) for f, items in subscription.files.items()}))
+    return out
+
+
+def test_the_azure_projections_keep_every_field_the_normalizer_reads() -> None:
+    projected_calls = azure_normalize.PROJECTIONS
+    assert {c.dump_file for c in projected_calls} == {
+        "vm-list.json",
+        "vmss-list-instances.json",
+        "network-nic-list.json",
+    }
+    for name, files in _azure_answers():
+        logs: dict[Any, set[str]] = {call: set() for call in projected_calls}
+        normalizer = azure_normalize.Normalizer(Inventory(), None, lambda call: call.dump_file)
+        for call in azure_normalize.CALLS:  # in reading order: scale sets before their VMs, NICs after
+            items = files.get(call.dump_file, [])
+            if call in projected_calls:
+                items = [_Reads(item, "", logs[call]) for item in items]
+            normalizer.add(call, items)
+        for call, log in logs.items():
+            if files.get(call.dump_file):
+                assert "id" in log, (name, call.dump_file)  # the recorder sees reads
+            kept = _projection_paths(projected_calls[call])
+            assert {path for path in log if not _kept(path, kept)} == set(), (name, call.dump_file)
+
+
+def test_an_azure_dump_reads_the_same_projected_or_in_full(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, files in _azure_answers():
+        folder = tmp_path / name / azure_builder.SUBSCRIPTION
+        folder.mkdir(parents=True)
+        for file, items in files.items():
+            (folder / file).write_text(json.dumps(items, indent=1), encoding="utf-8")
+        fast = azure_dump.load_dump(tmp_path / name)
+        with monkeypatch.context() as patch:
+            patch.setattr(projected, "read", lambda path, item: None)
+            full = azure_dump.load_dump(tmp_path / name)
+        assert fast.model_dump_json() == full.model_dump_json(), name
+        assert fast.nodes, name
+
+
+def test_vms_of_an_azure_scale_set_share_their_facts_and_others_keep_their_own() -> None:
+    from fabriccheck.facts import FactBuilder
+
+    # The demo has VMs whose NICs lack accelerated networking (named in their facts); the fleet two scale sets
+    # and two availability sets.
+    named_off = set()
+    for subscription in (azure_builder.demo(), azure_builder.fleet(400)):
+        normalizer = azure_normalize.Normalizer(Inventory(), None, lambda call: call.dump_file)
+        for call in azure_normalize.CALLS:
+            normalizer.add(call, subscription.files.get(call.dump_file, []))
+        nodes = normalizer.inventory.nodes
+        shared, alone = FactBuilder(normalizer.inventory), FactBuilder(normalizer.inventory)
+        alone._shape = lambda node: None  # type: ignore[method-assign]  # every node built on its own
+        for node in nodes:
+            assert shared.node(node) == alone.node(node), node.id
+            named_off.add(shared.node(node)["nics_without_acceleration"])
+        assert 0 < len(shared._by_shape) < len(nodes)
+    assert len(named_off - {""}) == 2  # the demo's two VMs without accelerated networking, each NIC by its name
+
+
+def test_gcp_instances_of_a_pool_share_their_facts_and_others_keep_their_own(tmp_path: Path) -> None:
+    from fabriccheck.facts import FactBuilder
+
+    demo = Project()
+    build(demo)
+    for name, project in (("demo", demo), ("fleet", fleet(300))):
+        inventory = gcp_dump.load_dump(_dump(tmp_path / name, project))
+        shared, alone = FactBuilder(inventory), FactBuilder(inventory)
+        alone._shape = lambda node: None  # type: ignore[method-assign]  # every node built on its own
+        for node in inventory.nodes:
+            assert shared.node(node) == alone.node(node), node.id
+            assert shared.attachment(node) == alone.attachment(node), node.id
+        assert 0 < len(shared._by_shape) < len(inventory.nodes)

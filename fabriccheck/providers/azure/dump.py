@@ -16,7 +16,8 @@ from fabriccheck.compact import compacting
 from fabriccheck.errors import DumpShapeError, FabricCheckError
 from fabriccheck.inventory import Inventory
 from fabriccheck.model import UNKNOWN_ACCOUNT
-from fabriccheck.providers.azure.normalize import CALLS, ArmCall, Normalizer
+from fabriccheck.providers.azure.normalize import CALLS, PROJECTIONS, ArmCall, Normalizer
+from fabriccheck.sources import projected
 from fabriccheck.sources.common import TRUNCATED, Scope, paused_gc
 from fabriccheck.sources.stream import walk
 
@@ -93,7 +94,7 @@ def _load_folder(folder: Path, subscription: str | None) -> Inventory:
     truncated: list[ArmCall] = []
     # Each file read as a stream, one item at a time, and each node compacted as it is made (see aws/dump.py).
     for call in present:
-        answer = _Answer(folder / call.dump_file)
+        answer = _Answer(folder / call.dump_file, PROJECTIONS.get(call))
         with paused_gc():
             accounts = normalizer.add_items(call, compacting(answer.items(), part.nodes))
         if answer.rest.get("nextLink"):
@@ -126,8 +127,9 @@ class _Answer:
     """One `az ... -o json` file read as a stream: a list of resources, or an ARM page (`{"value": [...]}`)
     whose other members (`rest`: a nextLink) are kept."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, fields: Any = None) -> None:
         self.path = path
+        self.fields = fields  # the projection the normalizer needs of each item (sources/projected.py)
         self.rest: dict[str, Any] = {}
         self.listed = False  # the document is a list, or holds one under "value"
 
@@ -138,6 +140,14 @@ class _Answer:
         return at == () and opener == "{"
 
     def items(self) -> Iterator[tuple[str, dict[str, Any]]]:
+        # az's list, read with the fields the normalizer uses only; anything else (an ARM page, a file msgspec
+        # does not read as that) is read in full below.
+        flat = projected.read(self.path, self.fields) if self.fields is not None else None
+        if flat is not None:
+            self.listed = True
+            for position, item in enumerate(flat):
+                yield f"[{position}]", item
+            return
         where = str(self.path)
         for at, value in walk(self.path, self._descend):
             index = at[-1] if at and isinstance(at[-1], int) else None

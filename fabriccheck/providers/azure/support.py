@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import ipaddress
 import re
+from collections.abc import Hashable
 from typing import TYPE_CHECKING
 
 from fabriccheck.cloud import (
@@ -287,6 +288,43 @@ class AzureSupport(CloudSupport):
         return []
 
     # ---------------------------------------------------------------------------------------- facts
+
+    def node_shape(self, node: Node, context: FactContext) -> Hashable | None:
+        """Azure node facts read the node's scope, zone, size, image, placement, its extensions and each NIC's
+        accelerated networking (found by the VM's and NICs' ids), and the names of NICs without it: with those
+        looked up, VMs alike share their facts (the VMs of a scale set, those of an availability set whose NICs
+        are all accelerated)."""
+        if node.spec is not None:
+            return None
+        index = _index(context)
+        nics = []
+        for interface in node.interfaces:
+            nic = index.nics.get((node.account, interface.id.lower()))
+            accelerated = "unseen" if nic is None else bool(nic.accelerated_networking)
+            nics.append(
+                (
+                    interface.interface_type,
+                    interface.network,
+                    interface.subnet,
+                    interface.public_ip,
+                    interface.network_card_index,
+                    interface.device_index,
+                    accelerated,
+                    None if accelerated is True else short_name(interface.id),  # named in the facts
+                )
+            )
+        extensions = index.extensions.get((node.account, node.id.lower()), ())
+        return (
+            node.origin,
+            node.account,
+            node.region,
+            node.zone,
+            node.instance_type,
+            node.image,
+            tuple((p.kind, p.id) for p in node.placement),
+            tuple((e.publisher, e.type) for e in extensions),
+            tuple(nics),
+        )
 
     def node_facts(self, node: Node, context: FactContext) -> Facts:
         index = _index(context)

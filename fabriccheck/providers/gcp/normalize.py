@@ -262,6 +262,7 @@ class InstanceFields(TypedDict, total=False):
     metadata: _MetadataFields
     resourceStatus: Any
 
+
 _NIC_FACTS = (
     *INTERFACE_FACTS, "rdma_profile", "rdma_profile_networks", "non_rdma_on_rdma_vpc", "extra_nics",
     "recommended_mtu", "gpu_mtu", "gpu_mtus", "gpu_firewall", "gpu_firewall_networks",

@@ -207,7 +207,7 @@ class GcpSupport(CloudSupport):
 
     # ---------------------------------------------------------------------------------------- facts
 
-    def node_shape(self, node: Node) -> Hashable | None:
+    def node_shape(self, node: Node, context: FactContext) -> Hashable | None:
         """GCP node facts (node_facts below and the neutral ones) and the GPU NIC attachment read the node's
         origin, project, region, zone, machine type and NICs only; a planned node (spec) keeps its own."""
         if node.spec is not None:
