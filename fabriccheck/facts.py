@@ -110,8 +110,9 @@ class FactBuilder:
         self._families: dict[tuple[str, str], str] = {}
         self._neutral: dict[tuple[Any, ...], Facts] = {}
         # Node facts by the node's shape (CloudSupport.node_shape): a pool's nodes share them.
-        self._shapes: dict[int, Any] = {}
-        self._by_shape: dict[Any, Facts] = {}
+        self._shapes: dict[int, int | None] = {}  # id(node) -> its shape's number
+        self._numbers: dict[Any, int] = {}  # shape -> number
+        self._by_shape: dict[int, Facts] = {}
 
     # ---------------------------------------------------------------------------------------- context
 
@@ -156,12 +157,16 @@ class FactBuilder:
             cached = self._node_facts[id(node)] = self._shaped_node(node)
         return cached
 
-    def _shape(self, node: Node) -> Any:
-        shape = self._shapes.get(id(node), _UNSEEN)
-        if shape is _UNSEEN:
+    def _shape(self, node: Node) -> int | None:
+        """The number of the node's shape (CloudSupport.node_shape), or None when its facts are its own."""
+        found: int | None = self._shapes.get(id(node), _UNSEEN)
+        if found is _UNSEEN:
             # Facts a node's source left unknown are its own: such a node shares nothing.
-            shape = self._shapes[id(node)] = None if node.unknown else support(node.provider).node_shape(node, self)
-        return shape
+            shape = None if node.unknown else support(node.provider).node_shape(node, self)
+            # Numbered, so that later lookups hash an int rather than the shape's nested tuples.
+            number = None if shape is None else self._numbers.setdefault(shape, len(self._numbers))
+            found = self._shapes[id(node)] = number
+        return found
 
     def _shaped_node(self, node: Node) -> Facts:
         """A node's facts: those of its shape (built once, from the first node of that shape) with its name."""
@@ -260,21 +265,28 @@ class FactBuilder:
 
     def _build_cluster(self, cluster: Cluster) -> Facts:
         cloud = support(cluster.provider)
-        nodes = [self.node(n) for n in cluster.nodes]
-        fabric_nodes = [f for f in nodes if f["fabric_expected"]]
-        types = sorted({n.instance_type or "" for n in cluster.nodes})
+        # Nodes of one shape have the same facts but for their names: the sums and sets below are taken over the
+        # distinct shapes, each counted as many times as it has nodes (a pool of 500 is read once).
+        groups: dict[tuple[int, int], tuple[Facts, list[int]]] = {}
         fabric_subnets: set[str] = set()
-        shapes: set[Any] = set()
-        for node in cluster.nodes:  # nodes of one shape attach the same subnets: one of them is read
+        for node in cluster.nodes:
             shape = self._shape(node)
-            if shape is None or shape not in shapes:
-                shapes.add(shape)
+            key = (0, id(node)) if shape is None else (1, shape)  # a node of its own, or a shape
+            group = groups.get(key)
+            if group is None:
+                groups[key] = (self.node(node), [1])
                 fabric_subnets.update(i.subnet for i in self.attachment(node).interfaces if i.subnet)
+            else:
+                group[1][0] += 1
+        counted = [(facts, count[0]) for facts, count in groups.values()]
+        distinct = [facts for facts, _ in counted]
+        types = sorted({n.instance_type or "" for n in cluster.nodes})
+        fabric_nodes = sum(n for f, n in counted if f["fabric_expected"])
         size = 0 if cluster.spec else cluster.size
         # A node whose interfaces could not be read (a misshapen live answer) tells nothing of the cluster's
         # networks or attachment: the cluster facts drawn from them are counted without it and called unknown.
-        unread = [f["unknown"]["network"] for f in nodes if "network" in f["unknown"]]
-        read = [f for f in nodes if "network" not in f["unknown"]] if unread else nodes
+        unread = [f["unknown"]["network"] for f in distinct if "network" in f["unknown"]]
+        read = [f for f in distinct if "network" not in f["unknown"]] if unread else distinct
         facts: Facts = {
             "id": cluster.id,
             "signal": cluster.signal,
@@ -282,23 +294,25 @@ class FactBuilder:
             # A template or plan launches a group: judge it as the multi-node cluster it is meant to be.
             "multi_node": cluster.spec or cluster.size > 1,
             "spec": cluster.spec,
-            "gpus": sum(f["accelerators"] for f in nodes),
+            "gpus": sum(f["accelerators"] * n for f, n in counted),
             # A cluster whose fabric matters: two or more nodes that have (or should have) a fabric.
-            "fabric_cluster": bool(fabric_nodes) if cluster.spec else cluster.size > 1 and len(fabric_nodes) > 1,
-            "fabric_nodes": len(fabric_nodes),
-            "fabric_attached_nodes": sum(1 for f in nodes if f["fabric"]["attached"] > 0 or "fabric" in f["unknown"]),
-            "zones": len({f["zone"] for f in nodes}),
-            "zone_names": ", ".join(sorted({f["zone"] or "?" for f in nodes})),
+            "fabric_cluster": bool(fabric_nodes) if cluster.spec else cluster.size > 1 and fabric_nodes > 1,
+            "fabric_nodes": fabric_nodes,
+            "fabric_attached_nodes": sum(
+                n for f, n in counted if f["fabric"]["attached"] > 0 or "fabric" in f["unknown"]
+            ),
+            "zones": len({f["zone"] for f in distinct}),
+            "zone_names": ", ".join(sorted({f["zone"] or "?" for f in distinct})),
             "networks": len({f["network"] for f in read}),
             "network_names": ", ".join(sorted({f["network"] or "?" for f in read})),
-            "regions": len({f["region"] for f in nodes}),
+            "regions": len({f["region"] for f in distinct}),
             "fabric_subnets": len(fabric_subnets),
             "fabric_subnet_names": ", ".join(sorted(fabric_subnets)),
             "types": types,
             "type_names": ", ".join(types),
             "topology": self._topology(cluster),
-            "choice": self._choice(cluster, nodes),
-            "unknown_types": ", ".join(sorted({f["instance_type"] for f in nodes if not f["fabric"]["known"]})),
+            "choice": self._choice(cluster, distinct),
+            "unknown_types": ", ".join(sorted({f["instance_type"] for f in distinct if not f["fabric"]["known"]})),
             "unknown": {},
         }
         if facts["unknown_types"]:
@@ -311,7 +325,7 @@ class FactBuilder:
                 ("networks", "network_names", "fabric_attached_nodes", "fabric_subnets", "fabric_subnet_names"),
                 unread[0],
             )
-        extra = cloud.cluster_facts(cluster.nodes, nodes, self)
+        extra = cloud.cluster_facts(cluster.nodes, [self.node(n) for n in cluster.nodes], self)
         facts["unknown"] = facts["unknown"] | extra.pop("unknown", {})
         facts.update(extra)
         return facts

@@ -303,11 +303,17 @@ class GcpSupport(CloudSupport):
 
     def _placement(self, nodes: list[Node], context: FactContext) -> tuple[Facts, dict[str, str]]:
         index = _index(context)
-        names = sorted({node.placed_by(RESOURCE_POLICY) or "" for node in nodes})
+        # The nodes of a pool are placed alike: each distinct scope, type and placement is read once.
+        kinds: dict[tuple[object, ...], Node] = {}
+        for node in nodes:
+            placed = tuple((p.kind, p.id) for p in node.placement)
+            kinds.setdefault((node.account, node.region, node.instance_type, placed), node)
+        alike = list(kinds.values())
+        names = sorted({node.placed_by(RESOURCE_POLICY) or "" for node in alike})
         policies: list[ResourcePolicy] = []
         unseen: set[str] = set()
         none = False
-        for node in nodes:
+        for node in alike:
             found = [p.id for p in node.placement if p.kind == RESOURCE_POLICY]
             if not found:
                 none = True
@@ -320,8 +326,8 @@ class GcpSupport(CloudSupport):
                     policies.append(policy)
         unknown: dict[str, str] = {}
         distinct = {(p.account, p.region, p.name): p for p in policies}
-        if not all(context.has(n, "resource_policies") for n in nodes):
-            missing = sorted({n.account for n in nodes if not context.has(n, "resource_policies")})
+        if not all(context.has(n, "resource_policies") for n in alike):
+            missing = sorted({n.account for n in alike if not context.has(n, "resource_policies")})
             verdict = "unknown"
             unknown["placement"] = f"resource policies were not collected for project {', '.join(missing)}"
         elif unseen:
@@ -338,7 +344,7 @@ class GcpSupport(CloudSupport):
         dense = all(
             node.placed_by(FLEX_START)
             or (node.placed_by(RESERVATION) and self.family(node.instance_type or "") in DENSE_RESERVATION_FAMILIES)
-            for node in nodes
+            for node in alike
         )
         distances = [p.max_distance for p in distinct.values()]
         known_distance = bool(distinct) and all(p.max_distance_known for p in distinct.values())
