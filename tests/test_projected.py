@@ -253,3 +253,23 @@ def test_gcp_instances_of_a_pool_share_their_facts_and_others_keep_their_own(tmp
             assert shared.node(node) == alone.node(node), node.id
             assert shared.attachment(node) == alone.attachment(node), node.id
         assert 0 < len(shared._by_shape) < len(inventory.nodes)
+
+
+def test_azure_vms_built_without_validation_are_the_validated_models() -> None:
+    from fabriccheck.model import NetworkInterface, Node
+    from fabriccheck.resources.azure import Nic
+
+    for name, files in _azure_answers():
+        normalizer = azure_normalize.Normalizer(Inventory(), None, lambda call: call.dump_file)
+        for call in azure_normalize.CALLS:
+            normalizer.add(call, files.get(call.dump_file, []))
+        inventory = normalizer.inventory
+        assert inventory.nodes, name
+        for node in inventory.nodes:
+            assert list(node.__dict__) == list(Node.model_fields), node.id  # every field, in order
+            assert Node.model_validate(node.model_dump()) == node, node.id
+            for nic in node.interfaces:
+                assert list(nic.__dict__) == list(NetworkInterface.model_fields), nic.id
+        for record in inventory.azure.nics:
+            assert list(record.__dict__) == list(Nic.model_fields), record.id
+            assert Nic.model_validate(record.model_dump()) == record, record.id

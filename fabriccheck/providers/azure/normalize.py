@@ -46,7 +46,7 @@ from fabriccheck.resources.azure import (
 )
 from fabriccheck.sources.common import BAD_RESPONSE, Scope, describe, unexpected_shape
 from fabriccheck.sources.items import INTERFACE_FACTS, ITEM_ERRORS, named, salvage, unknown_because
-from fabriccheck.trusted import build
+from fabriccheck.trusted import build, maker
 
 
 @dataclass(frozen=True)
@@ -500,14 +500,16 @@ class Normalizer:
         storage = props.get("storageProfile") or {}
         interfaces: list[dict[str, Any]] = []
         configs = _nic_configs(props.get("networkProfileConfiguration"))
+        # Every model below is written out whole, its fields in declaration order, so that it can be made without
+        # validation (trusted.py): the values are ones this method made (str(), lower-cased ids, its own indexes)
+        # or a validated model's. tests/test_projected.py checks them against validation.
         if uniform:
             # A Uniform scale set's VM: its NICs live under the scale set, not in the subscription's NIC list;
             # their settings are the VM's networkProfileConfiguration, else the scale set's model.
             for index, config in enumerate(configs or (scale_set.nics if scale_set else [])):
                 nic_id = f"{resource_id}/networkinterfaces/{config.name.lower()}"
                 azure.nics.append(
-                    build(
-                        Nic,
+                    _make_nic(
                         {
                             "account": account,
                             "region": region,
@@ -515,18 +517,10 @@ class Normalizer:
                             "accelerated_networking": config.accelerated_networking,
                             "subnet": config.subnet,
                             "virtual_machine": resource_id,
-                        },
+                        }
                     )
                 )
-                interfaces.append(
-                    {
-                        "id": nic_id,
-                        "interface_type": "nic",
-                        "network": vnet_of_subnet(config.subnet),
-                        "subnet": config.subnet,
-                        "device_index": index,
-                    }
-                )
+                interfaces.append(_interface(nic_id, vnet_of_subnet(config.subnet), config.subnet, index))
         else:
             refs = (props.get("networkProfile") or {}).get("networkInterfaces") or []
             if self.per_item and not (isinstance(refs, list) and all(_id(ref) for ref in refs)):
@@ -536,15 +530,15 @@ class Normalizer:
                 ref_id = _id(ref)
                 if ref_id:
                     primary = bool(_props(ref).get("primary"))
-                    interfaces.append(
-                        {"id": ref_id, "interface_type": "nic", "device_index": 0 if primary else index + 1}
-                    )
+                    interfaces.append(_interface(ref_id, None, None, 0 if primary else index + 1))
         zones = item.get("zones") or []
         values = {
-            "id": str(item["id"]),
-            "provider": "azure",
             "account": account,
             "region": region,
+            "id": str(item["id"]),
+            "provider": "azure",
+            "origin": "running",
+            "spec": None,
             "zone": f"{region}-{zones[0]}" if zones else None,
             "instance_type": size,
             "state": "running",
@@ -552,14 +546,15 @@ class Normalizer:
             "tags": _tags(item.get("tags")),
             "interfaces": interfaces,
             "placement": placement,
+            "network_nodes": None,
+            "source": None,
+            "unknown": {},
         }
         if size is None or type(size) is str:
-            # Every value is one this method made (str(), lower-cased ids, its own indexes) or a model's: built
-            # without validation (trusted.py), about 10 µs a VM less. A size of another type is validated.
-            values["interfaces"] = [build(NetworkInterface, nic) for nic in interfaces]
-            values["placement"] = [build(Placement, place) for place in placement]
-            node = build(Node, values)
-        else:
+            values["interfaces"] = [_make_interface(nic) for nic in interfaces]
+            values["placement"] = [_make_placement(place) for place in placement]
+            node = _make_node(values)
+        else:  # a size of another type: validated, so that the error names it
             node = Node.model_validate(values)
         if self.per_item and not uniform and props.get("networkProfile") is None and not self._salvaging:
             # A VM's answer always holds its network profile: without it, its NICs are unknown, not absent.
@@ -666,4 +661,24 @@ def role_definition() -> dict[str, Any]:
         "DataActions": [],
         "NotDataActions": [],
         "AssignableScopes": ["/subscriptions/SUBSCRIPTION_ID"],
+    }
+
+
+_make_node = maker(Node)
+_make_interface = maker(NetworkInterface)
+_make_placement = maker(Placement)
+_make_nic = maker(Nic)
+
+
+def _interface(nic_id: str, network: str | None, subnet: str | None, device_index: int) -> dict[str, Any]:
+    """A VM's NIC, every field in declaration order (NetworkInterface)."""
+    return {
+        "id": nic_id,
+        "interface_type": "nic",
+        "network": network,
+        "subnet": subnet,
+        "security_groups": [],
+        "public_ip": False,
+        "network_card_index": 0,
+        "device_index": device_index,
     }
