@@ -273,3 +273,12 @@ def test_azure_vms_built_without_validation_are_the_validated_models() -> None:
         for record in inventory.azure.nics:
             assert list(record.__dict__) == list(Nic.model_fields), record.id
             assert Nic.model_validate(record.model_dump()) == record, record.id
+
+
+def test_an_instance_with_a_value_that_cannot_be_a_key_is_read_on_its_own() -> None:
+    item = fleet(2).instances[0]
+    item["labels"] = {"team": ["a", "b"]}  # not what the API sends; the node still reads as before
+    normalizer = Normalizer(Inventory(), "p", lambda call: "x")
+    node = normalizer._node(copy.deepcopy(item), "p")
+    assert node.tags["team"] == "['a', 'b']" and normalizer._pools == {}
+    assert node.model_dump_json() == normalizer._read_node(item, "p").model_dump_json()

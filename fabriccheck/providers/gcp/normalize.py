@@ -394,7 +394,12 @@ class Normalizer:
 
     def _node(self, inst: dict[str, Any], project: str) -> Node:
         key = _pool_key(inst, project)
-        template = self._pools.get(key) if key is not None else None
+        template = None
+        if key is not None:
+            try:
+                template = self._pools.get(key)
+            except TypeError:  # a value that cannot be a key (a misshapen answer): read on its own
+                key = None
         name = inst.get("name")
         if template is not None and type(name) is str:
             return template.stamp(name, inst)
@@ -520,7 +525,6 @@ def _pool_key(inst: dict[str, Any], project: str) -> tuple[Any, ...] | None:
             tuple(labels.items()),
             group,
         )
-        hash(key)
     except (AttributeError, TypeError):  # a misshapen value: read on its own
         return None
     return key
