@@ -184,8 +184,16 @@ def test_cli_every_format_marks_waived_findings_and_exit_code_follows(tmp_path: 
     assert any("stale" in n for n in report["notes"])
     text = run(*base).stdout
     assert "waived: bert is isolated on purpose (until 2099-01-01)" in text and "AWS110" in text
+    # The cluster whose every finding is waived shows that in the top table and its block, not "error".
+    bert_row = next(line for line in text.splitlines() if "bert-ft" in line and "GPU-h/day" not in line)
+    assert " waived " in bert_row and "error" not in bert_row
+    assert "2 findings, none failing the gate" in text
+    unwaived_text = run("demo", "--select", "AWS110").stdout
+    assert " error " in next(line for line in unwaived_text.splitlines() if "bert-ft" in line)
     markdown = run(*base, "-f", "markdown").stdout
     assert "**Not failing:** waived: bert is isolated on purpose" in markdown
+    assert "none failing the gate (waived or in the baseline)" in markdown
+    assert any("bert-ft" in line and "| waived |" in line for line in markdown.splitlines())
     junit = ET.fromstring(run(*base, "-f", "junit").stdout)
     assert junit.get("failures") == "0" and junit.find(".//testcase") is not None
     assert "waived: bert is isolated on purpose" in ET.tostring(junit, encoding="unicode")

@@ -27,6 +27,7 @@ from fabriccheck.reports.text import (
     status_counts,
     suppressed,
     worst,
+    worst_cell,
 )
 
 LIMIT = 65_000  # GitHub rejects comments over 65,536 characters
@@ -107,7 +108,7 @@ def _top_table(order: list[ClusterReport], by_cluster: dict[str | None, list[Fin
         "|---:|---|---:|---|---:|---:|",
     ]
     for rank, c in enumerate(attention[:TOP], 1):
-        severity = worst(by_cluster.get(c.id, [])) or ("incomplete" if c.status == "incomplete" else "—")
+        severity = worst_cell(c, by_cluster.get(c.id, []))
         out.append(
             f"| {rank} | {md_code(c.id, table=True)} | {len(c.nodes):,} | {severity} | "
             f"{slowdown_cell(c.penalty)} | {gpu_hours_cell(c.penalty)} |"
@@ -159,8 +160,10 @@ def _finding_sections(findings: list[Finding], seen: set[str]) -> list[str]:
 
 
 def _cluster_section(rank: int, c: ClusterReport, findings: list[Finding], seen: set[str]) -> list[str]:
-    severity = worst(findings)
-    if findings:
+    severity = worst(f for f in findings if f.gates)
+    if findings and not severity:
+        status = f"{plural(len(findings), 'finding')}, none failing the gate (waived or in the baseline)"
+    elif findings:
         status = f"{plural(len(findings), 'finding')}, worst {severity}"
     elif c.status == "incomplete":
         status = "not fully judged"

@@ -103,6 +103,17 @@ def worst(findings: Iterable[Finding]) -> str | None:
     return max((f.severity for f in findings), key=SEVERITY_RANK.__getitem__, default=None)
 
 
+def worst_cell(c: ClusterReport, findings: list[Finding]) -> str:
+    """A cluster's "worst" column: the worst severity among findings that fail the gate. A cluster whose every
+    finding is waived or in the baseline says so, rather than showing an error nobody is asked to act on."""
+    gating = worst(f for f in findings if f.gates)
+    if gating:
+        return gating
+    if findings:
+        return "waived" if all(f.waiver for f in findings) else "accepted"  # waived or in the baseline
+    return "incomplete" if c.status == "incomplete" else "—"
+
+
 def ranked(report: Report) -> list[ClusterReport]:
     """Clusters worst first: most extra GPU-hours a day (high end), then worst severity, then findings before
     incomplete before clean, then id. The text and markdown reports share this order."""
@@ -110,7 +121,7 @@ def ranked(report: Report) -> list[ClusterReport]:
 
     def key(c: ClusterReport) -> tuple[float, int, int, str]:
         hours = c.penalty.extra_gpu_hours_per_day.high if c.penalty.estimated else 0.0
-        severity = worst(by_cluster.get(c.id, []))
+        severity = worst(f for f in by_cluster.get(c.id, []) if f.gates)
         return (-hours, -SEVERITY_RANK.get(severity or "", -1), _STATUS_RANK.get(c.status, 0), c.id)
 
     return sorted(report.clusters, key=key)
@@ -239,7 +250,7 @@ def _top_table(page: _Page, clusters: list[ClusterReport], by_cluster: dict[str 
     prefix = common_prefix([c.id for c in clusters])
     rows = []
     for rank, c in enumerate(shown, 1):
-        severity = worst(by_cluster.get(c.id, [])) or ("incomplete" if c.status == "incomplete" else "—")
+        severity = worst_cell(c, by_cluster.get(c.id, []))
         rows.append(
             (
                 str(rank),
@@ -331,8 +342,10 @@ def _not_judged(page: _Page, c: ClusterReport) -> None:
 
 
 def _cluster_block(page: _Page, c: ClusterReport, findings: list[Finding], verbose: bool) -> None:
-    severity = worst(findings)
-    if findings:
+    severity = worst(f for f in findings if f.gates)
+    if findings and not severity:  # every finding waived or in the baseline
+        status, style = f"{plural(len(findings), 'finding')}, none failing the gate", "dim"
+    elif findings:
         status, style = plural(len(findings), "finding"), STYLE[severity or "info"]
     elif c.status == "incomplete":
         status, style = "incomplete: not fully judged", STYLE["incomplete"]
