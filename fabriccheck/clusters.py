@@ -118,8 +118,9 @@ def _role(cluster: Cluster) -> tuple[str, str]:
 
 
 def spec_clusters(inventory: Inventory) -> list[Cluster]:
-    """One cluster per spec: the group a template or plan would launch."""
-    return [
+    """One cluster per spec: the group a template or plan would launch, with its role (the template's role tag,
+    or its type's), as a running cluster has."""
+    specs = [
         Cluster(
             id=f"{spec.provider}:{spec.account}:{spec.region}:{spec.spec.kind if spec.spec else 'spec'}/{spec.id}",
             provider=spec.provider,
@@ -130,3 +131,6 @@ def spec_clusters(inventory: Inventory) -> list[Cluster]:
         )
         for spec in inventory.specs
     ]
+    for cluster in specs:
+        cluster.role, cluster.role_reason = _role(cluster)
+    return specs

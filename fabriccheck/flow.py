@@ -174,10 +174,12 @@ def run(inventory: Inventory, options: Options) -> Report:
         if not rules:
             raise FabricCheckError(f"no rule to run on {', '.join(sorted(clouds))} (see: fabriccheck rules)")
     every_cluster = build_clusters(inventory, options.cluster_tag)
-    config.assign_roles(every_cluster, options.roles)
+    specs = spec_clusters(inventory)
+    # The config names clusters outright: templates and planned groups (specs) as well as running ones.
+    config.assign_roles([*every_cluster, *specs], options.roles)
     clusters = [c for c in every_cluster if c.judged]
     facts = FactBuilder(inventory)
-    evaluation = engine.judge(rules, inventory, clusters, facts, spec_clusters(inventory))
+    evaluation = engine.judge(rules, inventory, clusters, facts, [c for c in specs if c.judged])
     findings = evaluation.findings
     if options.severity:
         config.override_severity(findings, options.severity, _rules(options, None))
@@ -227,7 +229,7 @@ def run(inventory: Inventory, options: Options) -> Report:
             role=c.role,
             reason=c.role_reason,
         )
-        for c in every_cluster
+        for c in [*every_cluster, *specs]
         if not c.judged
     ]
 

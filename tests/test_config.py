@@ -177,3 +177,19 @@ def test_cli_errors_are_one_line_exit_2(tmp_path: Path) -> None:
     (tmp_path / "fabriccheck.toml").unlink()
     line = one_clean_line(run("config", cwd=tmp_path, env=env | {"FABRICCHECK_SEVERITY": "nosuch=info"}))
     assert "severity override nosuch" in line and line.endswith("(set by env FABRICCHECK_SEVERITY)")
+
+
+def test_config_roles_name_templates_too(tmp_path: Path) -> None:
+    """A launch template (a spec) named by [roles] is skipped like a running cluster, and listed as skipped."""
+    env = env_without_settings()
+    base = ["demo", "--select", "AWS140", "-f", "json"]
+    before = json.loads(run(*base, cwd=tmp_path, env=env).stdout)
+    assert [f["resources"] for f in before["findings"]] == [["lt-0000000000000a002:1"]]
+    (tmp_path / "fabriccheck.toml").write_text('[roles]\n"*lt-0000000000000a002*" = "inference"\n')
+    after = json.loads(run(*base, cwd=tmp_path, env=env).stdout)
+    assert after["findings"] == []
+    skipped = [s for s in after["skipped_clusters"] if "lt-0000000000000a002" in s["id"]]
+    assert sorted((s["role"], *s["nodes"]) for s in skipped) == [  # both versions of the template
+        ("inference", "lt-0000000000000a002:1"),
+        ("inference", "lt-0000000000000a002:2"),
+    ]
