@@ -31,7 +31,7 @@ from fabriccheck.providers.gcp.support import (
 from fabriccheck.resources.gcp import GLOBAL, FirewallRule, Network, ResourcePolicy, Subnetwork
 from fabriccheck.sources.common import BAD_RESPONSE, Scope, Shape, describe, unexpected_shape
 from fabriccheck.sources.items import INTERFACE_FACTS, ITEM_ERRORS, named, salvage, unknown_because
-from fabriccheck.trusted import build, complete, maker
+from fabriccheck.trusted import build, complete
 
 
 @dataclass(frozen=True)
@@ -284,7 +284,7 @@ class Normalizer:
         # A live answer is read item by item: a misshapen instance is recorded and the others stand.
         self.per_item = False
         self._policies: dict[tuple[str, str, str], ResourcePolicy] = {}
-        self._nics: dict[tuple[Any, ...], tuple[str, dict[str, Any]]] = {}
+        self._nics: dict[tuple[Any, ...], NetworkInterface] = {}  # NIC shape -> the one interface of that shape
         self._pools: dict[tuple[Any, ...], _Pool] = {}  # instance alike but for its name -> its template
         self._facts: dict[str, set[str]] = {}  # fact -> projects whose answer was read in full
 
@@ -411,14 +411,15 @@ class Normalizer:
     def _read_node(self, inst: dict[str, Any], project: str) -> Node:
         zone = last(inst["zone"]) if inst.get("zone") else None
         region = region_of_zone(zone) or "unknown"
-        interfaces = []
+        interfaces: list[Any] = []
         # Built without validation when every value is one this method made or a NIC shape already validated;
         # otherwise validated as a whole, so a misshapen answer fails with pydantic's message as before.
         name_is_str = isinstance(inst["name"], str)
-        unchecked: list[tuple[tuple[Any, ...], tuple[str, dict[str, Any]]]] = []
-        known, prefix = self._nics, f"{inst['name']}/"
+        unchecked: list[tuple[tuple[Any, ...], int]] = []  # NIC shapes first seen here, and where
+        known = self._nics
         for i, nic in enumerate(inst.get("networkInterfaces") or ()):
-            # The NICs of a pool repeat the same networks, types and names: each distinct NIC is read once.
+            # The NICs of a pool repeat the same names, types and networks, and a GCP NIC is known by its name
+            # within its instance (the API gives no other id): instances share one NetworkInterface per shape.
             get = nic.get
             key = (
                 i,
@@ -429,17 +430,13 @@ class Normalizer:
                 bool(get("accessConfigs") or get("ipv6AccessConfigs")),
             )
             try:
-                name, fields = known[key]
+                interfaces.append(known[key])
+                continue
             except KeyError:
-                name, fields = _interface(i, nic)
-                unchecked.append((key, (name, fields)))
+                unchecked.append((key, len(interfaces)))
             except TypeError:  # a value that cannot be a key (a misshapen answer): read this NIC as it is
-                name, fields = _interface(i, nic)
                 name_is_str = False
-            fields = fields.copy()  # every field of the interface, in order
-            fields["id"] = prefix + name
-            fields["security_groups"] = []
-            interfaces.append(fields)
+            interfaces.append(_interface(i, nic))
         placement = []
         for url in inst.get("resourcePolicies") or ():
             name = last(url)
@@ -472,18 +469,15 @@ class Normalizer:
             "network_nodes": _topology((inst.get("resourceStatus") or {}).get("physicalHost")),
         }
         if name_is_str and not unchecked:
-            node_values["interfaces"] = [_make_interface(nic) for nic in interfaces]
             node_values["placement"] = [build(Placement, place) for place in placement]
             return build(Node, node_values)
-        node = Node.model_validate(node_values)
-        self._nics.update(unchecked)
+        node = Node.model_validate(node_values)  # the NICs already known are kept as they are
+        for key, position in unchecked:
+            known[key] = node.interfaces[position]
         return node
 
 
-_make_interface = maker(NetworkInterface)
 _stamp_node = compacted_maker(Node)
-_stamp_interface = compacted_maker(NetworkInterface)
-_stamp_placement = compacted_maker(Placement)
 
 
 def _pool_key(inst: dict[str, Any], project: str) -> tuple[Any, ...] | None:
@@ -532,17 +526,14 @@ def _pool_key(inst: dict[str, Any], project: str) -> tuple[Any, ...] | None:
 
 class _Pool:
     """What the instances of one pool share: the node `_read_node` made of the first, its values interned, to be
-    stamped with each other instance's name (and NIC ids) and physical host. Stamping is a few dict copies;
-    reading an instance is a hundred steps, and a pool holds hundreds of instances."""
+    stamped with each other instance's name and physical host. Its interfaces and placements are the same
+    objects on every instance of the pool (nothing changes them after normalizing). Stamping is a few dict
+    copies; reading an instance is a hundred steps, and a pool holds hundreds of instances."""
 
     __slots__ = ("interfaces", "node", "placement", "tags")
 
     def __init__(
-        self,
-        node: dict[str, Any],
-        interfaces: list[tuple[str, dict[str, Any]]],
-        placement: list[dict[str, Any]],
-        tags: dict[str, str],
+        self, node: dict[str, Any], interfaces: list[NetworkInterface], placement: list[Placement], tags: dict[str, str]
     ) -> None:
         self.node = node
         self.interfaces = interfaces
@@ -556,43 +547,28 @@ class _Pool:
         for name in ("account", "region", "zone", "instance_type", "state", "provider", "origin"):
             if type(values[name]) is str:
                 values[name] = intern(values[name])
-        interfaces = []
-        for nic in node.interfaces:
-            fields = dict(nic.__dict__)
-            for name in ("interface_type", "network", "subnet"):
-                if type(fields[name]) is str:
-                    fields[name] = intern(fields[name])
-            interfaces.append((nic.id[len(node.id) + 1 :], fields))  # the id is NAME/NIC
-        placement = [{"kind": intern(p.kind), "id": intern(p.id)} for p in node.placement]
         tags = {intern(k): intern(v) for k, v in node.tags.items()}
-        return cls(values, interfaces, placement, tags)
+        return cls(values, list(node.interfaces), list(node.placement), tags)
 
     def stamp(self, name: str, inst: dict[str, Any]) -> Node:
         values = self.node.copy()
         values["id"] = name
-        prefix = name + "/"
-        interfaces = []
-        for nic_name, fields in self.interfaces:
-            nic = fields.copy()
-            nic["id"] = prefix + nic_name
-            nic["security_groups"] = []
-            interfaces.append(_stamp_interface(nic))
-        values["interfaces"] = interfaces
-        values["placement"] = [_stamp_placement(p.copy()) for p in self.placement]
+        values["interfaces"] = self.interfaces.copy()
+        values["placement"] = self.placement.copy()
         values["tags"] = self.tags.copy()
         values["unknown"] = {}
         values["network_nodes"] = _topology((inst.get("resourceStatus") or {}).get("physicalHost"))
         return _stamp_node(values)
 
 
-def _interface(i: int, nic: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    """A networkInterfaces[i] entry -> (its name, every field of the interface, its id to be replaced)."""
+def _interface(i: int, nic: dict[str, Any]) -> dict[str, Any]:
+    """A networkInterfaces[i] entry -> every field of the interface; its id is its name (nic0, nic1 ...)."""
     name = str(nic.get("name") or f"nic{i}")
     index = int(name[3:]) if name.startswith("nic") and name[3:].isdigit() else i
-    return name, complete(
+    return complete(
         NetworkInterface,
         {
-            "id": name,  # replaced by the node's
+            "id": name,
             "interface_type": str(nic.get("nicType") or "UNSPECIFIED_NIC_TYPE"),
             "network": short(nic["network"]) if nic.get("network") else None,
             "subnet": short(nic["subnetwork"]) if nic.get("subnetwork") else None,

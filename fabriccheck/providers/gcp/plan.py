@@ -189,7 +189,7 @@ class GcpPlan:
                 continue
             interfaces.append(
                 NetworkInterface(
-                    id=f"{node_id}/nic{i}",
+                    id=f"nic{i}",  # a GCP NIC is known by its name within its instance
                     interface_type=str(nic.get("nic_type") or "UNSPECIFIED_NIC_TYPE"),
                     network=self._network_id(res, "network_interface", i, "network"),
                     subnet=self._subnet_id(res, "network_interface", i, "subnetwork", region=region),
@@ -306,7 +306,7 @@ class GcpPlan:
             why = f"{res.address}: node_config.machine_type is known only after apply"
             unknown = dict.fromkeys(("fabric", "fabric_expected", "accelerators", "accelerator"), why)
         interfaces = [
-            NetworkInterface(id=f"{res.address}/nic0", interface_type="GVNIC", network=host_network, subnet=host_subnet)
+            NetworkInterface(id="nic0", interface_type="GVNIC", network=host_network, subnet=host_subnet)
         ]
         for j, _ in enumerate(extra if isinstance(extra, list) else ()):
             network = self._network_id(res, "network_config", 0, "additional_node_network_configs", j, "network")
@@ -317,7 +317,7 @@ class GcpPlan:
             )
             interfaces.append(
                 NetworkInterface(
-                    id=f"{res.address}/nic{j + 1}",
+                    id=f"nic{j + 1}",
                     interface_type="MRDMA" if rdma else "GVNIC",
                     network=network,
                     subnet=subnet,

@@ -209,20 +209,12 @@ class GcpSupport(CloudSupport):
 
     def node_shape(self, node: Node, context: FactContext) -> Hashable | None:
         """GCP node facts (node_facts below and the neutral ones) and the GPU NIC attachment read the node's
-        origin, project, region, zone, machine type and NICs only; a planned node (spec) keeps its own."""
+        origin, project, region, zone, machine type and NICs only; a planned node (spec) keeps its own. The
+        instances of a pool share their NetworkInterface objects (normalize.py), so the NICs are told apart by
+        identity: the same objects are the same NICs (the inventory holds them while facts are built)."""
         if node.spec is not None:
             return None
-        return (
-            node.origin,
-            node.account,
-            node.region,
-            node.zone,
-            node.instance_type,
-            tuple(
-                (n.interface_type, n.network, n.subnet, n.public_ip, n.network_card_index, n.device_index)
-                for n in node.interfaces
-            ),
-        )
+        return (node.origin, node.account, node.region, node.zone, node.instance_type, *map(id, node.interfaces))
 
     def node_facts(self, node: Node, context: FactContext) -> Facts:
         """The facts depend on the node's scope, zone, type and NICs only: the nodes of one pool share them, so
