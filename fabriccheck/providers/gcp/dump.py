@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from fabriccheck.compact import compacting
+from fabriccheck.compact import Compactor, compacting
 from fabriccheck.errors import FabricCheckError
 from fabriccheck.inventory import Inventory
 from fabriccheck.model import UNKNOWN_ACCOUNT, fact_key
@@ -80,7 +80,13 @@ def _load_folder(folder: Path, project: str | None) -> Inventory:
     for call in present:
         answer = _Answer(folder / call.dump_file, call)
         with paused_gc():
-            normalizer.record(call, normalizer.add_items(call, compacting(answer.items(), part.nodes)))
+            flat = answer.projected()
+            if flat is not None:  # parsed whole with the fields read, each of the API's type: pools share
+                made = len(part.nodes)
+                normalizer.record(call, normalizer.add_items(call, flat, typed=True))
+                Compactor().nodes(part.nodes, made)
+            else:
+                normalizer.record(call, normalizer.add_items(call, compacting(answer.items(), part.nodes)))
         seen |= answer.projects
     normalizer.finish()
     # gcloud prints every field the API returns, so a dump shows groupPlacementPolicy.maxDistance when set.
@@ -125,17 +131,19 @@ class _Answer:
             or (len(at) == 3 and at[2] == self.call.resource and opener == "[")
         )
 
-    def items(self) -> Iterator[tuple[str, dict[str, Any]]]:
-        # gcloud's flat list of instances, read with the fields the normalizer uses only; anything else (an API
-        # answer, a file msgspec does not read as that) is read in full below.
+    def projected(self) -> list[tuple[str, dict[str, Any]]] | None:
+        """gcloud's flat list of instances, read with the fields the normalizer uses only (InstanceFields), or
+        None for anything else (an API answer, a file msgspec does not read as that): then `items`."""
         flat = projected.read(self.path, InstanceFields) if self.call is INSTANCES else None
-        if flat is not None:
-            self.top = "["
-            for index, item in enumerate(flat):
-                if project := project_of(item):
-                    self.projects.add(project)
-                yield f"[{index}]", item
-            return
+        if flat is None:
+            return None
+        self.top = "["
+        for item in flat:
+            if project := project_of(item):
+                self.projects.add(project)
+        return [(f"[{index}]", item) for index, item in enumerate(flat)]
+
+    def items(self) -> Iterator[tuple[str, dict[str, Any]]]:
         shape = Shape(str(self.path))
         resource = self.call.resource
         for at, value in walk(self.path, self._descend):

@@ -233,33 +233,44 @@ _NIC_FIELDS = (("networkInterfaces",),)
 
 
 # What the normalizer reads of an instance (Normalizer._node, _owner, _unreadable and _interface): a dump's
-# instances are parsed with these fields only (sources/projected.py). A field read here must be named here;
-# tests/test_projected.py checks that against every instance the fixtures hold.
+# instances are parsed with these fields only (sources/projected.py), each with the type the Compute API gives
+# it. A field read must be named here (tests/test_projected.py checks that against every instance the fixtures
+# hold); a value of another type makes the file be read in full instead. With these types, instances whose
+# values are equal (==) read the same, which is what lets a pool's instances share one template.
+class _Present(TypedDict, total=False):
+    """An entry only counted: whether a NIC has an external address, not the per-instance address itself."""
+
+
 class _InterfaceFields(TypedDict, total=False):
-    name: Any
-    nicType: Any
-    network: Any
-    subnetwork: Any
-    accessConfigs: Any
-    ipv6AccessConfigs: Any
+    name: str | None
+    nicType: str | None
+    network: str | None
+    subnetwork: str | None
+    accessConfigs: list[_Present] | None
+    ipv6AccessConfigs: list[_Present] | None
+
+
+class _MetadataItem(TypedDict, total=False):
+    key: str
+    value: str
 
 
 class _MetadataFields(TypedDict, total=False):
-    items: Any
+    items: list[_MetadataItem] | None
 
 
 class InstanceFields(TypedDict, total=False):
     name: Any
     selfLink: Any
-    zone: Any
-    machineType: Any
-    status: Any
-    networkInterfaces: list[_InterfaceFields]
-    resourcePolicies: Any
+    zone: str | None
+    machineType: str | None
+    status: str | None
+    networkInterfaces: list[_InterfaceFields] | None
+    resourcePolicies: list[str] | None
     scheduling: Any
     reservationAffinity: Any
-    labels: Any
-    metadata: _MetadataFields
+    labels: dict[str, str] | None
+    metadata: _MetadataFields | None
     resourceStatus: Any
 
 
@@ -286,6 +297,7 @@ class Normalizer:
         self._policies: dict[tuple[str, str, str], ResourcePolicy] = {}
         self._nics: dict[tuple[Any, ...], NetworkInterface] = {}  # NIC shape -> the one interface of that shape
         self._pools: dict[tuple[Any, ...], _Pool] = {}  # instance alike but for its name -> its template
+        self._previous: _Previous | None = None  # the last instance stamped or made a template, and its pool
         self._facts: dict[str, set[str]] = {}  # fact -> projects whose answer was read in full
 
     def add(self, call: GcpCall, doc: Any, collected: bool = True) -> None:
@@ -293,12 +305,13 @@ class Normalizer:
         if collected:
             self.record(call, projects)
 
-    def add_items(self, call: GcpCall, items: Iterable[tuple[str, dict[str, Any]]]) -> set[str]:
+    def add_items(self, call: GcpCall, items: Iterable[tuple[str, dict[str, Any]]], typed: bool = False) -> set[str]:
         """One answer's items as they arrive, each with its path for error messages (a dump file read as a
-        stream hands them over one at a time). Returns the projects the items belong to."""
+        stream hands them over one at a time). `typed`: a projected read (InstanceFields) checked their types.
+        Returns the projects the items belong to."""
         shape = Shape(self.where(call))
         with unexpected_shape(shape.where):
-            return self._add(call, items, shape)
+            return self._add(call, items, shape, typed)
 
     def record(self, call: GcpCall, projects: set[str]) -> None:
         """The answer was read in full: its fact counts as collected for these projects."""
@@ -318,7 +331,7 @@ class Normalizer:
     def _owner(self, item: dict[str, Any]) -> str:
         return self.project or project_of(item) or UNKNOWN_ACCOUNT
 
-    def _add(self, call: GcpCall, items: Iterable[tuple[str, dict[str, Any]]], shape: Shape) -> set[str]:
+    def _add(self, call: GcpCall, items: Iterable[tuple[str, dict[str, Any]]], shape: Shape, typed: bool) -> set[str]:
         gcp = self.inventory.gcp
         owned: set[str] = set()
         for path, item in items:
@@ -327,6 +340,7 @@ class Normalizer:
             if call is RESOURCE_POLICIES:
                 policy = _policy(item, project)
                 self._pools.clear()  # an instance's placement depends on the policies seen
+                self._previous = None
                 gcp.resource_policies.append(policy)
                 self._policies[policy.scope_key(policy.name)] = policy
             elif call is NETWORKS:
@@ -356,7 +370,7 @@ class Normalizer:
                 gcp.firewalls.append(_firewall(item, project))
             else:
                 try:
-                    node = self._node(item, project)
+                    node = self._node(item, project, typed)
                     self.inventory.nodes.append(node)
                     machine = node.instance_type or ""
                     if machine not in self.inventory.capabilities and (cap := cpu_capability(machine)):
@@ -392,20 +406,26 @@ class Normalizer:
             scope.error(INSTANCES.resource, BAD_RESPONSE, f"{where}: {what}: {why}; its fabric facts are unknown")
         )
 
-    def _node(self, inst: dict[str, Any], project: str) -> Node:
-        key = _pool_key(inst, project)
-        template = None
-        if key is not None:
-            try:
-                template = self._pools.get(key)
-            except TypeError:  # a value that cannot be a key (a misshapen answer): read on its own
-                key = None
+    def _node(self, inst: dict[str, Any], project: str, typed: bool) -> Node:
+        """The node of one instance. `typed`: its values have the API's types (a projected dump read checked
+        them), so instances whose values are equal read the same: the instances of a pool are stamped from the
+        node of the first. Other answers (a full parse, a live answer) are read instance by instance."""
         name = inst.get("name")
-        if template is not None and type(name) is str:
-            return template.stamp(name, inst)
-        node = self._read_node(inst, project)
-        if key is not None and type(name) is str:
-            self._pools[key] = _Pool.of(node)
+        if not typed or type(name) is not str:
+            return self._read_node(inst, project)
+        previous = self._previous
+        if previous is not None and previous.alike(inst, project):  # a pool's instances come one after another
+            return previous.pool.stamp(name, inst)
+        key = _pool_key(inst, project)
+        if key is None:
+            return self._read_node(inst, project)
+        pool = self._pools.get(key)
+        if pool is None:
+            node = self._read_node(inst, project)
+            pool = self._pools[key] = _Pool.of(node)
+        else:
+            node = pool.stamp(name, inst)
+        self._previous = _Previous(pool, inst, project)
         return node
 
     def _read_node(self, inst: dict[str, Any], project: str) -> Node:
@@ -559,6 +579,37 @@ class _Pool:
         values["unknown"] = {}
         values["network_nodes"] = _topology((inst.get("resourceStatus") or {}).get("physicalHost"))
         return _stamp_node(values)
+
+
+# What `_Previous.alike` compares: every value `_pool_key` reads. Equal (==) values of the API's types (the
+# projection's) read the same; the name and physical host are the instance's own.
+_ALIKE = (
+    "zone", "machineType", "status", "networkInterfaces", "resourcePolicies", "scheduling", "reservationAffinity",
+    "labels", "metadata",
+)  # fmt: skip
+
+
+class _Previous:
+    """The last instance of a pool seen: the next one usually belongs to the same pool (lists come sorted by
+    name, and a pool names its instances alike), which comparing its values (in C, dict and list equality)
+    tells faster than building its key."""
+
+    __slots__ = ("inst", "pool", "project")
+
+    def __init__(self, pool: _Pool, inst: dict[str, Any], project: str) -> None:
+        self.pool = pool
+        self.inst = inst
+        self.project = project
+
+    def alike(self, inst: dict[str, Any], project: str) -> bool:
+        if project != self.project:
+            return False
+        get, seen = inst.get, self.inst.get
+        for field in _ALIKE:
+            if get(field) != seen(field):
+                return False
+        status = get("resourceStatus")
+        return status is None or type(status) is dict
 
 
 def _interface(i: int, nic: dict[str, Any]) -> dict[str, Any]:

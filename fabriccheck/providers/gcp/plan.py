@@ -305,9 +305,7 @@ class GcpPlan:
         if not machine_type:
             why = f"{res.address}: node_config.machine_type is known only after apply"
             unknown = dict.fromkeys(("fabric", "fabric_expected", "accelerators", "accelerator"), why)
-        interfaces = [
-            NetworkInterface(id="nic0", interface_type="GVNIC", network=host_network, subnet=host_subnet)
-        ]
+        interfaces = [NetworkInterface(id="nic0", interface_type="GVNIC", network=host_network, subnet=host_subnet)]
         for j, _ in enumerate(extra if isinstance(extra, list) else ()):
             network = self._network_id(res, "network_config", 0, "additional_node_network_configs", j, "network")
             known = self.networks.get(network or "")
