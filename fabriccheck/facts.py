@@ -267,11 +267,11 @@ class FactBuilder:
         cloud = support(cluster.provider)
         # Nodes of one shape have the same facts but for their names: the sums and sets below are taken over the
         # distinct shapes, each counted as many times as it has nodes (a pool of 500 is read once).
-        groups: dict[tuple[int, int], tuple[Facts, list[int]]] = {}
+        groups: dict[int, tuple[Facts, list[int]]] = {}
         fabric_subnets: set[str] = set()
         for node in cluster.nodes:
             shape = self._shape(node)
-            key = (0, id(node)) if shape is None else (1, shape)  # a node of its own, or a shape
+            key = -1 - id(node) if shape is None else shape  # a node of its own (negative), or a shape's number
             group = groups.get(key)
             if group is None:
                 groups[key] = (self.node(node), [1])
@@ -280,7 +280,7 @@ class FactBuilder:
                 group[1][0] += 1
         counted = [(facts, count[0]) for facts, count in groups.values()]
         distinct = [facts for facts, _ in counted]
-        types = sorted({n.instance_type or "" for n in cluster.nodes})
+        types = sorted({f["instance_type"] for f in distinct})
         fabric_nodes = sum(n for f, n in counted if f["fabric_expected"])
         size = 0 if cluster.spec else cluster.size
         # A node whose interfaces could not be read (a misshapen live answer) tells nothing of the cluster's
