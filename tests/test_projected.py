@@ -151,6 +151,7 @@ def test_a_gcp_dump_reads_the_same_projected_or_in_full(tmp_path: Path, monkeypa
     build(demo)
     for name, project in (("demo", demo), ("fleet", fleet(300))):
         folder = _dump(tmp_path / name, project)
+        assert projected.read(folder / "instances-list.json", InstanceFields) is not None
         fast = gcp_dump.load_dump(folder)
         with monkeypatch.context() as patch:
             patch.setattr(projected, "read", lambda path, item: None)
@@ -235,6 +236,9 @@ def test_an_azure_dump_reads_the_same_projected_or_in_full(tmp_path: Path, monke
         folder.mkdir(parents=True)
         for file, items in files.items():
             (folder / file).write_text(json.dumps(items, indent=1), encoding="utf-8")
+        for call, fields in azure_normalize.PROJECTIONS.items():  # the projection reads each of these files
+            if files.get(call.dump_file):
+                assert projected.read(folder / call.dump_file, fields) is not None, (name, call.dump_file)
         fast = azure_dump.load_dump(tmp_path / name)
         with monkeypatch.context() as patch:
             patch.setattr(projected, "read", lambda path, item: None)
@@ -305,3 +309,79 @@ def test_an_instance_with_a_value_that_cannot_be_a_key_is_read_on_its_own() -> N
     node = normalizer._node(copy.deepcopy(item), "p", False)  # as a full parse gives it: not typed
     assert node.tags["team"] == "['a', 'b']" and normalizer._pools == {}
     assert node.model_dump_json() == normalizer._read_node(item, "p").model_dump_json()
+
+
+def _change(item: dict[str, Any], path: tuple[Any, ...], value: Any) -> None:
+    for key in path[:-1]:
+        item = item.setdefault(key, {}) if isinstance(item, dict) else item[key]
+    item[path[-1]] = value
+
+
+# Each value a VM's shape is read from, changed on one VM amid others alike: that VM keeps its own value.
+_AZURE_SHAPE_CHANGES = {
+    "vmss-list-instances.json": [
+        (("zones",), ["2"]),
+        (("tags",), {"team": "x"}),
+        (("sku", "name"), "Standard_ND96asr_v4"),
+        (("storageProfile", "imageReference", "offer"), "other"),
+        (("networkProfileConfiguration", "networkInterfaceConfigurations", 0, "enableAcceleratedNetworking"), False),
+        (("networkProfileConfiguration", "networkInterfaceConfigurations", 0, "name"), "other-nic"),
+        (("proximityPlacementGroup",), {"id": "/subscriptions/s/resourceGroups/g/providers/x/ppg-1"}),
+    ],
+    "vm-list.json": [
+        (("hardwareProfile", "vmSize"), "Standard_ND96asr_v4"),
+        (("availabilitySet", "id"), "/subscriptions/s/resourceGroups/g/providers/x/availabilitySets/other"),
+        (("storageProfile", "imageReference", "sku"), "other"),
+        (("location",), "westus"),
+    ],
+}
+
+
+def test_an_azure_vm_unlike_its_neighbours_keeps_its_own_shape(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    subscription = azure_builder.fleet(400)
+    cli = {f: azure_builder.flatten(items) for f, items in subscription.files.items()}
+    for file, changes in _AZURE_SHAPE_CHANGES.items():
+        for number, (path, value) in enumerate(changes):
+            files = copy.deepcopy(cli)
+            _change(files[file][5], path, value)  # VM 5 of a run of alike VMs
+            folder = tmp_path / f"{file}-{number}" / azure_builder.SUBSCRIPTION
+            folder.mkdir(parents=True)
+            for name, items in files.items():
+                (folder / name).write_text(json.dumps(items), encoding="utf-8")
+            fast = azure_dump.load_dump(folder.parent)
+            with monkeypatch.context() as patch:
+                patch.setattr(projected, "read", lambda path, item: None)
+                full = azure_dump.load_dump(folder.parent)
+            assert fast.model_dump_json() == full.model_dump_json(), (file, path)
+
+
+_GCP_SHAPE_CHANGES = [
+    (("zone",), "https://www.googleapis.com/compute/v1/projects/fabriccheck-demo/zones/us-central1-b"),
+    (
+        ("machineType",),
+        "https://www.googleapis.com/compute/v1/projects/fabriccheck-demo/zones/us-central1-a/machineTypes/a2-highgpu-8g",
+    ),
+    (("status",), "STOPPED"),
+    (("networkInterfaces", 1, "nicType"), "VIRTIO_NET"),
+    (("networkInterfaces", 0, "accessConfigs"), [{"name": "external-nat", "natIP": "203.0.113.5"}]),
+    (("resourcePolicies",), []),
+    (("scheduling", "provisioningModel"), "FLEX_START"),
+    (("reservationAffinity",), {"consumeReservationType": "SPECIFIC_RESERVATION", "values": ["r-1"]}),
+    (("labels", "goog-k8s-node-pool-name"), "other"),
+    (("metadata", "items"), [{"key": "created-by", "value": "projects/1/zones/z/instanceGroupManagers/mig-2"}]),
+]
+
+
+def test_a_gcp_instance_unlike_its_neighbours_keeps_its_own_node(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for number, (path, value) in enumerate(_GCP_SHAPE_CHANGES):
+        project = fleet(48)
+        _change(project.instances[5], path, value)  # instance 5 of a pool of alike instances
+        folder = _dump(tmp_path / str(number), project)
+        assert projected.read(folder / "instances-list.json", InstanceFields) is not None
+        fast = gcp_dump.load_dump(folder)
+        with monkeypatch.context() as patch:
+            patch.setattr(projected, "read", lambda path, item: None)
+            full = gcp_dump.load_dump(folder)
+        assert fast.model_dump_json() == full.model_dump_json(), path

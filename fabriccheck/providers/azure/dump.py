@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from fabriccheck.compact import compacting
+from fabriccheck.compact import Compactor, compacting
 from fabriccheck.errors import DumpShapeError, FabricCheckError
 from fabriccheck.inventory import Inventory
 from fabriccheck.model import UNKNOWN_ACCOUNT
@@ -96,7 +96,13 @@ def _load_folder(folder: Path, subscription: str | None) -> Inventory:
     for call in present:
         answer = _Answer(folder / call.dump_file, PROJECTIONS.get(call))
         with paused_gc():
-            accounts = normalizer.add_items(call, compacting(answer.items(), part.nodes))
+            flat = answer.projected()
+            if flat is not None:  # parsed whole with the fields read, each of ARM's type: VMs alike share a shape
+                made = len(part.nodes)
+                accounts = normalizer.add_items(call, flat, typed=True)
+                Compactor().nodes(part.nodes, made)
+            else:
+                accounts = normalizer.add_items(call, compacting(answer.items(), part.nodes))
         if answer.rest.get("nextLink"):
             truncated.append(call)
         else:
@@ -139,15 +145,16 @@ class _Answer:
             return True
         return at == () and opener == "{"
 
-    def items(self) -> Iterator[tuple[str, dict[str, Any]]]:
-        # az's list, read with the fields the normalizer uses only; anything else (an ARM page, a file msgspec
-        # does not read as that) is read in full below.
+    def projected(self) -> list[tuple[str, dict[str, Any]]] | None:
+        """az's list, read with the fields the normalizer uses only (`fields`), or None for anything else (an
+        ARM page, a file msgspec does not read as that): then `items`."""
         flat = projected.read(self.path, self.fields) if self.fields is not None else None
-        if flat is not None:
-            self.listed = True
-            for position, item in enumerate(flat):
-                yield f"[{position}]", item
-            return
+        if flat is None:
+            return None
+        self.listed = True
+        return [(f"[{position}]", item) for position, item in enumerate(flat)]
+
+    def items(self) -> Iterator[tuple[str, dict[str, Any]]]:
         where = str(self.path)
         for at, value in walk(self.path, self._descend):
             index = at[-1] if at and isinstance(at[-1], int) else None

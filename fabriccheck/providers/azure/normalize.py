@@ -92,13 +92,15 @@ _SCALE_SET_OF_VM = re.compile(r"^(.*/virtualmachinescalesets/[^/]+)/virtualmachi
 # What the normalizer reads of a VM (Normalizer._item, _vm, _nic_configs, _extensions, _image) and of a NIC: a
 # dump's VM, scale-set VM and NIC lists are parsed with these fields only (sources/projected.py). ARM answers keep
 # settings under `properties`; `az -o json` flattens them to the top level: both are named. A field read must be
-# named here; tests/test_projected.py checks that against every VM and NIC the fixtures hold.
+# named here; tests/test_projected.py checks that against every VM and NIC the fixtures hold. The fields a VM's
+# shape is made of (_VmShape) have the types ARM gives them (a value of another type reads the file in full), so
+# equal values read the same.
 class _Ref(TypedDict, total=False):
-    id: Any
+    id: str
 
 
 class _IpConfigurationProps(TypedDict, total=False):
-    subnet: Any
+    subnet: _Ref | None
 
 
 class _IpConfiguration(_IpConfigurationProps, total=False):
@@ -107,11 +109,11 @@ class _IpConfiguration(_IpConfigurationProps, total=False):
 
 class _NicConfigurationProps(TypedDict, total=False):
     ipConfigurations: list[_IpConfiguration] | None
-    enableAcceleratedNetworking: Any
+    enableAcceleratedNetworking: bool | None
 
 
 class _NicConfiguration(_NicConfigurationProps, total=False):
-    name: Any
+    name: str | None
     properties: _NicConfigurationProps | None
 
 
@@ -132,15 +134,33 @@ class _NetworkProfile(TypedDict, total=False):
     networkInterfaces: list[_NicReference] | None
 
 
+class _ImageReference(TypedDict, total=False):
+    publisher: str | None
+    offer: str | None
+    sku: str | None
+    version: str | None
+    id: str | None
+    sharedGalleryImageId: str | None
+    communityGalleryImageId: str | None
+
+
 class _StorageProfile(TypedDict, total=False):
-    imageReference: Any
+    imageReference: _ImageReference | None
+
+
+class _HardwareProfile(TypedDict, total=False):
+    vmSize: str | None
+
+
+class _Sku(TypedDict, total=False):
+    name: str | None
 
 
 class _VmProps(TypedDict, total=False):
-    virtualMachineScaleSet: Any
-    availabilitySet: Any
-    proximityPlacementGroup: Any
-    hardwareProfile: Any
+    virtualMachineScaleSet: _Ref | None
+    availabilitySet: _Ref | None
+    proximityPlacementGroup: _Ref | None
+    hardwareProfile: _HardwareProfile | None
     storageProfile: _StorageProfile | None
     networkProfileConfiguration: _NetworkProfileConfiguration | None
     networkProfile: _NetworkProfile | None
@@ -149,10 +169,10 @@ class _VmProps(TypedDict, total=False):
 class VmFields(_VmProps, total=False):
     id: Any
     name: Any
-    location: Any
-    tags: Any
-    zones: Any
-    sku: Any
+    location: str | None
+    tags: dict[str, str] | None
+    zones: list[str] | None
+    sku: _Sku | None
     resources: Any  # the VM's extensions
     properties: _VmProps | None
 
@@ -319,6 +339,10 @@ class Normalizer:
         self._scale_sets: dict[tuple[str, str], ScaleSet] = {}
         self._scale_sets_with_vms: set[tuple[str, str]] = set()
         self._scale_set_ppg: dict[tuple[str, str], str] = {}
+        # The items of the answer being read have ARM's types (a projected dump read checked them): VMs alike
+        # may share a shape (_vm). Off for a full parse or a live answer.
+        self.typed = False
+        self._previous_vm: _PreviousVm | None = None
 
     def _account(self, item: dict[str, Any]) -> str:
         return self.subscription or subscription_of(item.get("id")) or UNKNOWN_ACCOUNT
@@ -328,12 +352,17 @@ class Normalizer:
         if collected:
             self.record(call, accounts)
 
-    def add_items(self, call: ArmCall, items: Iterable[tuple[str, dict[str, Any]]]) -> set[str]:
+    def add_items(self, call: ArmCall, items: Iterable[tuple[str, dict[str, Any]]], typed: bool = False) -> set[str]:
         """One answer's items as they arrive, each with its path for error messages (a dump file read as a
-        stream hands them over one at a time). Returns the subscriptions the items belong to."""
+        stream hands them over one at a time). `typed`: a projected read (VmFields) checked their types.
+        Returns the subscriptions the items belong to."""
         where = self.where(call)
-        with unexpected_shape(where):
-            return self._add(call, items, where)
+        self.typed, self._previous_vm = typed, None
+        try:
+            with unexpected_shape(where):
+                return self._add(call, items, where)
+        finally:
+            self.typed, self._previous_vm = False, None
 
     def record(self, call: ArmCall, accounts: set[str]) -> None:
         """The answer was read in full: its fact counts as collected for these subscriptions."""
@@ -482,31 +511,27 @@ class Normalizer:
     ) -> None:
         azure = self.inventory.azure
         scale_set = self._scale_sets.get((account, scale_set_id)) if scale_set_id else None
-        placement = []
         if scale_set_id:
-            placement.append({"kind": SCALE_SET, "id": scale_set_id})
             self._scale_sets_with_vms.add((account, scale_set_id))
-        availability_set = _id(props.get("availabilitySet"))
-        if availability_set:
-            placement.append({"kind": AVAILABILITY_SET, "id": availability_set})
-        ppg = _id(props.get("proximityPlacementGroup")) or (
-            self._scale_set_ppg.get((account, scale_set_id)) if scale_set_id else None
-        )
-        if ppg:
-            placement.append({"kind": PROXIMITY_PLACEMENT_GROUP, "id": ppg})
-        size = (props.get("hardwareProfile") or {}).get("vmSize") or (item.get("sku") or {}).get("name")
-        if not size and scale_set:
-            size = scale_set.size
-        storage = props.get("storageProfile") or {}
+        # The VMs of a scale set or availability set come one after another and say the same of their size,
+        # image, placement and NIC settings: a typed answer's (a projected dump's) VM equal to the previous one in
+        # all of that takes its shape; any other VM's shape is read.
+        previous = self._previous_vm
+        where = (account, region, scale_set_id, uniform)
+        if previous is not None and previous.alike(item, props, where):
+            shape = previous.shape
+        else:
+            shape = self._vm_shape(item, props, account, region, scale_set_id, scale_set)
+            self._previous_vm = _PreviousVm(shape, item, props, where) if self.typed else None
+        size = shape.size
         interfaces: list[dict[str, Any]] = []
-        configs = _nic_configs(props.get("networkProfileConfiguration"))
         # Every model below is written out whole, its fields in declaration order, so that it can be made without
         # validation (trusted.py): the values are ones this method made (str(), lower-cased ids, its own indexes)
         # or a validated model's. tests/test_projected.py checks them against validation.
         if uniform:
             # A Uniform scale set's VM: its NICs live under the scale set, not in the subscription's NIC list;
             # their settings are the VM's networkProfileConfiguration, else the scale set's model.
-            for index, config in enumerate(configs or (scale_set.nics if scale_set else [])):
+            for index, config in enumerate(shape.configs or (scale_set.nics if scale_set else [])):
                 nic_id = f"{resource_id}/networkinterfaces/{config.name.lower()}"
                 azure.nics.append(
                     _make_nic(
@@ -531,7 +556,6 @@ class Normalizer:
                 if ref_id:
                     primary = bool(_props(ref).get("primary"))
                     interfaces.append(_interface(ref_id, None, None, 0 if primary else index + 1))
-        zones = item.get("zones") or []
         values = {
             "account": account,
             "region": region,
@@ -539,20 +563,19 @@ class Normalizer:
             "provider": "azure",
             "origin": "running",
             "spec": None,
-            "zone": f"{region}-{zones[0]}" if zones else None,
+            "zone": shape.zone,
             "instance_type": size,
             "state": "running",
-            "image": _image(storage.get("imageReference")) or (scale_set.image if scale_set else None),
-            "tags": _tags(item.get("tags")),
+            "image": shape.image or (scale_set.image if scale_set else None),
+            "tags": shape.tags.copy(),
             "interfaces": interfaces,
-            "placement": placement,
+            "placement": shape.placement.copy(),
             "network_nodes": None,
             "source": None,
             "unknown": {},
         }
         if size is None or type(size) is str:
             values["interfaces"] = [_make_interface(nic) for nic in interfaces]
-            values["placement"] = [_make_placement(place) for place in placement]
             node = _make_node(values)
         else:  # a size of another type: validated, so that the error names it
             node = Node.model_validate(values)
@@ -573,6 +596,41 @@ class Normalizer:
         extensions = _extensions(item.get("resources"))
         if extensions:
             azure.extensions.append(VmExtensions(account=account, region=region, vm=resource_id, extensions=extensions))
+
+    def _vm_shape(
+        self,
+        item: dict[str, Any],
+        props: dict[str, Any],
+        account: str,
+        region: str,
+        scale_set_id: str | None,
+        scale_set: ScaleSet | None,
+    ) -> _VmShape:
+        """What a VM's answer says that the other VMs of its scale set or availability set say alike."""
+        placement = []
+        if scale_set_id:
+            placement.append(_make_placement({"kind": SCALE_SET, "id": scale_set_id}))
+        availability_set = _id(props.get("availabilitySet"))
+        if availability_set:
+            placement.append(_make_placement({"kind": AVAILABILITY_SET, "id": availability_set}))
+        ppg = _id(props.get("proximityPlacementGroup")) or (
+            self._scale_set_ppg.get((account, scale_set_id)) if scale_set_id else None
+        )
+        if ppg:
+            placement.append(_make_placement({"kind": PROXIMITY_PLACEMENT_GROUP, "id": ppg}))
+        size = (props.get("hardwareProfile") or {}).get("vmSize") or (item.get("sku") or {}).get("name")
+        if not size and scale_set:
+            size = scale_set.size
+        storage = props.get("storageProfile") or {}
+        zones = item.get("zones") or []
+        return _VmShape(
+            placement=placement,
+            size=size,
+            image=_image(storage.get("imageReference")),
+            tags=_tags(item.get("tags")),
+            zone=f"{region}-{zones[0]}" if zones else None,
+            configs=_nic_configs(props.get("networkProfileConfiguration")),
+        )
 
     def finish(self) -> None:
         """Scale sets with no VMs seen become specs (an AKS GPU pool scaled to zero still launches what its
@@ -682,3 +740,40 @@ def _interface(nic_id: str, network: str | None, subnet: str | None, device_inde
         "network_card_index": 0,
         "device_index": device_index,
     }
+
+
+@dataclass(frozen=True)
+class _VmShape:
+    placement: list[Placement]  # the same objects on each VM of the shape (nothing changes them)
+    size: Any  # a str as ARM gives it; anything else is validated with the node
+    image: str | None
+    tags: dict[str, str]
+    zone: str | None
+    configs: list[NicConfig]
+
+
+# What a VM's shape is read from, besides its subscription, region and scale set (VmFields types them as ARM does,
+# so equal values read the same).
+_SHAPE_ITEM = ("zones", "tags", "sku")
+_SHAPE_PROPS = ("availabilitySet", "proximityPlacementGroup", "hardwareProfile", "storageProfile",
+                "networkProfileConfiguration")  # fmt: skip
+
+
+class _PreviousVm:
+    """The last VM whose shape was read, to compare the next with (dict equality, in C)."""
+
+    __slots__ = ("item", "props", "shape", "where")
+
+    def __init__(self, shape: _VmShape, item: dict[str, Any], props: dict[str, Any], where: tuple[Any, ...]) -> None:
+        self.shape = shape
+        self.item = item
+        self.props = props
+        self.where = where
+
+    def alike(self, item: dict[str, Any], props: dict[str, Any], where: tuple[Any, ...]) -> bool:
+        if where != self.where:
+            return False
+        for field in _SHAPE_ITEM:
+            if item.get(field) != self.item.get(field):
+                return False
+        return all(props.get(field) == self.props.get(field) for field in _SHAPE_PROPS)
