@@ -318,7 +318,7 @@ def _change(item: dict[str, Any], path: tuple[Any, ...], value: Any) -> None:
 
 
 # Each value a VM's shape is read from, changed on one VM amid others alike: that VM keeps its own value.
-_AZURE_SHAPE_CHANGES = {
+_AZURE_SHAPE_CHANGES: dict[str, list[tuple[tuple[Any, ...], Any]]] = {
     "vmss-list-instances.json": [
         (("zones",), ["2"]),
         (("tags",), {"team": "x"}),
@@ -355,7 +355,7 @@ def test_an_azure_vm_unlike_its_neighbours_keeps_its_own_shape(tmp_path: Path, m
             assert fast.model_dump_json() == full.model_dump_json(), (file, path)
 
 
-_GCP_SHAPE_CHANGES = [
+_GCP_SHAPE_CHANGES: list[tuple[tuple[Any, ...], Any]] = [
     (("zone",), "https://www.googleapis.com/compute/v1/projects/fabriccheck-demo/zones/us-central1-b"),
     (
         ("machineType",),
