@@ -245,6 +245,12 @@ def test_an_azure_dump_reads_the_same_projected_or_in_full(tmp_path: Path, monke
             full = azure_dump.load_dump(tmp_path / name)
         assert fast.model_dump_json() == full.model_dump_json(), name
         assert fast.nodes, name
+        # Repeated strings are shared (as Compactor makes them), whichever way the nodes were made.
+        for inventory in (fast, full):
+            regions = {n.region for n in inventory.nodes}
+            assert len({id(n.region) for n in inventory.nodes}) == len(regions), name
+            types = {n.instance_type for n in inventory.nodes}
+            assert len({id(n.instance_type) for n in inventory.nodes}) == len(types), name
 
 
 def test_vms_of_an_azure_scale_set_share_their_facts_and_others_keep_their_own() -> None:

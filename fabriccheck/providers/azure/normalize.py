@@ -10,7 +10,9 @@ role lists their `Microsoft.*/read` actions.
 
 from __future__ import annotations
 
+import functools
 import re
+import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypedDict
@@ -18,6 +20,7 @@ from typing import Any, TypedDict
 from pydantic import ValidationError
 
 from fabriccheck import catalog
+from fabriccheck.compact import compacted_maker
 from fabriccheck.errors import DumpShapeError, FabricCheckError
 from fabriccheck.inventory import Inventory
 from fabriccheck.model import UNKNOWN_ACCOUNT, Capability, FabricKind, NetworkInterface, Node, Placement, fact_key
@@ -201,7 +204,13 @@ def subscription_of(resource_id: Any) -> str | None:
 
 def region_name(location: Any) -> str:
     """'East US' or 'eastus' -> 'eastus' (ARM answers say eastus; people type the display name)."""
-    return location.replace(" ", "").lower() if isinstance(location, str) and location else "unknown"
+    return _region(location) if isinstance(location, str) and location else "unknown"
+
+
+@functools.lru_cache(maxsize=1024)
+def _region(location: str) -> str:
+    # Every VM names its region: one string object per region, for all of them.
+    return sys.intern(location.replace(" ", "").lower())
 
 
 def _props(item: dict[str, Any]) -> dict[str, Any]:
@@ -545,7 +554,7 @@ class Normalizer:
                         }
                     )
                 )
-                interfaces.append(_interface(nic_id, vnet_of_subnet(config.subnet), config.subnet, index))
+                interfaces.append(_interface(nic_id, _vnet(config.subnet), config.subnet, index))
         else:
             refs = (props.get("networkProfile") or {}).get("networkInterfaces") or []
             if self.per_item and not (isinstance(refs, list) and all(_id(ref) for ref in refs)):
@@ -576,7 +585,8 @@ class Normalizer:
         }
         if size is None or type(size) is str:
             values["interfaces"] = [_make_interface(nic) for nic in interfaces]
-            node = _make_node(values)
+            # Its repeated strings are the shape's and the region's, interned: nothing is left to compact.
+            node = _make_compacted_node(values)
         else:  # a size of another type: validated, so that the error names it
             node = Node.model_validate(values)
         if self.per_item and not uniform and props.get("networkProfile") is None and not self._salvaging:
@@ -609,26 +619,29 @@ class Normalizer:
         """What a VM's answer says that the other VMs of its scale set or availability set say alike."""
         placement = []
         if scale_set_id:
-            placement.append(_make_placement({"kind": SCALE_SET, "id": scale_set_id}))
+            placement.append(_place(SCALE_SET, scale_set_id))
         availability_set = _id(props.get("availabilitySet"))
         if availability_set:
-            placement.append(_make_placement({"kind": AVAILABILITY_SET, "id": availability_set}))
+            placement.append(_place(AVAILABILITY_SET, availability_set))
         ppg = _id(props.get("proximityPlacementGroup")) or (
             self._scale_set_ppg.get((account, scale_set_id)) if scale_set_id else None
         )
         if ppg:
-            placement.append(_make_placement({"kind": PROXIMITY_PLACEMENT_GROUP, "id": ppg}))
+            placement.append(_place(PROXIMITY_PLACEMENT_GROUP, ppg))
         size = (props.get("hardwareProfile") or {}).get("vmSize") or (item.get("sku") or {}).get("name")
         if not size and scale_set:
             size = scale_set.size
         storage = props.get("storageProfile") or {}
         zones = item.get("zones") or []
+        image = _image(storage.get("imageReference"))
+        intern = sys.intern
+        # The VMs of a shape share these values (and the NICs' networks): interned, as Compactor would.
         return _VmShape(
             placement=placement,
-            size=size,
-            image=_image(storage.get("imageReference")),
-            tags=_tags(item.get("tags")),
-            zone=f"{region}-{zones[0]}" if zones else None,
+            size=intern(size) if type(size) is str else size,
+            image=intern(image) if image else image,
+            tags={intern(k): intern(v) for k, v in _tags(item.get("tags")).items()},
+            zone=intern(f"{region}-{zones[0]}") if zones else None,
             configs=_nic_configs(props.get("networkProfileConfiguration")),
         )
 
@@ -722,10 +735,21 @@ def role_definition() -> dict[str, Any]:
     }
 
 
-_make_node = maker(Node)
-_make_interface = maker(NetworkInterface)
-_make_placement = maker(Placement)
+_make_compacted_node = compacted_maker(Node)
+_make_interface = compacted_maker(NetworkInterface)
+_make_placement = compacted_maker(Placement)
 _make_nic = maker(Nic)
+
+
+def _place(kind: str, resource_id: str) -> Placement:
+    return _make_placement({"kind": kind, "id": sys.intern(resource_id)})
+
+
+@functools.lru_cache(maxsize=4096)
+def _vnet(subnet: str | None) -> str | None:
+    """The virtual network of a subnet, one string object per network."""
+    network = vnet_of_subnet(subnet)
+    return sys.intern(network) if network else None
 
 
 def _interface(nic_id: str, network: str | None, subnet: str | None, device_index: int) -> dict[str, Any]:
@@ -773,7 +797,9 @@ class _PreviousVm:
     def alike(self, item: dict[str, Any], props: dict[str, Any], where: tuple[Any, ...]) -> bool:
         if where != self.where:
             return False
+        seen, seen_props = self.item.get, self.props.get
         for field in _SHAPE_ITEM:
-            if item.get(field) != self.item.get(field):
+            if item.get(field) != seen(field):
                 return False
-        return all(props.get(field) == self.props.get(field) for field in _SHAPE_PROPS)
+        get = props.get
+        return all(get(field) == seen_props(field) for field in _SHAPE_PROPS)
