@@ -14,8 +14,8 @@ from importlib import resources
 from typing import Any
 
 import orjson
-import yaml
 
+from fabriccheck import shipped
 from fabriccheck.cloud import CloudSupport
 from fabriccheck.model import Capability, FabricKind
 
@@ -26,7 +26,7 @@ RECORDED_TYPES = "aws_instance_types.json"
 
 @functools.cache
 def _catalog_rows() -> tuple[dict[str, Capability], str]:
-    doc = yaml.load((DATA / "catalog.yaml").read_text(), Loader=yaml.CSafeLoader)
+    doc = shipped.load_yaml((DATA / "catalog.yaml").read_text())
     sources: dict[str, str] = doc["sources"]
     as_of: str = doc["as_of"]
     rows: dict[str, Capability] = {}
@@ -146,7 +146,7 @@ class Accelerator:
 
 @functools.cache
 def accelerators() -> dict[str, Accelerator]:
-    doc: dict[str, Any] = yaml.load((DATA / "accelerators.yaml").read_text(), Loader=yaml.CSafeLoader)
+    doc: dict[str, Any] = shipped.load_yaml((DATA / "accelerators.yaml").read_text())
     return {
         name: Accelerator(
             name,

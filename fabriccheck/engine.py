@@ -21,6 +21,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from fabriccheck import facts as derived
+from fabriccheck import shipped
 from fabriccheck.cloud import support
 from fabriccheck.clusters import Cluster, build_clusters, spec_clusters
 from fabriccheck.errors import FabricCheckError
@@ -248,7 +249,7 @@ def _load_file(path: Path) -> Rule:
     cel = _cel()
 
     try:
-        doc = yaml.load(path.read_text(), Loader=yaml.CSafeLoader)
+        doc = shipped.load_yaml(path.read_text())
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}: " if mark else ""
