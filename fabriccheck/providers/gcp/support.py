@@ -295,11 +295,12 @@ class GcpSupport(CloudSupport):
 
     def _placement(self, nodes: list[Node], context: FactContext) -> tuple[Facts, dict[str, str]]:
         index = _index(context)
-        # The nodes of a pool are placed alike: each distinct scope, type and placement is read once.
+        # The nodes of a pool are placed alike: each distinct scope, type and placement is read once. A pool's
+        # instances share their Placement objects (normalize.py), so placements are told apart by identity
+        # (equal ones held by different objects are read twice, which changes nothing).
         kinds: dict[tuple[object, ...], Node] = {}
         for node in nodes:
-            placed = tuple((p.kind, p.id) for p in node.placement)
-            kinds.setdefault((node.account, node.region, node.instance_type, placed), node)
+            kinds.setdefault((node.account, node.region, node.instance_type, *map(id, node.placement)), node)
         alike = list(kinds.values())
         names = sorted({node.placed_by(RESOURCE_POLICY) or "" for node in alike})
         policies: list[ResourcePolicy] = []
