@@ -269,12 +269,15 @@ class FactBuilder:
         # distinct shapes, each counted as many times as it has nodes (a pool of 500 is read once).
         groups: dict[int, tuple[Facts, list[int]]] = {}
         fabric_subnets: set[str] = set()
+        every: list[Facts] = []  # each node's, for the cloud's cluster facts
         for node in cluster.nodes:
-            shape = self._shape(node)
+            facts_of_node = self.node(node)
+            every.append(facts_of_node)
+            shape = self._shapes[id(node)]  # set by node()
             key = -1 - id(node) if shape is None else shape  # a node of its own (negative), or a shape's number
             group = groups.get(key)
             if group is None:
-                groups[key] = (self.node(node), [1])
+                groups[key] = (facts_of_node, [1])
                 fabric_subnets.update(i.subnet for i in self.attachment(node).interfaces if i.subnet)
             else:
                 group[1][0] += 1
@@ -325,7 +328,7 @@ class FactBuilder:
                 ("networks", "network_names", "fabric_attached_nodes", "fabric_subnets", "fabric_subnet_names"),
                 unread[0],
             )
-        extra = cloud.cluster_facts(cluster.nodes, [self.node(n) for n in cluster.nodes], self)
+        extra = cloud.cluster_facts(cluster.nodes, every, self)
         facts["unknown"] = facts["unknown"] | extra.pop("unknown", {})
         facts.update(extra)
         return facts

@@ -83,8 +83,10 @@ def _load_folder(folder: Path, project: str | None) -> Inventory:
             flat = answer.projected()
             if flat is not None:  # parsed whole with the fields read, each of the API's type: pools share
                 made = len(part.nodes)
+                normalizer.named.clear()
                 normalizer.record(call, normalizer.add_items(call, flat, typed=True))
                 Compactor().nodes(part.nodes, made)
+                answer.projects |= normalizer.named  # the projects this list's items named
             else:
                 normalizer.record(call, normalizer.add_items(call, compacting(answer.items(), part.nodes)))
         seen |= answer.projects
@@ -138,9 +140,6 @@ class _Answer:
         if flat is None:
             return None
         self.top = "["
-        for item in flat:
-            if project := project_of(item):
-                self.projects.add(project)
         return [(f"[{index}]", item) for index, item in enumerate(flat)]
 
     def items(self) -> Iterator[tuple[str, dict[str, Any]]]:

@@ -259,6 +259,15 @@ class _MetadataFields(TypedDict, total=False):
     items: list[_MetadataItem] | None
 
 
+class _Scheduling(TypedDict, total=False):
+    provisioningModel: str | None
+
+
+class _ReservationAffinity(TypedDict, total=False):
+    consumeReservationType: str | None
+    values: list[str] | None
+
+
 class InstanceFields(TypedDict, total=False):
     name: Any
     selfLink: Any
@@ -267,8 +276,8 @@ class InstanceFields(TypedDict, total=False):
     status: str | None
     networkInterfaces: list[_InterfaceFields] | None
     resourcePolicies: list[str] | None
-    scheduling: Any
-    reservationAffinity: Any
+    scheduling: _Scheduling | None
+    reservationAffinity: _ReservationAffinity | None
     labels: dict[str, str] | None
     metadata: _MetadataFields | None
     resourceStatus: Any
@@ -297,7 +306,8 @@ class Normalizer:
         self._policies: dict[tuple[str, str, str], ResourcePolicy] = {}
         self._nics: dict[tuple[Any, ...], NetworkInterface] = {}  # NIC shape -> the one interface of that shape
         self._pools: dict[tuple[Any, ...], _Pool] = {}  # instance alike but for its name -> its template
-        self._previous: _Previous | None = None  # the last instance stamped or made a template, and its pool
+        self.named: set[str] = set()  # projects the items' selfLinks named (when `project` is None), for the dump
+        self._recent: list[_Previous] = []  # the last instances whose pool was looked up, oldest first
         self._facts: dict[str, set[str]] = {}  # fact -> projects whose answer was read in full
 
     def add(self, call: GcpCall, doc: Any, collected: bool = True) -> None:
@@ -329,7 +339,13 @@ class Normalizer:
                     self.inventory.collected.append(fact_key("gcp", project, region, fact))
 
     def _owner(self, item: dict[str, Any]) -> str:
-        return self.project or project_of(item) or UNKNOWN_ACCOUNT
+        if self.project:
+            return self.project
+        named = project_of(item)
+        if named is None:
+            return UNKNOWN_ACCOUNT
+        self.named.add(named)
+        return named
 
     def _add(self, call: GcpCall, items: Iterable[tuple[str, dict[str, Any]]], shape: Shape, typed: bool) -> set[str]:
         gcp = self.inventory.gcp
@@ -340,7 +356,7 @@ class Normalizer:
             if call is RESOURCE_POLICIES:
                 policy = _policy(item, project)
                 self._pools.clear()  # an instance's placement depends on the policies seen
-                self._previous = None
+                self._recent.clear()
                 gcp.resource_policies.append(policy)
                 self._policies[policy.scope_key(policy.name)] = policy
             elif call is NETWORKS:
@@ -413,9 +429,12 @@ class Normalizer:
         name = inst.get("name")
         if not typed or type(name) is not str:
             return self._read_node(inst, project)
-        previous = self._previous
-        if previous is not None and previous.alike(inst, project):  # a pool's instances come one after another
-            return previous.pool.stamp(name, inst)
+        # A pool's instances come one after another, its shapes interleaved (a node short of a NIC amid
+        # its pool): the last few shapes seen are compared first, the most recent first.
+        recent = self._recent
+        for previous in reversed(recent):
+            if previous.alike(inst, project):
+                return previous.pool.stamp(name, inst)
         key = _pool_key(inst, project)
         if key is None:
             return self._read_node(inst, project)
@@ -425,7 +444,9 @@ class Normalizer:
             pool = self._pools[key] = _Pool.of(node)
         else:
             node = pool.stamp(name, inst)
-        self._previous = _Previous(pool, inst, project)
+        recent.append(_Previous(pool, inst, project))
+        if len(recent) > _RECENT:
+            del recent[0]
         return node
 
     def _read_node(self, inst: dict[str, Any], project: str) -> Node:
@@ -583,6 +604,7 @@ class _Pool:
 
 # What `_Previous.alike` compares: every value `_pool_key` reads. Equal (==) values of the API's types (the
 # projection's) read the same; the name and physical host are the instance's own.
+_RECENT = 3  # pool shapes compared before a key is built
 _ALIKE = (
     "zone", "machineType", "status", "networkInterfaces", "resourcePolicies", "scheduling", "reservationAffinity",
     "labels", "metadata",
@@ -590,9 +612,9 @@ _ALIKE = (
 
 
 class _Previous:
-    """The last instance of a pool seen: the next one usually belongs to the same pool (lists come sorted by
-    name, and a pool names its instances alike), which comparing its values (in C, dict and list equality)
-    tells faster than building its key."""
+    """A recent instance and its pool: the next instance usually belongs to one of the last few pools seen (lists
+    come sorted by name, and a pool names its instances alike), which comparing its values (in C, dict and list
+    equality) tells faster than building its key."""
 
     __slots__ = ("inst", "pool", "project")
 
