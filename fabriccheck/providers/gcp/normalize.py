@@ -306,6 +306,7 @@ class Normalizer:
         self._policies: dict[tuple[str, str, str], ResourcePolicy] = {}
         self._nics: dict[tuple[Any, ...], NetworkInterface] = {}  # NIC shape -> the one interface of that shape
         self._pools: dict[tuple[Any, ...], _Pool] = {}  # instance alike but for its name -> its template
+        self._typed_machines: set[str] = set()  # machine types whose CPU capability was looked for
         self.named: set[str] = set()  # projects the items' selfLinks named (when `project` is None), for the dump
         self._recent: list[_Previous] = []  # the last instances whose pool was looked up, oldest first
         self._facts: dict[str, set[str]] = {}  # fact -> projects whose answer was read in full
@@ -389,8 +390,10 @@ class Normalizer:
                     node = self._node(item, project, typed)
                     self.inventory.nodes.append(node)
                     machine = node.instance_type or ""
-                    if machine not in self.inventory.capabilities and (cap := cpu_capability(machine)):
-                        self.inventory.capabilities[machine] = cap
+                    if machine not in self._typed_machines:  # each machine type looked at once
+                        self._typed_machines.add(machine)
+                        if machine not in self.inventory.capabilities and (cap := cpu_capability(machine)):
+                            self.inventory.capabilities[machine] = cap
                 except ITEM_ERRORS as exc:
                     if not self.per_item:
                         if isinstance(exc, (KeyError, TypeError, AttributeError, ValueError, ValidationError)):
@@ -605,9 +608,9 @@ class _Pool:
 # What `_Previous.alike` compares: every value `_pool_key` reads. Equal (==) values of the API's types (the
 # projection's) read the same; the name and physical host are the instance's own.
 _RECENT = 3  # pool shapes compared before a key is built
-_ALIKE = (
-    "zone", "machineType", "status", "networkInterfaces", "resourcePolicies", "scheduling", "reservationAffinity",
-    "labels", "metadata",
+_ALIKE = (  # what tells pools apart first: their labels, then their NICs
+    "labels", "networkInterfaces", "resourcePolicies", "metadata", "machineType", "zone", "status", "scheduling",
+    "reservationAffinity",
 )  # fmt: skip
 
 
