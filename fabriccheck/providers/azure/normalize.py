@@ -784,22 +784,20 @@ _SHAPE_PROPS = ("availabilitySet", "proximityPlacementGroup", "hardwareProfile",
 
 
 class _PreviousVm:
-    """The last VM whose shape was read, to compare the next with (dict equality, in C)."""
+    """The last VM whose shape was read, and the values it was read from, to compare the next VM's with (a tuple
+    comparison, in C)."""
 
-    __slots__ = ("item", "props", "shape", "where")
+    __slots__ = ("item_values", "props_values", "shape", "where")
 
     def __init__(self, shape: _VmShape, item: dict[str, Any], props: dict[str, Any], where: tuple[Any, ...]) -> None:
         self.shape = shape
-        self.item = item
-        self.props = props
         self.where = where
+        self.item_values = tuple(map(item.get, _SHAPE_ITEM))
+        self.props_values = tuple(map(props.get, _SHAPE_PROPS))
 
     def alike(self, item: dict[str, Any], props: dict[str, Any], where: tuple[Any, ...]) -> bool:
-        if where != self.where:
-            return False
-        seen, seen_props = self.item.get, self.props.get
-        for field in _SHAPE_ITEM:
-            if item.get(field) != seen(field):
-                return False
-        get = props.get
-        return all(get(field) == seen_props(field) for field in _SHAPE_PROPS)
+        return (
+            where == self.where
+            and tuple(map(item.get, _SHAPE_ITEM)) == self.item_values
+            and tuple(map(props.get, _SHAPE_PROPS)) == self.props_values
+        )

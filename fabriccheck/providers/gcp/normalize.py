@@ -435,9 +435,12 @@ class Normalizer:
         # A pool's instances come one after another, its shapes interleaved (a node short of a NIC amid
         # its pool): the last few shapes seen are compared first, the most recent first.
         recent = self._recent
-        for previous in reversed(recent):
-            if previous.alike(inst, project):
-                return previous.pool.stamp(name, inst)
+        values = tuple(map(inst.get, _ALIKE))
+        status = inst.get("resourceStatus")
+        if status is None or type(status) is dict:
+            for previous in reversed(recent):
+                if previous.values == values and previous.project == project:
+                    return previous.pool.stamp(name, inst)
         key = _pool_key(inst, project)
         if key is None:
             return self._read_node(inst, project)
@@ -447,7 +450,7 @@ class Normalizer:
             pool = self._pools[key] = _Pool.of(node)
         else:
             node = pool.stamp(name, inst)
-        recent.append(_Previous(pool, inst, project))
+        recent.append(_Previous(pool, values, project))
         if len(recent) > _RECENT:
             del recent[0]
         return node
@@ -605,7 +608,7 @@ class _Pool:
         return _stamp_node(values)
 
 
-# What `_Previous.alike` compares: every value `_pool_key` reads. Equal (==) values of the API's types (the
+# What `_node` compares with recent pools: every value `_pool_key` reads. Equal (==) values of the API's types (the
 # projection's) read the same; the name and physical host are the instance's own.
 _RECENT = 3  # pool shapes compared before a key is built
 _ALIKE = (  # what tells pools apart first: their labels, then their NICs
@@ -615,26 +618,16 @@ _ALIKE = (  # what tells pools apart first: their labels, then their NICs
 
 
 class _Previous:
-    """A recent instance and its pool: the next instance usually belongs to one of the last few pools seen (lists
-    come sorted by name, and a pool names its instances alike), which comparing its values (in C, dict and list
-    equality) tells faster than building its key."""
+    """A recent pool and the values (_ALIKE) of the instance that led to it: the next instance usually belongs to
+    one of the last few pools seen (lists come sorted by name, and a pool names its instances alike), which
+    comparing its values (a tuple comparison, in C) tells faster than building its key."""
 
-    __slots__ = ("inst", "pool", "project")
+    __slots__ = ("pool", "project", "values")
 
-    def __init__(self, pool: _Pool, inst: dict[str, Any], project: str) -> None:
+    def __init__(self, pool: _Pool, values: tuple[Any, ...], project: str) -> None:
         self.pool = pool
-        self.inst = inst
+        self.values = values
         self.project = project
-
-    def alike(self, inst: dict[str, Any], project: str) -> bool:
-        if project != self.project:
-            return False
-        get, seen = inst.get, self.inst.get
-        for field in _ALIKE:
-            if get(field) != seen(field):
-                return False
-        status = get("resourceStatus")
-        return status is None or type(status) is dict
 
 
 def _interface(i: int, nic: dict[str, Any]) -> dict[str, Any]:
