@@ -8,9 +8,10 @@ Conditions are compiled once per run; facts are prepared once per node and per c
 from __future__ import annotations
 
 import functools
+import operator
 import re
 import sys
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -21,6 +22,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from fabriccheck import facts as derived
+from fabriccheck import trusted
 from fabriccheck.cloud import support
 from fabriccheck.clusters import Cluster, build_clusters, spec_clusters
 from fabriccheck.errors import FabricCheckError
@@ -207,20 +209,29 @@ def _lookup(facts: dict[str, Any], dotted: str) -> Any:
 
 
 def _render(template: str, facts: dict[str, Any], rule: Rule) -> str:
-    def one(match: re.Match[str]) -> str:
+    parts = _template(template)
+    out = [parts[0]]
+    for index in range(1, len(parts), 2):
+        name, literal = parts[index], parts[index + 1]
         try:
-            value = _lookup(facts, match.group(1))
+            value = _lookup(facts, name)
         except (KeyError, TypeError):
-            raise FabricCheckError(
-                f"{rule.path}: rule {rule.id}: message names unknown fact {{{match.group(1)}}}"
-            ) from None
+            raise FabricCheckError(f"{rule.path}: rule {rule.id}: message names unknown fact {{{name}}}") from None
         if isinstance(value, float):
-            return f"{value:g}"
-        if isinstance(value, list):
-            return ", ".join(str(v) for v in value)
-        return str(value)
+            out.append(f"{value:g}")
+        elif isinstance(value, list):
+            out.append(", ".join(str(v) for v in value))
+        else:
+            out.append(str(value))
+        out.append(literal)
+    return "".join(out)
 
-    return _PLACEHOLDER.sub(one, template.strip())
+
+@functools.lru_cache(maxsize=1024)
+def _template(template: str) -> tuple[str, ...]:
+    """A message split once into literal text and the fact names between (text, name, text, ..., text): a
+    fleet's findings render the few messages of its rules hundreds of times."""
+    return tuple(_PLACEHOLDER.split(template.strip()))
 
 
 # ---------------------------------------------------------------------------------------------- loading
@@ -450,6 +461,11 @@ def judge(
     # whole run: the nodes of a pool, and pools alike, cost one CEL evaluation, not one each.
     verdicts: dict[tuple[Any, ...], tuple[bool, tuple[str, ...]]] = {}
     freezer = _Freezer()
+    make = _FindingMaker()
+    groups: dict[tuple[str, str], _NodeRules] = {}  # the node rules of a provider and origin
+    # What the node rules of a group make of a node, by the values it and its cluster read: the nodes of a pool,
+    # and of pools alike, are judged once; each other node costs a look-up.
+    node_verdicts: dict[tuple[Any, ...], tuple[list[Rule], list[tuple[str, str]]]] = {}
 
     for cluster in [*clusters, *(specs if specs is not None else spec_clusters(inventory))]:
         origin = cluster.nodes[0].origin if cluster.spec else "running"
@@ -459,38 +475,41 @@ def judge(
             if cluster.spec
             else [r for r in by_scope["cluster"] if r.provider == cluster.provider and origin in r.origins]
         )
-        node_rules = [r for r in by_scope["node"] if r.provider == cluster.provider and origin in r.origins]
+        group = groups.get((cluster.provider, origin))
+        if group is None:
+            group = groups[(cluster.provider, origin)] = _NodeRules(
+                [r for r in by_scope["node"] if r.provider == cluster.provider and origin in r.origins]
+            )
+        node_rules = group.judgings
         if not rules_here and not node_rules:
             continue
         cluster_facts = facts.cluster(cluster)
-        scope = _Scope(cluster_facts)
+        scope = _Scope(cluster_facts, freezer)
         missed: dict[tuple[str, str], list[str]] = {}  # (rule, reason) -> nodes
         for judging in rules_here:
             matched, reasons = judging.verdict(verdicts, scope, None)
             if matched:
-                findings.append(
-                    _finding(judging.rule, cluster, [n.id for n in cluster.nodes], {"cluster": cluster_facts})
-                )
+                findings.append(make(judging.rule, cluster, [n.id for n in cluster.nodes], {"cluster": cluster_facts}))
             else:
                 for reason in reasons:
                     missed[(judging.rule.id, reason)] = []
         if cluster_facts["multi_node"] and node_rules:
-            # Nodes of one cluster mostly share their facts but for their names: the nodes whose facts read by
-            # the node rules are alike share one verdict per rule.
-            reads = sorted({top for r in node_rules for top in r.node_reads})
-            names = tuple(reads)
-            exact = all(r.exact for r in node_rules)
-            by_shape: dict[Any, tuple[list[Rule], list[tuple[str, str]]]] = {}
+            # Nodes mostly share their facts but for their names: the nodes whose facts read by the node rules
+            # are alike (and whose clusters' facts read by them are alike) share one verdict per rule.
+            around = (group, scope.read(group.cluster_reads))
+            read = freezer.reader(group.node_reads)
             for node in cluster.nodes:
                 node_facts = facts.node(node)
-                shape = freezer.read(node_facts, reads) if exact else id(node)
-                verdict = by_shape.get(shape)
+                shape = read(node_facts) if group.exact else id(node)
+                # A fact the node's source left unknown fires nothing (below): which ones is part of the key.
+                key = (*around, shape, tuple(node.unknown) if node.unknown else None)
+                verdict = node_verdicts.get(key)
                 if verdict is None:
                     matched_rules: list[Rule] = []
                     unknown: list[tuple[str, str]] = []
                     for judging in node_rules:
                         # The shape means these facts' values only with the same facts read: both are the key.
-                        matched, reasons = judging.verdict(verdicts, scope, node_facts, (names, shape))
+                        matched, reasons = judging.verdict(verdicts, scope, node_facts, (group.node_reads, shape))
                         if matched and _reads_unknown(judging.rule, node.unknown):
                             # A fact the node's source left unknown (a plan's value known only after apply)
                             # fires nothing; the rule is reported as not judged.
@@ -499,12 +518,12 @@ def judge(
                             matched_rules.append(judging.rule)
                         else:
                             unknown += [(judging.rule.id, reason) for reason in reasons]
-                    verdict = by_shape[shape] = (matched_rules, unknown)
+                    verdict = node_verdicts[key] = (matched_rules, unknown)
                 for rule in verdict[0]:
-                    findings.append(_finding(rule, cluster, [node.id], {"node": node_facts, "cluster": cluster_facts}))
+                    findings.append(make(rule, cluster, [node.id], {"node": node_facts, "cluster": cluster_facts}))
                 if not cluster.spec:
-                    for key in verdict[1]:
-                        missed.setdefault(key, []).append(node.id)
+                    for missing in verdict[1]:
+                        missed.setdefault(missing, []).append(node.id)
         # Only where the fabric matters: a CPU fleet's unknown placement leaves nothing unjudged.
         matters = cluster_facts["fabric_cluster"] or "fabric_cluster" in cluster_facts["unknown"]
         if missed and matters:
@@ -526,17 +545,19 @@ _ROOT = re.compile(r"\b(node|cluster)\b(\s*\.\s*[a-z_])?")
 class _Scope:
     """One cluster's facts and, made only when some verdict is not known yet, its CEL context."""
 
-    def __init__(self, cluster_facts: dict[str, Any]) -> None:
+    def __init__(self, cluster_facts: dict[str, Any], freezer: _Freezer) -> None:
         self.facts = cluster_facts
+        self._freezer = freezer
         self._context: Any = None
         self._node: Any = None
-        self._read: dict[_Judging, tuple[Any, ...]] = {}
+        self._read: dict[tuple[str, ...], int] = {}
 
-    def read(self, judging: _Judging) -> tuple[Any, ...]:
-        """The values of the cluster facts `judging` reads."""
-        found = self._read.get(judging)
+    def read(self, names: tuple[str, ...]) -> int:
+        """The values of the cluster facts `names` (and why any is unknown), as a token: rules mostly read the
+        same few cluster facts, so each set is frozen once per cluster."""
+        found = self._read.get(names)
         if found is None:
-            found = self._read[judging] = _read(self.facts, judging.cluster_reads)
+            found = self._read[names] = self._freezer.reader(names)(self.facts)
         return found
 
     def context(self, node_facts: dict[str, Any] | None) -> Any:
@@ -573,7 +594,7 @@ class _Judging:
         """(matches, why it could not be judged if it does not: `_reasons`) for these facts. `shape` stands
         for the node's facts: the values of (at least) those this rule reads."""
         if self.exact:
-            key: tuple[Any, ...] = (self, scope.read(self), shape)
+            key: tuple[Any, ...] = (self, scope.read(self.cluster_reads), shape)
         else:
             key = (self, id(scope.facts), id(node))
         found = verdicts.get(key)
@@ -591,6 +612,16 @@ class _Judging:
         if node is not None:
             variables["node"] = {k: node[k] for k in self.node_reads if k in node}
         return _cel().Context(variables=variables)
+
+
+class _NodeRules:
+    """The node rules of one provider and origin, and the facts they read between them."""
+
+    def __init__(self, judgings: list[_Judging]) -> None:
+        self.judgings = judgings
+        self.node_reads = tuple(sorted({name for j in judgings for name in j.node_reads}))
+        self.cluster_reads = tuple(sorted({name for j in judgings for name in j.cluster_reads}))
+        self.exact = all(j.exact for j in judgings)
 
 
 def _frozen(value: Any) -> Any:
@@ -611,33 +642,60 @@ _ABSENT = object()
 
 
 class _Freezer:
-    """`_read`, freezing a dict that many nodes' facts share (the nested facts of a pool) once."""
+    """The values of some facts (and why any is unknown) as a small int, a token: equal values, equal tokens.
+    Verdicts are looked up by token: an int hashes at once, a frozen nested dict is walked on every hash."""
 
     def __init__(self) -> None:
-        self._dicts: dict[int, tuple[Any, Any]] = {}  # id -> (the dict, kept so that its id stays its own; frozen)
+        self._tokens: dict[Any, int] = {}  # frozen values -> token
+        self._dicts: dict[int, tuple[Any, Any]] = {}  # id -> (a dict many facts share, kept; frozen)
+        self._readers: dict[tuple[str, ...], _Reader] = {}
 
-    def read(self, facts: dict[str, Any], names: list[str]) -> tuple[Any, ...]:
+    def reader(self, names: tuple[str, ...]) -> _Reader:
+        found = self._readers.get(names)
+        if found is None:
+            found = self._readers[names] = _Reader(self, names)
+        return found
+
+    def token(self, unknown: dict[str, str] | None, names: tuple[str, ...], values: tuple[Any, ...]) -> int:
+        why = tuple(unknown.get(name) for name in names) if unknown else None
+        return self._tokens.setdefault((why, *map(self._frozen, values)), len(self._tokens))
+
+    def _frozen(self, value: Any) -> Any:
+        if type(value) is not dict:
+            return _frozen(value)
+        known = self._dicts.get(id(value))
+        if known is None:
+            known = self._dicts[id(value)] = (value, _frozen(value))
+        return known[1]
+
+
+class _Reader:
+    """The token of the values of some facts (`names`), looked up first by the identity of the objects read.
+
+    The nodes of a pool share their facts' objects but for their names (facts.py builds a pool's facts once), and
+    the same objects are the same values: most nodes cost a look-up by ids, not a freeze. Every object so looked up
+    is kept here, so that no id is reused while the reader lives; nothing changes facts while they are judged."""
+
+    def __init__(self, freezer: _Freezer, names: tuple[str, ...]) -> None:
+        self._freezer = freezer
+        self.names = names
+        self._values: Callable[[dict[str, Any]], tuple[Any, ...]] = (
+            operator.itemgetter(*names) if len(names) > 1 else lambda facts: tuple(facts[name] for name in names)
+        )
+        # (id of the unknown dict, or 0 if empty; ids of the values) -> (token, the objects, kept)
+        self._seen: dict[tuple[int, ...], tuple[int, Any, tuple[Any, ...]]] = {}
+
+    def __call__(self, facts: dict[str, Any]) -> int:
         unknown = facts.get("unknown")
-        values: list[Any] = [tuple(unknown.get(name) for name in names) if unknown else None]
-        for name in names:
-            value = facts.get(name, _ABSENT)
-            if type(value) is dict:
-                known = self._dicts.get(id(value))
-                if known is None:
-                    known = self._dicts[id(value)] = (value, _frozen(value))
-                values.append(known[1])
-            else:
-                values.append(_frozen(value))
-        return tuple(values)
-
-
-def _read(facts: dict[str, Any] | None, names: tuple[str, ...] | list[str]) -> tuple[Any, ...]:
-    """The values of `names` in `facts`, and why any of them is unknown."""
-    if not names or facts is None:
-        return ()
-    unknown = facts.get("unknown")
-    why = tuple(unknown.get(name) for name in names) if unknown else None
-    return (why, *[_frozen(facts.get(name, _ABSENT)) for name in names])
+        try:
+            values = self._values(facts)
+        except KeyError:  # a fact this provider's facts lack: absent is a value too
+            values = tuple(facts.get(name, _ABSENT) for name in self.names)
+        key = (id(unknown) if unknown else 0, *map(id, values))
+        seen = self._seen.get(key)
+        if seen is None:
+            seen = self._seen[key] = (self._freezer.token(unknown, self.names, values), unknown, values)
+        return seen[0]
 
 
 def _reasons(rule: Rule, cluster_facts: dict[str, Any], node_facts: dict[str, Any] | None) -> list[str]:
@@ -652,25 +710,48 @@ def _reasons(rule: Rule, cluster_facts: dict[str, Any], node_facts: dict[str, An
     return reasons
 
 
-def _finding(rule: Rule, cluster: Cluster, resources_: list[str], facts: dict[str, Any]) -> Finding:
-    origin = cluster.nodes[0].origin if cluster.spec else "running"
+class _FindingMaker:
+    """Findings of one run. A rule's findings on nodes of one origin differ only in where they are and in their
+    message, so the rest (remediation text included) is made once per rule and origin, and a finding is built
+    from values the rule's loading already checked, without validating each again (trusted.py)."""
+
+    def __init__(self) -> None:
+        self._fixed: dict[tuple[int, str], tuple[Rule, dict[str, Any]]] = {}  # the rule kept: its id stays its own
+
+    def __call__(self, rule: Rule, cluster: Cluster, resources_: list[str], facts: dict[str, Any]) -> Finding:
+        origin = cluster.nodes[0].origin if cluster.spec else "running"
+        fixed = self._fixed.get((id(rule), origin))
+        if fixed is None:
+            fixed = self._fixed[(id(rule), origin)] = (rule, _fixed_fields(rule, origin))
+        values = fixed[1].copy()
+        values["account"] = cluster.account
+        # Findings on what a template or plan would launch belong to no running cluster.
+        values["cluster"] = None if cluster.spec else cluster.id
+        values["resources"] = resources_
+        values["message"] = rule.render(facts, origin)
+        values["references"] = list(values["references"])  # each finding its own list, as validation gives
+        return trusted.build(Finding, values)
+
+
+def _fixed_fields(rule: Rule, origin: str) -> dict[str, Any]:
+    """A finding's fields that only its rule and origin decide."""
     variant = rule.variant(origin)
     remediation = variant.remediation or rule.remediation
-    return Finding(
-        rule=rule.id_for(origin),
-        title=variant.title or rule.title,
-        severity=variant.severity or rule.severity,
-        category=rule.category,
-        provider=rule.provider,
-        account=cluster.account,
-        # Findings on what a template or plan would launch belong to no running cluster.
-        cluster=None if cluster.spec else cluster.id,
-        resources=resources_,
-        message=rule.render(facts, origin),
-        remediation=remediation.as_text(),
-        effect=rule.effect,
-        references=variant.references or rule.references,
-    )
+    return {
+        "rule": rule.id_for(origin),
+        "title": variant.title or rule.title,
+        "severity": variant.severity or rule.severity,
+        "category": rule.category,
+        "provider": rule.provider,
+        "remediation": remediation.as_text(),
+        "effect": rule.effect,
+        "references": variant.references or rule.references,
+    }
+
+
+def _finding(rule: Rule, cluster: Cluster, resources_: list[str], facts: dict[str, Any]) -> Finding:
+    """One finding, made alone (the engine makes a run's with a _FindingMaker)."""
+    return _FindingMaker()(rule, cluster, resources_, facts)
 
 
 def sort_findings(findings: list[Finding]) -> list[Finding]:
