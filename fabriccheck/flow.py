@@ -23,7 +23,7 @@ from fabriccheck.engine import SEVERITY_RANK, Finding
 from fabriccheck.errors import FabricCheckError
 from fabriccheck.facts import FactBuilder
 from fabriccheck.inventory import Inventory
-from fabriccheck.model import CollectionError, ScopeStatus, SourceLocation
+from fabriccheck.model import Capability, CollectionError, Node, ScopeStatus, SourceLocation
 from fabriccheck.waivers import Waiver, WaiverStatus
 
 REPORT_SCHEMA_VERSION = 1
@@ -296,68 +296,106 @@ def cluster_penalty(
     price_per_gpu_hour: float | None,
     facts: FactBuilder,
 ) -> penalty.Penalty:
-    """Map a cluster's findings to a fabric state per node, and ask the penalty core what that costs."""
-    caps = [facts.capability(n) for n in cluster.nodes]
-    known = [c for c in caps if c is not None]
-    if len(known) < len(caps):
+    """Map a cluster's findings to a fabric state per node, and ask the penalty core what that costs.
+
+    The nodes of a pool share their type and mostly their findings' effects: a node's fabric and state follow
+    from (type, effects, NICs attached if partial), so each distinct such key is mapped once per cluster, each
+    type's description and each state once per run, and each distinct cluster's slowdown once per run."""
+    capabilities = {t: facts.type_capability(t) for t in dict.fromkeys(n.instance_type or "" for n in cluster.nodes)}
+    known = [c for c in capabilities.values() if c is not None]
+    if len(known) < len(capabilities):
         return penalty.Penalty(
             workload=workload.name, estimated=False, reason="an instance type's capability is unknown"
         )
-    effects: dict[str, set[str]] = {n.id: set() for n in cluster.nodes}
-    for finding in findings:
-        one = len(finding.resources) == 1 and finding.resources[0] in effects
-        for node_id in finding.resources if one else effects:
-            effects[node_id].add(finding.effect)
-    # The nodes of a pool share their type and mostly their state, and pools of one shape cost the same: each
-    # type's description, each state and each distinct cluster's slowdown is made once per run.
+    # A finding naming one node of the cluster acts on that node; any other (a cluster finding) on every node.
+    everyone: set[str] = set()
+    own: dict[str, set[str]] = {}
+    if findings:
+        ids = {n.id for n in cluster.nodes}
+        for finding in findings:
+            if len(finding.resources) == 1 and finding.resources[0] in ids:
+                own.setdefault(finding.resources[0], set()).add(finding.effect)
+            else:
+                everyone.add(finding.effect)
+    base = frozenset(everyone)
+
+    def key_of(node: Node) -> _MemberKey:
+        effects = base | own[node.id] if node.id in own else base
+        partial = "partial-fabric" in effects and not effects & _DOWN_EFFECTS
+        return (node.instance_type or "", effects, int(facts.node(node)["fabric"]["attached"]) if partial else None)
+
+    if own or ("partial-fabric" in base and not base & _DOWN_EFFECTS):
+        keys = [key_of(n) for n in cluster.nodes]
+        distinct = dict.fromkeys(keys)
+    else:  # every node takes the cluster's effects alone (a clean pool): a type is a key
+        keys = None
+        distinct = dict.fromkeys((t, base, None) for t in capabilities)
+    members = {key: _member(key, cluster.provider, capabilities, facts) for key in distinct}
+    # The slowdown depends on the node count and the distinct members in order (the first names the accelerator).
+    slowdowns: dict[tuple[object, ...], penalty.Slowdown] = facts.cached("penalty:slowdowns", dict)
+    shape = (workload, cluster.size, *dict.fromkeys(members.values()))
+    slowdown = slowdowns.get(shape)
+    if slowdown is None:
+        every = [members[k] for k in keys] if keys is not None else [members[key_of(n)] for n in cluster.nodes]
+        slowdown = slowdowns[shape] = penalty.estimate_members(every, workload)
+    gpus = min(c.accelerators for c in known) * cluster.size
+    return penalty.penalty_of(slowdown, workload, gpus, price_per_gpu_hour)
+
+
+_MemberKey = tuple[str, frozenset[str], int | None]  # a node's type, its findings' effects, NICs attached if partial
+# Effects that decide a node's state ahead of partial-fabric (see _member): its attached NICs do not matter then.
+_DOWN_EFFECTS = frozenset({"unreachable", *_TCP_EFFECTS})
+
+
+def _member(
+    key: _MemberKey,
+    provider: str,
+    capabilities: dict[str, Capability | None],
+    facts: FactBuilder,
+) -> tuple[penalty.FabricDescription, penalty.FabricState]:
+    """A node's fabric and its state, from its (type, findings' effects, fabric NICs attached if partial)."""
+    instance_type, effects, attached = key
+    cap = capabilities[instance_type]
+    assert cap is not None  # cluster_penalty estimates only clusters whose types are all known
     descriptions: dict[str, penalty.FabricDescription] = facts.cached("penalty:descriptions", dict)
     states: dict[tuple[penalty.FabricHealth, int | None, bool], penalty.FabricState] = facts.cached(
         "penalty:states", dict
     )
-    slowdowns: dict[tuple[object, ...], penalty.Slowdown] = facts.cached("penalty:slowdowns", dict)
-    members: list[tuple[penalty.FabricDescription, penalty.FabricState]] = []
-    for node, cap in zip(cluster.nodes, known, strict=True):
-        fabric = descriptions.get(cap.instance_type)
-        if fabric is None:
-            fabric = descriptions[cap.instance_type] = penalty.FabricDescription.from_capability(cap)
-        node_effects = effects[node.id]
-        if "weaker-fabric" in node_effects and not fabric.fabric_gbps:
-            # Healthy would be the fabric of the same-generation type the instance-choice rule suggests,
-            # scaled to this type's accelerators; the node keeps its own ordinary NIC.
-            pick = next(
-                (
-                    s.capability
-                    for s in facts.siblings(cluster.provider, cap.instance_type)
-                    if s.capability.accelerators >= cap.accelerators
-                ),
-                None,
-            )
-            if pick is not None and pick.accelerators:
-                borrowed = f"{cap.instance_type} as {pick.instance_type}"
-                fabric = descriptions.get(borrowed)
-                if fabric is None:
-                    fabric = descriptions[borrowed] = penalty.FabricDescription.borrowed(cap, pick)
-        loose = "loose-placement" in node_effects
-        key: tuple[penalty.FabricHealth, int | None, bool]
-        if "unreachable" in node_effects:
-            key = ("unreachable", None, loose)
-        elif node_effects & _TCP_EFFECTS:
-            key = ("tcp-fallback", None, loose)
-        elif "partial-fabric" in node_effects:
-            key = ("partial", int(facts.node(node)["fabric"]["attached"]), loose)
-        else:
-            key = ("healthy", None, loose)
-        state = states.get(key)
-        if state is None:
-            state = states[key] = penalty.FabricState(key[0], nics_used=key[1], loose_placement=key[2])
-        members.append((fabric, state))
-    # The slowdown depends on the node count and the distinct members in order (the first names the accelerator).
-    shape = (workload, len(members), *dict.fromkeys(members))
-    slowdown = slowdowns.get(shape)
-    if slowdown is None:
-        slowdown = slowdowns[shape] = penalty.estimate_members(members, workload)
-    gpus = min((c.accelerators for c in known), default=0) * cluster.size
-    return penalty.penalty_of(slowdown, workload, gpus, price_per_gpu_hour)
+    fabric = descriptions.get(cap.instance_type)
+    if fabric is None:
+        fabric = descriptions[cap.instance_type] = penalty.FabricDescription.from_capability(cap)
+    if "weaker-fabric" in effects and not fabric.fabric_gbps:
+        # Healthy would be the fabric of the same-generation type the instance-choice rule suggests,
+        # scaled to this type's accelerators; the node keeps its own ordinary NIC.
+        pick = next(
+            (
+                s.capability
+                for s in facts.siblings(provider, cap.instance_type)
+                if s.capability.accelerators >= cap.accelerators
+            ),
+            None,
+        )
+        if pick is not None and pick.accelerators:
+            borrowed = f"{cap.instance_type} as {pick.instance_type}"
+            fabric = descriptions.get(borrowed)
+            if fabric is None:
+                fabric = descriptions[borrowed] = penalty.FabricDescription.borrowed(cap, pick)
+    loose = "loose-placement" in effects
+    state_key: tuple[penalty.FabricHealth, int | None, bool]
+    if "unreachable" in effects:
+        state_key = ("unreachable", None, loose)
+    elif effects & _TCP_EFFECTS:
+        state_key = ("tcp-fallback", None, loose)
+    elif "partial-fabric" in effects:
+        state_key = ("partial", attached, loose)
+    else:
+        state_key = ("healthy", None, loose)
+    state = states.get(state_key)
+    if state is None:
+        state = states[state_key] = penalty.FabricState(
+            state_key[0], nics_used=state_key[1], loose_placement=state_key[2]
+        )
+    return fabric, state
 
 
 def tally(findings: list[Finding], clusters: list[ClusterReport], skipped: list[SkippedCluster]) -> dict[str, Any]:
