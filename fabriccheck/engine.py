@@ -209,15 +209,19 @@ def _lookup(facts: dict[str, Any], dotted: str) -> Any:
 
 
 def _render(template: str, facts: dict[str, Any], rule: Rule) -> str:
-    parts = _template(template)
-    out = [parts[0]]
-    for index in range(1, len(parts), 2):
-        name, literal = parts[index], parts[index + 1]
+    start, placeholders = _template(template)
+    out = [start]
+    for name, parts, literal in placeholders:
+        value: Any = facts
         try:
-            value = _lookup(facts, name)
+            for part in parts:
+                value = value[part]
         except (KeyError, TypeError):
             raise FabricCheckError(f"{rule.path}: rule {rule.id}: message names unknown fact {{{name}}}") from None
-        if isinstance(value, float):
+        kind = type(value)
+        if kind is str:
+            out.append(value)
+        elif isinstance(value, float):
             out.append(f"{value:g}")
         elif isinstance(value, list):
             out.append(", ".join(str(v) for v in value))
@@ -228,10 +232,12 @@ def _render(template: str, facts: dict[str, Any], rule: Rule) -> str:
 
 
 @functools.lru_cache(maxsize=1024)
-def _template(template: str) -> tuple[str, ...]:
-    """A message split once into literal text and the fact names between (text, name, text, ..., text): a
-    fleet's findings render the few messages of its rules hundreds of times."""
-    return tuple(_PLACEHOLDER.split(template.strip()))
+def _template(template: str) -> tuple[str, tuple[tuple[str, tuple[str, ...], str], ...]]:
+    """A message split once into its leading text and, for each placeholder, (its fact name, the name's parts,
+    the text after it): a fleet's findings render the few messages of its rules hundreds of times."""
+    pieces = _PLACEHOLDER.split(template.strip())
+    names, texts = pieces[1::2], pieces[2::2]
+    return pieces[0], tuple((name, tuple(name.split(".")), text) for name, text in zip(names, texts, strict=True))
 
 
 # ---------------------------------------------------------------------------------------------- loading
@@ -496,7 +502,7 @@ def judge(
         if cluster_facts["multi_node"] and node_rules:
             # Nodes mostly share their facts but for their names: the nodes whose facts read by the node rules
             # are alike (and whose clusters' facts read by them are alike) share one verdict per rule.
-            around = (group, scope.read(group.cluster_reads))
+            around = (group, scope.read(group.cluster_paths, group.cluster_reads))
             read = freezer.reader(group.node_reads)
             for node in cluster.nodes:
                 node_facts = facts.node(node)
@@ -550,14 +556,14 @@ class _Scope:
         self._freezer = freezer
         self._context: Any = None
         self._node: Any = None
-        self._read: dict[tuple[str, ...], int] = {}
+        self._read: dict[tuple[tuple[str, ...], tuple[str, ...]], int] = {}
 
-    def read(self, names: tuple[str, ...]) -> int:
-        """The values of the cluster facts `names` (and why any is unknown), as a token: rules mostly read the
-        same few cluster facts, so each set is frozen once per cluster."""
-        found = self._read.get(names)
+    def read(self, paths: tuple[str, ...], names: tuple[str, ...]) -> int:
+        """The values at the cluster fact `paths` and why any of the facts `names` is unknown, as a token: rules
+        mostly read the same few cluster facts, so each set is frozen once per cluster."""
+        found = self._read.get((paths, names))
         if found is None:
-            found = self._read[names] = self._freezer.reader(names)(self.facts)
+            found = self._read[(paths, names)] = self._freezer.reader(paths, names)(self.facts)
         return found
 
     def context(self, node_facts: dict[str, Any] | None) -> Any:
@@ -579,6 +585,11 @@ class _Judging:
         reads = sorted(rule._reads)
         self.node_reads = tuple(r.partition(".")[2] for r in reads if r.startswith("node."))
         self.cluster_reads = tuple(r.partition(".")[2] for r in reads if r.startswith("cluster."))
+        # The dotted cluster facts it reads (placement.policy): clusters differ in facts beside those (their
+        # names: placement.policies), and a verdict keyed by the values read is shared by clusters alike in them.
+        self.cluster_paths = tuple(
+            sorted({path.partition(".")[2] for path in _fact_paths(rule.condition) if path.startswith("cluster.")})
+        )
         # Exact: the condition reaches the facts only as node.NAME / cluster.NAME, so the values of those
         # facts decide it. Anything else (node["x"], size(cluster)) is judged on all the facts, node by node.
         stripped = _STRING.sub('""', rule.condition)
@@ -594,7 +605,7 @@ class _Judging:
         """(matches, why it could not be judged if it does not: `_reasons`) for these facts. `shape` stands
         for the node's facts: the values of (at least) those this rule reads."""
         if self.exact:
-            key: tuple[Any, ...] = (self, scope.read(self.cluster_reads), shape)
+            key: tuple[Any, ...] = (self, scope.read(self.cluster_paths, self.cluster_reads), shape)
         else:
             key = (self, id(scope.facts), id(node))
         found = verdicts.get(key)
@@ -621,6 +632,7 @@ class _NodeRules:
         self.judgings = judgings
         self.node_reads = tuple(sorted({name for j in judgings for name in j.node_reads}))
         self.cluster_reads = tuple(sorted({name for j in judgings for name in j.cluster_reads}))
+        self.cluster_paths = tuple(sorted({path for j in judgings for path in j.cluster_paths}))
         self.exact = all(j.exact for j in judgings)
 
 
@@ -641,6 +653,17 @@ def _frozen(value: Any) -> Any:
 _ABSENT = object()
 
 
+def _at(facts: dict[str, Any], parts: tuple[str, ...]) -> Any:
+    """The value at a dotted fact path: _ABSENT if its last part is missing (CEL's has() is false), and which
+    part is missing if one before is (CEL fails there)."""
+    value: Any = facts
+    for depth, part in enumerate(parts):
+        if type(value) is not dict or part not in value:
+            return _ABSENT if depth == len(parts) - 1 and type(value) is dict else ("no such fact", depth)
+        value = value[part]
+    return value
+
+
 class _Freezer:
     """The values of some facts (and why any is unknown) as a small int, a token: equal values, equal tokens.
     Verdicts are looked up by token: an int hashes at once, a frozen nested dict is walked on every hash."""
@@ -648,16 +671,16 @@ class _Freezer:
     def __init__(self) -> None:
         self._tokens: dict[Any, int] = {}  # frozen values -> token
         self._dicts: dict[int, tuple[Any, Any]] = {}  # id -> (a dict many facts share, kept; frozen)
-        self._readers: dict[tuple[str, ...], _Reader] = {}
+        self._readers: dict[tuple[tuple[str, ...], tuple[str, ...] | None], _Reader] = {}
 
-    def reader(self, names: tuple[str, ...]) -> _Reader:
-        found = self._readers.get(names)
+    def reader(self, paths: tuple[str, ...], names: tuple[str, ...] | None = None) -> _Reader:
+        """A reader of the values at `paths` and why any of the facts `names` (default: `paths`) is unknown."""
+        found = self._readers.get((paths, names))
         if found is None:
-            found = self._readers[names] = _Reader(self, names)
+            found = self._readers[(paths, names)] = _Reader(self, paths, paths if names is None else names)
         return found
 
-    def token(self, unknown: dict[str, str] | None, names: tuple[str, ...], values: tuple[Any, ...]) -> int:
-        why = tuple(unknown.get(name) for name in names) if unknown else None
+    def token(self, why: tuple[str | None, ...] | None, values: tuple[Any, ...]) -> int:
         return self._tokens.setdefault((why, *map(self._frozen, values)), len(self._tokens))
 
     def _frozen(self, value: Any) -> Any:
@@ -676,25 +699,32 @@ class _Reader:
     the same objects are the same values: most nodes cost a look-up by ids, not a freeze. Every object so looked up
     is kept here, so that no id is reused while the reader lives; nothing changes facts while they are judged."""
 
-    def __init__(self, freezer: _Freezer, names: tuple[str, ...]) -> None:
+    def __init__(self, freezer: _Freezer, paths: tuple[str, ...], names: tuple[str, ...]) -> None:
         self._freezer = freezer
+        self.paths = paths
         self.names = names
+        split = [tuple(path.split(".")) for path in paths]
         self._values: Callable[[dict[str, Any]], tuple[Any, ...]] = (
-            operator.itemgetter(*names) if len(names) > 1 else lambda facts: tuple(facts[name] for name in names)
+            (lambda facts: tuple(_at(facts, parts) for parts in split))
+            if any(len(parts) > 1 for parts in split)
+            else operator.itemgetter(*paths)
+            if len(paths) > 1
+            else lambda facts: tuple(facts[path] for path in paths)
         )
-        # (id of the unknown dict, or 0 if empty; ids of the values) -> (token, the objects, kept)
-        self._seen: dict[tuple[int, ...], tuple[int, Any, tuple[Any, ...]]] = {}
+        # (why each of `names` is unknown, or None if none is; ids of the values) -> (token, the values, kept)
+        self._seen: dict[tuple[Any, ...], tuple[int, tuple[Any, ...]]] = {}
 
     def __call__(self, facts: dict[str, Any]) -> int:
         unknown = facts.get("unknown")
         try:
             values = self._values(facts)
         except KeyError:  # a fact this provider's facts lack: absent is a value too
-            values = tuple(facts.get(name, _ABSENT) for name in self.names)
-        key = (id(unknown) if unknown else 0, *map(id, values))
+            values = tuple(facts.get(path, _ABSENT) for path in self.paths)
+        why = tuple(map(unknown.get, self.names)) if unknown else None
+        key = (why, *map(id, values))
         seen = self._seen.get(key)
         if seen is None:
-            seen = self._seen[key] = (self._freezer.token(unknown, self.names, values), unknown, values)
+            seen = self._seen[key] = (self._freezer.token(why, values), values)
         return seen[0]
 
 

@@ -276,3 +276,65 @@ def test_a_fact_the_source_left_unknown_is_not_shared_from_an_alike_node(tmp_pat
         assert [
             (u.rule, u.reason) for u in evaluation.unjudged["aws:example-account:us-east-1:auto-scaling-group/b"]
         ] == [("X950", why)]
+
+
+def _cluster_rule(tmp_path: Path, condition: str) -> engine.Rule:
+    path = _rule(tmp_path, condition).path
+    text = (
+        Path(path)
+        .read_text()
+        .replace("scope: node", "scope: cluster")
+        .replace(
+            "flagged {node.id} with {node.fabric.attached} of {node.fabric.max}", "flagged {cluster.topology.top_nodes}"
+        )
+    )
+    Path(path).write_text(text)
+    return engine._load_file(Path(path))
+
+
+def _under(name: str, group: str, top: str) -> dict[str, Any]:
+    return _node(name, group, network_nodes=[top, f"{top}-spine", f"{name}-leaf"])
+
+
+def test_clusters_alike_in_the_dotted_facts_read_share_one_evaluation(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Each cluster has its own top-node names, but the rule reads only whether the topology is known.
+    rule = _cluster_rule(tmp_path, "cluster.size > 1 && cluster.topology.known")
+    evaluated: list[engine.Rule] = []
+    matches = engine.Rule.matches
+
+    def counted(self: engine.Rule, variables: Any) -> bool:
+        evaluated.append(self)
+        return matches(self, variables)
+
+    monkeypatch.setattr(engine.Rule, "matches", counted)
+    nodes = [_under(f"i-{g}{i}", g, f"top-{g}") for g in "abc" for i in range(2)]
+    findings = _judged(rule, nodes).findings
+    assert sorted(f.cluster or "" for f in findings) == [
+        f"aws:example-account:us-east-1:auto-scaling-group/{g}" for g in "abc"
+    ]
+    assert len(evaluated) == 1
+
+
+def test_clusters_that_differ_in_a_dotted_fact_read_are_judged_apart(tmp_path: Path) -> None:
+    rule = _cluster_rule(tmp_path, "cluster.size > 1 && cluster.topology.top_nodes > 1")
+    split = [_under("i-a0", "a", "top-1"), _under("i-a1", "a", "top-2")]
+    together = [_under("i-b0", "b", "top-1"), _under("i-b1", "b", "top-1")]
+    for nodes in (split + together, together + split):
+        findings = _judged(rule, nodes).findings
+        assert [(f.cluster, f.message) for f in findings] == [
+            ("aws:example-account:us-east-1:auto-scaling-group/a", "flagged 2")
+        ]
+
+
+def test_a_rule_reading_a_whole_nested_fact_shares_nothing_beside_it(tmp_path: Path) -> None:
+    # size(cluster.topology) and cluster.topology["top_node_names"] read the whole dict: names count.
+    for condition in (
+        'cluster.size > 1 && cluster.topology["top_node_names"] == "top-a"',
+        'cluster.size > 1 && cluster.topology.top_node_names == "top-a"',
+    ):
+        rule = _cluster_rule(tmp_path, condition)
+        nodes = [_under(f"i-{g}{i}", g, f"top-{g}") for g in "ab" for i in range(2)]
+        findings = _judged(rule, nodes).findings
+        assert [f.cluster for f in findings] == ["aws:example-account:us-east-1:auto-scaling-group/a"], condition
