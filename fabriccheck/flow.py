@@ -324,20 +324,29 @@ def cluster_penalty(
         partial = "partial-fabric" in effects and not effects & _DOWN_EFFECTS
         return (node.instance_type or "", effects, int(facts.node(node)["fabric"]["attached"]) if partial else None)
 
-    if own or ("partial-fabric" in base and not base & _DOWN_EFFECTS):
-        keys = [key_of(n) for n in cluster.nodes]
-        distinct = dict.fromkeys(keys)
-    else:  # every node takes the cluster's effects alone (a clean pool): a type is a key
-        keys = None
+    distinct: dict[_MemberKey, None] = {}
+    if "partial-fabric" in base and not base & _DOWN_EFFECTS:  # every node's NICs count
+        distinct = dict.fromkeys(key_of(n) for n in cluster.nodes)
+    elif own:  # a node no finding names takes the cluster's effects: its type is its key
+        for node in cluster.nodes:
+            distinct[key_of(node) if node.id in own else (node.instance_type or "", base, None)] = None
+    else:  # a clean pool, or findings on the whole cluster only
         distinct = dict.fromkeys((t, base, None) for t in capabilities)
-    members = {key: _member(key, cluster.provider, capabilities, facts) for key in distinct}
-    # The slowdown depends on the node count and the distinct members in order (the first names the accelerator).
-    slowdowns: dict[tuple[object, ...], penalty.Slowdown] = facts.cached("penalty:slowdowns", dict)
-    shape = (workload, cluster.size, *dict.fromkeys(members.values()))
-    slowdown = slowdowns.get(shape)
+    # The slowdown depends on the node count and the distinct members in order (the first names the accelerator),
+    # so on the distinct keys in order: clusters alike in them share it. Keys hash cheaply; the members (frozen
+    # dataclasses) and the workload would be hashed field by field, so a run's slowdowns are kept per workload.
+    by_workload: dict[int, tuple[penalty.Workload, dict[tuple[object, ...], penalty.Slowdown]]] = facts.cached(
+        "penalty:slowdowns", dict
+    )
+    kept = by_workload.get(id(workload))
+    if kept is None or kept[0] is not workload:  # the workload is kept with its slowdowns: its id stays its own
+        kept = by_workload[id(workload)] = (workload, {})
+    shape = (cluster.provider, cluster.size, *distinct)
+    slowdown = kept[1].get(shape)
     if slowdown is None:
-        every = [members[k] for k in keys] if keys is not None else [members[key_of(n)] for n in cluster.nodes]
-        slowdown = slowdowns[shape] = penalty.estimate_members(every, workload)
+        members = {key: _member(key, cluster.provider, capabilities, facts) for key in distinct}
+        every = [members[key_of(n)] for n in cluster.nodes]
+        slowdown = kept[1][shape] = penalty.estimate_members(every, workload)
     gpus = min(c.accelerators for c in known) * cluster.size
     return penalty.penalty_of(slowdown, workload, gpus, price_per_gpu_hour)
 
