@@ -752,7 +752,9 @@ class _FindingMaker:
         origin = cluster.nodes[0].origin if cluster.spec else "running"
         fixed = self._fixed.get((id(rule), origin))
         if fixed is None:
-            fixed = self._fixed[(id(rule), origin)] = (rule, _fixed_fields(rule, origin))
+            # Every field, in order, with the defaults (immutable: no default factory) the finding starts with.
+            every = {**_fixed_fields(rule, origin), "account": "", "cluster": None, "resources": [], "message": ""}
+            fixed = self._fixed[(id(rule), origin)] = (rule, trusted.complete(Finding, every))
         values = fixed[1].copy()
         values["account"] = cluster.account
         # Findings on what a template or plan would launch belong to no running cluster.
@@ -760,7 +762,7 @@ class _FindingMaker:
         values["resources"] = resources_
         values["message"] = rule.render(facts, origin)
         values["references"] = list(values["references"])  # each finding its own list, as validation gives
-        return trusted.build(Finding, values)
+        return trusted.make(Finding, values)
 
 
 def _fixed_fields(rule: Rule, origin: str) -> dict[str, Any]:

@@ -231,8 +231,9 @@ def run(inventory: Inventory, options: Options) -> Report:
         if not c.judged
     ]
 
-    judged_state = [n for n in inventory.nodes if n.state in JUDGED_STATES]
-    unknown = sorted({n.instance_type or "" for n in judged_state if facts.capability(n) is None})
+    # A capability is a type's: each type of the judged nodes is looked up once, not each node.
+    judged_types = {n.instance_type or "" for n in inventory.nodes if n.state in JUDGED_STATES}
+    unknown = sorted(t for t in judged_types if facts.type_capability(t) is None)
     report = Report(
         tool={"name": "fabriccheck", "version": __version__},
         source=inventory.source,
@@ -440,13 +441,14 @@ def _summary(
     judged_nodes: int,
     unknown: list[str],
 ) -> Summary:
-    judged_state = sum(1 for n in inventory.nodes if n.state in JUDGED_STATES)
+    states = Counter(n.state for n in inventory.nodes)
+    judged_state = sum(count for state, count in states.items() if state in JUDGED_STATES)
     return Summary(
         nodes=judged_state,
         nodes_not_in_reported_clusters=judged_state - judged_nodes,
         unknown_instance_types=unknown,
         **tally(findings, clusters, skipped),
-        nodes_by_state=dict(sorted(Counter(n.state for n in inventory.nodes).items())),
+        nodes_by_state=dict(sorted(states.items())),
         scopes=len(inventory.scopes),
         scopes_incomplete=sum(1 for s in inventory.scopes if not s.complete),
         api_calls=sum(s.api_calls for s in inventory.scopes),

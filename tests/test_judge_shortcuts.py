@@ -338,3 +338,17 @@ def test_a_rule_reading_a_whole_nested_fact_shares_nothing_beside_it(tmp_path: P
         nodes = [_under(f"i-{g}{i}", g, f"top-{g}") for g in "ab" for i in range(2)]
         findings = _judged(rule, nodes).findings
         assert [f.cluster for f in findings] == ["aws:example-account:us-east-1:auto-scaling-group/a"], condition
+
+
+def test_a_finding_made_without_validation_is_the_validated_one(demo: Inventory) -> None:
+    clusters = [c for c in build_clusters(demo) if c.judged]
+    findings = engine.judge(list(engine.builtin_rules(None)), demo, clusters).findings
+    assert len({f.rule for f in findings}) > 5
+    for finding in findings:
+        validated = Finding.model_validate(finding.model_dump())
+        assert finding == validated
+        assert list(finding.__dict__) == list(Finding.model_fields)  # pydantic dumps in __dict__ order
+        assert finding.model_dump_json() == validated.model_dump_json()
+    # Findings of one rule share no list a later step might change on one of them.
+    assert len({id(f.references) for f in findings}) == len(findings)
+    assert len({id(f.resources) for f in findings}) == len(findings)
