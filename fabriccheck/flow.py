@@ -349,7 +349,16 @@ def cluster_penalty(
         every = [members[key_of(n)] for n in cluster.nodes]
         slowdown = kept[1][shape] = penalty.estimate_members(every, workload)
     gpus = min(c.accelerators for c in known) * cluster.size
-    return penalty.penalty_of(slowdown, workload, gpus, price_per_gpu_hour)
+    # Pools alike cost alike: the Penalty is made once per slowdown, GPU count and price (the slowdown kept with
+    # it, so that its id stays its own), and each cluster gets its own copy of it.
+    made: dict[tuple[int, int, float | None], tuple[penalty.Slowdown, penalty.Penalty]] = facts.cached(
+        "penalty:penalties", dict
+    )
+    key = (id(slowdown), gpus, price_per_gpu_hour)
+    found = made.get(key)
+    if found is None or found[0] is not slowdown:
+        found = made[key] = (slowdown, penalty.penalty_of(slowdown, workload, gpus, price_per_gpu_hour))
+    return found[1].model_copy()  # its ranges are shared with its likes: nothing changes a made Penalty
 
 
 _MemberKey = tuple[str, frozenset[str], int | None]  # a node's type, its findings' effects, NICs attached if partial
