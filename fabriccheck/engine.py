@@ -14,6 +14,7 @@ import sys
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from importlib import resources
+from itertools import compress, repeat
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Literal, cast
@@ -501,14 +502,24 @@ def judge(
                     missed[(judging.rule.id, reason)] = []
         if cluster_facts["multi_node"] and node_rules:
             # Nodes mostly share their facts but for their names: the nodes whose facts read by the node rules
-            # are alike (and whose clusters' facts read by them are alike) share one verdict per rule.
+            # are alike (and whose clusters' facts read by them are alike) share one verdict per rule. A pool's
+            # nodes are told apart by a few passes over the whole list, not by a loop of look-ups per node.
             around = (group, scope.read(group.cluster_paths, group.cluster_reads))
-            read = freezer.reader(group.node_reads)
-            for node in cluster.nodes:
-                node_facts = facts.node(node)
-                shape = read(node_facts) if group.exact else id(node)
-                # A fact the node's source left unknown fires nothing (below): which ones is part of the key.
-                key = (*around, shape, tuple(node.unknown) if node.unknown else None)
+            nodes = cluster.nodes
+            every_facts = list(map(facts.node, nodes))
+            shapes: list[Any] = (
+                freezer.reader(group.node_reads).many(every_facts) if group.exact else list(map(id, nodes))
+            )
+            if any(map(_NODE_UNKNOWN, nodes)):
+                # A fact the node's source left unknown fires nothing (below): which ones is part of its shape.
+                shapes = [
+                    (shape, tuple(n.unknown) if n.unknown else None) for shape, n in zip(shapes, nodes, strict=True)
+                ]
+            here: dict[Any, tuple[list[Rule], list[tuple[str, str]]]] = {}
+            for shape in dict.fromkeys(shapes):
+                first = shapes.index(shape)
+                node, node_facts = nodes[first], every_facts[first]
+                key = (*around, shape)
                 verdict = node_verdicts.get(key)
                 if verdict is None:
                     matched_rules: list[Rule] = []
@@ -525,11 +536,26 @@ def judge(
                         else:
                             unknown += [(judging.rule.id, reason) for reason in reasons]
                     verdict = node_verdicts[key] = (matched_rules, unknown)
-                for rule in verdict[0]:
-                    findings.append(make(rule, cluster, [node.id], {"node": node_facts, "cluster": cluster_facts}))
-                if not cluster.spec:
-                    for missing in verdict[1]:
-                        missed.setdefault(missing, []).append(node.id)
+                here[shape] = verdict
+            if len(here) == 1:  # one shape: every node alike
+                matched_rules, unknown = here[shapes[0]]
+                for node, node_facts in zip(nodes, every_facts, strict=True) if matched_rules else ():
+                    for rule in matched_rules:
+                        findings.append(make(rule, cluster, [node.id], {"node": node_facts, "cluster": cluster_facts}))
+                if unknown and not cluster.spec:
+                    ids = [n.id for n in nodes]
+                    for missing in unknown:
+                        missed.setdefault(missing, []).extend(ids)
+            else:  # only the nodes of shapes with a finding or a rule not judged need a look
+                busy = {shape for shape, (matched_rules, unknown) in here.items() if matched_rules or unknown}
+                for index in compress(range(len(nodes)), map(busy.__contains__, shapes)):
+                    node, node_facts = nodes[index], every_facts[index]
+                    matched_rules, unknown = here[shapes[index]]
+                    for rule in matched_rules:
+                        findings.append(make(rule, cluster, [node.id], {"node": node_facts, "cluster": cluster_facts}))
+                    if unknown and not cluster.spec:
+                        for missing in unknown:
+                            missed.setdefault(missing, []).append(node.id)
         # Only where the fabric matters: a CPU fleet's unknown placement leaves nothing unjudged.
         matters = cluster_facts["fabric_cluster"] or "fabric_cluster" in cluster_facts["unknown"]
         if missed and matters:
@@ -693,7 +719,8 @@ class _Freezer:
 
 
 class _Reader:
-    """The token of the values of some facts (`names`), looked up first by the identity of the objects read.
+    """The token of the values at some fact paths (and why any of the facts `names` is unknown), looked up first by
+    the identity of the objects read.
 
     The nodes of a pool share their facts' objects but for their names (facts.py builds a pool's facts once), and
     the same objects are the same values: most nodes cost a look-up by ids, not a freeze. Every object so looked up
@@ -711,8 +738,9 @@ class _Reader:
             if len(paths) > 1
             else lambda facts: tuple(facts[path] for path in paths)
         )
-        # (why each of `names` is unknown, or None if none is; ids of the values) -> (token, the values, kept)
-        self._seen: dict[tuple[Any, ...], tuple[int, tuple[Any, ...]]] = {}
+        self._known: dict[tuple[int, ...], int] = {}  # ids of the values, when no fact read is unknown -> token
+        self._seen: dict[tuple[Any, ...], int] = {}  # (why each of `names` is unknown, ids of the values) -> token
+        self._kept: list[tuple[Any, ...]] = []  # the values looked up
 
     def __call__(self, facts: dict[str, Any]) -> int:
         unknown = facts.get("unknown")
@@ -721,11 +749,37 @@ class _Reader:
         except KeyError:  # a fact this provider's facts lack: absent is a value too
             values = tuple(facts.get(path, _ABSENT) for path in self.paths)
         why = tuple(map(unknown.get, self.names)) if unknown else None
-        key = (why, *map(id, values))
-        seen = self._seen.get(key)
-        if seen is None:
-            seen = self._seen[key] = (self._freezer.token(why, values), values)
-        return seen[0]
+        if why is None:
+            return self._token(self._known, tuple(map(id, values)), None, values)
+        return self._token(self._seen, (why, *map(id, values)), why, values)
+
+    def many(self, every: list[dict[str, Any]]) -> list[int]:
+        """The tokens of many facts: for facts of which nothing is unknown (a fleet's, mostly), in passes over the
+        list that run in C but for what is seen for the first time."""
+        try:
+            if any(map(_FACTS_UNKNOWN, every)):
+                return list(map(self, every))
+            values = list(map(self._values, every))
+        except KeyError:  # facts without an `unknown`, or without a fact read: one by one
+            return list(map(self, every))
+        keys = list(map(tuple, map(map, repeat(id), values)))
+        tokens = list(map(self._known.get, keys))
+        if None in tokens:
+            for index, token in enumerate(tokens):
+                if token is None:
+                    tokens[index] = self._token(self._known, keys[index], None, values[index])
+        return tokens  # type: ignore[return-value]  # no None is left
+
+    def _token(self, seen: dict[Any, int], key: tuple[Any, ...], why: Any, values: tuple[Any, ...]) -> int:
+        token = seen.get(key)
+        if token is None:
+            token = seen[key] = self._freezer.token(why, values)
+            self._kept.append(values)
+        return token
+
+
+_FACTS_UNKNOWN = operator.itemgetter("unknown")
+_NODE_UNKNOWN = operator.attrgetter("unknown")
 
 
 def _reasons(rule: Rule, cluster_facts: dict[str, Any], node_facts: dict[str, Any] | None) -> list[str]:

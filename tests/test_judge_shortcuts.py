@@ -125,11 +125,15 @@ def test_a_pool_of_many_alike_nodes_costs_as_node_by_node(demo: Inventory) -> No
     chance = random.Random(11)
     shared = FactBuilder(demo)
     workload = penalty.WORKLOADS[penalty.DEFAULT_WORKLOAD]
+    bigs = []  # all alive at once, as an inventory's nodes are: the builder knows a node's facts by its identity
     for cluster in build_clusters(demo):
         if cluster.size < 2:
             continue
         big = Cluster(id=cluster.id, provider=cluster.provider, account=cluster.account, signal=cluster.signal)
         big.nodes = [n.model_copy(update={"id": f"{n.id}-{i}"}) for i in range(8) for n in cluster.nodes]
+        bigs.append(big)
+    assert len(bigs) > 3
+    for big in bigs:
         for findings in ([], _invented(big, chance), _invented(big, chance)):
             expected = plain_penalty(big, findings, workload, 3.0, FactBuilder(demo))
             assert flow.cluster_penalty(big, findings, workload, 3.0, shared) == expected
