@@ -356,3 +356,25 @@ def test_a_finding_made_without_validation_is_the_validated_one(demo: Inventory)
     # Findings of one rule share no list a later step might change on one of them.
     assert len({id(f.references) for f in findings}) == len(findings)
     assert len({id(f.resources) for f in findings}) == len(findings)
+
+
+def test_many_tokens_at_once_are_the_tokens_one_by_one() -> None:
+    shared = {"attached": 2, "kind": "efa"}
+    every: list[dict[str, Any]] = [
+        {"fabric": shared, "zone": "a", "unknown": {}},
+        {"fabric": shared, "zone": "a", "unknown": {}, "id": "other"},
+        {"fabric": {"attached": 2, "kind": "efa"}, "zone": "a", "unknown": {}},
+        {"fabric": {"attached": True, "kind": "efa"}, "zone": "a", "unknown": {}},
+        {"fabric": shared, "zone": "b", "unknown": {}},
+        {"fabric": shared, "zone": "a", "unknown": {"zone": "not collected"}},
+        {"fabric": shared, "unknown": {}},  # a fact missing
+        {"fabric": shared, "zone": "a"},  # no unknown at all
+    ]
+    names = ("fabric", "zone")
+    for start in range(len(every)):  # every way of meeting a value first: in a batch, or one by one
+        batch, single = engine._Freezer().reader(names), engine._Freezer().reader(names)
+        part = every[start:] + every[:start]
+        tokens = batch.many(part[:3]) + batch.many(part[3:])
+        assert [tokens.index(t) for t in tokens] == [list(map(single, part)).index(single(f)) for f in part]
+    alike = engine._Freezer().reader(names).many(every[:3])
+    assert alike[0] == alike[1] == alike[2]
