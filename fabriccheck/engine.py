@@ -750,7 +750,7 @@ class _Reader:
         except KeyError:  # a fact this provider's facts lack: absent is a value too
             values = tuple(facts.get(path, _ABSENT) for path in self.paths)
         why = tuple(map(unknown.get, self.names)) if unknown else None
-        if why is None:
+        if why is None or not any(why):  # nothing read is unknown (other facts may be: they decide nothing here)
             return self._token(self._known, tuple(map(id, values)), None, values)
         return self._token(self._seen, (why, *map(id, values)), why, values)
 

@@ -378,3 +378,9 @@ def test_many_tokens_at_once_are_the_tokens_one_by_one() -> None:
         assert [tokens.index(t) for t in tokens] == [list(map(single, part)).index(single(f)) for f in part]
     alike = engine._Freezer().reader(names).many(every[:3])
     assert alike[0] == alike[1] == alike[2]
+
+
+def test_a_fact_not_read_being_unknown_changes_no_token() -> None:
+    reader = engine._Freezer().reader(("x",))
+    assert reader({"x": 1, "unknown": {"y": "not collected"}}) == reader({"x": 1, "unknown": {}})
+    assert reader({"x": 1, "unknown": {"x": "not collected"}}) != reader({"x": 1, "unknown": {}})
