@@ -836,11 +836,6 @@ def _fixed_fields(rule: Rule, origin: str) -> dict[str, Any]:
     }
 
 
-def _finding(rule: Rule, cluster: Cluster, resources_: list[str], facts: dict[str, Any]) -> Finding:
-    """One finding, made alone (the engine makes a run's with a _FindingMaker)."""
-    return _FindingMaker()(rule, cluster, resources_, facts)
-
-
 def sort_findings(findings: list[Finding]) -> list[Finding]:
     return sorted(findings, key=lambda f: (-SEVERITY_RANK[f.severity], f.rule, f.account, f.cluster or "", f.resources))
 
