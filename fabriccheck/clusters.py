@@ -47,8 +47,11 @@ def _slug(label: str) -> str:
     return label.lower().replace(" ", "-")
 
 
+_Signal = tuple[tuple[str, ...], frozenset[str], str | None, str, str]
+
+
 @functools.cache
-def _signals(provider: str) -> tuple[tuple[tuple[str, ...], frozenset[str], str | None, str, str], ...]:
+def _signals(provider: str) -> tuple[_Signal, ...]:
     """The provider's signals as (tag keys, the same as a set, placement kind, slug, label), strongest first."""
     return tuple(
         (signal.keys, frozenset(signal.keys), None, _slug(signal.label), signal.label)
@@ -59,6 +62,13 @@ def _signals(provider: str) -> tuple[tuple[tuple[str, ...], frozenset[str], str 
     )
 
 
+@functools.cache
+def _grouping(provider: str) -> tuple[frozenset[tuple[str, str]], tuple[_Signal, ...]]:
+    """The provider's (tag, value) pairs that mark a node alone, and its signals: looked up once per provider,
+    not once per node (a fleet has thousands)."""
+    return frozenset(support(provider).alone_tags), _signals(provider)
+
+
 def cluster_key(node: Node, cluster_tag: str | None) -> tuple[str, str]:
     """(cluster id, what grouped it) for a running node."""
     tags = node.tags
@@ -66,12 +76,13 @@ def cluster_key(node: Node, cluster_tag: str | None) -> tuple[str, str]:
         # A user's tag names a job across regions, which is exactly when a region split must show.
         return f"{node.provider}:{node.account}:tag/{cluster_tag}={tags[cluster_tag]}", f"tag {cluster_tag}"
     here = f"{node.provider}:{node.account}:{node.region}"
-    if tags and any(tags.get(key) == value for key, value in support(node.provider).alone_tags):
+    alone, signals = _grouping(node.provider)
+    if tags and alone and not tags.items().isdisjoint(alone):
         return f"{here}:{node.id}", "single node"
-    for keys, keyset, kind, slug, label in _signals(node.provider):
+    for keys, keyset, kind, slug, label in signals:
         if kind is None:
-            if tags.keys() >= keyset:
-                name = "/".join(tags[k] for k in keys)
+            if tags and tags.keys() >= keyset:
+                name = tags[keys[0]] if len(keys) == 1 else "/".join([tags[k] for k in keys])
                 return f"{here}:{slug}/{name}", label
         else:
             placed = node.placed_by(kind)

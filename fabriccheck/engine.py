@@ -8,11 +8,13 @@ Conditions are compiled once per run; facts are prepared once per node and per c
 from __future__ import annotations
 
 import functools
+import operator
 import re
 import sys
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from importlib import resources
+from itertools import compress, repeat
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Literal, cast
@@ -21,7 +23,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from fabriccheck import facts as derived
-from fabriccheck import shipped
+from fabriccheck import shipped, trusted
 from fabriccheck.cloud import support
 from fabriccheck.clusters import Cluster, build_clusters, spec_clusters
 from fabriccheck.errors import FabricCheckError
@@ -208,20 +210,35 @@ def _lookup(facts: dict[str, Any], dotted: str) -> Any:
 
 
 def _render(template: str, facts: dict[str, Any], rule: Rule) -> str:
-    def one(match: re.Match[str]) -> str:
+    start, placeholders = _template(template)
+    out = [start]
+    for name, parts, literal in placeholders:
+        value: Any = facts
         try:
-            value = _lookup(facts, match.group(1))
+            for part in parts:
+                value = value[part]
         except (KeyError, TypeError):
-            raise FabricCheckError(
-                f"{rule.path}: rule {rule.id}: message names unknown fact {{{match.group(1)}}}"
-            ) from None
-        if isinstance(value, float):
-            return f"{value:g}"
-        if isinstance(value, list):
-            return ", ".join(str(v) for v in value)
-        return str(value)
+            raise FabricCheckError(f"{rule.path}: rule {rule.id}: message names unknown fact {{{name}}}") from None
+        kind = type(value)
+        if kind is str:
+            out.append(value)
+        elif isinstance(value, float):
+            out.append(f"{value:g}")
+        elif isinstance(value, list):
+            out.append(", ".join(str(v) for v in value))
+        else:
+            out.append(str(value))
+        out.append(literal)
+    return "".join(out)
 
-    return _PLACEHOLDER.sub(one, template.strip())
+
+@functools.lru_cache(maxsize=1024)
+def _template(template: str) -> tuple[str, tuple[tuple[str, tuple[str, ...], str], ...]]:
+    """A message split once into its leading text and, for each placeholder, (its fact name, the name's parts,
+    the text after it): a fleet's findings render the few messages of its rules hundreds of times."""
+    pieces = _PLACEHOLDER.split(template.strip())
+    names, texts = pieces[1::2], pieces[2::2]
+    return pieces[0], tuple((name, tuple(name.split(".")), text) for name, text in zip(names, texts, strict=True))
 
 
 # ---------------------------------------------------------------------------------------------- loading
@@ -451,6 +468,11 @@ def judge(
     # whole run: the nodes of a pool, and pools alike, cost one CEL evaluation, not one each.
     verdicts: dict[tuple[Any, ...], tuple[bool, tuple[str, ...]]] = {}
     freezer = _Freezer()
+    make = _FindingMaker()
+    groups: dict[tuple[str, str], _NodeRules] = {}  # the node rules of a provider and origin
+    # What the node rules of a group make of a node, by the values it and its cluster read: the nodes of a pool,
+    # and of pools alike, are judged once; each other node costs a look-up.
+    node_verdicts: dict[tuple[Any, ...], tuple[list[Rule], list[tuple[str, str]]]] = {}
 
     for cluster in [*clusters, *(specs if specs is not None else spec_clusters(inventory))]:
         origin = cluster.nodes[0].origin if cluster.spec else "running"
@@ -460,38 +482,52 @@ def judge(
             if cluster.spec
             else [r for r in by_scope["cluster"] if r.provider == cluster.provider and origin in r.origins]
         )
-        node_rules = [r for r in by_scope["node"] if r.provider == cluster.provider and origin in r.origins]
+        group = groups.get((cluster.provider, origin))
+        if group is None:
+            group = groups[(cluster.provider, origin)] = _NodeRules(
+                [r for r in by_scope["node"] if r.provider == cluster.provider and origin in r.origins]
+            )
+        node_rules = group.judgings
         if not rules_here and not node_rules:
             continue
         cluster_facts = facts.cluster(cluster)
-        scope = _Scope(cluster_facts)
+        scope = _Scope(cluster_facts, freezer)
         missed: dict[tuple[str, str], list[str]] = {}  # (rule, reason) -> nodes
         for judging in rules_here:
             matched, reasons = judging.verdict(verdicts, scope, None)
             if matched:
-                findings.append(
-                    _finding(judging.rule, cluster, [n.id for n in cluster.nodes], {"cluster": cluster_facts})
-                )
+                findings.append(make(judging.rule, cluster, [n.id for n in cluster.nodes], {"cluster": cluster_facts}))
             else:
                 for reason in reasons:
                     missed[(judging.rule.id, reason)] = []
         if cluster_facts["multi_node"] and node_rules:
-            # Nodes of one cluster mostly share their facts but for their names: the nodes whose facts read by
-            # the node rules are alike share one verdict per rule.
-            reads = sorted({top for r in node_rules for top in r.node_reads})
-            names = tuple(reads)
-            exact = all(r.exact for r in node_rules)
-            by_shape: dict[Any, tuple[list[Rule], list[tuple[str, str]]]] = {}
-            for node in cluster.nodes:
-                node_facts = facts.node(node)
-                shape = freezer.read(node_facts, reads) if exact else id(node)
-                verdict = by_shape.get(shape)
+            # Nodes mostly share their facts but for their names: the nodes whose facts read by the node rules
+            # are alike (and whose clusters' facts read by them are alike) share one verdict per rule. A pool's
+            # nodes are told apart by a few passes over the whole list, not by a loop of look-ups per node.
+            around = (group, scope.read(group.cluster_paths, group.cluster_reads))
+            nodes = cluster.nodes
+            every_facts = list(map(facts.node, nodes))
+            shapes: list[Any] = (
+                freezer.reader(group.node_reads).many(every_facts) if group.exact else list(map(id, nodes))
+            )
+            if any(map(_NODE_UNKNOWN, nodes)):
+                # A fact the node's source left unknown fires nothing (below): which ones is part of its shape.
+                shapes = [
+                    (shape, tuple(n.unknown) if n.unknown else None) for shape, n in zip(shapes, nodes, strict=True)
+                ]
+            here: dict[Any, tuple[list[Rule], list[tuple[str, str]]]] = {}
+            # Each shape's first node, by index (the dict keeps the last index it is given: the list is reversed).
+            firsts = dict(zip(reversed(shapes), range(len(shapes) - 1, -1, -1), strict=True))
+            for shape in dict.fromkeys(shapes):
+                node, node_facts = nodes[firsts[shape]], every_facts[firsts[shape]]
+                key = (*around, shape)
+                verdict = node_verdicts.get(key)
                 if verdict is None:
                     matched_rules: list[Rule] = []
                     unknown: list[tuple[str, str]] = []
                     for judging in node_rules:
                         # The shape means these facts' values only with the same facts read: both are the key.
-                        matched, reasons = judging.verdict(verdicts, scope, node_facts, (names, shape))
+                        matched, reasons = judging.verdict(verdicts, scope, node_facts, (group.node_reads, shape))
                         if matched and _reads_unknown(judging.rule, node.unknown):
                             # A fact the node's source left unknown (a plan's value known only after apply)
                             # fires nothing; the rule is reported as not judged.
@@ -500,12 +536,27 @@ def judge(
                             matched_rules.append(judging.rule)
                         else:
                             unknown += [(judging.rule.id, reason) for reason in reasons]
-                    verdict = by_shape[shape] = (matched_rules, unknown)
-                for rule in verdict[0]:
-                    findings.append(_finding(rule, cluster, [node.id], {"node": node_facts, "cluster": cluster_facts}))
-                if not cluster.spec:
-                    for key in verdict[1]:
-                        missed.setdefault(key, []).append(node.id)
+                    verdict = node_verdicts[key] = (matched_rules, unknown)
+                here[shape] = verdict
+            if len(here) == 1:  # one shape: every node alike
+                matched_rules, unknown = here[shapes[0]]
+                for node, node_facts in zip(nodes, every_facts, strict=True) if matched_rules else ():
+                    for rule in matched_rules:
+                        findings.append(make(rule, cluster, [node.id], {"node": node_facts, "cluster": cluster_facts}))
+                if unknown and not cluster.spec:
+                    ids = [n.id for n in nodes]
+                    for missing in unknown:
+                        missed.setdefault(missing, []).extend(ids)
+            else:  # only the nodes of shapes with a finding or a rule not judged need a look
+                busy = {shape for shape, (matched_rules, unknown) in here.items() if matched_rules or unknown}
+                for index in compress(range(len(nodes)), map(busy.__contains__, shapes)):
+                    node, node_facts = nodes[index], every_facts[index]
+                    matched_rules, unknown = here[shapes[index]]
+                    for rule in matched_rules:
+                        findings.append(make(rule, cluster, [node.id], {"node": node_facts, "cluster": cluster_facts}))
+                    if unknown and not cluster.spec:
+                        for missing in unknown:
+                            missed.setdefault(missing, []).append(node.id)
         # Only where the fabric matters: a CPU fleet's unknown placement leaves nothing unjudged.
         matters = cluster_facts["fabric_cluster"] or "fabric_cluster" in cluster_facts["unknown"]
         if missed and matters:
@@ -527,17 +578,19 @@ _ROOT = re.compile(r"\b(node|cluster)\b(\s*\.\s*[a-z_])?")
 class _Scope:
     """One cluster's facts and, made only when some verdict is not known yet, its CEL context."""
 
-    def __init__(self, cluster_facts: dict[str, Any]) -> None:
+    def __init__(self, cluster_facts: dict[str, Any], freezer: _Freezer) -> None:
         self.facts = cluster_facts
+        self._freezer = freezer
         self._context: Any = None
         self._node: Any = None
-        self._read: dict[_Judging, tuple[Any, ...]] = {}
+        self._read: dict[tuple[tuple[str, ...], tuple[str, ...]], int] = {}
 
-    def read(self, judging: _Judging) -> tuple[Any, ...]:
-        """The values of the cluster facts `judging` reads."""
-        found = self._read.get(judging)
+    def read(self, paths: tuple[str, ...], names: tuple[str, ...]) -> int:
+        """The values at the cluster fact `paths` and why any of the facts `names` is unknown, as a token: rules
+        mostly read the same few cluster facts, so each set is frozen once per cluster."""
+        found = self._read.get((paths, names))
         if found is None:
-            found = self._read[judging] = _read(self.facts, judging.cluster_reads)
+            found = self._read[(paths, names)] = self._freezer.reader(paths, names)(self.facts)
         return found
 
     def context(self, node_facts: dict[str, Any] | None) -> Any:
@@ -559,6 +612,11 @@ class _Judging:
         reads = sorted(rule._reads)
         self.node_reads = tuple(r.partition(".")[2] for r in reads if r.startswith("node."))
         self.cluster_reads = tuple(r.partition(".")[2] for r in reads if r.startswith("cluster."))
+        # The dotted cluster facts it reads (placement.policy): clusters differ in facts beside those (their
+        # names: placement.policies), and a verdict keyed by the values read is shared by clusters alike in them.
+        self.cluster_paths = tuple(
+            sorted({path.partition(".")[2] for path in _fact_paths(rule.condition) if path.startswith("cluster.")})
+        )
         # Exact: the condition reaches the facts only as node.NAME / cluster.NAME, so the values of those
         # facts decide it. Anything else (node["x"], size(cluster)) is judged on all the facts, node by node.
         stripped = _STRING.sub('""', rule.condition)
@@ -574,7 +632,7 @@ class _Judging:
         """(matches, why it could not be judged if it does not: `_reasons`) for these facts. `shape` stands
         for the node's facts: the values of (at least) those this rule reads."""
         if self.exact:
-            key: tuple[Any, ...] = (self, scope.read(self), shape)
+            key: tuple[Any, ...] = (self, scope.read(self.cluster_paths, self.cluster_reads), shape)
         else:
             key = (self, id(scope.facts), id(node))
         found = verdicts.get(key)
@@ -594,6 +652,17 @@ class _Judging:
         return _cel().Context(variables=variables)
 
 
+class _NodeRules:
+    """The node rules of one provider and origin, and the facts they read between them."""
+
+    def __init__(self, judgings: list[_Judging]) -> None:
+        self.judgings = judgings
+        self.node_reads = tuple(sorted({name for j in judgings for name in j.node_reads}))
+        self.cluster_reads = tuple(sorted({name for j in judgings for name in j.cluster_reads}))
+        self.cluster_paths = tuple(sorted({path for j in judgings for path in j.cluster_paths}))
+        self.exact = all(j.exact for j in judgings)
+
+
 def _frozen(value: Any) -> Any:
     """A fact's value as a dict key. True and 1 are equal in Python but not in CEL: bools keep their type."""
     kind = type(value)
@@ -611,34 +680,107 @@ def _frozen(value: Any) -> Any:
 _ABSENT = object()
 
 
+def _at(facts: dict[str, Any], parts: tuple[str, ...]) -> Any:
+    """The value at a dotted fact path: _ABSENT if its last part is missing (CEL's has() is false), and which
+    part is missing if one before is (CEL fails there)."""
+    value: Any = facts
+    for depth, part in enumerate(parts):
+        if type(value) is not dict or part not in value:
+            return _ABSENT if depth == len(parts) - 1 and type(value) is dict else ("no such fact", depth)
+        value = value[part]
+    return value
+
+
 class _Freezer:
-    """`_read`, freezing a dict that many nodes' facts share (the nested facts of a pool) once."""
+    """The values of some facts (and why any is unknown) as a small int, a token: equal values, equal tokens.
+    Verdicts are looked up by token: an int hashes at once, a frozen nested dict is walked on every hash."""
 
     def __init__(self) -> None:
-        self._dicts: dict[int, tuple[Any, Any]] = {}  # id -> (the dict, kept so that its id stays its own; frozen)
+        self._tokens: dict[Any, int] = {}  # frozen values -> token
+        self._dicts: dict[int, tuple[Any, Any]] = {}  # id -> (a dict many facts share, kept; frozen)
+        self._readers: dict[tuple[tuple[str, ...], tuple[str, ...] | None], _Reader] = {}
 
-    def read(self, facts: dict[str, Any], names: list[str]) -> tuple[Any, ...]:
+    def reader(self, paths: tuple[str, ...], names: tuple[str, ...] | None = None) -> _Reader:
+        """A reader of the values at `paths` and why any of the facts `names` (default: `paths`) is unknown."""
+        found = self._readers.get((paths, names))
+        if found is None:
+            found = self._readers[(paths, names)] = _Reader(self, paths, paths if names is None else names)
+        return found
+
+    def token(self, why: tuple[str | None, ...] | None, values: tuple[Any, ...]) -> int:
+        return self._tokens.setdefault((why, *map(self._frozen, values)), len(self._tokens))
+
+    def _frozen(self, value: Any) -> Any:
+        if type(value) is not dict:
+            return _frozen(value)
+        known = self._dicts.get(id(value))
+        if known is None:
+            known = self._dicts[id(value)] = (value, _frozen(value))
+        return known[1]
+
+
+class _Reader:
+    """The token of the values at some fact paths (and why any of the facts `names` is unknown), looked up first by
+    the identity of the objects read.
+
+    The nodes of a pool share their facts' objects but for their names (facts.py builds a pool's facts once), and
+    the same objects are the same values: most nodes cost a look-up by ids, not a freeze. Every object so looked up
+    is kept here, so that no id is reused while the reader lives; nothing changes facts while they are judged."""
+
+    def __init__(self, freezer: _Freezer, paths: tuple[str, ...], names: tuple[str, ...]) -> None:
+        self._freezer = freezer
+        self.paths = paths
+        self.names = names
+        split = [tuple(path.split(".")) for path in paths]
+        self._values: Callable[[dict[str, Any]], tuple[Any, ...]] = (
+            (lambda facts: tuple(_at(facts, parts) for parts in split))
+            if any(len(parts) > 1 for parts in split)
+            else operator.itemgetter(*paths)
+            if len(paths) > 1
+            else lambda facts: tuple(facts[path] for path in paths)
+        )
+        self._known: dict[tuple[int, ...], int] = {}  # ids of the values, when no fact read is unknown -> token
+        self._seen: dict[tuple[Any, ...], int] = {}  # (why each of `names` is unknown, ids of the values) -> token
+        self._kept: list[tuple[Any, ...]] = []  # the values looked up
+
+    def __call__(self, facts: dict[str, Any]) -> int:
         unknown = facts.get("unknown")
-        values: list[Any] = [tuple(unknown.get(name) for name in names) if unknown else None]
-        for name in names:
-            value = facts.get(name, _ABSENT)
-            if type(value) is dict:
-                known = self._dicts.get(id(value))
-                if known is None:
-                    known = self._dicts[id(value)] = (value, _frozen(value))
-                values.append(known[1])
-            else:
-                values.append(_frozen(value))
-        return tuple(values)
+        try:
+            values = self._values(facts)
+        except KeyError:  # a fact this provider's facts lack: absent is a value too
+            values = tuple(facts.get(path, _ABSENT) for path in self.paths)
+        why = tuple(map(unknown.get, self.names)) if unknown else None
+        if why is None or not any(why):  # nothing read is unknown (other facts may be: they decide nothing here)
+            return self._token(self._known, tuple(map(id, values)), None, values)
+        return self._token(self._seen, (why, *map(id, values)), why, values)
+
+    def many(self, every: list[dict[str, Any]]) -> list[int]:
+        """The tokens of many facts: for facts of which nothing is unknown (a fleet's, mostly), in passes over the
+        list that run in C but for what is seen for the first time."""
+        try:
+            if any(map(_FACTS_UNKNOWN, every)):
+                return list(map(self, every))
+            values = list(map(self._values, every))
+        except KeyError:  # facts without an `unknown`, or without a fact read: one by one
+            return list(map(self, every))
+        keys = list(map(tuple, map(map, repeat(id), values)))
+        tokens = list(map(self._known.get, keys))
+        if None in tokens:
+            for index, token in enumerate(tokens):
+                if token is None:
+                    tokens[index] = self._token(self._known, keys[index], None, values[index])
+        return tokens  # type: ignore[return-value]  # no None is left
+
+    def _token(self, seen: dict[Any, int], key: tuple[Any, ...], why: Any, values: tuple[Any, ...]) -> int:
+        token = seen.get(key)
+        if token is None:
+            token = seen[key] = self._freezer.token(why, values)
+            self._kept.append(values)
+        return token
 
 
-def _read(facts: dict[str, Any] | None, names: tuple[str, ...] | list[str]) -> tuple[Any, ...]:
-    """The values of `names` in `facts`, and why any of them is unknown."""
-    if not names or facts is None:
-        return ()
-    unknown = facts.get("unknown")
-    why = tuple(unknown.get(name) for name in names) if unknown else None
-    return (why, *[_frozen(facts.get(name, _ABSENT)) for name in names])
+_FACTS_UNKNOWN = operator.itemgetter("unknown")
+_NODE_UNKNOWN = operator.attrgetter("unknown")
 
 
 def _reasons(rule: Rule, cluster_facts: dict[str, Any], node_facts: dict[str, Any] | None) -> list[str]:
@@ -653,25 +795,45 @@ def _reasons(rule: Rule, cluster_facts: dict[str, Any], node_facts: dict[str, An
     return reasons
 
 
-def _finding(rule: Rule, cluster: Cluster, resources_: list[str], facts: dict[str, Any]) -> Finding:
-    origin = cluster.nodes[0].origin if cluster.spec else "running"
+class _FindingMaker:
+    """Findings of one run. A rule's findings on nodes of one origin differ only in where they are and in their
+    message, so the rest (remediation text included) is made once per rule and origin, and a finding is built
+    from values the rule's loading already checked, without validating each again (trusted.py)."""
+
+    def __init__(self) -> None:
+        self._fixed: dict[tuple[int, str], tuple[Rule, dict[str, Any]]] = {}  # the rule kept: its id stays its own
+
+    def __call__(self, rule: Rule, cluster: Cluster, resources_: list[str], facts: dict[str, Any]) -> Finding:
+        origin = cluster.nodes[0].origin if cluster.spec else "running"
+        fixed = self._fixed.get((id(rule), origin))
+        if fixed is None:
+            # Every field, in order, with the defaults (immutable: no default factory) the finding starts with.
+            every = {**_fixed_fields(rule, origin), "account": "", "cluster": None, "resources": [], "message": ""}
+            fixed = self._fixed[(id(rule), origin)] = (rule, trusted.complete(Finding, every))
+        values = fixed[1].copy()
+        values["account"] = cluster.account
+        # Findings on what a template or plan would launch belong to no running cluster.
+        values["cluster"] = None if cluster.spec else cluster.id
+        values["resources"] = resources_
+        values["message"] = rule.render(facts, origin)
+        values["references"] = list(values["references"])  # each finding its own list, as validation gives
+        return trusted.make(Finding, values)
+
+
+def _fixed_fields(rule: Rule, origin: str) -> dict[str, Any]:
+    """A finding's fields that only its rule and origin decide."""
     variant = rule.variant(origin)
     remediation = variant.remediation or rule.remediation
-    return Finding(
-        rule=rule.id_for(origin),
-        title=variant.title or rule.title,
-        severity=variant.severity or rule.severity,
-        category=rule.category,
-        provider=rule.provider,
-        account=cluster.account,
-        # Findings on what a template or plan would launch belong to no running cluster.
-        cluster=None if cluster.spec else cluster.id,
-        resources=resources_,
-        message=rule.render(facts, origin),
-        remediation=remediation.as_text(),
-        effect=rule.effect,
-        references=variant.references or rule.references,
-    )
+    return {
+        "rule": rule.id_for(origin),
+        "title": variant.title or rule.title,
+        "severity": variant.severity or rule.severity,
+        "category": rule.category,
+        "provider": rule.provider,
+        "remediation": remediation.as_text(),
+        "effect": rule.effect,
+        "references": variant.references or rule.references,
+    }
 
 
 def sort_findings(findings: list[Finding]) -> list[Finding]:
