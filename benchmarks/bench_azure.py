@@ -2,20 +2,19 @@
 
 1. From a dump (az -o json files made by tools/build_demo_azure.fleet: 25 Uniform scale sets and 25 availability
    sets of 100 VMs, ND H100 v5 and NC A100 v4): normalize + rules + penalty (dump.load_dump, which reads the
-   files, then flow.run) against a plain json.load of the same files, in one process, best and median of runs.
-   Target: at most 1.5x.
+   files, then flow.run) against a plain json.load of the same files, each in fresh interpreters, alternating,
+   best and median (benchmarks/dump_ratio.py). Target: at most 1.5x.
 2. ARM calls per subscription through the real SDK clients against the local replay server (HTTPS on
    127.0.0.1, pages of 1,000 as ARM serves VM lists), for fleets of 1,000 and 5,000 VMs: the calls do not grow
    with the VM count except for paging and one scale-set VM list per Uniform scale set.
 3. `fabriccheck azure --help` start-up (no SDK import). Target: under 0.3 s.
 
-Run: python benchmarks/bench_azure.py [--vms 5000]
+Run: python benchmarks/bench_azure.py [--vms 5000] [--runs 9]
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import statistics
 import subprocess
@@ -29,7 +28,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 import build_demo_azure as builder  # noqa: E402
+from dump_ratio import measure  # noqa: E402
 
 
 def _timed(work: Any, runs: int) -> tuple[float, float]:
@@ -42,30 +43,12 @@ def _timed(work: Any, runs: int) -> tuple[float, float]:
 
 
 def bench_dump(vms: int, runs: int) -> None:
-    from fabriccheck import flow
-    from fabriccheck.providers.azure import dump
-
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / builder.SUBSCRIPTION
         builder.write(builder.fleet(vms), folder)
         size = sum(p.stat().st_size for p in folder.iterdir()) / 1e6
-        files = sorted(folder.iterdir())
-
-        def baseline() -> None:
-            for path in files:
-                with path.open() as handle:
-                    json.load(handle)
-
-        def ours() -> None:
-            report = flow.run(dump.load_dump(Path(tmp)), flow.Options())
-            assert report.complete and report.summary.nodes == vms
-
-        base_best, base_median = _timed(baseline, runs)
-        ours_best, ours_median = _timed(ours, runs)
-    print(f"dump: {vms} VMs, {size:.1f} MB of az -o json")
-    print(f"  json.load of the files:              best {base_best:.3f} s, median {base_median:.3f} s")
-    print(f"  normalize + rules + penalty (+read): best {ours_best:.3f} s, median {ours_median:.3f} s")
-    print(f"  ratio: {ours_best / base_best:.2f}x best, {ours_median / base_median:.2f}x median (target <= 1.5x)")
+        print(f"dump: {vms} VMs, {size:.1f} MB of az -o json")
+        measure("azure", Path(tmp), runs)
 
 
 class _Token:
@@ -119,7 +102,7 @@ def bench_help() -> None:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--vms", type=int, default=5000)
-    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--runs", type=int, default=9)
     args = parser.parse_args()
     bench_dump(args.vms, args.runs)
     bench_calls([1000, args.vms])

@@ -2,12 +2,13 @@
 and the Compute API calls per project as the fleet grows.
 
 Fleet (tools/build_demo_gcp.fleet): a3-highgpu-8g in GKE node pools of 16, each pool with its compact policy;
-every seventh node lacks two GPU NICs, so there are findings to report. Both sides run in fresh processes:
-the baseline is json.load of the five files; fabriccheck is load_dump (read + normalize) + clusters + rules +
-penalty (flow.run) measured inside its process, and the whole command (interpreter and imports included).
+every seventh node lacks two GPU NICs, so there are findings to report. Both sides run in fresh processes,
+alternating (benchmarks/dump_ratio.py): the baseline is json.load of the five files; fabriccheck is load_dump
+(read + normalize) + clusters + rules + penalty (flow.run) measured inside its process. The whole command
+(interpreter and imports included) is timed apart.
 Calls: the live collector against tests/gce_replay.py on 127.0.0.1 (real google-cloud-compute clients).
 
-Run: python benchmarks/bench_gcp.py [--instances 5000] [--repeat 5]
+Run: python benchmarks/bench_gcp.py [--instances 5000] [--repeat 9]
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ import argparse
 import json
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -26,27 +26,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 from build_demo_gcp import PROJECT, fleet  # noqa: E402  (after the path insert)
-
-JSON_LOAD = """
-import json, sys, time
-start = time.perf_counter()
-loaded = [json.load(open(path)) for path in sys.argv[1:]]
-print(time.perf_counter() - start)
-"""
-
-PIPELINE = """
-import sys, time
-from pathlib import Path
-from fabriccheck import flow
-from fabriccheck.providers.gcp.dump import load_dump
-start = time.perf_counter()
-inventory = load_dump(Path(sys.argv[1]))
-loaded = time.perf_counter()
-report = flow.run(inventory, flow.Options())
-done = time.perf_counter()
-print(loaded - start, done - loaded, len(report.findings), report.summary.clusters)
-"""
+from dump_ratio import measure  # noqa: E402
 
 
 def calls(instances: int) -> int:
@@ -71,7 +53,7 @@ def calls(instances: int) -> int:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--instances", type=int, default=5_000)
-    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--repeat", type=int, default=9)
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="fabriccheck-bench-gcp-"))
     fleet(args.instances).write(folder)
@@ -79,30 +61,16 @@ def main() -> None:
     size = sum(os.path.getsize(f) for f in files) / 1e6
     print(f"dump: {args.instances} instances, {size:.0f} MB in {len(files)} files")
 
+    measure("gcp", folder, args.repeat)
     fabriccheck = shutil.which("fabriccheck") or "fabriccheck"
-    loads, pipelines, commands = [], [], []
+    commands = []
     for _ in range(args.repeat):
-        out = subprocess.run([sys.executable, "-c", JSON_LOAD, *files], capture_output=True, text=True, check=True)
-        loads.append(float(out.stdout))
-        out = subprocess.run([sys.executable, "-c", PIPELINE, str(folder)], capture_output=True, text=True, check=True)
-        read, judge, findings, clusters = out.stdout.split()
-        pipelines.append((float(read), float(judge)))
         start = time.perf_counter()
         subprocess.run(
             [fabriccheck, "gcp", "--from-dump", str(folder), "-f", "json", "-o", os.devnull, "--fail-on", "never"],
             check=True,
         )
         commands.append(time.perf_counter() - start)
-    load = min(loads)
-    total = min(r + j for r, j in pipelines)
-    best = min(pipelines, key=lambda p: p[0] + p[1])
-    print(f"json.load of the files: best {load:.3f} s, median {statistics.median(loads):.3f} s")
-    print(
-        f"normalize + clusters + rules + penalty: best {total:.3f} s (read+normalize {best[0]:.3f} s, "
-        f"judge {best[1]:.3f} s), median {statistics.median(r + j for r, j in pipelines):.3f} s; "
-        f"{findings} findings in {clusters} clusters"
-    )
-    print(f"ratio (fabriccheck / json.load): best {total / load:.2f}  (target <= 1.5)")
     print(f"whole command incl. interpreter and imports: best {min(commands):.2f} s")
     shutil.rmtree(folder)
     for size in (500, 5_000, 20_000):

@@ -1,0 +1,62 @@
+"""The dump target of issues 7 and 8, measured the same way for both clouds: normalize + rules + penalty of a
+dump (load_dump, which reads the files, then flow.run) against a plain `json.load` of the same files.
+
+Each side runs in a fresh interpreter (what a user's run pays: nothing warm from an earlier run), its modules
+imported before the clock starts (startup is measured apart, as the whole command); the two alternate, `repeat`
+times each, and the best and the median of each are compared. Used by bench_azure.py and bench_gcp.py.
+"""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+JSON_LOAD = """
+import json, sys, time
+start = time.perf_counter()
+loaded = [json.load(open(path)) for path in sys.argv[1:]]
+print(time.perf_counter() - start)
+"""
+
+PIPELINE = """
+import sys, time
+from pathlib import Path
+from fabriccheck import flow
+from fabriccheck.providers.{cloud}.dump import load_dump
+start = time.perf_counter()
+inventory = load_dump(Path(sys.argv[1]))
+loaded = time.perf_counter()
+report = flow.run(inventory, flow.Options())
+done = time.perf_counter()
+assert report.complete
+print(loaded - start, done - loaded, len(report.findings), report.summary.clusters, report.summary.nodes)
+"""
+
+
+def measure(cloud: str, folder: Path, repeat: int) -> None:
+    """Print both sides' best and median, and their ratios (target: at most 1.5)."""
+    files = sorted(str(p) for p in folder.rglob("*.json"))
+    loads: list[float] = []
+    runs: list[tuple[float, float]] = []
+    out: list[str] = []
+    for _ in range(repeat):
+        done = subprocess.run([sys.executable, "-c", JSON_LOAD, *files], capture_output=True, text=True, check=True)
+        loads.append(float(done.stdout))
+        script = PIPELINE.format(cloud=cloud)
+        done = subprocess.run([sys.executable, "-c", script, str(folder)], capture_output=True, text=True, check=True)
+        out = done.stdout.split()
+        runs.append((float(out[0]), float(out[1])))
+    totals = [read + judge for read, judge in runs]
+    best = min(runs, key=sum)
+    print(f"  json.load of the files: best {min(loads):.3f} s, median {statistics.median(loads):.3f} s")
+    print(
+        f"  normalize + rules + penalty (read included): best {min(totals):.3f} s (read + normalize {best[0]:.3f} s,"
+        f" clusters + rules + penalty {best[1]:.3f} s), median {statistics.median(totals):.3f} s;"
+        f" {out[4]} nodes, {out[2]} findings in {out[3]} clusters"
+    )
+    print(
+        f"  ratio: {min(totals) / min(loads):.2f}x best, {statistics.median(totals) / statistics.median(loads):.2f}x"
+        f" median (target <= 1.5x; {repeat} fresh runs of each, alternating)"
+    )
