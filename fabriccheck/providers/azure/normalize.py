@@ -541,7 +541,7 @@ class Normalizer:
             # A Uniform scale set's VM: its NICs live under the scale set, not in the subscription's NIC list;
             # their settings are the VM's networkProfileConfiguration, else the scale set's model.
             for index, config in enumerate(shape.configs or (scale_set.nics if scale_set else [])):
-                nic_id = f"{resource_id}/networkinterfaces/{config.name.lower()}"
+                nic_id = f"{resource_id}/networkinterfaces/{_lower(config.name)}"
                 azure.nics.append(
                     _make_nic(
                         {
@@ -743,6 +743,12 @@ _make_nic = maker(Nic)
 
 def _place(kind: str, resource_id: str) -> Placement:
     return _make_placement({"kind": kind, "id": sys.intern(resource_id)})
+
+
+@functools.lru_cache(maxsize=4096)
+def _lower(name: str) -> str:
+    """A NIC configuration's name, lower-cased once for all the VMs that carry it."""
+    return name.lower()
 
 
 @functools.lru_cache(maxsize=4096)

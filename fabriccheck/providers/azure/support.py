@@ -299,7 +299,8 @@ class AzureSupport(CloudSupport):
         index = _index(context)
         nics = []
         for interface in node.interfaces:
-            nic = index.nics.get((node.account, interface.id.lower()))
+            nic_id = interface.id
+            nic = index.nics.get((node.account, nic_id if nic_id.islower() else nic_id.lower()))  # no copy if lower
             accelerated = "unseen" if nic is None else bool(nic.accelerated_networking)
             nics.append(
                 (
@@ -313,7 +314,7 @@ class AzureSupport(CloudSupport):
                     None if accelerated is True else short_name(interface.id),  # named in the facts
                 )
             )
-        extensions = index.extensions.get((node.account, node.id.lower()), ())
+        extensions = index.extensions.get((node.account, node.id.lower()), ()) if index.extensions else ()
         return (
             node.origin,
             node.account,
