@@ -26,20 +26,18 @@ def digest(text: str) -> str:
 
 
 @functools.cache
-def _entries() -> dict[str, bytes]:
-    """digest -> the document as JSON (decoded afresh for each caller, so that no caller shares another's)."""
+def _entries() -> dict[str, Any]:
+    """digest -> the shipped document (never handed out itself: each caller gets its own copy)."""
     try:
         doc = orjson.loads((resources.files("fabriccheck") / "data" / CACHE).read_bytes())
     except (OSError, orjson.JSONDecodeError):
         return {}
-    if not isinstance(doc, dict):
-        return {}
-    return {key: orjson.dumps(value) for key, value in doc.items()}
+    return doc if isinstance(doc, dict) else {}
 
 
 def load_yaml(text: str) -> Any:
     """The document `text` holds (yaml.YAMLError when it is not YAML, as yaml.load raises)."""
     entry = _entries().get(digest(text))
     if entry is not None:
-        return orjson.loads(entry)
+        return orjson.loads(orjson.dumps(entry))  # a copy, so that no caller shares another's
     return yaml.load(text, Loader=yaml.CSafeLoader)
