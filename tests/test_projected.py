@@ -118,6 +118,7 @@ def test_every_gcp_instance_stamped_from_its_pool_is_the_node_read_on_its_own(tm
             read = alone._read_node(copy.deepcopy(item), "fabriccheck-demo")
             assert node.model_dump_json() == read.model_dump_json()
         assert 0 < len(stamped._pools) < len(items)  # pools were shared
+        assert 0 < len(stamped._bases) < len(stamped._pools)  # pools alike but in labels and policy: derived
 
 
 def test_a_projected_value_of_another_type_than_the_api_gives_reads_the_file_in_full(tmp_path: Path) -> None:

@@ -31,7 +31,7 @@ from fabriccheck.providers.gcp.support import (
 from fabriccheck.resources.gcp import GLOBAL, FirewallRule, Network, ResourcePolicy, Subnetwork
 from fabriccheck.sources.common import BAD_RESPONSE, Scope, Shape, describe, unexpected_shape
 from fabriccheck.sources.items import INTERFACE_FACTS, ITEM_ERRORS, named, salvage, unknown_because
-from fabriccheck.trusted import build, complete
+from fabriccheck.trusted import build, complete, maker
 
 
 @dataclass(frozen=True)
@@ -219,6 +219,15 @@ def _firewall(item: dict[str, Any], project: str) -> FirewallRule:
     )
 
 
+def _tags_of(inst: dict[str, Any]) -> dict[str, str]:
+    """An instance's labels, and the managed instance group its metadata names."""
+    tags = {str(k): str(v) for k, v in (inst.get("labels") or {}).items()}
+    for entry in (inst.get("metadata") or {}).get("items") or ():
+        if isinstance(entry, dict) and entry.get("key") == MIG_METADATA_KEY:
+            tags[MIG_METADATA_KEY] = str(entry.get("value", ""))
+    return tags
+
+
 def _topology(physical_host: Any) -> list[str] | None:
     """resourceStatus.physicalHost is /CLUSTER/RACK/HOST (cluster-toolkit reads the first two components as
     the topology; CTK-TOPO): the layers above the host, top first, each as its path."""
@@ -306,6 +315,7 @@ class Normalizer:
         self._policies: dict[tuple[str, str, str], ResourcePolicy] = {}
         self._nics: dict[tuple[Any, ...], NetworkInterface] = {}  # NIC shape -> the one interface of that shape
         self._pools: dict[tuple[Any, ...], _Pool] = {}  # instance alike but for its name -> its template
+        self._bases: dict[tuple[Any, ...], _Pool] = {}  # the same, but for the tags and placement too
         self._typed_machines: set[str] = set()  # machine types whose CPU capability was looked for
         self.named: set[str] = set()  # projects the items' selfLinks named (when `project` is None), for the dump
         self._recent: list[_Previous] = []  # the last instances whose pool was looked up, oldest first
@@ -357,6 +367,7 @@ class Normalizer:
             if call is RESOURCE_POLICIES:
                 policy = _policy(item, project)
                 self._pools.clear()  # an instance's placement depends on the policies seen
+                self._bases.clear()
                 self._recent.clear()
                 gcp.resource_policies.append(policy)
                 self._policies[policy.scope_key(policy.name)] = policy
@@ -446,7 +457,16 @@ class Normalizer:
             return self._read_node(inst, project)
         pool = self._pools.get(key)
         if pool is None:
-            node = self._read_node(inst, project)
+            # A new pool: read its first instance, unless another pool has its scope, type, state and NICs
+            # (the pools of a GKE cluster differ in their labels and compact policy only): then only its tags and
+            # placement are read.
+            base = self._bases.get(key[:5])
+            if base is None:
+                node = self._read_node(inst, project)
+                self._bases[key[:5]] = _Pool.of(node)
+            else:
+                placement = [build(Placement, place) for place in self._placement_of(inst, project)]
+                node = base.derive(name, inst, _tags_of(inst), placement)
             pool = self._pools[key] = _Pool.of(node)
         else:
             node = pool.stamp(name, inst)
@@ -454,6 +474,22 @@ class Normalizer:
         if len(recent) > _RECENT:
             del recent[0]
         return node
+
+    def _placement_of(self, inst: dict[str, Any], project: str) -> list[dict[str, str]]:
+        placement = []
+        for url in inst.get("resourcePolicies") or ():
+            name = last(url)
+            policy = self._policies.get((project, last(short(url).split("/resourcePolicies/")[0]), name))
+            if policy is None or policy.places:  # one not seen may be a placement policy: facts say unknown
+                placement.append({"kind": RESOURCE_POLICY, "id": name})
+        scheduling = inst.get("scheduling") or {}
+        if scheduling.get("provisioningModel") == "FLEX_START":
+            placement.append({"kind": FLEX_START, "id": inst["name"]})
+        affinity = inst.get("reservationAffinity") or {}
+        if affinity.get("consumeReservationType") == "SPECIFIC_RESERVATION":
+            values = affinity.get("values") or [inst["name"]]
+            placement.append({"kind": RESERVATION, "id": last(values[0])})
+        return placement
 
     def _read_node(self, inst: dict[str, Any], project: str) -> Node:
         zone = last(inst["zone"]) if inst.get("zone") else None
@@ -484,23 +520,8 @@ class Normalizer:
             except TypeError:  # a value that cannot be a key (a misshapen answer): read this NIC as it is
                 name_is_str = False
             interfaces.append(_interface(i, nic))
-        placement = []
-        for url in inst.get("resourcePolicies") or ():
-            name = last(url)
-            policy = self._policies.get((project, last(short(url).split("/resourcePolicies/")[0]), name))
-            if policy is None or policy.places:  # one not seen may be a placement policy: facts say unknown
-                placement.append({"kind": RESOURCE_POLICY, "id": name})
-        scheduling = inst.get("scheduling") or {}
-        if scheduling.get("provisioningModel") == "FLEX_START":
-            placement.append({"kind": FLEX_START, "id": inst["name"]})
-        affinity = inst.get("reservationAffinity") or {}
-        if affinity.get("consumeReservationType") == "SPECIFIC_RESERVATION":
-            values = affinity.get("values") or [inst["name"]]
-            placement.append({"kind": RESERVATION, "id": last(values[0])})
-        tags = {str(k): str(v) for k, v in (inst.get("labels") or {}).items()}
-        for entry in (inst.get("metadata") or {}).get("items") or ():
-            if isinstance(entry, dict) and entry.get("key") == MIG_METADATA_KEY:
-                tags[MIG_METADATA_KEY] = str(entry.get("value", ""))
+        placement = self._placement_of(inst, project)
+        tags = _tags_of(inst)
         status = str(inst.get("status") or "RUNNING")
         node_values: dict[str, Any] = {
             "id": str(inst["name"]),
@@ -525,6 +546,7 @@ class Normalizer:
 
 
 _stamp_node = compacted_maker(Node)
+_make_node = maker(Node)
 
 
 def _pool_key(inst: dict[str, Any], project: str) -> tuple[Any, ...] | None:
@@ -596,6 +618,17 @@ class _Pool:
                 values[name] = intern(values[name])
         tags = {intern(k): intern(v) for k, v in node.tags.items()}
         return cls(values, list(node.interfaces), list(node.placement), tags)
+
+    def derive(self, name: str, inst: dict[str, Any], tags: dict[str, str], placement: list[Placement]) -> Node:
+        """The node of an instance of another pool alike in all but its tags and placement."""
+        values = self.node.copy()
+        values["id"] = name
+        values["interfaces"] = self.interfaces.copy()
+        values["placement"] = placement
+        values["tags"] = tags
+        values["unknown"] = {}
+        values["network_nodes"] = _topology((inst.get("resourceStatus") or {}).get("physicalHost"))
+        return _make_node(values)  # its own tags and placement are compacted as a read node's are
 
     def stamp(self, name: str, inst: dict[str, Any]) -> Node:
         values = self.node.copy()
