@@ -483,19 +483,24 @@ class Normalizer:
                 subnet = _id(_props(ip).get("subnet"))
                 if subnet:
                     break
+            accelerated = props.get("enableAcceleratedNetworking")
+            values = {
+                "account": account,
+                "region": region,
+                "id": resource_id,
+                "accelerated_networking": accelerated,
+                "subnet": subnet,
+                "virtual_machine": _id(props.get("virtualMachine")),
+            }
+            # Every value is a str this method made, or the answer's flag: made without validation when the flag
+            # is a bool or absent (trusted.py), validated otherwise so that the error names it.
             azure.nics.append(
-                Nic(
-                    account=account,
-                    region=region,
-                    id=resource_id,
-                    accelerated_networking=props.get("enableAcceleratedNetworking"),
-                    subnet=subnet,
-                    virtual_machine=_id(props.get("virtualMachine")),
-                )
+                _make_nic(values) if accelerated is None or type(accelerated) is bool else Nic.model_validate(values)
             )
+            network = _vnet(subnet)
             for interface in self._interfaces.get((account, resource_id), ()):
                 interface.subnet = subnet
-                interface.network = vnet_of_subnet(subnet)
+                interface.network = network
         elif call is VNET_LIST:
             prefixes = [str(p) for p in (props.get("addressSpace") or {}).get("addressPrefixes") or ()]
             for subnet in props.get("subnets") or ():
