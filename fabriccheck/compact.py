@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from fabriccheck.model import NetworkInterface, Node, Placement
+from fabriccheck.trusted import maker
 
 T = TypeVar("T")
 M = TypeVar("M", bound=BaseModel)
@@ -42,18 +43,7 @@ def compacted_maker(cls: type[M]) -> Callable[[dict[str, Any]], M]:
     """An instance of `cls` from every field's value in declaration order (trusted.complete), values already
     compacted by the caller (repeated strings interned, lists shared): it shares the class's field set, which is
     how `Compactor` knows to leave it be. For a normalizer that stamps the nodes of a pool from one template."""
-    fields = _FIELD_SETS[cls]
-    new, share = object.__new__, object.__setattr__
-
-    def make(values: dict[str, Any]) -> M:
-        instance: M = new(cls)
-        share(instance, "__dict__", values)
-        share(instance, "__pydantic_fields_set__", fields)
-        share(instance, "__pydantic_extra__", None)
-        share(instance, "__pydantic_private__", None)
-        return instance
-
-    return make
+    return maker(cls, _FIELD_SETS[cls])
 
 
 _FIELD_SETS: dict[Any, set[str]] = {Node: _NODE_FIELDS, NetworkInterface: _NIC_FIELDS, Placement: _PLACEMENT_FIELDS}
