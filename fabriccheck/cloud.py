@@ -151,11 +151,17 @@ class CloudSupport:
         (they depend on the id, e.g. resources collected per VM)."""
         return None
 
+    def node_shapes(self, nodes: list[Node], context: FactContext) -> list[Hashable | None]:
+        """`node_shape` of each node: a cloud whose shapes are cheap to tell makes them in one pass."""
+        return [self.node_shape(node, context) for node in nodes]
+
     def notes(self, inventory: Inventory) -> list[str]:
         """What the report should say about this cloud's collection (facts that fall back or were skipped)."""
         return []
 
     def cluster_facts(self, nodes: list[Node], node_facts: list[Facts], context: FactContext) -> Facts:
+        """A cluster's facts of this cloud. `node_facts` holds each node's, in order, except that the nodes of one
+        shape (node_shape) share one dict, which names the first of them: a node's name is read from `nodes`."""
         return {}
 
 

@@ -60,7 +60,9 @@ class Compactor:
     def nodes(self, nodes: list[Node], start: int = 0) -> None:
         """Compact `nodes[start:]` in place."""
         for index in range(start, len(nodes)):
-            self.node(nodes[index])
+            node = nodes[index]
+            if node.__pydantic_fields_set__ is not _NODE_FIELDS:  # else compacted already (a stamped pool's)
+                self.node(node)
 
     def node(self, node: Node) -> None:
         # Plain loops and direct writes to the instances' dicts: this runs once per network interface, and a

@@ -506,7 +506,8 @@ def judge(
             # nodes are told apart by a few passes over the whole list, not by a loop of look-ups per node.
             around = (group, scope.read(group.cluster_paths, group.cluster_reads))
             nodes = cluster.nodes
-            every_facts = list(map(facts.node, nodes))
+            # Rules that read no node's name are judged on facts the nodes of a shape share (no copy per node).
+            every_facts = facts.shared(nodes) if group.nameless else facts.nodes(nodes)
             shapes: list[Any] = (
                 freezer.reader(group.node_reads).many(every_facts) if group.exact else list(map(id, nodes))
             )
@@ -540,7 +541,7 @@ def judge(
                 here[shape] = verdict
             if len(here) == 1:  # one shape: every node alike
                 matched_rules, unknown = here[shapes[0]]
-                for node, node_facts in zip(nodes, every_facts, strict=True) if matched_rules else ():
+                for node, node_facts in zip(nodes, facts.nodes(nodes), strict=True) if matched_rules else ():
                     for rule in matched_rules:
                         findings.append(make(rule, cluster, [node.id], {"node": node_facts, "cluster": cluster_facts}))
                 if unknown and not cluster.spec:
@@ -550,7 +551,8 @@ def judge(
             else:  # only the nodes of shapes with a finding or a rule not judged need a look
                 busy = {shape for shape, (matched_rules, unknown) in here.items() if matched_rules or unknown}
                 for index in compress(range(len(nodes)), map(busy.__contains__, shapes)):
-                    node, node_facts = nodes[index], every_facts[index]
+                    node = nodes[index]
+                    node_facts = facts.node(node)  # its own, which name it
                     matched_rules, unknown = here[shapes[index]]
                     for rule in matched_rules:
                         findings.append(make(rule, cluster, [node.id], {"node": node_facts, "cluster": cluster_facts}))
@@ -661,6 +663,9 @@ class _NodeRules:
         self.cluster_reads = tuple(sorted({name for j in judgings for name in j.cluster_reads}))
         self.cluster_paths = tuple(sorted({path for j in judgings for path in j.cluster_paths}))
         self.exact = all(j.exact for j in judgings)
+        # Whether verdicts may be taken on facts a shape's nodes share: only the node facts named below differ
+        # between them, and only exact conditions are known to read nothing else.
+        self.nameless = self.exact and not _NAMING_FACTS & set(self.node_reads)
 
 
 def _frozen(value: Any) -> Any:
@@ -779,6 +784,7 @@ class _Reader:
         return token
 
 
+_NAMING_FACTS = frozenset({"id", "label"})  # the node facts that differ between the nodes of one shape
 _FACTS_UNKNOWN = operator.itemgetter("unknown")
 _NODE_UNKNOWN = operator.attrgetter("unknown")
 

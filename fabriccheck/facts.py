@@ -9,7 +9,10 @@ a template or plan would launch gets the same facts as a running one, so one rul
 
 from __future__ import annotations
 
+import operator
+from collections import Counter
 from collections.abc import Callable
+from itertools import repeat
 from typing import Any, TypeVar
 
 from fabriccheck import catalog
@@ -20,6 +23,7 @@ from fabriccheck.model import Capability, Node, fact_key
 
 T = TypeVar("T")
 _UNSEEN: Any = object()
+_PROVIDER = operator.attrgetter("provider")
 
 # The neutral facts, as dotted paths (the engine refuses a rule that reads anything else).
 NODE_FACTS = {
@@ -103,7 +107,8 @@ class FactBuilder:
         self.collected = set(inventory.collected)
         self._capabilities: dict[str, Capability | None] = {}
         self._node_facts: dict[int, Facts] = {}
-        self._attachments: dict[int, FabricAttachment] = {}
+        self._attachments: dict[int, FabricAttachment] = {}  # id(node) ->
+        self._shape_attachments: dict[int, FabricAttachment] = {}  # shape number ->
         self._siblings: dict[tuple[str, str], list[catalog.Sibling]] = {}
         self._cluster_facts: dict[str, Facts] = {}
         self._cache: dict[str, Any] = {}
@@ -123,7 +128,14 @@ class FactBuilder:
     def attachment(self, node: Node) -> FabricAttachment:
         found = self._attachments.get(id(node))
         if found is None:
-            found = self._attachments[id(node)] = support(node.provider).fabric_attachment(node, self.capability(node))
+            # A shape's nodes share their attachment (CloudSupport.node_shape): made once per shape.
+            shape = self._shapes.get(id(node))
+            found = None if shape is None else self._shape_attachments.get(shape)
+            if found is None:
+                found = support(node.provider).fabric_attachment(node, self.capability(node))
+                if shape is not None:
+                    self._shape_attachments[shape] = found
+            self._attachments[id(node)] = found
         return found
 
     def type_capability(self, instance_type: str | None) -> Capability | None:
@@ -154,30 +166,86 @@ class FactBuilder:
         # Keyed by object: a running node and a spec may share an id across accounts or origins.
         cached = self._node_facts.get(id(node))
         if cached is None:
-            cached = self._node_facts[id(node)] = self._shaped_node(node)
+            shape = self._shapes.get(id(node))
+            shared = None if shape is None else self._by_shape.get(shape)
+            if shared is None:
+                cached = self.nodes([node])[0]
+            else:  # a node of a shape already built
+                cached = self._node_facts[id(node)] = {**shared, "id": node.id, "label": node.id}
         return cached
 
-    def _shape(self, node: Node) -> int | None:
-        """The number of the node's shape (CloudSupport.node_shape), or None when its facts are its own."""
-        found: int | None = self._shapes.get(id(node), _UNSEEN)
-        if found is _UNSEEN:
-            # Facts a node's source left unknown are its own: such a node shares nothing.
-            shape = None if node.unknown else support(node.provider).node_shape(node, self)
-            # Numbered, so that later lookups hash an int rather than the shape's nested tuples.
-            number = None if shape is None else self._numbers.setdefault(shape, len(self._numbers))
-            found = self._shapes[id(node)] = number
-        return found
+    def nodes(self, nodes: list[Node]) -> list[Facts]:
+        """Each node's facts, as `node` gives them, in one pass: a cluster's nodes mostly share one shape, and
+        building them by the list costs a look-up and a dict copy per node rather than a few calls."""
+        cache = self._node_facts
+        keys = list(map(id, nodes))
+        found: list[Facts | None] = list(map(cache.get, keys))
+        if None not in found:
+            return found  # type: ignore[return-value]  # none is missing
+        numbers = self.shapes(nodes)
+        by_shape = self._by_shape
+        for index, facts in enumerate(found):
+            if facts is not None:
+                continue
+            node = nodes[index]
+            number = numbers[index]
+            if number is None:
+                facts = self._build_node(node)
+            else:
+                shared = by_shape.get(number)
+                if shared is None:
+                    facts = by_shape[number] = self._build_node(node)  # the first node of its shape
+                else:
+                    facts = {**shared, "id": node.id, "label": node.id}
+            found[index] = cache[keys[index]] = facts
+        return found  # type: ignore[return-value]  # every one is filled
 
-    def _shaped_node(self, node: Node) -> Facts:
-        """A node's facts: those of its shape (built once, from the first node of that shape) with its name."""
-        shape = self._shape(node)
-        if shape is None:
-            return self._build_node(node)
-        shared = self._by_shape.get(shape)
-        if shared is None:
-            shared = self._by_shape[shape] = self._build_node(node)
-            return shared
-        return {**shared, "id": node.id, "label": node.id}
+    def shared(self, nodes: list[Node]) -> list[Facts]:
+        """Each node's facts, where the nodes of one shape share one dict: the facts of their shape, which name
+        the node they were built from. For what reads facts but a node's name (sums over a cluster, verdicts):
+        no dict is copied per node."""
+        numbers = self.shapes(nodes)
+        by_shape = self._by_shape
+        # Each shape's first node, by index (a dict keeps the last index it is given: the lists are reversed).
+        firsts = dict(zip(reversed(numbers), range(len(numbers) - 1, -1, -1), strict=True))
+        own = firsts.pop(None, -1) >= 0  # a node whose facts are its own
+        for number, index in firsts.items():
+            if number not in by_shape:
+                self.nodes([nodes[index]])  # builds the shape's facts from its first node
+        if not own:
+            return list(map(by_shape.__getitem__, numbers))  # type: ignore[arg-type]  # no number is None
+        return [
+            self.node(node) if number is None else by_shape[number] for node, number in zip(nodes, numbers, strict=True)
+        ]
+
+    def shapes(self, nodes: list[Node]) -> list[int | None]:
+        """The number of each node's shape (CloudSupport.node_shapes), or None for a node whose facts are its own.
+        Numbered, so that later look-ups hash an int rather than the shape's nested tuples."""
+        known = self._shapes
+        found: list[int | None] = list(map(known.get, map(id, nodes), repeat(_UNSEEN)))
+        if _UNSEEN not in found:
+            return found
+        todo = (
+            nodes
+            if found.count(_UNSEEN) == len(nodes)
+            else [n for n, f in zip(nodes, found, strict=True) if f is _UNSEEN]
+        )
+        providers = set(map(_PROVIDER, todo))
+        numbers = self._numbers
+        made: list[int | None] = []
+        for provider in providers:
+            these = todo if len(providers) == 1 else [n for n in todo if n.provider == provider]
+            shapes = support(provider).node_shapes(these, self)
+            # Facts a node's source left unknown are its own: such a node shares nothing.
+            these_numbers = [
+                None if shape is None or node.unknown else numbers.setdefault(shape, len(numbers))
+                for node, shape in zip(these, shapes, strict=True)
+            ]
+            known.update(zip(map(id, these), these_numbers, strict=True))
+            made += these_numbers
+        if todo is nodes and len(providers) == 1:
+            return made
+        return list(map(known.get, map(id, nodes)))
 
     def _build_node(self, node: Node) -> Facts:
         cloud = support(node.provider)
@@ -267,21 +335,20 @@ class FactBuilder:
         cloud = support(cluster.provider)
         # Nodes of one shape have the same facts but for their names: the sums and sets below are taken over the
         # distinct shapes, each counted as many times as it has nodes (a pool of 500 is read once).
-        groups: dict[int, tuple[Facts, list[int]]] = {}
-        fabric_subnets: set[str] = set()
-        every: list[Facts] = []  # each node's, for the cloud's cluster facts
-        for node in cluster.nodes:
-            facts_of_node = self.node(node)
-            every.append(facts_of_node)
-            shape = self._shapes[id(node)]  # set by node()
-            key = -1 - id(node) if shape is None else shape  # a node of its own (negative), or a shape's number
-            group = groups.get(key)
-            if group is None:
-                groups[key] = (facts_of_node, [1])
-                fabric_subnets.update(i.subnet for i in self.attachment(node).interfaces if i.subnet)
-            else:
-                group[1][0] += 1
-        counted = [(facts, count[0]) for facts, count in groups.values()]
+        nodes = cluster.nodes
+        every = self.shared(nodes)  # for the cloud's cluster facts: a shape's nodes share theirs
+        numbers = self.shapes(nodes)
+        # Each shape's first node, by index (a dict keeps the last index it is given: the lists are reversed),
+        # in the order the shapes first appear; a node of its own (None) is a group of one.
+        firsts = dict(zip(reversed(numbers), range(len(nodes) - 1, -1, -1), strict=True))
+        counts = Counter(numbers)
+        if None in firsts:
+            del firsts[None]
+            order = sorted([*firsts.values(), *(index for index, number in enumerate(numbers) if number is None)])
+        else:
+            order = sorted(firsts.values())
+        counted = [(every[index], 1 if numbers[index] is None else counts[numbers[index]]) for index in order]
+        fabric_subnets = {i.subnet for index in order for i in self.attachment(nodes[index]).interfaces if i.subnet}
         distinct = [facts for facts, _ in counted]
         types = sorted({f["instance_type"] for f in distinct})
         fabric_nodes = sum(n for f, n in counted if f["fabric_expected"])

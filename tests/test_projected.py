@@ -266,11 +266,12 @@ def test_vms_of_an_azure_scale_set_share_their_facts_and_others_keep_their_own()
             normalizer.add(call, subscription.files.get(call.dump_file, []))
         nodes = normalizer.inventory.nodes
         shared, alone = FactBuilder(normalizer.inventory), FactBuilder(normalizer.inventory)
-        alone._shape = lambda node: None  # type: ignore[method-assign]  # every node built on its own
+        alone.shapes = lambda nodes: [None] * len(nodes)  # type: ignore[method-assign]  # each built on its own
         for node in nodes:
             assert shared.node(node) == alone.node(node), node.id
             named_off.add(shared.node(node)["nics_without_acceleration"])
         assert 0 < len(shared._by_shape) < len(nodes)
+        _same_cluster_facts(normalizer.inventory, shared, alone)
     assert len(named_off - {""}) == 2  # the demo's two VMs without accelerated networking, each NIC by its name
 
 
@@ -282,11 +283,25 @@ def test_gcp_instances_of_a_pool_share_their_facts_and_others_keep_their_own(tmp
     for name, project in (("demo", demo), ("fleet", fleet(300))):
         inventory = gcp_dump.load_dump(_dump(tmp_path / name, project))
         shared, alone = FactBuilder(inventory), FactBuilder(inventory)
-        alone._shape = lambda node: None  # type: ignore[method-assign]  # every node built on its own
+        alone.shapes = lambda nodes: [None] * len(nodes)  # type: ignore[method-assign]  # each built on its own
+        _same_cluster_facts(inventory, shared, alone)  # first: the shapes' facts built from the clusters' nodes
         for node in inventory.nodes:
             assert shared.node(node) == alone.node(node), node.id
             assert shared.attachment(node) == alone.attachment(node), node.id
         assert 0 < len(shared._by_shape) < len(inventory.nodes)
+
+
+def _same_cluster_facts(inventory: Inventory, shared: Any, alone: Any) -> None:
+    """Cluster facts summed over shapes (and read from the facts a shape's nodes share) equal those summed node by
+    node; so do the facts `shared` gives each node but its name."""
+    from fabriccheck.clusters import build_clusters
+
+    clusters = build_clusters(inventory)
+    assert clusters
+    for cluster in clusters:
+        assert shared.cluster(cluster) == alone.cluster(cluster), cluster.id
+        for facts, own in zip(shared.shared(cluster.nodes), alone.nodes(cluster.nodes), strict=True):
+            assert {**facts, "id": own["id"], "label": own["label"]} == own, cluster.id
 
 
 def test_azure_vms_built_without_validation_are_the_validated_models() -> None:

@@ -401,8 +401,12 @@ class AzureSupport(CloudSupport):
     def cluster_facts(self, nodes: list[Node], node_facts: list[Facts], context: FactContext) -> Facts:
         index = _index(context)
         unknown: dict[str, str] = {}
-        fabric = [f for f in node_facts if f["fabric_expected"]]
-        partitions = {f["ib_partition"] or f"standalone VM {f['id']}" for f in fabric}
+        # A node's name from `nodes`: the VMs of one shape share their facts (and the first one's name).
+        partitions = {
+            f["ib_partition"] or f"standalone VM {node.id}"
+            for node, f in zip(nodes, node_facts, strict=True)
+            if f["fabric_expected"]
+        }
         names = sorted({"standalone VMs" if p.startswith("standalone VM ") else p for p in partitions})
         scale_set, why = self._scale_set(nodes, context, index)
         if why:

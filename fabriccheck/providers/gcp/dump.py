@@ -140,7 +140,7 @@ class _Answer:
         if flat is None:
             return None
         self.top = "["
-        return [(f"[{index}]", item) for index, item in enumerate(flat)]
+        return list(zip(map("[{}]".format, range(len(flat))), flat, strict=True))  # each item with its path, for errors
 
     def items(self) -> Iterator[tuple[str, dict[str, Any]]]:
         shape = Shape(str(self.path))

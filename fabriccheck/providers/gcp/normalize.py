@@ -320,6 +320,7 @@ class Normalizer:
         self.named: set[str] = set()  # projects the items' selfLinks named (when `project` is None), for the dump
         self._recent: list[_Previous] = []  # the last instances whose pool was looked up, oldest first
         self._facts: dict[str, set[str]] = {}  # fact -> projects whose answer was read in full
+        self._last_link: tuple[str, str] | None = None  # a selfLink's start up to its project's `/`, the project
 
     def add(self, call: GcpCall, doc: Any, collected: bool = True) -> None:
         projects = self.add_items(call, items_of(Shape(self.where(call)), doc, call))
@@ -352,10 +353,17 @@ class Normalizer:
     def _owner(self, item: dict[str, Any]) -> str:
         if self.project:
             return self.project
-        named = project_of(item)
-        if named is None:
+        link = item.get("selfLink")
+        # A list's items mostly name one project: a link that starts as the last one did names it too.
+        if type(link) is str and self._last_link and link.startswith(self._last_link[0]):
+            self.named.add(self._last_link[1])
+            return self._last_link[1]
+        match = _PROJECT.search(str(link or ""))
+        if match is None:
             return UNKNOWN_ACCOUNT
+        named = match.group(1)
         self.named.add(named)
+        self._last_link = (link[: match.end()], named) if type(link) is str else None
         return named
 
     def _add(self, call: GcpCall, items: Iterable[tuple[str, dict[str, Any]]], shape: Shape, typed: bool) -> set[str]:

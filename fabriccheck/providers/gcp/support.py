@@ -212,9 +212,22 @@ class GcpSupport(CloudSupport):
         origin, project, region, zone, machine type and NICs only; a planned node (spec) keeps its own. The
         instances of a pool share their NetworkInterface objects (normalize.py), so the NICs are told apart by
         identity: the same objects are the same NICs (the inventory holds them while facts are built)."""
-        if node.spec is not None:
-            return None
-        return (node.origin, node.account, node.region, node.zone, node.instance_type, *map(id, node.interfaces))
+        return self.node_shapes([node], context)[0]
+
+    def node_shapes(self, nodes: list[Node], context: FactContext) -> list[Hashable | None]:
+        return [
+            None
+            if node.spec is not None
+            else (
+                node.origin,
+                node.account,
+                node.region,
+                node.zone,
+                node.instance_type,
+                *map(id, node.interfaces),
+            )
+            for node in nodes
+        ]
 
     def node_facts(self, node: Node, context: FactContext) -> Facts:
         """The facts depend on the node's scope, zone, type and NICs only: the nodes of one pool share them, so
@@ -298,9 +311,7 @@ class GcpSupport(CloudSupport):
         # The nodes of a pool are placed alike: each distinct scope, type and placement is read once. A pool's
         # instances share their Placement objects (normalize.py), so placements are told apart by identity
         # (equal ones held by different objects are read twice, which changes nothing).
-        kinds: dict[tuple[object, ...], Node] = {}
-        for node in nodes:
-            kinds.setdefault((node.account, node.region, node.instance_type, *map(id, node.placement)), node)
+        kinds = {(node.account, node.region, node.instance_type, *map(id, node.placement)): node for node in nodes}
         alike = list(kinds.values())
         names = sorted({node.placed_by(RESOURCE_POLICY) or "" for node in alike})
         policies: list[ResourcePolicy] = []
