@@ -71,39 +71,57 @@ def _grouping(provider: str) -> tuple[frozenset[tuple[str, str]], tuple[_Signal,
 
 def cluster_key(node: Node, cluster_tag: str | None) -> tuple[str, str]:
     """(cluster id, what grouped it) for a running node."""
+    key, signal, _ = _key(node, cluster_tag)
+    return key, signal
+
+
+def _key(node: Node, cluster_tag: str | None) -> tuple[str, str, bool]:
+    """cluster_key, and whether it follows from the node's tags, provider, account and region alone."""
     tags = node.tags
     if cluster_tag and cluster_tag in tags:
         # A user's tag names a job across regions, which is exactly when a region split must show.
-        return f"{node.provider}:{node.account}:tag/{cluster_tag}={tags[cluster_tag]}", f"tag {cluster_tag}"
+        return f"{node.provider}:{node.account}:tag/{cluster_tag}={tags[cluster_tag]}", f"tag {cluster_tag}", True
     here = f"{node.provider}:{node.account}:{node.region}"
     alone, signals = _grouping(node.provider)
     if tags and alone and not tags.items().isdisjoint(alone):
-        return f"{here}:{node.id}", "single node"
+        return f"{here}:{node.id}", "single node", False
+    placement_read = False  # a tag's key follows from the tags alone only if no placement came before it
     for keys, keyset, kind, slug, label in signals:
         if kind is None:
             if tags and tags.keys() >= keyset:
                 name = tags[keys[0]] if len(keys) == 1 else "/".join([tags[k] for k in keys])
-                return f"{here}:{slug}/{name}", label
+                return f"{here}:{slug}/{name}", label, not placement_read
         else:
             placed = node.placed_by(kind)
             if placed:
-                return f"{here}:{slug}/{placed}", label
+                return f"{here}:{slug}/{placed}", label, False
+            placement_read = True
     if node.origin == "plan" and node.spec is not None:
         # The instances of one Terraform resource (count, for_each) are one group the configuration launches.
-        return f"{here}:terraform/{node.spec.name}", "Terraform resource"
-    return f"{here}:{node.id}", "single node"
+        return f"{here}:terraform/{node.spec.name}", "Terraform resource", False
+    return f"{here}:{node.id}", "single node", False
 
 
 def build_clusters(inventory: Inventory, cluster_tag: str | None = None) -> list[Cluster]:
     """Clusters of running (and pending) nodes, sorted by id, each with its role."""
     groups: dict[str, Cluster] = {}
+    # The nodes of a pool may share one tags dict (normalizers stamp them from one template): a node whose
+    # cluster follows from its tags joins the cluster of the last node with the same dict, provider, account
+    # and region without its key being made again. The dicts are held by the nodes while this runs.
+    by_tags: dict[tuple[int, str, str, str], Cluster] = {}
     for node in inventory.nodes:
         if node.state not in JUDGED_STATES:
             continue
-        key, signal = cluster_key(node, cluster_tag)
-        cluster = groups.get(key)
+        tags = node.tags
+        seen = (id(tags), node.provider, node.account, node.region) if tags else None
+        cluster = by_tags.get(seen) if seen else None
         if cluster is None:
-            cluster = groups[key] = Cluster(id=key, provider=node.provider, account=node.account, signal=signal)
+            key, signal, tagged = _key(node, cluster_tag)
+            cluster = groups.get(key)
+            if cluster is None:
+                cluster = groups[key] = Cluster(id=key, provider=node.provider, account=node.account, signal=signal)
+            if tagged and seen:
+                by_tags[seen] = cluster
         cluster.nodes.append(node)
     for cluster in groups.values():
         cluster.role, cluster.role_reason = _role(cluster)

@@ -384,3 +384,42 @@ def test_a_fact_not_read_being_unknown_changes_no_token() -> None:
     reader = engine._Freezer().reader(("x",))
     assert reader({"x": 1, "unknown": {"y": "not collected"}}) == reader({"x": 1, "unknown": {}})
     assert reader({"x": 1, "unknown": {"x": "not collected"}}) != reader({"x": 1, "unknown": {}})
+
+
+@pytest.mark.parametrize("placement_first", [False, True])
+def test_nodes_sharing_one_tags_dict_are_grouped_as_each_alone(
+    monkeypatch: pytest.MonkeyPatch, placement_first: bool
+) -> None:
+    """build_clusters joins a node to the cluster of an earlier node with the same tags dict, provider, account
+    and region without making its key; grouped that way, every node lands where its own key puts it, whatever
+    its placement, region, project, or a tag that keeps it alone (even when a placement signal comes first)."""
+    from fabriccheck import clusters
+    from fabriccheck.model import Node
+
+    if placement_first:  # a cloud whose placement outranks its tags: the shortcut must not apply past it
+        signals = clusters._signals("gcp")
+        monkeypatch.setattr(clusters, "_grouping", lambda provider: (frozenset(), (signals[-1], *signals[:-1])))
+    chance = random.Random(7)
+    pools = [
+        {"goog-k8s-cluster-name": "train", "goog-k8s-node-pool-name": "a3"},
+        {"goog-k8s-cluster-name": "train", "goog-k8s-node-pool-name": "a3", "slurm_instance_role": "login"},
+        {"slurm_cluster_name": "s", "slurm_nodeset": "gpu"},
+        {"other": "x"},
+    ]
+    nodes = [
+        Node(
+            id=f"vm-{index}",
+            provider="gcp",
+            account=chance.choice(["proj-a", "proj-b"]),
+            region=chance.choice(["us-central1", "europe-west4"]),
+            instance_type="a3-highgpu-8g",
+            placement=[{"kind": "resource-policy", "id": chance.choice(["p1", "p2"])}] if chance.random() < 0.5 else [],
+        )
+        for index in range(400)
+    ]
+    for node in nodes:  # the same dict object on many nodes, as a stamped pool's are (validation would copy it)
+        node.__dict__["tags"] = chance.choice(pools)
+    grouped = {n.id: c.id for c in build_clusters(Inventory(nodes=nodes)) for n in c.nodes}
+    alone = {n.id: clusters.cluster_key(n, None)[0] for n in nodes}
+    assert grouped == alone
+    assert len(set(alone.values())) > 8  # tags, regions, projects and placements all split the fleet

@@ -603,9 +603,9 @@ def _pool_key(inst: dict[str, Any], project: str) -> tuple[Any, ...] | None:
 
 class _Pool:
     """What the instances of one pool share: the node `_read_node` made of the first, its values interned, to be
-    stamped with each other instance's name and physical host. Its interfaces and placements are the same
-    objects on every instance of the pool (nothing changes them after normalizing). Stamping is a few dict
-    copies; reading an instance is a hundred steps, and a pool holds hundreds of instances."""
+    stamped with each other instance's name and physical host. Its interfaces, placements and tags (the lists and
+    the dict too) are the same objects on every instance of the pool (nothing changes them after normalizing).
+    Stamping is a dict copy; reading an instance is a hundred steps, and a pool holds hundreds of instances."""
 
     __slots__ = ("interfaces", "node", "placement", "tags")
 
@@ -625,13 +625,13 @@ class _Pool:
             if type(values[name]) is str:
                 values[name] = intern(values[name])
         tags = {intern(k): intern(v) for k, v in node.tags.items()}
-        return cls(values, list(node.interfaces), list(node.placement), tags)
+        return cls(values, node.interfaces, node.placement, tags)  # the lists too: the pool's nodes share them
 
     def derive(self, name: str, inst: dict[str, Any], tags: dict[str, str], placement: list[Placement]) -> Node:
         """The node of an instance of another pool alike in all but its tags and placement."""
         values = self.node.copy()
         values["id"] = name
-        values["interfaces"] = self.interfaces.copy()
+        values["interfaces"] = self.interfaces
         values["placement"] = placement
         values["tags"] = tags
         values["unknown"] = {}
@@ -641,9 +641,11 @@ class _Pool:
     def stamp(self, name: str, inst: dict[str, Any]) -> Node:
         values = self.node.copy()
         values["id"] = name
-        values["interfaces"] = self.interfaces.copy()
-        values["placement"] = self.placement.copy()
-        values["tags"] = self.tags.copy()
+        # One list and one dict for all the pool's nodes, which nothing changes after normalizing: facts.py and
+        # clusters.py tell a pool's nodes by them at once.
+        values["interfaces"] = self.interfaces
+        values["placement"] = self.placement
+        values["tags"] = self.tags
         values["unknown"] = {}
         values["network_nodes"] = _topology((inst.get("resourceStatus") or {}).get("physicalHost"))
         return _stamp_node(values)

@@ -15,6 +15,7 @@ fabric-catalog.md):
 from __future__ import annotations
 
 import ipaddress
+import operator
 import re
 from collections.abc import Hashable
 from typing import TYPE_CHECKING
@@ -57,6 +58,12 @@ RDMA_MTU = 8896
 DEFAULT_MTU = 1460
 # An RDMA network profile is projects/P/global/networkProfiles/{ZONE}-vpc-roce (bare metal: -vpc-roce-metal);
 # the VPC serves instances of that zone only (G5, GCP-RDMA-PROFILE).
+# What a node's shape and placement are read from, in C (node_shapes, _placement).
+_SPEC = operator.attrgetter("spec")
+_SCOPE = operator.attrgetter("origin", "account", "region", "zone", "instance_type")
+_INTERFACES = operator.attrgetter("interfaces")
+_PLACED = operator.attrgetter("account", "region", "instance_type")
+_PLACEMENT = operator.attrgetter("placement")
 _ROCE_PROFILE = re.compile(r"networkProfiles/(?P<zone>[a-z]+-[a-z]+\d+-[a-z])-vpc-roce(?:-metal)?$")
 # Multi-node clusters on single-NIC accelerator types where an 8-GPU type with GPU NICs exists: A2 (A100, up
 # to 100 Gbps on one NIC) has no GPU-NIC size; its successor with GPUDirect-TCPX is A3 High (GCP-NETBW).
@@ -215,19 +222,17 @@ class GcpSupport(CloudSupport):
         return self.node_shapes([node], context)[0]
 
     def node_shapes(self, nodes: list[Node], context: FactContext) -> list[Hashable | None]:
-        return [
-            None
-            if node.spec is not None
-            else (
-                node.origin,
-                node.account,
-                node.region,
-                node.zone,
-                node.instance_type,
-                *map(id, node.interfaces),
-            )
-            for node in nodes
-        ]
+        if any(map(_SPEC, nodes)):
+            return [
+                None
+                if node.spec is not None
+                else (node.origin, node.account, node.region, node.zone, node.instance_type, *map(id, node.interfaces))
+                for node in nodes
+            ]
+        # The nodes of a stamped pool share their list of NICs too (normalize.py): nodes holding one list hold the
+        # same NICs, so the list's identity stands for its NICs' (made in C, not per node in Python). Nodes with
+        # lists of their own get shapes of their own, which only shares less.
+        return list(zip(map(_SCOPE, nodes), map(id, map(_INTERFACES, nodes)), strict=True))
 
     def node_facts(self, node: Node, context: FactContext) -> Facts:
         """The facts depend on the node's scope, zone, type and NICs only: the nodes of one pool share them, so
@@ -309,9 +314,9 @@ class GcpSupport(CloudSupport):
     def _placement(self, nodes: list[Node], context: FactContext) -> tuple[Facts, dict[str, str]]:
         index = _index(context)
         # The nodes of a pool are placed alike: each distinct scope, type and placement is read once. A pool's
-        # instances share their Placement objects (normalize.py), so placements are told apart by identity
-        # (equal ones held by different objects are read twice, which changes nothing).
-        kinds = {(node.account, node.region, node.instance_type, *map(id, node.placement)): node for node in nodes}
+        # instances share their Placement objects and list (normalize.py), so placements are told apart by the
+        # identity of the list, in C (equal ones held by different lists are read twice, which changes nothing).
+        kinds = dict(zip(zip(map(_PLACED, nodes), map(id, map(_PLACEMENT, nodes)), strict=True), nodes, strict=True))
         alike = list(kinds.values())
         names = sorted({node.placed_by(RESOURCE_POLICY) or "" for node in alike})
         policies: list[ResourcePolicy] = []
