@@ -10,6 +10,7 @@ from pathlib import Path
 from types import UnionType
 from typing import Any, Union, get_args, get_origin, get_type_hints, is_typeddict
 
+import msgspec
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
@@ -18,7 +19,7 @@ from build_demo_gcp import Project, build, fleet
 from fabriccheck.errors import FabricCheckError
 from fabriccheck.inventory import Inventory
 from fabriccheck.providers.gcp import dump as gcp_dump
-from fabriccheck.providers.gcp.normalize import INSTANCES, InstanceFields, Normalizer
+from fabriccheck.providers.gcp.normalize import INSTANCES, InstanceFields, InstanceRead, Normalizer, _parsed
 from fabriccheck.sources import projected
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -102,33 +103,56 @@ def test_the_gcp_projection_keeps_every_field_the_normalizer_reads() -> None:
     assert {path for path in log if not _kept(path, kept)} == set()
 
 
+def test_the_dumps_gcp_projection_names_the_fields_the_normalizer_reads() -> None:
+    """InstanceRead is InstanceFields with labels and metadata items left as their JSON text."""
+    assert get_type_hints(InstanceRead).keys() == get_type_hints(InstanceFields).keys()
+    differ = {k for k, v in get_type_hints(InstanceRead).items() if v != get_type_hints(InstanceFields)[k]}
+    assert differ == {"labels", "metadata"}
+
+
 def test_every_gcp_instance_stamped_from_its_pool_is_the_node_read_on_its_own(tmp_path: Path) -> None:
     full = _gcp_instances()
     path = tmp_path / "instances-list.json"
     path.write_text(json.dumps(full), encoding="utf-8")
     projected_items = projected.read(path, InstanceFields)
     assert projected_items is not None and len(projected_items) == len(full)
+    as_read = projected.read(path, InstanceRead)  # labels and metadata items left as their JSON text
+    assert as_read is not None and isinstance(as_read[0]["labels"], msgspec.Raw)
+    assert [_parsed(item) for item in as_read] == projected_items
     # Full items are told alike by their key (their NICs hold per-instance addresses), projected ones mostly by
-    # comparing with the previous instance; both, twice over (the second round is all stamps).
-    for items in (full, projected_items):
+    # comparing with the previous instance; all three, twice over (the second round is all stamps).
+    for items in (full, projected_items, as_read):
         stamped = Normalizer(Inventory(), "fabriccheck-demo", lambda call: "x")
         alone = Normalizer(Inventory(), "fabriccheck-demo", lambda call: "x")
         for item in items * 2:
             node = stamped._node(copy.deepcopy(item), "fabriccheck-demo", True)
-            read = alone._read_node(copy.deepcopy(item), "fabriccheck-demo")
+            read = alone._read_node(_parsed(copy.deepcopy(item)), "fabriccheck-demo")
             assert node.model_dump_json() == read.model_dump_json()
         assert 0 < len(stamped._pools) < len(items)  # pools were shared
         assert 0 < len(stamped._bases) < len(stamped._pools)  # pools alike but in labels and policy: derived
 
 
-def test_a_projected_value_of_another_type_than_the_api_gives_reads_the_file_in_full(tmp_path: Path) -> None:
+@pytest.mark.parametrize("field", ["labels", "metadata"])
+def test_a_projected_value_of_another_type_than_the_api_gives_reads_the_file_in_full(
+    tmp_path: Path, field: str
+) -> None:
     items = fleet(4).instances
-    items[2]["labels"] = {"n": 1}  # labels are strings in the API: read in full, where 1 stays 1 ("1")
+    # Labels and metadata values are strings in the API: read in full, where 1 stays 1 ("1"). Both are left
+    # unparsed by the dump's projection (InstanceRead) and found of another type only when parsed.
+    if field == "labels":
+        items[2]["labels"] = {"n": 1}
+    else:
+        items[2]["metadata"] = {"items": [{"key": "created-by", "value": 1}]}
     path = tmp_path / "instances-list.json"
     path.write_text(json.dumps(items), encoding="utf-8")
     assert projected.read(path, InstanceFields) is None
+    assert projected.read(path, InstanceRead) is not None
+    with pytest.raises(projected.Misread):
+        _parsed(projected.read(path, InstanceRead)[2])  # type: ignore[index]
     inventory = gcp_dump.load_dump(tmp_path)
-    assert [n.tags.get("n") for n in inventory.nodes] == [None, None, "1", None]
+    assert len(inventory.nodes) == 4  # none made twice: what the projected read made is dropped
+    key = "n" if field == "labels" else "created-by"
+    assert [n.tags.get(key) for n in inventory.nodes] == [None, None, "1", None]
 
 
 def test_a_pool_template_is_not_shared_by_instances_whose_placement_names_them() -> None:

@@ -20,7 +20,7 @@ from fabriccheck.providers.gcp.normalize import (
     INSTANCES,
     PROJECT_ID,
     GcpCall,
-    InstanceFields,
+    InstanceRead,
     Normalizer,
     project_of,
 )
@@ -84,10 +84,15 @@ def _load_folder(folder: Path, project: str | None) -> Inventory:
             if flat is not None:  # parsed whole with the fields read, each of the API's type: pools share
                 made = len(part.nodes)
                 normalizer.named.clear()
-                normalizer.record(call, normalizer.add_items(call, flat, typed=True))
-                Compactor().nodes(part.nodes, made)
-                answer.projects |= normalizer.named  # the projects this list's items named
-            else:
+                try:
+                    normalizer.record(call, normalizer.add_items(call, flat, typed=True))
+                except projected.Misread:  # a value left unparsed is of another type: the file is read in full
+                    del part.nodes[made:]
+                    flat = None
+                else:
+                    Compactor().nodes(part.nodes, made)
+                    answer.projects |= normalizer.named  # the projects this list's items named
+            if flat is None:
                 normalizer.record(call, normalizer.add_items(call, compacting(answer.items(), part.nodes)))
         seen |= answer.projects
     normalizer.finish()
@@ -134,9 +139,9 @@ class _Answer:
         )
 
     def projected(self) -> list[tuple[str, dict[str, Any]]] | None:
-        """gcloud's flat list of instances, read with the fields the normalizer uses only (InstanceFields), or
+        """gcloud's flat list of instances, read with the fields the normalizer uses only (InstanceRead), or
         None for anything else (an API answer, a file msgspec does not read as that): then `items`."""
-        flat = projected.read(self.path, InstanceFields) if self.call is INSTANCES else None
+        flat = projected.read(self.path, InstanceRead) if self.call is INSTANCES else None
         if flat is None:
             return None
         self.top = "["

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
+import msgspec
 from pydantic import ValidationError
 
 from fabriccheck.compact import compacted_maker
@@ -29,6 +30,7 @@ from fabriccheck.providers.gcp.support import (
     RESOURCE_POLICY,
 )
 from fabriccheck.resources.gcp import GLOBAL, FirewallRule, Network, ResourcePolicy, Subnetwork
+from fabriccheck.sources import projected
 from fabriccheck.sources.common import BAD_RESPONSE, Scope, Shape, describe, unexpected_shape
 from fabriccheck.sources.items import INTERFACE_FACTS, ITEM_ERRORS, named, salvage, unknown_because
 from fabriccheck.trusted import build, complete, maker
@@ -292,6 +294,53 @@ class InstanceFields(TypedDict, total=False):
     resourceStatus: Any
 
 
+class _MetadataRead(TypedDict, total=False):
+    items: msgspec.Raw
+
+
+class InstanceRead(TypedDict, total=False):
+    """InstanceFields as a dump is parsed: an instance's labels and metadata items are kept as their JSON text
+    (msgspec.Raw), not parsed, since a pool's instances repeat them (GKE metadata items run to kilobytes each).
+    Two instances with the same text have the same values; only an instance unlike the recent pools has them
+    parsed, with InstanceFields' types (`_parsed`)."""
+
+    name: Any
+    selfLink: Any
+    zone: str | None
+    machineType: str | None
+    status: str | None
+    networkInterfaces: list[_InterfaceFields] | None
+    resourcePolicies: list[str] | None
+    scheduling: _Scheduling | None
+    reservationAffinity: _ReservationAffinity | None
+    labels: msgspec.Raw
+    metadata: _MetadataRead | None
+    resourceStatus: Any
+
+
+_LABELS = msgspec.json.Decoder(dict[str, str] | None)
+_METADATA_ITEMS = msgspec.json.Decoder(list[_MetadataItem] | None)
+
+
+def _parsed(inst: dict[str, Any]) -> dict[str, Any]:
+    """An instance read as InstanceRead, as InstanceFields reads it: its labels and metadata items parsed. Raises
+    projected.Misread when they are not of the API's types (the file is then read in full)."""
+    labels = inst.get("labels")
+    metadata = inst.get("metadata")
+    raw_items = metadata.get("items") if isinstance(metadata, dict) else None
+    if type(labels) is not msgspec.Raw and type(raw_items) is not msgspec.Raw:
+        return inst  # read as InstanceFields already
+    parsed = dict(inst)
+    try:
+        if type(labels) is msgspec.Raw:
+            parsed["labels"] = _LABELS.decode(labels)
+        if type(raw_items) is msgspec.Raw:
+            parsed["metadata"] = {"items": _METADATA_ITEMS.decode(raw_items)}
+    except msgspec.DecodeError as exc:
+        raise projected.Misread(str(exc)) from None
+    return parsed
+
+
 _NIC_FACTS = (
     *INTERFACE_FACTS, "rdma_profile", "rdma_profile_networks", "non_rdma_on_rdma_vpc", "extra_nics",
     "recommended_mtu", "gpu_mtu", "gpu_mtus", "gpu_firewall", "gpu_firewall_networks",
@@ -329,7 +378,7 @@ class Normalizer:
 
     def add_items(self, call: GcpCall, items: Iterable[tuple[str, dict[str, Any]]], typed: bool = False) -> set[str]:
         """One answer's items as they arrive, each with its path for error messages (a dump file read as a
-        stream hands them over one at a time). `typed`: a projected read (InstanceFields) checked their types.
+        stream hands them over one at a time). `typed`: a projected read (InstanceRead) checked their types.
         Returns the projects the items belong to."""
         shape = Shape(self.where(call))
         with unexpected_shape(shape.where):
@@ -460,6 +509,7 @@ class Normalizer:
             for previous in reversed(recent):
                 if previous.values == values and previous.project == project:
                     return previous.pool.stamp(name, inst)
+        inst = _parsed(inst)  # unlike the recent pools: its labels and metadata are read
         key = _pool_key(inst, project)
         if key is None:
             return self._read_node(inst, project)
