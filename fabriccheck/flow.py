@@ -6,8 +6,10 @@ Every command (live, dump, demo, saved inventory) ends here, so they judge alike
 from __future__ import annotations
 
 import datetime as dt
+import operator
 from collections import Counter
 from dataclasses import dataclass, field
+from itertools import compress, repeat
 from pathlib import Path
 from typing import Any, Literal
 
@@ -164,7 +166,7 @@ def _run(inventory: Inventory, options: Options) -> Report:
     # Only the rules of the clouds in this inventory are loaded, run and listed: an AWS account's report does not
     # list GCP rules as run, and a selection that leaves none of its clouds' rules is the same error as none.
     clouds = frozenset(
-        {n.provider for n in (*inventory.nodes, *inventory.specs)}
+        {*map(_PROVIDER, inventory.nodes), *map(_PROVIDER, inventory.specs)}
         | {e.provider for e in inventory.errors}
         | {c.split(":", 1)[0] for c in inventory.collected}
     )
@@ -219,8 +221,8 @@ def _run(inventory: Inventory, options: Options) -> Report:
                 provider=cluster.provider,
                 account=cluster.account,
                 grouped_by=cluster.signal,
-                nodes=[n.id for n in cluster.nodes],
-                instance_types=sorted({n.instance_type or "" for n in cluster.nodes}),
+                nodes=list(map(_ID, cluster.nodes)),
+                instance_types=list(facts.cluster(cluster)["types"]),
                 gpus=int(facts.cluster(cluster)["gpus"]),
                 findings=len(cluster_findings),
                 status=status,
@@ -243,7 +245,7 @@ def _run(inventory: Inventory, options: Options) -> Report:
     ]
 
     # A capability is a type's: each type of the judged nodes is looked up once, not each node.
-    judged_types = {n.instance_type or "" for n in inventory.nodes if n.state in JUDGED_STATES}
+    judged_types = {kind or "" for state, kind in set(map(_STATE_TYPE, inventory.nodes)) if state in JUDGED_STATES}
     unknown = sorted(t for t in judged_types if facts.type_capability(t) is None)
     report = Report(
         tool={"name": "fabriccheck", "version": __version__},
@@ -258,11 +260,30 @@ def _run(inventory: Inventory, options: Options) -> Report:
         skipped_clusters=skipped,
         summary=_summary(inventory, reported, skipped, findings, judged_nodes, unknown),
         notes=_notes(inventory, unknown, options),
-        locations={n.id: n.source for n in (*inventory.nodes, *inventory.specs) if n.source is not None},
+        locations=_locations(inventory),
         scopes=inventory.scopes,
     )
     _settle(report, options)
     return report
+
+
+def _locations(inventory: Inventory) -> dict[str, SourceLocation]:
+    """Where in its source each node came from, for the nodes that have one (plans and templates)."""
+    nodes = [*inventory.nodes, *inventory.specs]
+    sources = list(map(_SOURCE, nodes))
+    if sources.count(None) == len(sources):  # a live or dump inventory: none
+        return {}
+    return {node.id: source for node, source in zip(nodes, sources, strict=True) if source is not None}
+
+
+# Read off every node in C: a fleet has thousands.
+_PROVIDER = operator.attrgetter("provider")
+_ID = operator.attrgetter("id")
+_TYPE = operator.attrgetter("instance_type")
+_STATE = operator.attrgetter("state")
+_STATE_TYPE = operator.attrgetter("state", "instance_type")
+_SOURCE = operator.attrgetter("source")
+_TAGS = operator.attrgetter("tags")
 
 
 def _settle(report: Report, options: Options) -> None:
@@ -313,7 +334,7 @@ def cluster_penalty(
     The nodes of a pool share their type and mostly their findings' effects: a node's fabric and state follow
     from (type, effects, NICs attached if partial), so each distinct such key is mapped once per cluster, each
     type's description and each state once per run, and each distinct cluster's slowdown once per run."""
-    capabilities = {t: facts.type_capability(t) for t in dict.fromkeys(n.instance_type or "" for n in cluster.nodes)}
+    capabilities = {t or "": facts.type_capability(t) for t in dict.fromkeys(map(_TYPE, cluster.nodes))}
     known = [c for c in capabilities.values() if c is not None]
     if len(known) < len(capabilities):
         return penalty.Penalty(
@@ -339,6 +360,12 @@ def cluster_penalty(
     distinct: dict[_MemberKey, None] = {}
     if "partial-fabric" in base and not base & _DOWN_EFFECTS:  # every node's NICs count
         distinct = dict.fromkeys(key_of(n) for n in cluster.nodes)
+    elif own and len(capabilities) == 1:  # one type: each node no finding names has the key of the first such
+        named = list(map(own.__contains__, map(_ID, cluster.nodes)))  # in C; the named nodes are few
+        others = named.index(False) if False in named else len(named)
+        keys = [(index, key_of(node)) for index, node in compress(enumerate(cluster.nodes), named)]
+        keys.append((others, (next(iter(capabilities)), base, None)))  # the type's key as `or ""` made it
+        distinct = dict.fromkeys(key for index, key in sorted(keys, key=operator.itemgetter(0)) if index < len(named))
     elif own:  # a node no finding names takes the cluster's effects: its type is its key
         for node in cluster.nodes:
             distinct[key_of(node) if node.id in own else (node.instance_type or "", base, None)] = None
@@ -461,7 +488,7 @@ def _summary(
     judged_nodes: int,
     unknown: list[str],
 ) -> Summary:
-    states = Counter(n.state for n in inventory.nodes)
+    states = Counter(map(_STATE, inventory.nodes))
     judged_state = sum(count for state, count in states.items() if state in JUDGED_STATES)
     return Summary(
         nodes=judged_state,
@@ -487,17 +514,18 @@ def _notes(inventory: Inventory, unknown: list[str], options: Options) -> list[s
     if options.cluster_tag and not any(options.cluster_tag in n.tags for n in inventory.nodes):
         notes.append(f"no node carries the tag {options.cluster_tag}; nodes were grouped by the usual signals")
     providers = sorted(
-        {n.provider for n in [*inventory.nodes, *inventory.specs]} | {c.split(":", 1)[0] for c in inventory.collected}
+        {*map(_PROVIDER, inventory.nodes), *map(_PROVIDER, inventory.specs)}
+        | {c.split(":", 1)[0] for c in inventory.collected}
     )
     for provider in providers:
         cloud = support(provider)
+        # Only the nodes with the role tag are looked at, found in C.
+        tagged = compress(inventory.nodes, map(operator.contains, map(_TAGS, inventory.nodes), repeat(cloud.role_tag)))
         odd = sorted(
             {
                 f"{n.tags[cloud.role_tag]!r} on {n.id}"
-                for n in inventory.nodes
-                if n.provider == provider
-                and cloud.role_tag in n.tags
-                and n.tags[cloud.role_tag].strip().lower() not in ROLES
+                for n in tagged
+                if n.provider == provider and n.tags[cloud.role_tag].strip().lower() not in ROLES
             }
         )
         if odd:
