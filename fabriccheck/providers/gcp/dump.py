@@ -141,7 +141,9 @@ class _Answer:
     def projected(self) -> list[tuple[str, dict[str, Any]]] | None:
         """gcloud's flat list of instances, read with the fields the normalizer uses only (InstanceRead), or
         None for anything else (an API answer, a file msgspec does not read as that): then `items`."""
-        flat = projected.read(self.path, InstanceRead) if self.call is INSTANCES else None
+        # Instances with the fields read only; the other lists (policies, networks, subnetworks, firewalls) are
+        # small and read whole, faster than a stream.
+        flat = projected.read(self.path, InstanceRead if self.call is INSTANCES else dict[str, Any])
         if flat is None:
             return None
         self.top = "["
