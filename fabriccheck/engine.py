@@ -464,6 +464,7 @@ def judge(
     by_scope: dict[str, list[_Judging]] = {"node": [], "cluster": []}
     for rule in rules:
         by_scope[rule.scope].append(_Judging(rule))
+    _share_cluster_reads([*by_scope["node"], *by_scope["cluster"]])
     # One verdict per rule and distinct values of the facts it reads (with why any of them is unknown), for the
     # whole run: the nodes of a pool, and pools alike, cost one CEL evaluation, not one each.
     verdicts: dict[tuple[Any, ...], tuple[bool, tuple[str, ...]]] = {}
@@ -568,6 +569,20 @@ def judge(
                 for (rule, reason), nodes in sorted(missed.items())
             ]
     return Evaluation(sort_findings(findings), unjudged)
+
+
+def _share_cluster_reads(judgings: list[_Judging]) -> None:
+    """Give the rules of each provider the cluster facts any of them reads: a cluster's values are then frozen
+    into one token (_Scope.read) that every rule's verdict is keyed by, not one token per rule. Keyed by more
+    facts than it reads, a verdict is shared by fewer clusters, never by clusters it would judge otherwise."""
+    paths: dict[str, set[str]] = {}
+    names: dict[str, set[str]] = {}
+    for judging in judgings:
+        paths.setdefault(judging.provider, set()).update(judging.cluster_paths)
+        names.setdefault(judging.provider, set()).update(judging.cluster_reads)
+    for judging in judgings:
+        judging.cluster_paths = tuple(sorted(paths[judging.provider]))
+        judging.cluster_reads = tuple(sorted(names[judging.provider]))
 
 
 def _reads_unknown(rule: Rule, unknown: dict[str, str]) -> bool:

@@ -508,7 +508,7 @@ class Normalizer:
         if status is None or type(status) is dict:
             for previous in reversed(recent):
                 if previous.values == values and previous.project == project:
-                    return previous.pool.stamp(name, inst)
+                    return previous.pool.stamp(name, status)
         inst = _parsed(inst)  # unlike the recent pools: its labels and metadata are read
         key = _pool_key(inst, project)
         if key is None:
@@ -527,7 +527,7 @@ class Normalizer:
                 node = base.derive(name, inst, _tags_of(inst), placement)
             pool = self._pools[key] = _Pool.of(node)
         else:
-            node = pool.stamp(name, inst)
+            node = pool.stamp(name, inst.get("resourceStatus"))
         recent.append(_Previous(pool, values, project))
         if len(recent) > _RECENT:
             del recent[0]
@@ -688,7 +688,8 @@ class _Pool:
         values["network_nodes"] = _topology((inst.get("resourceStatus") or {}).get("physicalHost"))
         return _make_node(values)  # its own tags and placement are compacted as a read node's are
 
-    def stamp(self, name: str, inst: dict[str, Any]) -> Node:
+    def stamp(self, name: str, status: dict[str, Any] | None) -> Node:
+        """The node of another instance of the pool, named `name`, with its resourceStatus."""
         values = self.node.copy()
         values["id"] = name
         # One list and one dict for all the pool's nodes, which nothing changes after normalizing: facts.py and
@@ -697,7 +698,7 @@ class _Pool:
         values["placement"] = self.placement
         values["tags"] = self.tags
         values["unknown"] = {}
-        values["network_nodes"] = _topology((inst.get("resourceStatus") or {}).get("physicalHost"))
+        values["network_nodes"] = None if status is None else _topology(status.get("physicalHost"))
         return _stamp_node(values)
 
 
