@@ -33,7 +33,7 @@ from fabriccheck.resources.gcp import GLOBAL, FirewallRule, Network, ResourcePol
 from fabriccheck.sources import projected
 from fabriccheck.sources.common import BAD_RESPONSE, Scope, Shape, describe, unexpected_shape
 from fabriccheck.sources.items import INTERFACE_FACTS, ITEM_ERRORS, named, salvage, unknown_because
-from fabriccheck.trusted import build, complete, maker
+from fabriccheck.trusted import build, complete
 
 
 @dataclass(frozen=True)
@@ -369,6 +369,7 @@ class Normalizer:
         self.named: set[str] = set()  # projects the items' selfLinks named (when `project` is None), for the dump
         self._recent: list[_Previous] = []  # the last instances whose pool was looked up, oldest first
         self._facts: dict[str, set[str]] = {}  # fact -> projects whose answer was read in full
+        self._placement_objects: dict[tuple[str, str], Placement] = {}  # (kind, id) -> the one compacted object
         self._last_link: tuple[str, str] | None = None  # a selfLink's start up to its project's `/`, the project
 
     def add(self, call: GcpCall, doc: Any, collected: bool = True) -> None:
@@ -521,17 +522,29 @@ class Normalizer:
             base = self._bases.get(key[:5])
             if base is None:
                 node = self._read_node(inst, project)
-                self._bases[key[:5]] = _Pool.of(node)
+                self._bases[key[:5]] = pool = _Pool.of(node)
             else:
-                placement = [build(Placement, place) for place in self._placement_of(inst, project)]
-                node = base.derive(name, inst, _tags_of(inst), placement)
-            pool = self._pools[key] = _Pool.of(node)
+                node, pool = base.derive(name, inst, _tags_of(inst), self._placements(inst, project))
+            self._pools[key] = pool
         else:
             node = pool.stamp(name, inst.get("resourceStatus"))
         recent.append(_Previous(pool, values, project))
         if len(recent) > _RECENT:
             del recent[0]
         return node
+
+    def _placements(self, inst: dict[str, Any], project: str) -> list[Placement]:
+        """The instance's placements as compacted objects, one per kind and id: the pools placed alike (a GKE pool
+        and its instances short of a NIC) share them, as a pool's instances do."""
+        made = []
+        for place in self._placement_of(inst, project):
+            key = (place["kind"], place["id"])
+            found = self._placement_objects.get(key)
+            if found is None:
+                values = complete(Placement, {"kind": sys.intern(key[0]), "id": sys.intern(key[1])})
+                found = self._placement_objects[key] = _stamp_placement(values)
+            made.append(found)
+        return made
 
     def _placement_of(self, inst: dict[str, Any], project: str) -> list[dict[str, str]]:
         placement = []
@@ -604,7 +617,7 @@ class Normalizer:
 
 
 _stamp_node = compacted_maker(Node)
-_make_node = maker(Node)
+_stamp_placement = compacted_maker(Placement)
 
 
 def _pool_key(inst: dict[str, Any], project: str) -> tuple[Any, ...] | None:
@@ -677,8 +690,13 @@ class _Pool:
         tags = {intern(k): intern(v) for k, v in node.tags.items()}
         return cls(values, node.interfaces, node.placement, tags)  # the lists too: the pool's nodes share them
 
-    def derive(self, name: str, inst: dict[str, Any], tags: dict[str, str], placement: list[Placement]) -> Node:
-        """The node of an instance of another pool alike in all but its tags and placement."""
+    def derive(
+        self, name: str, inst: dict[str, Any], tags: dict[str, str], placement: list[Placement]
+    ) -> tuple[Node, _Pool]:
+        """The node of an instance of another pool alike in all but its tags and placement (compacted placements),
+        and that pool. Its values are this pool's (interned already) but those: the node is made compacted."""
+        intern = sys.intern
+        tags = {intern(k): intern(v) for k, v in tags.items()}
         values = self.node.copy()
         values["id"] = name
         values["interfaces"] = self.interfaces
@@ -686,7 +704,7 @@ class _Pool:
         values["tags"] = tags
         values["unknown"] = {}
         values["network_nodes"] = _topology((inst.get("resourceStatus") or {}).get("physicalHost"))
-        return _make_node(values)  # its own tags and placement are compacted as a read node's are
+        return _stamp_node(values), _Pool(values.copy(), self.interfaces, placement, tags)
 
     def stamp(self, name: str, status: dict[str, Any] | None) -> Node:
         """The node of another instance of the pool, named `name`, with its resourceStatus."""
