@@ -19,7 +19,15 @@ from build_demo_gcp import Project, build, fleet
 from fabriccheck.errors import FabricCheckError
 from fabriccheck.inventory import Inventory
 from fabriccheck.providers.gcp import dump as gcp_dump
-from fabriccheck.providers.gcp.normalize import INSTANCES, InstanceFields, InstanceRead, Normalizer, _parsed
+from fabriccheck.providers.gcp.normalize import (
+    INSTANCES,
+    InstanceFields,
+    InstanceRead,
+    Normalizer,
+    _InterfaceFields,
+    _InterfaceRead,
+    _parsed,
+)
 from fabriccheck.sources import projected
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -104,10 +112,12 @@ def test_the_gcp_projection_keeps_every_field_the_normalizer_reads() -> None:
 
 
 def test_the_dumps_gcp_projection_names_the_fields_the_normalizer_reads() -> None:
-    """InstanceRead is InstanceFields with labels and metadata items left as their JSON text."""
+    """InstanceRead is InstanceFields with labels and metadata items left as their JSON text, and NICs as structs
+    of the same fields and types."""
     assert get_type_hints(InstanceRead).keys() == get_type_hints(InstanceFields).keys()
     differ = {k for k, v in get_type_hints(InstanceRead).items() if v != get_type_hints(InstanceFields)[k]}
-    assert differ == {"labels", "metadata"}
+    assert differ == {"labels", "metadata", "networkInterfaces"}
+    assert get_type_hints(_InterfaceRead) == get_type_hints(_InterfaceFields)
 
 
 def test_every_gcp_instance_stamped_from_its_pool_is_the_node_read_on_its_own(tmp_path: Path) -> None:
