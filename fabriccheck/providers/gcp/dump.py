@@ -7,6 +7,7 @@ the one each resource's selfLink names.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -58,6 +59,9 @@ def dump_folders(directory: Path) -> list[tuple[Path, str | None]]:
     return found
 
 
+_SCOPE = operator.attrgetter("account", "region")
+
+
 def load_dump(directory: Path) -> Inventory:
     inventory = Inventory(source=f"gcp dump {directory}")
     for folder, project in dump_folders(directory):
@@ -98,8 +102,9 @@ def _load_folder(folder: Path, project: str | None) -> Inventory:
     normalizer.finish()
     # gcloud prints every field the API returns, so a dump shows groupPlacementPolicy.maxDistance when set.
     if any(c.fact == "resource_policies" for c in present):
+        scopes_seen = set(map(_SCOPE, part.nodes))  # (project, region) pairs, found in C
         for account in sorted({project} if project else seen or {UNKNOWN_ACCOUNT}):
-            regions = {n.region for n in part.nodes if n.account == account} | {GLOBAL}
+            regions = {region for owner, region in scopes_seen if owner == account} | {GLOBAL}
             part.collected += [fact_key("gcp", account, r, "max_distance") for r in sorted(regions)]
     scopes = [project] if project else sorted(seen) or [UNKNOWN_ACCOUNT]
     for call in missing:

@@ -10,6 +10,7 @@ permissions. Field names are the API's JSON names (camelCase), as gcloud prints 
 from __future__ import annotations
 
 import functools
+import operator
 import re
 import sys
 from collections.abc import Callable, Iterable, Iterator
@@ -332,6 +333,7 @@ class InstanceRead(TypedDict, total=False):
 
 
 _NIC_NAMES = _InterfaceRead.__struct_fields__
+_SCOPE = operator.attrgetter("account", "region")
 _LABELS = msgspec.json.Decoder(dict[str, str] | None)
 _METADATA_ITEMS = msgspec.json.Decoder(list[_MetadataItem] | None)
 
@@ -414,8 +416,8 @@ class Normalizer:
         """Record what was collected: every list spans all zones and regions it was asked for, so a fact counts
         for every region the project's instances are in (and for `global`)."""
         regions: dict[str, set[str]] = {}
-        for node in self.inventory.nodes:
-            regions.setdefault(node.account, set()).add(node.region)
+        for account, region in set(map(_SCOPE, self.inventory.nodes)):  # the distinct pairs, found in C
+            regions.setdefault(account, set()).add(region)
         for fact, projects in self._facts.items():
             for project in sorted(projects):
                 for region in sorted(regions.get(project, set()) | {GLOBAL}):
@@ -696,6 +698,11 @@ class _Pool:
     def __init__(
         self, node: dict[str, Any], interfaces: list[NetworkInterface], placement: list[Placement], tags: dict[str, str]
     ) -> None:
+        # One list and one dict for all the pool's nodes, which nothing changes after normalizing: facts.py and
+        # clusters.py tell a pool's nodes by them at once. Set in the template, which each stamp copies.
+        node["interfaces"] = interfaces
+        node["placement"] = placement
+        node["tags"] = tags
         self.node = node
         self.interfaces = interfaces
         self.placement = placement
@@ -729,13 +736,8 @@ class _Pool:
 
     def stamp(self, name: str, status: dict[str, Any] | None) -> Node:
         """The node of another instance of the pool, named `name`, with its resourceStatus."""
-        values = self.node.copy()
+        values = self.node.copy()  # its interfaces, placement and tags: the pool's objects
         values["id"] = name
-        # One list and one dict for all the pool's nodes, which nothing changes after normalizing: facts.py and
-        # clusters.py tell a pool's nodes by them at once.
-        values["interfaces"] = self.interfaces
-        values["placement"] = self.placement
-        values["tags"] = self.tags
         values["unknown"] = {}
         values["network_nodes"] = None if status is None else _topology(status.get("physicalHost"))
         return _stamp_node(values)
