@@ -11,6 +11,7 @@ with no signal trains alone. A node that a template or plan would launch forms a
 from __future__ import annotations
 
 import functools
+import operator
 from dataclasses import dataclass, field
 
 from fabriccheck.cloud import PlacementSignal, TagSignal, support
@@ -102,6 +103,10 @@ def _key(node: Node, cluster_tag: str | None) -> tuple[str, str, bool]:
     return f"{here}:{node.id}", "single node", False
 
 
+_TAGS = operator.attrgetter("tags")
+_TYPE = operator.attrgetter("instance_type")
+
+
 def build_clusters(inventory: Inventory, cluster_tag: str | None = None) -> list[Cluster]:
     """Clusters of running (and pending) nodes, sorted by id, each with its role."""
     groups: dict[str, Cluster] = {}
@@ -132,13 +137,15 @@ def _role(cluster: Cluster) -> tuple[str, str]:
     """The user's role tag wins (training first, should nodes disagree); else inference-only types are no
     training cluster. A tag value that is not a role is judged as training (flow notes it)."""
     cloud = support(cluster.provider)
-    said = {n.tags[cloud.role_tag].strip().lower() for n in cluster.nodes if cloud.role_tag in n.tags}
+    # Each distinct tags dict read once (the nodes of a stamped pool share theirs), found in C.
+    distinct = {id(tags): tags for tags in map(_TAGS, cluster.nodes)}.values()
+    said = {tags[cloud.role_tag].strip().lower() for tags in distinct if cloud.role_tag in tags}
     for role in ROLES:
         if role in said:
             return role, "" if role == TRAINING else f"tagged {cloud.role_tag}={role}"
     if said:
         return TRAINING, ""
-    types = sorted({n.instance_type or "" for n in cluster.nodes})
+    types = sorted({kind or "" for kind in map(_TYPE, cluster.nodes)})
     if all(cloud.default_role(t) == INFERENCE for t in types):
         return INFERENCE, (
             f"{', '.join(types)} is an inference type; tag {cloud.role_tag}=training to judge it as training"

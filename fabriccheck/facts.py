@@ -10,9 +10,8 @@ a template or plan would launch gets the same facts as a running one, so one rul
 from __future__ import annotations
 
 import operator
-from collections import Counter
 from collections.abc import Callable
-from itertools import repeat
+from itertools import count, repeat
 from typing import Any, TypeVar
 
 from fabriccheck import catalog
@@ -24,6 +23,7 @@ from fabriccheck.model import Capability, Node, fact_key
 T = TypeVar("T")
 _UNSEEN: Any = object()
 _PROVIDER = operator.attrgetter("provider")
+_UNKNOWN = operator.attrgetter("unknown")
 
 # The neutral facts, as dotted paths (the engine refuses a rule that reads anything else).
 NODE_FACTS = {
@@ -117,6 +117,7 @@ class FactBuilder:
         # Node facts by the node's shape (CloudSupport.node_shape): a pool's nodes share them.
         self._shapes: dict[int, int | None] = {}  # id(node) -> its shape's number
         self._numbers: dict[Any, int] = {}  # shape -> number
+        self._counter = count()  # the numbers: unique, not dense
         self._by_shape: dict[int, Facts] = {}
 
     # ---------------------------------------------------------------------------------------- context
@@ -236,11 +237,15 @@ class FactBuilder:
         for provider in providers:
             these = todo if len(providers) == 1 else [n for n in todo if n.provider == provider]
             shapes = support(provider).node_shapes(these, self)
-            # Facts a node's source left unknown are its own: such a node shares nothing.
-            these_numbers = [
-                None if shape is None or node.unknown else numbers.setdefault(shape, len(numbers))
-                for node, shape in zip(these, shapes, strict=True)
-            ]
+            these_numbers: list[int | None]
+            if None not in shapes and not any(map(_UNKNOWN, these)):
+                # Numbered in C: a shape seen before keeps its number, a new one takes the counter's next.
+                these_numbers = list(map(numbers.setdefault, shapes, self._counter))
+            else:  # facts a node's source left unknown are its own: such a node shares nothing
+                these_numbers = [
+                    None if shape is None or node.unknown else numbers.setdefault(shape, next(self._counter))
+                    for node, shape in zip(these, shapes, strict=True)
+                ]
             known.update(zip(map(id, these), these_numbers, strict=True))
             made += these_numbers
         if todo is nodes and len(providers) == 1:
@@ -341,13 +346,13 @@ class FactBuilder:
         # Each shape's first node, by index (a dict keeps the last index it is given: the lists are reversed),
         # in the order the shapes first appear; a node of its own (None) is a group of one.
         firsts = dict(zip(reversed(numbers), range(len(nodes) - 1, -1, -1), strict=True))
-        counts = Counter(numbers)
         if None in firsts:
             del firsts[None]
             order = sorted([*firsts.values(), *(index for index, number in enumerate(numbers) if number is None)])
         else:
             order = sorted(firsts.values())
-        counted = [(every[index], 1 if numbers[index] is None else counts[numbers[index]]) for index in order]
+        # Each shape counted by a pass in C over the numbers (a cluster has a handful of shapes).
+        counted = [(every[index], 1 if numbers[index] is None else numbers.count(numbers[index])) for index in order]
         fabric_subnets = {i.subnet for index in order for i in self.attachment(nodes[index]).interfaces if i.subnet}
         distinct = [facts for facts, _ in counted]
         types = sorted({f["instance_type"] for f in distinct})
