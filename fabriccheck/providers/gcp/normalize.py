@@ -338,14 +338,15 @@ _LABELS = msgspec.json.Decoder(dict[str, str] | None)
 _METADATA_ITEMS = msgspec.json.Decoder(list[_MetadataItem] | None)
 
 
-def _parsed(inst: dict[str, Any]) -> dict[str, Any]:
-    """An instance read as InstanceRead, as InstanceFields reads it: its labels and metadata items parsed. Raises
-    projected.Misread when they are not of the API's types (the file is then read in full)."""
+def _parsed(inst: dict[str, Any], nics_too: bool = True) -> dict[str, Any]:
+    """An instance read as InstanceRead, as InstanceFields reads it: its labels and metadata items parsed, and its
+    NICs made dicts (unless not `nics_too`: `_pool_key` reads the structs as they are). Raises projected.Misread
+    when they are not of the API's types (the file is then read in full)."""
     labels = inst.get("labels")
     metadata = inst.get("metadata")
     raw_items = metadata.get("items") if isinstance(metadata, dict) else None
     nics = inst.get("networkInterfaces")
-    structs = bool(nics) and type(nics[0]) is _InterfaceRead  # type: ignore[index]  # a non-empty list
+    structs = nics_too and bool(nics) and type(nics[0]) is _InterfaceRead  # type: ignore[index]  # a list
     if type(labels) is not msgspec.Raw and type(raw_items) is not msgspec.Raw and not structs:
         return inst  # read as InstanceFields already
     parsed = dict(inst)
@@ -533,10 +534,10 @@ class Normalizer:
             for previous in reversed(recent):
                 if previous.values == values and previous.project == project:
                     return previous.pool.stamp(name, status)
-        inst = _parsed(inst)  # unlike the recent pools: its labels and metadata are read
+        inst = _parsed(inst, nics_too=False)  # unlike the recent pools: its labels and metadata are read
         key = _pool_key(inst, project)
         if key is None:
-            return self._read_node(inst, project)
+            return self._read_node(_parsed(inst), project)
         pool = self._pools.get(key)
         if pool is None:
             # A new pool: read its first instance, unless another pool has its scope, type, state and NICs
@@ -544,7 +545,7 @@ class Normalizer:
             # placement are read.
             base = self._bases.get(key[:5])
             if base is None:
-                node = self._read_node(inst, project)
+                node = self._read_node(_parsed(inst), project)  # its NICs too
                 self._bases[key[:5]] = pool = _Pool.of(node)
             else:
                 node, pool = base.derive(name, inst, _tags_of(inst), self._placements(inst, project))
@@ -668,16 +669,7 @@ def _pool_key(inst: dict[str, Any], project: str) -> tuple[Any, ...] | None:
             inst.get("zone"),
             inst.get("machineType"),
             inst.get("status"),
-            tuple(
-                (
-                    nic.get("name"),
-                    nic.get("nicType"),
-                    nic.get("network"),
-                    nic.get("subnetwork"),
-                    bool(nic.get("accessConfigs") or nic.get("ipv6AccessConfigs")),
-                )
-                for nic in inst.get("networkInterfaces") or ()
-            ),
+            tuple(map(_nic_key, inst.get("networkInterfaces") or ())),
             tuple(inst.get("resourcePolicies") or ()),
             tuple(labels.items()),
             group,
@@ -685,6 +677,20 @@ def _pool_key(inst: dict[str, Any], project: str) -> tuple[Any, ...] | None:
     except (AttributeError, TypeError):  # a misshapen value: read on its own
         return None
     return key
+
+
+def _nic_key(nic: Any) -> tuple[Any, ...]:
+    """What `_read_node` reads of a NIC: of a dict (InstanceFields) or a struct (InstanceRead) alike."""
+    if type(nic) is _InterfaceRead:
+        return (nic.name, nic.nicType, nic.network, nic.subnetwork, bool(nic.accessConfigs or nic.ipv6AccessConfigs))
+    get = nic.get
+    return (
+        get("name"),
+        get("nicType"),
+        get("network"),
+        get("subnetwork"),
+        bool(get("accessConfigs") or get("ipv6AccessConfigs")),
+    )
 
 
 class _Pool:
