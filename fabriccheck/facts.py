@@ -119,6 +119,7 @@ class FactBuilder:
         self._numbers: dict[Any, int] = {}  # shape -> number
         self._counter = count()  # the numbers: unique, not dense
         self._by_shape: dict[int, Facts] = {}
+        self._neutral_clusters: dict[tuple[str, tuple[int | None, ...]], Facts] = {}  # (provider, shapes) ->
 
     # ---------------------------------------------------------------------------------------- context
 
@@ -337,12 +338,32 @@ class FactBuilder:
         return cached
 
     def _build_cluster(self, cluster: Cluster) -> Facts:
-        cloud = support(cluster.provider)
-        # Nodes of one shape have the same facts but for their names: the sums and sets below are taken over the
-        # distinct shapes, each counted as many times as it has nodes (a pool of 500 is read once).
         nodes = cluster.nodes
         every = self.shared(nodes)  # for the cloud's cluster facts: a shape's nodes share theirs
         numbers = self.shapes(nodes)
+        # The neutral facts but a cluster's name and topology follow from its nodes' shapes, in order, and its
+        # provider (a spec's from the spec too): running clusters with the same shapes share them (and their
+        # nested dicts and lists, which nothing changes), made once. A node of its own (None) shares nothing.
+        key = None if cluster.spec or None in numbers else (cluster.provider, tuple(numbers))
+        neutral = self._neutral_clusters.get(key) if key is not None else None
+        if neutral is None:
+            neutral = self._neutral_cluster(cluster, every, numbers)
+            if key is not None:
+                self._neutral_clusters[key] = neutral
+        facts = neutral.copy()  # its keys in their order, the cluster's own values set in their places
+        facts["id"] = cluster.id
+        facts["signal"] = cluster.signal
+        facts["topology"] = self._topology(cluster)  # read off each node: its own
+        extra = support(cluster.provider).cluster_facts(nodes, every, self)
+        facts["unknown"] = facts["unknown"] | extra.pop("unknown", {})
+        facts.update(extra)
+        return facts
+
+    def _neutral_cluster(self, cluster: Cluster, every: list[Facts], numbers: list[int | None]) -> Facts:
+        """A cluster's neutral facts but its id, signal and topology (whose places they keep, to be filled)."""
+        nodes = cluster.nodes
+        # Nodes of one shape have the same facts but for their names: the sums and sets below are taken over the
+        # distinct shapes, each counted as many times as it has nodes (a pool of 500 is read once).
         # Each shape's first node, by index (a dict keeps the last index it is given: the lists are reversed),
         # in the order the shapes first appear; a node of its own (None) is a group of one.
         firsts = dict(zip(reversed(numbers), range(len(nodes) - 1, -1, -1), strict=True))
@@ -363,8 +384,8 @@ class FactBuilder:
         unread = [f["unknown"]["network"] for f in distinct if "network" in f["unknown"]]
         read = [f for f in distinct if "network" not in f["unknown"]] if unread else distinct
         facts: Facts = {
-            "id": cluster.id,
-            "signal": cluster.signal,
+            "id": "",
+            "signal": "",
             "size": size,
             # A template or plan launches a group: judge it as the multi-node cluster it is meant to be.
             "multi_node": cluster.spec or cluster.size > 1,
@@ -385,7 +406,7 @@ class FactBuilder:
             "fabric_subnet_names": ", ".join(sorted(fabric_subnets)),
             "types": types,
             "type_names": ", ".join(types),
-            "topology": self._topology(cluster),
+            "topology": {},
             "choice": self._choice(cluster, distinct),
             "unknown_types": ", ".join(sorted({f["instance_type"] for f in distinct if not f["fabric"]["known"]})),
             "unknown": {},
@@ -400,9 +421,6 @@ class FactBuilder:
                 ("networks", "network_names", "fabric_attached_nodes", "fabric_subnets", "fabric_subnet_names"),
                 unread[0],
             )
-        extra = cloud.cluster_facts(cluster.nodes, every, self)
-        facts["unknown"] = facts["unknown"] | extra.pop("unknown", {})
-        facts.update(extra)
         return facts
 
     def _topology(self, cluster: Cluster) -> Facts:
