@@ -245,9 +245,10 @@ def _run(inventory: Inventory, options: Options) -> Report:
     ]
 
     # A capability is a type's: each type of the judged nodes is looked up once, not each node.
-    # Each node's (state, type) counted once, in C: the judged types and the summary's node count read them.
-    state_types = Counter(map(_STATE_TYPE, inventory.nodes))
-    judged_types = {kind or "" for state, kind in state_types if state in JUDGED_STATES}
+    # The types of the judged nodes, which are those of the clusters (each cluster's read in C), and every node's
+    # state, counted in C.
+    judged_types = {kind or "" for c in every_cluster for kind in dict.fromkeys(map(_TYPE, c.nodes))}
+    states = Counter(map(_STATE, inventory.nodes))
     unknown = sorted(t for t in judged_types if facts.type_capability(t) is None)
     report = Report(
         tool={"name": "fabriccheck", "version": __version__},
@@ -260,7 +261,7 @@ def _run(inventory: Inventory, options: Options) -> Report:
         findings=findings,
         clusters=reported,
         skipped_clusters=skipped,
-        summary=_summary(inventory, state_types, reported, skipped, findings, judged_nodes, unknown),
+        summary=_summary(inventory, states, reported, skipped, findings, judged_nodes, unknown),
         notes=_notes(inventory, unknown, options),
         locations=_locations(inventory),
         scopes=inventory.scopes,
@@ -282,7 +283,7 @@ def _locations(inventory: Inventory) -> dict[str, SourceLocation]:
 _PROVIDER = operator.attrgetter("provider")
 _ID = operator.attrgetter("id")
 _TYPE = operator.attrgetter("instance_type")
-_STATE_TYPE = operator.attrgetter("state", "instance_type")
+_STATE = operator.attrgetter("state")
 _SOURCE = operator.attrgetter("source")
 _TAGS = operator.attrgetter("tags")
 
@@ -483,16 +484,13 @@ def tally(findings: list[Finding], clusters: list[ClusterReport], skipped: list[
 
 def _summary(
     inventory: Inventory,
-    state_types: Counter[tuple[str, str | None]],
+    states: Counter[str],
     clusters: list[ClusterReport],
     skipped: list[SkippedCluster],
     findings: list[Finding],
     judged_nodes: int,
     unknown: list[str],
 ) -> Summary:
-    states: Counter[str] = Counter()
-    for (state, _), count in state_types.items():
-        states[state] += count
     judged_state = sum(count for state, count in states.items() if state in JUDGED_STATES)
     return Summary(
         nodes=judged_state,
