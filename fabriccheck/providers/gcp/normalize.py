@@ -394,6 +394,7 @@ class Normalizer:
         self._recent: list[_Previous] = []  # the last instances whose pool was looked up, oldest first
         self._facts: dict[str, set[str]] = {}  # fact -> projects whose answer was read in full
         self._placement_objects: dict[tuple[str, str], Placement] = {}  # (kind, id) -> the one compacted object
+        self._placement_lists: dict[tuple[tuple[str, str], ...], list[Placement]] = {}  # the one list of those
         self._last_link: tuple[str, str] | None = None  # a selfLink's start up to its project's `/`, the project
 
     def add(self, call: GcpCall, doc: Any, collected: bool = True) -> None:
@@ -558,16 +559,19 @@ class Normalizer:
         return node
 
     def _placements(self, inst: dict[str, Any], project: str) -> list[Placement]:
-        """The instance's placements as compacted objects, one per kind and id: the pools placed alike (a GKE pool
-        and its instances short of a NIC) share them, as a pool's instances do."""
-        made = []
-        for place in self._placement_of(inst, project):
-            key = (place["kind"], place["id"])
-            found = self._placement_objects.get(key)
-            if found is None:
-                values = complete(Placement, {"kind": sys.intern(key[0]), "id": sys.intern(key[1])})
-                found = self._placement_objects[key] = _stamp_placement(values)
-            made.append(found)
+        """The instance's placements as compacted objects, one per kind and id, in one list per distinct set: the
+        pools placed alike (a GKE pool and its instances short of a NIC) share them, as a pool's instances do."""
+        places = self._placement_of(inst, project)
+        keys = tuple((place["kind"], place["id"]) for place in places)
+        made = self._placement_lists.get(keys)
+        if made is None:
+            made = self._placement_lists[keys] = []
+            for key in keys:
+                found = self._placement_objects.get(key)
+                if found is None:
+                    values = complete(Placement, {"kind": sys.intern(key[0]), "id": sys.intern(key[1])})
+                    found = self._placement_objects[key] = _stamp_placement(values)
+                made.append(found)
         return made
 
     def _placement_of(self, inst: dict[str, Any], project: str) -> list[dict[str, str]]:
