@@ -9,7 +9,7 @@
    with the VM count except for paging and one scale-set VM list per Uniform scale set.
 3. `fabriccheck azure --help` start-up (no SDK import). Target: under 0.3 s.
 
-Run: python benchmarks/bench_azure.py [--vms 5000] [--runs 9]
+Run: python benchmarks/bench_azure.py [--vms 5000] [--runs 15]
 """
 
 from __future__ import annotations
@@ -102,7 +102,7 @@ def bench_help() -> None:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--vms", type=int, default=5000)
-    parser.add_argument("--runs", type=int, default=9)
+    parser.add_argument("--runs", type=int, default=15)
     args = parser.parse_args()
     bench_dump(args.vms, args.runs)
     bench_calls([1000, args.vms])

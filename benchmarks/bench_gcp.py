@@ -8,7 +8,7 @@ alternating (benchmarks/dump_ratio.py): the baseline is json.load of the five fi
 (interpreter and imports included) is timed apart.
 Calls: the live collector against tests/gce_replay.py on 127.0.0.1 (real google-cloud-compute clients).
 
-Run: python benchmarks/bench_gcp.py [--instances 5000] [--repeat 9]
+Run: python benchmarks/bench_gcp.py [--instances 5000] [--repeat 15]
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def calls(instances: int) -> int:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--instances", type=int, default=5_000)
-    parser.add_argument("--repeat", type=int, default=9)
+    parser.add_argument("--repeat", type=int, default=15)
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="fabriccheck-bench-gcp-"))
     fleet(args.instances).write(folder)
