@@ -25,30 +25,42 @@ RECORDED_TYPES = "aws_instance_types.json"
 
 
 @functools.cache
-def _catalog_rows() -> tuple[dict[str, Capability], str]:
+def _catalog_doc() -> tuple[dict[str, dict[str, Any]], dict[str, str], str]:
+    """The shipped table's rows by type, its sources and its date, as parsed."""
     doc = shipped.load_yaml((DATA / "catalog.yaml").read_text())
-    sources: dict[str, str] = doc["sources"]
-    as_of: str = doc["as_of"]
-    rows: dict[str, Capability] = {}
-    for row in doc["types"]:
-        cited = "; ".join(sources[tag] for tag in row["sources"])
-        if row.get("uncertain"):
-            cited += f" (uncertain: {row['uncertain']})"
-        rows[row["type"]] = Capability(
-            instance_type=row["type"],
-            provider=row["provider"],
-            fabric=FabricKind(row["fabric"]),
-            fabric_interfaces=row.get("fabric_interfaces", 0),
-            fabric_gbps=row.get("fabric_gbps"),
-            ethernet_gbps=row.get("ethernet_gbps"),
-            gpudirect_rdma=row.get("gpudirect_rdma"),
-            network_cards=row.get("network_cards"),
-            accelerators=row.get("accelerators", 0),
-            accelerator_name=row.get("accelerator_name"),
-            source=f"fabriccheck catalog: {cited}",
-            as_of=as_of,
-        )
-    return rows, as_of
+    return {row["type"]: row for row in doc["types"]}, doc["sources"], doc["as_of"]
+
+
+# Built one row at a time, as a run asks for it: a run looks up a few types of the hundred rows.
+@functools.cache
+def _catalog_row(name: str) -> Capability | None:
+    rows, sources, as_of = _catalog_doc()
+    row = rows.get(name)
+    if row is None:
+        return None
+    cited = "; ".join(sources[tag] for tag in row["sources"])
+    if row.get("uncertain"):
+        cited += f" (uncertain: {row['uncertain']})"
+    return Capability(
+        instance_type=row["type"],
+        provider=row["provider"],
+        fabric=FabricKind(row["fabric"]),
+        fabric_interfaces=row.get("fabric_interfaces", 0),
+        fabric_gbps=row.get("fabric_gbps"),
+        ethernet_gbps=row.get("ethernet_gbps"),
+        gpudirect_rdma=row.get("gpudirect_rdma"),
+        network_cards=row.get("network_cards"),
+        accelerators=row.get("accelerators", 0),
+        accelerator_name=row.get("accelerator_name"),
+        source=f"fabriccheck catalog: {cited}",
+        as_of=as_of,
+    )
+
+
+def _catalog_rows() -> tuple[dict[str, Capability], str]:
+    """Every row of the shipped table, and its date."""
+    rows, _, as_of = _catalog_doc()
+    return {name: cap for name in rows if (cap := _catalog_row(name)) is not None}, as_of
 
 
 @functools.cache
@@ -75,10 +87,8 @@ def _recorded_types() -> dict[str, Capability]:
 
 def catalog_entry(instance_type: str) -> Capability | None:
     """The shipped-table answer for a type, or None."""
-    rows, _ = _catalog_rows()
-    if instance_type in rows:
-        return rows[instance_type]
-    return _recorded_type(instance_type)
+    found = _catalog_row(instance_type)
+    return found if found is not None else _recorded_type(instance_type)
 
 
 def resolve(instance_type: str, live: dict[str, Capability]) -> Capability | None:
@@ -99,9 +109,9 @@ def resolve(instance_type: str, live: dict[str, Capability]) -> Capability | Non
 
 def known_types(provider: str, live: dict[str, Capability]) -> set[str]:
     """Every type of one provider that the live answer or the shipped tables know."""
-    rows = _catalog_rows()[0]
+    rows = _catalog_doc()[0]
     names = {n for n, c in live.items() if c.provider == provider}
-    names |= {n for n, c in rows.items() if c.provider == provider}
+    names |= {n for n, row in rows.items() if row["provider"] == provider}
     recorded = _recorded_doc()
     if recorded["provider"] == provider:
         names |= set(recorded["types"])
