@@ -387,6 +387,7 @@ class Normalizer:
         self.per_item = False
         self._policies: dict[tuple[str, str, str], ResourcePolicy] = {}
         self._nics: dict[tuple[Any, ...], NetworkInterface] = {}  # NIC shape -> the one interface of that shape
+        self._nic_lists: dict[tuple[int, ...], list[NetworkInterface]] = {}  # ids of those NICs -> the one list
         self._pools: dict[tuple[Any, ...], _Pool] = {}  # instance alike but for its name -> its template
         self._bases: dict[tuple[Any, ...], _Pool] = {}  # the same, but for the tags and placement too
         self._typed_machines: set[str] = set()  # machine types whose CPU capability was looked for
@@ -637,6 +638,9 @@ class Normalizer:
         }
         if name_is_str and not unchecked:
             node_values["placement"] = [build(Placement, place) for place in placement]
+            # Instances with the same NICs (the same objects) share one list of them, as a stamped pool's do:
+            # facts.py tells shapes apart by the list (a live answer's instances are each read, not stamped).
+            node_values["interfaces"] = self._nic_lists.setdefault(tuple(map(id, interfaces)), interfaces)
             return build(Node, node_values)
         node = Node.model_validate(node_values)  # the NICs already known are kept as they are
         for key, position in unchecked:

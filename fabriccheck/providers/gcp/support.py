@@ -58,12 +58,6 @@ RDMA_MTU = 8896
 DEFAULT_MTU = 1460
 # An RDMA network profile is projects/P/global/networkProfiles/{ZONE}-vpc-roce (bare metal: -vpc-roce-metal);
 # the VPC serves instances of that zone only (G5, GCP-RDMA-PROFILE).
-# What a node's shape and placement are read from, in C (node_shapes, _placement).
-_SPEC = operator.attrgetter("spec")
-_SCOPE = operator.attrgetter("origin", "account", "region", "zone", "instance_type")
-_INTERFACES = operator.attrgetter("interfaces")
-_PLACED = operator.attrgetter("account", "region", "instance_type")
-_PLACEMENT = operator.attrgetter("placement")
 _ROCE_PROFILE = re.compile(r"networkProfiles/(?P<zone>[a-z]+-[a-z]+\d+-[a-z])-vpc-roce(?:-metal)?$")
 # Multi-node clusters on single-NIC accelerator types where an 8-GPU type with GPU NICs exists: A2 (A100, up
 # to 100 Gbps on one NIC) has no GPU-NIC size; its successor with GPUDirect-TCPX is A3 High (GCP-NETBW).
@@ -109,6 +103,14 @@ _MACHINE_TYPE = re.compile(
 )
 # Anything Compute Engine names: lower-case words and digits joined by hyphens, never a dot or an underscore.
 _GCP_NAME = re.compile(r"^[a-z][a-z0-9]*(?:-[a-z0-9]+)+$")
+
+
+# What a node's shape and placement are read from, in C (node_shapes, _placement).
+_SPEC = operator.attrgetter("spec")
+_SCOPE = operator.attrgetter("origin", "account", "region", "zone", "instance_type")
+_INTERFACES = operator.attrgetter("interfaces")
+_PLACED = operator.attrgetter("account", "region", "instance_type")
+_PLACEMENT = operator.attrgetter("placement")
 
 
 class GcpSupport(CloudSupport):
@@ -215,23 +217,16 @@ class GcpSupport(CloudSupport):
     # ---------------------------------------------------------------------------------------- facts
 
     def node_shape(self, node: Node, context: FactContext) -> Hashable | None:
-        """GCP node facts (node_facts below and the neutral ones) and the GPU NIC attachment read the node's
-        origin, project, region, zone, machine type and NICs only; a planned node (spec) keeps its own. The
-        instances of a pool share their NetworkInterface objects (normalize.py), so the NICs are told apart by
-        identity: the same objects are the same NICs (the inventory holds them while facts are built)."""
         return self.node_shapes([node], context)[0]
 
     def node_shapes(self, nodes: list[Node], context: FactContext) -> list[Hashable | None]:
+        """GCP node facts (node_facts below and the neutral ones) and the GPU NIC attachment read the node's
+        origin, project, region, zone, machine type and NICs only; a planned node (spec) keeps its own. Instances
+        with the same NICs share one list of them (normalize.py), so the NICs are told apart by that list's
+        identity (the inventory holds it while facts are built), and the shapes are made in C. Nodes holding lists
+        of their own only share less."""
         if any(map(_SPEC, nodes)):
-            return [
-                None
-                if node.spec is not None
-                else (node.origin, node.account, node.region, node.zone, node.instance_type, *map(id, node.interfaces))
-                for node in nodes
-            ]
-        # The nodes of a stamped pool share their list of NICs too (normalize.py): nodes holding one list hold the
-        # same NICs, so the list's identity stands for its NICs' (made in C, not per node in Python). Nodes with
-        # lists of their own get shapes of their own, which only shares less.
+            return [None if node.spec is not None else (_SCOPE(node), id(node.interfaces)) for node in nodes]
         return list(zip(map(_SCOPE, nodes), map(id, map(_INTERFACES, nodes)), strict=True))
 
     def node_facts(self, node: Node, context: FactContext) -> Facts:
