@@ -518,8 +518,7 @@ def judge(
                     (shape, tuple(n.unknown) if n.unknown else None) for shape, n in zip(shapes, nodes, strict=True)
                 ]
             here: dict[Any, tuple[list[Rule], list[tuple[str, str]]]] = {}
-            # Each shape's first node, by index (the dict keeps the last index it is given: the list is reversed).
-            firsts = dict(zip(reversed(shapes), range(len(shapes) - 1, -1, -1), strict=True))
+            firsts = derived.first_indexes(shapes)  # each shape's first node
             for shape in dict.fromkeys(shapes):
                 node, node_facts = nodes[firsts[shape]], every_facts[firsts[shape]]
                 key = (*around, shape)

@@ -101,6 +101,12 @@ def schema(provider: str) -> tuple[set[str], set[str]]:
     return set(node), set(cluster)
 
 
+def first_indexes(values: list[Any]) -> dict[Any, int]:
+    """Each distinct value's first index, found in C (a dict keeps the last index it is given, so the list is read
+    reversed; the dict's order is therefore not the values' order)."""
+    return dict(zip(reversed(values), range(len(values) - 1, -1, -1), strict=True))
+
+
 class FactBuilder:
     def __init__(self, inventory: Inventory) -> None:
         self.inventory = inventory
@@ -167,14 +173,7 @@ class FactBuilder:
     def node(self, node: Node) -> Facts:
         # Keyed by object: a running node and a spec may share an id across accounts or origins.
         cached = self._node_facts.get(id(node))
-        if cached is None:
-            shape = self._shapes.get(id(node))
-            shared = None if shape is None else self._by_shape.get(shape)
-            if shared is None:
-                cached = self.nodes([node])[0]
-            else:  # a node of a shape already built
-                cached = self._node_facts[id(node)] = {**shared, "id": node.id, "label": node.id}
-        return cached
+        return self.nodes([node])[0] if cached is None else cached
 
     def nodes(self, nodes: list[Node]) -> list[Facts]:
         """Each node's facts, as `node` gives them, in one pass: a cluster's nodes mostly share one shape, and
@@ -208,8 +207,7 @@ class FactBuilder:
         no dict is copied per node."""
         numbers = self.shapes(nodes)
         by_shape = self._by_shape
-        # Each shape's first node, by index (a dict keeps the last index it is given: the lists are reversed).
-        firsts = dict(zip(reversed(numbers), range(len(numbers) - 1, -1, -1), strict=True))
+        firsts = first_indexes(numbers)
         own = firsts.pop(None, -1) >= 0  # a node whose facts are its own
         for number, index in firsts.items():
             if number not in by_shape:
@@ -234,7 +232,6 @@ class FactBuilder:
         )
         providers = set(map(_PROVIDER, todo))
         numbers = self._numbers
-        made: list[int | None] = []
         for provider in providers:
             these = todo if len(providers) == 1 else [n for n in todo if n.provider == provider]
             shapes = support(provider).node_shapes(these, self)
@@ -248,9 +245,6 @@ class FactBuilder:
                     for node, shape in zip(these, shapes, strict=True)
                 ]
             known.update(zip(map(id, these), these_numbers, strict=True))
-            made += these_numbers
-        if todo is nodes and len(providers) == 1:
-            return made
         return list(map(known.get, map(id, nodes)))
 
     def _build_node(self, node: Node) -> Facts:
@@ -364,9 +358,9 @@ class FactBuilder:
         nodes = cluster.nodes
         # Nodes of one shape have the same facts but for their names: the sums and sets below are taken over the
         # distinct shapes, each counted as many times as it has nodes (a pool of 500 is read once).
-        # Each shape's first node, by index (a dict keeps the last index it is given: the lists are reversed),
-        # in the order the shapes first appear; a node of its own (None) is a group of one.
-        firsts = dict(zip(reversed(numbers), range(len(nodes) - 1, -1, -1), strict=True))
+        # Each shape's first node, taken in the order the shapes first appear (sorted indexes); a node of its own
+        # (None) is a group of one.
+        firsts = first_indexes(numbers)
         if None in firsts:
             del firsts[None]
             order = sorted([*firsts.values(), *(index for index, number in enumerate(numbers) if number is None)])

@@ -244,9 +244,8 @@ def _run(inventory: Inventory, options: Options) -> Report:
         if not c.judged
     ]
 
-    # A capability is a type's: each type of the judged nodes is looked up once, not each node.
-    # The types of the judged nodes, which are those of the clusters (each cluster's read in C), and every node's
-    # state, counted in C.
+    # A capability is a type's: each type of the judged nodes (the clusters' nodes, each cluster's read in C) is
+    # looked up once, not each node. Every node's state is counted in C.
     judged_types = {kind or "" for c in every_cluster for kind in dict.fromkeys(map(_TYPE, c.nodes))}
     states = Counter(map(_STATE, inventory.nodes))
     unknown = sorted(t for t in judged_types if facts.type_capability(t) is None)
@@ -362,12 +361,12 @@ def cluster_penalty(
     distinct: dict[_MemberKey, None] = {}
     if "partial-fabric" in base and not base & _DOWN_EFFECTS:  # every node's NICs count
         distinct = dict.fromkeys(key_of(n) for n in cluster.nodes)
-    elif own and len(capabilities) == 1:  # one type: each node no finding names has the key of the first such
+    elif own and len(capabilities) == 1:  # one type: the nodes no finding names all have the type's key
         named = list(map(own.__contains__, map(_ID, cluster.nodes)))  # in C; the named nodes are few
-        others = named.index(False) if False in named else len(named)
-        keys = [(index, key_of(node)) for index, node in compress(enumerate(cluster.nodes), named)]
-        keys.append((others, (next(iter(capabilities)), base, None)))  # the type's key as `or ""` made it
-        distinct = dict.fromkeys(key for index, key in sorted(keys, key=operator.itemgetter(0)) if index < len(named))
+        keys = {index: key_of(node) for index, node in compress(enumerate(cluster.nodes), named)}
+        if False in named:  # placed at the first node no finding names
+            keys[named.index(False)] = (next(iter(capabilities)), base, None)
+        distinct = dict.fromkeys(keys[index] for index in sorted(keys))
     elif own:  # a node no finding names takes the cluster's effects: its type is its key
         for node in cluster.nodes:
             distinct[key_of(node) if node.id in own else (node.instance_type or "", base, None)] = None
