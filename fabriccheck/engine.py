@@ -202,13 +202,6 @@ class Finding(BaseModel):
 _PLACEHOLDER = re.compile(r"\{([a-z_]+(?:\.[a-z_]+)*)\}")
 
 
-def _lookup(facts: dict[str, Any], dotted: str) -> Any:
-    value: Any = facts
-    for part in dotted.split("."):
-        value = value[part]
-    return value
-
-
 def _render(template: str, facts: dict[str, Any], rule: Rule) -> str:
     start, placeholders = _template(template)
     out = [start]

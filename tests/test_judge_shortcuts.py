@@ -187,7 +187,9 @@ def _substituted(template: str, facts: dict[str, Any]) -> str:
     """The message as the engine made it before messages were split once: a regex substitution."""
 
     def one(match: re.Match[str]) -> str:
-        value = engine._lookup(facts, match.group(1))
+        value: Any = facts
+        for part in match.group(1).split("."):
+            value = value[part]
         if isinstance(value, float):
             return f"{value:g}"
         if isinstance(value, list):
