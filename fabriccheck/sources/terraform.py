@@ -6,8 +6,12 @@ Format (Terraform "JSON Output Format", format_version 1.x): `planned_values.roo
 `child_modules` at any depth; `resource_changes[]` holds each instance's `change.actions`, `after` and
 `after_unknown`; `configuration` holds each module's resource blocks as `expressions` (a `constant_value` or
 the `references` it reads) and `module_calls`; `prior_state` holds what exists now. A value unknown until apply is
-absent from `after` and `true` in `after_unknown`: such a value is resolved through the references of its
-expression (a security group's id is the group this plan creates), else stays unknown, never a default.
+absent from `after` and `true` in `after_unknown` (an element of a list may be unknown alone): such a value is
+resolved through the references of its expression (a security group's id is the group this plan creates), else
+stays unknown, never a default. A value unknown with no expression at all is one the configuration leaves to the
+provider (aws_instance.placement_group, a NIC's subnetwork): each cloud's module says what that means for it, as
+the cloud would (no placement group; the network's own subnetwork). Terraform leaves `dynamic` blocks out of the
+configuration, so a value inside one is unknown, not unset. (Terraform, internal/command/jsonconfig/expression.go.)
 
 Imports nothing heavy: `fabriccheck plan --help` must stay fast.
 """
@@ -18,7 +22,7 @@ import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from fabriccheck.errors import FabricCheckError
 
@@ -34,6 +38,10 @@ _INDEX = re.compile(r'^(.*?)\[("(?:[^"\\]|\\.)*"|\d+)\]$')
 _RESOURCE_REF = re.compile(
     r'^([A-Za-z][A-Za-z0-9_-]*)\.([A-Za-z_][A-Za-z0-9_-]*)(\[("[^"]*"|\d+)\])?(?:\.([A-Za-z0-9_]+))?'
 )
+# Attributes that name the resource itself: a reference through any of them stands for the resource, which each
+# cloud's plan module then names as its model does (a network by its id, a placement group by its name).
+IDENTITY_ATTRIBUTES = frozenset({"id", "arn", "name", "self_link", "self_link_unique", "placement_group_id"})
+_MAX_DEPTH = 16
 
 
 def unknown_value(what: str) -> str:
@@ -42,6 +50,11 @@ def unknown_value(what: str) -> str:
 
 def is_unknown(value: str | None) -> bool:
     return isinstance(value, str) and value.startswith(UNKNOWN_PREFIX)
+
+
+def waiting_for(value: str) -> str:
+    """What a value waits for: '(known after apply: data.x.y.id)' -> 'data.x.y.id'; a known value is itself."""
+    return value[len(UNKNOWN_PREFIX) :].removeprefix(":").removesuffix(")").strip() if is_unknown(value) else value
 
 
 @dataclass
@@ -73,8 +86,8 @@ class PlanResource:
                 return None
         return value
 
-    def unknown_at(self, *path: str | int) -> bool:
-        """Whether the value at `path` (or any part of it) is unknown until apply."""
+    def unknown_flag(self, *path: str | int) -> Any:
+        """The after_unknown flag at `path`: True, False, or a tree of flags for a value known in part."""
         flag: Any = self.unknown
         for step in path:
             if flag is True:
@@ -85,12 +98,20 @@ class PlanResource:
                 flag = flag.get(step) if isinstance(flag, dict) else None
             if flag is None or flag is False:
                 return False
-        return _any_true(flag)
+        return flag
+
+    def unknown_at(self, *path: str | int) -> bool:
+        """Whether the value at `path` (or any part of it) is unknown until apply."""
+        return _any_true(self.unknown_flag(*path))
 
     def cloud_id(self) -> str | None:
         """The cloud's own id, when the resource exists already (an update or no-op knows it)."""
         value = self.values.get("id")
         return value if isinstance(value, str) and value else None
+
+
+# What a value resolves to: a known value (a string), or a resource of this plan that it names.
+Resolved: TypeAlias = "PlanResource | str"
 
 
 def _any_true(flag: Any) -> bool:
@@ -145,6 +166,7 @@ class Plan:
         self.by_base: dict[str, list[PlanResource]] = {}
         self.by_type: dict[str, list[PlanResource]] = {}
         self._blocks: dict[tuple[str, ...], dict[str, dict[str, Any]]] = {}  # module path -> block address -> block
+        self._by_id: dict[str, PlanResource] | None = None
         self._read()
 
     # ---------------------------------------------------------------------------------------- reading
@@ -238,52 +260,106 @@ class Plan:
                 return None
         return expr
 
-    def strings(self, resource: PlanResource, *path: str | int, attr: str = "id") -> list[str]:
-        """The value at `path` as strings (a scalar as one). An unknown value is followed through its expression's
-        references to the resources this plan creates (their `attr`, or their address while that is unknown);
-        what cannot be followed is returned as an unknown value that names the reference."""
-        if not resource.unknown_at(*path):
-            value = resource.known(*path)
-            if value is None:
-                return []
-            items = value if isinstance(value, list) else [value]
-            return [str(v) for v in items if v is not None and v != ""]
+    def configured(self, resource: PlanResource, *path: str | int) -> bool | None:
+        """Whether the configuration sets the value at `path`; None when it cannot tell: the resource's block is
+        not in the configuration, or a nested block on the way is not (Terraform leaves `dynamic` blocks out)."""
+        if not resource.config:
+            return None
+        expr: Any = resource.config.get("expressions") or {}
+        for depth, step in enumerate(path):
+            if isinstance(expr, dict) and ("references" in expr or "constant_value" in expr):
+                return True
+            if isinstance(step, int):
+                expr = expr[step] if isinstance(expr, list) and -len(expr) <= step < len(expr) else None
+            else:
+                expr = expr.get(step) if isinstance(expr, dict) else None
+            if expr is None:
+                return False if depth == len(path) - 1 else None
+        return True
+
+    def unset(self, resource: PlanResource, *path: str | int) -> bool:
+        """The value at `path` is unknown only because the configuration leaves it to the provider to choose."""
+        return resource.unknown_at(*path) and self.configured(resource, *path) is False
+
+    def resolve(
+        self, resource: PlanResource, *path: str | int, unset: list[Resolved] | None = None, depth: int = 0
+    ) -> list[Resolved]:
+        """What the value at `path` names: known values as strings (a scalar as one); a value known only after apply
+        as what its expression's references name (`follow`), else an unknown value naming what it waits for. A
+        value the configuration leaves to the provider is `unset` when the caller says what that means."""
+        flag = resource.unknown_flag(*path)
+        value = resource.known(*path)
+        if not _any_true(flag):
+            return _texts(value)
+        known: list[Resolved] = []
+        if isinstance(flag, list) and isinstance(value, list):  # a list known in part: its known elements stand
+            flags = [*flag, *[True] * (len(value) - len(flag))]
+            known = [t for v, f in zip(value, flags, strict=False) if not _any_true(f) for t in _texts(v)]
         expr = self.expression(resource, *path)
         refs = expr.get("references") if isinstance(expr, dict) else None
-        if not refs:
-            return [unknown_value("")]
-        return self.follow(resource.module, refs, attr, resource.index)
+        if refs:
+            return _distinct(known + self.follow(resource.module, refs, resource.index, depth))
+        if unset is not None and self.configured(resource, *path) is False:
+            return known + unset
+        return [*known, unknown_value(_dotted(resource.base, path))]
 
-    def string(self, resource: PlanResource, *path: str | int, attr: str = "id") -> str | None:
-        found = self.strings(resource, *path, attr=attr)
+    def strings(
+        self, resource: PlanResource, *path: str | int, attr: str = "id", unset: list[Resolved] | None = None
+    ) -> list[str]:
+        """The value at `path` as strings: a resource of this plan it names is its `attr` (its address while that is
+        unknown, which names it in every fact built from this plan)."""
+        found = self.resolve(resource, *path, unset=unset)
+        return [self.attribute(r, attr) if isinstance(r, PlanResource) else r for r in found]
+
+    def string(
+        self, resource: PlanResource, *path: str | int, attr: str = "id", unset: list[Resolved] | None = None
+    ) -> str | None:
+        found = self.strings(resource, *path, attr=attr, unset=unset)
         return found[0] if found else None
 
-    def follow(self, module: str, refs: list[str], attr: str, index: Any = None, depth: int = 0) -> list[str]:
-        """The values that `refs` (as Terraform lists them: `aws_security_group.efa.id`, `aws_security_group.efa`)
-        stand for, in the scope of `module`."""
-        found: list[str] = []
+    def target(self, resource: PlanResource, *path: str | int) -> PlanResource | None:
+        """The resource of this plan that the value at `path` names (by its expression, or by its known id or
+        address), if any."""
+        for item in self.resolve(resource, *path):
+            if isinstance(item, PlanResource):
+                return item
+            found = self.by_address.get(item) or self.by_id().get(item)
+            if found is not None:
+                return found
+        return None
+
+    def by_id(self) -> dict[str, PlanResource]:
+        """The resources whose id is known (those that exist already), by id."""
+        if self._by_id is None:
+            self._by_id = {r.values["id"]: r for r in self.resources if isinstance(r.values.get("id"), str)}
+        return self._by_id
+
+    def follow(self, module: str, refs: list[str], index: Any = None, depth: int = 0) -> list[Resolved]:
+        """What `refs` (as Terraform lists them: `aws_security_group.efa.id`, `aws_security_group.efa`) name in the
+        scope of `module`: a resource of this plan (a reference through one of its IDENTITY_ATTRIBUTES, or to
+        the resource itself), another attribute's value (followed in turn while unknown), a variable's or a
+        module output's value, or an unknown value naming a reference that cannot be followed."""
+        found: list[Resolved] = []
         seen_targets: set[str] = set()
         for ref in refs:
             if not isinstance(ref, str) or ref.startswith(("count.", "each.", "self.", "path.", "terraform.")):
                 continue
             if ref.startswith("var."):
                 name = ref[4:].split(".", 1)[0].split("[", 1)[0]
-                if name in seen_targets:
-                    continue
-                seen_targets.add(name)
-                found += self._variable(module, name, attr, depth)
+                if name not in seen_targets:
+                    seen_targets.add(name)
+                    found += self._variable(module, name, depth)
                 continue
             if ref.startswith("module.") and ref.count(".") >= 2:
                 call, _, output = ref[len("module.") :].partition(".")
-                call = call.split("[", 1)[0]
                 output = output.split(".", 1)[0].split("[", 1)[0]
-                if f"module.{call}.{output}" in seen_targets:
-                    continue
-                seen_targets.add(f"module.{call}.{output}")
-                found += self._output(module, call, output, attr, ref, depth)
+                if f"module.{call}.{output}" not in seen_targets:
+                    seen_targets.add(f"module.{call}.{output}")
+                    found += self._output(module, call, output, ref, depth)
                 continue
-            if ref.startswith("module.") and any(t.startswith(f"{ref.split('[', 1)[0]}.") for t in seen_targets):
-                continue  # `module.sg` after `module.sg.group_id`: the same output
+            call_only = ref.split("[", 1)[0]
+            if ref.startswith("module.") and any(t.startswith(_output_prefixes(call_only)) for t in seen_targets):
+                continue  # `module.sg` (or `module.sg[0]`) after `module.sg[0].group_id`: the same output
             if ref.startswith(("data.", "local.", "module.")):
                 head = ".".join(ref.split(".")[:3] if ref.startswith("data.") else ref.split(".")[:2])
                 if head not in seen_targets:
@@ -313,9 +389,17 @@ class Plan:
                 picked = [t for t in targets if t.index == index]  # aws_x.y[count.index] lists only aws_x.y
             else:
                 picked = targets
+            attr = match.group(5)
             for target in picked:
-                found.append(self.attribute(target, match.group(5) or attr))
+                found += [target] if attr is None or attr in IDENTITY_ATTRIBUTES else self._value(target, attr, depth)
         return found
+
+    def _value(self, target: PlanResource, attr: str, depth: int) -> list[Resolved]:
+        """Another attribute of a resource of this plan (a subnetwork's network): its value, or, unknown, what its
+        own expression names."""
+        if depth >= _MAX_DEPTH:
+            return [unknown_value(f"{target.address}.{attr}")]
+        return self.resolve(target, attr, depth=depth + 1)
 
     def attribute(self, target: PlanResource, attr: str) -> str:
         """A resource's attribute as another resource reads it: its value, or its address while unknown (the same
@@ -323,45 +407,44 @@ class Plan:
         value = target.known(attr)
         if value is not None and not target.unknown_at(attr) and not isinstance(value, (dict, list)):
             return str(value)
-        if attr == "name" and isinstance(target.known("name"), str):
-            return str(target.known("name"))
         return target.address
 
-    def _variable(self, module: str, name: str, attr: str, depth: int) -> list[str]:
+    def _variable(self, module: str, name: str, depth: int) -> list[Resolved]:
+        """A variable's value: the root's from the plan, a module's through the expression its call sets (a bool
+        or number, as a condition reads, names nothing and is left out)."""
         if not module:
             value = self.variables.get(name)
-            if value is None:
-                return [unknown_value(f"var.{name}")]
-            items = value if isinstance(value, list) else [value]
-            return [str(v) for v in items]
-        if depth > 16:
+            return [unknown_value(f"var.{name}")] if value is None else _texts(value)
+        if depth > _MAX_DEPTH:
             return [unknown_value(f"var.{name}")]
         parent, call = _parent_module(module)
         call_config = (self._config_module(parent).get("module_calls") or {}).get(call) or {}
         expr = (call_config.get("expressions") or {}).get(name)
         if isinstance(expr, dict) and "constant_value" in expr:
-            value = expr["constant_value"]
-            items = value if isinstance(value, list) else [value]
-            return [str(v) for v in items if v is not None]
+            return _texts(expr["constant_value"])
         refs = expr.get("references") if isinstance(expr, dict) else None
         if not refs:
             return [unknown_value(f"var.{name}")]
-        return self.follow(parent, refs, attr, None, depth + 1)
+        return self.follow(parent, refs, None, depth + 1)
 
-    def _output(self, module: str, call: str, output: str, attr: str, ref: str, depth: int) -> list[str]:
-        """A child module's output, followed through its expression inside that module (a module with count or
-        for_each has instances the reference does not tell apart: it stays unknown)."""
-        child = f"{module}.module.{call}" if module else f"module.{call}"
+    def _output(self, module: str, call: str, output: str, ref: str, depth: int) -> list[Resolved]:
+        """A child module's output, followed through its expression inside that module instance (`module.x[0].y`
+        names one instance; `module.x.y` of a module with count or for_each does not: it stays unknown)."""
+        name, _, key = call.partition("[")
+        child = f"{module}.module.{name}" if module else f"module.{name}"
         config = self._config_module(child)
         expr = ((config.get("outputs") or {}).get(output) or {}).get("expression")
         instanced = any(r.module.startswith(f"{child}[") for r in self.resources)
-        if depth > 16 or instanced or not isinstance(expr, dict):
+        if key:
+            child = f"{child}[{key}"
+        elif instanced:
+            return [unknown_value(ref)]
+        if depth > _MAX_DEPTH or not isinstance(expr, dict):
             return [unknown_value(ref)]
         if "constant_value" in expr:
-            value = expr["constant_value"]
-            return [str(v) for v in (value if isinstance(value, list) else [value]) if v is not None]
+            return _texts(expr["constant_value"])
         refs = expr.get("references")
-        return self.follow(child, refs, attr, None, depth + 1) if refs else [unknown_value(ref)]
+        return self.follow(child, refs, None, depth + 1) if refs else [unknown_value(ref)]
 
     def constant(self, resource: PlanResource | None, expr: Any) -> Any:
         """A provider or resource setting: its constant, or a root variable it names."""
@@ -384,6 +467,34 @@ class Plan:
                 if value is not None:
                     return value
         return None
+
+
+def _output_prefixes(call: str) -> tuple[str, str]:
+    """The starts of a module call's outputs as references list them: `module.sg.` and `module.sg[`."""
+    return f"{call}.", f"{call}["
+
+
+def _texts(value: Any) -> list[Resolved]:
+    """A known value as strings: a string as one, a list's strings; nothing else names a resource."""
+    items = value if isinstance(value, list) else [value]
+    return [v for v in items if isinstance(v, str) and v != ""]
+
+
+def _distinct(found: list[Resolved]) -> list[Resolved]:
+    """`found` without repeats (one resource named through `.id` and `.arn`), in order."""
+    seen: set[str] = set()
+    kept: list[Resolved] = []
+    for item in found:
+        key = f"resource {item.address}" if isinstance(item, PlanResource) else item
+        if key not in seen:
+            seen.add(key)
+            kept.append(item)
+    return kept
+
+
+def _dotted(address: str, path: tuple[str | int, ...]) -> str:
+    """'aws_instance.x', ('network_interface', 0, 'subnet_id') -> 'aws_instance.x.network_interface[0].subnet_id'."""
+    return address + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path)
 
 
 def _module_resources(module: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:

@@ -19,7 +19,7 @@ from fabriccheck.model import UNKNOWN_ACCOUNT, NetworkInterface, Node, NodeSpec,
 from fabriccheck.providers.aws.normalize import region_of_zone
 from fabriccheck.providers.aws.support import CAPACITY_BLOCK, CAPACITY_RESERVATION, PLACEMENT_GROUP
 from fabriccheck.resources.aws import CapacityReservation, PlacementGroup, SecurityGroup, SecurityRule, Subnet
-from fabriccheck.sources.terraform import Plan, PlanResource, is_unknown
+from fabriccheck.sources.terraform import Plan, PlanResource, is_unknown, unknown_value, waiting_for
 
 # What a plan tells for each region it names: every kind of fact it can hold (not instance types, not topology).
 PLAN_FACTS = (
@@ -30,6 +30,9 @@ PLAN_FACTS = (
     "launch_templates",
     "capacity_reservations",
 )
+# What an instance that names no security group gets (aws_instance.vpc_security_group_ids is computed): its rules
+# are not in the plan.
+DEFAULT_SECURITY_GROUP = unknown_value("the VPC's default security group")
 _ARN_ACCOUNT = re.compile(r"^arn:[^:]+:[^:]*:[^:]*:(\d{12}):")
 TYPES = (
     "aws_instance",
@@ -214,13 +217,16 @@ class AwsPlan:
     # ---------------------------------------------------------------------------------------- nodes
 
     def _template(self, res: PlanResource, block: tuple[str | int, ...], *id_keys: str) -> PlanResource | None:
-        """The aws_launch_template a launch_template block (or a mixed instances policy's) names."""
+        """The aws_launch_template a launch_template block (or a mixed instances policy's) names: by reference, or
+        by the id or name it already has."""
+        templates = self.plan.of_type("aws_launch_template")
         for key in id_keys:
+            target = self.plan.target(res, *block, 0, key)
+            if target is not None and target in templates:
+                return target
             wanted = self.plan.string(res, *block, 0, key)
-            if not wanted:
-                continue
-            for template in self.plan.of_type("aws_launch_template"):
-                if wanted in (template.address, template.known("id"), template.known("name")):
+            for template in templates if wanted else ():
+                if wanted in (template.known("id"), template.known("name")):
                     return template
         return None
 
@@ -264,7 +270,7 @@ class AwsPlan:
         """A launch template alone: what it would launch, judged as a live template is (origin template)."""
         name = str(res.known("name") or res.address)
         node_id = res.address
-        group = self.plan.string(res, "placement", 0, "group_name", attr="name")
+        group = self._placement_group(res, "placement", 0, "group_name")
         node = Node(
             id=node_id,
             provider="aws",
@@ -281,6 +287,21 @@ class AwsPlan:
         self.scopes.add((node.account, node.region))
         return node
 
+    def _placement_group(self, res: PlanResource, *path: str | int) -> str | None:
+        """The placement group's name; none where the configuration sets none (aws_instance.placement_group is
+        computed: unknown in every plan that does not set it)."""
+        return self.plan.string(res, *path, attr="name", unset=[])
+
+    def _unplaced(self, res: PlanResource, zone: str | None, interfaces: list[NetworkInterface]) -> dict[str, str]:
+        """A node on a subnet this plan does not create (an existing one, a data source's, or, none given, EC2's
+        choice of a default subnet): its zone and VPC are not in the plan, so the cluster's counts of zones and
+        VPCs leave it out and say so, rather than count it as a zone or VPC of its own."""
+        primary = min(interfaces, key=lambda i: (i.network_card_index, i.device_index))
+        where = f"subnet {waiting_for(primary.subnet)}" if primary.subnet else "the default subnet EC2 picks"
+        why = f"{res.address}: {where} is not created by this plan, so its zone and VPC are not in it"
+        unknown = {"zone": why} if zone is None else {}
+        return unknown | ({"network": why} if primary.network is None else {})
+
     def _unknown_type(self, res: PlanResource, instance_type: str | None, key: str) -> dict[str, str]:
         if instance_type:
             return {}
@@ -295,15 +316,26 @@ class AwsPlan:
         plan = self.plan
         template = self._template(res, ("launch_template",), "id", "name")
         instance_type = res.known("instance_type") or (template.known("instance_type") if template else None)
-        subnet = plan.string(res, "subnet_id")
+        subnet = plan.string(res, "subnet_id", unset=[])  # unset: the launch template's, or a default subnet
         interfaces: list[NetworkInterface] = []
+        unknown: dict[str, str] = {}
         attached = res.known("network_interface") or []
         for i, block in enumerate(attached if isinstance(attached, list) else ()):
-            eni_id = plan.string(res, "network_interface", i, "network_interface_id")
-            eni = plan.by_address.get(eni_id or "") or next(
-                (e for e in plan.of_type("aws_network_interface") if e.known("id") == eni_id), None
-            )
-            if eni is None:
+            eni = plan.target(res, "network_interface", i, "network_interface_id")
+            if eni is None or eni.type != "aws_network_interface":
+                # An interface this plan does not create (an existing ENI, a data source's): its type, and so
+                # the fabric it carries, are not in the plan.
+                eni_id = plan.string(res, "network_interface", i, "network_interface_id") or f"network_interface[{i}]"
+                interfaces.append(
+                    NetworkInterface(
+                        id=eni_id,
+                        interface_type="unknown",
+                        network_card_index=int(block.get("network_card_index") or 0),
+                        device_index=int(block.get("device_index") or 0),
+                    )
+                )
+                why = f"{res.address}: network interface {eni_id} is not created by this plan (its type is not in it)"
+                unknown = dict.fromkeys(("fabric", "efa_security"), why)
                 continue
             eni_subnet = plan.string(eni, "subnet_id")
             interfaces.append(
@@ -326,14 +358,14 @@ class AwsPlan:
                     id=f"{res.address}/nic0",
                     subnet=subnet,
                     network=self._vpc(subnet),
-                    security_groups=plan.strings(res, "vpc_security_group_ids"),
+                    security_groups=plan.strings(res, "vpc_security_group_ids", unset=[DEFAULT_SECURITY_GROUP]),
                     public_ip=_public(res.known("associate_public_ip_address")),
                 )
             ]
         placement = []
-        group = plan.string(res, "placement_group", attr="name")
+        group = self._placement_group(res, "placement_group")
         if not group and template is not None:
-            group = plan.string(template, "placement", 0, "group_name", attr="name")
+            group = self._placement_group(template, "placement", 0, "group_name")
         if group:
             placement.append(Placement(kind=PLACEMENT_GROUP, id=group))
         reservation = plan.string(
@@ -354,7 +386,8 @@ class AwsPlan:
                 placement.append(Placement(kind=CAPACITY_BLOCK, id=reservation))
         if reservation:
             placement.append(Placement(kind=CAPACITY_RESERVATION, id=reservation))
-        zone = res.known("availability_zone") or self.subnet_zones.get(subnet or "")
+        zone = res.known("availability_zone") or self.subnet_zones.get(interfaces[0].subnet or subnet or "")
+        unknown |= self._unplaced(res, zone, interfaces)
         tags = res.known("tags") or {}
         return Node(
             id=res.address,
@@ -371,7 +404,7 @@ class AwsPlan:
             interfaces=interfaces,
             placement=placement,
             source=SourceLocation(address=res.address, cloud_id=res.cloud_id()),
-            unknown=self._unknown_type(res, instance_type, "instance_type"),
+            unknown=unknown | self._unknown_type(res, instance_type, "instance_type"),
         )
 
     def _group(self, res: PlanResource, kind: str) -> None:
@@ -394,7 +427,7 @@ class AwsPlan:
             for tag in res.known("tag") or ():
                 if isinstance(tag, dict) and tag.get("propagate_at_launch") and tag.get("key"):
                     tags[str(tag["key"])] = str(tag.get("value") or "")
-            group = plan.string(res, "placement_group", attr="name")
+            group = self._placement_group(res, "placement_group")
             size_key = "desired_capacity"
         else:
             template = self._template(res, ("launch_template",), "id", "name")
@@ -408,7 +441,7 @@ class AwsPlan:
             group = None
             size_key = "scaling_config"
         if template is not None and group is None:
-            group = plan.string(template, "placement", 0, "group_name", attr="name")
+            group = self._placement_group(template, "placement", 0, "group_name")
         region = self.region(res)
         # The group's nodes are one spec: one node per subnet they spread over, copied under each node's id.
         models: dict[str | None, Node] = {}
@@ -422,6 +455,7 @@ class AwsPlan:
                     if template is not None
                     else [NetworkInterface(id=f"{spec_id}/nic0", subnet=subnet, network=self._vpc(subnet))]
                 )
+                zone = self.subnet_zones.get(subnet or "")
                 model = models[subnet] = Node(
                     id=res.address,
                     provider="aws",
@@ -429,7 +463,7 @@ class AwsPlan:
                     region=region,
                     origin="plan",
                     spec=NodeSpec(kind="terraform", name=res.base, role=f"{size_key} {size}"),
-                    zone=self.subnet_zones.get(subnet or ""),
+                    zone=zone,
                     instance_type=instance_type,
                     state="planned",
                     image=template.known("image_id") if template else None,
@@ -437,7 +471,8 @@ class AwsPlan:
                     interfaces=interfaces,
                     placement=[Placement(kind=PLACEMENT_GROUP, id=group)] if group else [],
                     source=SourceLocation(address=res.address, cloud_id=res.cloud_id()),
-                    unknown=self._unknown_type(res, instance_type, "instance type"),
+                    unknown=self._unplaced(res, zone, interfaces)
+                    | self._unknown_type(res, instance_type, "instance type"),
                 )
             self._add(model.model_copy(update={"id": f"{res.address}#{i}"}))
 

@@ -40,7 +40,7 @@ from fabriccheck.resources.azure import (
     VirtualNetwork,
     VmExtensions,
 )
-from fabriccheck.sources.terraform import Plan, PlanResource, is_unknown
+from fabriccheck.sources.terraform import Plan, PlanResource, is_unknown, unknown_value, waiting_for
 
 PLAN_FACTS = (VMS, SCALE_SETS, AVAILABILITY_SETS, PROXIMITY_PLACEMENT_GROUPS, NICS, VIRTUAL_NETWORKS)
 VM_TYPES = ("azurerm_linux_virtual_machine", "azurerm_windows_virtual_machine")
@@ -205,9 +205,12 @@ class AzurePlan:
         self.scopes.add((node.account, node.region))
 
     def _network(self, subnet: str | None) -> str | None:
+        """A subnet's virtual network: one of this plan's, or the one its ARM id names; otherwise (a subnet of a
+        data source, or of a virtual network the plan does not create) the network is unknown, never none."""
         if subnet is None:
             return None
-        return self.subnet_vnet.get(subnet) or vnet_of_subnet(subnet) or None
+        found = self.subnet_vnet.get(subnet) or (None if is_unknown(subnet) else vnet_of_subnet(subnet))
+        return found or unknown_value(f"the virtual network of {waiting_for(subnet)}")
 
     def _unknown(self, res: PlanResource, size: Any, key: str) -> dict[str, str]:
         if size:

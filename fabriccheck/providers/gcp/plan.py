@@ -14,19 +14,30 @@ from __future__ import annotations
 
 from typing import Any
 
+from fabriccheck import catalog
 from fabriccheck.inventory import Inventory
-from fabriccheck.model import UNKNOWN_ACCOUNT, NetworkInterface, Node, NodeSpec, Placement, SourceLocation, fact_key
+from fabriccheck.model import (
+    UNKNOWN_ACCOUNT,
+    FabricKind,
+    NetworkInterface,
+    Node,
+    NodeSpec,
+    Placement,
+    SourceLocation,
+    fact_key,
+)
 from fabriccheck.providers.gcp.normalize import last, region_of_zone, short
 from fabriccheck.providers.gcp.support import (
     FLEX_START,
     GKE_CLUSTER_LABEL,
     GKE_NODE_POOL_LABEL,
     MIG_METADATA_KEY,
+    RDMA_NIC_TYPES,
     RESERVATION,
     RESOURCE_POLICY,
 )
 from fabriccheck.resources.gcp import GLOBAL, FirewallRule, Network, ResourcePolicy, Subnetwork
-from fabriccheck.sources.terraform import Plan, PlanResource, is_unknown
+from fabriccheck.sources.terraform import Plan, PlanResource, Resolved, is_unknown, unknown_value
 
 PLAN_FACTS = ("instances", "resource_policies", "networks", "subnetworks", "firewalls", "max_distance")
 TYPES = (
@@ -54,30 +65,46 @@ class GcpPlan:
         value = res.known("project") or self.plan.provider_setting(res, "project")
         return str(value) if value else UNKNOWN_ACCOUNT
 
-    def _network_id(self, res: PlanResource, *path: str | int) -> str | None:
-        """A network as the model names it (projects/P/global/networks/NAME), from a name, a URL or a reference."""
-        value = self.plan.string(res, *path, attr="name")
-        if value is None or is_unknown(value):
-            return value
-        if "projects/" in value:
-            return short(value)
-        target = self.plan.by_address.get(value)
-        name = str(target.known("name")) if target is not None and target.known("name") else value
-        project = self.project(target) if target is not None else self.project(res)
-        return f"projects/{project}/global/networks/{name}"
+    def network_of(self, res: PlanResource) -> str:
+        """A google_compute_network of this plan as the model names it (projects/P/global/networks/NAME)."""
+        return f"projects/{self.project(res)}/global/networks/{res.known('name') or res.address}"
+
+    def subnet_of(self, res: PlanResource) -> str:
+        region = res.known("region") or self.plan.provider_setting(res, "region") or "unknown"
+        return f"projects/{self.project(res)}/regions/{region}/subnetworks/{res.known('name') or res.address}"
+
+    def _network_id(self, res: PlanResource, *path: str | int, unset: list[Resolved] | None = None) -> str | None:
+        """A network as the model names it, from a name, a URL or a resource of this plan (a reference through a
+        subnetwork's `network` is followed to the network); None when there is none (or it is left `unset`)."""
+        for item in self.plan.resolve(res, *path, unset=unset):
+            if isinstance(item, PlanResource):
+                return self.network_of(item) if item.type == "google_compute_network" else item.address
+            if is_unknown(item) or "projects/" in item:
+                return item if is_unknown(item) else short(item)
+            return f"projects/{self.project(res)}/global/networks/{item}"
+        return None
 
     def _subnet_id(self, res: PlanResource, *path: str | int, region: str) -> str | None:
-        value = self.plan.string(res, *path, attr="name")
-        if value is None or is_unknown(value):
-            return value
-        if "projects/" in value:
-            return short(value)
-        target = self.plan.by_address.get(value)
-        if target is not None:
-            region = str(target.known("region") or region)
-            value = str(target.known("name") or value)
-            return f"projects/{self.project(target)}/regions/{region}/subnetworks/{value}"
-        return f"projects/{self.project(res)}/regions/{region}/subnetworks/{value}"
+        """A subnetwork as the model names it; None when the configuration leaves it to Compute Engine (the
+        network's subnetwork in the region: which one, and its range, are not in the plan)."""
+        for item in self.plan.resolve(res, *path, unset=[]):
+            if isinstance(item, PlanResource):
+                return self.subnet_of(item) if item.type == "google_compute_subnetwork" else item.address
+            if is_unknown(item) or "projects/" in item:
+                return item if is_unknown(item) else short(item)
+            return f"projects/{self.project(res)}/regions/{region}/subnetworks/{item}"
+        return None
+
+    def _nic_network(self, res: PlanResource, *path: str | int) -> str | None:
+        """A NIC's network: as set, or, left to Compute Engine, its subnetwork's (a NIC set by subnetwork alone,
+        as Cluster Toolkit writes them)."""
+        network = self._network_id(res, *path, "network", unset=[])
+        if network is not None or not self.plan.unset(res, *path, "network"):
+            return network
+        subnet = self.plan.target(res, *path, "subnetwork")
+        if subnet is not None and subnet.type == "google_compute_subnetwork":
+            return self._network_id(subnet, "network")
+        return unknown_value(f"the network of {res.base}.{'.'.join(map(str, path))}.subnetwork")
 
     def run(self) -> None:
         plan = self.plan
@@ -89,7 +116,7 @@ class GcpPlan:
             network = Network(
                 account=project,
                 region=GLOBAL,
-                id=f"projects/{project}/global/networks/{name}",
+                id=self.network_of(res),
                 name=name,
                 mtu=res.known("mtu") or None,
                 network_profile=short(profile) if isinstance(profile, str) and profile else None,
@@ -105,7 +132,7 @@ class GcpPlan:
                 Subnetwork(
                     account=project,
                     region=region,
-                    id=f"projects/{project}/regions/{region}/subnetworks/{name}",
+                    id=self.subnet_of(res),
                     name=name,
                     network=self._network_id(res, "network"),
                     cidr=res.known("ip_cidr_range"),
@@ -191,7 +218,7 @@ class GcpPlan:
                 NetworkInterface(
                     id=f"nic{i}",  # a GCP NIC is known by its name within its instance
                     interface_type=str(nic.get("nic_type") or "UNSPECIFIED_NIC_TYPE"),
-                    network=self._network_id(res, "network_interface", i, "network"),
+                    network=self._nic_network(res, "network_interface", i),
                     subnet=self._subnet_id(res, "network_interface", i, "subnetwork", region=region),
                     public_ip=bool(nic.get("access_config") or nic.get("ipv6_access_config")),
                     device_index=i,
@@ -209,7 +236,7 @@ class GcpPlan:
             values = (affinity.get("specific_reservation") or [{}])[0].get("values") or [node_id]
             placement.append(Placement(kind=RESERVATION, id=last(values[0])))
         labels = res.known("labels") or {}
-        unknown = _unknown_networks(owner, interfaces)
+        unknown = self._unknown_networks(owner, interfaces, machine_type)
         if not machine_type:
             why = f"{owner.address}: the machine type is known only after apply"
             unknown |= dict.fromkeys(("fabric", "fabric_expected", "accelerators", "accelerator"), why)
@@ -230,14 +257,48 @@ class GcpPlan:
             unknown=unknown,
         )
 
+    def _unknown_networks(self, res: PlanResource, nics: list[NetworkInterface], machine_type: Any) -> dict[str, str]:
+        """The facts left unknown by NICs whose network the plan cannot name (a data source, a dynamic block, a
+        module output of a counted module) or does not create (its firewall rules are then not in the plan), each
+        only where it depends on them: one NIC is no GPU NIC whatever its network, and MRDMA NICs are counted by
+        their type alone."""
+        cap = catalog.catalog_entry(last(machine_type)) if machine_type else None
+        rdma = [n for n in nics if n.interface_type.upper() in RDMA_NIC_TYPES]
+        others = [n for n in nics if n not in rdma]
+        gpu = nics[1:] if len(nics) > 1 else []  # the NICs besides nic0 (which of them are GPU NICs needs nic0's)
+        unread = [n for n in nics if n.network is None or is_unknown(n.network)]
+        outside = [n.network for n in gpu if n not in unread and n.network not in self.networks]
+        unknown: dict[str, str] = {}
+        if unread:
+            waiting = ", ".join(sorted({n.network or f"no network on {n.id}" for n in unread}))
+            why = f"{res.address}: NIC networks are known only after apply ({waiting})"
+            if gpu and cap is not None and cap.fabric in (FabricKind.TCPX, FabricKind.TCPXO):
+                unknown["fabric"] = why
+            if gpu:
+                unknown |= dict.fromkeys(("gpu_firewall", "gpu_mtu"), why)
+            if any(n in unread for n in rdma):
+                unknown["rdma_profile"] = why
+            if any(n in unread for n in others):
+                unknown["non_rdma_on_rdma_vpc"] = why
+        if outside and "gpu_firewall" not in unknown:
+            unknown["gpu_firewall"] = _not_created(res, outside, "firewall rules")
+        placed = [n.network for n in others if n not in unread and n.network not in self.networks]
+        if placed and "non_rdma_on_rdma_vpc" not in unknown:
+            unknown["non_rdma_on_rdma_vpc"] = _not_created(res, placed, "network profile")
+        return unknown
+
     def _template(self, res: PlanResource) -> PlanResource | None:
+        """The instance template a group's first version names: a template of this plan (by reference, or by
+        the self link, id or name it already has)."""
+        templates = self.plan.of_type("google_compute_instance_template", "google_compute_region_instance_template")
         versions = res.known("version") or []
         for i in range(max(1, len(versions) if isinstance(versions, list) else 0)):
-            wanted = self.plan.string(res, "version", i, "instance_template", attr="self_link")
-            for template in self.plan.of_type(
-                "google_compute_instance_template", "google_compute_region_instance_template"
-            ):
-                links = (template.address, template.known("self_link"), template.known("id"), template.known("name"))
+            target = self.plan.target(res, "version", i, "instance_template")
+            if target is not None and target in templates:
+                return target
+            wanted = self.plan.string(res, "version", i, "instance_template")
+            for template in templates:
+                links = (template.known("self_link"), template.known("id"), template.known("name"))
                 if wanted in links or (wanted and last(wanted) == template.known("name")):
                     return template
         return None
@@ -273,8 +334,8 @@ class GcpPlan:
     def _node_pool(self, res: PlanResource) -> None:
         plan = self.plan
         size = int(res.known("node_count") or res.known("initial_node_count") or 0)
+        cluster = plan.target(res, "cluster")
         cluster_ref = plan.string(res, "cluster", attr="name") or res.address
-        cluster = plan.by_address.get(cluster_ref)
         cluster_name = (
             str(cluster.known("name")) if cluster is not None and cluster.known("name") else last(cluster_ref)
         )
@@ -286,7 +347,9 @@ class GcpPlan:
         zones = [str(z) for z in res.known("node_locations") or ()] or ([location] if location.count("-") == 2 else [])
         region = region_of_zone(zones[0]) if zones else (location or "unknown")
         project = self.project(res)
-        host_network = self._network_id(cluster, "network") if cluster is not None else None
+        # GKE's default is the project's "default" network (google_container_cluster.network).
+        default = [f"projects/{project}/global/networks/default"]
+        host_network = self._network_id(cluster, "network", unset=[*default]) if cluster is not None else None
         host_subnet = (
             self._subnet_id(cluster, "subnetwork", region=region or "unknown") if cluster is not None else None
         )
@@ -322,7 +385,7 @@ class GcpPlan:
                     device_index=j + 1,
                 )
             )
-        unknown |= _unknown_networks(res, interfaces)
+        unknown |= self._unknown_networks(res, interfaces, machine_type)
         # The pool's nodes are one spec: one node per zone (node_count is per zone), copied under each node's id.
         models: dict[str | None, Node] = {}
         for i in range(size * max(1, len(zones))):
@@ -348,15 +411,9 @@ class GcpPlan:
             self._add(model.model_copy(update={"id": f"{res.address}#{i}"}))
 
 
-def _unknown_networks(res: PlanResource, interfaces: list[NetworkInterface]) -> dict[str, str]:
-    """NICs whose network or subnetwork is known only after apply (a data source, a module output of a counted
-    module): which NICs carry the fabric, and what guards their networks, cannot be told."""
-    waiting = sorted({v for i in interfaces for v in (i.network, i.subnet) if v is not None and is_unknown(v)})
-    if not waiting:
-        return {}
-    why = f"{res.address}: NIC networks are known only after apply ({', '.join(waiting)})"
-    facts = ("fabric", "gpu_firewall", "gpu_mtu", "rdma_profile", "non_rdma_on_rdma_vpc", "extra_nics")
-    return dict.fromkeys(facts, why)
+def _not_created(res: PlanResource, networks: list[str | None], what: str) -> str:
+    names = ", ".join(sorted({last(n) for n in networks if n}))
+    return f"{res.address}: network {names} is not created by this plan, so its {what} is not in it"
 
 
 def map_plan(plan: Plan, inventory: Inventory) -> None:
