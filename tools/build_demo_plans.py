@@ -25,6 +25,58 @@ PROVIDERS = {
 }
 
 
+def _words(text: str) -> list[str]:
+    return text.split()
+
+
+# Attributes a provider computes where the configuration does not set them. A real plan leaves each out of `after`,
+# marks it `true` in `after_unknown` and has no expression for it in the configuration (so fabriccheck must not
+# read "unknown" as "set to something unknown"). As Terraform writes them:
+# - aws_instance: open-policy-agent/opa@111a67dd docs/content/terraform.md (aws_instance.web, Terraform 0.12) and
+#   a Terraform 1.2.7 plan of the AWS provider 4.x (placement_partition_number, private_dns_name_options ...);
+# - google_compute_instance and its network_interface blocks: GoogleCloudPlatform/terraform-validator@7d8412ef
+#   testdata/templates/example_compute_instance.tfplan.json (network = "default" set, subnetwork computed);
+# - the rest from the providers' schemas (Optional + Computed arguments, and the ids and links every resource
+#   gets), registry.terraform.io/providers/hashicorp/{aws,google,azurerm}.
+COMPUTED: dict[str, list[str]] = {
+    "aws_instance": _words(
+        "arn associate_public_ip_address availability_zone cpu_core_count cpu_threads_per_core "
+        "ebs_block_device ephemeral_block_device host_id id instance_state ipv6_address_count "
+        "ipv6_addresses key_name network_interface outpost_arn password_data placement_group "
+        "placement_partition_number primary_network_interface_id private_dns private_ip public_dns "
+        "public_ip root_block_device secondary_private_ips security_groups subnet_id tenancy "
+        "vpc_security_group_ids"
+    ),
+    "aws_launch_template": _words("arn default_version id latest_version"),
+    "aws_autoscaling_group": _words(
+        "arn availability_zones default_cooldown id load_balancers service_linked_role_arn "
+        "target_group_arns vpc_zone_identifier"
+    ),
+    "aws_eks_node_group": _words("arn capacity_type disk_size id instance_types resources status"),
+    "aws_placement_group": _words("arn id partition_count placement_group_id spread_level"),
+    "aws_security_group": _words("arn egress id ingress owner_id"),
+    "aws_subnet": _words("arn availability_zone_id id ipv6_cidr_block_association_id owner_id"),
+    "aws_network_interface": _words("arn id mac_address owner_id private_ip private_ips security_groups"),
+    "google_compute_instance": _words(
+        "cpu_platform current_status guest_accelerator id instance_id label_fingerprint "
+        "metadata_fingerprint min_cpu_platform project scheduling self_link tags_fingerprint"
+    ),
+    "google_compute_instance_template": _words(
+        "id metadata_fingerprint project self_link self_link_unique tags_fingerprint"
+    ),
+    "google_compute_network": _words("gateway_ipv4 id numeric_id project self_link"),
+    "google_compute_subnetwork": _words("creation_timestamp gateway_address id project self_link"),
+    "google_compute_firewall": _words("creation_timestamp id project self_link"),
+    "google_compute_resource_policy": _words("id project self_link"),
+    "google_container_node_pool": _words("id instance_group_urls managed_instance_group_urls operation"),
+}
+# Computed arguments of each network_interface block (the network too, where only the subnetwork is set).
+NIC_COMPUTED: dict[str, list[str]] = {
+    "google_compute_instance": _words("name network network_ip subnetwork subnetwork_project"),
+    "google_compute_instance_template": _words("name network subnetwork subnetwork_project"),
+}
+
+
 def ref(*refs: str) -> dict[str, Any]:
     """An expression that reads other objects, listed as Terraform lists them (`x.y.id` then `x.y`)."""
     listed: list[str] = []
@@ -99,6 +151,8 @@ class PlanBuilder:
         unknown = dict(unknown or {})
         if "create" in actions and "id" not in values:
             unknown.setdefault("id", True)
+        if "create" in actions:
+            _computed(type_, values, unknown, expressions or {})
         self.changes.append(Change(address, module, type_, name, index, values, unknown, list(actions), None))
         config_module = _strip_keys(module)
         block = self.blocks.setdefault(config_module, {}).setdefault(
@@ -203,6 +257,55 @@ class PlanBuilder:
         if calls:
             config["module_calls"] = calls
         return config
+
+
+def _computed(type_: str, values: dict[str, Any], unknown: dict[str, Any], expressions: dict[str, Any]) -> None:
+    """Mark unknown, as Terraform does, the computed arguments that neither the values nor the configuration set,
+    and the arguments set from other objects that the values leave out (a flag the caller set is left as it is)."""
+    for name in COMPUTED.get(type_, []):
+        if name not in values and name not in expressions:
+            unknown.setdefault(name, True)
+    _referenced(values, expressions, unknown)
+    nics = values.get("network_interface")
+    if type_ not in NIC_COMPUTED or not isinstance(nics, list):
+        return
+    configured = expressions.get("network_interface")
+    flags = unknown.get("network_interface")
+    if flags is True:
+        return
+    flags = list(flags) if isinstance(flags, list) else []
+    flags += [{} for _ in range(len(nics) - len(flags))]
+    for i, nic in enumerate(nics):
+        block = configured[i] if isinstance(configured, list) and i < len(configured) else {}
+        flag = dict(flags[i]) if isinstance(flags[i], dict) else flags[i]
+        if not isinstance(flag, dict):
+            continue
+        for name in NIC_COMPUTED[type_]:
+            if name == "network" and ("network" in nic or "network" in block or "subnetwork" not in block):
+                continue  # computed only from a subnetwork that is set
+            if name not in nic and name not in block:
+                flag.setdefault(name, True)
+        flags[i] = flag
+    unknown["network_interface"] = flags
+
+
+def _referenced(values: dict[str, Any], expressions: dict[str, Any], unknown: dict[str, Any]) -> None:
+    """Arguments set from other objects that the values leave out are unknown, in nested blocks too."""
+    for name, expr in expressions.items():
+        if isinstance(expr, dict) and "references" in expr:
+            if expr["references"] and values.get(name) is None:
+                unknown.setdefault(name, True)
+        elif isinstance(expr, list) and isinstance(values.get(name), list):
+            flags = unknown.get(name)
+            if flags is True:
+                continue
+            flags = list(flags) if isinstance(flags, list) else []
+            flags += [{} for _ in range(len(values[name]) - len(flags))]
+            for i, (block, block_expr) in enumerate(zip(values[name], expr, strict=False)):
+                if isinstance(block, dict) and isinstance(block_expr, dict) and isinstance(flags[i], dict):
+                    flags[i] = dict(flags[i])
+                    _referenced(block, block_expr, flags[i])
+            unknown[name] = flags
 
 
 def _strip_keys(module: str) -> str:
