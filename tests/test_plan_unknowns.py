@@ -531,3 +531,46 @@ def test_azure_a_list_known_in_part_keeps_its_known_elements(tmp_path: Path) -> 
     )
     [node] = _load(tmp_path, plan).nodes
     assert sorted(i.id for i in node.interfaces) == [existing.lower(), "azurerm_network_interface.a"]
+
+
+def test_gke_compact_placement_names_the_plans_policy(tmp_path: Path) -> None:
+    """placement_policy { type = "COMPACT", policy_name = google_compute_resource_policy.spread.name }: the pool is
+    placed by that policy of the plan (here spread over availability domains, so not compact: GCP130), not by the
+    compact policy GKE makes when no name is given."""
+    plan = PlanBuilder()
+    _gcp(plan)
+    plan.resource(
+        "google_container_cluster",
+        "train",
+        {"name": "train", "location": "us-central1-a", "network": "default"},
+        expressions={"network": const("default")},
+    )
+    plan.resource(
+        "google_compute_resource_policy",
+        "spread",
+        {"name": "pool-spread", "region": "us-central1", "group_placement_policy": [{"availability_domain_count": 2}]},
+    )
+    plan.resource(
+        "google_container_node_pool",
+        "gpu",
+        {
+            "name": "gpu",
+            "location": "us-central1-a",
+            "node_count": 2,
+            "node_locations": ["us-central1-a"],
+            "node_config": [{"machine_type": "a3-ultragpu-8g"}],
+            "placement_policy": [{"type": "COMPACT"}],
+        },
+        unknown={"placement_policy": [{"policy_name": True}]},
+        expressions={
+            "cluster": ref("google_container_cluster.train.id"),
+            "placement_policy": [
+                {"type": const("COMPACT"), "policy_name": ref("google_compute_resource_policy.spread.name")}
+            ],
+        },
+    )
+    inventory = _load(tmp_path, plan)
+    assert {p.id for n in inventory.nodes for p in n.placement} == {"pool-spread"}
+    assert [p.name for p in inventory.gcp.resource_policies] == ["pool-spread"]  # GKE makes none of its own
+    report = flow.run(inventory, flow.Options())
+    assert _rules(report)["GCP130"] == 1

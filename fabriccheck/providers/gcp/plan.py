@@ -357,9 +357,11 @@ class GcpPlan:
         placement: list[Placement] = []
         policy = res.known("placement_policy", 0)
         if isinstance(policy, dict) and policy.get("type") == "COMPACT":
-            name = str(policy.get("policy_name") or f"gke-{cluster_name}-{pool}-compact")
-            if not policy.get("policy_name"):
-                # GKE makes the compact policy itself (GKE docs, "Define compact placement for GKE nodes").
+            # The policy it names (policy_name: "a custom resource policy supplied by the user"), else the one GKE
+            # makes itself (GKE docs, "Define compact placement for GKE nodes").
+            named = plan.string(res, "placement_policy", 0, "policy_name", attr="name", unset=[])
+            name = last(named) if named and not is_unknown(named) else named or f"gke-{cluster_name}-{pool}-compact"
+            if not named:
                 self.inventory.gcp.resource_policies.append(
                     ResourcePolicy(account=project, region=region or "unknown", name=name, collocation="COLLOCATED")
                 )
