@@ -298,7 +298,8 @@ class Plan:
         expr = self.expression(resource, *path)
         refs = expr.get("references") if isinstance(expr, dict) else None
         if refs:
-            return _distinct(known + self.follow(resource.module, refs, resource.index, depth))
+            followed = self.follow(resource.module, refs, resource.index, depth)
+            return _distinct(known + followed) if known else followed
         if unset is not None and self.configured(resource, *path) is False:
             return known + unset
         return [*known, unknown_value(_dotted(resource.base, path))]
@@ -338,61 +339,67 @@ class Plan:
         """What `refs` (as Terraform lists them: `aws_security_group.efa.id`, `aws_security_group.efa`) name in the
         scope of `module`: a resource of this plan (a reference through one of its IDENTITY_ATTRIBUTES, or to
         the resource itself), another attribute's value (followed in turn while unknown), a variable's or a
-        module output's value, or an unknown value naming a reference that cannot be followed."""
+        module output's value, or an unknown value naming a reference that cannot be followed. Each object is
+        followed once: Terraform lists every step of a reference (`x.y[0].id`, `x.y[0]`, `x.y`)."""
         found: list[Resolved] = []
-        seen_targets: set[str] = set()
+        seen: set[str] = set()
         for ref in refs:
-            if not isinstance(ref, str) or ref.startswith(("count.", "each.", "self.", "path.", "terraform.")):
+            head, _, rest = ref.partition(".") if isinstance(ref, str) else ("", "", "")
+            if not rest or head in ("count", "each", "self", "path", "terraform"):
                 continue
-            if ref.startswith("var."):
-                name = ref[4:].split(".", 1)[0].split("[", 1)[0]
-                if name not in seen_targets:
-                    seen_targets.add(name)
+            if head == "var":
+                name = rest.split(".", 1)[0].split("[", 1)[0]
+                if name not in seen:
+                    seen.add(name)
                     found += self._variable(module, name, depth)
-                continue
-            if ref.startswith("module.") and ref.count(".") >= 2:
-                call, _, output = ref[len("module.") :].partition(".")
+            elif head == "module":
+                call, _, output = rest.partition(".")
                 output = output.split(".", 1)[0].split("[", 1)[0]
-                if f"module.{call}.{output}" not in seen_targets:
-                    seen_targets.add(f"module.{call}.{output}")
+                name = call.split("[", 1)[0]
+                if output and f"module.{call}.{output}" not in seen:
+                    seen.update({f"module.{call}.{output}", f"module.{name}"})
                     found += self._output(module, call, output, ref, depth)
-                continue
-            call_only = ref.split("[", 1)[0]
-            if ref.startswith("module.") and any(t.startswith(_output_prefixes(call_only)) for t in seen_targets):
-                continue  # `module.sg` (or `module.sg[0]`) after `module.sg[0].group_id`: the same output
-            if ref.startswith(("data.", "local.", "module.")):
-                head = ".".join(ref.split(".")[:3] if ref.startswith("data.") else ref.split(".")[:2])
-                if head not in seen_targets:
-                    seen_targets.add(head)
+                elif not output and f"module.{name}" not in seen:  # the module as a whole: nothing to follow
+                    seen.add(f"module.{name}")
                     found.append(unknown_value(ref))
-                continue
-            match = _RESOURCE_REF.match(ref)
-            if not match:
-                continue
-            local = f"{match.group(1)}.{match.group(2)}"
-            base = f"{module}.{local}" if module else local
-            key = match.group(4)
-            # Terraform lists `aws_x.y[0].id`, then `aws_x.y[0]`, then `aws_x.y`: the later forms name the same
-            # instance, while `aws_x.y[1].id` in the same list is another one.
-            seen = f"{base}{key}" if key is not None else base
-            if seen in seen_targets or (key is None and f"{base}[" in seen_targets):
-                continue
-            seen_targets.update({seen, f"{base}["} if key is not None else {seen})
-            targets = self.by_base.get(base)
-            if not targets:
-                found.append(unknown_value(ref))  # not in this plan (destroyed, or a resource of another state)
-                continue
-            if key is not None:
-                wanted = key.strip('"') if key.startswith('"') else int(key)
-                picked = [t for t in targets if t.index == wanted]
-            elif len(targets) > 1 and any(t.index == index for t in targets):
-                picked = [t for t in targets if t.index == index]  # aws_x.y[count.index] lists only aws_x.y
+            elif head in ("data", "local"):
+                step = ".".join(ref.split(".")[:3] if head == "data" else ref.split(".")[:2])
+                if step not in seen:
+                    seen.add(step)
+                    found.append(unknown_value(ref))
             else:
-                picked = targets
-            attr = match.group(5)
-            for target in picked:
-                found += [target] if attr is None or attr in IDENTITY_ATTRIBUTES else self._value(target, attr, depth)
-        return found
+                found += self._resource_ref(module, ref, index, depth, seen)
+        return _distinct(found) if len(found) > 1 else found
+
+    def _resource_ref(self, module: str, ref: str, index: Any, depth: int, seen: set[str]) -> list[Resolved]:
+        """A reference to a managed resource: the instances it names, or an unknown value when this plan has none
+        (destroyed, or a resource of another state). `aws_x.y` alone, from `aws_x.y[count.index]`, names the
+        instance of the same index."""
+        match = _RESOURCE_REF.match(ref)
+        if not match:
+            return []
+        local = f"{match.group(1)}.{match.group(2)}"
+        base = f"{module}.{local}" if module else local
+        key = match.group(4)
+        # `aws_x.y[0].id`, `aws_x.y[0]` and `aws_x.y` name one instance, while `aws_x.y[1].id` is another one.
+        step = f"{base}{key}" if key is not None else base
+        if step in seen or (key is None and f"{base}[" in seen):
+            return []
+        seen.update({step, f"{base}["} if key is not None else {step})
+        targets = self.by_base.get(base)
+        if not targets:
+            return [unknown_value(ref)]
+        if key is not None:
+            wanted = key.strip('"') if key.startswith('"') else int(key)
+            picked = [t for t in targets if t.index == wanted]
+        elif len(targets) > 1 and any(t.index == index for t in targets):
+            picked = [t for t in targets if t.index == index]
+        else:
+            picked = targets
+        attr = match.group(5)
+        if attr is None or attr in IDENTITY_ATTRIBUTES:
+            return list(picked)
+        return [item for target in picked for item in self._value(target, attr, depth)]
 
     def _value(self, target: PlanResource, attr: str, depth: int) -> list[Resolved]:
         """Another attribute of a resource of this plan (a subnetwork's network): its value, or, unknown, what its
@@ -467,11 +474,6 @@ class Plan:
                 if value is not None:
                     return value
         return None
-
-
-def _output_prefixes(call: str) -> tuple[str, str]:
-    """The starts of a module call's outputs as references list them: `module.sg.` and `module.sg[`."""
-    return f"{call}.", f"{call}["
 
 
 def _texts(value: Any) -> list[Resolved]:

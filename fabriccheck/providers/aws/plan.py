@@ -73,6 +73,7 @@ class AwsPlan:
         self.scopes: set[tuple[str, str]] = set()
         self.subnet_zones: dict[str, str] = {}
         self.subnet_vpcs: dict[str, str] = {}
+        self.template_nics: dict[str, list[tuple[dict[str, Any], str | None, list[str]]]] = {}  # by address
 
     def _account(self) -> str:
         for resource in self.plan.resources:
@@ -140,6 +141,7 @@ class AwsPlan:
                 )
             )
         for res in plan.of_type("aws_launch_template"):
+            self.template_nics[res.address] = self._template_nics(res)
             spec = self._template_node(res)
             self.inventory.specs.append(spec)
         for res in plan.of_type("aws_instance"):
@@ -219,33 +221,42 @@ class AwsPlan:
     def _template(self, res: PlanResource, block: tuple[str | int, ...], *id_keys: str) -> PlanResource | None:
         """The aws_launch_template a launch_template block (or a mixed instances policy's) names: by reference, or
         by the id or name it already has."""
-        templates = self.plan.of_type("aws_launch_template")
         for key in id_keys:
             target = self.plan.target(res, *block, 0, key)
-            if target is not None and target in templates:
+            if target is not None and target.type == "aws_launch_template":
                 return target
             wanted = self.plan.string(res, *block, 0, key)
-            for template in templates if wanted else ():
+            for template in self.plan.of_type("aws_launch_template") if wanted else ():
                 if wanted in (template.known("id"), template.known("name")):
                     return template
         return None
 
-    def _template_interfaces(self, template: PlanResource, node_id: str, subnet: str | None) -> list[NetworkInterface]:
+    def _template_nics(self, template: PlanResource) -> list[tuple[dict[str, Any], str | None, list[str]]]:
+        """Each network_interfaces block of a template, with its subnet and security groups: read once per
+        template, for every node launched from it."""
         plan = self.plan
         blocks = template.known("network_interfaces") or []
-        interfaces = []
         shared = plan.strings(template, "vpc_security_group_ids")
-        for i, nic in enumerate(blocks if isinstance(blocks, list) else ()):
-            if not isinstance(nic, dict):
-                continue
-            nic_subnet = subnet or plan.string(template, "network_interfaces", i, "subnet_id")
+        return [
+            (
+                nic,
+                plan.string(template, "network_interfaces", i, "subnet_id"),
+                plan.strings(template, "network_interfaces", i, "security_groups") or shared,
+            )
+            for i, nic in enumerate(blocks if isinstance(blocks, list) else ())
+            if isinstance(nic, dict)
+        ]
+
+    def _template_interfaces(self, template: PlanResource, node_id: str, subnet: str | None) -> list[NetworkInterface]:
+        interfaces = []
+        for i, (nic, nic_subnet, groups) in enumerate(self.template_nics[template.address]):
             interfaces.append(
                 NetworkInterface(
                     id=f"{node_id}/nic{i}",
                     interface_type=str(nic.get("interface_type") or "interface"),
-                    subnet=nic_subnet,
-                    network=self._vpc(nic_subnet),
-                    security_groups=plan.strings(template, "network_interfaces", i, "security_groups") or shared,
+                    subnet=subnet or nic_subnet,
+                    network=self._vpc(subnet or nic_subnet),
+                    security_groups=groups,
                     public_ip=_public(nic.get("associate_public_ip_address")),
                     network_card_index=int(nic.get("network_card_index") or 0),
                     device_index=int(nic.get("device_index") or 0),
@@ -257,7 +268,7 @@ class AwsPlan:
                     id=f"{node_id}/nic0",
                     subnet=subnet,
                     network=self._vpc(subnet),
-                    security_groups=shared,
+                    security_groups=self.plan.strings(template, "vpc_security_group_ids"),
                     public_ip=None,
                 )
             )

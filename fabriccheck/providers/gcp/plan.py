@@ -39,6 +39,7 @@ from fabriccheck.providers.gcp.support import (
 from fabriccheck.resources.gcp import GLOBAL, FirewallRule, Network, ResourcePolicy, Subnetwork
 from fabriccheck.sources.terraform import Plan, PlanResource, Resolved, is_unknown, unknown_value
 
+TEMPLATE_TYPES = ("google_compute_instance_template", "google_compute_region_instance_template")
 PLAN_FACTS = ("instances", "resource_policies", "networks", "subnetworks", "firewalls", "max_distance")
 TYPES = (
     "google_compute_instance",
@@ -60,6 +61,10 @@ class GcpPlan:
         self.inventory = inventory
         self.scopes: set[tuple[str, str]] = set()
         self.networks: dict[str, Network] = {}
+        # The model's ids of this plan's networks and subnetworks (and each subnetwork's network), by address.
+        self.network_ids: dict[str, str] = {}
+        self.subnet_ids: dict[str, str] = {}
+        self.subnet_networks: dict[str, str | None] = {}
 
     def project(self, res: PlanResource) -> str:
         value = res.known("project") or self.plan.provider_setting(res, "project")
@@ -78,33 +83,35 @@ class GcpPlan:
         subnetwork's `network` is followed to the network); None when there is none (or it is left `unset`)."""
         for item in self.plan.resolve(res, *path, unset=unset):
             if isinstance(item, PlanResource):
-                return self.network_of(item) if item.type == "google_compute_network" else item.address
+                return self.network_ids.get(item.address) or item.address
             if is_unknown(item) or "projects/" in item:
                 return item if is_unknown(item) else short(item)
             return f"projects/{self.project(res)}/global/networks/{item}"
         return None
 
-    def _subnet_id(self, res: PlanResource, *path: str | int, region: str) -> str | None:
+    def _subnet_id(self, res: PlanResource, found: list[Resolved], region: str) -> str | None:
         """A subnetwork as the model names it; None when the configuration leaves it to Compute Engine (the
         network's subnetwork in the region: which one, and its range, are not in the plan)."""
-        for item in self.plan.resolve(res, *path, unset=[]):
+        for item in found:
             if isinstance(item, PlanResource):
-                return self.subnet_of(item) if item.type == "google_compute_subnetwork" else item.address
+                return self.subnet_ids.get(item.address) or item.address
             if is_unknown(item) or "projects/" in item:
                 return item if is_unknown(item) else short(item)
             return f"projects/{self.project(res)}/regions/{region}/subnetworks/{item}"
         return None
 
-    def _nic_network(self, res: PlanResource, *path: str | int) -> str | None:
-        """A NIC's network: as set, or, left to Compute Engine, its subnetwork's (a NIC set by subnetwork alone,
-        as Cluster Toolkit writes them)."""
+    def _nic(self, res: PlanResource, *path: str | int, region: str) -> tuple[str | None, str | None]:
+        """A NIC's network and subnetwork. A network left to Compute Engine is its subnetwork's (a NIC set by
+        subnetwork alone, as Cluster Toolkit writes them)."""
+        subnets = self.plan.resolve(res, *path, "subnetwork", unset=[])
+        subnet = self._subnet_id(res, subnets, region)
         network = self._network_id(res, *path, "network", unset=[])
         if network is not None or not self.plan.unset(res, *path, "network"):
-            return network
-        subnet = self.plan.target(res, *path, "subnetwork")
-        if subnet is not None and subnet.type == "google_compute_subnetwork":
-            return self._network_id(subnet, "network")
-        return unknown_value(f"the network of {res.base}.{'.'.join(map(str, path))}.subnetwork")
+            return network, subnet
+        target = next((item for item in subnets if isinstance(item, PlanResource)), None)
+        if target is not None and target.address in self.subnet_networks:
+            return self.subnet_networks[target.address], subnet
+        return unknown_value(f"the network of {res.base}.{'.'.join(map(str, path))}.subnetwork"), subnet
 
     def run(self) -> None:
         plan = self.plan
@@ -121,6 +128,7 @@ class GcpPlan:
                 mtu=res.known("mtu") or None,
                 network_profile=short(profile) if isinstance(profile, str) and profile else None,
             )
+            self.network_ids[res.address] = network.id
             gcp.networks.append(network)
             self.networks[network.id] = network
             self.scopes.add((project, GLOBAL))
@@ -138,6 +146,8 @@ class GcpPlan:
                     cidr=res.known("ip_cidr_range"),
                 )
             )
+            self.subnet_ids[res.address] = gcp.subnetworks[-1].id
+            self.subnet_networks[res.address] = gcp.subnetworks[-1].network
         for res in plan.of_type("google_compute_firewall"):
             allowed = res.known("allow") or []
             denied = res.known("deny") or []
@@ -214,12 +224,13 @@ class GcpPlan:
         for i, nic in enumerate(nics if isinstance(nics, list) else ()):
             if not isinstance(nic, dict):
                 continue
+            network, subnet = self._nic(res, "network_interface", i, region=region)
             interfaces.append(
                 NetworkInterface(
                     id=f"nic{i}",  # a GCP NIC is known by its name within its instance
                     interface_type=str(nic.get("nic_type") or "UNSPECIFIED_NIC_TYPE"),
-                    network=self._nic_network(res, "network_interface", i),
-                    subnet=self._subnet_id(res, "network_interface", i, "subnetwork", region=region),
+                    network=network,
+                    subnet=subnet,
                     public_ip=bool(nic.get("access_config") or nic.get("ipv6_access_config")),
                     device_index=i,
                 )
@@ -290,11 +301,11 @@ class GcpPlan:
     def _template(self, res: PlanResource) -> PlanResource | None:
         """The instance template a group's first version names: a template of this plan (by reference, or by
         the self link, id or name it already has)."""
-        templates = self.plan.of_type("google_compute_instance_template", "google_compute_region_instance_template")
+        templates = self.plan.of_type(*TEMPLATE_TYPES)
         versions = res.known("version") or []
         for i in range(max(1, len(versions) if isinstance(versions, list) else 0)):
             target = self.plan.target(res, "version", i, "instance_template")
-            if target is not None and target in templates:
+            if target is not None and target.type in TEMPLATE_TYPES:
                 return target
             wanted = self.plan.string(res, "version", i, "instance_template")
             for template in templates:
@@ -351,7 +362,9 @@ class GcpPlan:
         default = [f"projects/{project}/global/networks/default"]
         host_network = self._network_id(cluster, "network", unset=[*default]) if cluster is not None else None
         host_subnet = (
-            self._subnet_id(cluster, "subnetwork", region=region or "unknown") if cluster is not None else None
+            self._subnet_id(cluster, plan.resolve(cluster, "subnetwork", unset=[]), region or "unknown")
+            if cluster is not None
+            else None
         )
         extra = res.known("network_config", 0, "additional_node_network_configs") or []
         placement: list[Placement] = []
@@ -372,12 +385,10 @@ class GcpPlan:
             unknown = dict.fromkeys(("fabric", "fabric_expected", "accelerators", "accelerator"), why)
         interfaces = [NetworkInterface(id="nic0", interface_type="GVNIC", network=host_network, subnet=host_subnet)]
         for j, _ in enumerate(extra if isinstance(extra, list) else ()):
-            network = self._network_id(res, "network_config", 0, "additional_node_network_configs", j, "network")
+            at = ("network_config", 0, "additional_node_network_configs", j)
+            network, subnet = self._nic(res, *at, region=region or "unknown")
             known = self.networks.get(network or "")
             rdma = known is not None and "vpc-roce" in (known.network_profile or "")
-            subnet = self._subnet_id(
-                res, "network_config", 0, "additional_node_network_configs", j, "subnetwork", region=region or "unknown"
-            )
             interfaces.append(
                 NetworkInterface(
                     id=f"nic{j + 1}",
