@@ -19,7 +19,7 @@ from fabriccheck.sources.terraform import check_plan, load_plan
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
 import build_demo_plans as plans
-from build_demo_plans import PlanBuilder, const, ref
+from plan_builder import PlanBuilder, const, ref
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / "fixtures" / "demo"

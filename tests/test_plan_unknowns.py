@@ -1,7 +1,7 @@
 """Plans judge what they know: a value is unknown per fact, not per NIC block (issue 17, item 15), and a resource the
 plan itself creates is looked up among the plan's resources, however the instances reference it (item 16).
 
-Every plan here is written as `terraform show -json` writes it (tools/build_demo_plans.PlanBuilder):
+Every plan here is written as `terraform show -json` writes it (tools/plan_builder.PlanBuilder):
 - values known only after apply are left out of `after` (null in a list) and `true` in `after_unknown`
   (hashicorp/terraform internal/command/jsonplan/plan.go, omitUnknowns: "element order is how we correlate
   unknownness, so we must replace unknowns with nulls");
@@ -29,7 +29,7 @@ from fabriccheck.inventory import Inventory
 from fabriccheck.sources.terraform import load_plan
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
-from build_demo_plans import PlanBuilder, const, ref
+from plan_builder import PlanBuilder, const, ref
 
 PROJECT = "train-proj"
 

@@ -20,18 +20,22 @@ from __future__ import annotations
 
 import re
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any
 
 from fabriccheck.errors import FabricCheckError
+from fabriccheck.sources.terraform_resource import (
+    PlanResource,
+    Resolved,
+    any_true,
+    distinct,
+    dotted,
+    texts,
+    unknown_value,
+)
 
 if TYPE_CHECKING:
     from fabriccheck.inventory import Inventory
-
-# A value whose reference cannot be followed (a data source, a local, a module output): it names what it
-# waits for, so a fact built on it is reported as unknown with that name rather than matched against anything.
-UNKNOWN_PREFIX = "(known after apply"
 
 _MODULE_STEP = re.compile(r'module\.([A-Za-z0-9_-]+)(\[(?:"[^"]*"|\d+)\])?\.?')
 _INDEX = re.compile(r'^(.*?)\[("(?:[^"\\]|\\.)*"|\d+)\]$')
@@ -42,86 +46,6 @@ _RESOURCE_REF = re.compile(
 # cloud's plan module then names as its model does (a network by its id, a placement group by its name).
 IDENTITY_ATTRIBUTES = frozenset({"id", "arn", "name", "self_link", "self_link_unique", "placement_group_id"})
 _MAX_DEPTH = 16
-
-
-def unknown_value(what: str) -> str:
-    return f"{UNKNOWN_PREFIX}: {what})" if what else f"{UNKNOWN_PREFIX})"
-
-
-def is_unknown(value: str | None) -> bool:
-    return isinstance(value, str) and value.startswith(UNKNOWN_PREFIX)
-
-
-def waiting_for(value: str) -> str:
-    """What a value waits for: '(known after apply: data.x.y.id)' -> 'data.x.y.id'; a known value is itself."""
-    return value[len(UNKNOWN_PREFIX) :].removeprefix(":").removesuffix(")").strip() if is_unknown(value) else value
-
-
-@dataclass
-class PlanResource:
-    """One resource instance the plan would leave in place or create (destroyed ones are dropped)."""
-
-    address: str  # module.gpu.aws_instance.worker[3]
-    base: str  # module.gpu.aws_instance.worker (the block's address: instances of count/for_each share it)
-    module: str  # module.gpu ('' at the root), with instance keys
-    type: str
-    name: str
-    index: int | str | None
-    provider: str  # aws, azurerm, google, ... (the provider's type)
-    values: dict[str, Any]
-    unknown: Any  # after_unknown: True or a tree of the same shape as values
-    action: str  # create, update, replace, no-op, read
-    config: dict[str, Any] = field(default_factory=dict)  # the block's configuration (expressions ...)
-    provider_config_key: str = ""
-
-    def known(self, *path: str | int) -> Any:
-        """The value at `path`, or None when unset or unknown until apply."""
-        value: Any = self.values
-        for step in path:
-            if isinstance(step, int):
-                value = value[step] if isinstance(value, list) and -len(value) <= step < len(value) else None
-            else:
-                value = value.get(step) if isinstance(value, dict) else None
-            if value is None:
-                return None
-        return value
-
-    def unknown_flag(self, *path: str | int) -> Any:
-        """The after_unknown flag at `path`: True, False, or a tree of flags for a value known in part."""
-        flag: Any = self.unknown
-        for step in path:
-            if flag is True:
-                return True
-            if isinstance(step, int):
-                flag = flag[step] if isinstance(flag, list) and -len(flag) <= step < len(flag) else None
-            else:
-                flag = flag.get(step) if isinstance(flag, dict) else None
-            if flag is None or flag is False:
-                return False
-        return flag
-
-    def unknown_at(self, *path: str | int) -> bool:
-        """Whether the value at `path` (or any part of it) is unknown until apply."""
-        return _any_true(self.unknown_flag(*path))
-
-    def cloud_id(self) -> str | None:
-        """The cloud's own id, when the resource exists already (an update or no-op knows it)."""
-        value = self.values.get("id")
-        return value if isinstance(value, str) and value else None
-
-
-# What a value resolves to: a known value (a string), or a resource of this plan that it names.
-Resolved: TypeAlias = "PlanResource | str"
-
-
-def _any_true(flag: Any) -> bool:
-    if flag is True:
-        return True
-    if isinstance(flag, dict):
-        return any(_any_true(v) for v in flag.values())
-    if isinstance(flag, list):
-        return any(_any_true(v) for v in flag)
-    return False
 
 
 def _module_path(module_address: str) -> tuple[str, ...]:
@@ -289,20 +213,20 @@ class Plan:
         value the configuration leaves to the provider is `unset` when the caller says what that means."""
         flag = resource.unknown_flag(*path)
         value = resource.known(*path)
-        if not _any_true(flag):
-            return _texts(value)
+        if not any_true(flag):
+            return texts(value)
         known: list[Resolved] = []
         if isinstance(flag, list) and isinstance(value, list):  # a list known in part: its known elements stand
             flags = [*flag, *[True] * (len(value) - len(flag))]
-            known = [t for v, f in zip(value, flags, strict=False) if not _any_true(f) for t in _texts(v)]
+            known = [t for v, f in zip(value, flags, strict=False) if not any_true(f) for t in texts(v)]
         expr = self.expression(resource, *path)
         refs = expr.get("references") if isinstance(expr, dict) else None
         if refs:
             followed = self.follow(resource.module, refs, resource.index, depth)
-            return _distinct(known + followed) if known else followed
+            return distinct(known + followed) if known else followed
         if unset is not None and self.configured(resource, *path) is False:
             return known + unset
-        return [*known, unknown_value(_dotted(resource.base, path))]
+        return [*known, unknown_value(dotted(resource.base, path))]
 
     def strings(
         self, resource: PlanResource, *path: str | int, attr: str = "id", unset: list[Resolved] | None = None
@@ -369,7 +293,7 @@ class Plan:
                     found.append(unknown_value(ref))
             else:
                 found += self._resource_ref(module, ref, index, depth, seen)
-        return _distinct(found) if len(found) > 1 else found
+        return distinct(found) if len(found) > 1 else found
 
     def _resource_ref(self, module: str, ref: str, index: Any, depth: int, seen: set[str]) -> list[Resolved]:
         """A reference to a managed resource: the instances it names, or an unknown value when this plan has none
@@ -421,14 +345,14 @@ class Plan:
         or number, as a condition reads, names nothing and is left out)."""
         if not module:
             value = self.variables.get(name)
-            return [unknown_value(f"var.{name}")] if value is None else _texts(value)
+            return [unknown_value(f"var.{name}")] if value is None else texts(value)
         if depth > _MAX_DEPTH:
             return [unknown_value(f"var.{name}")]
         parent, call = _parent_module(module)
         call_config = (self._config_module(parent).get("module_calls") or {}).get(call) or {}
         expr = (call_config.get("expressions") or {}).get(name)
         if isinstance(expr, dict) and "constant_value" in expr:
-            return _texts(expr["constant_value"])
+            return texts(expr["constant_value"])
         refs = expr.get("references") if isinstance(expr, dict) else None
         if not refs:
             return [unknown_value(f"var.{name}")]
@@ -449,7 +373,7 @@ class Plan:
         if depth > _MAX_DEPTH or not isinstance(expr, dict):
             return [unknown_value(ref)]
         if "constant_value" in expr:
-            return _texts(expr["constant_value"])
+            return texts(expr["constant_value"])
         refs = expr.get("references")
         return self.follow(child, refs, None, depth + 1) if refs else [unknown_value(ref)]
 
@@ -474,29 +398,6 @@ class Plan:
                 if value is not None:
                     return value
         return None
-
-
-def _texts(value: Any) -> list[Resolved]:
-    """A known value as strings: a string as one, a list's strings; nothing else names a resource."""
-    items = value if isinstance(value, list) else [value]
-    return [v for v in items if isinstance(v, str) and v != ""]
-
-
-def _distinct(found: list[Resolved]) -> list[Resolved]:
-    """`found` without repeats (one resource named through `.id` and `.arn`), in order."""
-    seen: set[str] = set()
-    kept: list[Resolved] = []
-    for item in found:
-        key = f"resource {item.address}" if isinstance(item, PlanResource) else item
-        if key not in seen:
-            seen.add(key)
-            kept.append(item)
-    return kept
-
-
-def _dotted(address: str, path: tuple[str | int, ...]) -> str:
-    """'aws_instance.x', ('network_interface', 0, 'subnet_id') -> 'aws_instance.x.network_interface[0].subnet_id'."""
-    return address + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path)
 
 
 def _module_resources(module: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:

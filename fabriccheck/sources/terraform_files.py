@@ -57,6 +57,7 @@ def _blocks(path: Path) -> list[tuple[str, list[str], int, dict[str, str]]]:
     """(block type, labels, line, string attributes) of each top-level block of one file."""
     hcl2 = _hcl()
     from lark import Tree
+
     try:
         text = path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:

@@ -19,7 +19,8 @@ from fabriccheck.model import UNKNOWN_ACCOUNT, NetworkInterface, Node, NodeSpec,
 from fabriccheck.providers.aws.normalize import region_of_zone
 from fabriccheck.providers.aws.support import CAPACITY_BLOCK, CAPACITY_RESERVATION, PLACEMENT_GROUP
 from fabriccheck.resources.aws import CapacityReservation, PlacementGroup, SecurityGroup, SecurityRule, Subnet
-from fabriccheck.sources.terraform import Plan, PlanResource, is_unknown, unknown_value, waiting_for
+from fabriccheck.sources.terraform import Plan
+from fabriccheck.sources.terraform_resource import PlanResource, is_unknown, unknown_value, waiting_for
 
 # What a plan tells for each region it names: every kind of fact it can hold (not instance types, not topology).
 PLAN_FACTS = (
@@ -323,27 +324,21 @@ class AwsPlan:
         )
         return dict.fromkeys(("fabric", "fabric_expected", "accelerators", "accelerator"), why)
 
-    def _instance(self, res: PlanResource) -> Node:
+    def _attached(self, res: PlanResource) -> tuple[list[NetworkInterface], dict[str, str]]:
+        """The network interfaces an instance's network_interface blocks attach, and the facts left unknown by one
+        this plan does not create (an existing ENI, a data source's): its type, so the fabric it carries, and its
+        security groups are not in the plan."""
         plan = self.plan
-        template = self._template(res, ("launch_template",), "id", "name")
-        instance_type = res.known("instance_type") or (template.known("instance_type") if template else None)
-        subnet = plan.string(res, "subnet_id", unset=[])  # unset: the launch template's, or a default subnet
         interfaces: list[NetworkInterface] = []
         unknown: dict[str, str] = {}
         attached = res.known("network_interface") or []
         for i, block in enumerate(attached if isinstance(attached, list) else ()):
+            card, device = int(block.get("network_card_index") or 0), int(block.get("device_index") or 0)
             eni = plan.target(res, "network_interface", i, "network_interface_id")
             if eni is None or eni.type != "aws_network_interface":
-                # An interface this plan does not create (an existing ENI, a data source's): its type, and so
-                # the fabric it carries, are not in the plan.
                 eni_id = plan.string(res, "network_interface", i, "network_interface_id") or f"network_interface[{i}]"
                 interfaces.append(
-                    NetworkInterface(
-                        id=eni_id,
-                        interface_type="unknown",
-                        network_card_index=int(block.get("network_card_index") or 0),
-                        device_index=int(block.get("device_index") or 0),
-                    )
+                    NetworkInterface(id=eni_id, interface_type="unknown", network_card_index=card, device_index=device)
                 )
                 why = f"{res.address}: network interface {eni_id} is not created by this plan (its type is not in it)"
                 unknown = dict.fromkeys(("fabric", "efa_security"), why)
@@ -357,10 +352,18 @@ class AwsPlan:
                     network=self._vpc(eni_subnet),
                     security_groups=plan.strings(eni, "security_groups"),
                     public_ip=False,
-                    network_card_index=int(block.get("network_card_index") or 0),
-                    device_index=int(block.get("device_index") or 0),
+                    network_card_index=card,
+                    device_index=device,
                 )
             )
+        return interfaces, unknown
+
+    def _instance(self, res: PlanResource) -> Node:
+        plan = self.plan
+        template = self._template(res, ("launch_template",), "id", "name")
+        instance_type = res.known("instance_type") or (template.known("instance_type") if template else None)
+        subnet = plan.string(res, "subnet_id", unset=[])  # unset: the launch template's, or a default subnet
+        interfaces, unknown = self._attached(res)
         if not interfaces and template is not None:
             interfaces = self._template_interfaces(template, res.address, subnet)
         if not interfaces:

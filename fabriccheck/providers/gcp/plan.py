@@ -37,7 +37,8 @@ from fabriccheck.providers.gcp.support import (
     RESOURCE_POLICY,
 )
 from fabriccheck.resources.gcp import GLOBAL, FirewallRule, Network, ResourcePolicy, Subnetwork
-from fabriccheck.sources.terraform import Plan, PlanResource, Resolved, is_unknown, unknown_value
+from fabriccheck.sources.terraform import Plan
+from fabriccheck.sources.terraform_resource import PlanResource, Resolved, is_unknown, unknown_value
 
 TEMPLATE_TYPES = ("google_compute_instance_template", "google_compute_region_instance_template")
 PLAN_FACTS = ("instances", "resource_policies", "networks", "subnetworks", "firewalls", "max_distance")
@@ -113,7 +114,8 @@ class GcpPlan:
             return self.subnet_networks[target.address], subnet
         return unknown_value(f"the network of {res.base}.{'.'.join(map(str, path))}.subnetwork"), subnet
 
-    def run(self) -> None:
+    def _networks(self) -> None:
+        """This plan's networks, subnetworks and firewall rules, with the ids instances reach them by."""
         plan = self.plan
         gcp = self.inventory.gcp
         for res in plan.of_type("google_compute_network"):
@@ -169,6 +171,11 @@ class GcpPlan:
                     source_service_accounts=[str(s) for s in res.known("source_service_accounts") or ()],
                 )
             )
+
+    def run(self) -> None:
+        plan = self.plan
+        gcp = self.inventory.gcp
+        self._networks()
         for res in plan.of_type("google_compute_resource_policy"):
             group = res.known("group_placement_policy", 0)
             workload = res.known("workload_policy", 0)
