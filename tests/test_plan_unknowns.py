@@ -574,3 +574,34 @@ def test_gke_compact_placement_names_the_plans_policy(tmp_path: Path) -> None:
     assert [p.name for p in inventory.gcp.resource_policies] == ["pool-spread"]  # GKE makes none of its own
     report = flow.run(inventory, flow.Options())
     assert _rules(report)["GCP130"] == 1
+
+
+def test_references_as_terraform_before_1_0_lists_them(tmp_path: Path) -> None:
+    """Terraform 0.12 to 0.15 list only the resource a reference reads (`google_service_account.default` for
+    `...default.email`: terraform-validator's example_compute_instance plan, Terraform 0.14.2, format 0.1). A NIC's
+    `network = google_compute_subnetwork.gpu.network` is then listed as `google_compute_subnetwork.gpu`: the
+    network meant is that subnetwork's."""
+    plan = PlanBuilder()
+    _gcp(plan)
+    names = _a3_networks(plan, 5)
+    _compact(plan)
+    keys = [n.replace("-", "_") for n in names]
+    nics = [{"nic_type": "GVNIC"} for _ in names]
+    old_style = [
+        {
+            "network": {"references": [f"google_compute_subnetwork.{k}"]},
+            "subnetwork": {"references": [f"google_compute_subnetwork.{k}"]},
+        }
+        for k in keys
+    ]
+    _a3_instances(plan, nics, old_style, values={"resource_policies": ["a3-compact"]})
+    doc = plan.build(terraform_version="0.14.2")
+    doc["format_version"] = "0.1"
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(doc))
+    inventory = load_plan(str(path))
+    assert [i.network for i in inventory.nodes[0].interfaces] == [
+        f"projects/{PROJECT}/global/networks/{n}" for n in names
+    ]
+    report = flow.run(inventory, flow.Options())
+    assert report.findings == [] and _not_judged(report) == {}

@@ -365,7 +365,7 @@ class AzurePlan:
         """An AKS node pool is a Uniform scale set that AKS creates (its VMs are not limited to one placement
         group), tagged with the pool's name and the cluster's resource name suffix."""
         cluster_ref = self.plan.string(res, "kubernetes_cluster_id") or res.address
-        cluster = self.plan.by_address.get(cluster_ref)
+        cluster = self.plan.target(res, "kubernetes_cluster_id")  # by reference, or by the id it already has
         location = self.region(cluster) if cluster is not None else "unknown"
         name = str(res.known("name") or res.address)
         suffix = cluster.address if cluster is not None else cluster_ref

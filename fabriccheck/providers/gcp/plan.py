@@ -83,6 +83,9 @@ class GcpPlan:
         """A network as the model names it, from a name, a URL or a resource of this plan (a reference through a
         subnetwork's `network` is followed to the network); None when there is none (or it is left `unset`)."""
         for item in self.plan.resolve(res, *path, unset=unset):
+            if isinstance(item, PlanResource) and item.address in self.subnet_networks:
+                # Terraform before 1.0 lists `google_compute_subnetwork.x` alone for `...x.network`.
+                return self.subnet_networks[item.address]
             if isinstance(item, PlanResource):
                 return self.network_ids.get(item.address) or item.address
             if is_unknown(item) or "projects/" in item:
