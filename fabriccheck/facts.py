@@ -377,6 +377,9 @@ class FactBuilder:
         # networks or attachment: the cluster facts drawn from them are counted without it and called unknown.
         unread = [f["unknown"]["network"] for f in distinct if "network" in f["unknown"]]
         read = [f for f in distinct if "network" not in f["unknown"]] if unread else distinct
+        # Likewise a node whose zone its source could not tell (a plan's subnet that the plan does not create).
+        unzoned = [f["unknown"]["zone"] for f in distinct if "zone" in f["unknown"]]
+        zoned = [f for f in distinct if "zone" not in f["unknown"]] if unzoned else distinct
         facts: Facts = {
             "id": "",
             "signal": "",
@@ -391,8 +394,8 @@ class FactBuilder:
             "fabric_attached_nodes": sum(
                 n for f, n in counted if f["fabric"]["attached"] > 0 or "fabric" in f["unknown"]
             ),
-            "zones": len({f["zone"] for f in distinct}),
-            "zone_names": ", ".join(sorted({f["zone"] or "?" for f in distinct})),
+            "zones": len({f["zone"] for f in zoned}),
+            "zone_names": ", ".join(sorted({f["zone"] or "?" for f in zoned})),
             "networks": len({f["network"] for f in read}),
             "network_names": ", ".join(sorted({f["network"] or "?" for f in read})),
             "regions": len({f["region"] for f in distinct}),
@@ -415,6 +418,8 @@ class FactBuilder:
                 ("networks", "network_names", "fabric_attached_nodes", "fabric_subnets", "fabric_subnet_names"),
                 unread[0],
             )
+        if unzoned:
+            facts["unknown"] = facts["unknown"] | dict.fromkeys(("zones", "zone_names"), unzoned[0])
         return facts
 
     def _topology(self, cluster: Cluster) -> Facts:

@@ -19,7 +19,7 @@ from fabriccheck.sources.terraform import check_plan, load_plan
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
 import build_demo_plans as plans
-from build_demo_plans import PlanBuilder, const, ref
+from plan_builder import PlanBuilder, const, ref
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / "fixtures" / "demo"
@@ -134,6 +134,13 @@ def _aws_group(plan: PlanBuilder, **expressions: Any) -> None:
     plan.region_settings["aws"] = {"region": const("us-east-1")}
     plans._self_sg(plan, "efa")
     plan.resource("aws_vpc", "train", {"cidr_block": "10.0.0.0/16"})
+    plan.resource(
+        "aws_subnet",
+        "a",
+        {"availability_zone": "us-east-1a", "cidr_block": "10.0.1.0/24"},
+        unknown={"vpc_id": True},
+        expressions={"vpc_id": ref("aws_vpc.train.id")},
+    )
     plan.resource("aws_placement_group", "train", {"name": "train", "strategy": "cluster"})
     plans._efa_template(plan, "gpu", "p5.48xlarge", 32, "aws_security_group.efa", None)
     for i in range(2):
@@ -143,8 +150,12 @@ def _aws_group(plan: PlanBuilder, **expressions: Any) -> None:
             {"launch_template": [{"version": "$Latest"}], **expressions.pop("values", {})},
             index=i,
             count=2,
-            unknown={"launch_template": [{"id": True}], "placement_group": "placement_group" in expressions},
-            expressions={"launch_template": [{"id": ref("aws_launch_template.gpu.id")}], **expressions},
+            unknown={"launch_template": [{"id": True}], "subnet_id": True},
+            expressions={
+                "launch_template": [{"id": ref("aws_launch_template.gpu.id")}],
+                "subnet_id": ref("aws_subnet.a.id"),
+                **expressions,
+            },
         )
 
 

@@ -12,7 +12,7 @@ from fabriccheck import flow
 from fabriccheck.sources.terraform import load_plan
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
-from build_demo_plans import PlanBuilder, const, ref
+from plan_builder import PlanBuilder, const, ref
 
 
 def _judge(tmp_path: Path, plan: PlanBuilder) -> flow.Report:

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from fabriccheck.engine import Finding
 from fabriccheck.flow import ClusterReport, Report
-from fabriccheck.model import UNKNOWN_ACCOUNT
+from fabriccheck.model import UNKNOWN_ACCOUNT, SourceLocation
+from fabriccheck.reports import planned
 from fabriccheck.reports.safe import md_code, md_text
 from fabriccheck.reports.text import (
     dollars,
@@ -126,9 +127,30 @@ def _step(step: str) -> str:
     return md_text(step)
 
 
-def _finding_sections(findings: list[Finding], seen: set[str]) -> list[str]:
-    """One section per rule: the resources it flags, the first message, the fix (in full the first time the
-    rule appears in the comment, its summary after that)."""
+def _located(resources: list[str], locations: dict[str, SourceLocation]) -> str:
+    """Resources in code spans, a plan's with the file:line of their block (reports/planned.py)."""
+    shown = ", ".join(planned.named(resources[:RESOURCES_SHOWN], locations, md_code))
+    return shown + (f" (+{len(resources) - RESOURCES_SHOWN:,} more)" if len(resources) > RESOURCES_SHOWN else "")
+
+
+def _fix_lines(first: Finding, rule: str, seen: set[str], locations: dict[str, SourceLocation]) -> list[str]:
+    """The fix: in full the first time the rule appears in the comment, its first step after that. On a plan's
+    resource the Terraform change comes first, as a fenced HCL block naming the block to change."""
+    fix = planned.fix(first, locations)
+    if not fix.steps:
+        return []
+    if fix.terraform is not None:
+        resource = first.resources[0] if first.resources else ""
+        return ["**Fix in Terraform:**", "", *planned.hcl_lines(fix, resource, locations)]
+    if rule in seen:
+        return [f"**Fix:** {md_text(fix.steps[0])} (all steps: the first {md_text(rule)} above)"]
+    return ["**Fix:** " + "  \n".join(_step(step) for step in fix.steps)]
+
+
+def _finding_sections(
+    findings: list[Finding], seen: set[str], locations: dict[str, SourceLocation] | None = None
+) -> list[str]:
+    """One section per rule: the resources it flags, the first message, the fix."""
     groups: dict[tuple[str, str | None], list[Finding]] = {}
     for f in findings:
         groups.setdefault((f.rule, suppressed(f)), []).append(f)  # waived ones apart, with their reason
@@ -141,25 +163,25 @@ def _finding_sections(findings: list[Finding], seen: set[str]) -> list[str]:
             "",
             f"### {first.severity.upper()} {md_text(rule)}: {md_text(first.title)}",
             "",
-            f"- **Resources:** {_codes(resources)}",
+            f"- **Resources:** {_located(resources, locations or {})}",
             f"- **Category:** {md_text(first.category)}",
             *([f"- **Not failing:** {md_text(why)}"] if why else []),
             "",
             md_text(_cap(first.message), line_start=True) + alike,
             "",
         ]
-        steps = [line for line in first.remediation.splitlines() if line.strip()]
-        if not steps:
-            continue
-        if rule in seen:
-            out.append(f"**Fix:** {md_text(steps[0])} (all steps: the first {md_text(rule)} above)")
-        else:
-            seen.add(rule)
-            out.append("**Fix:** " + "  \n".join(_step(step) for step in steps))
+        out += _fix_lines(first, rule, seen, locations or {})
+        seen.add(rule)
     return out
 
 
-def _cluster_section(rank: int, c: ClusterReport, findings: list[Finding], seen: set[str]) -> list[str]:
+def _cluster_section(
+    rank: int,
+    c: ClusterReport,
+    findings: list[Finding],
+    seen: set[str],
+    locations: dict[str, SourceLocation] | None = None,
+) -> list[str]:
     severity = worst(f for f in findings if f.gates)
     if findings and not severity:
         status = f"{plural(len(findings), 'finding')}, none failing the gate (waived or in the baseline)"
@@ -178,12 +200,12 @@ def _cluster_section(rank: int, c: ClusterReport, findings: list[Finding], seen:
         f"{plural(c.gpus, 'accelerator')}  ",
         f"Penalty ({md_text(c.penalty.workload)}): {md_text(penalty_line(c.penalty))}",
     ]
-    out += _finding_sections(findings, seen)
+    out += _finding_sections(findings, seen, locations)
     groups = not_judged_groups(c.not_judged)
     if groups:
         out += ["", "**Not judged:**", ""]
         for reason, rules, resources in groups:
-            where = f" (on {_codes(resources)})" if resources else ""
+            where = f" (on {_located(resources, locations or {})})" if resources else ""
             out.append(f"- {', '.join(md_text(r) for r in rules)}: {md_text(_cap(reason, 500))}{where}")
     return out
 
@@ -221,10 +243,12 @@ def render(report: Report, color: bool = False, limit: int = LIMIT) -> str:
     seen: set[str] = set()
     sections: list[tuple[list[str], int, int]] = []  # (lines, clusters, findings)
     for rank, c in enumerate(attention, 1):
-        sections.append((_cluster_section(rank, c, by_cluster.get(c.id, []), seen), 1, len(by_cluster.get(c.id, []))))
+        section = _cluster_section(rank, c, by_cluster.get(c.id, []), seen, report.locations)
+        sections.append((section, 1, len(by_cluster.get(c.id, []))))
     templates = by_cluster.get(None, [])
     if templates:
-        lines = ["", "## Launch templates (judged before any node launches)", *_finding_sections(templates, seen)]
+        found = _finding_sections(templates, seen, report.locations)
+        lines = ["", "## Launch templates (judged before any node launches)", *found]
         sections.append((lines, 0, len(templates)))
     if not report.findings:
         sections.append((["", "No findings."], 0, 0))

@@ -20,8 +20,9 @@ from rich.text import Text
 
 from fabriccheck.engine import SEVERITY_RANK, Finding
 from fabriccheck.flow import ClusterReport, NotJudged, Report
-from fabriccheck.model import UNKNOWN_ACCOUNT
+from fabriccheck.model import UNKNOWN_ACCOUNT, SourceLocation
 from fabriccheck.penalty import Penalty
+from fabriccheck.reports import planned
 from fabriccheck.reports.safe import visible
 
 STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan", "incomplete": "bold magenta", "clean": "green"}
@@ -290,20 +291,24 @@ def _top_table(page: _Page, clusters: list[ClusterReport], by_cluster: dict[str 
         page.para(f"… and {plural(more, 'more cluster')} with findings or not fully judged, below.", "  ")
 
 
-def _finding_blocks(page: _Page, findings: list[Finding], verbose: bool) -> None:
+def _finding_blocks(
+    page: _Page, findings: list[Finding], verbose: bool, locations: dict[str, SourceLocation] | None = None
+) -> None:
     """One block per rule in a cluster: the nodes it flags, the first message, the fix. A rule that flags
-    every node of a 500-node cluster prints once, not 500 times (JSON keeps one finding per node)."""
+    every node of a 500-node cluster prints once, not 500 times (JSON keeps one finding per node). A plan's
+    resources are shown with their file:line, and their fix in Terraform (reports/planned.py)."""
     groups: dict[tuple[str, str | None], list[Finding]] = {}
     for f in findings:
         groups.setdefault((f.rule, suppressed(f)), []).append(f)  # waived ones apart, with their reason
     indent = " " * 10
+    locations = locations or {}
     for rule_findings in groups.values():
         first = rule_findings[0]
-        resources = [visible(r) for f in rule_findings for r in f.resources]
-        if verbose or len(resources) <= RESOURCES_SHOWN:
-            shown = ", ".join(resources)
-        else:
-            shown = ", ".join(resources[:RESOURCES_SHOWN]) + f" (+{len(resources) - RESOURCES_SHOWN} more)"
+        every = [r for f in rule_findings for r in f.resources]
+        resources = planned.named(every if verbose else every[:RESOURCES_SHOWN], locations, visible)
+        shown = ", ".join(resources)
+        if len(every) > len(resources):
+            shown += f" (+{len(every) - RESOURCES_SHOWN} more)"
         page.styled(
             [
                 ("  ", ""),
@@ -318,18 +323,20 @@ def _finding_blocks(page: _Page, findings: list[Finding], verbose: bool) -> None
         why = suppressed(first)
         if why:
             page.styled([(indent, ""), (visible(why), "bold")], indent)
-        fix = first.remediation.splitlines()[0] if first.remediation.strip() else ""
-        if fix:
-            page.styled([(indent, ""), ("fix:", "bold"), (" " + visible(fix), "")], indent)
+        fix = planned.fix(first, locations)
+        label = "fix (Terraform):" if fix.terraform else "fix:"
+        if fix.steps:
+            step = fix.terraform or fix.steps[0]
+            page.styled([(indent, ""), (label, "bold"), (" " + visible(step), "")], indent)
 
 
-def _not_judged(page: _Page, c: ClusterReport) -> None:
+def _not_judged(page: _Page, c: ClusterReport, locations: dict[str, SourceLocation] | None = None) -> None:
     for reason, rules, resources in not_judged_groups(c.not_judged):
         where = ""
         if resources:
-            names = [visible(r) for r in resources]
-            where = " on " + ", ".join(names[:RESOURCES_SHOWN])
-            where += f" (+{len(names) - RESOURCES_SHOWN} more)" if len(names) > RESOURCES_SHOWN else ""
+            names = planned.named(resources[:RESOURCES_SHOWN], locations or {}, visible)
+            where = " on " + ", ".join(names)
+            where += f" (+{len(resources) - RESOURCES_SHOWN} more)" if len(resources) > RESOURCES_SHOWN else ""
         page.styled(
             [
                 ("  ", ""),
@@ -341,7 +348,13 @@ def _not_judged(page: _Page, c: ClusterReport) -> None:
         )
 
 
-def _cluster_block(page: _Page, c: ClusterReport, findings: list[Finding], verbose: bool) -> None:
+def _cluster_block(
+    page: _Page,
+    c: ClusterReport,
+    findings: list[Finding],
+    verbose: bool,
+    locations: dict[str, SourceLocation] | None = None,
+) -> None:
     severity = worst(f for f in findings if f.gates)
     if findings and not severity:  # every finding waived or in the baseline
         status, style = f"{plural(len(findings), 'finding')}, none failing the gate", "dim"
@@ -362,8 +375,8 @@ def _cluster_block(page: _Page, c: ClusterReport, findings: list[Finding], verbo
     page.para(
         f"{visible(c.grouped_by)}: {plural(len(c.nodes), 'node')} × {types}, {plural(c.gpus, 'accelerator')}", "  "
     )
-    _finding_blocks(page, findings, verbose)
-    _not_judged(page, c)
+    _finding_blocks(page, findings, verbose, locations)
+    _not_judged(page, c, locations)
     caveat = " (from the rules that could be judged)" if c.not_judged and not findings else ""
     page.para(f"penalty ({visible(c.penalty.workload)}): {visible(penalty_line(c.penalty))}{caveat}", "  ", " " * 4)
 
@@ -505,14 +518,14 @@ def render(report: Report, color: bool = False, verbose: bool = False, width: in
     for c in order:
         if collapse and not needs_attention(c):
             continue
-        _cluster_block(page, c, by_cluster.get(c.id, []), verbose)
+        _cluster_block(page, c, by_cluster.get(c.id, []), verbose, report.locations)
     if collapse:
         _clean_line(page, clean)
     templates = by_cluster.get(None, [])
     if templates:
         page.blank()
         page.para("Templates (judged before any node launches)", style="bold")
-        _finding_blocks(page, templates, verbose)
+        _finding_blocks(page, templates, verbose, report.locations)
     _skipped(page, report, verbose)
     _summary(page, report)
     for note in report.notes:

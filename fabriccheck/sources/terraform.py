@@ -6,8 +6,12 @@ Format (Terraform "JSON Output Format", format_version 1.x): `planned_values.roo
 `child_modules` at any depth; `resource_changes[]` holds each instance's `change.actions`, `after` and
 `after_unknown`; `configuration` holds each module's resource blocks as `expressions` (a `constant_value` or
 the `references` it reads) and `module_calls`; `prior_state` holds what exists now. A value unknown until apply is
-absent from `after` and `true` in `after_unknown`: such a value is resolved through the references of its
-expression (a security group's id is the group this plan creates), else stays unknown, never a default.
+absent from `after` and `true` in `after_unknown` (an element of a list may be unknown alone): such a value is
+resolved through the references of its expression (a security group's id is the group this plan creates), else
+stays unknown, never a default. A value unknown with no expression at all is one the configuration leaves to the
+provider (aws_instance.placement_group, a NIC's subnetwork): each cloud's module says what that means for it, as
+the cloud would (no placement group; the network's own subnetwork). Terraform leaves `dynamic` blocks out of the
+configuration, so a value inside one is unknown, not unset. (Terraform, internal/command/jsonconfig/expression.go.)
 
 Imports nothing heavy: `fabriccheck plan --help` must stay fast.
 """
@@ -16,91 +20,32 @@ from __future__ import annotations
 
 import re
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fabriccheck.errors import FabricCheckError
+from fabriccheck.sources.terraform_resource import (
+    PlanResource,
+    Resolved,
+    any_true,
+    distinct,
+    dotted,
+    texts,
+    unknown_value,
+)
 
 if TYPE_CHECKING:
     from fabriccheck.inventory import Inventory
-
-# A value whose reference cannot be followed (a data source, a local, a module output): it names what it
-# waits for, so a fact built on it is reported as unknown with that name rather than matched against anything.
-UNKNOWN_PREFIX = "(known after apply"
 
 _MODULE_STEP = re.compile(r'module\.([A-Za-z0-9_-]+)(\[(?:"[^"]*"|\d+)\])?\.?')
 _INDEX = re.compile(r'^(.*?)\[("(?:[^"\\]|\\.)*"|\d+)\]$')
 _RESOURCE_REF = re.compile(
     r'^([A-Za-z][A-Za-z0-9_-]*)\.([A-Za-z_][A-Za-z0-9_-]*)(\[("[^"]*"|\d+)\])?(?:\.([A-Za-z0-9_]+))?'
 )
-
-
-def unknown_value(what: str) -> str:
-    return f"{UNKNOWN_PREFIX}: {what})" if what else f"{UNKNOWN_PREFIX})"
-
-
-def is_unknown(value: str | None) -> bool:
-    return isinstance(value, str) and value.startswith(UNKNOWN_PREFIX)
-
-
-@dataclass
-class PlanResource:
-    """One resource instance the plan would leave in place or create (destroyed ones are dropped)."""
-
-    address: str  # module.gpu.aws_instance.worker[3]
-    base: str  # module.gpu.aws_instance.worker (the block's address: instances of count/for_each share it)
-    module: str  # module.gpu ('' at the root), with instance keys
-    type: str
-    name: str
-    index: int | str | None
-    provider: str  # aws, azurerm, google, ... (the provider's type)
-    values: dict[str, Any]
-    unknown: Any  # after_unknown: True or a tree of the same shape as values
-    action: str  # create, update, replace, no-op, read
-    config: dict[str, Any] = field(default_factory=dict)  # the block's configuration (expressions ...)
-    provider_config_key: str = ""
-
-    def known(self, *path: str | int) -> Any:
-        """The value at `path`, or None when unset or unknown until apply."""
-        value: Any = self.values
-        for step in path:
-            if isinstance(step, int):
-                value = value[step] if isinstance(value, list) and -len(value) <= step < len(value) else None
-            else:
-                value = value.get(step) if isinstance(value, dict) else None
-            if value is None:
-                return None
-        return value
-
-    def unknown_at(self, *path: str | int) -> bool:
-        """Whether the value at `path` (or any part of it) is unknown until apply."""
-        flag: Any = self.unknown
-        for step in path:
-            if flag is True:
-                return True
-            if isinstance(step, int):
-                flag = flag[step] if isinstance(flag, list) and -len(flag) <= step < len(flag) else None
-            else:
-                flag = flag.get(step) if isinstance(flag, dict) else None
-            if flag is None or flag is False:
-                return False
-        return _any_true(flag)
-
-    def cloud_id(self) -> str | None:
-        """The cloud's own id, when the resource exists already (an update or no-op knows it)."""
-        value = self.values.get("id")
-        return value if isinstance(value, str) and value else None
-
-
-def _any_true(flag: Any) -> bool:
-    if flag is True:
-        return True
-    if isinstance(flag, dict):
-        return any(_any_true(v) for v in flag.values())
-    if isinstance(flag, list):
-        return any(_any_true(v) for v in flag)
-    return False
+# Attributes that name the resource itself: a reference through any of them stands for the resource, which each
+# cloud's plan module then names as its model does (a network by its id, a placement group by its name).
+IDENTITY_ATTRIBUTES = frozenset({"id", "arn", "name", "self_link", "self_link_unique", "placement_group_id"})
+_MAX_DEPTH = 16
 
 
 def _module_path(module_address: str) -> tuple[str, ...]:
@@ -145,6 +90,7 @@ class Plan:
         self.by_base: dict[str, list[PlanResource]] = {}
         self.by_type: dict[str, list[PlanResource]] = {}
         self._blocks: dict[tuple[str, ...], dict[str, dict[str, Any]]] = {}  # module path -> block address -> block
+        self._by_id: dict[str, PlanResource] | None = None
         self._read()
 
     # ---------------------------------------------------------------------------------------- reading
@@ -238,84 +184,153 @@ class Plan:
                 return None
         return expr
 
-    def strings(self, resource: PlanResource, *path: str | int, attr: str = "id") -> list[str]:
-        """The value at `path` as strings (a scalar as one). An unknown value is followed through its expression's
-        references to the resources this plan creates (their `attr`, or their address while that is unknown);
-        what cannot be followed is returned as an unknown value that names the reference."""
-        if not resource.unknown_at(*path):
-            value = resource.known(*path)
-            if value is None:
-                return []
-            items = value if isinstance(value, list) else [value]
-            return [str(v) for v in items if v is not None and v != ""]
+    def configured(self, resource: PlanResource, *path: str | int) -> bool | None:
+        """Whether the configuration sets the value at `path`; None when it cannot tell: the resource's block is
+        not in the configuration, or a nested block on the way is not (Terraform leaves `dynamic` blocks out)."""
+        if not resource.config:
+            return None
+        expr: Any = resource.config.get("expressions") or {}
+        for depth, step in enumerate(path):
+            if isinstance(expr, dict) and ("references" in expr or "constant_value" in expr):
+                return True
+            if isinstance(step, int):
+                expr = expr[step] if isinstance(expr, list) and -len(expr) <= step < len(expr) else None
+            else:
+                expr = expr.get(step) if isinstance(expr, dict) else None
+            if expr is None:
+                return False if depth == len(path) - 1 else None
+        return True
+
+    def unset(self, resource: PlanResource, *path: str | int) -> bool:
+        """The value at `path` is unknown only because the configuration leaves it to the provider to choose."""
+        return resource.unknown_at(*path) and self.configured(resource, *path) is False
+
+    def resolve(
+        self, resource: PlanResource, *path: str | int, unset: list[Resolved] | None = None, depth: int = 0
+    ) -> list[Resolved]:
+        """What the value at `path` names: known values as strings (a scalar as one); a value known only after apply
+        as what its expression's references name (`follow`), else an unknown value naming what it waits for. A
+        value the configuration leaves to the provider is `unset` when the caller says what that means."""
+        flag = resource.unknown_flag(*path)
+        value = resource.known(*path)
+        if not any_true(flag):
+            return texts(value)
+        known: list[Resolved] = []
+        if isinstance(flag, list) and isinstance(value, list):  # a list known in part: its known elements stand
+            flags = [*flag, *[True] * (len(value) - len(flag))]
+            known = [t for v, f in zip(value, flags, strict=False) if not any_true(f) for t in texts(v)]
         expr = self.expression(resource, *path)
         refs = expr.get("references") if isinstance(expr, dict) else None
-        if not refs:
-            return [unknown_value("")]
-        return self.follow(resource.module, refs, attr, resource.index)
+        if refs:
+            followed = self.follow(resource.module, refs, resource.index, depth)
+            return distinct(known + followed) if known else followed
+        if unset is not None and self.configured(resource, *path) is False:
+            return known + unset
+        return [*known, unknown_value(dotted(resource.base, path))]
 
-    def string(self, resource: PlanResource, *path: str | int, attr: str = "id") -> str | None:
-        found = self.strings(resource, *path, attr=attr)
+    def strings(
+        self, resource: PlanResource, *path: str | int, attr: str = "id", unset: list[Resolved] | None = None
+    ) -> list[str]:
+        """The value at `path` as strings: a resource of this plan it names is its `attr` (its address while that is
+        unknown, which names it in every fact built from this plan)."""
+        found = self.resolve(resource, *path, unset=unset)
+        return [self.attribute(r, attr) if isinstance(r, PlanResource) else r for r in found]
+
+    def string(
+        self, resource: PlanResource, *path: str | int, attr: str = "id", unset: list[Resolved] | None = None
+    ) -> str | None:
+        found = self.strings(resource, *path, attr=attr, unset=unset)
         return found[0] if found else None
 
-    def follow(self, module: str, refs: list[str], attr: str, index: Any = None, depth: int = 0) -> list[str]:
-        """The values that `refs` (as Terraform lists them: `aws_security_group.efa.id`, `aws_security_group.efa`)
-        stand for, in the scope of `module`."""
-        found: list[str] = []
-        seen_targets: set[str] = set()
+    def target(self, resource: PlanResource, *path: str | int) -> PlanResource | None:
+        """The resource of this plan that the value at `path` names (by its expression, or by its known id or
+        address), if any."""
+        for item in self.resolve(resource, *path):
+            if isinstance(item, PlanResource):
+                return item
+            found = self.by_address.get(item) or self.by_id().get(item)
+            if found is not None:
+                return found
+        return None
+
+    def by_id(self) -> dict[str, PlanResource]:
+        """The resources whose id is known (those that exist already), by id."""
+        if self._by_id is None:
+            self._by_id = {r.values["id"]: r for r in self.resources if isinstance(r.values.get("id"), str)}
+        return self._by_id
+
+    def follow(self, module: str, refs: list[str], index: Any = None, depth: int = 0) -> list[Resolved]:
+        """What `refs` (as Terraform lists them: `aws_security_group.efa.id`, `aws_security_group.efa`) name in the
+        scope of `module`: a resource of this plan (a reference through one of its IDENTITY_ATTRIBUTES, or to
+        the resource itself), another attribute's value (followed in turn while unknown), a variable's or a
+        module output's value, or an unknown value naming a reference that cannot be followed. Each object is
+        followed once: Terraform lists every step of a reference (`x.y[0].id`, `x.y[0]`, `x.y`)."""
+        found: list[Resolved] = []
+        seen: set[str] = set()
         for ref in refs:
-            if not isinstance(ref, str) or ref.startswith(("count.", "each.", "self.", "path.", "terraform.")):
+            head, _, rest = ref.partition(".") if isinstance(ref, str) else ("", "", "")
+            if not rest or head in ("count", "each", "self", "path", "terraform"):
                 continue
-            if ref.startswith("var."):
-                name = ref[4:].split(".", 1)[0].split("[", 1)[0]
-                if name in seen_targets:
-                    continue
-                seen_targets.add(name)
-                found += self._variable(module, name, attr, depth)
-                continue
-            if ref.startswith("module.") and ref.count(".") >= 2:
-                call, _, output = ref[len("module.") :].partition(".")
-                call = call.split("[", 1)[0]
+            if head == "var":
+                name = rest.split(".", 1)[0].split("[", 1)[0]
+                if name not in seen:
+                    seen.add(name)
+                    found += self._variable(module, name, depth)
+            elif head == "module":
+                call, _, output = rest.partition(".")
                 output = output.split(".", 1)[0].split("[", 1)[0]
-                if f"module.{call}.{output}" in seen_targets:
-                    continue
-                seen_targets.add(f"module.{call}.{output}")
-                found += self._output(module, call, output, attr, ref, depth)
-                continue
-            if ref.startswith("module.") and any(t.startswith(f"{ref.split('[', 1)[0]}.") for t in seen_targets):
-                continue  # `module.sg` after `module.sg.group_id`: the same output
-            if ref.startswith(("data.", "local.", "module.")):
-                head = ".".join(ref.split(".")[:3] if ref.startswith("data.") else ref.split(".")[:2])
-                if head not in seen_targets:
-                    seen_targets.add(head)
+                name = call.split("[", 1)[0]
+                if output and f"module.{call}.{output}" not in seen:
+                    seen.update({f"module.{call}.{output}", f"module.{name}"})
+                    found += self._output(module, call, output, ref, depth)
+                elif not output and f"module.{name}" not in seen:  # the module as a whole: nothing to follow
+                    seen.add(f"module.{name}")
                     found.append(unknown_value(ref))
-                continue
-            match = _RESOURCE_REF.match(ref)
-            if not match:
-                continue
-            local = f"{match.group(1)}.{match.group(2)}"
-            base = f"{module}.{local}" if module else local
-            key = match.group(4)
-            # Terraform lists `aws_x.y[0].id`, then `aws_x.y[0]`, then `aws_x.y`: the later forms name the same
-            # instance, while `aws_x.y[1].id` in the same list is another one.
-            seen = f"{base}{key}" if key is not None else base
-            if seen in seen_targets or (key is None and f"{base}[" in seen_targets):
-                continue
-            seen_targets.update({seen, f"{base}["} if key is not None else {seen})
-            targets = self.by_base.get(base)
-            if not targets:
-                found.append(unknown_value(ref))  # not in this plan (destroyed, or a resource of another state)
-                continue
-            if key is not None:
-                wanted = key.strip('"') if key.startswith('"') else int(key)
-                picked = [t for t in targets if t.index == wanted]
-            elif len(targets) > 1 and any(t.index == index for t in targets):
-                picked = [t for t in targets if t.index == index]  # aws_x.y[count.index] lists only aws_x.y
+            elif head in ("data", "local"):
+                step = ".".join(ref.split(".")[:3] if head == "data" else ref.split(".")[:2])
+                if step not in seen:
+                    seen.add(step)
+                    found.append(unknown_value(ref))
             else:
-                picked = targets
-            for target in picked:
-                found.append(self.attribute(target, match.group(5) or attr))
-        return found
+                found += self._resource_ref(module, ref, index, depth, seen)
+        return distinct(found) if len(found) > 1 else found
+
+    def _resource_ref(self, module: str, ref: str, index: Any, depth: int, seen: set[str]) -> list[Resolved]:
+        """A reference to a managed resource: the instances it names, or an unknown value when this plan has none
+        (destroyed, or a resource of another state). `aws_x.y` alone, from `aws_x.y[count.index]`, names the
+        instance of the same index."""
+        match = _RESOURCE_REF.match(ref)
+        if not match:
+            return []
+        local = f"{match.group(1)}.{match.group(2)}"
+        base = f"{module}.{local}" if module else local
+        key = match.group(4)
+        # `aws_x.y[0].id`, `aws_x.y[0]` and `aws_x.y` name one instance, while `aws_x.y[1].id` is another one.
+        step = f"{base}{key}" if key is not None else base
+        if step in seen or (key is None and f"{base}[" in seen):
+            return []
+        seen.update({step, f"{base}["} if key is not None else {step})
+        targets = self.by_base.get(base)
+        if not targets:
+            return [unknown_value(ref)]
+        if key is not None:
+            wanted = key.strip('"') if key.startswith('"') else int(key)
+            picked = [t for t in targets if t.index == wanted]
+        elif len(targets) > 1 and any(t.index == index for t in targets):
+            picked = [t for t in targets if t.index == index]
+        else:
+            picked = targets
+        attr = match.group(5)
+        if attr is None or attr in IDENTITY_ATTRIBUTES:
+            return list(picked)
+        return [item for target in picked for item in self._value(target, attr, depth)]
+
+    def _value(self, target: PlanResource, attr: str, depth: int) -> list[Resolved]:
+        """Another attribute of a resource of this plan (a subnetwork's network): its value, or, unknown, what its
+        own expression names."""
+        if depth >= _MAX_DEPTH:
+            return [unknown_value(f"{target.address}.{attr}")]
+        return self.resolve(target, attr, depth=depth + 1)
 
     def attribute(self, target: PlanResource, attr: str) -> str:
         """A resource's attribute as another resource reads it: its value, or its address while unknown (the same
@@ -323,45 +338,44 @@ class Plan:
         value = target.known(attr)
         if value is not None and not target.unknown_at(attr) and not isinstance(value, (dict, list)):
             return str(value)
-        if attr == "name" and isinstance(target.known("name"), str):
-            return str(target.known("name"))
         return target.address
 
-    def _variable(self, module: str, name: str, attr: str, depth: int) -> list[str]:
+    def _variable(self, module: str, name: str, depth: int) -> list[Resolved]:
+        """A variable's value: the root's from the plan, a module's through the expression its call sets (a bool
+        or number, as a condition reads, names nothing and is left out)."""
         if not module:
             value = self.variables.get(name)
-            if value is None:
-                return [unknown_value(f"var.{name}")]
-            items = value if isinstance(value, list) else [value]
-            return [str(v) for v in items]
-        if depth > 16:
+            return [unknown_value(f"var.{name}")] if value is None else texts(value)
+        if depth > _MAX_DEPTH:
             return [unknown_value(f"var.{name}")]
         parent, call = _parent_module(module)
         call_config = (self._config_module(parent).get("module_calls") or {}).get(call) or {}
         expr = (call_config.get("expressions") or {}).get(name)
         if isinstance(expr, dict) and "constant_value" in expr:
-            value = expr["constant_value"]
-            items = value if isinstance(value, list) else [value]
-            return [str(v) for v in items if v is not None]
+            return texts(expr["constant_value"])
         refs = expr.get("references") if isinstance(expr, dict) else None
         if not refs:
             return [unknown_value(f"var.{name}")]
-        return self.follow(parent, refs, attr, None, depth + 1)
+        return self.follow(parent, refs, None, depth + 1)
 
-    def _output(self, module: str, call: str, output: str, attr: str, ref: str, depth: int) -> list[str]:
-        """A child module's output, followed through its expression inside that module (a module with count or
-        for_each has instances the reference does not tell apart: it stays unknown)."""
-        child = f"{module}.module.{call}" if module else f"module.{call}"
+    def _output(self, module: str, call: str, output: str, ref: str, depth: int) -> list[Resolved]:
+        """A child module's output, followed through its expression inside that module instance (`module.x[0].y`
+        names one instance; `module.x.y` of a module with count or for_each does not: it stays unknown)."""
+        name, _, key = call.partition("[")
+        child = f"{module}.module.{name}" if module else f"module.{name}"
         config = self._config_module(child)
         expr = ((config.get("outputs") or {}).get(output) or {}).get("expression")
         instanced = any(r.module.startswith(f"{child}[") for r in self.resources)
-        if depth > 16 or instanced or not isinstance(expr, dict):
+        if key:
+            child = f"{child}[{key}"
+        elif instanced:
+            return [unknown_value(ref)]
+        if depth > _MAX_DEPTH or not isinstance(expr, dict):
             return [unknown_value(ref)]
         if "constant_value" in expr:
-            value = expr["constant_value"]
-            return [str(v) for v in (value if isinstance(value, list) else [value]) if v is not None]
+            return texts(expr["constant_value"])
         refs = expr.get("references")
-        return self.follow(child, refs, attr, None, depth + 1) if refs else [unknown_value(ref)]
+        return self.follow(child, refs, None, depth + 1) if refs else [unknown_value(ref)]
 
     def constant(self, resource: PlanResource | None, expr: Any) -> Any:
         """A provider or resource setting: its constant, or a root variable it names."""

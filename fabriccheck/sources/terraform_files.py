@@ -31,8 +31,10 @@ def config_address(address: str) -> str:
 
 
 def _hcl() -> Any:
+    """python-hcl2 (and lark, which it parses with), or the one line that says how to install them."""
     try:
         import hcl2
+        import lark  # noqa: F401  (python-hcl2's own parser; the trees read below are lark's)
     except ModuleNotFoundError:
         raise FabricCheckError(
             "--terraform-dir needs the plan extra (python-hcl2): pip install 'fabriccheck[plan]'"
@@ -53,9 +55,9 @@ def _text(node: Any) -> str:
 
 def _blocks(path: Path) -> list[tuple[str, list[str], int, dict[str, str]]]:
     """(block type, labels, line, string attributes) of each top-level block of one file."""
+    hcl2 = _hcl()
     from lark import Tree
 
-    hcl2 = _hcl()
     try:
         text = path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
@@ -93,6 +95,7 @@ def block_locations(directory: Path, display: str | None = None) -> dict[str, Lo
     """Block address -> its file and line, for the module in `directory` and the local modules it calls."""
     if not directory.is_dir():
         raise FabricCheckError(f"--terraform-dir {directory}: not a folder")
+    _hcl()  # said before any file is read, even in a folder without .tf files
     return _module(directory, display if display is not None else str(directory), "", 0)
 
 

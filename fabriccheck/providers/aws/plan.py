@@ -19,7 +19,8 @@ from fabriccheck.model import UNKNOWN_ACCOUNT, NetworkInterface, Node, NodeSpec,
 from fabriccheck.providers.aws.normalize import region_of_zone
 from fabriccheck.providers.aws.support import CAPACITY_BLOCK, CAPACITY_RESERVATION, PLACEMENT_GROUP
 from fabriccheck.resources.aws import CapacityReservation, PlacementGroup, SecurityGroup, SecurityRule, Subnet
-from fabriccheck.sources.terraform import Plan, PlanResource, is_unknown
+from fabriccheck.sources.terraform import Plan
+from fabriccheck.sources.terraform_resource import PlanResource, is_unknown, unknown_value, waiting_for
 
 # What a plan tells for each region it names: every kind of fact it can hold (not instance types, not topology).
 PLAN_FACTS = (
@@ -30,6 +31,9 @@ PLAN_FACTS = (
     "launch_templates",
     "capacity_reservations",
 )
+# What an instance that names no security group gets (aws_instance.vpc_security_group_ids is computed): its rules
+# are not in the plan.
+DEFAULT_SECURITY_GROUP = unknown_value("the VPC's default security group")
 _ARN_ACCOUNT = re.compile(r"^arn:[^:]+:[^:]*:[^:]*:(\d{12}):")
 TYPES = (
     "aws_instance",
@@ -70,6 +74,7 @@ class AwsPlan:
         self.scopes: set[tuple[str, str]] = set()
         self.subnet_zones: dict[str, str] = {}
         self.subnet_vpcs: dict[str, str] = {}
+        self.template_nics: dict[str, list[tuple[dict[str, Any], str | None, list[str]]]] = {}  # by address
 
     def _account(self) -> str:
         for resource in self.plan.resources:
@@ -137,6 +142,7 @@ class AwsPlan:
                 )
             )
         for res in plan.of_type("aws_launch_template"):
+            self.template_nics[res.address] = self._template_nics(res)
             spec = self._template_node(res)
             self.inventory.specs.append(spec)
         for res in plan.of_type("aws_instance"):
@@ -214,32 +220,44 @@ class AwsPlan:
     # ---------------------------------------------------------------------------------------- nodes
 
     def _template(self, res: PlanResource, block: tuple[str | int, ...], *id_keys: str) -> PlanResource | None:
-        """The aws_launch_template a launch_template block (or a mixed instances policy's) names."""
+        """The aws_launch_template a launch_template block (or a mixed instances policy's) names: by reference, or
+        by the id or name it already has."""
         for key in id_keys:
+            target = self.plan.target(res, *block, 0, key)
+            if target is not None and target.type == "aws_launch_template":
+                return target
             wanted = self.plan.string(res, *block, 0, key)
-            if not wanted:
-                continue
-            for template in self.plan.of_type("aws_launch_template"):
-                if wanted in (template.address, template.known("id"), template.known("name")):
+            for template in self.plan.of_type("aws_launch_template") if wanted else ():
+                if wanted in (template.known("id"), template.known("name")):
                     return template
         return None
 
-    def _template_interfaces(self, template: PlanResource, node_id: str, subnet: str | None) -> list[NetworkInterface]:
+    def _template_nics(self, template: PlanResource) -> list[tuple[dict[str, Any], str | None, list[str]]]:
+        """Each network_interfaces block of a template, with its subnet and security groups: read once per
+        template, for every node launched from it."""
         plan = self.plan
         blocks = template.known("network_interfaces") or []
-        interfaces = []
         shared = plan.strings(template, "vpc_security_group_ids")
-        for i, nic in enumerate(blocks if isinstance(blocks, list) else ()):
-            if not isinstance(nic, dict):
-                continue
-            nic_subnet = subnet or plan.string(template, "network_interfaces", i, "subnet_id")
+        return [
+            (
+                nic,
+                plan.string(template, "network_interfaces", i, "subnet_id"),
+                plan.strings(template, "network_interfaces", i, "security_groups") or shared,
+            )
+            for i, nic in enumerate(blocks if isinstance(blocks, list) else ())
+            if isinstance(nic, dict)
+        ]
+
+    def _template_interfaces(self, template: PlanResource, node_id: str, subnet: str | None) -> list[NetworkInterface]:
+        interfaces = []
+        for i, (nic, nic_subnet, groups) in enumerate(self.template_nics[template.address]):
             interfaces.append(
                 NetworkInterface(
                     id=f"{node_id}/nic{i}",
                     interface_type=str(nic.get("interface_type") or "interface"),
-                    subnet=nic_subnet,
-                    network=self._vpc(nic_subnet),
-                    security_groups=plan.strings(template, "network_interfaces", i, "security_groups") or shared,
+                    subnet=subnet or nic_subnet,
+                    network=self._vpc(subnet or nic_subnet),
+                    security_groups=groups,
                     public_ip=_public(nic.get("associate_public_ip_address")),
                     network_card_index=int(nic.get("network_card_index") or 0),
                     device_index=int(nic.get("device_index") or 0),
@@ -251,7 +269,7 @@ class AwsPlan:
                     id=f"{node_id}/nic0",
                     subnet=subnet,
                     network=self._vpc(subnet),
-                    security_groups=shared,
+                    security_groups=self.plan.strings(template, "vpc_security_group_ids"),
                     public_ip=None,
                 )
             )
@@ -264,7 +282,7 @@ class AwsPlan:
         """A launch template alone: what it would launch, judged as a live template is (origin template)."""
         name = str(res.known("name") or res.address)
         node_id = res.address
-        group = self.plan.string(res, "placement", 0, "group_name", attr="name")
+        group = self._placement_group(res, "placement", 0, "group_name")
         node = Node(
             id=node_id,
             provider="aws",
@@ -281,6 +299,21 @@ class AwsPlan:
         self.scopes.add((node.account, node.region))
         return node
 
+    def _placement_group(self, res: PlanResource, *path: str | int) -> str | None:
+        """The placement group's name; none where the configuration sets none (aws_instance.placement_group is
+        computed: unknown in every plan that does not set it)."""
+        return self.plan.string(res, *path, attr="name", unset=[])
+
+    def _unplaced(self, res: PlanResource, zone: str | None, interfaces: list[NetworkInterface]) -> dict[str, str]:
+        """A node on a subnet this plan does not create (an existing one, a data source's, or, none given, EC2's
+        choice of a default subnet): its zone and VPC are not in the plan, so the cluster's counts of zones and
+        VPCs leave it out and say so, rather than count it as a zone or VPC of its own."""
+        primary = min(interfaces, key=lambda i: (i.network_card_index, i.device_index))
+        where = f"subnet {waiting_for(primary.subnet)}" if primary.subnet else "the default subnet EC2 picks"
+        why = f"{res.address}: {where} is not created by this plan, so its zone and VPC are not in it"
+        unknown = {"zone": why} if zone is None else {}
+        return unknown | ({"network": why} if primary.network is None else {})
+
     def _unknown_type(self, res: PlanResource, instance_type: str | None, key: str) -> dict[str, str]:
         if instance_type:
             return {}
@@ -291,19 +324,24 @@ class AwsPlan:
         )
         return dict.fromkeys(("fabric", "fabric_expected", "accelerators", "accelerator"), why)
 
-    def _instance(self, res: PlanResource) -> Node:
+    def _attached(self, res: PlanResource) -> tuple[list[NetworkInterface], dict[str, str]]:
+        """The network interfaces an instance's network_interface blocks attach, and the facts left unknown by one
+        this plan does not create (an existing ENI, a data source's): its type, so the fabric it carries, and its
+        security groups are not in the plan."""
         plan = self.plan
-        template = self._template(res, ("launch_template",), "id", "name")
-        instance_type = res.known("instance_type") or (template.known("instance_type") if template else None)
-        subnet = plan.string(res, "subnet_id")
         interfaces: list[NetworkInterface] = []
+        unknown: dict[str, str] = {}
         attached = res.known("network_interface") or []
         for i, block in enumerate(attached if isinstance(attached, list) else ()):
-            eni_id = plan.string(res, "network_interface", i, "network_interface_id")
-            eni = plan.by_address.get(eni_id or "") or next(
-                (e for e in plan.of_type("aws_network_interface") if e.known("id") == eni_id), None
-            )
-            if eni is None:
+            card, device = int(block.get("network_card_index") or 0), int(block.get("device_index") or 0)
+            eni = plan.target(res, "network_interface", i, "network_interface_id")
+            if eni is None or eni.type != "aws_network_interface":
+                eni_id = plan.string(res, "network_interface", i, "network_interface_id") or f"network_interface[{i}]"
+                interfaces.append(
+                    NetworkInterface(id=eni_id, interface_type="unknown", network_card_index=card, device_index=device)
+                )
+                why = f"{res.address}: network interface {eni_id} is not created by this plan (its type is not in it)"
+                unknown = dict.fromkeys(("fabric", "efa_security"), why)
                 continue
             eni_subnet = plan.string(eni, "subnet_id")
             interfaces.append(
@@ -314,10 +352,18 @@ class AwsPlan:
                     network=self._vpc(eni_subnet),
                     security_groups=plan.strings(eni, "security_groups"),
                     public_ip=False,
-                    network_card_index=int(block.get("network_card_index") or 0),
-                    device_index=int(block.get("device_index") or 0),
+                    network_card_index=card,
+                    device_index=device,
                 )
             )
+        return interfaces, unknown
+
+    def _instance(self, res: PlanResource) -> Node:
+        plan = self.plan
+        template = self._template(res, ("launch_template",), "id", "name")
+        instance_type = res.known("instance_type") or (template.known("instance_type") if template else None)
+        subnet = plan.string(res, "subnet_id", unset=[])  # unset: the launch template's, or a default subnet
+        interfaces, unknown = self._attached(res)
         if not interfaces and template is not None:
             interfaces = self._template_interfaces(template, res.address, subnet)
         if not interfaces:
@@ -326,14 +372,14 @@ class AwsPlan:
                     id=f"{res.address}/nic0",
                     subnet=subnet,
                     network=self._vpc(subnet),
-                    security_groups=plan.strings(res, "vpc_security_group_ids"),
+                    security_groups=plan.strings(res, "vpc_security_group_ids", unset=[DEFAULT_SECURITY_GROUP]),
                     public_ip=_public(res.known("associate_public_ip_address")),
                 )
             ]
         placement = []
-        group = plan.string(res, "placement_group", attr="name")
+        group = self._placement_group(res, "placement_group")
         if not group and template is not None:
-            group = plan.string(template, "placement", 0, "group_name", attr="name")
+            group = self._placement_group(template, "placement", 0, "group_name")
         if group:
             placement.append(Placement(kind=PLACEMENT_GROUP, id=group))
         reservation = plan.string(
@@ -354,7 +400,8 @@ class AwsPlan:
                 placement.append(Placement(kind=CAPACITY_BLOCK, id=reservation))
         if reservation:
             placement.append(Placement(kind=CAPACITY_RESERVATION, id=reservation))
-        zone = res.known("availability_zone") or self.subnet_zones.get(subnet or "")
+        zone = res.known("availability_zone") or self.subnet_zones.get(interfaces[0].subnet or subnet or "")
+        unknown |= self._unplaced(res, zone, interfaces)
         tags = res.known("tags") or {}
         return Node(
             id=res.address,
@@ -371,7 +418,7 @@ class AwsPlan:
             interfaces=interfaces,
             placement=placement,
             source=SourceLocation(address=res.address, cloud_id=res.cloud_id()),
-            unknown=self._unknown_type(res, instance_type, "instance_type"),
+            unknown=unknown | self._unknown_type(res, instance_type, "instance_type"),
         )
 
     def _group(self, res: PlanResource, kind: str) -> None:
@@ -394,7 +441,7 @@ class AwsPlan:
             for tag in res.known("tag") or ():
                 if isinstance(tag, dict) and tag.get("propagate_at_launch") and tag.get("key"):
                     tags[str(tag["key"])] = str(tag.get("value") or "")
-            group = plan.string(res, "placement_group", attr="name")
+            group = self._placement_group(res, "placement_group")
             size_key = "desired_capacity"
         else:
             template = self._template(res, ("launch_template",), "id", "name")
@@ -408,7 +455,7 @@ class AwsPlan:
             group = None
             size_key = "scaling_config"
         if template is not None and group is None:
-            group = plan.string(template, "placement", 0, "group_name", attr="name")
+            group = self._placement_group(template, "placement", 0, "group_name")
         region = self.region(res)
         # The group's nodes are one spec: one node per subnet they spread over, copied under each node's id.
         models: dict[str | None, Node] = {}
@@ -422,6 +469,7 @@ class AwsPlan:
                     if template is not None
                     else [NetworkInterface(id=f"{spec_id}/nic0", subnet=subnet, network=self._vpc(subnet))]
                 )
+                zone = self.subnet_zones.get(subnet or "")
                 model = models[subnet] = Node(
                     id=res.address,
                     provider="aws",
@@ -429,7 +477,7 @@ class AwsPlan:
                     region=region,
                     origin="plan",
                     spec=NodeSpec(kind="terraform", name=res.base, role=f"{size_key} {size}"),
-                    zone=self.subnet_zones.get(subnet or ""),
+                    zone=zone,
                     instance_type=instance_type,
                     state="planned",
                     image=template.known("image_id") if template else None,
@@ -437,7 +485,8 @@ class AwsPlan:
                     interfaces=interfaces,
                     placement=[Placement(kind=PLACEMENT_GROUP, id=group)] if group else [],
                     source=SourceLocation(address=res.address, cloud_id=res.cloud_id()),
-                    unknown=self._unknown_type(res, instance_type, "instance type"),
+                    unknown=self._unplaced(res, zone, interfaces)
+                    | self._unknown_type(res, instance_type, "instance type"),
                 )
             self._add(model.model_copy(update={"id": f"{res.address}#{i}"}))
 

@@ -40,7 +40,8 @@ from fabriccheck.resources.azure import (
     VirtualNetwork,
     VmExtensions,
 )
-from fabriccheck.sources.terraform import Plan, PlanResource, is_unknown
+from fabriccheck.sources.terraform import Plan
+from fabriccheck.sources.terraform_resource import PlanResource, is_unknown, unknown_value, waiting_for
 
 PLAN_FACTS = (VMS, SCALE_SETS, AVAILABILITY_SETS, PROXIMITY_PLACEMENT_GROUPS, NICS, VIRTUAL_NETWORKS)
 VM_TYPES = ("azurerm_linux_virtual_machine", "azurerm_windows_virtual_machine")
@@ -90,6 +91,7 @@ class AzurePlan:
         self.inventory = inventory
         self.scopes: set[tuple[str, str]] = set()
         self.account = self._subscription()
+        self.subnet_vnet: dict[str, str] = {}  # a subnet of this plan -> its virtual network's id
 
     def _subscription(self) -> str:
         for res in self.plan.resources:
@@ -112,6 +114,40 @@ class AzurePlan:
     def region(self, res: PlanResource) -> str:
         return region_name(res.known("location"))
 
+    def _networks(self) -> None:
+        """This plan's virtual networks with their address prefixes, and the network of each of its subnets."""
+        plan = self.plan
+        azure = self.inventory.azure
+        vnets: dict[str, VirtualNetwork] = {}
+        for res in plan.of_type("azurerm_virtual_network"):
+            prefixes = [str(p) for p in res.known("address_space") or ()]
+            for subnet in res.known("subnet") or ():
+                if isinstance(subnet, dict):
+                    prefixes += [str(p) for p in subnet.get("address_prefixes") or ()]
+                    if subnet.get("address_prefix"):
+                        prefixes.append(str(subnet["address_prefix"]))
+            vnet = VirtualNetwork(
+                account=self.account,
+                region=self.region(res),
+                id=self.id(res),
+                name=str(res.known("name") or ""),
+                address_prefixes=sorted(set(prefixes)),
+            )
+            vnets[vnet.id] = vnet
+            vnets[vnet.name] = vnet
+            azure.virtual_networks.append(vnet)
+        for res in plan.of_type("azurerm_subnet"):
+            parent = vnets.get((self.ref(res, "virtual_network_name") or "").lower()) or vnets.get(
+                str(res.known("virtual_network_name") or "")
+            )
+            if parent is None:
+                continue
+            vnet = parent
+            vnet.address_prefixes = sorted(
+                {*vnet.address_prefixes, *(str(p) for p in res.known("address_prefixes") or ())}
+            )
+            self.subnet_vnet[self.id(res)] = vnet.id
+
     def run(self) -> None:
         plan = self.plan
         azure = self.inventory.azure
@@ -131,36 +167,7 @@ class AzurePlan:
                     platform_fault_domain_count=res.known("platform_fault_domain_count"),
                 )
             )
-        vnets: dict[str, VirtualNetwork] = {}
-        for res in plan.of_type("azurerm_virtual_network"):
-            prefixes = [str(p) for p in res.known("address_space") or ()]
-            for subnet in res.known("subnet") or ():
-                if isinstance(subnet, dict):
-                    prefixes += [str(p) for p in subnet.get("address_prefixes") or ()]
-                    if subnet.get("address_prefix"):
-                        prefixes.append(str(subnet["address_prefix"]))
-            vnet = VirtualNetwork(
-                account=self.account,
-                region=self.region(res),
-                id=self.id(res),
-                name=str(res.known("name") or ""),
-                address_prefixes=sorted(set(prefixes)),
-            )
-            vnets[vnet.id] = vnet
-            vnets[vnet.name] = vnet
-            azure.virtual_networks.append(vnet)
-        self.subnet_vnet: dict[str, str] = {}
-        for res in plan.of_type("azurerm_subnet"):
-            parent = vnets.get((self.ref(res, "virtual_network_name") or "").lower()) or vnets.get(
-                str(res.known("virtual_network_name") or "")
-            )
-            if parent is None:
-                continue
-            vnet = parent
-            vnet.address_prefixes = sorted(
-                {*vnet.address_prefixes, *(str(p) for p in res.known("address_prefixes") or ())}
-            )
-            self.subnet_vnet[self.id(res)] = vnet.id
+        self._networks()
         nics: dict[str, Nic] = {}
         for res in plan.of_type("azurerm_network_interface"):
             subnet = self.ref(res, "ip_configuration", 0, "subnet_id")
@@ -205,9 +212,12 @@ class AzurePlan:
         self.scopes.add((node.account, node.region))
 
     def _network(self, subnet: str | None) -> str | None:
+        """A subnet's virtual network: one of this plan's, or the one its ARM id names; otherwise (a subnet of a
+        data source, or of a virtual network the plan does not create) the network is unknown, never none."""
         if subnet is None:
             return None
-        return self.subnet_vnet.get(subnet) or vnet_of_subnet(subnet) or None
+        found = self.subnet_vnet.get(subnet) or (None if is_unknown(subnet) else vnet_of_subnet(subnet))
+        return found or unknown_value(f"the virtual network of {waiting_for(subnet)}")
 
     def _unknown(self, res: PlanResource, size: Any, key: str) -> dict[str, str]:
         if size:
@@ -355,7 +365,7 @@ class AzurePlan:
         """An AKS node pool is a Uniform scale set that AKS creates (its VMs are not limited to one placement
         group), tagged with the pool's name and the cluster's resource name suffix."""
         cluster_ref = self.plan.string(res, "kubernetes_cluster_id") or res.address
-        cluster = self.plan.by_address.get(cluster_ref)
+        cluster = self.plan.target(res, "kubernetes_cluster_id")  # by reference, or by the id it already has
         location = self.region(cluster) if cluster is not None else "unknown"
         name = str(res.known("name") or res.address)
         suffix = cluster.address if cluster is not None else cluster_ref

@@ -14,20 +14,33 @@ from __future__ import annotations
 
 from typing import Any
 
+from fabriccheck import catalog
 from fabriccheck.inventory import Inventory
-from fabriccheck.model import UNKNOWN_ACCOUNT, NetworkInterface, Node, NodeSpec, Placement, SourceLocation, fact_key
+from fabriccheck.model import (
+    UNKNOWN_ACCOUNT,
+    FabricKind,
+    NetworkInterface,
+    Node,
+    NodeSpec,
+    Placement,
+    SourceLocation,
+    fact_key,
+)
 from fabriccheck.providers.gcp.normalize import last, region_of_zone, short
 from fabriccheck.providers.gcp.support import (
     FLEX_START,
     GKE_CLUSTER_LABEL,
     GKE_NODE_POOL_LABEL,
     MIG_METADATA_KEY,
+    RDMA_NIC_TYPES,
     RESERVATION,
     RESOURCE_POLICY,
 )
 from fabriccheck.resources.gcp import GLOBAL, FirewallRule, Network, ResourcePolicy, Subnetwork
-from fabriccheck.sources.terraform import Plan, PlanResource, is_unknown
+from fabriccheck.sources.terraform import Plan
+from fabriccheck.sources.terraform_resource import PlanResource, Resolved, is_unknown, unknown_value
 
+TEMPLATE_TYPES = ("google_compute_instance_template", "google_compute_region_instance_template")
 PLAN_FACTS = ("instances", "resource_policies", "networks", "subnetworks", "firewalls", "max_distance")
 TYPES = (
     "google_compute_instance",
@@ -49,37 +62,63 @@ class GcpPlan:
         self.inventory = inventory
         self.scopes: set[tuple[str, str]] = set()
         self.networks: dict[str, Network] = {}
+        # The model's ids of this plan's networks and subnetworks (and each subnetwork's network), by address.
+        self.network_ids: dict[str, str] = {}
+        self.subnet_ids: dict[str, str] = {}
+        self.subnet_networks: dict[str, str | None] = {}
 
     def project(self, res: PlanResource) -> str:
         value = res.known("project") or self.plan.provider_setting(res, "project")
         return str(value) if value else UNKNOWN_ACCOUNT
 
-    def _network_id(self, res: PlanResource, *path: str | int) -> str | None:
-        """A network as the model names it (projects/P/global/networks/NAME), from a name, a URL or a reference."""
-        value = self.plan.string(res, *path, attr="name")
-        if value is None or is_unknown(value):
-            return value
-        if "projects/" in value:
-            return short(value)
-        target = self.plan.by_address.get(value)
-        name = str(target.known("name")) if target is not None and target.known("name") else value
-        project = self.project(target) if target is not None else self.project(res)
-        return f"projects/{project}/global/networks/{name}"
+    def network_of(self, res: PlanResource) -> str:
+        """A google_compute_network of this plan as the model names it (projects/P/global/networks/NAME)."""
+        return f"projects/{self.project(res)}/global/networks/{res.known('name') or res.address}"
 
-    def _subnet_id(self, res: PlanResource, *path: str | int, region: str) -> str | None:
-        value = self.plan.string(res, *path, attr="name")
-        if value is None or is_unknown(value):
-            return value
-        if "projects/" in value:
-            return short(value)
-        target = self.plan.by_address.get(value)
-        if target is not None:
-            region = str(target.known("region") or region)
-            value = str(target.known("name") or value)
-            return f"projects/{self.project(target)}/regions/{region}/subnetworks/{value}"
-        return f"projects/{self.project(res)}/regions/{region}/subnetworks/{value}"
+    def subnet_of(self, res: PlanResource) -> str:
+        region = res.known("region") or self.plan.provider_setting(res, "region") or "unknown"
+        return f"projects/{self.project(res)}/regions/{region}/subnetworks/{res.known('name') or res.address}"
 
-    def run(self) -> None:
+    def _network_id(self, res: PlanResource, *path: str | int, unset: list[Resolved] | None = None) -> str | None:
+        """A network as the model names it, from a name, a URL or a resource of this plan (a reference through a
+        subnetwork's `network` is followed to the network); None when there is none (or it is left `unset`)."""
+        for item in self.plan.resolve(res, *path, unset=unset):
+            if isinstance(item, PlanResource) and item.address in self.subnet_networks:
+                # Terraform before 1.0 lists `google_compute_subnetwork.x` alone for `...x.network`.
+                return self.subnet_networks[item.address]
+            if isinstance(item, PlanResource):
+                return self.network_ids.get(item.address) or item.address
+            if is_unknown(item) or "projects/" in item:
+                return item if is_unknown(item) else short(item)
+            return f"projects/{self.project(res)}/global/networks/{item}"
+        return None
+
+    def _subnet_id(self, res: PlanResource, found: list[Resolved], region: str) -> str | None:
+        """A subnetwork as the model names it; None when the configuration leaves it to Compute Engine (the
+        network's subnetwork in the region: which one, and its range, are not in the plan)."""
+        for item in found:
+            if isinstance(item, PlanResource):
+                return self.subnet_ids.get(item.address) or item.address
+            if is_unknown(item) or "projects/" in item:
+                return item if is_unknown(item) else short(item)
+            return f"projects/{self.project(res)}/regions/{region}/subnetworks/{item}"
+        return None
+
+    def _nic(self, res: PlanResource, *path: str | int, region: str) -> tuple[str | None, str | None]:
+        """A NIC's network and subnetwork. A network left to Compute Engine is its subnetwork's (a NIC set by
+        subnetwork alone, as Cluster Toolkit writes them)."""
+        subnets = self.plan.resolve(res, *path, "subnetwork", unset=[])
+        subnet = self._subnet_id(res, subnets, region)
+        network = self._network_id(res, *path, "network", unset=[])
+        if network is not None or not self.plan.unset(res, *path, "network"):
+            return network, subnet
+        target = next((item for item in subnets if isinstance(item, PlanResource)), None)
+        if target is not None and target.address in self.subnet_networks:
+            return self.subnet_networks[target.address], subnet
+        return unknown_value(f"the network of {res.base}.{'.'.join(map(str, path))}.subnetwork"), subnet
+
+    def _networks(self) -> None:
+        """This plan's networks, subnetworks and firewall rules, with the ids instances reach them by."""
         plan = self.plan
         gcp = self.inventory.gcp
         for res in plan.of_type("google_compute_network"):
@@ -89,11 +128,12 @@ class GcpPlan:
             network = Network(
                 account=project,
                 region=GLOBAL,
-                id=f"projects/{project}/global/networks/{name}",
+                id=self.network_of(res),
                 name=name,
                 mtu=res.known("mtu") or None,
                 network_profile=short(profile) if isinstance(profile, str) and profile else None,
             )
+            self.network_ids[res.address] = network.id
             gcp.networks.append(network)
             self.networks[network.id] = network
             self.scopes.add((project, GLOBAL))
@@ -105,12 +145,14 @@ class GcpPlan:
                 Subnetwork(
                     account=project,
                     region=region,
-                    id=f"projects/{project}/regions/{region}/subnetworks/{name}",
+                    id=self.subnet_of(res),
                     name=name,
                     network=self._network_id(res, "network"),
                     cidr=res.known("ip_cidr_range"),
                 )
             )
+            self.subnet_ids[res.address] = gcp.subnetworks[-1].id
+            self.subnet_networks[res.address] = gcp.subnetworks[-1].network
         for res in plan.of_type("google_compute_firewall"):
             allowed = res.known("allow") or []
             denied = res.known("deny") or []
@@ -132,6 +174,11 @@ class GcpPlan:
                     source_service_accounts=[str(s) for s in res.known("source_service_accounts") or ()],
                 )
             )
+
+    def run(self) -> None:
+        plan = self.plan
+        gcp = self.inventory.gcp
+        self._networks()
         for res in plan.of_type("google_compute_resource_policy"):
             group = res.known("group_placement_policy", 0)
             workload = res.known("workload_policy", 0)
@@ -187,12 +234,13 @@ class GcpPlan:
         for i, nic in enumerate(nics if isinstance(nics, list) else ()):
             if not isinstance(nic, dict):
                 continue
+            network, subnet = self._nic(res, "network_interface", i, region=region)
             interfaces.append(
                 NetworkInterface(
                     id=f"nic{i}",  # a GCP NIC is known by its name within its instance
                     interface_type=str(nic.get("nic_type") or "UNSPECIFIED_NIC_TYPE"),
-                    network=self._network_id(res, "network_interface", i, "network"),
-                    subnet=self._subnet_id(res, "network_interface", i, "subnetwork", region=region),
+                    network=network,
+                    subnet=subnet,
                     public_ip=bool(nic.get("access_config") or nic.get("ipv6_access_config")),
                     device_index=i,
                 )
@@ -209,7 +257,7 @@ class GcpPlan:
             values = (affinity.get("specific_reservation") or [{}])[0].get("values") or [node_id]
             placement.append(Placement(kind=RESERVATION, id=last(values[0])))
         labels = res.known("labels") or {}
-        unknown = _unknown_networks(owner, interfaces)
+        unknown = self._unknown_networks(owner, interfaces, machine_type)
         if not machine_type:
             why = f"{owner.address}: the machine type is known only after apply"
             unknown |= dict.fromkeys(("fabric", "fabric_expected", "accelerators", "accelerator"), why)
@@ -230,14 +278,48 @@ class GcpPlan:
             unknown=unknown,
         )
 
+    def _unknown_networks(self, res: PlanResource, nics: list[NetworkInterface], machine_type: Any) -> dict[str, str]:
+        """The facts left unknown by NICs whose network the plan cannot name (a data source, a dynamic block, a
+        module output of a counted module) or does not create (its firewall rules are then not in the plan), each
+        only where it depends on them: one NIC is no GPU NIC whatever its network, and MRDMA NICs are counted by
+        their type alone."""
+        cap = catalog.catalog_entry(last(machine_type)) if machine_type else None
+        rdma = [n for n in nics if n.interface_type.upper() in RDMA_NIC_TYPES]
+        others = [n for n in nics if n not in rdma]
+        gpu = nics[1:] if len(nics) > 1 else []  # the NICs besides nic0 (which of them are GPU NICs needs nic0's)
+        unread = [n for n in nics if n.network is None or is_unknown(n.network)]
+        outside = [n.network for n in gpu if n not in unread and n.network not in self.networks]
+        unknown: dict[str, str] = {}
+        if unread:
+            waiting = ", ".join(sorted({n.network or f"no network on {n.id}" for n in unread}))
+            why = f"{res.address}: NIC networks are known only after apply ({waiting})"
+            if gpu and cap is not None and cap.fabric in (FabricKind.TCPX, FabricKind.TCPXO):
+                unknown["fabric"] = why
+            if gpu:
+                unknown |= dict.fromkeys(("gpu_firewall", "gpu_mtu"), why)
+            if any(n in unread for n in rdma):
+                unknown["rdma_profile"] = why
+            if any(n in unread for n in others):
+                unknown["non_rdma_on_rdma_vpc"] = why
+        if outside and "gpu_firewall" not in unknown:
+            unknown["gpu_firewall"] = _not_created(res, outside, "firewall rules")
+        placed = [n.network for n in others if n not in unread and n.network not in self.networks]
+        if placed and "non_rdma_on_rdma_vpc" not in unknown:
+            unknown["non_rdma_on_rdma_vpc"] = _not_created(res, placed, "network profile")
+        return unknown
+
     def _template(self, res: PlanResource) -> PlanResource | None:
+        """The instance template a group's first version names: a template of this plan (by reference, or by
+        the self link, id or name it already has)."""
+        templates = self.plan.of_type(*TEMPLATE_TYPES)
         versions = res.known("version") or []
         for i in range(max(1, len(versions) if isinstance(versions, list) else 0)):
-            wanted = self.plan.string(res, "version", i, "instance_template", attr="self_link")
-            for template in self.plan.of_type(
-                "google_compute_instance_template", "google_compute_region_instance_template"
-            ):
-                links = (template.address, template.known("self_link"), template.known("id"), template.known("name"))
+            target = self.plan.target(res, "version", i, "instance_template")
+            if target is not None and target.type in TEMPLATE_TYPES:
+                return target
+            wanted = self.plan.string(res, "version", i, "instance_template")
+            for template in templates:
+                links = (template.known("self_link"), template.known("id"), template.known("name"))
                 if wanted in links or (wanted and last(wanted) == template.known("name")):
                     return template
         return None
@@ -273,8 +355,8 @@ class GcpPlan:
     def _node_pool(self, res: PlanResource) -> None:
         plan = self.plan
         size = int(res.known("node_count") or res.known("initial_node_count") or 0)
+        cluster = plan.target(res, "cluster")
         cluster_ref = plan.string(res, "cluster", attr="name") or res.address
-        cluster = plan.by_address.get(cluster_ref)
         cluster_name = (
             str(cluster.known("name")) if cluster is not None and cluster.known("name") else last(cluster_ref)
         )
@@ -286,17 +368,23 @@ class GcpPlan:
         zones = [str(z) for z in res.known("node_locations") or ()] or ([location] if location.count("-") == 2 else [])
         region = region_of_zone(zones[0]) if zones else (location or "unknown")
         project = self.project(res)
-        host_network = self._network_id(cluster, "network") if cluster is not None else None
+        # GKE's default is the project's "default" network (google_container_cluster.network).
+        default = [f"projects/{project}/global/networks/default"]
+        host_network = self._network_id(cluster, "network", unset=[*default]) if cluster is not None else None
         host_subnet = (
-            self._subnet_id(cluster, "subnetwork", region=region or "unknown") if cluster is not None else None
+            self._subnet_id(cluster, plan.resolve(cluster, "subnetwork", unset=[]), region or "unknown")
+            if cluster is not None
+            else None
         )
         extra = res.known("network_config", 0, "additional_node_network_configs") or []
         placement: list[Placement] = []
         policy = res.known("placement_policy", 0)
         if isinstance(policy, dict) and policy.get("type") == "COMPACT":
-            name = str(policy.get("policy_name") or f"gke-{cluster_name}-{pool}-compact")
-            if not policy.get("policy_name"):
-                # GKE makes the compact policy itself (GKE docs, "Define compact placement for GKE nodes").
+            # The policy it names (policy_name: "a custom resource policy supplied by the user"), else the one GKE
+            # makes itself (GKE docs, "Define compact placement for GKE nodes").
+            named = plan.string(res, "placement_policy", 0, "policy_name", attr="name", unset=[])
+            name = last(named) if named and not is_unknown(named) else named or f"gke-{cluster_name}-{pool}-compact"
+            if not named:
                 self.inventory.gcp.resource_policies.append(
                     ResourcePolicy(account=project, region=region or "unknown", name=name, collocation="COLLOCATED")
                 )
@@ -307,12 +395,10 @@ class GcpPlan:
             unknown = dict.fromkeys(("fabric", "fabric_expected", "accelerators", "accelerator"), why)
         interfaces = [NetworkInterface(id="nic0", interface_type="GVNIC", network=host_network, subnet=host_subnet)]
         for j, _ in enumerate(extra if isinstance(extra, list) else ()):
-            network = self._network_id(res, "network_config", 0, "additional_node_network_configs", j, "network")
+            at = ("network_config", 0, "additional_node_network_configs", j)
+            network, subnet = self._nic(res, *at, region=region or "unknown")
             known = self.networks.get(network or "")
             rdma = known is not None and "vpc-roce" in (known.network_profile or "")
-            subnet = self._subnet_id(
-                res, "network_config", 0, "additional_node_network_configs", j, "subnetwork", region=region or "unknown"
-            )
             interfaces.append(
                 NetworkInterface(
                     id=f"nic{j + 1}",
@@ -322,7 +408,7 @@ class GcpPlan:
                     device_index=j + 1,
                 )
             )
-        unknown |= _unknown_networks(res, interfaces)
+        unknown |= self._unknown_networks(res, interfaces, machine_type)
         # The pool's nodes are one spec: one node per zone (node_count is per zone), copied under each node's id.
         models: dict[str | None, Node] = {}
         for i in range(size * max(1, len(zones))):
@@ -348,15 +434,9 @@ class GcpPlan:
             self._add(model.model_copy(update={"id": f"{res.address}#{i}"}))
 
 
-def _unknown_networks(res: PlanResource, interfaces: list[NetworkInterface]) -> dict[str, str]:
-    """NICs whose network or subnetwork is known only after apply (a data source, a module output of a counted
-    module): which NICs carry the fabric, and what guards their networks, cannot be told."""
-    waiting = sorted({v for i in interfaces for v in (i.network, i.subnet) if v is not None and is_unknown(v)})
-    if not waiting:
-        return {}
-    why = f"{res.address}: NIC networks are known only after apply ({', '.join(waiting)})"
-    facts = ("fabric", "gpu_firewall", "gpu_mtu", "rdma_profile", "non_rdma_on_rdma_vpc", "extra_nics")
-    return dict.fromkeys(facts, why)
+def _not_created(res: PlanResource, networks: list[str | None], what: str) -> str:
+    names = ", ".join(sorted({last(n) for n in networks if n}))
+    return f"{res.address}: network {names} is not created by this plan, so its {what} is not in it"
 
 
 def map_plan(plan: Plan, inventory: Inventory) -> None:
