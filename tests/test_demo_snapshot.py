@@ -1,9 +1,9 @@
 """The demo's JSON report, held against the one recorded before accounts were part of every key. Since then
 the report may add scope (an `account` on findings, clusters and errors, and the account in cluster ids) and
 the additive fields that say what was judged (a cluster's `status` and `not_judged`, `skipped_clusters`, and
-their counts in the summary), and the penalty of clusters whose peers cannot reach each other (priced as a
-TCP slowdown before, now "cannot run": every GPU-hour lost), and nothing else: a change to a verdict, a
-message or another penalty shows here."""
+their counts in the summary), a finding's `confidence`, and the penalty of clusters whose peers cannot reach
+each other (priced as a TCP slowdown before, now "cannot run": every GPU-hour lost), and nothing else: a change
+to a verdict, a message or another penalty shows here."""
 
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ ADDED_SINCE = {
         "api_calls",
         "retries",
     ),
-    "findings": ("fingerprint", "waiver", "baseline"),
+    "findings": ("fingerprint", "waiver", "baseline", "confidence"),
 }
 
 

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Literal
 
 import pytest
@@ -26,6 +27,7 @@ Severity = Literal["error", "warning", "info"]
 ESC = "\x1b"
 EVIL = "evil\x1b[8mhidden\r\x00tail"  # conceal everything after it, return to column 0, a NUL
 PREFIX = "aws:111122223333:us-east-1:auto-scaling-group/"
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def finding(
@@ -506,3 +508,27 @@ def test_demo_end_to_end() -> None:
     clean = sum(1 for c in data["clusters"] if c["status"] == "clean" and not c["findings"])
     incomplete = sum(1 for c in data["clusters"] if c["status"] == "incomplete" and not c["findings"])
     assert int(suite.get("tests", "")) == len(data["findings"]) + clean + incomplete
+
+
+# ---------------------------------------------------------------------------------------------- rule files
+
+
+def test_a_rule_says_when_it_may_be_wrong(tmp_path: Path) -> None:
+    """`confidence` is a rule-file field (default certain); `fabriccheck rules` shows it; a value that is neither
+    is one line naming the file and the field."""
+    from fabriccheck.engine import builtin_rules, load_rules
+    from fabriccheck.errors import FabricCheckError
+    from fabriccheck.reports import rules as rule_docs
+
+    known = {r.id: r for r in builtin_rules()}
+    assert {i for i, r in known.items() if r.confidence == "possible"} == {"AWS112", "AZ140"}
+    assert "confidence possible" in rule_docs.explain(known["AZ140"], "text")
+    assert "confidence" not in rule_docs.explain(known["AWS101"], "text")
+    listed = {row["id"]: row["confidence"] for row in json.loads(rule_docs.listing(list(known.values()), "json"))}
+    assert listed["AZ140"] == "possible" and listed["AWS101"] == "certain"
+    source = (ROOT / "rules" / "azure" / "AZ140-no-infiniband-driver.yaml").read_text()
+    (tmp_path / "AZ940.yaml").write_text(
+        source.replace("id: AZ140", "id: AZ940").replace("confidence: possible", "confidence: maybe")
+    )
+    with pytest.raises(FabricCheckError, match=r"AZ940.yaml: field confidence: Input should be 'certain' or"):
+        load_rules([tmp_path], {"azure"})
