@@ -15,19 +15,23 @@ from fabriccheck.flow import ClusterReport, Report
 from fabriccheck.model import UNKNOWN_ACCOUNT
 from fabriccheck.reports.safe import md_code, md_text
 from fabriccheck.reports.text import (
-    dollars,
     findings_by_cluster,
-    gpu_hours_cell,
     needs_attention,
     not_judged_groups,
-    penalty_line,
-    plural,
     ranked,
-    slowdown_cell,
     status_counts,
     suppressed,
     worst,
     worst_cell,
+)
+from fabriccheck.reports.wording import (
+    cost_lines,
+    lost_cell,
+    penalty_line,
+    plural,
+    possible_line,
+    possible_rules,
+    slowdown_cell,
 )
 
 LIMIT = 65_000  # GitHub rejects comments over 65,536 characters
@@ -83,12 +87,8 @@ def _head(report: Report) -> list[str]:
     out.append(line)
     if s.waived or s.in_baseline:
         out += ["", f"Not failing the gate: {plural(s.waived, 'finding')} waived, {s.in_baseline:,} in the baseline."]
-    extra = s.extra_gpu_hours_per_day
-    if extra.high > 0:
-        waste = f"Estimated waste: {extra.low:,.0f}–{extra.high:,.0f} extra GPU-hours per day"
-        if s.extra_dollars_per_day:
-            waste += f", {dollars(s.extra_dollars_per_day.low)}–{dollars(s.extra_dollars_per_day.high)} per day"
-        out += ["", waste + "."]
+    for cost in cost_lines(report):
+        out += ["", md_text(cost)]
     if not report.complete:
         out += ["", "**Incomplete run:** this result cannot pass a gate."]
     return out
@@ -102,17 +102,19 @@ def _top_table(order: list[ClusterReport], by_cluster: dict[str | None, list[Fin
         "",
         "## Clusters that cost most",
         "",
-        "Slowdown and extra GPU-hours a day are the high end of each estimate.",
+        "Slowdown and GPU-hours lost a day are the high end of each estimate.",
         "",
-        "| # | cluster | nodes | worst | slowdown | GPU-h/day |",
+        "| # | cluster | nodes | worst | slowdown | GPU-h lost/day |",
         "|---:|---|---:|---|---:|---:|",
     ]
     for rank, c in enumerate(attention[:TOP], 1):
         severity = worst_cell(c, by_cluster.get(c.id, []))
         out.append(
             f"| {rank} | {md_code(c.id, table=True)} | {len(c.nodes):,} | {severity} | "
-            f"{slowdown_cell(c.penalty)} | {gpu_hours_cell(c.penalty)} |"
+            f"{slowdown_cell(c.penalty)} | {md_text(lost_cell(c.penalty))} |"
         )
+    if any(lost_cell(c.penalty).endswith("*") for c in attention[:TOP]):
+        out += ["", "\\* more if the findings marked possible hold (see the cluster)."]
     if len(attention) > TOP:
         out += ["", f"… and {plural(len(attention) - TOP, 'more cluster')} with findings or not fully judged."]
     return out
@@ -143,6 +145,7 @@ def _finding_sections(findings: list[Finding], seen: set[str]) -> list[str]:
             "",
             f"- **Resources:** {_codes(resources)}",
             f"- **Category:** {md_text(first.category)}",
+            *(["- **Confidence:** possible (the rule may be wrong here)"] if first.confidence == "possible" else []),
             *([f"- **Not failing:** {md_text(why)}"] if why else []),
             "",
             md_text(_cap(first.message), line_start=True) + alike,
@@ -178,6 +181,10 @@ def _cluster_section(rank: int, c: ClusterReport, findings: list[Finding], seen:
         f"{plural(c.gpus, 'accelerator')}  ",
         f"Penalty ({md_text(c.penalty.workload)}): {md_text(penalty_line(c.penalty))}",
     ]
+    possible = possible_line(c.penalty, possible_rules(findings))
+    if possible:
+        out[-1] += "  "
+        out.append(md_text(possible))
     out += _finding_sections(findings, seen)
     groups = not_judged_groups(c.not_judged)
     if groups:

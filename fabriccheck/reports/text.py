@@ -21,8 +21,17 @@ from rich.text import Text
 from fabriccheck.engine import SEVERITY_RANK, Finding
 from fabriccheck.flow import ClusterReport, NotJudged, Report
 from fabriccheck.model import UNKNOWN_ACCOUNT
-from fabriccheck.penalty import Penalty
 from fabriccheck.reports.safe import visible
+from fabriccheck.reports.wording import (
+    cost_lines,
+    lost_cell,
+    lost_hours,
+    penalty_line,
+    plural,
+    possible_line,
+    possible_rules,
+    slowdown_cell,
+)
 
 STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan", "incomplete": "bold magenta", "clean": "green"}
 MIN_WIDTH = 60
@@ -37,49 +46,6 @@ _JUDGED_STATES = ("running", "pending", "planned")
 
 
 # ---------------------------------------------------------------------------------------------- shared
-
-
-def dollars(value: float) -> str:
-    return f"${value:,.0f}"
-
-
-def plural(count: int, word: str, many: str | None = None) -> str:
-    """`1 training cluster`, `2 training clusters`, `3 info` (with many="info")."""
-    return f"{count:,} {word if count == 1 else (many if many is not None else word + 's')}"
-
-
-def penalty_line(p: Penalty) -> str:
-    if not p.estimated:
-        return f"not estimated: {p.reason}"
-    if p.cannot_run or p.slowdown is None:
-        line = f"cannot run: {p.reason}; +{p.extra_gpu_hours_per_day.high:,.0f} GPU-hours/day lost"
-        if p.extra_dollars_per_day is not None:
-            line += f", {dollars(p.extra_dollars_per_day.high)}/day"
-        return line
-    if p.slowdown.high < 1.005:
-        return p.reason or "no slowdown (the fabric is fully used)"
-    line = (
-        f"{p.slowdown.low:.2f}x–{p.slowdown.high:.2f}x slower steps, "
-        f"+{p.extra_gpu_hours_per_day.low:,.0f}–{p.extra_gpu_hours_per_day.high:,.0f} GPU-hours/day"
-    )
-    if p.extra_dollars_per_day is not None:
-        line += f", {dollars(p.extra_dollars_per_day.low)}–{dollars(p.extra_dollars_per_day.high)}/day"
-    return line
-
-
-def slowdown_cell(p: Penalty) -> str:
-    """The high end of the slowdown, for tables."""
-    if not p.estimated:
-        return "not estimated"
-    if p.cannot_run or p.slowdown is None:
-        return "cannot run"
-    return "—" if p.slowdown.high < 1.005 else f"{p.slowdown.high:.2f}x"
-
-
-def gpu_hours_cell(p: Penalty) -> str:
-    if not p.estimated or p.extra_gpu_hours_per_day.high < 0.5:
-        return "—"
-    return f"{p.extra_gpu_hours_per_day.high:,.0f}"
 
 
 def findings_by_cluster(report: Report) -> dict[str | None, list[Finding]]:
@@ -115,14 +81,20 @@ def worst_cell(c: ClusterReport, findings: list[Finding]) -> str:
 
 
 def ranked(report: Report) -> list[ClusterReport]:
-    """Clusters worst first: most extra GPU-hours a day (high end), then worst severity, then findings before
-    incomplete before clean, then id. The text and markdown reports share this order."""
+    """Clusters worst first: those that cannot run, then most GPU-hours lost a day (high end, to the hour; the
+    findings marked possible do not count), then worst severity, then findings before incomplete before clean,
+    then id. The text and markdown reports share this order."""
     by_cluster = findings_by_cluster(report)
 
-    def key(c: ClusterReport) -> tuple[float, int, int, str]:
-        hours = c.penalty.extra_gpu_hours_per_day.high if c.penalty.estimated else 0.0
+    def key(c: ClusterReport) -> tuple[bool, int, int, int, str]:
         severity = worst(f for f in by_cluster.get(c.id, []) if f.gates)
-        return (-hours, -SEVERITY_RANK.get(severity or "", -1), _STATUS_RANK.get(c.status, 0), c.id)
+        return (
+            not c.penalty.cannot_run,
+            -round(lost_hours(c.penalty)),
+            -SEVERITY_RANK.get(severity or "", -1),
+            _STATUS_RANK.get(c.status, 0),
+            c.id,
+        )
 
     return sorted(report.clusters, key=key)
 
@@ -258,14 +230,14 @@ def _top_table(page: _Page, clusters: list[ClusterReport], by_cluster: dict[str 
                 f"{len(c.nodes):,}",
                 severity,
                 slowdown_cell(c.penalty),
-                gpu_hours_cell(c.penalty),
+                lost_cell(c.penalty),
             )
         )
-    heads = ("#", "cluster", "nodes", "worst", "slowdown", "GPU-h/day")
+    heads = ("#", "cluster", "nodes", "worst", "slowdown", "GPU-h lost")
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(heads)]
     fixed = 2 + sum(widths) - widths[1] + 2 * (len(heads) - 1)
     widths[1] = min(widths[1], max(len(heads[1]), page.width - fixed))
-    page.para("Clusters that cost most (high end of each estimate)", "", "  ", style="bold")
+    page.para("Clusters that cost most (high end of each estimate; GPU-hours lost a day)", "", "  ", style="bold")
     if prefix:
         page.para(f"every id below starts with {visible(prefix)}", "  ", "    ", style="dim")
 
@@ -286,6 +258,8 @@ def _top_table(page: _Page, clusters: list[ClusterReport], by_cluster: dict[str 
     page.add(row(heads))
     for cells in rows:
         page.add(row(cells, cells[3]))
+    if any(cells[5].endswith("*") for cells in rows):
+        page.para("* more if the findings marked possible hold (see the cluster)", "  ", "    ", style="dim")
     if more:
         page.para(f"… and {plural(more, 'more cluster')} with findings or not fully judged, below.", "  ")
 
@@ -309,6 +283,7 @@ def _finding_blocks(page: _Page, findings: list[Finding], verbose: bool) -> None
                 ("  ", ""),
                 (f"{first.severity:<7}", STYLE[first.severity]),
                 (f" {visible(first.rule)} {visible(first.category)}: {visible(first.title)}", "bold"),
+                *([(" (possible: the rule may be wrong here)", "dim")] if first.confidence == "possible" else []),
             ],
             indent,
         )
@@ -366,6 +341,9 @@ def _cluster_block(page: _Page, c: ClusterReport, findings: list[Finding], verbo
     _not_judged(page, c)
     caveat = " (from the rules that could be judged)" if c.not_judged and not findings else ""
     page.para(f"penalty ({visible(c.penalty.workload)}): {visible(penalty_line(c.penalty))}{caveat}", "  ", " " * 4)
+    possible = possible_line(c.penalty, possible_rules(findings))
+    if possible:
+        page.para(visible(possible), "  ", " " * 4)
 
 
 def _clean_line(page: _Page, clean: list[ClusterReport]) -> None:
@@ -440,16 +418,8 @@ def _summary(page: _Page, report: Report) -> None:
     if states:
         listed = ", ".join(f"{n:,} {visible(state)}" for state, n in sorted(states.items()))
         page.para(f"Instances not judged: {listed} (only running and pending instances are judged).", "", "  ")
-    if s.extra_gpu_hours_per_day.high > 0:
-        waste = (
-            f"Estimated waste: {s.extra_gpu_hours_per_day.low:,.0f}–{s.extra_gpu_hours_per_day.high:,.0f} "
-            "extra GPU-hours per day of training"
-        )
-        if s.extra_dollars_per_day:
-            waste += f", {dollars(s.extra_dollars_per_day.low)}–{dollars(s.extra_dollars_per_day.high)} per day"
-        else:
-            waste += " (pass --price-per-gpu-hour for dollars)"
-        page.para(waste + ".", "", "  ")
+    for line in cost_lines(report):
+        page.para(visible(line), "", "  ")
     if not report.complete:
         page.styled(
             [
