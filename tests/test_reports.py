@@ -20,7 +20,7 @@ from fabriccheck.engine import Finding
 from fabriccheck.flow import ClusterReport, NotJudged, Report, SkippedCluster, Summary
 from fabriccheck.model import CollectionError
 from fabriccheck.penalty import Penalty, Range
-from fabriccheck.reports import junit, markdown, text, wording
+from fabriccheck.reports import junit, markdown, names, text, wording
 from fabriccheck.reports.safe import md_code, md_text, visible
 
 Severity = Literal["error", "warning", "info"]
@@ -180,6 +180,7 @@ EXPECTED_ORDER = [
     "b-warn-zero",
     "a-clean",
 ]
+NAME = "aws/111122223333/us-east-1/asg "  # the short name of PREFIX + a group's name
 
 
 def fleet(with_findings: int = 30, clean: int = 270, per_cluster: int = 4) -> Report:
@@ -199,10 +200,9 @@ def fleet(with_findings: int = 30, clean: int = 270, per_cluster: int = 4) -> Re
 
 
 def lines_too_long(output: str, width: int) -> list[str]:
-    """Lines longer than `width` (colour codes not counted), except one unbreakable token (an id) and its
-    indent."""
+    """Lines longer than `width` (colour codes not counted): none may be, long ids included."""
     plain = re.sub(r"\x1b\[[0-9;]*m", "", output)
-    return [line for line in plain.splitlines() if len(line) > width and len(line.split()) > 1]
+    return [line for line in plain.splitlines() if len(line) > width]
 
 
 # ---------------------------------------------------------------------------------------------- text: order
@@ -212,20 +212,22 @@ def test_text_top_table_and_blocks_worst_first() -> None:
     out = text.render(ordered_report(), False, width=100)
     lines = out.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("Clusters that cost most"))
-    rows = [line.split() for line in lines[start + 1 :] if re.match(r"^\s+\d+\s", line)]
-    # The table names clusters after the prefix they all share (said above it); clean ones are not in it.
-    assert [r[1] for r in rows] == EXPECTED_ORDER[:-1]
-    assert f"every id below starts with {PREFIX}" in out
-    blocks = re.findall(r"^Cluster \S+/(\S+)", out, flags=re.M)
-    assert blocks == EXPECTED_ORDER
-    by_name = {r[1]: r for r in rows}
-    assert by_name["f-big"][2:] == ["8", "warning", "2.00x", "900"]
-    assert by_name["g-cannot"][2:] == ["2", "error", "cannot", "run", "384"]
-    assert by_name["c-error-unestimated"][4:] == ["unknown", "—"]
-    assert by_name["d-error-zero"][4:] == ["—", "—"]
-    assert by_name["h-possible"][4:] == ["—", "—*"]  # more only if the finding marked possible holds
+    rows = [re.split(r"\s{2,}", line.strip()) for line in lines[start + 1 :] if re.match(r"^\s+\d+\s", line)]
+    # A cloud column, and short names without the account and region the cloud's rows share (said above them).
+    assert [r[2] for r in rows] == ["asg " + name for name in EXPECTED_ORDER[:-1]]
+    assert {r[1] for r in rows} == {"aws"}
+    assert "clusters of aws 111122223333/us-east-1" in out
+    blocks = re.findall(r"^Cluster (\S+ \S+)", out, flags=re.M)
+    assert blocks == [NAME + name for name in EXPECTED_ORDER]
+    assert PREFIX not in out  # the full id is the JSON's
+    by_name = {r[2]: r for r in rows}
+    assert by_name["asg f-big"][3:] == ["8", "warning", "2.00x", "900"]
+    assert by_name["asg g-cannot"][3:] == ["2", "error", "cannot run", "384"]
+    assert by_name["asg c-error-unestimated"][5:] == ["unknown", "—"]
+    assert by_name["asg d-error-zero"][5:] == ["—", "—"]
+    assert by_name["asg h-possible"][5:] == ["—", "—*"]  # more only if the finding marked possible holds
     assert "* more if the findings marked possible hold" in out
-    block = out.split("Cluster " + PREFIX + "h-possible", 1)[1].split("\nCluster ", 1)[0]
+    block = out.split("Cluster " + NAME + "h-possible", 1)[1].split("\nCluster ", 1)[0]
     assert "if AWS101 holds (possible, not counted above): 1.00x–20.00x slower steps" in " ".join(block.split())
     assert "(possible: the rule may be wrong here)" in block
 
@@ -257,13 +259,14 @@ def test_the_summary_counts_what_is_lost_and_what_may_be_lost_apart() -> None:
 
 def test_markdown_uses_the_same_order() -> None:
     out = markdown.render(ordered_report())
-    sections = re.findall(r"^## \d+\. `\S+/(\S+)`", out, flags=re.M)
+    sections = re.findall(r"^## \d+\. `aws/111122223333/us-east-1/asg (\S+)`", out, flags=re.M)
     assert sections == EXPECTED_ORDER[:-1]
-    rows = re.findall(r"^\| \d+ \| `\S+/(\S+)` \|", out, flags=re.M)
+    rows = re.findall(r"^\| \d+ \| aws \| `111122223333/us-east-1/asg (\S+)` \|", out, flags=re.M)
     assert rows == EXPECTED_ORDER[:-1]
-    assert "1 clean cluster: `" + PREFIX + "a-clean`" in out
-    assert f"| 1 | `{PREFIX}g-cannot` | 2 | error | cannot run | 384 |" in out
+    assert "1 clean cluster: `" + NAME + "a-clean`" in out
+    assert "| 1 | aws | `111122223333/us-east-1/asg g-cannot` | 2 | error | cannot run | 384 |" in out
     assert "| 900 |" in out and "| —\\* |" in out and "- **Confidence:** possible" in out
+    assert PREFIX not in out
 
 
 def test_top_table_is_short() -> None:
@@ -272,7 +275,7 @@ def test_top_table_is_short() -> None:
     assert len(re.findall(r"^\s+\d+\s", table, flags=re.M)) == text.TOP
     assert "… and 20 more clusters with findings or not fully judged, below." in table
     # The costliest of the fleet (most GPU-hours) comes first.
-    assert re.search(r"^\s+1\s+\S*train-029\s", table, flags=re.M)
+    assert re.search(r"^\s+1\s+aws\s+asg train-029\s", table, flags=re.M)
 
 
 # ---------------------------------------------------------------------------------------------- text: width
@@ -281,21 +284,39 @@ def test_top_table_is_short() -> None:
 @pytest.mark.parametrize("width", [60, 80, 120])
 def test_text_wraps_to_columns(width: int, monkeypatch: pytest.MonkeyPatch) -> None:
     long_id = "aws:111122223333:us-east-1:eks-node-group/research-team-with-a-long-name/h200-very-long"
+    arm = "/subscriptions/11111111-2222-3333-4444-555555555555/resourceGroups/img-rg/providers/Microsoft.Compute/"
+    vm = arm + "virtualMachineScaleSets/nd-a100-custom/virtualMachines/0"
     report = fleet(with_findings=5, clean=5)
     report.clusters.append(cluster(long_id, findings=1, hours=300.0))
-    report.findings.append(finding(long_id, resources=["i-" + "0" * 70], message="word " * 80))
+    report.findings.append(finding(long_id, resources=["i-" + "0" * 70, vm], message="word " * 80 + vm))
     report.notes.append("a note " * 40)
     monkeypatch.setenv("COLUMNS", str(width))
     out = text.render(report, False)
     assert not lines_too_long(out, width)
-    # The long id is never broken: it stays whole, on a line of its own in the block header when it must.
-    header = next(line for line in out.splitlines() if long_id in line)
-    assert header.strip() == long_id if width < len("Cluster " + long_id) else header.startswith("Cluster " + long_id)
+    # The cluster goes by its short name, whole, wrapped at its one space when it must be.
+    name = "aws/111122223333/us-east-1/eks research-team-with-a-long-name/h200-very-long"
+    assert ("Cluster " + name) in " ".join(out.split())
+    # A token longer than a line is folded after a "/" (or filled when it has none), and reads back whole.
+    block = out.split("Cluster aws/111122223333/us-east-1/eks", 1)[1]
+    on = re.search(r"^\s+on\b(.*?)\n\s+word", block, flags=re.S | re.M)
+    assert on is not None
+    assert re.sub(r"\s", "", on.group(1)) == f"i-{'0' * 70},{vm}"
+    folded = [line.strip() for line in on.group(1).splitlines()]
+    assert any(line.endswith("/") for line in folded) and len(folded) > 2
     assert any(len(line) > width - 20 for line in out.splitlines())  # the width is used, not just respected
     assert not lines_too_long(text.render(report, True), width)  # colour adds escapes, not columns
+    assert not lines_too_long(text.render(report, False, verbose=True), width)  # the full id (verbose) too
     table = re.split(r"\nCluster\b", out.split("Clusters that cost most", 1)[1], maxsplit=1)[0]
-    assert all(len(line) <= width for line in table.splitlines())  # table ids are shortened, never overflow
     assert "…" in table if width < 100 else True
+
+
+def test_fold_breaks_after_separators_and_keeps_every_character() -> None:
+    token = "/subscriptions/1111/resourceGroups/img-rg/providers/Microsoft.Compute/virtualMachines/nd-0"
+    pieces = text.fold(token, 40, "  on ", "     ")
+    assert all(len(p) <= 40 for p in pieces) and len(pieces) == 3
+    assert pieces[0] == "  on /subscriptions/1111/resourceGroups/"
+    assert "".join(pieces).replace(" ", "") == "on" + token
+    assert text.fold("x" * 25, 10, "", "") == ["x" * 10, "x" * 10, "x" * 5]  # no separator: filled
 
 
 def test_terminal_width(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -325,12 +346,13 @@ def test_clean_clusters_collapse_at_300_and_verbose_lists_them() -> None:
     out = text.render(report, False, width=100)
     assert len(re.findall(r"^Cluster ", out, flags=re.M)) == 30
     collapsed = [line for line in out.splitlines() if "clean clusters:" in line]
-    assert len(collapsed) == 1 and collapsed[0].startswith("270 clean clusters: " + PREFIX + "quiet-000")
+    assert len(collapsed) == 1 and collapsed[0].startswith("270 clean clusters: " + NAME + "quiet-000")
     assert "(use --verbose to list them)" in out
     assert len(out.splitlines()) < 30 * 25
     verbose = text.render(report, False, verbose=True, width=100)
     assert len(re.findall(r"^Cluster ", verbose, flags=re.M)) == 300
-    assert all(f"{PREFIX}quiet-{i:03d}" in verbose for i in range(270))
+    assert all(f"{NAME}quiet-{i:03d}" in verbose for i in range(270))
+    assert all(f"id {PREFIX}quiet-{i:03d}" in verbose for i in range(270))  # verbose names the full id too
     assert "clean clusters:" not in verbose
 
 
@@ -362,11 +384,11 @@ def test_incomplete_clusters_skipped_and_summary() -> None:
     error = CollectionError(call="DescribeSecurityGroups", region="us-east-1", code="AccessDenied", message="no")
     one = make_report([incomplete], [finding(None, rule="AWS142")], complete=False, errors=[error], skipped=[skipped])
     out = text.render(one, False, width=160)
-    assert "Cluster " + PREFIX + "blind  incomplete: not fully judged" in out
+    assert "Cluster " + NAME + "blind  incomplete: not fully judged" in out
     assert f"  not judged AWS110, AWS112 on i-9: {reason}" in out
     assert "  not judged AWS120: deselected" in out
     assert "Skipped (not training clusters):" in out
-    assert f"  {PREFIX}serving (2 nodes × inf2.48xlarge) — Inferentia instances serve, they do not train" in out
+    assert f"  {NAME}serving (2 nodes × inf2.48xlarge) — Inferentia instances serve, they do not train" in out
     summary = " ".join(out.split("\nSummary: ", 1)[1].split())
     assert summary.startswith("2 nodes; 1 training cluster judged (0 with findings, 0 clean, 1 not fully judged)")
     assert "1 node trains alone or has no fabric to use; 1 cluster skipped (not training)" in summary
@@ -424,7 +446,7 @@ def test_markdown_escapes_cloud_text() -> None:
     # Visible escapes, themselves escaped for markdown (the comment shows `evil\x1b[8mhidden\r\x00tail`).
     assert "evil\\\\x1b\\[8mhidden\\\\r\\\\x00tail" in out and "\\# Heading" in out
     row = next(line for line in out.splitlines() if line.startswith("| 1 |"))
-    assert len(re.findall(r"(?<!\\)\|", row)) == 7  # the | in the id is escaped: still six cells
+    assert len(re.findall(r"(?<!\\)\|", row)) == 8  # the | in the name is escaped: still seven cells
     assert "\\<b\\>x\\</b\\>" in out and "\\*em\\*" in out and "\\`code\\`" in out
     assert "tag x\\\\n\\# Heading" in out  # grouped_by, with its newline
 
@@ -594,17 +616,20 @@ def test_the_demo_ranks_what_cannot_run_first_then_by_gpu_hours_lost() -> None:
             c["id"],
         ),
     )
-    out = run_demo("--verbose", columns=400)
-    blocks = re.findall(r"^Cluster (\S+)  \S", out, flags=re.M)
-    assert blocks == [c["id"] for c in expected]
-    assert blocks[0].endswith("cyclecloud-node-array//sites/hpc/clusters/llm/nodearrays/gpu")  # most GPUs (32)
+    names = text.cluster_names(Report.model_validate(data))
+    out = run_demo("--verbose", columns=200)
+    blocks = re.findall(r"^Cluster (.+?)  \S", out, flags=re.M)
+    assert blocks == [str(names[c["id"]]) for c in expected]
+    assert blocks[0] == "azure/cc-rg/cyclecloud llm/gpu"  # the cannot-run cluster with the most GPUs (32)
     cannot = [c for c in data["clusters"] if c["penalty"]["cannot_run"]]
-    assert len(cannot) == 7 and all(c["penalty"]["cannot_run"] for c in expected[: len(cannot)])
+    assert len(cannot) == 7 and blocks[: len(cannot)] == [str(names[c["id"]]) for c in expected[: len(cannot)]]
     # The custom image's AZ140 may be wrong: what it costs is counted apart, so that cluster ranks on nothing.
     custom = next(c for c in data["clusters"] if c["id"].endswith("/nd-a100-custom"))
     assert custom["penalty"]["lost_gpu_hours_per_day"]["high"] == 0.0
     assert custom["penalty"]["possible"]["lost_gpu_hours_per_day"]["high"] > 300
-    assert blocks.index(custom["id"]) > blocks.index("gcp:fabriccheck-demo:us-central1:slurm-nodeset/hpc/a3loose")
+    assert blocks.index("azure/img-rg/vmss nd-a100-custom") > blocks.index(
+        "gcp/fabriccheck-demo/us-central1/slurm hpc/a3loose"
+    )
     possible = data["summary"]["possible_lost_gpu_hours_per_day"]
     assert possible["high"] == pytest.approx(custom["penalty"]["possible"]["lost_gpu_hours_per_day"]["high"])
     assert {f["rule"] for f in data["findings"] if f["confidence"] == "possible"} == {"AWS112", "AZ140"}
@@ -636,6 +661,66 @@ def test_the_demo_never_loses_more_than_it_pays_for() -> None:
     out = " ".join(run_demo(columns=120).split("\nSummary: ", 1)[1].split())
     assert f"GPU-hours a day ({lost['low'] / paid:.0%}–{lost['high'] / paid:.0%}) of the 12,192" in out
     assert "7 clusters cannot run at all" in out
+
+
+# ---------------------------------------------------------------------------------------------- short names
+
+SUB = "11111111-2222-3333-4444-555555555555"
+
+
+@pytest.mark.parametrize(
+    ("cluster_id", "nodes", "expected"),
+    [
+        # The forms issue 17 names, from the demo's cluster ids (clusters.py builds them).
+        (
+            f"azure:{SUB}:eastus:scale-set//subscriptions/{SUB}/resourcegroups/img-rg/providers/"
+            "microsoft.compute/virtualmachinescalesets/nd-a100-custom",
+            [],
+            "azure/img-rg/vmss nd-a100-custom",
+        ),
+        (
+            "aws:111122223333:us-east-1:auto-scaling-group/vision-train",
+            [],
+            "aws/111122223333/us-east-1/asg vision-train",
+        ),
+        ("gcp:proj-1:us-central1:gke-node-pool/train/a3-high", [], "gcp/proj-1/us-central1/gke train/a3-high"),
+        (
+            "gcp:proj-1:us-central1:managed-instance-group/projects/123/zones/us-central1-a/instanceGroupManagers/m1",
+            [],
+            "gcp/proj-1/us-central1/mig m1",
+        ),
+        # An Azure grouping with no resource group in it takes the one its VMs share.
+        (
+            f"azure:{SUB}:eastus:cyclecloud-node-array//sites/hpc/clusters/llm/nodearrays/gpu",
+            [f"/subscriptions/{SUB}/resourceGroups/CC-rg/providers/Microsoft.Compute/virtualMachines/a"],
+            "azure/cc-rg/cyclecloud llm/gpu",
+        ),
+        (f"azure:{SUB}:tag/team=llm", [], "azure/tag team=llm"),
+        ("aws:111122223333:tag/team=llm", [], "aws/111122223333/tag team=llm"),
+        ("aws:unknown:us-east-1:placement-group/gpu-workers", [], "aws/us-east-1/pg gpu-workers"),  # a plan's
+        ("aws:111122223333:us-east-1:i-0abc", [], "aws/111122223333/us-east-1/node i-0abc"),
+        (
+            f"azure:{SUB}:eastus:/subscriptions/{SUB}/resourceGroups/rg1/providers/Microsoft.Compute/virtualMachines/v",
+            [],
+            "azure/rg1/vm v",
+        ),
+    ],
+)
+def test_short_names(cluster_id: str, nodes: list[str], expected: str) -> None:
+    assert str(names.display_name(cluster_id, nodes)) == expected
+
+
+def test_clusters_whose_short_names_collide_keep_their_full_ids() -> None:
+    """Two subscriptions with a scale set of one name in resource groups of one name: the short names would be
+    one, so both keep the id that tells them apart; the third keeps its short name."""
+    ids = [
+        f"azure:{sub}:eastus:scale-set//subscriptions/{sub}/resourcegroups/rg/providers/microsoft.compute/"
+        "virtualmachinescalesets/train"
+        for sub in ("sub-a", "sub-b")
+    ] + ["aws:111122223333:us-east-1:auto-scaling-group/train"]
+    shown = names.display_names([(i, []) for i in ids])
+    assert [str(shown[i]) for i in ids] == [ids[0], ids[1], "aws/111122223333/us-east-1/asg train"]
+    assert shown[ids[0]].in_cloud() == ids[0]
 
 
 # ---------------------------------------------------------------------------------------------- machine formats

@@ -13,8 +13,10 @@ from __future__ import annotations
 from fabriccheck.engine import Finding
 from fabriccheck.flow import ClusterReport, Report
 from fabriccheck.model import UNKNOWN_ACCOUNT
+from fabriccheck.reports.names import DisplayName
 from fabriccheck.reports.safe import md_code, md_text
 from fabriccheck.reports.text import (
+    cluster_names,
     findings_by_cluster,
     needs_attention,
     not_judged_groups,
@@ -94,7 +96,9 @@ def _head(report: Report) -> list[str]:
     return out
 
 
-def _top_table(order: list[ClusterReport], by_cluster: dict[str | None, list[Finding]]) -> list[str]:
+def _top_table(
+    order: list[ClusterReport], by_cluster: dict[str | None, list[Finding]], names: dict[str, DisplayName]
+) -> list[str]:
     attention = [c for c in order if needs_attention(c)]
     if not attention:
         return ["", "No cluster has findings." if order else "No training cluster was judged."]
@@ -104,14 +108,15 @@ def _top_table(order: list[ClusterReport], by_cluster: dict[str | None, list[Fin
         "",
         "Slowdown and GPU-hours lost a day are the high end of each estimate.",
         "",
-        "| # | cluster | nodes | worst | slowdown | GPU-h lost/day |",
-        "|---:|---|---:|---|---:|---:|",
+        "| # | cloud | cluster | nodes | worst | slowdown | GPU-h lost/day |",
+        "|---:|---|---|---:|---|---:|---:|",
     ]
     for rank, c in enumerate(attention[:TOP], 1):
         severity = worst_cell(c, by_cluster.get(c.id, []))
+        name = names[c.id]
         out.append(
-            f"| {rank} | {md_code(c.id, table=True)} | {len(c.nodes):,} | {severity} | "
-            f"{slowdown_cell(c.penalty)} | {md_text(lost_cell(c.penalty))} |"
+            f"| {rank} | {md_text(name.cloud)} | {md_code(name.in_cloud(), table=True)} | {len(c.nodes):,} | "
+            f"{severity} | {slowdown_cell(c.penalty)} | {md_text(lost_cell(c.penalty))} |"
         )
     if any(lost_cell(c.penalty).endswith("*") for c in attention[:TOP]):
         out += ["", "\\* more if the findings marked possible hold (see the cluster)."]
@@ -162,7 +167,9 @@ def _finding_sections(findings: list[Finding], seen: set[str]) -> list[str]:
     return out
 
 
-def _cluster_section(rank: int, c: ClusterReport, findings: list[Finding], seen: set[str]) -> list[str]:
+def _cluster_section(
+    rank: int, c: ClusterReport, findings: list[Finding], seen: set[str], name: DisplayName
+) -> list[str]:
     severity = worst(f for f in findings if f.gates)
     if findings and not severity:
         status = f"{plural(len(findings), 'finding')}, none failing the gate (waived or in the baseline)"
@@ -175,7 +182,7 @@ def _cluster_section(rank: int, c: ClusterReport, findings: list[Finding], seen:
     types = ", ".join(md_code(t) for t in c.instance_types)
     out = [
         "",
-        f"## {rank}. {md_code(c.id)}",
+        f"## {rank}. {md_code(name)}",
         "",
         f"{status} · {md_text(c.grouped_by)} · {plural(len(c.nodes), 'node')} × {types} · "
         f"{plural(c.gpus, 'accelerator')}  ",
@@ -195,14 +202,15 @@ def _cluster_section(rank: int, c: ClusterReport, findings: list[Finding], seen:
     return out
 
 
-def _tail(report: Report, clean: list[ClusterReport]) -> list[str]:
+def _tail(report: Report, clean: list[ClusterReport], names: dict[str, DisplayName]) -> list[str]:
     out: list[str] = []
     if clean:
-        out += ["", "## Clean clusters", "", f"{plural(len(clean), 'clean cluster')}: {_codes([c.id for c in clean])}."]
+        listed = _codes([str(names[c.id]) for c in clean])
+        out += ["", "## Clean clusters", "", f"{plural(len(clean), 'clean cluster')}: {listed}."]
     if report.skipped_clusters:
         out += ["", "## Skipped (not training clusters)", ""]
         for s in report.skipped_clusters[:LISTED]:
-            out.append(f"- {md_code(s.id)} — {md_text(_cap(s.reason, 500))}")
+            out.append(f"- {md_code(names[s.id])} — {md_text(_cap(s.reason, 500))}")
         if len(report.skipped_clusters) > LISTED:
             out.append(f"- … and {len(report.skipped_clusters) - LISTED:,} more (see `--format json`)")
     if report.notes:
@@ -221,14 +229,16 @@ def render(report: Report, color: bool = False, limit: int = LIMIT) -> str:
     order = ranked(report)
     attention = [c for c in order if needs_attention(c)]
     clean = [c for c in order if not needs_attention(c)]
-    head = _head(report) + _top_table(order, by_cluster)
-    tail = _tail(report, clean)
+    names = cluster_names(report)
+    head = _head(report) + _top_table(order, by_cluster, names)
+    tail = _tail(report, clean, names)
     reserve = 400  # the "left out" line
 
     seen: set[str] = set()
     sections: list[tuple[list[str], int, int]] = []  # (lines, clusters, findings)
     for rank, c in enumerate(attention, 1):
-        sections.append((_cluster_section(rank, c, by_cluster.get(c.id, []), seen), 1, len(by_cluster.get(c.id, []))))
+        section = _cluster_section(rank, c, by_cluster.get(c.id, []), seen, names[c.id])
+        sections.append((section, 1, len(by_cluster.get(c.id, []))))
     templates = by_cluster.get(None, [])
     if templates:
         lines = ["", "## Launch templates (judged before any node launches)", *_finding_sections(templates, seen)]
