@@ -75,9 +75,7 @@ WorkloadOpt = Annotated[
 ]
 PriceOpt = Annotated[
     float | None,
-    typer.Option(
-        metavar="N", callback=_price, help="Dollars per GPU-hour, to price the extra GPU-hours of the penalty."
-    ),
+    typer.Option(metavar="N", callback=_price, help="Dollars per GPU-hour, to price the GPU-hours the penalty loses."),
 ]
 RulesDirOpt = Annotated[
     list[Path] | None, typer.Option("--rules-dir", metavar="DIR", help="Add rules from DIR (repeatable).")

@@ -45,6 +45,9 @@ Category = Literal[
 ]
 # What a finding does to the cluster's fabric; the penalty model reads this, never a number in the rule.
 Effect = Literal["tcp-fallback", "partial-fabric", "unreachable", "loose-placement", "weaker-fabric", "none"]
+# certain: the facts decide the finding; possible: the rule says it may be wrong (a custom image may carry its own
+# drivers), so its cost is counted apart from the headline.
+Confidence = Literal["certain", "possible"]
 SCOPE_VARIABLES = {"node": {"node", "cluster"}, "cluster": {"cluster"}}
 ORIGINS: tuple[Origin, ...] = ("running", "template", "plan")
 
@@ -112,6 +115,7 @@ class Rule(RuleModel):
     scope: Literal["node", "cluster"]
     condition: str
     effect: Effect
+    confidence: Confidence = "certain"
     message: str
     remediation: Remediation
     references: list[str] = Field(min_length=1)
@@ -188,6 +192,7 @@ class Finding(BaseModel):
     remediation: str
     effect: str
     references: list[str]
+    confidence: Confidence = "certain"
     # Set after judging (flow.py): rule + resource identity (baseline.py), the waiver that covers the finding,
     # and whether a --baseline holds it. A waived or existing finding is reported but does not fail the gate.
     fingerprint: str = ""
@@ -846,6 +851,7 @@ def _fixed_fields(rule: Rule, origin: str) -> dict[str, Any]:
         "remediation": remediation.as_text(),
         "effect": rule.effect,
         "references": variant.references or rule.references,
+        "confidence": rule.confidence,
     }
 
 

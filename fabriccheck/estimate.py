@@ -74,8 +74,11 @@ class EstimateReport(BaseModel):
     step_seconds: Range | None  # the state's step time (healthy when the state is healthy)
     healthy_step_seconds: float | None
     slowdown: Range | None
-    extra_gpu_hours_per_day: Range | None
-    extra_dollars_per_day: Range | None
+    # Out of the nodes' GPUs x 24 GPU-hours a day: the share of each lost (1 - 1/slowdown), those lost, dollars.
+    gpu_hours_per_day: float
+    lost_share: Range | None
+    lost_gpu_hours_per_day: Range | None
+    lost_dollars_per_day: Range | None
 
 
 def fabric_of_type(instance_type: str) -> penalty.FabricDescription:
@@ -172,11 +175,15 @@ def run(
         step_seconds=step,
         healthy_step_seconds=result.healthy_step_seconds,
         slowdown=Range(**result.slowdown.model_dump()) if result.slowdown and result.estimated else None,
-        extra_gpu_hours_per_day=Range(**result.extra_gpu_hours_per_day.model_dump()) if result.estimated else None,
-        extra_dollars_per_day=Range(**result.extra_dollars_per_day.model_dump())
-        if result.extra_dollars_per_day
-        else None,
+        gpu_hours_per_day=nodes * fabric.gpus_per_node * 24.0,
+        lost_share=_range(result.lost_share),
+        lost_gpu_hours_per_day=_range(result.lost_gpu_hours_per_day),
+        lost_dollars_per_day=_range(result.lost_dollars_per_day),
     )
+
+
+def _range(value: penalty.Range | None) -> Range | None:
+    return Range(low=value.low, high=value.high) if value is not None else None
 
 
 def _summary(fabric: penalty.FabricDescription) -> FabricSummary:
@@ -229,14 +236,23 @@ def render_text(report: EstimateReport) -> str:
     elif report.slowdown is not None and report.healthy_step_seconds is not None:
         lines.append(f"healthy step: {report.healthy_step_seconds:.2f} s")
         lines.append(f"slowdown: {report.slowdown.low:.2f}x–{report.slowdown.high:.2f}x")
-    if report.extra_gpu_hours_per_day is not None:
-        hours = report.extra_gpu_hours_per_day
-        line = f"extra GPU-hours per day: {hours.low:,.0f}–{hours.high:,.0f}"
-        if report.extra_dollars_per_day is not None:
-            line += f" (${report.extra_dollars_per_day.low:,.0f}–${report.extra_dollars_per_day.high:,.0f})"
+    if report.lost_gpu_hours_per_day is not None and report.lost_share is not None:
+        hours, share = report.lost_gpu_hours_per_day, report.lost_share
+        line = (
+            f"GPU-hours lost per day: {_span(hours, '{:,.0f}')} of {report.gpu_hours_per_day:,.0f}"
+            f" ({_span(share, '{:.0%}')})"
+        )
+        if report.lost_dollars_per_day is not None:
+            line += f", {_span(report.lost_dollars_per_day, '${:,.0f}')}"
         lines.append(line)
     lines += [f"note: {n}" for n in report.notes]
     return "\n".join(lines) + "\n"
+
+
+def _span(value: Range, form: str) -> str:
+    """`low–high` in `form`, or one figure when both ends read the same."""
+    low, high = form.format(value.low), form.format(value.high)
+    return low if low == high else f"{low}–{high}"
 
 
 def _gbytes(value: float) -> str:

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from fabriccheck import __version__, config, engine, penalty
+from fabriccheck import __version__, config, cost, engine, penalty
 from fabriccheck import baseline as baselines
 from fabriccheck import waivers as waiving
 from fabriccheck.baseline import Baseline, BaselineSummary
@@ -93,8 +93,16 @@ class Summary(BaseModel):
     findings: dict[str, int]
     by_category: dict[str, int]
     by_rule: dict[str, int]
-    extra_gpu_hours_per_day: penalty.Range
-    extra_dollars_per_day: penalty.Range | None
+    # What the reported clusters lose a day, from the findings their rules are certain of (cost.totals).
+    gpu_hours_per_day: float  # what is paid for: the reported clusters' GPUs x 24
+    lost_gpu_hours_per_day: penalty.Range
+    lost_dollars_per_day: penalty.Range | None
+    clusters_cannot_run: int
+    # Counted apart from the figures above: findings whose rules say they may be wrong, and what they would
+    # lose on top of them if they hold.
+    possible_findings: int
+    possible_lost_gpu_hours_per_day: penalty.Range | None
+    possible_lost_dollars_per_day: penalty.Range | None
     unknown_instance_types: list[str]
     clusters_by_status: dict[str, int] = {}  # clean, findings, incomplete
     skipped_clusters: int = 0
@@ -227,7 +235,7 @@ def _run(inventory: Inventory, options: Options) -> Report:
                 findings=len(cluster_findings),
                 status=status,
                 not_judged=not_judged,
-                penalty=cluster_penalty(cluster, cluster_findings, workload, options.price_per_gpu_hour, facts),
+                penalty=cluster_cost(cluster, cluster_findings, workload, options.price_per_gpu_hour, facts),
             )
         )
     skipped = [
@@ -317,6 +325,22 @@ def _deselected(loaded: list[engine.Rule], chosen: list[engine.Rule]) -> dict[st
             if "running" in origins and finding_id not in on:
                 off.setdefault(rule.provider, []).append(finding_id)
     return off
+
+
+def cluster_cost(
+    cluster: Cluster,
+    findings: list[Finding],
+    workload: penalty.Workload,
+    price_per_gpu_hour: float | None,
+    facts: FactBuilder,
+) -> penalty.Penalty:
+    """The cluster's penalty from the findings their rules are certain of; when some that may be wrong (confidence
+    possible) act on the fabric, also what it would be if they hold (`possible`), counted apart."""
+    certain = [f for f in findings if f.confidence == "certain"]
+    found = cluster_penalty(cluster, certain, workload, price_per_gpu_hour, facts)
+    if any(f.confidence != "certain" and f.effect != "none" for f in findings):
+        found.possible = cluster_penalty(cluster, findings, workload, price_per_gpu_hour, facts)
+    return found
 
 
 # What a finding's effect does to the fabric of the node it names (or of every node, for a cluster finding).
@@ -457,21 +481,15 @@ def _member(
 
 
 def tally(findings: list[Finding], clusters: list[ClusterReport], skipped: list[SkippedCluster]) -> dict[str, Any]:
-    """The summary's counts of findings, clusters and estimated waste: one report's, or a merge of several."""
-    estimated = [c.penalty for c in clusters if c.penalty.estimated]
-    dollars = [p.extra_dollars_per_day for p in estimated if p.extra_dollars_per_day is not None]
+    """The summary's counts of findings and clusters and what the clusters lose: one report's, or a merge of
+    several."""
     return {
         "clusters": len(clusters),
         "findings": {s: sum(1 for f in findings if f.severity == s) for s in ("error", "warning", "info")},
         "by_category": dict(sorted(Counter(f.category for f in findings).items())),
         "by_rule": dict(sorted(Counter(f.rule for f in findings).items())),
-        "extra_gpu_hours_per_day": penalty.Range(
-            low=sum(p.extra_gpu_hours_per_day.low for p in estimated),
-            high=sum(p.extra_gpu_hours_per_day.high for p in estimated),
-        ),
-        "extra_dollars_per_day": penalty.Range(low=sum(d.low for d in dollars), high=sum(d.high for d in dollars))
-        if dollars
-        else None,
+        **cost.totals([(c.gpus, c.penalty) for c in clusters]),
+        "possible_findings": sum(1 for f in findings if f.confidence == "possible"),
         "clusters_by_status": {
             s: sum(1 for c in clusters if c.status == s) for s in ("clean", "findings", "incomplete")
         },

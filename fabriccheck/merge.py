@@ -34,6 +34,12 @@ def load_report(path: Path) -> Report:
             f"{path}: report schema_version {version!r}, but this fabriccheck merges version "
             f"{REPORT_SCHEMA_VERSION}; make the reports again with the same fabriccheck version"
         )
+    summary = doc["summary"]
+    if isinstance(summary, dict) and "extra_gpu_hours_per_day" in summary:
+        raise FabricCheckError(
+            f"{path}: made by an older fabriccheck (extra_gpu_hours_per_day, since replaced by "
+            "lost_gpu_hours_per_day); make the reports again with the same fabriccheck version"
+        )
     try:
         return Report.model_validate(doc)
     except ValidationError as exc:

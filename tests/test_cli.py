@@ -75,7 +75,7 @@ def test_text_report_is_plain_when_piped(tmp_path: Path) -> None:
     result = run("demo", "--price-per-gpu-hour", "4.5")
     assert result.returncode == 0
     assert "\x1b[" not in result.stdout
-    assert "Cluster aws:111122223333:us-east-1:auto-scaling-group/llm-prod" in result.stdout
+    assert "Cluster aws/111122223333/us-east-1/asg llm-prod" in result.stdout  # the short name (reports/names.py)
     assert "AWS101 fabric-missing" in result.stdout and "Summary:" in result.stdout
     assert "$" in result.stdout  # dollars appear once a price is given
 

@@ -1,9 +1,11 @@
 """The demo's JSON report, held against the one recorded before accounts were part of every key. Since then
 the report may add scope (an `account` on findings, clusters and errors, and the account in cluster ids) and
 the additive fields that say what was judged (a cluster's `status` and `not_judged`, `skipped_clusters`, and
-their counts in the summary), and the penalty of clusters whose peers cannot reach each other (priced as a
-TCP slowdown before, now "cannot run": every GPU-hour lost), and nothing else: a change to a verdict, a
-message or another penalty shows here."""
+their counts in the summary), a finding's `confidence`, and the penalty of clusters whose peers cannot reach
+each other (priced as a TCP slowdown before, now "cannot run": every GPU-hour lost), and nothing else: a change
+to a verdict, a message or another slowdown shows here. The cost of a slowdown changed on purpose (issue 17):
+the extra GPU-hours, GPUs x 24 x (slowdown - 1), claimed more than a cluster has; what a slowdown loses is
+1 - 1/slowdown of what is paid for, and that is checked against the slowdowns recorded then."""
 
 from __future__ import annotations
 
@@ -43,8 +45,20 @@ ADDED_SINCE = {
         "api_calls",
         "retries",
     ),
-    "findings": ("fingerprint", "waiver", "baseline"),
+    "findings": ("fingerprint", "waiver", "baseline", "confidence"),
 }
+# A penalty's cost figures then (GPUs x 24 x (slowdown - 1)) and now (out of GPUs x 24: penalty.penalty_of).
+COST_THEN = ("extra_gpu_hours_per_day", "extra_dollars_per_day")
+COST_NOW = ("gpu_hours_per_day", "lost_share", "lost_gpu_hours_per_day", "lost_dollars_per_day", "possible")
+SUMMARY_COST_NOW = (
+    "gpu_hours_per_day",
+    "lost_gpu_hours_per_day",
+    "lost_dollars_per_day",
+    "clusters_cannot_run",
+    "possible_findings",
+    "possible_lost_gpu_hours_per_day",
+    "possible_lost_dollars_per_day",
+)
 
 
 def _without_additions(report: dict[str, Any]) -> dict[str, Any]:
@@ -69,7 +83,10 @@ def _without_additions(report: dict[str, Any]) -> dict[str, Any]:
             cluster.pop("penalty")
         else:
             cluster["penalty"].pop("cannot_run")  # added with the cannot-run penalty
-    stripped["summary"].pop("extra_gpu_hours_per_day")
+            for key in COST_NOW:
+                cluster["penalty"].pop(key)
+    for key in SUMMARY_COST_NOW:
+        stripped["summary"].pop(key)
     return stripped
 
 
@@ -81,7 +98,11 @@ def test_demo_report_differs_from_before_only_by_scope() -> None:
     for cluster in before["clusters"]:
         if cluster["id"] in unreachable:
             cluster.pop("penalty")
-    before["summary"].pop("extra_gpu_hours_per_day")
+        else:
+            for key in COST_THEN:
+                cluster["penalty"].pop(key)
+    for key in COST_THEN:
+        before["summary"].pop(key)
     # The loose-placement note no longer names AWS: GCP and Azure clusters get it too.
     text = json.dumps(before).replace("AWS publishes no bandwidth cost", "no published bandwidth cost")
     assert _without_additions(report) == json.loads(text)
@@ -95,12 +116,36 @@ def test_clusters_whose_peers_cannot_reach_each_other_cannot_run() -> None:
         penalty = cluster["penalty"]
         if cluster["id"] in unreachable:
             assert penalty["cannot_run"] is True and penalty["slowdown"] is None
-            assert penalty["extra_gpu_hours_per_day"] == {"low": cluster["gpus"] * 24.0, "high": cluster["gpus"] * 24.0}
+            every = cluster["gpus"] * 24.0
+            assert penalty["lost_gpu_hours_per_day"] == {"low": every, "high": every}
+            assert penalty["lost_share"] == {"low": 1.0, "high": 1.0}
         else:
             assert penalty["cannot_run"] is False
-    total = report["summary"]["extra_gpu_hours_per_day"]
+    total = report["summary"]["lost_gpu_hours_per_day"]
     estimated = [c["penalty"] for c in report["clusters"] if c["penalty"]["estimated"]]
-    assert total["high"] == pytest.approx(sum(p["extra_gpu_hours_per_day"]["high"] for p in estimated))
+    assert total["high"] == pytest.approx(sum(p["lost_gpu_hours_per_day"]["high"] for p in estimated))
+    assert report["summary"]["clusters_cannot_run"] == 3
+
+
+def test_what_each_recorded_slowdown_loses_is_bounded_by_the_cluster() -> None:
+    """The slowdowns recorded before the cost was bounded, priced now: 1 - 1/slowdown of GPUs x 24, never more
+    (the old extra GPU-hours passed the cluster's own at any slowdown above 2x, as the snapshot shows)."""
+    report = {c["id"]: c for c in _demo_report()["clusters"]}
+    before = json.loads(BEFORE.read_text())
+    unreachable = {f["cluster"] for f in before["findings"] if f["effect"] == "unreachable"}
+    over = 0
+    for then in before["clusters"]:
+        if then["id"] in unreachable or not then["penalty"]["estimated"]:
+            continue
+        now = report[then["id"].replace("aws:", f"aws:{DEMO_ACCOUNT}:", 1)]["penalty"]
+        paid = then["gpus"] * 24.0
+        for bound in ("low", "high"):
+            share = 1 - 1 / then["penalty"]["slowdown"][bound]
+            assert now["lost_share"][bound] == pytest.approx(share)
+            assert now["lost_gpu_hours_per_day"][bound] == pytest.approx(paid * share)
+            assert now["lost_gpu_hours_per_day"][bound] <= paid
+            over += then["penalty"]["extra_gpu_hours_per_day"][bound] > paid
+    assert over >= 2  # the old figure was impossible on the costliest clusters
 
 
 def test_every_finding_and_cluster_of_the_demo_carries_its_account() -> None:

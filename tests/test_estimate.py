@@ -39,7 +39,9 @@ def test_states_order_the_cost() -> None:
     assert high["healthy"] == 1.0 < high["nics=16"] < high["nics=4"] < high["tcp"]
     unreachable = estimate.run(fabric, 8, "unreachable", FSDP, price_per_gpu_hour=2.0)
     assert unreachable.cannot_run and unreachable.slowdown is None
-    assert unreachable.extra_gpu_hours_per_day is not None and unreachable.extra_gpu_hours_per_day.high == 64 * 24
+    assert unreachable.lost_gpu_hours_per_day is not None and unreachable.lost_gpu_hours_per_day.high == 64 * 24
+    assert unreachable.lost_share is not None and unreachable.lost_share.low == 1.0
+    assert unreachable.lost_dollars_per_day is not None and unreachable.lost_dollars_per_day.high == 64 * 24 * 2.0
     assert unreachable.collectives == []  # nothing runs, so nothing is measured
 
 
@@ -84,6 +86,13 @@ def test_json_and_bad_input_on_the_command_line(tmp_path: Path) -> None:
     assert doc["schema_version"] == 1 and doc["fabric"]["nics"] == 4 and doc["state"] == "nics=1"
     assert {"op", "bytes", "algbw_gbytes_per_s", "busbw_gbytes_per_s"} <= set(doc["collectives"][0])
     assert doc["slowdown"]["high"] >= doc["slowdown"]["low"] > 1
+    # What is lost is out of what the 4 x 8 GPUs are paid for: 1 - 1/slowdown of 768 GPU-hours a day.
+    assert doc["gpu_hours_per_day"] == 768.0 and "extra_gpu_hours_per_day" not in doc
+    for bound in ("low", "high"):
+        assert doc["lost_share"][bound] == pytest.approx(1 - 1 / doc["slowdown"][bound])
+        assert doc["lost_gpu_hours_per_day"][bound] == pytest.approx(768 * doc["lost_share"][bound])
+    cannot = run("estimate", "--instance-type", "p4d.24xlarge", "--nodes", "4", "--state", "unreachable")
+    assert "GPU-hours lost per day: 768 of 768 (100%)" in cannot.stdout
     assert "--state nics=9: the fabric has 4 NICs" in one_clean_line(
         run("estimate", "--instance-type", "p4d.24xlarge", "--nodes", "4", "--state", "nics=9")
     )

@@ -48,7 +48,17 @@ def test_merged_report_adds_up_its_parts(parts: dict[str, Path], tmp_path: Path)
     assert len(merged["findings"]) == sum(len(p["findings"]) for p in pieces)
     assert sorted(c["id"] for c in merged["clusters"]) == sorted(c["id"] for p in pieces for c in p["clusters"])
     summary = merged["summary"]
-    for key in ("nodes", "clusters", "nodes_not_in_reported_clusters", "skipped_clusters", "scopes", "retries"):
+    for key in (
+        "nodes",
+        "clusters",
+        "nodes_not_in_reported_clusters",
+        "skipped_clusters",
+        "scopes",
+        "retries",
+        "gpu_hours_per_day",
+        "clusters_cannot_run",
+        "possible_findings",
+    ):
         assert summary[key] == sum(p["summary"][key] for p in pieces), key
     for key in ("findings", "by_rule", "by_category", "clusters_by_status", "nodes_by_state"):
         totals: dict[str, int] = {}
@@ -56,9 +66,12 @@ def test_merged_report_adds_up_its_parts(parts: dict[str, Path], tmp_path: Path)
             for name, count in piece["summary"][key].items():
                 totals[name] = totals.get(name, 0) + count
         assert {k: v for k, v in summary[key].items() if v} == {k: v for k, v in totals.items() if v}, key
+    assert summary["possible_findings"] > 0 and summary["clusters_cannot_run"] > 0
     for bound in ("low", "high"):
-        expected = sum(p["summary"]["extra_gpu_hours_per_day"][bound] for p in pieces)
-        assert summary["extra_gpu_hours_per_day"][bound] == pytest.approx(expected)
+        for key in ("lost_gpu_hours_per_day", "possible_lost_gpu_hours_per_day"):
+            expected = sum(p["summary"][key][bound] for p in pieces if p["summary"][key] is not None)
+            assert summary[key][bound] == pytest.approx(expected), key
+    assert summary["lost_gpu_hours_per_day"]["high"] <= summary["gpu_hours_per_day"]
     assert set(merged["rules"]) == {r for p in pieces for r in p["rules"]}
     assert merged["scopes"] == [s for p in pieces for s in p["scopes"]]
     assert all(str(parts[c]) in merged["source"] for c in ("aws", "azure", "gcp"))
@@ -131,6 +144,13 @@ def test_bad_parts_are_one_line_exit_2(parts: dict[str, Path], tmp_path: Path) -
         run("merge", str(tmp_path / "misshapen.json"))
     )
     assert "absent.json: cannot read (No such file" in one_clean_line(run("merge", str(tmp_path / "absent.json")))
+    # A report made before the cost was bounded: its extra GPU-hours do not add up with lost ones.
+    older = _load(parts["aws"])
+    older["summary"]["extra_gpu_hours_per_day"] = older["summary"].pop("lost_gpu_hours_per_day")
+    (tmp_path / "older.json").write_text(json.dumps(older))
+    assert "older.json: made by an older fabriccheck (extra_gpu_hours_per_day, since replaced by" in one_clean_line(
+        run("merge", str(parts["gcp"]), str(tmp_path / "older.json"))
+    )
 
 
 def test_overlapping_parts_and_other_workloads_are_refused(parts: dict[str, Path], tmp_path: Path) -> None:

@@ -150,8 +150,8 @@ def test_3d_layout_suffers_less_than_fsdp() -> None:
 
 
 def test_penalty_of_a_hand_worked_slowdown() -> None:
-    """32 GPUs, 1.5x-3x slower, $4/GPU-h: a day of healthy work costs 32 x 24 = 768 GPU-h, so the extra is
-    768 x 0.5 = 384 to 768 x 2 = 1,536 GPU-h, i.e. $1,536 to $6,144."""
+    """32 GPUs, 1.5x-3x slower, $4/GPU-h: a day pays for 32 x 24 = 768 GPU-h; a step 1.5x as long does 2/3 of
+    the work, so 1/3 of each GPU-hour is lost, and at 3x 2/3: 256 to 512 GPU-h lost, $1,024 to $2,048 (by hand)."""
     slow = Slowdown(
         estimated=True,
         low=1.5,
@@ -166,23 +166,37 @@ def test_penalty_of_a_hand_worked_slowdown() -> None:
     p = penalty_of(slow, FSDP, 32, 4.0)
     assert p.estimated and p.workload == "llm-70b-fsdp" and p.reason is None
     assert p.slowdown is not None and (p.slowdown.low, p.slowdown.high) == (1.5, 3.0)
-    assert (p.extra_gpu_hours_per_day.low, p.extra_gpu_hours_per_day.high) == (384.0, 1536.0)
-    assert p.extra_dollars_per_day is not None
-    assert (p.extra_dollars_per_day.low, p.extra_dollars_per_day.high) == (1536.0, 6144.0)
+    assert p.gpu_hours_per_day == 768.0
+    assert p.lost_share is not None and (p.lost_share.low, p.lost_share.high) == pytest.approx((1 / 3, 2 / 3))
+    assert p.lost_gpu_hours_per_day is not None
+    assert (p.lost_gpu_hours_per_day.low, p.lost_gpu_hours_per_day.high) == pytest.approx((256.0, 512.0))
+    assert p.lost_dollars_per_day is not None
+    assert (p.lost_dollars_per_day.low, p.lost_dollars_per_day.high) == pytest.approx((1024.0, 2048.0))
     assert p.price_per_gpu_hour == 4.0 and p.healthy_step_seconds == 10.0
     assert p.degraded_step_seconds is not None and (p.degraded_step_seconds.low, p.degraded_step_seconds.high) == (
         15.0,
         30.0,
     )
     assert p.inter_node_gbytes_per_s == {"healthy": 50.0, "degraded_best": 5.0, "degraded_worst": 2.0}
-    assert penalty_of(slow, FSDP, 32, None).extra_dollars_per_day is None
+    assert penalty_of(slow, FSDP, 32, None).lost_dollars_per_day is None
+
+
+@pytest.mark.parametrize("ratio", [1.0, 1.01, 2.0, 10.0, 51.5, 1e6])
+def test_the_loss_is_what_a_slower_step_leaves_undone_and_never_more_than_the_cluster(ratio: float) -> None:
+    """A step `ratio` times as long does 1/ratio of the work: 1 - 1/ratio of every GPU-hour is lost. However slow,
+    16 GPUs lose at most their own 384 GPU-hours a day (the old figure, 384 x (ratio - 1), passed it at 2x)."""
+    p = penalty_of(Slowdown(estimated=True, low=ratio, high=ratio), FSDP, 16, None)
+    assert p.lost_share is not None and p.lost_gpu_hours_per_day is not None
+    assert p.lost_share.high == pytest.approx(1 - 1 / ratio)
+    assert p.lost_gpu_hours_per_day.high == pytest.approx(384 * (1 - 1 / ratio))
+    assert 0.0 <= p.lost_gpu_hours_per_day.high < 384.0
 
 
 def test_penalty_of_an_unestimated_slowdown_carries_its_reason() -> None:
     p = penalty_of(estimate(P5, 1, TCP, FSDP), FSDP, 8, 4.0)
     assert not p.estimated and p.reason == "a single node does not use the inter-node fabric"
     assert p.slowdown is not None and p.slowdown.high == 1.0
-    assert p.extra_gpu_hours_per_day.high == 0.0 and p.extra_dollars_per_day is None
+    assert p.lost_gpu_hours_per_day is None and p.lost_share is None and p.lost_dollars_per_day is None
 
 
 # ---------------------------------------------------------------------------------------------- states
@@ -195,8 +209,8 @@ def test_healthy_costs_exactly_nothing(fabric: FabricDescription, nodes: int, wo
     s = estimate(fabric, nodes, HEALTHY, WORKLOADS[workload])
     assert s.estimated and _range(s) == (1.0, 1.0)
     p = penalty_of(s, WORKLOADS[workload], nodes * fabric.gpus_per_node, 3.0)
-    assert p.extra_gpu_hours_per_day.high == 0.0 and p.extra_dollars_per_day is not None
-    assert p.extra_dollars_per_day.high == 0.0
+    assert p.lost_gpu_hours_per_day is not None and p.lost_gpu_hours_per_day.high == 0.0
+    assert p.lost_dollars_per_day is not None and p.lost_dollars_per_day.high == 0.0
 
 
 def test_tcp_fallback_is_a_real_slowdown() -> None:
@@ -427,11 +441,16 @@ def test_every_state_for_every_node_count_is_a_sane_slowdown(
     _sane(s)
     p = penalty_of(s, WORKLOADS[workload], nodes * fabric.gpus_per_node, 2.0)
     assert p.estimated == s.estimated
+    if not s.estimated:
+        assert p.lost_gpu_hours_per_day is None
+        return
+    paid = nodes * fabric.gpus_per_node * 24
+    assert p.lost_gpu_hours_per_day is not None and p.gpu_hours_per_day == paid
     if s.cannot_run:
-        assert p.slowdown is None and p.extra_gpu_hours_per_day.high == nodes * fabric.gpus_per_node * 24
+        assert p.slowdown is None and p.lost_gpu_hours_per_day.low == p.lost_gpu_hours_per_day.high == paid
     else:
         assert p.slowdown is not None and (p.slowdown.low, p.slowdown.high) == _range(s)
-    assert 0.0 <= p.extra_gpu_hours_per_day.low <= p.extra_gpu_hours_per_day.high
+    assert 0.0 <= p.lost_gpu_hours_per_day.low <= p.lost_gpu_hours_per_day.high <= paid
     if nodes >= 2 and fabric in ESTIMABLE and not (state.fabric == "partial" and state.nics_used is None):
         assert s.estimated
 
@@ -455,8 +474,10 @@ def test_unreachable_peers_cannot_run_and_lose_every_gpu_hour() -> None:
     assert s.estimated and s.cannot_run and "cannot reach" in (s.reason or "")
     report = penalty_of(s, FSDP, 32, 2.0)
     assert report.cannot_run and report.slowdown is None
-    assert (report.extra_gpu_hours_per_day.low, report.extra_gpu_hours_per_day.high) == (768.0, 768.0)
-    assert report.extra_dollars_per_day is not None and report.extra_dollars_per_day.high == 1536.0
+    assert report.lost_share is not None and (report.lost_share.low, report.lost_share.high) == (1.0, 1.0)
+    assert report.lost_gpu_hours_per_day is not None
+    assert (report.lost_gpu_hours_per_day.low, report.lost_gpu_hours_per_day.high) == (768.0, 768.0)
+    assert report.lost_dollars_per_day is not None and report.lost_dollars_per_day.high == 1536.0
     # Known even where no throughput is sourced: nothing runs at all.
     a10g = FabricDescription("A10G", 8, FabricKind.EFA, 1, 100.0, False, 100.0, "g5.48xlarge")
     assert estimate(a10g, 2, FabricState.unreachable(), FSDP).cannot_run

@@ -7,6 +7,7 @@ import json
 from collections import Counter
 from pathlib import Path
 
+import pytest
 from cli_run import run
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -39,14 +40,41 @@ def test_findings_by_labels_match_the_report() -> None:
     )
     assert counted == expected and sum(expected.values()) == len(report.findings)
     assert any(status == "waived" for (*_, status) in counted)
-    extra = {
-        (labels["cluster"], labels["bound"]): value for labels, value in parsed["fabriccheck_extra_gpu_hours_per_day"]
-    }
-    for cluster in report.clusters:
-        if cluster.penalty.estimated:
-            assert extra[(cluster.id, "high")] == cluster.penalty.extra_gpu_hours_per_day.high
     assert parsed["fabriccheck_scan_complete"] == [({}, 1.0)]
     assert dict((labels["status"], v) for labels, v in parsed["fabriccheck_waivers"]) == {"active": 1.0}
+
+
+def test_cost_metrics_are_the_reports_bounded_figures() -> None:
+    """Per estimated cluster: GPU-hours paid for, the share and GPU-hours lost (never more than paid for), dollars,
+    whether it cannot run, and apart what the findings marked possible would add (the demo's AZ140)."""
+    report = flow.run(demo_inventory(), flow.Options(price_per_gpu_hour=2.0))
+    parsed = metrics(render(report, "prometheus"))
+    assert "fabriccheck_extra_gpu_hours_per_day" not in parsed
+
+    def by_cluster(name: str) -> dict[tuple[str, str], float]:
+        return {(labels["cluster"], labels.get("bound", "")): value for labels, value in parsed.get(name, [])}
+
+    paid, cannot = by_cluster("fabriccheck_cluster_gpu_hours_per_day"), by_cluster("fabriccheck_cluster_cannot_run")
+    share, lost = by_cluster("fabriccheck_lost_share"), by_cluster("fabriccheck_lost_gpu_hours_per_day")
+    money, possible = (
+        by_cluster("fabriccheck_lost_dollars_per_day"),
+        by_cluster("fabriccheck_possible_lost_gpu_hours_per_day"),
+    )
+    estimated = [c for c in report.clusters if c.penalty.estimated]
+    assert estimated and len(paid) == len(estimated) < len(report.clusters)  # none for the unestimated
+    for cluster in estimated:
+        p = cluster.penalty
+        assert p.lost_share is not None and p.lost_gpu_hours_per_day is not None
+        assert paid[(cluster.id, "")] == cluster.gpus * 24 and cannot[(cluster.id, "")] == float(p.cannot_run)
+        for bound in ("low", "high"):
+            assert share[(cluster.id, bound)] == getattr(p.lost_share, bound)
+            assert lost[(cluster.id, bound)] == getattr(p.lost_gpu_hours_per_day, bound) <= cluster.gpus * 24
+            assert money[(cluster.id, bound)] == pytest.approx(2.0 * lost[(cluster.id, bound)])
+    assert sum(cannot.values()) == report.summary.clusters_cannot_run == 7
+    [(custom, _)] = {key for key in possible if key[1] == "high"}
+    assert custom.endswith("/nd-a100-custom") and lost[(custom, "high")] == 0.0
+    assert report.summary.possible_lost_gpu_hours_per_day is not None
+    assert possible[(custom, "high")] == pytest.approx(report.summary.possible_lost_gpu_hours_per_day.high)
 
 
 def test_incomplete_scan_says_so() -> None:

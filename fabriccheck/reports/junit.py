@@ -5,6 +5,8 @@
 - A finding at or above `fail_on` (error | warning | info; `never`: none) is a `<failure>`. A finding below
   the threshold is a passing test case whose `<system-out>` carries the finding: it is reported, but it does
   not fail the gate (a `<skipped>` would read as "not checked", which it was).
+- A finding's body names its cluster's penalty (what the cluster loses a day) and, for a rule that may be
+  wrong here, its confidence.
 - One passing test case per clean cluster, so a green run shows what was judged.
 - A cluster that could not be fully judged and has no finding is a `<skipped>` test case naming the rules
   not judged and why.
@@ -22,6 +24,7 @@ from fabriccheck.engine import SEVERITY_RANK, Finding
 from fabriccheck.flow import Report
 from fabriccheck.reports.safe import visible
 from fabriccheck.reports.text import suppressed
+from fabriccheck.reports.wording import penalty_line
 
 FAIL_ON = ("error", "warning", "info", "never")
 NAMED = 3  # resources named in a test case's name; the body lists all
@@ -40,10 +43,16 @@ def _case_name(finding: Finding) -> str:
     return f"{visible(finding.rule)} {named} [{where}]"
 
 
-def _body(finding: Finding) -> str:
+def _body(finding: Finding, cost: str | None = None) -> str:
     lines = [
         f"[{finding.severity}] {visible(finding.rule)} {visible(finding.category)}: {visible(finding.title)}",
+        *(
+            ["confidence: possible (the rule may be wrong here; not counted in the headline cost)"]
+            if finding.confidence == "possible"
+            else []
+        ),
         f"cluster: {visible(finding.cluster) if finding.cluster else '(launch template)'}",
+        *([f"cluster penalty: {visible(cost)}"] if cost else []),
         f"account: {visible(finding.account)}",
         f"resources ({len(finding.resources)}):",
         *(f"  {visible(r)}" for r in finding.resources),
@@ -59,7 +68,9 @@ def render(report: Report, color: bool = False, fail_on: str = "error") -> str:
     fails("error", fail_on)  # an unknown threshold is an error even when nothing was found
     suite = ET.Element("testsuite", name="fabriccheck", timestamp=report.generated_at)
     tests = failures = errors = skipped = 0
+    costs = {c.id: penalty_line(c.penalty) for c in report.clusters}
     for finding in report.findings:
+        cost = costs.get(finding.cluster or "")
         tests += 1
         case = ET.SubElement(
             suite,
@@ -75,12 +86,12 @@ def render(report: Report, color: bool = False, fail_on: str = "error") -> str:
                 type=visible(finding.category),
                 message=f"[{finding.severity}] {visible(finding.title)}",
             )
-            failure.text = _body(finding)
+            failure.text = _body(finding, cost)
         else:
             below = "not failing" if fail_on == "never" else f"below --fail-on {fail_on}"
             if not finding.gates:
                 below = suppressed(finding) or below
-            ET.SubElement(case, "system-out").text = f"({below})\n{_body(finding)}"
+            ET.SubElement(case, "system-out").text = f"({below})\n{_body(finding, cost)}"
 
     for cluster in sorted(report.clusters, key=lambda c: c.id):
         if cluster.findings or any(f.cluster == cluster.id for f in report.findings):

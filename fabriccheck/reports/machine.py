@@ -10,6 +10,7 @@ from fabriccheck import __version__
 from fabriccheck.baseline import fingerprint
 from fabriccheck.engine import Finding, builtin_rules
 from fabriccheck.flow import Report
+from fabriccheck.penalty import Penalty
 
 SARIF_LEVEL = {"error": "error", "warning": "warning", "info": "note"}
 
@@ -42,6 +43,7 @@ def render_sarif(report: Report, color: bool = False) -> str:
             }
         )
     index = {r["id"]: i for i, r in enumerate(rules)}
+    costs = {c.id: _cost(c.penalty) for c in report.clusters}
     results = [
         {
             "ruleId": f.rule,
@@ -49,7 +51,13 @@ def render_sarif(report: Report, color: bool = False) -> str:
             "level": SARIF_LEVEL[f.severity],
             "message": {"text": f.message},
             "locations": [_location(report, f.cluster, resource) for resource in f.resources],
-            "properties": {"category": f.category, "cluster": f.cluster, "remediation": f.remediation},
+            "properties": {
+                "category": f.category,
+                "cluster": f.cluster,
+                "remediation": f.remediation,
+                "confidence": f.confidence,
+                **({"cluster_penalty": costs[f.cluster]} if f.cluster in costs else {}),
+            },
             **_tracking(f),
         }
         for f in report.findings
@@ -57,8 +65,36 @@ def render_sarif(report: Report, color: bool = False) -> str:
     notifications = [
         {"level": "error", "message": {"text": f"{e.call} ({e.region}): {e.code}: {e.message}"}} for e in report.errors
     ]
-    sarif = sarif_document(rules, results, report.complete, notifications)
+    s = report.summary
+    totals = {
+        "gpu_hours_per_day": s.gpu_hours_per_day,
+        "lost_gpu_hours_per_day": s.lost_gpu_hours_per_day.model_dump(),
+        "clusters_cannot_run": s.clusters_cannot_run,
+        "possible_findings": s.possible_findings,
+    }
+    if s.possible_lost_gpu_hours_per_day is not None:
+        totals["possible_lost_gpu_hours_per_day"] = s.possible_lost_gpu_hours_per_day.model_dump()
+    sarif = sarif_document(rules, results, report.complete, notifications, totals)
     return orjson.dumps(sarif, option=orjson.OPT_INDENT_2).decode() + "\n"
+
+
+def _cost(p: Penalty) -> dict[str, Any]:
+    """What the finding's cluster loses (penalty.Penalty's figures; the possible ones apart), for a result's
+    properties: code scanning shows no report, so each result says what its cluster costs."""
+    return p.model_dump(
+        mode="json",
+        include={
+            "workload",
+            "estimated",
+            "reason",
+            "cannot_run",
+            "slowdown",
+            "gpu_hours_per_day",
+            "lost_share",
+            "lost_gpu_hours_per_day",
+            "lost_dollars_per_day",
+        },
+    )
 
 
 def _help(rule_id: str, fix: str, references: list[str]) -> dict[str, Any]:
@@ -119,17 +155,19 @@ def _location(report: Report, cluster: str | None, resource: str) -> dict[str, A
 
 
 def sarif_document(
-    rules: list[dict[str, Any]], results: list[dict[str, Any]], complete: bool, notifications: list[dict[str, Any]]
+    rules: list[dict[str, Any]],
+    results: list[dict[str, Any]],
+    complete: bool,
+    notifications: list[dict[str, Any]],
+    properties: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """One SARIF 2.1.0 run of fabriccheck, as code scanning reads it (audits and evidence alike)."""
-    return {
-        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
-        "version": "2.1.0",
-        "runs": [
-            {
-                "tool": {"driver": {"name": "fabriccheck", "version": __version__, "rules": rules}},
-                "invocations": [{"executionSuccessful": complete, "toolExecutionNotifications": notifications}],
-                "results": results,
-            }
-        ],
+    """One SARIF 2.1.0 run of fabriccheck, as code scanning reads it (audits and evidence alike); `properties`,
+    the run's own (an audit's cost totals)."""
+    run: dict[str, Any] = {
+        "tool": {"driver": {"name": "fabriccheck", "version": __version__, "rules": rules}},
+        "invocations": [{"executionSuccessful": complete, "toolExecutionNotifications": notifications}],
+        "results": results,
     }
+    if properties:
+        run["properties"] = properties
+    return {"$schema": "https://json.schemastore.org/sarif-2.1.0.json", "version": "2.1.0", "runs": [run]}

@@ -14,21 +14,27 @@ from fabriccheck.engine import Finding
 from fabriccheck.flow import ClusterReport, Report
 from fabriccheck.model import UNKNOWN_ACCOUNT, SourceLocation
 from fabriccheck.reports import planned
+from fabriccheck.reports.names import DisplayName
 from fabriccheck.reports.safe import md_code, md_text
 from fabriccheck.reports.text import (
-    dollars,
+    cluster_names,
     findings_by_cluster,
-    gpu_hours_cell,
     needs_attention,
     not_judged_groups,
-    penalty_line,
-    plural,
     ranked,
-    slowdown_cell,
     status_counts,
     suppressed,
     worst,
     worst_cell,
+)
+from fabriccheck.reports.wording import (
+    cost_lines,
+    lost_cell,
+    penalty_line,
+    plural,
+    possible_line,
+    possible_rules,
+    slowdown_cell,
 )
 
 LIMIT = 65_000  # GitHub rejects comments over 65,536 characters
@@ -84,18 +90,16 @@ def _head(report: Report) -> list[str]:
     out.append(line)
     if s.waived or s.in_baseline:
         out += ["", f"Not failing the gate: {plural(s.waived, 'finding')} waived, {s.in_baseline:,} in the baseline."]
-    extra = s.extra_gpu_hours_per_day
-    if extra.high > 0:
-        waste = f"Estimated waste: {extra.low:,.0f}–{extra.high:,.0f} extra GPU-hours per day"
-        if s.extra_dollars_per_day:
-            waste += f", {dollars(s.extra_dollars_per_day.low)}–{dollars(s.extra_dollars_per_day.high)} per day"
-        out += ["", waste + "."]
+    for cost in cost_lines(report):
+        out += ["", md_text(cost)]
     if not report.complete:
         out += ["", "**Incomplete run:** this result cannot pass a gate."]
     return out
 
 
-def _top_table(order: list[ClusterReport], by_cluster: dict[str | None, list[Finding]]) -> list[str]:
+def _top_table(
+    order: list[ClusterReport], by_cluster: dict[str | None, list[Finding]], names: dict[str, DisplayName]
+) -> list[str]:
     attention = [c for c in order if needs_attention(c)]
     if not attention:
         return ["", "No cluster has findings." if order else "No training cluster was judged."]
@@ -103,17 +107,20 @@ def _top_table(order: list[ClusterReport], by_cluster: dict[str | None, list[Fin
         "",
         "## Clusters that cost most",
         "",
-        "Slowdown and extra GPU-hours a day are the high end of each estimate.",
+        "Slowdown and GPU-hours lost a day are the high end of each estimate.",
         "",
-        "| # | cluster | nodes | worst | slowdown | GPU-h/day |",
-        "|---:|---|---:|---|---:|---:|",
+        "| # | cloud | cluster | nodes | worst | slowdown | GPU-h lost/day |",
+        "|---:|---|---|---:|---|---:|---:|",
     ]
     for rank, c in enumerate(attention[:TOP], 1):
         severity = worst_cell(c, by_cluster.get(c.id, []))
+        name = names[c.id]
         out.append(
-            f"| {rank} | {md_code(c.id, table=True)} | {len(c.nodes):,} | {severity} | "
-            f"{slowdown_cell(c.penalty)} | {gpu_hours_cell(c.penalty)} |"
+            f"| {rank} | {md_text(name.cloud)} | {md_code(name.in_cloud(), table=True)} | {len(c.nodes):,} | "
+            f"{severity} | {slowdown_cell(c.penalty)} | {md_text(lost_cell(c.penalty))} |"
         )
+    if any(lost_cell(c.penalty).endswith("*") for c in attention[:TOP]):
+        out += ["", "\\* more if the findings marked possible hold (see the cluster)."]
     if len(attention) > TOP:
         out += ["", f"… and {plural(len(attention) - TOP, 'more cluster')} with findings or not fully judged."]
     return out
@@ -165,6 +172,7 @@ def _finding_sections(
             "",
             f"- **Resources:** {_located(resources, locations or {})}",
             f"- **Category:** {md_text(first.category)}",
+            *(["- **Confidence:** possible (the rule may be wrong here)"] if first.confidence == "possible" else []),
             *([f"- **Not failing:** {md_text(why)}"] if why else []),
             "",
             md_text(_cap(first.message), line_start=True) + alike,
@@ -180,6 +188,7 @@ def _cluster_section(
     c: ClusterReport,
     findings: list[Finding],
     seen: set[str],
+    name: DisplayName,
     locations: dict[str, SourceLocation] | None = None,
 ) -> list[str]:
     severity = worst(f for f in findings if f.gates)
@@ -194,12 +203,16 @@ def _cluster_section(
     types = ", ".join(md_code(t) for t in c.instance_types)
     out = [
         "",
-        f"## {rank}. {md_code(c.id)}",
+        f"## {rank}. {md_code(name)}",
         "",
         f"{status} · {md_text(c.grouped_by)} · {plural(len(c.nodes), 'node')} × {types} · "
         f"{plural(c.gpus, 'accelerator')}  ",
         f"Penalty ({md_text(c.penalty.workload)}): {md_text(penalty_line(c.penalty))}",
     ]
+    possible = possible_line(c.penalty, possible_rules(findings))
+    if possible:
+        out[-1] += "  "
+        out.append(md_text(possible))
     out += _finding_sections(findings, seen, locations)
     groups = not_judged_groups(c.not_judged)
     if groups:
@@ -210,14 +223,15 @@ def _cluster_section(
     return out
 
 
-def _tail(report: Report, clean: list[ClusterReport]) -> list[str]:
+def _tail(report: Report, clean: list[ClusterReport], names: dict[str, DisplayName]) -> list[str]:
     out: list[str] = []
     if clean:
-        out += ["", "## Clean clusters", "", f"{plural(len(clean), 'clean cluster')}: {_codes([c.id for c in clean])}."]
+        listed = _codes([str(names[c.id]) for c in clean])
+        out += ["", "## Clean clusters", "", f"{plural(len(clean), 'clean cluster')}: {listed}."]
     if report.skipped_clusters:
         out += ["", "## Skipped (not training clusters)", ""]
         for s in report.skipped_clusters[:LISTED]:
-            out.append(f"- {md_code(s.id)} — {md_text(_cap(s.reason, 500))}")
+            out.append(f"- {md_code(names[s.id])} — {md_text(_cap(s.reason, 500))}")
         if len(report.skipped_clusters) > LISTED:
             out.append(f"- … and {len(report.skipped_clusters) - LISTED:,} more (see `--format json`)")
     if report.notes:
@@ -236,14 +250,15 @@ def render(report: Report, color: bool = False, limit: int = LIMIT) -> str:
     order = ranked(report)
     attention = [c for c in order if needs_attention(c)]
     clean = [c for c in order if not needs_attention(c)]
-    head = _head(report) + _top_table(order, by_cluster)
-    tail = _tail(report, clean)
+    names = cluster_names(report)
+    head = _head(report) + _top_table(order, by_cluster, names)
+    tail = _tail(report, clean, names)
     reserve = 400  # the "left out" line
 
     seen: set[str] = set()
     sections: list[tuple[list[str], int, int]] = []  # (lines, clusters, findings)
     for rank, c in enumerate(attention, 1):
-        section = _cluster_section(rank, c, by_cluster.get(c.id, []), seen, report.locations)
+        section = _cluster_section(rank, c, by_cluster.get(c.id, []), seen, names[c.id], report.locations)
         sections.append((section, 1, len(by_cluster.get(c.id, []))))
     templates = by_cluster.get(None, [])
     if templates:

@@ -13,6 +13,7 @@ from collections import Counter
 
 from prometheus_client import CollectorRegistry, Gauge, generate_latest
 
+from fabriccheck.cost import added_by_possible
 from fabriccheck.engine import Finding
 from fabriccheck.flow import Report
 
@@ -23,6 +24,41 @@ def finding_status(finding: Finding) -> str:
     if finding.baseline == "existing":
         return "baselined"
     return "open"
+
+
+def _cost(report: Report, registry: CollectorRegistry) -> None:
+    """Per estimated cluster: what it is paid for and what it loses (penalty.Penalty), by bound of the range; what
+    its findings marked possible would add on top, apart."""
+    labels = ["provider", "account", "cluster"]
+
+    def gauge(name: str, doc: str, bound: bool = True) -> Gauge:
+        return Gauge(name, doc, labels + (["bound"] if bound else []), registry=registry)
+
+    paid = gauge(
+        "fabriccheck_cluster_gpu_hours_per_day", "The cluster's GPUs x 24: what its figures are out of.", False
+    )
+    cannot = gauge("fabriccheck_cluster_cannot_run", "1 when the cluster's peers cannot reach each other.", False)
+    share = gauge("fabriccheck_lost_share", "Share of each GPU-hour lost to the findings: 1 - 1/slowdown (low, high).")
+    hours = gauge("fabriccheck_lost_gpu_hours_per_day", "GPU-hours a day lost, never more than the cluster's own.")
+    money = gauge("fabriccheck_lost_dollars_per_day", "Dollars a day lost (with --price-per-gpu-hour).")
+    possible = gauge(
+        "fabriccheck_possible_lost_gpu_hours_per_day",
+        "GPU-hours a day more that findings marked possible (their rules may be wrong) would lose if they hold.",
+    )
+    for cluster in report.clusters:
+        p, key = cluster.penalty, (cluster.provider, cluster.account, cluster.id)
+        if not p.estimated or p.lost_share is None or p.lost_gpu_hours_per_day is None:
+            continue
+        paid.labels(*key).set(p.gpu_hours_per_day or 0.0)
+        cannot.labels(*key).set(1 if p.cannot_run else 0)
+        added = added_by_possible(p)
+        for bound in ("low", "high"):
+            share.labels(*key, bound).set(getattr(p.lost_share, bound))
+            hours.labels(*key, bound).set(getattr(p.lost_gpu_hours_per_day, bound))
+            if p.lost_dollars_per_day is not None:
+                money.labels(*key, bound).set(getattr(p.lost_dollars_per_day, bound))
+            if added is not None:
+                possible.labels(*key, bound).set(getattr(added[0], bound))
 
 
 def render(report: Report, color: bool = False) -> str:
@@ -41,18 +77,8 @@ def render(report: Report, color: bool = False) -> str:
     for labels, count in sorted(counts.items()):
         findings.labels(*labels).set(count)
 
-    extra = Gauge(
-        "fabriccheck_extra_gpu_hours_per_day",
-        "Estimated extra GPU-hours per day the cluster's findings cost (bound: low or high end of the range).",
-        ["provider", "account", "cluster", "bound"],
-        registry=registry,
-    )
+    _cost(report, registry)
     clusters = Gauge("fabriccheck_clusters", "Training clusters judged, by status.", ["status"], registry=registry)
-    for cluster in report.clusters:
-        if cluster.penalty.estimated:
-            hours = cluster.penalty.extra_gpu_hours_per_day
-            extra.labels(cluster.provider, cluster.account, cluster.id, "low").set(hours.low)
-            extra.labels(cluster.provider, cluster.account, cluster.id, "high").set(hours.high)
     for status, count in sorted(report.summary.clusters_by_status.items()):
         clusters.labels(status).set(count)
 

@@ -27,6 +27,7 @@ def _row(rule: Rule) -> dict[str, Any]:
         "provider": rule.provider,
         "scope": rule.scope,
         "effect": rule.effect,
+        "confidence": rule.confidence,
         "file": rule.path,
     }
 
@@ -78,6 +79,8 @@ def explain(rule: Rule, fmt: str) -> str:
         f"severity {rule.severity} · category {rule.category} · scope {rule.scope} · effect {rule.effect}",
         f"file: {rule.path}",
     ]
+    if rule.confidence == "possible":
+        out.append("confidence possible: the rule may be wrong here; its cost is counted apart from the headline")
     for origin, variant in rule.by_origin.items():
         if variant.id or variant.severity:
             out.append(

@@ -1,8 +1,9 @@
 """Text report for people: the clusters that cost most, a block per cluster (worst first), then a summary.
 
-Lines are wrapped to the terminal's width (`terminal_width`); an id or other token longer than a line is
-never broken (it overflows its line instead, so it can still be copied and searched for), and in the top
-table a long cluster id loses the prefix every cluster shares (named above the table) and then its middle.
+Lines are wrapped to the terminal's width (`terminal_width`) and never exceed it: an id or other token longer
+than a line is folded after a `/`, `:` or `,` (`--format json` has it whole). Clusters go by their short names
+(names.py); in the top table a cloud column, and a name without the account and region its cloud's rows share
+(named above the table), cut from the left when it is still too long.
 Colour only when asked for (a terminal without NO_COLOR). Every value that came from the cloud goes through
 `safe.visible` and reaches rich only as a `Text` object, never as markup.
 """
@@ -21,9 +22,19 @@ from rich.text import Text
 from fabriccheck.engine import SEVERITY_RANK, Finding
 from fabriccheck.flow import ClusterReport, NotJudged, Report
 from fabriccheck.model import UNKNOWN_ACCOUNT, SourceLocation
-from fabriccheck.penalty import Penalty
 from fabriccheck.reports import planned
+from fabriccheck.reports.names import DisplayName, display_names, shared_scopes
 from fabriccheck.reports.safe import visible
+from fabriccheck.reports.wording import (
+    cost_lines,
+    lost_cell,
+    lost_hours,
+    penalty_line,
+    plural,
+    possible_line,
+    possible_rules,
+    slowdown_cell,
+)
 
 STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan", "incomplete": "bold magenta", "clean": "green"}
 MIN_WIDTH = 60
@@ -38,49 +49,6 @@ _JUDGED_STATES = ("running", "pending", "planned")
 
 
 # ---------------------------------------------------------------------------------------------- shared
-
-
-def dollars(value: float) -> str:
-    return f"${value:,.0f}"
-
-
-def plural(count: int, word: str, many: str | None = None) -> str:
-    """`1 training cluster`, `2 training clusters`, `3 info` (with many="info")."""
-    return f"{count:,} {word if count == 1 else (many if many is not None else word + 's')}"
-
-
-def penalty_line(p: Penalty) -> str:
-    if not p.estimated:
-        return f"not estimated: {p.reason}"
-    if p.cannot_run or p.slowdown is None:
-        line = f"cannot run: {p.reason}; +{p.extra_gpu_hours_per_day.high:,.0f} GPU-hours/day lost"
-        if p.extra_dollars_per_day is not None:
-            line += f", {dollars(p.extra_dollars_per_day.high)}/day"
-        return line
-    if p.slowdown.high < 1.005:
-        return p.reason or "no slowdown (the fabric is fully used)"
-    line = (
-        f"{p.slowdown.low:.2f}x–{p.slowdown.high:.2f}x slower steps, "
-        f"+{p.extra_gpu_hours_per_day.low:,.0f}–{p.extra_gpu_hours_per_day.high:,.0f} GPU-hours/day"
-    )
-    if p.extra_dollars_per_day is not None:
-        line += f", {dollars(p.extra_dollars_per_day.low)}–{dollars(p.extra_dollars_per_day.high)}/day"
-    return line
-
-
-def slowdown_cell(p: Penalty) -> str:
-    """The high end of the slowdown, for tables."""
-    if not p.estimated:
-        return "not estimated"
-    if p.cannot_run or p.slowdown is None:
-        return "cannot run"
-    return "—" if p.slowdown.high < 1.005 else f"{p.slowdown.high:.2f}x"
-
-
-def gpu_hours_cell(p: Penalty) -> str:
-    if not p.estimated or p.extra_gpu_hours_per_day.high < 0.5:
-        return "—"
-    return f"{p.extra_gpu_hours_per_day.high:,.0f}"
 
 
 def findings_by_cluster(report: Report) -> dict[str | None, list[Finding]]:
@@ -116,16 +84,29 @@ def worst_cell(c: ClusterReport, findings: list[Finding]) -> str:
 
 
 def ranked(report: Report) -> list[ClusterReport]:
-    """Clusters worst first: most extra GPU-hours a day (high end), then worst severity, then findings before
-    incomplete before clean, then id. The text and markdown reports share this order."""
+    """Clusters worst first: those that cannot run, then most GPU-hours lost a day (high end, to the hour; the
+    findings marked possible do not count), then worst severity, then findings before incomplete before clean,
+    then id. The text and markdown reports share this order."""
     by_cluster = findings_by_cluster(report)
 
-    def key(c: ClusterReport) -> tuple[float, int, int, str]:
-        hours = c.penalty.extra_gpu_hours_per_day.high if c.penalty.estimated else 0.0
+    def key(c: ClusterReport) -> tuple[bool, int, int, int, str]:
         severity = worst(f for f in by_cluster.get(c.id, []) if f.gates)
-        return (-hours, -SEVERITY_RANK.get(severity or "", -1), _STATUS_RANK.get(c.status, 0), c.id)
+        return (
+            not c.penalty.cannot_run,
+            -round(lost_hours(c.penalty)),
+            -SEVERITY_RANK.get(severity or "", -1),
+            _STATUS_RANK.get(c.status, 0),
+            c.id,
+        )
 
     return sorted(report.clusters, key=key)
+
+
+def cluster_names(report: Report) -> dict[str, DisplayName]:
+    """Short names for the report's clusters and skipped clusters, unique within it (names.py)."""
+    return display_names(
+        [(c.id, c.nodes) for c in report.clusters] + [(s.id, s.nodes) for s in report.skipped_clusters]
+    )
 
 
 def needs_attention(c: ClusterReport) -> bool:
@@ -137,16 +118,6 @@ def status_counts(report: Report) -> dict[str, int]:
     for c in report.clusters:
         counts[c.status] = counts.get(c.status, 0) + 1
     return counts
-
-
-def common_prefix(ids: Sequence[str]) -> str:
-    """The longest prefix ending in ':' or '/' that every id shares and none is entirely ("aws:1111…:us-east-1:")."""
-    if not ids:
-        return ""
-    first, last = min(ids), max(ids)
-    size = next((i for i, (a, b) in enumerate(zip(first, last, strict=False)) if a != b), min(len(first), len(last)))
-    prefix = first[: max(first.rfind(":", 0, size), first.rfind("/", 0, size)) + 1]
-    return prefix if all(len(i) > len(prefix) for i in ids) else ""
 
 
 def not_judged_groups(items: Sequence[NotJudged]) -> list[tuple[str, list[str], list[str]]]:
@@ -222,62 +193,102 @@ class _Page:
 
 
 def wrap(text: str, width: int, first: str = "", rest: str = "") -> list[str]:
+    """`text` in lines of at most `width`: broken at spaces, and a token longer than a line (an ARM id, a
+    self-link) folded after a `/`, `:` or `,` where it can be (`fold`)."""
     lines = textwrap.wrap(
         text,
         width=width,
         initial_indent=first,
         subsequent_indent=rest,
-        break_long_words=False,  # ids, ARNs and paths stay whole (and copyable); they overflow instead
+        break_long_words=False,  # folded below, at a separator rather than anywhere
         break_on_hyphens=False,
     )
-    return lines or [first.rstrip()]
+    if not lines:
+        return [first.rstrip()]
+    out: list[str] = []
+    for line in lines:
+        if len(line) <= width:
+            out.append(line)
+            continue
+        indent = first if not out else rest
+        out += fold(line[len(indent) :], width, indent, rest)
+    return out
+
+
+FOLD_AFTER = "/:,"
+
+
+def fold(token: str, width: int, first: str, rest: str) -> list[str]:
+    """A token too long for a line, in pieces: each ends after the last separator that fits (or, with none,
+    fills its line), the first after `first`, the others after `rest`."""
+    pieces, indent = [], first
+    while len(indent) + len(token) > width:
+        room = max(1, width - len(indent))
+        cut = max((token.rfind(sep, 0, room) for sep in FOLD_AFTER), default=-1) + 1
+        cut = cut if cut > room // 3 else room  # a separator near the start would leave a stub
+        pieces.append(indent + token[:cut])
+        token, indent = token[cut:], rest
+    return [*pieces, indent + token] if token else pieces
 
 
 def _shorten(value: str, room: int) -> str:
+    """A name cut to `room` from the left, whole segments first ("…/asg vision-train"): its end says what it is."""
     if len(value) <= room:
         return value
-    # The end of an id names the group (".../llm-prod"); its start is mostly the account and region.
+    parts = value.split("/")
+    for start in range(1, len(parts)):
+        tail = "…/" + "/".join(parts[start:])
+        if len(tail) <= room:
+            return tail
     return "…" + value[len(value) - (room - 1) :]
 
 
 # ---------------------------------------------------------------------------------------------- blocks
 
 
-def _top_table(page: _Page, clusters: list[ClusterReport], by_cluster: dict[str | None, list[Finding]]) -> None:
+def _top_table(
+    page: _Page,
+    clusters: list[ClusterReport],
+    by_cluster: dict[str | None, list[Finding]],
+    names: dict[str, DisplayName],
+) -> None:
     shown = [c for c in clusters if needs_attention(c)][:TOP]
     if not shown:
         return
     more = sum(1 for c in clusters if needs_attention(c)) - len(shown)
-    prefix = common_prefix([c.id for c in clusters])
+    # A cloud whose every row shares its account and region (its resource group, on Azure) names it once, above.
+    where = shared_scopes(names[c.id] for c in shown)
     rows = []
     for rank, c in enumerate(shown, 1):
-        severity = worst_cell(c, by_cluster.get(c.id, []))
+        name = names[c.id]
         rows.append(
             (
                 str(rank),
-                visible(c.id[len(prefix) :]),
+                visible(name.cloud),
+                visible(name.in_cloud(bool(where.get(name.cloud)))),
                 f"{len(c.nodes):,}",
-                severity,
+                worst_cell(c, by_cluster.get(c.id, [])),
                 slowdown_cell(c.penalty),
-                gpu_hours_cell(c.penalty),
+                lost_cell(c.penalty),
             )
         )
-    heads = ("#", "cluster", "nodes", "worst", "slowdown", "GPU-h/day")
+    heads = ("#", "cloud", "cluster", "nodes", "worst", "slowdown", "GPU-h lost")
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(heads)]
-    fixed = 2 + sum(widths) - widths[1] + 2 * (len(heads) - 1)
-    widths[1] = min(widths[1], max(len(heads[1]), page.width - fixed))
-    page.para("Clusters that cost most (high end of each estimate)", "", "  ", style="bold")
-    if prefix:
-        page.para(f"every id below starts with {visible(prefix)}", "  ", "    ", style="dim")
+    fixed = 2 + sum(widths) - widths[2] + 2 * (len(heads) - 1)
+    widths[2] = min(widths[2], max(len(heads[2]), page.width - fixed))
+    page.para("Clusters that cost most (high end of each estimate; GPU-hours lost a day)", "", "  ", style="bold")
+    scopes = [f"{visible(cloud)} {visible(scope)}" for cloud, scope in sorted(where.items()) if scope]
+    if scopes:
+        page.para("clusters of " + ", ".join(scopes), "  ", "    ", style="dim")
 
     def row(cells: Sequence[str], severity: str | None = None) -> Text:
         line = Text("  ")
         for i, (cell, width) in enumerate(zip(cells, widths, strict=True)):
             if i:
                 line.append("  ")
-            if i == 1:
-                line.append(_shorten(cell, width).ljust(width))
-            elif i == 3:
+            if i in (1, 2):
+                line.append((_shorten(cell, width) if i == 2 else cell).ljust(width))
+            elif i == 4:
                 line.append(cell.ljust(width), style=STYLE.get(severity or "", ""))
             else:
                 line.append(cell.rjust(width))
@@ -286,7 +297,9 @@ def _top_table(page: _Page, clusters: list[ClusterReport], by_cluster: dict[str 
 
     page.add(row(heads))
     for cells in rows:
-        page.add(row(cells, cells[3]))
+        page.add(row(cells, cells[4]))
+    if any(cells[6].endswith("*") for cells in rows):
+        page.para("* more if the findings marked possible hold (see the cluster)", "  ", "    ", style="dim")
     if more:
         page.para(f"… and {plural(more, 'more cluster')} with findings or not fully judged, below.", "  ")
 
@@ -314,6 +327,7 @@ def _finding_blocks(
                 ("  ", ""),
                 (f"{first.severity:<7}", STYLE[first.severity]),
                 (f" {visible(first.rule)} {visible(first.category)}: {visible(first.title)}", "bold"),
+                *([(" (possible: the rule may be wrong here)", "dim")] if first.confidence == "possible" else []),
             ],
             indent,
         )
@@ -353,6 +367,7 @@ def _cluster_block(
     c: ClusterReport,
     findings: list[Finding],
     verbose: bool,
+    name: DisplayName,
     locations: dict[str, SourceLocation] | None = None,
 ) -> None:
     severity = worst(f for f in findings if f.gates)
@@ -365,12 +380,14 @@ def _cluster_block(
     else:
         status, style = "clean", STYLE["clean"]
     page.blank()
-    name = visible(c.id)
-    if len(f"Cluster {name}  {status}") <= page.width:
-        page.styled([("Cluster ", "bold"), (name, "bold"), ("  ", ""), (status, style)], "  ")
-    else:  # the id alone may be wider than the line; the status is never split from its count
-        page.styled([("Cluster ", "bold"), (name, "bold")], "  ")
+    shown = visible(name)
+    if len(f"Cluster {shown}  {status}") <= page.width:
+        page.styled([("Cluster ", "bold"), (shown, "bold"), ("  ", ""), (status, style)], "  ")
+    else:  # the name alone may be wider than the line; the status is never split from its count
+        page.styled([("Cluster ", "bold"), (shown, "bold")], "  ")
         page.styled([("  ", ""), (status, style)], "  ")
+    if verbose:
+        page.para(f"id {visible(c.id)}", "  ", "    ", style="dim")
     types = ", ".join(visible(t) for t in c.instance_types)
     page.para(
         f"{visible(c.grouped_by)}: {plural(len(c.nodes), 'node')} × {types}, {plural(c.gpus, 'accelerator')}", "  "
@@ -379,21 +396,24 @@ def _cluster_block(
     _not_judged(page, c, locations)
     caveat = " (from the rules that could be judged)" if c.not_judged and not findings else ""
     page.para(f"penalty ({visible(c.penalty.workload)}): {visible(penalty_line(c.penalty))}{caveat}", "  ", " " * 4)
+    possible = possible_line(c.penalty, possible_rules(findings))
+    if possible:
+        page.para(visible(possible), "  ", " " * 4)
 
 
-def _clean_line(page: _Page, clean: list[ClusterReport]) -> None:
-    names = ", ".join(visible(c.id) for c in clean[:CLEAN_SHOWN])
+def _clean_line(page: _Page, clean: list[ClusterReport], names: dict[str, DisplayName]) -> None:
+    shown = ", ".join(visible(names[c.id]) for c in clean[:CLEAN_SHOWN])
     page.blank()
     page.styled(
         [
             (plural(len(clean), "clean cluster"), STYLE["clean"]),
-            (f": {names}, … (use --verbose to list them)", ""),
+            (f": {shown}, … (use --verbose to list them)", ""),
         ],
         "  ",
     )
 
 
-def _skipped(page: _Page, report: Report, verbose: bool) -> None:
+def _skipped(page: _Page, report: Report, verbose: bool, names: dict[str, DisplayName]) -> None:
     skipped = report.skipped_clusters
     if not skipped:
         return
@@ -403,7 +423,7 @@ def _skipped(page: _Page, report: Report, verbose: bool) -> None:
     for s in shown:
         types = ", ".join(visible(t) for t in s.instance_types)
         detail = f" ({plural(len(s.nodes), 'node')} × {types})" if s.nodes else ""
-        page.para(f"{visible(s.id)}{detail} — {visible(s.reason)}", "  ", " " * 4)
+        page.para(f"{visible(names[s.id])}{detail} — {visible(s.reason)}", "  ", " " * 4)
     if len(shown) < len(skipped):
         page.para(f"… and {len(skipped) - len(shown):,} more (use --verbose to list them)", "  ")
 
@@ -453,16 +473,8 @@ def _summary(page: _Page, report: Report) -> None:
     if states:
         listed = ", ".join(f"{n:,} {visible(state)}" for state, n in sorted(states.items()))
         page.para(f"Instances not judged: {listed} (only running and pending instances are judged).", "", "  ")
-    if s.extra_gpu_hours_per_day.high > 0:
-        waste = (
-            f"Estimated waste: {s.extra_gpu_hours_per_day.low:,.0f}–{s.extra_gpu_hours_per_day.high:,.0f} "
-            "extra GPU-hours per day of training"
-        )
-        if s.extra_dollars_per_day:
-            waste += f", {dollars(s.extra_dollars_per_day.low)}–{dollars(s.extra_dollars_per_day.high)} per day"
-        else:
-            waste += " (pass --price-per-gpu-hour for dollars)"
-        page.para(waste + ".", "", "  ")
+    for line in cost_lines(report):
+        page.para(visible(line), "", "  ")
     if not report.complete:
         page.styled(
             [
@@ -511,22 +523,23 @@ def render(report: Report, color: bool = False, verbose: bool = False, width: in
 
     by_cluster = findings_by_cluster(report)
     order = ranked(report)
+    names = cluster_names(report)
     page.blank()
-    _top_table(page, order, by_cluster)
+    _top_table(page, order, by_cluster, names)
     clean = [c for c in order if not needs_attention(c)]
     collapse = not verbose and len(clean) > CLEAN_SHOWN
     for c in order:
         if collapse and not needs_attention(c):
             continue
-        _cluster_block(page, c, by_cluster.get(c.id, []), verbose, report.locations)
+        _cluster_block(page, c, by_cluster.get(c.id, []), verbose, names[c.id], report.locations)
     if collapse:
-        _clean_line(page, clean)
+        _clean_line(page, clean, names)
     templates = by_cluster.get(None, [])
     if templates:
         page.blank()
         page.para("Templates (judged before any node launches)", style="bold")
         _finding_blocks(page, templates, verbose, report.locations)
-    _skipped(page, report, verbose)
+    _skipped(page, report, verbose, names)
     _summary(page, report)
     for note in report.notes:
         page.para(f"note: {visible(note)}", "", "      ", style="dim")

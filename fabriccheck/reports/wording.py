@@ -1,0 +1,109 @@
+"""Phrases the text and markdown reports share: counts, ranges, what a cluster loses (its penalty line and
+table cells) and the summary's cost lines. Plain text: each report escapes it its own way."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from fabriccheck.engine import Finding
+from fabriccheck.flow import Report
+from fabriccheck.penalty import Penalty
+
+
+def plural(count: int, word: str, many: str | None = None) -> str:
+    """`1 training cluster`, `2 training clusters`, `3 info` (with many="info")."""
+    return f"{count:,} {word if count == 1 else (many if many is not None else word + 's')}"
+
+
+def span(low: float, high: float, form: str = "{:,.0f}") -> str:
+    """`low–high` in `form`, or one figure when both ends read the same."""
+    a, b = form.format(low), form.format(high)
+    return a if a == b else f"{a}–{b}"
+
+
+def penalty_line(p: Penalty) -> str:
+    """What the cluster loses: its slowdown and, out of the GPU-hours it is paid for, the share and hours lost."""
+    if not p.estimated:
+        return f"not estimated: {p.reason}"
+    lost, share, paid = p.lost_gpu_hours_per_day, p.lost_share, p.gpu_hours_per_day
+    money = ""
+    if p.lost_dollars_per_day is not None:
+        money = f", {span(p.lost_dollars_per_day.low, p.lost_dollars_per_day.high, '${:,.0f}')}"
+    if p.cannot_run or p.slowdown is None:
+        every = f"; loses all {paid:,.0f} of its GPU-hours a day{money}" if paid is not None else ""
+        return f"cannot run: {p.reason}{every}"
+    if p.slowdown.high < 1.005 or lost is None or share is None or paid is None:
+        return p.reason or "no slowdown (the fabric is fully used)"
+    return (
+        f"{span(p.slowdown.low, p.slowdown.high, '{:.2f}x')} slower steps: loses "
+        f"{span(share.low, share.high, '{:.0%}')} of its {paid:,.0f} GPU-hours a day "
+        f"({span(lost.low, lost.high)}{money})"
+    )
+
+
+def possible_line(p: Penalty, rules: Sequence[str]) -> str | None:
+    """What the cluster would lose if the findings marked possible hold too, or None when they add nothing."""
+    more = p.possible
+    if more is None or not more.estimated or lost_hours(more) - lost_hours(p) < 0.5:
+        return None
+    verb = "holds" if len(rules) == 1 else "hold"
+    return f"if {', '.join(rules)} {verb} (possible, not counted above): {penalty_line(more)}"
+
+
+def lost_hours(p: Penalty) -> float:
+    """The high end of the GPU-hours a day the penalty loses (0 when not estimated)."""
+    return p.lost_gpu_hours_per_day.high if p.estimated and p.lost_gpu_hours_per_day is not None else 0.0
+
+
+def slowdown_cell(p: Penalty) -> str:
+    """The high end of the slowdown, for tables."""
+    if not p.estimated:
+        return "unknown"
+    if p.cannot_run or p.slowdown is None:
+        return "cannot run"
+    return "—" if p.slowdown.high < 1.005 else f"{p.slowdown.high:.2f}x"
+
+
+def lost_cell(p: Penalty) -> str:
+    """The high end of the GPU-hours a day lost, for tables; `*` when findings marked possible would add more."""
+    hours = lost_hours(p)
+    cell = "—" if hours < 0.5 else f"{hours:,.0f}"
+    more = p.possible
+    return cell + "*" if more is not None and more.estimated and lost_hours(more) - hours >= 0.5 else cell
+
+
+def possible_rules(findings: Iterable[Finding]) -> list[str]:
+    return sorted({f.rule for f in findings if f.confidence == "possible"})
+
+
+def cost_lines(report: Report) -> list[str]:
+    """The summary's cost: what the clusters lose out of what is paid for, then, apart, what the findings marked
+    possible would add. Nothing when nothing is lost."""
+    s = report.summary
+    lost, out = s.lost_gpu_hours_per_day, []
+    unpriced = sum(1 for c in report.clusters if not c.penalty.estimated)
+    if s.gpu_hours_per_day > 0 and (lost.high >= 0.5 or s.clusters_cannot_run):
+        share = span(lost.low / s.gpu_hours_per_day, lost.high / s.gpu_hours_per_day, "{:.0%}")
+        line = (
+            f"Lost to the fabric: {span(lost.low, lost.high)} GPU-hours a day ({share}) of the "
+            f"{s.gpu_hours_per_day:,.0f} the judged clusters are paid for"
+        )
+        if s.lost_dollars_per_day is not None:
+            line += f", {span(s.lost_dollars_per_day.low, s.lost_dollars_per_day.high, '${:,.0f}')} a day"
+        if s.clusters_cannot_run:
+            line += f"; {plural(s.clusters_cannot_run, 'cluster')} cannot run at all"
+        if unpriced:
+            line += f"; {plural(unpriced, 'cluster')} not estimated"
+        out.append(line + ("." if s.lost_dollars_per_day is not None else ". Pass --price-per-gpu-hour for dollars."))
+    more = s.possible_lost_gpu_hours_per_day
+    if more is not None and more.high >= 0.5:
+        rules = possible_rules(report.findings)
+        money = s.possible_lost_dollars_per_day
+        priced = f" ({span(money.low, money.high, '${:,.0f}')})" if money is not None else ""
+        out.append(
+            f"Possibly lost as well: {span(more.low, more.high)} GPU-hours a day more{priced} if "
+            + ("the finding" if s.possible_findings == 1 else f"the {s.possible_findings:,} findings")
+            + f" marked possible ({', '.join(rules)}) {'holds' if s.possible_findings == 1 else 'hold'}; "
+            "their rules say they may be wrong, so they are not counted above."
+        )
+    return out
