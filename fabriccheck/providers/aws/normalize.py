@@ -29,6 +29,7 @@ from fabriccheck.model import (
 from fabriccheck.providers.aws.support import CAPACITY_BLOCK, CAPACITY_RESERVATION, OUTPOST, PLACEMENT_GROUP
 from fabriccheck.resources.aws import (
     CapacityReservation,
+    InstanceNetwork,
     PlacementGroup,
     SecurityGroup,
     SecurityRule,
@@ -196,8 +197,21 @@ def _node(inst: dict[str, Any], region_hint: str | None, account: str) -> Node:
             "tags": _tags(inst.get("Tags")),
             "interfaces": interfaces,
             "placement": _placement(placement, inst),
+            "unknown": {} if interfaces else _unlisted_interfaces(inst["InstanceId"], state, vpc),
         }
     )
+
+
+def _unlisted_interfaces(instance_id: Any, state: Any, vpc: Any) -> dict[str, str]:
+    """What is unknown of an instance EC2 lists without network interfaces (a pending launch before they attach,
+    `NetworkInterfaces` absent or []): which EFA interfaces and security groups it will have, so the rules that
+    read them are not judged rather than "no EFA". Its VPC is the instance's own VpcId (the primary interface's;
+    the normalizer keeps it); with none, the network is unknown too, never a VPC of its own."""
+    why = f"EC2 lists no network interfaces for {instance_id} ({state}), so its EFA interfaces are not known yet"
+    unknown = unknown_because(tuple(f for f in _NIC_FACTS if f != "network"), why)
+    if not (isinstance(vpc, str) and vpc):
+        unknown["network"] = f"EC2 lists neither network interfaces nor a VpcId for {instance_id} ({state})"
+    return unknown
 
 
 def _rules(raw: list[Any]) -> list[SecurityRule]:
@@ -372,6 +386,11 @@ class Normalizer:
                         node = kept
                     inventory.nodes.append(node)
                     scopes.add((owner, node.region))
+                    if not node.interfaces and "network" not in node.unknown:
+                        network = InstanceNetwork(
+                            account=owner, region=node.region, instance_id=node.id, vpc_id=inst["VpcId"]
+                        )
+                        inventory.aws.instance_networks.append(network)
             return scopes or {(self.account or UNKNOWN_ACCOUNT, region)}
         if call is INSTANCE_TYPES:
             for _, item in items:
