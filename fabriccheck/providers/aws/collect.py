@@ -165,9 +165,14 @@ def _error(call: Ec2Call, scope: Scope, exc: Exception) -> CollectionError:
             return scope.throttled(call.operation, code)
         return scope.error(call.operation, code, text)
     if isinstance(exc, ResponseParserError):
-        return scope.error(
-            call.operation, BAD_RESPONSE, "the endpoint answered with something that is not an EC2 response"
+        from fabriccheck.providers.aws.answers import NotTheAnswer
+
+        said = (
+            str(exc)
+            if isinstance(exc, NotTheAnswer)
+            else "the endpoint answered with something that is not an EC2 response"
         )
+        return scope.error(call.operation, BAD_RESPONSE, said)
     return scope.unreachable(call.operation, exc)
 
 
@@ -201,6 +206,9 @@ def fetch_region(
     from botocore.exceptions import BotoCoreError, ClientError
     from botocore.parsers import ResponseParserError
 
+    from fabriccheck.providers.aws.answers import check
+
+    check(client)  # a 200 that is not the call's answer is BadResponse, never "none"
     progress = progress or Progress()
     answers: dict[Ec2Call, Any] = {}
     errors: list[CollectionError] = []
@@ -275,9 +283,11 @@ def _config(retry: RetryPolicy = RETRIES) -> Any:
 def _client(session: Any, region: str, endpoint_url: str | None) -> Any:
     # endpoint_url None leaves boto3 to its own configuration: AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_EC2 and the
     # config file's endpoint_url settings are honoured as boto3 honours them.
+    from fabriccheck.providers.aws.answers import check
+
     client = session.client("ec2", region_name=region, endpoint_url=endpoint_url, config=_config())
     client.meta.events.register("before-send", API_CALLS.add)
-    return client
+    return check(client)
 
 
 class _Clients:
@@ -295,6 +305,8 @@ class _Clients:
     def make(
         self, service: str, region: str, domain: str, count: CallCount, credentials: dict[str, str] | None = None
     ) -> Any:
+        from fabriccheck.providers.aws.answers import check
+
         with self.lock:
             client = self.session.client(
                 service,
@@ -311,7 +323,7 @@ class _Clients:
 
         client.meta.events.register(f"before-call.{service}", lambda **_: count.call())
         client.meta.events.register(f"before-send.{service}", before_send)
-        return client
+        return check(client)
 
 
 def _instances_in(answers: dict[Ec2Call, Any]) -> int:
@@ -465,6 +477,7 @@ def collect_live(
 
 def all_regions_of(client: Any) -> list[str]:
     from botocore.exceptions import BotoCoreError, ClientError
+    from botocore.parsers import ResponseParserError
 
     try:
         answer = client.describe_regions(AllRegions=False)
@@ -473,7 +486,7 @@ def all_regions_of(client: Any) -> list[str]:
         if code in fleet.CREDENTIAL_CODES:
             raise fleet.credential_error(code, first_line(exc)) from None
         raise FabricCheckError(f"--all-regions: DescribeRegions failed: {first_line(exc)}") from None
-    except BotoCoreError as exc:
+    except (BotoCoreError, ResponseParserError) as exc:
         raise FabricCheckError(f"--all-regions: DescribeRegions failed: {first_line(exc)}") from None
     return sorted(r["RegionName"] for r in answer.get("Regions", []))
 
