@@ -9,6 +9,7 @@ import threading
 from collections.abc import Iterable
 from typing import Any
 
+from fabriccheck.endpoints import AWS_CREDENTIAL, check_endpoint_url
 from fabriccheck.errors import FabricCheckError
 from fabriccheck.inventory import Inventory
 from fabriccheck.model import UNKNOWN_ACCOUNT, CollectionError, ScopeStatus
@@ -283,10 +284,23 @@ def _config(retry: RetryPolicy = RETRIES) -> Any:
 def _client(session: Any, region: str, endpoint_url: str | None) -> Any:
     # endpoint_url None leaves boto3 to its own configuration: AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_EC2 and the
     # config file's endpoint_url settings are honoured as boto3 honours them.
-    from fabriccheck.providers.aws.answers import check
-
     client = session.client("ec2", region_name=region, endpoint_url=endpoint_url, config=_config())
     client.meta.events.register("before-send", API_CALLS.add)
+    return _checked(client, endpoint_url)
+
+
+def _checked(client: Any, given: str | None) -> Any:
+    """A client whose endpoint takes its credentials in the open only on this machine (endpoints.py), whether
+    --endpoint-url named it or AWS_ENDPOINT_URL(_<SERVICE>) or the config file's endpoint_url did, and whose
+    answers are checked to be the calls' own (answers.py)."""
+    from fabriccheck.providers.aws.answers import check
+
+    where = (
+        "--endpoint-url"
+        if given
+        else f"the {client.meta.service_model.service_id} endpoint (AWS_ENDPOINT_URL or config)"
+    )
+    check_endpoint_url(client.meta.endpoint_url, AWS_CREDENTIAL, where)
     return check(client)
 
 
@@ -305,8 +319,6 @@ class _Clients:
     def make(
         self, service: str, region: str, domain: str, count: CallCount, credentials: dict[str, str] | None = None
     ) -> Any:
-        from fabriccheck.providers.aws.answers import check
-
         with self.lock:
             client = self.session.client(
                 service,
@@ -323,7 +335,7 @@ class _Clients:
 
         client.meta.events.register(f"before-call.{service}", lambda **_: count.call())
         client.meta.events.register(f"before-send.{service}", before_send)
-        return check(client)
+        return _checked(client, self.endpoint_url if service == "ec2" else None)
 
 
 def _instances_in(answers: dict[Ec2Call, Any]) -> int:
