@@ -586,6 +586,7 @@ def aws(
 ) -> None:
     """Audit AWS: EFA interfaces, security groups, placement groups and launch templates."""
 
+    from fabriccheck.endpoints import AWS_CREDENTIAL, check_endpoint_url
     from fabriccheck.errors import FabricCheckError
     from fabriccheck.providers.aws.fleet import Fleet, split_ids
 
@@ -613,6 +614,7 @@ def aws(
                 f"--from-dump takes one --region (the region of a flat dump folder), not {len(region)}: a dump "
                 "of several regions keeps each in a folder named after it"
             )
+    check_endpoint_url(endpoint_url, AWS_CREDENTIAL)
     _check_output(output, save_inventory)
     options = _options(workload, price_per_gpu_hour, cluster_tag, rules_dir, select, ignore)
     with _cloud_sdk():
@@ -800,6 +802,7 @@ def gcp(
 ) -> None:
     """Audit Google Cloud: GPU NICs (TCPX, TCPXO, RDMA), their networks and firewalls, placement policies."""
 
+    from fabriccheck.endpoints import GCP_CREDENTIAL, check_endpoint_url
     from fabriccheck.errors import FabricCheckError
 
     if print_role:
@@ -819,6 +822,7 @@ def gcp(
         for name, (used, why) in live_only.items():
             if used:
                 raise FabricCheckError(f"--from-dump and {name} cannot be used together ({why})")
+    check_endpoint_url(endpoint_url, GCP_CREDENTIAL)
     _check_output(output, save_inventory)
     options = _options(workload, price_per_gpu_hour, cluster_tag, rules_dir, select, ignore)
     with _cloud_sdk():

@@ -23,7 +23,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from fabriccheck import facts as derived
-from fabriccheck import shipped, trusted
+from fabriccheck import rule_wording, shipped, trusted
 from fabriccheck.cloud import support
 from fabriccheck.clusters import Cluster, build_clusters, spec_clusters
 from fabriccheck.errors import FabricCheckError
@@ -313,6 +313,9 @@ def _load_file(path: Path) -> Rule:
             root, _, rest = name.partition(".")
             if root not in allowed or rest not in known[root]:
                 raise FabricCheckError(f"{path}: field {field_name}: unknown fact {{{name}}} for scope {rule.scope}")
+        disagreement = rule_wording.disagreement(rule.effect, message)
+        if disagreement:
+            raise FabricCheckError(f"{path}: field {field_name}: {disagreement}")
     return rule
 
 

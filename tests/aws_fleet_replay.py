@@ -6,8 +6,9 @@ Each request is routed by its SigV4 credential scope (`Credential=KEY/DATE/REGIO
 picks the protocol, the region the EC2 answers, and the access key the account (AssumeRole hands out keys
 that name their account; the caller's own key is the management account). Faults are injected per account,
 region and action: AssumeRole denied, 5xx, slow answers (read timeouts), throttling for the first few
-attempts of each call, expired credentials. Every request is recorded as (service, account, region, action)
-with the headers and body it carried, so tests can prove what was issued and scan it for secrets.
+attempts of each call, expired credentials, a 200 that is not the call's answer. Every request is recorded as
+(service, account, region, action) with the headers and body it carried, so tests can prove what was issued
+and scan it for secrets.
 """
 
 from __future__ import annotations
@@ -65,6 +66,8 @@ class FleetReplay:
     expired: bool = False  # the caller's own credentials have expired
     assumed_for: float | None = None  # seconds the credentials AssumeRole hands out last (None: until 2099)
     page_size: int = 2  # ListAccounts page size, to exercise paging
+    # STS or Organizations action -> (content type, body) answered with HTTP 200 instead of its answer
+    wrong: dict[str, tuple[str, str]] = field(default_factory=dict)
     requests: list[Request] = field(default_factory=list)
     in_flight: int = 0
     most_in_flight: int = 0  # the most EC2 requests answered at once
@@ -110,6 +113,8 @@ class FleetReplay:
             if service == "organizations":
                 return status, "application/x-amz-json-1.1", json.dumps({"__type": code, "message": "Rate exceeded"})
             return status, "text/xml", error_xml(code, "Rate exceeded")
+        if service in ("organizations", "sts") and action in self.wrong:
+            return 200, *self.wrong[action]
         if service == "organizations":
             return self._organizations(body)
         if service == "sts":
@@ -131,8 +136,7 @@ class FleetReplay:
         replay = self.ec2.get(account)
         if replay is None:
             return 401, "text/xml", error_xml("AuthFailure", "AWS was not able to validate the provided credentials")
-        status, text = replay.respond(region, urllib.parse.parse_qs(body, keep_blank_values=True))
-        return status, "text/xml", text
+        return replay.reply(region, urllib.parse.parse_qs(body, keep_blank_values=True))
 
     def _organizations(self, body: str) -> tuple[int, str, str]:
         start = int(json.loads(body or "{}").get("NextToken") or 0)

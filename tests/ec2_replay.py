@@ -4,7 +4,8 @@ moto cannot show EFA interfaces, network cards or placement groups (reference/te
 that need a correctly configured EFA cluster serve recorded `aws ec2 describe-* --output json` answers here.
 The answers are serialized to EC2 XML from botocore's own service model, so boto3 parses them exactly as it
 parses AWS. Pages follow MaxResults/NextToken; throttling and access-denied errors can be injected per call;
-every request is recorded (region, action) for call counting and read-only proofs.
+every request is recorded (region, action) for call counting and read-only proofs; any action can be answered
+with a 200 that is not its answer (`wrong`).
 """
 
 from __future__ import annotations
@@ -67,11 +68,24 @@ class Ec2Replay:
         self.calls: list[tuple[str, str]] = []
         self.throttle: dict[str, int] = {}  # action -> how many times to answer RequestLimitExceeded first
         self.deny: set[str] = set()  # actions answered with UnauthorizedOperation
+        # action -> (content type, body) answered with HTTP 200 instead of the action's answer: a captive portal's
+        # page, another call's answer, an answer without its list
+        self.wrong: dict[str, tuple[str, str]] = {}
         self.lock = threading.Lock()
 
     @classmethod
     def from_dump(cls, folder: Path, region: str = "us-east-1") -> Ec2Replay:
         return cls({region: {p.name: json.loads(p.read_text()) for p in folder.glob("describe-*.json")}})
+
+    def reply(self, region: str, params: dict[str, list[str]]) -> tuple[int, str, str]:
+        """(HTTP status, content type, body) for one request."""
+        wrong = self.wrong.get(params["Action"][0])
+        if wrong is not None:
+            with self.lock:
+                self.calls.append((region, params["Action"][0]))
+            return 200, *wrong
+        status, body = self.respond(region, params)
+        return status, "text/xml;charset=UTF-8", body
 
     def respond(self, region: str, params: dict[str, list[str]]) -> tuple[int, str]:
         action = params["Action"][0]
@@ -129,10 +143,10 @@ def serve(replay: Ec2Replay) -> Iterator[str]:
             length = int(self.headers.get("Content-Length", 0))
             params = urllib.parse.parse_qs(self.rfile.read(length).decode(), keep_blank_values=True)
             scope = _SCOPE.search(self.headers.get("Authorization", ""))
-            status, body = replay.respond(scope.group(1) if scope else "us-east-1", params)
+            status, kind, body = replay.reply(scope.group(1) if scope else "us-east-1", params)
             data = body.encode()
             self.send_response(status)
-            self.send_header("Content-Type", "text/xml")
+            self.send_header("Content-Type", kind)
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)

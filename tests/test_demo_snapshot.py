@@ -61,6 +61,17 @@ SUMMARY_COST_NOW = (
 )
 
 
+REWORDED = {
+    "so nodes in different ones exchange collective traffic over TCP, if at all.": (
+        "so nodes in different ones cannot reach each other over EFA: NCCL picks EFA at start, and a job across "
+        "them fails to connect or hangs."
+    ),
+    "so those pairs fall back to TCP.": (
+        "so those pairs cannot reach each other over EFA and a job across them fails to connect or hangs at start."
+    ),
+}
+
+
 def _without_additions(report: dict[str, Any]) -> dict[str, Any]:
     text = json.dumps({k: v for k, v in report.items() if k not in ("generated_at", "source")})
     stripped: dict[str, Any] = json.loads(text.replace(f":{DEMO_ACCOUNT}:", ":"))
@@ -105,6 +116,10 @@ def test_demo_report_differs_from_before_only_by_scope() -> None:
         before["summary"].pop(key)
     # The loose-placement note no longer names AWS: GCP and Azure clusters get it too.
     text = json.dumps(before).replace("AWS publishes no bandwidth cost", "no published bandwidth cost")
+    # AWS111 and AWS113 said their peers fall back to TCP while their effect (unreachable) prices them "cannot
+    # run"; the messages now say what the penalty assumes (rule_wording).
+    for said, says in REWORDED.items():
+        text = text.replace(said, says)
     assert _without_additions(report) == json.loads(text)
 
 

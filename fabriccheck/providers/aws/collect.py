@@ -9,6 +9,7 @@ import threading
 from collections.abc import Iterable
 from typing import Any
 
+from fabriccheck.endpoints import AWS_CREDENTIAL, check_endpoint_url
 from fabriccheck.errors import FabricCheckError
 from fabriccheck.inventory import Inventory
 from fabriccheck.model import UNKNOWN_ACCOUNT, CollectionError, ScopeStatus
@@ -165,9 +166,14 @@ def _error(call: Ec2Call, scope: Scope, exc: Exception) -> CollectionError:
             return scope.throttled(call.operation, code)
         return scope.error(call.operation, code, text)
     if isinstance(exc, ResponseParserError):
-        return scope.error(
-            call.operation, BAD_RESPONSE, "the endpoint answered with something that is not an EC2 response"
+        from fabriccheck.providers.aws.answers import NotTheAnswer
+
+        said = (
+            str(exc)
+            if isinstance(exc, NotTheAnswer)
+            else "the endpoint answered with something that is not an EC2 response"
         )
+        return scope.error(call.operation, BAD_RESPONSE, said)
     return scope.unreachable(call.operation, exc)
 
 
@@ -201,6 +207,9 @@ def fetch_region(
     from botocore.exceptions import BotoCoreError, ClientError
     from botocore.parsers import ResponseParserError
 
+    from fabriccheck.providers.aws.answers import check
+
+    check(client)  # a 200 that is not the call's answer is BadResponse, never "none"
     progress = progress or Progress()
     answers: dict[Ec2Call, Any] = {}
     errors: list[CollectionError] = []
@@ -277,7 +286,22 @@ def _client(session: Any, region: str, endpoint_url: str | None) -> Any:
     # config file's endpoint_url settings are honoured as boto3 honours them.
     client = session.client("ec2", region_name=region, endpoint_url=endpoint_url, config=_config())
     client.meta.events.register("before-send", API_CALLS.add)
-    return client
+    return _checked(client, endpoint_url)
+
+
+def _checked(client: Any, given: str | None) -> Any:
+    """A client whose endpoint takes its credentials in the open only on this machine (endpoints.py), whether
+    --endpoint-url named it or AWS_ENDPOINT_URL(_<SERVICE>) or the config file's endpoint_url did, and whose
+    answers are checked to be the calls' own (answers.py)."""
+    from fabriccheck.providers.aws.answers import check
+
+    where = (
+        "--endpoint-url"
+        if given
+        else f"the {client.meta.service_model.service_id} endpoint (AWS_ENDPOINT_URL or config)"
+    )
+    check_endpoint_url(client.meta.endpoint_url, AWS_CREDENTIAL, where)
+    return check(client)
 
 
 class _Clients:
@@ -311,7 +335,7 @@ class _Clients:
 
         client.meta.events.register(f"before-call.{service}", lambda **_: count.call())
         client.meta.events.register(f"before-send.{service}", before_send)
-        return client
+        return _checked(client, self.endpoint_url if service == "ec2" else None)
 
 
 def _instances_in(answers: dict[Ec2Call, Any]) -> int:
@@ -465,6 +489,7 @@ def collect_live(
 
 def all_regions_of(client: Any) -> list[str]:
     from botocore.exceptions import BotoCoreError, ClientError
+    from botocore.parsers import ResponseParserError
 
     try:
         answer = client.describe_regions(AllRegions=False)
@@ -473,7 +498,7 @@ def all_regions_of(client: Any) -> list[str]:
         if code in fleet.CREDENTIAL_CODES:
             raise fleet.credential_error(code, first_line(exc)) from None
         raise FabricCheckError(f"--all-regions: DescribeRegions failed: {first_line(exc)}") from None
-    except BotoCoreError as exc:
+    except (BotoCoreError, ResponseParserError) as exc:
         raise FabricCheckError(f"--all-regions: DescribeRegions failed: {first_line(exc)}") from None
     return sorted(r["RegionName"] for r in answer.get("Regions", []))
 

@@ -21,10 +21,12 @@ from fabriccheck.providers.aws.normalize import (
     INSTANCES,
     REGION,
     SECURITY_GROUPS,
+    TOPOLOGY,
     Ec2Call,
     Normalizer,
     owners,
 )
+from fabriccheck.providers.aws.values import shown
 from fabriccheck.sources.common import TRUNCATED, Scope, Shape, paused_gc, read_json
 from fabriccheck.sources.stream import walk
 
@@ -148,33 +150,91 @@ def _load_folder(folder: Path, account: str | None, region: str | None) -> Inven
 
 class _Answer:
     """One `aws ec2 describe-*` file read as a stream: its items one at a time, then what stood beside them
-    (`rest`: a NextToken) and the accounts the items named as owners."""
+    (`rest`: a NextToken) and the accounts the items named as owners. The file must hold its list, even empty:
+    a file without it (`{}`, a misspelt key, another call's answer) is an error naming the file and what it holds,
+    never an empty answer."""
 
     def __init__(self, path: Path, call: Ec2Call) -> None:
         self.path = path
         self.call = call
         self.rest: dict[str, Any] = {}
         self.owners: set[str] = set()
+        self.listed = False  # the list was there (a present, empty list is a complete empty answer)
 
     def _descend(self, at: tuple[str | int, ...], opener: str) -> bool:
-        return (at == () and opener == "{") or (at == (self.call.result_key,) and opener == "[")
+        if at == (self.call.result_key,) and opener == "[":
+            self.listed = True
+            return True
+        return at == () and opener == "{"
 
     def items(self) -> Iterator[tuple[str, dict[str, Any]]]:
         shape = Shape(str(self.path))
         key = self.call.result_key
         for at, value in walk(self.path, self._descend):
             if not at:
-                raise DumpShapeError(shape.where, "(top level)", "an object")
+                raise self._not_the_answer(_what_it_holds(value, key))
             if at[0] != key:
                 self.rest[str(at[0])] = value
             elif len(at) == 1:
-                if value is not None:
-                    raise DumpShapeError(shape.where, key, "a list")
+                if value is None:
+                    raise FabricCheckError(f"{self.path}: {key} is null, not a list (the CLI writes [] for none)")
+                raise DumpShapeError(shape.where, key, "a list")
             else:
                 path = f"{key}[{at[1]}]"
                 item = shape.obj(value, path)
                 self.owners |= owners(self.call, {key: [item]})
                 yield path, item
+        if not self.listed:
+            raise self._not_the_answer(_what_it_holds(self.rest, key))
+
+    def _not_the_answer(self, holds: str) -> FabricCheckError:
+        command = f"aws ec2 {self.call.dump_file[:-5]} --output json"
+        return FabricCheckError(
+            f"{self.path}: holds {holds}, not the answer of {command} (an object with its {self.call.result_key} list)"
+        )
+
+
+# Lists of other AWS answers a file may hold by mistake, and the command that writes each.
+_OTHER_ANSWERS = {c.result_key: f"aws ec2 {c.dump_file[:-5]}" for c in CALLS if c is not TOPOLOGY} | {
+    "Vpcs": "aws ec2 describe-vpcs",
+    "NetworkInterfaces": "aws ec2 describe-network-interfaces",
+    "InstanceStatuses": "aws ec2 describe-instance-status",
+    "Images": "aws ec2 describe-images",
+    "AutoScalingGroups": "aws autoscaling describe-auto-scaling-groups",
+}
+
+
+_JSON_KINDS = {str: "string", int: "number", float: "number", bool: "boolean", type(None): "null"}
+
+
+def _what_it_holds(doc: Any, key: str) -> str:
+    """What a file that is not the expected answer holds, in a few words (another cloud's list, another call's
+    answer, one reservation, a misspelt key)."""
+    if isinstance(doc, list):
+        first = next((item for item in doc if isinstance(item, dict)), {})
+        if str(first.get("kind", "")).startswith("compute#"):
+            return f"a Google Cloud list of {first['kind'].removeprefix('compute#')} items (gcloud --format=json)"
+        if str(first.get("id", "")).startswith("/subscriptions/") or "resourceGroup" in first:
+            return "an Azure list (az ... -o json)"
+        if "InstanceId" in first:
+            return "a list of instances (an --query output?)"
+        return f"a JSON list of {len(doc)} values" if doc else "an empty JSON list"
+    if not isinstance(doc, dict):
+        return f"a JSON {_JSON_KINDS.get(type(doc), 'value')}"
+    if str(doc.get("kind", "")).startswith("compute#"):
+        return f"a Google Cloud answer of kind {shown(doc['kind'])}"
+    if isinstance(doc.get("value"), list):
+        return "an Azure Resource Manager list page (value)"
+    if "ReservationId" in doc:
+        return "one reservation (what aws ec2 run-instances prints)"
+    for found in doc:
+        if found.lower() == key.lower():
+            return f"a key {shown(found)} (keys are case-sensitive)"
+        if found in _OTHER_ANSWERS:
+            return f"the answer of {_OTHER_ANSWERS[found]} ({found})"
+    if not doc:
+        return "an empty object"
+    return "an object with " + ", ".join(shown(k) for k in list(doc)[:4]) + (" ..." if len(doc) > 4 else "")
 
 
 def _security_group_owner(folder: Path, present: list[Ec2Call]) -> str | None:

@@ -18,7 +18,7 @@ from typing import Any
 
 from fabriccheck.errors import FabricCheckError
 from fabriccheck.model import CollectionError
-from fabriccheck.sources.common import ACCESS_DENIED, Scope, first_line
+from fabriccheck.sources.common import ACCESS_DENIED, BAD_RESPONSE, Scope, first_line
 
 # service -> operations this module may issue (besides EC2's, in collect.OPERATIONS).
 OPERATIONS = {"sts": ("AssumeRole",), "organizations": ("ListAccounts",)}
@@ -108,6 +108,7 @@ def organization_accounts(client: Any) -> list[tuple[str, str]]:
     """The organization's active accounts, (id, name), paged. Suspended and closing accounts are left out: they
     run nothing and AssumeRole into them fails."""
     from botocore.exceptions import BotoCoreError, ClientError
+    from botocore.parsers import ResponseParserError
 
     found: list[tuple[str, str]] = []
     try:
@@ -125,7 +126,7 @@ def organization_accounts(client: Any) -> list[tuple[str, str]]:
             f"--org-role: listing the organization's accounts failed ({code}: {_message(exc)}); it needs "
             "organizations:ListAccounts, from the management account or a delegated administrator"
         ) from None
-    except BotoCoreError as exc:
+    except (BotoCoreError, ResponseParserError) as exc:
         raise FabricCheckError(f"--org-role: listing the organization's accounts failed: {first_line(exc)}") from None
     return sorted(found)
 
@@ -152,6 +153,7 @@ def accounts(fleet: Fleet, organizations: Any, partition: str) -> list[Account]:
 def assume(sts: Any, account: Account, external_id: str | None) -> CollectionError | None:
     """Assume the account's role, keeping the credentials on the account; a failure is that account's error."""
     from botocore.exceptions import BotoCoreError, ClientError
+    from botocore.parsers import ResponseParserError
 
     if account.role_arn is None:
         return None
@@ -176,9 +178,11 @@ def assume(sts: Any, account: Account, external_id: str | None) -> CollectionErr
         return scope.error("AssumeRole", code, f"cannot assume {account.role_arn}: {_message(exc)}")
     except BotoCoreError as exc:
         return scope.unreachable("AssumeRole", exc)
+    except ResponseParserError as exc:  # a 200 that is not AssumeRole's answer (answers.py), or a cut body
+        return scope.error("AssumeRole", BAD_RESPONSE, f"AssumeRole into {account.role_arn}: {first_line(exc)}")
     given = answer.get("Credentials") or {}
     if not all(given.get(k) for k in ("AccessKeyId", "SecretAccessKey", "SessionToken")):
-        return scope.error("AssumeRole", "BadResponse", f"AssumeRole into {account.role_arn} returned no credentials")
+        return scope.error("AssumeRole", BAD_RESPONSE, f"AssumeRole into {account.role_arn} returned no credentials")
     account.credentials = {
         "aws_access_key_id": str(given["AccessKeyId"]),
         "aws_secret_access_key": str(given["SecretAccessKey"]),

@@ -14,11 +14,13 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from fabriccheck.catalog import catalog_entry
 from fabriccheck.errors import FabricCheckError
 from fabriccheck.inventory import Inventory
 from fabriccheck.model import (
     UNKNOWN_ACCOUNT,
     Capability,
+    CollectionError,
     FabricKind,
     NetworkInterface,
     Node,
@@ -26,9 +28,11 @@ from fabriccheck.model import (
     Placement,
     fact_key,
 )
+from fabriccheck.providers.aws import values
 from fabriccheck.providers.aws.support import CAPACITY_BLOCK, CAPACITY_RESERVATION, OUTPOST, PLACEMENT_GROUP
 from fabriccheck.resources.aws import (
     CapacityReservation,
+    InstanceNetwork,
     PlacementGroup,
     SecurityGroup,
     SecurityRule,
@@ -116,31 +120,45 @@ def capability_from_instance_type(item: dict[str, Any], source: str) -> Capabili
     4 cards says 400 while the instance has 400 in all (the cards share it), on p6-b200 each of the 8 cards
     says 200 while the instance has 3200. So the fabric's bandwidth is the total (the sum of the cards only
     when the total is not stated), and card 0, which carries the primary ENA interface, gets its own figure
-    but never more than an even share of the total."""
+    but never more than an even share of the total.
+
+    Each value read must have the type the API gives it (values.py): an EfaSupported of "yes", a count of "4"
+    raise UnreadableValue, and the type's capability is unknown rather than "no EFA"."""
     network = item.get("NetworkInfo") or {}
     cards = network.get("NetworkCards") or []
-    efa = bool(network.get("EfaSupported"))
-    card_gbps = [float(c.get("PeakBandwidthInGbps") or c.get("BaselineBandwidthInGbps") or 0) for c in cards]
+    efa = bool(values.flag(network, "EfaSupported", "NetworkInfo.EfaSupported"))
+    card_gbps = [_card_gbps(card, i) for i, card in enumerate(cards)]
     total = _total_gbps(network.get("NetworkPerformance")) or (sum(card_gbps) or None)
     ethernet = card_gbps[0] if card_gbps and card_gbps[0] else total
     if ethernet and total and len(cards) > 1:
         ethernet = min(ethernet, total / len(cards))
     gpus = (item.get("GpuInfo") or {}).get("Gpus") or []
     neuron = (item.get("NeuronInfo") or {}).get("NeuronDevices") or []
-    accelerators = sum(int(g.get("Count", 0)) for g in gpus) + sum(int(n.get("Count", 0)) for n in neuron)
+    accelerators = sum(values.count(g, "Count", f"GpuInfo.Gpus[{i}].Count") or 0 for i, g in enumerate(gpus))
+    accelerators += sum(
+        values.count(n, "Count", f"NeuronInfo.NeuronDevices[{i}].Count") or 0 for i, n in enumerate(neuron)
+    )
     name = (gpus[0].get("Name") if gpus else None) or (neuron[0].get("Name") if neuron else None)
+    efa_info = network.get("EfaInfo") or {}
+    most = values.count(efa_info, "MaximumEfaInterfaces", "NetworkInfo.EfaInfo.MaximumEfaInterfaces", required=efa)
     return Capability(
         instance_type=item["InstanceType"],
         provider="aws",
         fabric=FabricKind.EFA if efa else FabricKind.NONE,
-        fabric_interfaces=int((network.get("EfaInfo") or {}).get("MaximumEfaInterfaces") or 0) if efa else 0,
+        fabric_interfaces=(most or 0) if efa else 0,
         fabric_gbps=total if efa else None,
         ethernet_gbps=ethernet or None,
-        network_cards=network.get("MaximumNetworkCards"),
+        network_cards=values.count(network, "MaximumNetworkCards", "NetworkInfo.MaximumNetworkCards"),
         accelerators=accelerators,
         accelerator_name=name,
         source=source,
     )
+
+
+def _card_gbps(card: dict[str, Any], index: int) -> float:
+    field = f"NetworkInfo.NetworkCards[{index}]"
+    peak = values.number(card, "PeakBandwidthInGbps", f"{field}.PeakBandwidthInGbps")
+    return peak or values.number(card, "BaselineBandwidthInGbps", f"{field}.BaselineBandwidthInGbps") or 0.0
 
 
 def _placement(placement: dict[str, Any], inst: dict[str, Any]) -> list[dict[str, str]]:
@@ -196,8 +214,21 @@ def _node(inst: dict[str, Any], region_hint: str | None, account: str) -> Node:
             "tags": _tags(inst.get("Tags")),
             "interfaces": interfaces,
             "placement": _placement(placement, inst),
+            "unknown": {} if interfaces else _unlisted_interfaces(inst["InstanceId"], state, vpc),
         }
     )
+
+
+def _unlisted_interfaces(instance_id: Any, state: Any, vpc: Any) -> dict[str, str]:
+    """What is unknown of an instance EC2 lists without network interfaces (a pending launch before they attach,
+    `NetworkInterfaces` absent or []): which EFA interfaces and security groups it will have, so the rules that
+    read them are not judged rather than "no EFA". Its VPC is the instance's own VpcId (the primary interface's;
+    the normalizer keeps it); with none, the network is unknown too, never a VPC of its own."""
+    why = f"EC2 lists no network interfaces for {instance_id} ({state}), so its EFA interfaces are not known yet"
+    unknown = unknown_because(tuple(f for f in _NIC_FACTS if f != "network"), why)
+    if not (isinstance(vpc, str) and vpc):
+        unknown["network"] = f"EC2 lists neither network interfaces nor a VpcId for {instance_id} ({state})"
+    return unknown
 
 
 def _rules(raw: list[Any]) -> list[SecurityRule]:
@@ -344,6 +375,19 @@ class Normalizer:
         )
         return node
 
+    def _unreadable_type(
+        self, path: str, item: dict[str, Any], exc: values.UnreadableValue, where: str
+    ) -> CollectionError:
+        """A type whose capability cannot be read: its live answer is not used (the shipped catalog's row stands in
+        where there is one; else the type is unknown and its clusters not judged), and the run is incomplete."""
+        name = named(item, "InstanceType")
+        fallback = (
+            "the shipped catalog's row is used instead" if name and catalog_entry(name) else "its capability is unknown"
+        )
+        return Scope("aws", self.account or UNKNOWN_ACCOUNT, self.region).error(
+            INSTANCE_TYPES.operation, BAD_RESPONSE, f"{where}: {path} ({name or 'no InstanceType'}): {exc}; {fallback}"
+        )
+
     def _node_scopes(self) -> set[tuple[str, str]]:
         here = self.region or "unknown"
         scopes = {(n.account, n.region) for n in self.inventory.nodes if n.region == here}
@@ -372,10 +416,19 @@ class Normalizer:
                         node = kept
                     inventory.nodes.append(node)
                     scopes.add((owner, node.region))
+                    if not node.interfaces and "network" not in node.unknown:
+                        network = InstanceNetwork(
+                            account=owner, region=node.region, instance_id=node.id, vpc_id=inst["VpcId"]
+                        )
+                        inventory.aws.instance_networks.append(network)
             return scopes or {(self.account or UNKNOWN_ACCOUNT, region)}
         if call is INSTANCE_TYPES:
-            for _, item in items:
-                cap = capability_from_instance_type(item, "EC2 DescribeInstanceTypes (live answer)")
+            for path, item in items:
+                try:
+                    cap = capability_from_instance_type(item, "EC2 DescribeInstanceTypes (live answer)")
+                except values.UnreadableValue as exc:
+                    inventory.errors.append(self._unreadable_type(path, item, exc, shape.where))
+                    continue
                 inventory.capabilities[cap.instance_type] = cap
             return self._node_scopes()  # type facts are the same for every account
         if call is TOPOLOGY:

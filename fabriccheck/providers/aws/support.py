@@ -153,13 +153,19 @@ class AwsSupport(CloudSupport):
             unknown["efa_security"] = security_why
         if block_why:
             unknown["capacity_block"] = block_why
-        return {
+        facts: Facts = {
             "efa_security": security,
             "efa_security_groups": ", ".join(sorted({g for groups in group_sets for g in groups})),
             "placement_group": node.placed_by(PLACEMENT_GROUP) or "",
             "capacity_block": capacity_block,
             "unknown": unknown,
         }
+        if not node.interfaces:
+            # Listed without interfaces (a pending launch): its network is the instance's own VpcId.
+            vpc = _index(context).instance_networks.get(node.scope_key(node.id))
+            if vpc is not None:
+                facts["network"] = vpc
+        return facts
 
     def cluster_facts(self, nodes: list[Node], node_facts: list[Facts], context: FactContext) -> Facts:
         types = {n.instance_type or "" for n in nodes}
@@ -265,6 +271,9 @@ class _Index:
         }
         self.reservations: dict[tuple[str, str, str], CapacityReservation] = {
             r.scope_key(r.id): r for r in aws.capacity_reservations
+        }
+        self.instance_networks: dict[tuple[str, str, str], str] = {
+            n.scope_key(n.instance_id): n.vpc_id for n in aws.instance_networks
         }
         self._verdicts: dict[tuple[str, str, str], bool] = {}
 
