@@ -1071,18 +1071,18 @@ def estimate(
     """What a fabric should do (nccl-tests bandwidths) and what a fabric state costs, for a catalog type or a
     fabric described by hand."""
     from fabriccheck import estimate as estimating
-    from fabriccheck.errors import FabricCheckError
+    from fabriccheck.evidence.failures import usage
     from fabriccheck.flow import workload_named
 
     if fmt not in ("text", "json"):
-        raise FabricCheckError(f"--format {fmt}: estimates are shown as text or json")
+        raise usage(f"--format {fmt}: estimates are shown as text or json")
     if (instance_type is None) == (gpu is None):
-        raise FabricCheckError("give --instance-type TYPE, or describe the fabric with --gpu NAME (and --nics ...)")
+        raise usage("give --instance-type TYPE, or describe the fabric with --gpu NAME (and --nics ...)")
     if instance_type is not None:
         fabric = estimating.with_overrides(estimating.fabric_of_type(instance_type), ethernet_gbps, no_gdr)
     else:
         fabric = estimating.custom_fabric(
-            gpu or "", gpus_per_node, nics, nic_gbps, transport, not no_gdr, ethernet_gbps
+            estimating.accelerator_named(gpu or ""), gpus_per_node, nics, nic_gbps, transport, not no_gdr, ethernet_gbps
         )
     chosen = estimating.workload_from_file(workload_file) if workload_file else workload_named(workload)
     result = estimating.run(fabric, nodes, state, chosen, price_per_gpu_hour)
