@@ -1002,29 +1002,14 @@ def merge(
     _exit_for(report, fail_on, allow_incomplete)
 
 
-def _evidence_out(ev: Any, fmt: Format, output: Path | None, fail_on: FailOn, verbose: bool) -> NoReturn:
-    from fabriccheck.evidence import report
+def _evidence(
+    kind: str, file: Path, fmt: Format, output: Path | None, fail_on: FailOn, verbose: bool, provider: str | None,
+    judged: Any,
+) -> NoReturn:  # fmt: skip
+    from fabriccheck.evidence import command
 
-    text = report.render(ev, fmt.value, fail_on.value, verbose)
-    if output is not None:
-        _write(output, text, "--output")
-    else:
-        sys.stdout.write(text)
-    raise typer.Exit(report.exit_code(ev, fail_on.value))
-
-
-def _evidence_input(path: Path, output: Path | None, provider: str | None, fmt: Format) -> None:
-    from fabriccheck.errors import FabricCheckError
-    from fabriccheck.model import PROVIDERS
-
-    if fmt is Format.prometheus:
-        raise FabricCheckError("--format prometheus: evidence is shown as text, json, sarif, junit or markdown")
-    if not path.is_file():
-        raise FabricCheckError(f"{path}: no such file")
-    if output is not None and _same_file(output, path):
-        raise FabricCheckError(f"--output {output} is the file being read: write the report elsewhere")
-    if provider is not None and provider not in PROVIDERS:
-        raise FabricCheckError(f"--provider {provider}: choose from {', '.join(PROVIDERS)}")
+    out = command.Output(fmt.value, output, fail_on.value, verbose)
+    raise typer.Exit(command.run(kind, file, out, provider, judged))
 
 
 ProviderOpt = Annotated[
@@ -1125,24 +1110,13 @@ def nccl_tests(
     fail_on: FailOnOpt = FailOn.error,
     verbose: VerboseOpt = False,
 ) -> None:
-    """Compare nccl-tests bus bandwidth with what the fabric should give (TCP fallback, partial fabric)."""
-    from fabriccheck.errors import FabricCheckError
-    from fabriccheck.evidence import expect, judge
-    from fabriccheck.evidence import nccl_tests as parser
+    """Compare nccl-tests bus bandwidth with what the fabric should give (TCP fallback, slower than expected), and
+    judge the NCCL lines the same file holds."""
+    from fabriccheck.evidence import command
 
-    _evidence_input(file, output, provider, fmt)
-    if op is not None and op not in parser.OPS:
-        raise FabricCheckError(f"--op {op}: choose from {', '.join(parser.OPS)}")
-    fabric, implied = expect.fabric_from_options(
-        instance_type, gpu, gpus_per_node, nics, nic_gbps, transport, no_gdr, ethernet_gbps
-    )
-    if fabric is None and nodes is not None:
-        raise FabricCheckError(
-            "--nodes needs a fabric to compare with: add --instance-type T (or --gpu ... --transport ...)"
-        )
-    parsed = parser.parse_file(file)
-    ev = judge.judge_tests(parsed, fabric, nodes, provider or implied, op)
-    _evidence_out(ev, fmt, output, fail_on, verbose)
+    fabric = command.FabricOptions(instance_type, gpu, gpus_per_node, nics, nic_gbps, transport, no_gdr, ethernet_gbps)
+    _evidence("nccl-tests", file, fmt, output, fail_on, verbose, provider,
+              lambda: command.nccl_tests(file, fabric, nodes, op, provider))  # fmt: skip
 
 
 @app.command("nccl-log", cls=_Command)
@@ -1155,12 +1129,9 @@ def nccl_log(
     verbose: VerboseOpt = False,
 ) -> None:
     """Report the transport each NCCL rank used (IB, EFA/OFI, sockets), GPUDirect RDMA and plugin failures."""
-    from fabriccheck.evidence import judge
-    from fabriccheck.evidence import nccl_log as reader
+    from fabriccheck.evidence import command
 
-    _evidence_input(file, output, provider, fmt)
-    ev = judge.judge_log(reader.read_file(file), provider)
-    _evidence_out(ev, fmt, output, fail_on, verbose)
+    _evidence("nccl-log", file, fmt, output, fail_on, verbose, provider, lambda: command.nccl_log(file, provider))
 
 
 @app.command(cls=_Command)
