@@ -269,6 +269,22 @@ def test_ofi_channels_without_gdrdma_are_the_ofi_family() -> None:
     assert ev.findings == [] and any("expected, not a finding" in n for n in ev.notes)
 
 
+def test_gpudirect_off_where_the_provider_says_it_has_none_is_no_finding() -> None:
+    # 4 x g6e.48xlarge (gnosia93/training-on-eks): aws-ofi-nccl 1.16 says `GDR not supported` and names the
+    # platform; GPUDirect RDMA is off by design there, which is a note, not a warning.
+    log = read("log_ofi_gdr_not_supported_g6e48x.txt")
+    (proc,) = log.processes.values()
+    assert (proc.ofi_provider, proc.ofi_nics, proc.ofi_platform) == ("efa", 4, "g6e.48xlarge")
+    assert proc.gdr_unsupported and proc.gdr is False and proc.transport_family == "ofi"
+    ev = judge.judge_log(log)
+    assert ev.findings == [] and any("on g6e.48xlarge" in n and "expected" in n for n in ev.notes)
+    # Without that line the same log is a warning (g6e's catalog row does not say it lacks GPUDirect RDMA).
+    said = reader.read_lines(
+        [line for line in lines("log_ofi_gdr_not_supported_g6e48x.txt") if "not supported" not in line]
+    )
+    assert [f.rule for f in judge.judge_log(said).findings] == ["NCCL204"]
+
+
 def test_nccl_2_4_with_only_the_ofi_provider_line() -> None:
     # NCCL 2.4.8 with aws-ofi-nccl on 2 x p3dn (awsdocs/aws-deep-learning-amis): `NET/OFI Selected Provider is efa`,
     # no `Using network`, no channel lines. The provider says the plugin runs: the transport is OFI.

@@ -122,7 +122,7 @@ def _ofi(msg: str) -> Event | None:
     unsupported = "GDR not supported" in msg
     failure = msg.strip() if any(needle in msg for needle, _ in OFI_FAILURES) else None
     aws = "Configuring AWS-specific options" in msg
-    if not (provider or ofi or platform or gdr_off or failure or aws):
+    if not (provider or ofi or platform or gdr_off or unsupported or failure or aws):
         return None
     return (
         "ofi",
