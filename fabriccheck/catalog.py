@@ -9,6 +9,7 @@ of these is unknown, and is reported as unknown, never as "no fabric".
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
@@ -145,27 +146,89 @@ def fabric_siblings(cloud: CloudSupport, instance_type: str, live: dict[str, Cap
 
 @dataclass(frozen=True)
 class Accelerator:
+    """One device's figures (data/accelerators.yaml); a figure no source gives is None and the model says so."""
+
     name: str
-    peak_tflops: float
-    nvlink_gbytes: float
-    mfu: float
+    peak_tflops: float | None
+    nvlink_gbytes: float | None
+    mfu: float | None
     sources: tuple[str, ...]
     allreduce_busbw_gbytes: float | None = None  # measured single-node all_reduce busbw, when sourced
     nvls: bool = False  # NVLink SHARP (NVSwitch reductions): NCCL's NVLS / NVLSTree algorithms apply
+    assumed: tuple[str, ...] = ()  # the figures no vendor publishes, taken as an assumption
+    aliases: tuple[str, ...] = ()
+    missing: tuple[str, ...] = ()  # the figures a full estimate needs that no source gives, in FIGURES' words
+
+
+# What each figure is, for the one line that says which is missing or assumed.
+FIGURES = {
+    "peak_tflops": "dense BF16/FP16 peak throughput",
+    "nvlink_gbytes": "NVLink/PCIe bandwidth between the devices of a node",
+    "allreduce_busbw_gbytes": "single-node all_reduce busbw",
+    "mfu": "MFU prior",
+    "nvls": "NVLink SHARP",
+}
+NEEDED = ("nvlink_gbytes", "peak_tflops", "mfu")  # for collectives (the first) and step times (all three)
+# Words that name the maker or the memory, not the device: "NVIDIA H100 80GB HBM3" is H100, "Tesla V100-SXM2-32GB"
+# is V100 (nccl-tests device lines). A form factor with other figures ("H100 PCIe", "V100-PCIE") stays unknown.
+_VENDOR_WORDS = ("nvidia", "tesla", "amd", "habana", "aws")
+_MEMORY = re.compile(r"^\d+\s*gb$|^hbm\d*e?$|^-?sxm\d*$")
+
+
+def _figure(row: dict[str, Any], key: str) -> tuple[Any, str | None, bool]:
+    """(value, source, assumed) of one figure, written as {value, source[, assumed]}."""
+    cell = row.get(key)
+    if cell is None:
+        return None, None, False
+    return cell["value"], cell["source"], bool(cell.get("assumed", False))
 
 
 @functools.cache
 def accelerators() -> dict[str, Accelerator]:
     doc: dict[str, Any] = shipped.load_yaml((DATA / "accelerators.yaml").read_text())
-    return {
-        name: Accelerator(
+    found = {}
+    for name, row in doc["accelerators"].items():
+        figures = {key: _figure(row, key) for key in FIGURES}
+        found[name] = Accelerator(
             name,
-            row["peak_tflops"],
-            row["nvlink_gbytes"],
-            row["mfu"],
-            tuple(row["sources"]),
-            row.get("allreduce_busbw_gbytes"),
-            bool(row.get("nvls", False)),
+            figures["peak_tflops"][0],
+            figures["nvlink_gbytes"][0],
+            figures["mfu"][0],
+            tuple(source for _, source, _ in figures.values() if source),
+            figures["allreduce_busbw_gbytes"][0],
+            bool(figures["nvls"][0]),
+            tuple(key for key, (_, _, assumed) in figures.items() if assumed),
+            tuple(row.get("aliases", ())),
+            tuple(FIGURES[key] for key in NEEDED if figures[key][0] is None),
         )
-        for name, row in doc["accelerators"].items()
-    }
+    return found
+
+
+def _device_words(name: str) -> str:
+    words = name.replace("-SXM", " SXM").replace("_", " ").split()
+    kept = [w for w in words if w.lower() not in _VENDOR_WORDS and not _MEMORY.match(w.lower())]
+    return " ".join(kept).lower()
+
+
+@functools.cache
+def _accelerator_names() -> dict[str, str]:
+    """Every name and alias, lowered and without maker or memory words -> the table's name."""
+    names: dict[str, str] = {}
+    for name, accel in accelerators().items():
+        for alias in (name, *accel.aliases):
+            names.setdefault(alias.lower(), name)
+            names.setdefault(_device_words(alias), name)
+    return names
+
+
+@functools.cache
+def accelerator(name: str | None) -> Accelerator | None:
+    """The table's row for a device name as the catalog, a cloud API, the user or nccl-tests writes it."""
+    if not name:
+        return None
+    table = accelerators()
+    if name in table:
+        return table[name]
+    names = _accelerator_names()
+    key = names.get(name.strip().lower()) or names.get(_device_words(name))
+    return table[key] if key else None

@@ -1004,29 +1004,14 @@ def merge(
     _exit_for(report, fail_on, allow_incomplete)
 
 
-def _evidence_out(ev: Any, fmt: Format, output: Path | None, fail_on: FailOn, verbose: bool) -> NoReturn:
-    from fabriccheck.evidence import report
+def _evidence(
+    kind: str, file: Path, fmt: Format, output: Path | None, fail_on: FailOn, verbose: bool, provider: str | None,
+    judged: Any,
+) -> NoReturn:  # fmt: skip
+    from fabriccheck.evidence import command
 
-    text = report.render(ev, fmt.value, fail_on.value, verbose)
-    if output is not None:
-        _write(output, text, "--output")
-    else:
-        sys.stdout.write(text)
-    raise typer.Exit(report.exit_code(ev, fail_on.value))
-
-
-def _evidence_input(path: Path, output: Path | None, provider: str | None, fmt: Format) -> None:
-    from fabriccheck.errors import FabricCheckError
-    from fabriccheck.model import PROVIDERS
-
-    if fmt is Format.prometheus:
-        raise FabricCheckError("--format prometheus: evidence is shown as text, json, sarif, junit or markdown")
-    if not path.is_file():
-        raise FabricCheckError(f"{path}: no such file")
-    if output is not None and _same_file(output, path):
-        raise FabricCheckError(f"--output {output} is the file being read: write the report elsewhere")
-    if provider is not None and provider not in PROVIDERS:
-        raise FabricCheckError(f"--provider {provider}: choose from {', '.join(PROVIDERS)}")
+    out = command.Output(fmt.value, output, fail_on.value, verbose)
+    raise typer.Exit(command.run(kind, file, out, provider, judged))
 
 
 ProviderOpt = Annotated[
@@ -1073,18 +1058,18 @@ def estimate(
     """What a fabric should do (nccl-tests bandwidths) and what a fabric state costs, for a catalog type or a
     fabric described by hand."""
     from fabriccheck import estimate as estimating
-    from fabriccheck.errors import FabricCheckError
+    from fabriccheck.evidence.failures import usage
     from fabriccheck.flow import workload_named
 
     if fmt not in ("text", "json"):
-        raise FabricCheckError(f"--format {fmt}: estimates are shown as text or json")
+        raise usage(f"--format {fmt}: estimates are shown as text or json")
     if (instance_type is None) == (gpu is None):
-        raise FabricCheckError("give --instance-type TYPE, or describe the fabric with --gpu NAME (and --nics ...)")
+        raise usage("give --instance-type TYPE, or describe the fabric with --gpu NAME (and --nics ...)")
     if instance_type is not None:
         fabric = estimating.with_overrides(estimating.fabric_of_type(instance_type), ethernet_gbps, no_gdr)
     else:
         fabric = estimating.custom_fabric(
-            gpu or "", gpus_per_node, nics, nic_gbps, transport, not no_gdr, ethernet_gbps
+            estimating.accelerator_named(gpu or ""), gpus_per_node, nics, nic_gbps, transport, not no_gdr, ethernet_gbps
         )
     chosen = estimating.workload_from_file(workload_file) if workload_file else workload_named(workload)
     result = estimating.run(fabric, nodes, state, chosen, price_per_gpu_hour)
@@ -1127,24 +1112,13 @@ def nccl_tests(
     fail_on: FailOnOpt = FailOn.error,
     verbose: VerboseOpt = False,
 ) -> None:
-    """Compare nccl-tests bus bandwidth with what the fabric should give (TCP fallback, partial fabric)."""
-    from fabriccheck.errors import FabricCheckError
-    from fabriccheck.evidence import expect, judge
-    from fabriccheck.evidence import nccl_tests as parser
+    """Compare nccl-tests bus bandwidth with what the fabric should give (TCP fallback, slower than expected), and
+    judge the NCCL lines the same file holds."""
+    from fabriccheck.evidence import command
 
-    _evidence_input(file, output, provider, fmt)
-    if op is not None and op not in parser.OPS:
-        raise FabricCheckError(f"--op {op}: choose from {', '.join(parser.OPS)}")
-    fabric, implied = expect.fabric_from_options(
-        instance_type, gpu, gpus_per_node, nics, nic_gbps, transport, no_gdr, ethernet_gbps
-    )
-    if fabric is None and nodes is not None:
-        raise FabricCheckError(
-            "--nodes needs a fabric to compare with: add --instance-type T (or --gpu ... --transport ...)"
-        )
-    parsed = parser.parse_file(file)
-    ev = judge.judge_tests(parsed, fabric, nodes, provider or implied, op)
-    _evidence_out(ev, fmt, output, fail_on, verbose)
+    fabric = command.FabricOptions(instance_type, gpu, gpus_per_node, nics, nic_gbps, transport, no_gdr, ethernet_gbps)
+    _evidence("nccl-tests", file, fmt, output, fail_on, verbose, provider,
+              lambda: command.nccl_tests(file, fabric, nodes, op, provider))  # fmt: skip
 
 
 @app.command("nccl-log", cls=_Command)
@@ -1157,12 +1131,9 @@ def nccl_log(
     verbose: VerboseOpt = False,
 ) -> None:
     """Report the transport each NCCL rank used (IB, EFA/OFI, sockets), GPUDirect RDMA and plugin failures."""
-    from fabriccheck.evidence import judge
-    from fabriccheck.evidence import nccl_log as reader
+    from fabriccheck.evidence import command
 
-    _evidence_input(file, output, provider, fmt)
-    ev = judge.judge_log(reader.read_file(file), provider)
-    _evidence_out(ev, fmt, output, fail_on, verbose)
+    _evidence("nccl-log", file, fmt, output, fail_on, verbose, provider, lambda: command.nccl_log(file, provider))
 
 
 @app.command(cls=_Command)

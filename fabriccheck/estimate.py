@@ -19,6 +19,7 @@ from pydantic import BaseModel
 
 from fabriccheck import catalog, penalty
 from fabriccheck.errors import FabricCheckError
+from fabriccheck.evidence.failures import unknown_model, usage
 from fabriccheck.model import FabricKind
 
 SCHEMA_VERSION = 1
@@ -84,8 +85,17 @@ class EstimateReport(BaseModel):
 def fabric_of_type(instance_type: str) -> penalty.FabricDescription:
     cap = catalog.resolve(instance_type, {})
     if cap is None:
-        raise FabricCheckError(f"--instance-type {instance_type}: not in the catalog (describe the fabric instead)")
+        raise unknown_model(f"--instance-type {instance_type}: not in the catalog (describe the fabric instead)")
     return penalty.FabricDescription.from_capability(cap)
+
+
+def accelerator_named(name: str) -> str:
+    """The accelerator table's name for `--gpu NAME` (any case, maker and memory words allowed)."""
+    found = catalog.accelerator(name.strip())
+    if found is None:
+        known = ", ".join(sorted(catalog.accelerators()))
+        raise unknown_model(f"--gpu {name}: unknown accelerator (known: {known})")
+    return found.name
 
 
 def custom_fabric(
@@ -93,9 +103,9 @@ def custom_fabric(
 ) -> penalty.FabricDescription:
     kind = TRANSPORTS.get(transport)
     if kind is None:
-        raise FabricCheckError(f"--transport {transport}: choose from {', '.join(TRANSPORTS)}")
+        raise usage(f"--transport {transport}: choose from {', '.join(TRANSPORTS)}")
     if gpus_per_node < 1 or nics < 0 or nic_gbps < 0:
-        raise FabricCheckError("--gpus-per-node must be at least 1, --nics and --nic-gbps at least 0")
+        raise usage("--gpus-per-node must be at least 1, --nics and --nic-gbps at least 0")
     if kind is FabricKind.NONE:
         # Plain TCP: the NICs are the ordinary network NCCL's sockets use.
         return penalty.FabricDescription(gpu, gpus_per_node, kind, 0, 0.0, False, ethernet_gbps or nics * nic_gbps)
@@ -105,12 +115,12 @@ def custom_fabric(
 def state_named(text: str, fabric: penalty.FabricDescription) -> penalty.FabricState:
     match = _STATE.match(text.strip().lower())
     if match is None:
-        raise FabricCheckError(f"--state {text}: use healthy, tcp, nics=K, no-gdr, no-placement or unreachable")
+        raise usage(f"--state {text}: use healthy, tcp, nics=K, no-gdr, no-placement or unreachable")
     word = match.group(1)
     if match.group(2) is not None:
         used = int(match.group(2))
         if used > fabric.nics:
-            raise FabricCheckError(f"--state {text}: the fabric has {fabric.nics} NICs")
+            raise usage(f"--state {text}: the fabric has {fabric.nics} NICs")
         return penalty.FabricState.partial(used)
     return {
         "healthy": penalty.FabricState.healthy(),
@@ -129,7 +139,7 @@ def run(
     price_per_gpu_hour: float | None = None,
 ) -> EstimateReport:
     if nodes < 1:
-        raise FabricCheckError("--nodes must be at least 1")
+        raise usage("--nodes must be at least 1")
     state = state_named(state_text, fabric)
     slowdown = penalty.estimate(fabric, nodes, state, workload)
     result = penalty.penalty_of(slowdown, workload, nodes * fabric.gpus_per_node, price_per_gpu_hour)
@@ -145,14 +155,20 @@ def run(
                 f"and each node sends the buffer once, so large all_reduce busbw reads up to {ratio:.2f}x the NICs' "
                 "rate; compare algbw between 2-node runs"
             )
-        else:
+        elif big is not None or state.fabric == "unreachable":
             notes.append(
                 "at 2 nodes NCCL keeps rings here, so busbw is what the NICs carry; a 2-node run with trees "
                 f"(NCCL_ALGO, a tuner plugin) reads up to {ratio:.2f}x that, as nccl-tests' busbw formula overstates "
                 "there: compare algbw between 2-node runs"
             )
-    if catalog.accelerators().get(fabric.accelerator) is None:
-        notes.append(f"no sourced peak throughput or NVLink figure for {fabric.accelerator or '?'}: no numbers")
+    missing, assumed = figure_lines(fabric.accelerator)
+    reason = result.reason
+    if missing is not None and result.estimated is False and nodes > 1:
+        reason = missing  # one line says which figure is missing
+    elif missing is not None:
+        notes.append(missing)
+    if assumed is not None:
+        notes.append(assumed)
     collectives = [
         Collective(op=op, bytes=size, algbw_gbytes_per_s=c.algbw, busbw_gbytes_per_s=c.busbw, algorithm=c.algorithm)
         for op in OPS
@@ -169,7 +185,7 @@ def run(
         workload=workload.name,
         estimated=result.estimated,
         cannot_run=result.cannot_run,
-        reason=result.reason,
+        reason=reason,
         notes=notes,
         collectives=collectives,
         step_seconds=step,
@@ -184,6 +200,26 @@ def run(
 
 def _range(value: penalty.Range | None) -> Range | None:
     return Range(low=value.low, high=value.high) if value is not None else None
+
+
+def figure_lines(name: str) -> tuple[str | None, str | None]:
+    """(one line naming the figures an accelerator lacks and what is therefore not estimated, one line naming the
+    figures that are assumed rather than published), each None when there is nothing to say."""
+    accel = catalog.accelerator(name)
+    if accel is None:
+        wanted = " or ".join([catalog.FIGURES["peak_tflops"], catalog.FIGURES["nvlink_gbytes"]])
+        return (
+            f"{name or '?'} is not in the accelerator table (fabriccheck/data/accelerators.yaml): no sourced "
+            f"{wanted}, so no collectives and no step time",
+            None,
+        )
+    missing = None
+    if accel.missing:
+        lost = "no collectives and no step time" if accel.nvlink_gbytes is None else "no step time"
+        missing = f"no sourced {' or '.join(accel.missing)} for {accel.name}: {lost}"
+    assumed = [catalog.FIGURES[f] for f in accel.assumed if f != "mfu"]  # every MFU is a prior (README)
+    said = f"{accel.name}'s {' and '.join(assumed)} is assumed, not published (fabriccheck/data/accelerators.yaml)"
+    return missing, said if assumed else None
 
 
 def _summary(fabric: penalty.FabricDescription) -> FabricSummary:

@@ -225,9 +225,10 @@ def bus_factor(op: str, ranks: int) -> float:
 
 
 def intra_bandwidth(accel: catalog.Accelerator) -> float:
-    """Bytes/s a collective reaches inside one node: the measured single-node busbw, else NVLink x ring efficiency."""
+    """Bytes/s a collective reaches inside one node: the measured single-node busbw, else NVLink x ring efficiency
+    (0 when the accelerator has neither figure: callers check `Accelerator.missing` first)."""
     measured = accel.allreduce_busbw_gbytes
-    return (measured if measured else accel.nvlink_gbytes * INTRA_RING_EFFICIENCY) * GB
+    return (measured if measured else (accel.nvlink_gbytes or 0.0) * INTRA_RING_EFFICIENCY) * GB
 
 
 def algorithm(
@@ -338,6 +339,7 @@ def _expert_all_to_all(w: Workload, tokens: float, gpus: int, link: Link, intra:
 
 def step_times(w: Workload, nodes: int, gpus: int, accel: catalog.Accelerator, link: Link) -> StepTimes:
     n = nodes * gpus
+    assert accel.peak_tflops is not None and accel.mfu is not None  # _estimate_distinct checks `missing`
     flops_per_gpu = accel.peak_tflops * 1e12 * accel.mfu
     intra = intra_bandwidth(accel)
     trees = two_node_trees(accel, link)
@@ -410,8 +412,10 @@ def collective_estimate(
     """One collective over `nodes` nodes of `fabric` in `state` (the best end of its range, or the worst), as
     nccl-tests reports it for a buffer of `size_bytes`, with the algorithm NCCL would run; None when the model
     cannot say (unknown accelerator or bandwidth, peers unreachable). Same model as the step times of `estimate`."""
-    accel = catalog.accelerators().get(fabric.accelerator)
-    if accel is None or op not in COLLECTIVES or fabric.gpus_per_node <= 0 or nodes < 1 or size_bytes <= 0:
+    accel = catalog.accelerator(fabric.accelerator)
+    if accel is None or not accel.nvlink_gbytes or op not in COLLECTIVES:
+        return None  # no figure for the links inside the node: nothing to say
+    if fabric.gpus_per_node <= 0 or nodes < 1 or size_bytes <= 0:
         return None
     state = state or FabricState.healthy()
     if state.fabric == "unreachable" and nodes > 1:
@@ -452,7 +456,7 @@ FabricHealth = Literal["healthy", "tcp-fallback", "partial", "gpudirect-off", "u
 class FabricDescription:
     """What one node's inter-node path offers when nothing is wrong with it."""
 
-    accelerator: str  # key into catalog.accelerators(), e.g. "H100"
+    accelerator: str  # a name catalog.accelerator() knows, e.g. "H100"
     gpus_per_node: int
     fabric: FabricKind
     nics: int  # fabric NICs per node
@@ -637,9 +641,11 @@ def _estimate_distinct(
     if any(state.fabric == "unreachable" for _, state in distinct):
         return Slowdown(estimated=True, cannot_run=True, reason=CANNOT_RUN)  # known whatever the accelerator
     name = distinct[0][0].accelerator
-    accel = catalog.accelerators().get(name)
+    accel = catalog.accelerator(name)
     if accel is None:
         return Slowdown(estimated=False, reason=f"no sourced peak throughput for {name or '?'} accelerators")
+    if accel.missing:
+        return Slowdown(estimated=False, reason=f"no sourced {' or '.join(accel.missing)} for {name} accelerators")
 
     healthy_of: dict[FabricDescription, Link] = {}
     for fabric, _ in distinct:

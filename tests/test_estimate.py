@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 from cli_run import one_clean_line, run
 from ec2_shapes import answers, instance, write
 
@@ -208,3 +209,78 @@ def test_a_scan_prices_a_workload_file_as_its_preset(tmp_path: Path) -> None:
     path.write_text("parameters: many\n")
     bad = run("aws", "--from-dump", str(demo), "--workload", str(path))
     assert one_clean_line(bad).startswith(f"fabriccheck: error: --workload {path}: parameters")
+
+
+# ---------------------------------------------------------------------------------------------- issue 17 item 22
+
+
+@pytest.mark.parametrize(
+    ("instance_type", "accelerator"),
+    [
+        ("g4dn.metal", "T4"),
+        ("g6.48xlarge", "L4"),
+        ("g5.48xlarge", "A10G"),
+        ("p6-b300.48xlarge", "B300"),
+        ("Standard_ND96isr_MI300X_v5", "MI300X"),
+        ("dl1.24xlarge", "Gaudi"),
+        ("trn1.32xlarge", "Trainium"),
+    ],
+)
+def test_every_accelerator_the_catalog_names_gets_an_estimate(instance_type: str, accelerator: str) -> None:
+    fabric = estimate.fabric_of_type(instance_type)
+    assert fabric.accelerator == accelerator
+    result = estimate.run(fabric, 4, "tcp", FSDP)
+    assert result.estimated and result.slowdown is not None and result.slowdown.high > 1, result.reason
+    assert {c.op for c in result.collectives} == set(estimate.OPS)
+    big = [c.busbw_gbytes_per_s for c in result.collectives if c.op == "all_reduce" and c.bytes == 16 * 2**30]
+    assert big and 0 < big[0] <= fabric.fabric_gbps / 8  # a TCP fallback never beats the fabric
+
+
+def test_gh200_by_hand_and_the_figures_named_beside_each_value() -> None:
+    gh200 = estimate.custom_fabric(estimate.accelerator_named("NVIDIA GH200 480GB"), 1, 1, 400, "ib", True, 100)
+    result = estimate.run(gh200, 4, "tcp", FSDP)
+    assert gh200.accelerator == "GH200" and result.estimated and result.collectives
+    doc = yaml.safe_load((Path(estimate.__file__).parent / "data" / "accelerators.yaml").read_text())
+    for name, row in doc["accelerators"].items():
+        for figure, cell in row.items():
+            if figure != "aliases":
+                assert set(cell) <= {"value", "source", "assumed"} and cell["source"].strip(), (name, figure)
+
+
+def test_a_missing_figure_is_one_line_naming_it() -> None:
+    k80 = estimate.run(estimate.fabric_of_type("p2.16xlarge"), 2, "tcp", FSDP)
+    assert not k80.estimated and k80.collectives == [] and k80.slowdown is None
+    assert k80.reason == (
+        "K80 is not in the accelerator table (fabriccheck/data/accelerators.yaml): no sourced dense BF16/FP16 peak "
+        "throughput or NVLink/PCIe bandwidth between the devices of a node, so no collectives and no step time"
+    )
+    assert not any("K80" in n for n in k80.notes)  # said once
+    trn = estimate.run(estimate.fabric_of_type("trn1.32xlarge"), 2, "tcp", FSDP)
+    assert any(n.startswith("Trainium's NVLink/PCIe bandwidth") and "assumed" in n for n in trn.notes)
+    text = run("estimate", "--instance-type", "p2.16xlarge", "--nodes", "2")
+    assert text.returncode == 0 and text.stdout.count("K80") == 1
+
+
+def test_an_unknown_gpu_by_hand_is_an_unknown_model() -> None:
+    line = one_clean_line(run("estimate", "--gpu", "Z9000", "--nodes", "2"))
+    assert line.startswith("fabriccheck: error: unknown model: --gpu Z9000: unknown accelerator (known: A100")
+    assert "bad usage: --state fast" in one_clean_line(
+        run("estimate", "--instance-type", "p5.48xlarge", "--nodes", "2", "--state", "fast")
+    )
+    assert "unknown model: --instance-type p9.1xlarge" in one_clean_line(
+        run("estimate", "--instance-type", "p9.1xlarge", "--nodes", "2")
+    )
+
+
+def test_device_names_as_nccl_tests_and_clouds_print_them() -> None:
+    from fabriccheck import catalog
+
+    named = {n: (a.name if (a := catalog.accelerator(n)) else None) for n in (
+        "NVIDIA H100 80GB HBM3", "Tesla V100-SXM2-32GB", "A100-SXM4-40GB", "Tesla T4", "AMD Instinct MI300X",
+        "Gaudi HL-205", "h100", "H100 PCIe", "V100-PCIE-16GB", "Gaudi2",
+    )}  # fmt: skip
+    assert named == {
+        "NVIDIA H100 80GB HBM3": "H100", "Tesla V100-SXM2-32GB": "V100", "A100-SXM4-40GB": "A100",
+        "Tesla T4": "T4", "AMD Instinct MI300X": "MI300X", "Gaudi HL-205": "Gaudi", "h100": "H100",
+        "H100 PCIe": None, "V100-PCIE-16GB": None, "Gaudi2": None,  # other figures: not the SXM part's
+    }  # fmt: skip

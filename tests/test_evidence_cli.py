@@ -99,3 +99,78 @@ def test_binary_garbage_is_one_line(tmp_path: Path) -> None:
     path.write_bytes(bytes(range(256)) * 64)
     assert "garbage.bin" in one_clean_line(run("nccl-log", str(path)))
     assert "garbage.bin" in one_clean_line(run("nccl-tests", str(path)))
+
+
+# ---------------------------------------------------------------------------------------------- issue 17 item 22
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "words", "needle"),
+    [
+        (["nccl-tests", TCP_RUN, "--op", "allreduce"], "usage", "bad usage", "--op allreduce"),
+        (["nccl-tests", TCP_RUN, "--nodes", "2"], "usage", "bad usage", "--nodes needs a fabric"),
+        (["nccl-log", MIXED_LOG, "--provider", "oci"], "usage", "bad usage", "--provider oci"),
+        (["nccl-tests", TCP_RUN, "--instance-type", "x9.huge"], "unknown-model", "unknown model", "x9.huge"),
+        (["nccl-tests", TCP_RUN, "--gpu", "Z9000", "--gpus-per-node", "8", "--nics", "8", "--nic-gbps", "400",
+          "--transport", "ib"], "unknown-model", "unknown model", "--gpu Z9000: unknown accelerator"),
+        (["nccl-log", "/nonexistent/x.log"], "unreadable-input", "unreadable input", "no such file"),
+        (["nccl-log", "/etc/hostname"], "unreadable-input", "unreadable input", "no NCCL log lines"),
+        (["nccl-tests", "/etc/hostname"], "unreadable-input", "unreadable input", "no nccl-tests header"),
+    ],
+)  # fmt: skip
+def test_each_kind_of_failure_has_its_words_and_its_json_code(
+    args: list[str], code: str, words: str, needle: str, tmp_path: Path
+) -> None:
+    line = one_clean_line(run(*args))
+    assert line.startswith(f"fabriccheck: error: {words}: ") and needle in line
+    as_json = run(*args, "--format", "json")
+    assert as_json.returncode == 2 and len(as_json.stderr.strip().splitlines()) == 1
+    report = json.loads(as_json.stdout)
+    assert report["complete"] is False and report["findings"] == []
+    assert [e["code"] for e in report["errors"]] == [code] and needle in report["errors"][0]["message"]
+    out = tmp_path / "r.sarif"
+    assert run(*args, "--format", "sarif", "--output", str(out)).returncode == 2
+    (notification,) = json.loads(out.read_text())["runs"][0]["invocations"][0]["toolExecutionNotifications"]
+    assert notification["descriptor"]["id"] == code
+
+
+def test_an_error_report_never_overwrites_the_input(tmp_path: Path) -> None:
+    log = tmp_path / "job.log"
+    log.write_text("not a log\n")
+    result = run("nccl-log", str(log), "--format", "json", "--output", str(log))
+    assert "is the file being read" in one_clean_line(result) and log.read_text() == "not a log\n"
+
+
+# ---------------------------------------------------------------------------------------------- issue 18 item 4
+
+
+def test_a_multi_node_log_without_its_transport_exits_2_and_never_says_no_findings() -> None:
+    result = run("nccl-log", str(FIXTURES / "log_plugin_missing_azure_pdsh.txt"))
+    assert result.returncode == 2, result.stdout
+    assert "\n  no findings\n" not in result.stdout and "INCOMPLETE" in result.stdout
+    assert "not which network NCCL used" in result.stdout
+
+
+def test_nccl_tests_with_impossible_bandwidth_exits_2(tmp_path: Path) -> None:
+    damaged = tmp_path / "damaged.txt"
+    text = (FIXTURES / "tests_slurm_label_2x8_p5.txt").read_text()
+    damaged.write_text(text.replace("487.09", "99999.00"))
+    args = ["--instance-type", "p5.48xlarge", "--nodes", "2", "--format", "json"]
+    healthy = run("nccl-tests", str(FIXTURES / "tests_slurm_label_2x8_p5.txt"), *args)
+    assert healthy.returncode == 0 and json.loads(healthy.stdout)["evidence"]["runs"][0]["verdict"] == "healthy"
+    result = run("nccl-tests", str(damaged), *args)
+    report = json.loads(result.stdout)
+    assert result.returncode == 2 and report["evidence"]["runs"][0]["verdict"] == "suspect"
+
+
+def test_nccl_tests_reads_the_nccl_lines_of_its_own_file() -> None:
+    # 2 x p3dn over EFA, NCCL 2.4.8: the table alone looked like TCP before (the ordinary NIC is as fast as EFA);
+    # the file's `Selected Provider is efa` says the fabric ran.
+    args = ["--instance-type", "p3dn.24xlarge", "--format", "json"]
+    result = run("nccl-tests", str(FIXTURES / "tests_with_log_p3dn_nccl248.txt"), *args)
+    report = json.loads(result.stdout)
+    assert result.returncode == 0 and report["findings"] == [] and report["provider"] == "aws"
+    assert report["evidence"]["nccl_log"]["fabric_seen"] == ["`Selected Provider is efa`"]
+    socket = run("nccl-tests", str(FIXTURES / "tests_with_log_g4dn_socket.txt"), "--instance-type", "g4dn.8xlarge",
+                 "--nodes", "2", "--op", "all_reduce")  # fmt: skip
+    assert socket.returncode == 1 and "NCCL210" in socket.stdout and "`Using network Socket`" in socket.stdout

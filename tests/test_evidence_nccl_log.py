@@ -240,3 +240,124 @@ def test_mpi_tagged_log_reads_as_the_untagged_one() -> None:
         tagged = "".join(f"[1,{i % 4}]<stdout>:{line}" for i, line in enumerate(plain))
         assert _facts(reader.read_chunks([tagged])) == _facts(reader.read_lines(plain)), name
         assert _facts(reader.read_lines(tagged.splitlines(keepends=True))) == _facts(reader.read_lines(plain)), name
+
+
+# ---------------------------------------------------------------------------------------------- issue 17 item 19
+
+
+def test_ofi_channels_name_a_network_with_a_space() -> None:
+    # `via NET/AWS Libfabric/1/GDRDMA` (2 x p4d, aws-samples/aws-efa-eks): the OFI family with GPUDirect RDMA on,
+    # not a network called "AWS" of family "other" with GPUDirect off.
+    log = read("log_ofi_libfabric_gdrdma_channels_p4d.txt")
+    proc = log.processes[("nccl-tests-efa-16-worker-0", "26")]
+    assert proc.channels == {"AWS Libfabric": 2} and proc.channels_gdr == 2 and proc.gdr is True
+    assert proc.transport_family == "ofi"
+    ev = judge.judge_log(log)
+    assert ev.provider == "aws" and ev.findings == [] and ev.complete
+
+
+def test_ofi_channels_without_gdrdma_are_the_ofi_family() -> None:
+    # 2 x g4dn.metal (aws-ia/terraform-aws-eks-blueprints): `via NET/AWS Libfabric/0`, no /GDRDMA. GPUDirect RDMA is
+    # off; the finding says EFA has none on such types.
+    log = read("tests_with_log_g4dnmetal_efa.txt")
+    assert {p.transport_family for p in log.processes.values()} == {"ofi"}
+    assert all(p.gdr is False for p in log.processes.values())
+    (f,) = judge.judge_log(log).findings
+    assert f.rule == "NCCL204" and "EFA on p3dn, g5 and the other g types has none" in f.message
+    # The type the user names (nccl-tests --instance-type) settles it where the catalog says the EFA has no GDR.
+    ev = judge.judge_log(log, instance_type="g5.48xlarge")
+    assert ev.findings == [] and any("expected, not a finding" in n for n in ev.notes)
+
+
+def test_gpudirect_off_where_the_provider_says_it_has_none_is_no_finding() -> None:
+    # 4 x g6e.48xlarge (gnosia93/training-on-eks): aws-ofi-nccl 1.16 says `GDR not supported` and names the
+    # platform; GPUDirect RDMA is off by design there, which is a note, not a warning.
+    log = read("log_ofi_gdr_not_supported_g6e48x.txt")
+    (proc,) = log.processes.values()
+    assert (proc.ofi_provider, proc.ofi_nics, proc.ofi_platform) == ("efa", 4, "g6e.48xlarge")
+    assert proc.gdr_unsupported and proc.gdr is False and proc.transport_family == "ofi"
+    ev = judge.judge_log(log)
+    assert ev.findings == [] and any("on g6e.48xlarge" in n and "expected" in n for n in ev.notes)
+    # Without that line the same log is a warning (g6e's catalog row does not say it lacks GPUDirect RDMA).
+    said = reader.read_lines(
+        [line for line in lines("log_ofi_gdr_not_supported_g6e48x.txt") if "not supported" not in line]
+    )
+    assert [f.rule for f in judge.judge_log(said).findings] == ["NCCL204"]
+
+
+def test_nccl_2_4_with_only_the_ofi_provider_line() -> None:
+    # NCCL 2.4.8 with aws-ofi-nccl on 2 x p3dn (awsdocs/aws-deep-learning-amis): `NET/OFI Selected Provider is efa`,
+    # no `Using network`, no channel lines. The provider says the plugin runs: the transport is OFI.
+    log = read("tests_with_log_p3dn_nccl248.txt")
+    proc = log.processes[("ip-172-31-41-105", "3801")]
+    assert proc.ofi_provider == "efa" and proc.inferred_transport == "OFI" and proc.transport_family == "ofi"
+    assert proc.version == "2.4.8+cuda10.0" and log.nodes == 2
+    ev = judge.judge_log(log)
+    assert ev.provider == "aws" and ev.complete and ev.findings == []
+
+
+def test_nccl_2_4_ring_lines_give_transport_channels_and_gdr() -> None:
+    # Mellanox/nv_peer_memory#56: `Ring 00 : 6 -> 2 [send] via NET/IB/0` with GDR disabled by distance.
+    log = read("log_ring_lines_2.4_ib_no_gdr.txt")
+    proc = log.processes[("secondary_node", "11791")]
+    assert proc.channels == {"IB": 2} and proc.gdr is False and proc.transport_family == "ib"
+    assert rules("log_ring_lines_2.4_ib_no_gdr.txt") == ["NCCL204"]
+    # NVIDIA/nccl#385 (lines numbered by the issue's author, no host): `[send] via NET/IB/1/GDRDMA`.
+    (numbered,) = read("log_ring_lines_2.4_gdrdma_numbered.txt").processes.values()
+    assert numbered.channels == {"IB": 2} and numbered.channels_gdr == 2 and numbered.gdr is True
+    assert rules("log_ring_lines_2.4_gdrdma_numbered.txt") == []
+    # NVIDIA/nccl#226: `Ring 00 : 43 -> 44 [receive] via NET/Socket/0` on AWS hosts.
+    assert rules("log_ring_lines_2.4_socket.txt") == ["NCCL201"]
+
+
+def test_aws_ofi_cpp_warn_lines_are_plugin_failures_with_their_cause() -> None:
+    # aws-ofi-nccl 1.16 on g6e without an EFA device (gnosia93/training-on-eks): `NET/OFI No eligible providers
+    # were found`, then WARN lines with a timestamp and a C++ signature before NCCL's level word.
+    text = lines("log_ofi_init_failed_cpp_warn_g6e.txt")
+    log = reader.read_lines(text)
+    (proc,) = log.processes.values()
+    assert proc.warnings == 3 and proc.plugin_failures[0] == "NET/OFI No eligible providers were found"
+    ev = judge.judge_log(log)
+    assert ev.provider == "aws" and [f.rule for f in ev.findings] == ["NCCL201", "NCCL202"]
+    socket, plugin = ev.findings
+    assert "no EFA device is visible" in plugin.message and "No eligible providers" in plugin.message
+    assert "network plugin failed: no usable libfabric provider" in socket.message
+    assert "InfiniBand" not in socket.message  # that NCCL then found no IB device is a consequence, not a cause
+    # The WARN lines alone (the INFO line left out) are the failure: the protocols could not start.
+    warn_only = reader.read_lines([line for line in text if "No eligible" not in line])
+    (f,) = [f for f in judge.judge_log(warn_only).findings if f.rule == "NCCL202"]
+    assert "could start neither of its protocols" in f.message and "Unable to find a protocol" in f.message
+
+
+def test_aws_ofi_on_libfabric_verbs_is_not_aws() -> None:
+    # On-premises RoCE (devopsrustem/slurmv4): aws-ofi-nccl 1.6.0 loads on `verbs;ofi_rxm`, then NCCL uses IB.
+    log = read("log_ofi_verbs_provider_ib_roce.txt")
+    (proc,) = log.processes.values()
+    assert proc.ofi_provider == "verbs;ofi_rxm" and proc.ofi_nics == 58 and proc.transport == "IB"
+    assert "AWS Libfabric" in proc.plugin_loaded and proc.gdr is True
+    ev = judge.judge_log(log)
+    assert ev.provider == "unknown" and ev.findings == []
+
+
+def test_an_ofi_plugin_on_libfabric_tcp_is_sockets() -> None:
+    # The same real lines with the provider libfabric falls back to when no fabric provider is there (`tcp`).
+    text = [line.replace("verbs;ofi_rxm", "tcp;ofi_rxm").replace("Using network IB", "Using network AWS Libfabric")
+            for line in lines("log_ofi_verbs_provider_ib_roce.txt") if "via NET/IB" not in line]  # fmt: skip
+    (f,) = judge.judge_log(reader.read_lines(text)).findings
+    assert f.rule == "NCCL201" and "libfabric's TCP provider" in f.message and "tcp;ofi_rxm" in f.message
+
+
+# ---------------------------------------------------------------------------------------------- issue 18 item 4
+
+
+def test_a_multi_node_log_that_never_names_its_transport_is_not_judged() -> None:
+    # Two hosts (MLVM, MLVM2: NVIDIA/nccl#1059) and no `Using network` line: it cannot pass as "no findings".
+    ev = judge.judge_log(read("log_plugin_missing_azure_pdsh.txt"))
+    assert not ev.complete and ev.findings == []
+    assert any("not which network NCCL used" in n for n in ev.notes)
+    # A log cut before any transport line: the 2 x p3dn run's first lines only.
+    cut = [line for line in lines("tests_with_log_p3dn_nccl248.txt") if "NET/OFI" not in line]
+    ev = judge.judge_log(reader.read_lines(cut))
+    assert not ev.complete and ev.details["nodes"] == 2
+    # One host, and no transport: nothing inter-node to judge, which is complete.
+    assert judge.judge_log(read("log_ofi_efa_missing_cloudwatch.txt")).complete

@@ -118,9 +118,9 @@ CHECKS: dict[str, Check] = {
             "warning",
             "fabric-partial",
             "partial-fabric",
-            "Some of the fabric is not used: check that every fabric NIC is attached and used (NCCL_DEBUG=INFO "
-            "lists them), that GPUDirect RDMA is on, and that nodes are placed close together. "
-            "`fabriccheck nccl-log` reads the log.",
+            "The run is slower than the fabric should be: check that every fabric NIC is attached and used "
+            "(NCCL_DEBUG=INFO lists them), that GPUDirect RDMA is on, that nodes are placed close together, and "
+            "that NCCL and its network plugin are current. `fabriccheck nccl-log` reads the log.",
             (NCCL_TESTS_PERF, NCCL_TROUBLESHOOTING),
         ),
         Check(

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from fabriccheck import catalog, estimate, penalty
-from fabriccheck.errors import FabricCheckError
+from fabriccheck.evidence.failures import unknown_model, usage
 from fabriccheck.model import FabricKind
 
 # penalty.collective_bandwidth: (algbw, busbw) in GB/s, or None when the model cannot say.
@@ -47,15 +47,10 @@ def _positive(value: float | None, option: str, integer: bool = False) -> None:
         return
     if not math.isfinite(value) or value <= 0 or (integer and value != int(value)):
         kind = "a whole number above 0" if integer else "a number above 0"
-        raise FabricCheckError(f"{option} {value:g}: expected {kind}")
+        raise usage(f"{option} {value:g}: expected {kind}")
 
 
-def accelerator_named(name: str) -> str:
-    known = catalog.accelerators()
-    for key in known:
-        if key.lower() == name.strip().lower():
-            return key
-    raise FabricCheckError(f"--gpu {name}: unknown accelerator (known: {', '.join(sorted(known))})")
+accelerator_named = estimate.accelerator_named
 
 
 def fabric_from_options(
@@ -81,18 +76,18 @@ def fabric_from_options(
     _positive(ethernet_gbps, "--ethernet-gbps")
     if instance_type is not None:
         if given:
-            raise FabricCheckError(
+            raise usage(
                 f"--instance-type and {', '.join(given)} cannot be used together (the type says its fabric; "
                 "--no-gdr and --ethernet-gbps may correct it)"
             )
         cap = catalog.catalog_entry(instance_type)
         if cap is None:
-            raise FabricCheckError(
+            raise unknown_model(
                 f"--instance-type {instance_type}: not in the capability catalog (describe the fabric with "
                 "--gpu --gpus-per-node --nics --nic-gbps --transport instead)"
             )
         if cap.accelerators <= 0:
-            raise FabricCheckError(f"--instance-type {instance_type}: has no accelerators")
+            raise usage(f"--instance-type {instance_type}: has no accelerators")
         fabric = penalty.FabricDescription.from_capability(cap)
         return estimate.with_overrides(fabric, ethernet_gbps, no_gdr), cap.provider
     if not given and not no_gdr and ethernet_gbps is None:
@@ -100,15 +95,15 @@ def fabric_from_options(
     needed = {k: v for k, v in custom.items() if not (k in ("--nics", "--nic-gbps") and transport == "tcp")}
     missing = [k for k, v in needed.items() if v is None]
     if missing:
-        raise FabricCheckError(f"a custom fabric needs {', '.join(missing)} too (or use --instance-type)")
+        raise usage(f"a custom fabric needs {', '.join(missing)} too (or use --instance-type)")
     assert gpu is not None and gpus_per_node is not None and transport is not None
     if transport not in TRANSPORTS:
-        raise FabricCheckError(f"--transport {transport}: choose from {', '.join(TRANSPORTS)}")
+        raise usage(f"--transport {transport}: choose from {', '.join(TRANSPORTS)}")
     _positive(gpus_per_node, "--gpus-per-node", integer=True)
     _positive(nics, "--nics", integer=True)
     _positive(nic_gbps, "--nic-gbps")
     if TRANSPORTS[transport] is FabricKind.NONE and ethernet_gbps is None and not (nics and nic_gbps):
-        raise FabricCheckError("--transport tcp needs --ethernet-gbps (or --nics and --nic-gbps)")
+        raise usage("--transport tcp needs --ethernet-gbps (or --nics and --nic-gbps)")
     fabric = estimate.custom_fabric(
         accelerator_named(gpu), gpus_per_node, nics or 0, nic_gbps or 0.0, transport, not no_gdr, ethernet_gbps
     )

@@ -32,67 +32,32 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from fabriccheck.errors import FabricCheckError
+from fabriccheck.evidence.failures import unreadable
+from fabriccheck.evidence.nccl_messages import (
+    MAX_NICS,
+    OFI_FAILURES,
+    TCP_PROVIDERS,
+    Event,
+    failure_rank,
+    family,
+    parse,
+)
 
-# host:pid:tid [dev] [file.cc:line [(function)]] NCCL INFO|WARN message -- searched, not matched, so launcher
-# prefixes do not matter. WARN lines name the source location (`misc/ibvwrap.cc:63`).
+# Before NCCL's level word: a source location on WARN lines (`misc/ibvwrap.cc:63 `, aws-ofi-nccl 1.x C builds
+# `nccl_net_ofi_init:1155 `) or, from aws-ofi-nccl's C++ builds, the whole function signature
+# (`int nccl_net_ofi_create_plugin(nccl_net_ofi_plugin_t**):259 `). The lookahead keeps the common line
+# (`[0] NCCL INFO`) from trying either.
+_LOC = r"(?:(?!NCCL )(?:\S+:\d+ (?:\(\w+\) )?|(?:[\w:<>,*&~]+ )*[\w:<>~]+\([^()\n]*\)(?: const)?:\d+ ))?"
+# NCCL 2.26+ puts a timestamp before WARN lines (`[2025-12-28 16:04:25] host:pid:tid [0] ...`).
+_STAMP = r"(?:\[\d{4}-\d\d-\d\d[\d :.,]*\] )?"
+# host:pid:tid [dev] [location] NCCL INFO|WARN message -- searched, not matched, so launcher prefixes do not matter.
 _LINE = re.compile(
-    r"(?:(?P<host>[^\s:|]+):(?P<pid>\d+):(?P<tid>\d+) )?\[(?P<dev>\d+)\] (?:\S+:\d+ (?:\(\w+\) )?)?"
-    r"NCCL (?P<level>INFO|WARN|TRACE) ?(?P<msg>.*)"
-)
+    r"(?:(?P<host>[^\s:|\[]+):(?P<pid>\d+):(?P<tid>\d+) )?\[(?P<dev>\d+)\] " + _LOC
+    + r"NCCL (?P<level>INFO|WARN|TRACE) ?(?P<msg>.*)"
+)  # fmt: skip
 _VERSION = re.compile(r"NCCL version (\d+\.\d+\.\d+[^\s|]*)")
-_NETWORK = re.compile(r"Using network (.+?)\s*$")
-_SET = re.compile(r"\b(NCCL_[A-Z0-9_]+) set (?:by environment )?to (.*?)\.?\s*$")
-_IB_NIC = re.compile(r"([\w.\-]+):(\d+)/(IB|RoCE)\b")
-_SOCKET_NIC = re.compile(r"\[\d+\]\s*([\w.\-]+):([\d.:a-fA-F%]+)<\d+>")
-_BOOTSTRAP = re.compile(r"Bootstrap ?: Using (?:\[\d+\])?([\w.\-]+):([\d.:a-fA-F%]+)<")
-_OFI_PROVIDER = re.compile(r"Selected Provider is (\w+)(?: \(found (\d+) nics\))?")
-_OFI_VERSION = re.compile(r"Using aws-ofi-nccl (\S+)")
-_LOADED = re.compile(r"Loaded (?:net|collnet) plugin (\S+)")
-_P2P_PLUGIN = re.compile(r"P2P plugin (\S+)")
-_CHANNEL = re.compile(r"Channel \d+(?:/\d+)? : .*? via (NET/[^\s]+|P2P/\S+|SHM/\S+|\S+)")
-_RANK = re.compile(r"\brank (\d+) nranks (\d+)\b|\brank (\d+) nRanks (\d+) nNodes (\d+)")
-_GDR = re.compile(r"GPU Direct RDMA (Enabled|Disabled)")
 _CLOUDWATCH = re.compile(r"^\s*\|\s*\d{4}-\d\d-\d\dT[\d:.+\-]+\s*\|?\s*")
-
-PLUGIN_MISSING = (
-    "No plugin found",
-    "Plugin load returned",
-    "Plugin load (",
-    "dlerror=",
-    "Unable to load",
-    "Using internal network plugin",
-    "using internal implementation",
-)
-# Messages that mean the OFI plugin (EFA) could not start: it loaded, but found no usable provider.
-OFI_FAILURES = (
-    "Could not find any optimal provider",
-    "provider efa output empty list",
-    "No EFA devices",
-    "Unable to find a suitable provider",
-    "OFI plugin initNet() failed",
-)
-# Networks NCCL names after "Using network": the built-in ones, the rest are plugins.
-BUILTIN_NETWORKS = {"IB", "Socket"}
-# Transport family of a network or channel name, for findings and provider inference.
-FAMILIES = (
-    ("socket", ("Socket",)),
-    ("ofi", ("AWS Libfabric", "Libfabric", "OFI", "AWS_Libfabric")),
-    ("ib", ("IBext", "IB")),
-    ("gib", ("gIB",)),
-    ("tcpx", ("GPUDirectTCPX", "TCPX", "FasTrak", "TCPXO")),
-    ("fastsocket", ("FastSocket",)),
-)
-MAX_NICS = 64  # per process; more would be a corrupt line, not a machine
-
-
-def family(name: str) -> str:
-    for fam, prefixes in FAMILIES:
-        if any(name.startswith(p) for p in prefixes):
-            return fam
-    return "other"
 
 
 @dataclass
@@ -118,6 +83,9 @@ class Process:
     plugin_failures: list[str] = field(default_factory=list)  # at most a few messages
     ofi_provider: str | None = None
     ofi_nics: int | None = None
+    ofi_platform: str | None = None  # the instance type (or family) aws-ofi-nccl says it runs on
+    ofi_aws: bool = False  # aws-ofi-nccl configured AWS-specific options
+    gdr_unsupported: bool = False  # the OFI provider says it has no GPUDirect RDMA here
     ib_nics: dict[str, None] = field(default_factory=dict)  # "mlx5_0:1/IB"
     socket_nics: dict[str, None] = field(default_factory=dict)
     bootstrap: str | None = None
@@ -150,6 +118,8 @@ class Process:
         said = self.transport
         if said is not None:
             return said
+        if self.ofi_provider and not self.plugin_failures:
+            return "OFI"  # NCCL 2.4 with aws-ofi-nccl prints its provider, never `Using network`
         if self.plugin_loaded:
             return None
         if self.ib_nics:
@@ -160,8 +130,19 @@ class Process:
 
     @property
     def transport_family(self) -> str | None:
+        """The family of the transport (`socket`, `ofi`, `ib` ...). A plugin on libfabric's own TCP provider is
+        sockets, whatever the plugin's name."""
         name = self.inferred_transport
-        return family(name) if name else None
+        if name is None:
+            return None
+        found = family(name)
+        if found == "ofi" and self.ofi_tcp:
+            return "socket"
+        return found
+
+    @property
+    def ofi_tcp(self) -> bool:
+        return (self.ofi_provider or "").split(";")[0].lower() in TCP_PROVIDERS
 
     @property
     def gdr(self) -> bool | None:
@@ -175,8 +156,13 @@ class Process:
         return None
 
     def note_failure(self, message: str) -> None:
-        if len(self.plugin_failures) < 3 and message not in self.plugin_failures:
-            self.plugin_failures.append(message[:300])
+        """Keep a few failure messages, the most specific (the root cause) first."""
+        message = message[:300]
+        if message in self.plugin_failures:
+            return
+        self.plugin_failures.append(message)
+        self.plugin_failures.sort(key=failure_rank)
+        del self.plugin_failures[3:]
 
 
 @dataclass
@@ -224,12 +210,10 @@ def _strip(line: str) -> str:
 
 
 # The common shape, matched at the start of the line (cheap); anything else goes through `_LINE.search`.
-_FAST = re.compile(r"([^\s:|\[]+):(\d+):\d+ \[(\d+)\] (?:\S+:\d+ (?:\(\w+\) )?)?NCCL (INFO|WARN|TRACE) ?")
+_FAST = re.compile(_STAMP + r"([^\s:|\[]+):(\d+):\d+ \[(\d+)\] " + _LOC + r"NCCL (INFO|WARN|TRACE) ?")
 # Parsed messages, keyed by their text: NCCL repeats the same messages on every rank and at every
 # communicator init, so most lines of a long log are parsed once. Bounded: cleared when full.
 CACHE_SIZE = 1 << 16
-
-Event = tuple[Any, ...]
 
 
 class _Reader:
@@ -258,7 +242,7 @@ class _Reader:
         cache = self.cache
         if msg in cache:
             return cache[msg]
-        event = _parse(msg.rstrip("\r\n"))
+        event = parse(msg.rstrip("\r\n"))
         if len(cache) >= CACHE_SIZE:
             cache.clear()
         cache[msg] = event
@@ -267,7 +251,7 @@ class _Reader:
     def other(self, raw: str) -> None:
         """A line without the common prefix (already counted)."""
         if "NCCL" not in raw:
-            if "libfabric:" in raw and len(self.libfabric) < 3 and any(f in raw for f in OFI_FAILURES):
+            if "libfabric:" in raw and len(self.libfabric) < 3 and any(needle in raw for needle, _ in OFI_FAILURES):
                 self.libfabric.append(_strip(raw).strip()[:300])
             return
         line = _strip(raw)
@@ -342,14 +326,16 @@ class _Reader:
         return Log(path, procs, self.count, self.nccl, self.versions, self.libfabric, ends_mid_line)
 
 
-_PREFIX = r"([^\s:|\[]+):(\d+):\d+ \[(\d+)\] (?:\S+:\d+ (?:\(\w+\) )?)?NCCL (INFO|WARN|TRACE) ?"
+_BLOCK_LOC = _LOC.encode()
 _COMMON = re.compile(
-    rb"^([^\s:|\[]+:\d+):\d+ \[(\d+\] (?:\S+:\d+ (?:\(\w+\) )?)?NCCL (?:INFO|WARN|TRACE)[^\n]*)", re.MULTILINE
-)
-_LEVEL = re.compile(r"(?:\S+:\d+ (?:\(\w+\) )?)?NCCL (INFO|WARN|TRACE) ?")
+    rb"^" + _STAMP.encode() + rb"([^\s:|\[]+:\d+):\d+ \[(\d+\] " + _BLOCK_LOC + rb"NCCL (?:INFO|WARN|TRACE)[^\n]*)",
+    re.MULTILINE,
+)  # fmt: skip
+_LEVEL = re.compile(_LOC + r"NCCL (INFO|WARN|TRACE) ?")
 _OTHER = re.compile(
-    rb"^(?![^\s:|\[]+:\d+:\d+ \[\d+\] (?:\S+:\d+ (?:\(\w+\) )?)?NCCL (?:INFO|WARN|TRACE)).*$", re.MULTILINE
-)
+    rb"^(?!" + _STAMP.encode() + rb"[^\s:|\[]+:\d+:\d+ \[\d+\] " + _BLOCK_LOC + rb"NCCL (?:INFO|WARN|TRACE)).*$",
+    re.MULTILINE,
+)  # fmt: skip
 
 
 def read_lines(lines: Iterable[str], path: str = "<input>") -> Log:
@@ -372,76 +358,6 @@ def read_chunks(chunks: Iterable[bytes | str], path: str = "<input>") -> Log:
     if rest:
         reader.line(rest.decode("utf-8", "replace"))  # the file ends mid-line
     return reader.log(path)
-
-
-def _parse(msg: str) -> Event | None:
-    """What one message says, as an event; None when it says nothing this reader keeps."""
-    if msg.startswith("Channel "):
-        channel = _CHANNEL.search(msg)
-        if channel and channel.group(1).startswith("NET/"):
-            parts = channel.group(1).split("/")
-            return ("channel", parts[1], "GDRDMA" in parts[2:])
-        return None
-    if "set by environment to" in msg or " set to " in msg:
-        setting = _SET.search(msg)
-        if setting:
-            return ("env", setting.group(1), setting.group(2).strip())
-    if msg.startswith("Using network "):
-        network = _NETWORK.search(msg)
-        return ("network", network.group(1)) if network else None
-    if "NCCL version" in msg:
-        version = _VERSION.search(msg)
-        return ("version", version.group(1)) if version else None
-    if "nranks" in msg or "nRanks" in msg:
-        rank = _RANK.search(msg)
-        if rank:
-            if rank.group(1) is not None:
-                return ("rank", int(rank.group(1)), int(rank.group(2)), None)
-            return ("rank", int(rank.group(3)), int(rank.group(4)), int(rank.group(5)))
-    if "GPU Direct RDMA" in msg:
-        gdr = _GDR.search(msg)
-        if gdr:
-            return ("gdr", gdr.group(1) == "Enabled")
-    if msg.startswith("NET/IB"):
-        if "No device found" in msg:
-            return ("no-ib-device",)
-        if "Using" in msg:
-            nics = [f"{n.group(1)}:{n.group(2)}/{n.group(3)}" for n in _IB_NIC.finditer(msg)]
-            return ("ib-nics", tuple(nics[:MAX_NICS]))
-        return None
-    if msg.startswith("NET/Socket") or msg.startswith("NET/FastSocket"):
-        if "Using" in msg:
-            return ("socket-nics", tuple((n.group(1), n.group(2)) for n in _SOCKET_NIC.finditer(msg))[:MAX_NICS])
-        return None
-    if msg.startswith("Bootstrap"):
-        boot = _BOOTSTRAP.search(msg)
-        return ("bootstrap", boot.group(1), boot.group(2)) if boot else None
-    if "NET/OFI" in msg:
-        provider = _OFI_PROVIDER.search(msg)
-        ofi = _OFI_VERSION.search(msg)
-        gdr_off = "disabling GDR" in msg or "GDR disabled" in msg
-        failure = msg.strip() if any(f in msg for f in OFI_FAILURES) else None
-        if not (provider or ofi or gdr_off or failure):
-            return None
-        return (
-            "ofi",
-            provider.group(1) if provider else None,
-            int(provider.group(2)) if provider and provider.group(2) else None,
-            ofi.group(1) if ofi else None,
-            gdr_off,
-            failure,
-        )
-    if "NET/Plugin" in msg or "Plugin Path" in msg or "P2P plugin" in msg or "Unable to load" in msg:
-        loaded = _LOADED.search(msg) or _P2P_PLUGIN.search(msg)
-        if loaded:
-            return ("plugin", loaded.group(1))
-        if any(m in msg for m in PLUGIN_MISSING):
-            failed = "returned" in msg or "dlerror" in msg or "Unable to load" in msg
-            return ("plugin-missing", msg.strip() if failed else None)
-        return None
-    if "libibverbs" in msg and "Failed to open" in msg:
-        return ("no-verbs",)
-    return None
 
 
 def _apply(proc: Process, event: Event, times: int = 1) -> None:
@@ -483,7 +399,7 @@ def _apply(proc: Process, event: Event, times: int = 1) -> None:
         proc.bootstrap = event[1]
         proc.address = proc.address or event[2]
     elif kind == "ofi":
-        _, provider, nics, version, gdr_off, failure = event
+        _, provider, nics, version, gdr_off, failure, platform, unsupported, aws = event
         if provider:
             proc.ofi_provider = provider
         if nics is not None:
@@ -494,6 +410,9 @@ def _apply(proc: Process, event: Event, times: int = 1) -> None:
             proc.ofi_gdr_off = True
         if failure:
             proc.note_failure(failure)
+        proc.ofi_platform = platform or proc.ofi_platform
+        proc.gdr_unsupported = proc.gdr_unsupported or unsupported
+        proc.ofi_aws = proc.ofi_aws or aws
     elif kind == "plugin":
         proc.plugin_loaded[event[1]] = None
     elif kind == "plugin-missing":
@@ -513,14 +432,14 @@ def _blocks(path: Path) -> Iterator[bytes]:
             yield block
 
 
-def read_file(path: Path) -> Log:
-    """Read `path`; a file with no NCCL line is an error naming the file (exit 2)."""
+def read_file(path: Path, required: bool = True) -> Log:
+    """Read `path`; a file with no NCCL line is an error naming the file (exit 2) when `required`."""
     try:
         log = read_chunks(_blocks(path), str(path))
     except OSError as exc:
-        raise FabricCheckError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    if not log.processes:
-        raise FabricCheckError(
+        raise unreadable(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if not log.processes and required:
+        raise unreadable(
             f"{path}: no NCCL log lines (`host:pid:tid [dev] NCCL INFO ...`); run the job with NCCL_DEBUG=INFO"
         )
     return log

@@ -1,9 +1,10 @@
 """Reports for evidence: the same five formats as the audit (text, json, sarif, junit, markdown), shaped for
 findings that belong to a file rather than to a cluster of cloud resources.
 
-JSON (`schema_version` 1): `kind` (nccl-log | nccl-tests), `source`, `complete`, `errors` (always empty:
-reading a file either works or is exit 2), `provider`, `findings[]` with the audit's finding fields,
-`evidence` (per process for a log; per run and per message size for nccl-tests), `summary`, `notes`.
+JSON (`schema_version` 1): `kind` (nccl-log | nccl-tests), `source`, `complete`, `errors` (`{code, message}`
+when the command could not run: `usage`, `unknown-model` or `unreadable-input`; empty otherwise), `provider`,
+`findings[]` with the audit's finding fields, `evidence` (per process for a log; per run and per message size
+for nccl-tests), `summary`, `notes`.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ def as_dict(ev: Evidence) -> dict[str, Any]:
         "source": ev.source,
         "generated_at": dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat(),
         "complete": ev.complete,
-        "errors": [],
+        "errors": ev.errors,
         "provider": ev.provider,
         "findings": findings,
         "evidence": ev.details,
@@ -85,7 +86,11 @@ def render_sarif(ev: Evidence) -> str:
         }
         for f in ev.findings
     ]
-    sarif = sarif_document(rules, results, ev.complete, [])
+    notifications = [
+        {"level": "error", "message": {"text": f"{e['code']}: {e['message']}"}, "descriptor": {"id": e["code"]}}
+        for e in ev.errors
+    ]
+    sarif = sarif_document(rules, results, ev.complete, notifications)
     return orjson.dumps(sarif, option=orjson.OPT_INDENT_2).decode() + "\n"
 
 
@@ -216,9 +221,12 @@ def render_text(ev: Evidence, verbose: bool = False) -> str:
             f"          fix: {f.remediation}",
         ]
     if not ev.findings:
-        out.append("  no findings")
+        # An incomplete run never reads as "no findings": what was not judged may hold them.
+        out.append("  no findings" if ev.complete else "  no findings in what could be judged: see the notes")
     counts = Counter(f.severity for f in ev.findings)
     out += ["", f"Summary: {counts['error']} error, {counts['warning']} warning, {counts['info']} info."]
+    for error in ev.errors:
+        out.append(f"error ({error['code']}): {visible(error['message'])}")
     if not ev.complete:
         out.append(
             "INCOMPLETE: something asked for could not be judged (see the notes); this result cannot pass a gate."

@@ -1,0 +1,43 @@
+"""Why an evidence command (or `estimate`) could not run, in three kinds a script can tell apart: the JSON report's
+`errors[].code`, and the first words of the one line on stderr.
+
+- `usage`: an option or a combination of options that cannot work (`--op allreduce`, `--nodes` without a fabric);
+- `unknown-model`: an instance type, VM size, machine type or accelerator the tables do not know;
+- `unreadable-input`: a file that is missing, unreadable, or holds no NCCL lines / nccl-tests table.
+"""
+
+from __future__ import annotations
+
+from fabriccheck.errors import FabricCheckError
+
+USAGE = "usage"
+UNKNOWN_MODEL = "unknown-model"
+UNREADABLE = "unreadable-input"
+# The words the stderr line starts with, per code.
+WORDING = {USAGE: "bad usage", UNKNOWN_MODEL: "unknown model", UNREADABLE: "unreadable input"}
+
+
+class EvidenceError(FabricCheckError):
+    """A FabricCheckError (one line, exit 2) that says which kind of failure it is."""
+
+    def __init__(self, code: str, detail: str) -> None:
+        super().__init__(f"{WORDING[code]}: {detail}")
+        self.code = code
+        self.detail = detail
+
+
+def usage(detail: str) -> EvidenceError:
+    return EvidenceError(USAGE, detail)
+
+
+def unknown_model(detail: str) -> EvidenceError:
+    return EvidenceError(UNKNOWN_MODEL, detail)
+
+
+def unreadable(detail: str) -> EvidenceError:
+    return EvidenceError(UNREADABLE, detail)
+
+
+def code_of(error: FabricCheckError) -> str:
+    """The kind of a failure; a FabricCheckError raised without one is a usage error (options checked elsewhere)."""
+    return error.code if isinstance(error, EvidenceError) else USAGE
