@@ -60,7 +60,7 @@ def test_demo_has_one_clean_cluster_and_one_per_category() -> None:
     aks = next(c for c in report.clusters if "aks-node-pool" in c.id)
     assert {f.rule for f in report.findings if f.cluster == aks.id} == {"AZ111"}  # AKS pool, one IB extension
     categories = {f.category for f in report.findings}
-    assert categories == {"fabric-isolated", "instance-choice", "network-config", "software"}
+    assert categories == {"fabric-missing", "fabric-isolated", "instance-choice", "network-config", "software"}
 
 
 def test_cli_shape_and_arm_shape_read_alike(tmp_path: Path) -> None:

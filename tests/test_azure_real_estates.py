@@ -1,0 +1,154 @@
+"""Azure estates as they really are (issue 17, items 9-12), each read from `az ... -o json` files written in the
+shape the CLI prints (the source of each shape is named beside it) and judged end to end: a Flexible scale set
+has no InfiniBand, CPU and T4 sizes are known without the SKU list, deallocated VMs are counted and not judged,
+and a CycleCloud node array over several scale sets is several InfiniBand clusters."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from fabriccheck import flow
+from fabriccheck.providers.azure import dump
+
+SUB = "6b3c2a1d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
+RG = "hpc-rg"
+Item = dict[str, Any]
+
+
+def _rid(kind: str, name: str, group: str = RG) -> str:
+    return f"/subscriptions/{SUB}/resourceGroups/{group}/providers/{kind}/{name}"
+
+
+SUBNET = _rid("Microsoft.Network/virtualNetworks", "hpc-vnet") + "/subnets/compute"
+
+
+def vnet() -> Item:
+    """`az network vnet list` item (flattened ARM VirtualNetworkListAll.json, azure-rest-api-specs@132b90d1)."""
+    return {
+        "id": _rid("Microsoft.Network/virtualNetworks", "hpc-vnet"),
+        "name": "hpc-vnet",
+        "type": "Microsoft.Network/virtualNetworks",
+        "location": "eastus",
+        "addressSpace": {"addressPrefixes": ["10.20.0.0/16"]},
+        "subnets": [{"id": SUBNET, "name": "compute", "addressPrefix": "10.20.0.0/20", "resourceGroup": RG}],
+        "resourceGroup": RG,
+    }
+
+
+def flexible_scale_set(name: str, size: str, capacity: int, **extra: Any) -> Item:
+    """`az vmss show` of a Flexible scale set as Microsoft's tutorial prints it (orchestrationMode Flexible, no
+    singlePlacementGroup): MicrosoftDocs/azure-docs@d2c52b35b024fa99bd090815cb05b94dfb7b9974
+    articles/virtual-machine-scale-sets/tutorial-modify-scale-sets-cli.md."""
+    return {
+        "id": _rid("Microsoft.Compute/virtualMachineScaleSets", name),
+        "location": "eastus",
+        "name": name,
+        "orchestrationMode": "Flexible",
+        "platformFaultDomainCount": 1,
+        "resourceGroup": RG,
+        "sku": {"capacity": capacity, "name": size, "tier": "Standard"},
+        "timeCreated": "2022-11-29T22:16:43.250912+00:00",
+        "type": "Microsoft.Compute/virtualMachineScaleSets",
+        "tags": {},
+        **extra,
+    }
+
+
+def vm(name: str, size: str, *, scale_set: str | None = None, tags: dict[str, str] | None = None, **extra: Any) -> Item:
+    """`az vm show` / `az vm list` of a VM (the same tutorial's `az vm show` of a Flexible scale set's VM: its
+    virtualMachineScaleSet reference carries the resourceGroup the CLI adds), Ubuntu-HPC image."""
+    item: Item = {
+        "hardwareProfile": {"vmSize": size},
+        "id": _rid("Microsoft.Compute/virtualMachines", name),
+        "location": "eastus",
+        "name": name,
+        "networkProfile": {
+            "networkInterfaces": [
+                {
+                    "deleteOption": "Delete",
+                    "id": _rid("Microsoft.Network/networkInterfaces", f"{name}-nic"),
+                    "primary": True,
+                    "resourceGroup": RG,
+                }
+            ]
+        },
+        "provisioningState": "Succeeded",
+        "resourceGroup": RG,
+        "storageProfile": {
+            "imageReference": {"offer": "ubuntu-hpc", "publisher": "microsoft-dsvm", "sku": "2204", "version": "latest"}
+        },
+        "tags": tags or {},
+        "timeCreated": "2022-11-29T22:16:44.500895+00:00",
+        "type": "Microsoft.Compute/virtualMachines",
+        "zones": None,
+        **extra,
+    }
+    if scale_set:
+        item["virtualMachineScaleSet"] = {"id": _rid("Microsoft.Compute/virtualMachineScaleSets", scale_set)}
+        item["virtualMachineScaleSet"]["resourceGroup"] = RG
+    return item
+
+
+def nic(vm_item: Item, accelerated: bool = True) -> Item:
+    """`az network nic list` item (flattened ARM NetworkInterfaceListAll.json, azure-rest-api-specs@f7b84a5c)."""
+    nic_id = vm_item["networkProfile"]["networkInterfaces"][0]["id"]
+    return {
+        "id": nic_id,
+        "name": nic_id.rsplit("/", 1)[-1],
+        "type": "Microsoft.Network/networkInterfaces",
+        "location": "eastus",
+        "enableAcceleratedNetworking": accelerated,
+        "ipConfigurations": [{"name": "ipconfig1", "subnet": {"id": SUBNET, "resourceGroup": RG}, "primary": True}],
+        "virtualMachine": {"id": vm_item["id"], "resourceGroup": RG},
+        "resourceGroup": RG,
+    }
+
+
+def write_dump(folder: Path, files: dict[str, list[Item]]) -> Path:
+    """A subscription folder of `az ... -o json` files; every list the recipe makes, empty unless given."""
+    names = ("vm-list.json", "vmss-list.json", "vmss-list-instances.json", "vm-availability-set-list.json",
+             "ppg-list.json", "network-nic-list.json", "network-vnet-list.json")  # fmt: skip
+    (folder / SUB).mkdir(parents=True, exist_ok=True)
+    for name in names:
+        (folder / SUB / name).write_text(json.dumps(files.get(name, [])))
+    for name, items in files.items():
+        (folder / SUB / name).write_text(json.dumps(items))
+    vms = files.get("vm-list.json", [])
+    if "network-nic-list.json" not in files:
+        (folder / SUB / "network-nic-list.json").write_text(json.dumps([nic(v) for v in vms]))
+    if "network-vnet-list.json" not in files:
+        (folder / SUB / "network-vnet-list.json").write_text(json.dumps([vnet()]))
+    return folder
+
+
+def judge(folder: Path, **options: Any) -> flow.Report:
+    return flow.run(dump.load_dump(folder), flow.Options(**options))
+
+
+# ---------------------------------------------------------------------------------------- 9: Flexible scale sets
+
+
+def test_an_infiniband_size_in_a_flexible_scale_set_has_no_infiniband_and_costs_the_fabric(tmp_path: Path) -> None:
+    """Microsoft's orchestration-mode comparison: "Infiniband Networking: Flexible No; Uniform Yes, single placement
+    group only" (azure-compute-docs@01e1fb7d articles/virtual-machine-scale-sets/
+    virtual-machine-scale-sets-orchestration-modes.md). Whether or not the set asks for a single placement group,
+    its ND H100 v5 VMs talk TCP over the Ethernet NIC: an error that costs the fabric, not an uncounted warning."""
+    size = "Standard_ND96isr_H100_v5"
+    for single in (None, True):
+        extra = {} if single is None else {"singlePlacementGroup": single}
+        files = {
+            "vmss-list.json": [flexible_scale_set("nd-flex", size, 2, **extra)],
+            "vm-list.json": [vm(f"nd-flex_{i:08x}", size, scale_set="nd-flex") for i in range(2)],
+        }
+        report = judge(write_dump(tmp_path / str(single), files))
+        assert report.complete, report.errors
+        [finding] = report.findings
+        assert (finding.rule, finding.severity, finding.category, finding.effect) == (
+            "AZ112", "error", "fabric-missing", "tcp-fallback"
+        )  # fmt: skip
+        assert "nd-flex" in finding.message and "TCP" in finding.message
+        [cluster] = report.clusters
+        assert cluster.status == "findings"
+        assert cluster.penalty.slowdown is not None and cluster.penalty.slowdown.low > 1.0
