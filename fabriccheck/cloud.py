@@ -128,6 +128,10 @@ class CloudSupport:
         """CPU types built for tightly coupled HPC jobs, which use the fabric without accelerators."""
         return False
 
+    def named_capability(self, instance_type: str) -> Capability | None:
+        """What the type's name alone says (a CPU family has no fabric), for a type no answer or table holds."""
+        return None
+
     def fabric_expected(self, instance_type: str, cap: Capability | None) -> bool:
         """Worth a fabric: a type that has one and trains (accelerators) or runs HPC jobs. Types that merely
         support a fabric (network-optimized CPU fleets) are not flagged."""

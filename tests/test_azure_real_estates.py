@@ -152,3 +152,69 @@ def test_an_infiniband_size_in_a_flexible_scale_set_has_no_infiniband_and_costs_
         [cluster] = report.clusters
         assert cluster.status == "findings"
         assert cluster.penalty.slowdown is not None and cluster.penalty.slowdown.low > 1.0
+
+
+# ---------------------------------------------------------------------------------------- 10: sizes without SKUs
+
+
+def availability_set(name: str) -> Item:
+    """`az vm availability-set list` item (flattened ARM AvailabilitySet shape)."""
+    return {
+        "id": _rid("Microsoft.Compute/availabilitySets", name),
+        "name": name,
+        "type": "Microsoft.Compute/availabilitySets",
+        "location": "eastus",
+        "platformFaultDomainCount": 2,
+        "platformUpdateDomainCount": 5,
+        "sku": {"name": "Aligned"},
+        "virtualMachines": [],
+        "resourceGroup": RG,
+    }
+
+
+def test_cpu_and_t4_sizes_are_known_without_the_sku_list(tmp_path: Path) -> None:
+    """README calls vm-list-skus.json optional. Without it a D4s_v5 web tier (a general-purpose family: no GPU, no
+    InfiniBand) and an NC4as_T4_v3 inference set (an N-series size without 'r': no InfiniBand; 1 T4 per its size
+    page) are judged from their names, so the run is complete and the ND H100 v5 cluster beside them is judged."""
+    web = availability_set("web-as")
+    h100 = availability_set("train-as")
+    vms = [
+        *(vm(f"web-{i}", "Standard_D4s_v5", availabilitySet={"id": web["id"], "resourceGroup": RG}) for i in range(3)),
+        *(vm(f"t4-{i}", "Standard_NC4as_T4_v3", scale_set="t4-flex") for i in range(2)),
+        *(vm(f"nd-{i}", "Standard_ND96isr_H100_v5", availabilitySet={"id": h100["id"]}) for i in range(2)),
+    ]
+    files = {
+        "vm-list.json": vms,
+        "vmss-list.json": [flexible_scale_set("t4-flex", "Standard_NC4as_T4_v3", 2)],
+        "vm-availability-set-list.json": [web, h100],
+    }
+    report = judge(write_dump(tmp_path, files))
+    assert report.complete, report.errors
+    assert report.summary.unknown_instance_types == []
+    assert not [c for c in report.clusters if c.status == "incomplete"]
+    assert any("size names" in n for n in report.notes)
+    assert [(c.id.rsplit("/", 1)[-1], c.status) for c in report.clusters] == [("train-as", "clean")]
+    inventory = dump.load_dump(tmp_path)
+    from fabriccheck.facts import FactBuilder
+
+    facts = FactBuilder(inventory)
+    t4 = facts.type_capability("Standard_NC4as_T4_v3")
+    assert t4 is not None and (t4.fabric.value, t4.accelerators, t4.accelerator_name) == ("none", 1, "T4")
+    web_cap = facts.type_capability("Standard_D4s_v5")
+    assert web_cap is not None and (web_cap.fabric.value, web_cap.accelerators) == ("none", 0)
+
+
+def test_a_gpu_size_of_unknown_capability_is_not_judged_and_named(tmp_path: Path) -> None:
+    """An N-series size whose GPUs no table gives (NCads A10 v4) stays unknown: its cluster is not judged and the
+    report names the size, while a D-series tier beside it is judged as usual."""
+    a10 = availability_set("a10-as")
+    web = availability_set("web-as")
+    vms = [
+        *(vm(f"a10-{i}", "Standard_NC8ads_A10_v4", availabilitySet={"id": a10["id"]}) for i in range(2)),
+        *(vm(f"web-{i}", "Standard_D4s_v5", availabilitySet={"id": web["id"]}) for i in range(2)),
+    ]
+    report = judge(write_dump(tmp_path, {"vm-list.json": vms, "vm-availability-set-list.json": [a10, web]}))
+    assert report.summary.unknown_instance_types == ["Standard_NC8ads_A10_v4"]
+    [cluster] = report.clusters
+    assert cluster.id.endswith("a10-as") and cluster.status == "incomplete"
+    assert cluster.penalty.estimated is False

@@ -28,6 +28,7 @@ from fabriccheck.cloud import (
     TagSignal,
 )
 from fabriccheck.model import Capability, FabricKind, Node
+from fabriccheck.providers.azure.sizes import capability_from_name
 from fabriccheck.resources.azure import Extension, Nic, ScaleSet, VirtualNetwork
 
 if TYPE_CHECKING:
@@ -271,6 +272,10 @@ class AzureSupport(CloudSupport):
     def is_hpc(self, instance_type: str) -> bool:
         return self.family(instance_type) in HPC_FAMILIES
 
+    def named_capability(self, instance_type: str) -> Capability | None:
+        """CPU families and the N-series sizes without 'r' have no InfiniBand (sizes.py, with its sources)."""
+        return capability_from_name(instance_type)
+
     def fabric_attachment(self, node: Node, cap: Capability | None) -> FabricAttachment:
         """Azure InfiniBand is part of the VM size, not a NIC: the Azure API lists only the Ethernet NICs, and
         the InfiniBand ports come with the size (Resource SKUs `RdmaEnabled`; fabric-requirements Z1). A VM of
@@ -284,7 +289,7 @@ class AzureSupport(CloudSupport):
     def notes(self, inventory: Inventory) -> list[str]:
         facts = {c.rsplit(":", 1)[-1] for c in inventory.collected if c.startswith("azure:")}
         if any(n.provider == "azure" for n in inventory.nodes) and SKUS not in facts:
-            return ["VM size capabilities come from the shipped catalog (no Resource SKUs answer)"]
+            return ["VM size capabilities come from the shipped catalog and the size names (no Resource SKUs answer)"]
         return []
 
     # ---------------------------------------------------------------------------------------- facts
