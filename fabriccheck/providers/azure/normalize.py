@@ -19,11 +19,11 @@ from typing import Any, TypedDict
 
 from pydantic import ValidationError
 
-from fabriccheck import catalog
 from fabriccheck.compact import compacted_maker
 from fabriccheck.errors import DumpShapeError, FabricCheckError
 from fabriccheck.inventory import Inventory
-from fabriccheck.model import UNKNOWN_ACCOUNT, Capability, FabricKind, NetworkInterface, Node, Placement, fact_key
+from fabriccheck.model import UNKNOWN_ACCOUNT, NetworkInterface, Node, Placement, fact_key
+from fabriccheck.providers.azure.skus import read_sku, unreadable_errors
 from fabriccheck.providers.azure.support import (
     AVAILABILITY_SET,
     AVAILABILITY_SETS,
@@ -281,35 +281,6 @@ def _nic_configs(profile: Any) -> list[NicConfig]:
     return configs
 
 
-def capability_from_sku(item: dict[str, Any]) -> Capability | None:
-    """A Resource SKUs item -> Capability. `RdmaEnabled` says InfiniBand (LISA-IB), `GPUs` the GPU count; the
-    catalog row, when there is one, adds what the SKU does not say (ports, bandwidth, the GPU's name)."""
-    if str(item.get("resourceType", "virtualMachines")) != "virtualMachines" or not item.get("name"):
-        return None
-    caps = {
-        str(c.get("name")): str(c.get("value"))
-        for c in item.get("capabilities") or ()
-        if isinstance(c, dict) and c.get("name")
-    }
-    name = str(item["name"])
-    table = catalog.catalog_entry(name)
-    rdma = caps.get("RdmaEnabled", "False").lower() == "true"
-    try:
-        gpus = int(caps.get("GPUs", "0"))
-    except ValueError:
-        gpus = 0
-    ports = table.fabric_interfaces if table and table.fabric is FabricKind.INFINIBAND else (gpus or 1)
-    return Capability(
-        instance_type=name,
-        provider="azure",
-        fabric=FabricKind.INFINIBAND if rdma else FabricKind.NONE,
-        fabric_interfaces=ports if rdma else 0,
-        accelerators=gpus,
-        accelerator_name=table.accelerator_name if table else None,
-        source="Azure Resource SKUs (live answer)",
-    )
-
-
 def _each(raw: Any, where: str) -> Iterator[tuple[str, dict[str, Any]]]:
     """The items of an answer: a list (az -o json) or an ARM page ({"value": [...]})."""
     items = raw.get("value") if isinstance(raw, dict) else raw
@@ -344,6 +315,7 @@ class Normalizer:
         self.per_item = False
         self._salvaging = False
         self.answered: dict[str, set[str]] = {}  # fact -> subscriptions whose answer was read in full
+        self.unreadable_sizes: dict[str, str] = {}  # VM size -> why its SKU answer could not be read
         self._interfaces: dict[tuple[str, str], list[Any]] = {}
         self._scale_sets: dict[tuple[str, str], ScaleSet] = {}
         self._scale_sets_with_vms: set[tuple[str, str]] = set()
@@ -383,10 +355,12 @@ class Normalizer:
         inventory = self.inventory
         accounts: set[str] = set()
         if call is SKU_LIST:
-            for _, item in items:
-                cap = capability_from_sku(item)
+            for path, item in items:
+                cap, why = read_sku(item)
                 if cap is not None:
                     inventory.capabilities[cap.instance_type] = cap
+                elif why:
+                    self.unreadable_sizes.setdefault(str(item["name"]), f"{where}: {path}: {why}")
             return accounts
         for path, item in items:
             account = self._account(item)
@@ -668,6 +642,7 @@ class Normalizer:
                         subnet=config.subnet,
                     )
                 )
+        self.inventory.errors += unreadable_errors(self.inventory, self.unreadable_sizes, SKU_LIST.name)
         regions: dict[str, set[str]] = {}
         for node in [*self.inventory.nodes, *self.inventory.specs]:
             regions.setdefault(node.account, set()).add(node.region)
