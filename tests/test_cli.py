@@ -39,8 +39,10 @@ def test_demo_runs_outside_the_source_tree_and_shows_every_category() -> None:
     categories = {(f["provider"], f["category"]) for f in report["findings"]}
     aws = {"fabric-missing", "fabric-partial", "fabric-isolated", "placement", "instance-choice", "network-config"}
     assert {c for p, c in categories if p == "aws"} == aws
-    # The Azure subscription shows every Azure category: split partitions, choice, network and drivers.
+    # The Azure subscription shows every Azure category: no InfiniBand (Flexible), split partitions, choice,
+    # network and drivers.
     assert {c for p, c in categories if p == "azure"} == {
+        "fabric-missing",
         "fabric-isolated",
         "instance-choice",
         "network-config",
