@@ -4,7 +4,8 @@ The Azure SDK's bearer-token policy refuses plain http, so it serves TLS with a 
 127.0.0.1 made here (reference/testing.md). Answers are ARM list pages (`{"value": [...], "nextLink": ...}`)
 with nextLink pointing back at this server; a 403 (AuthorizationFailed) per subscription and 429s with
 Retry-After per list can be injected; every request is recorded (method, path) for call counting and the
-read-only proof. A fake `az` for AzureCliCredential is written by `fake_az`.
+read-only proof. VM lists answer as ARM does: without instance views, unless asked (statusOnly=true,
+$expand=instanceView). A fake `az` for AzureCliCredential is written by `fake_az`.
 """
 
 from __future__ import annotations
@@ -61,8 +62,8 @@ class ArmReplay:
         parsed = urllib.parse.urlsplit(raw_path)
         path = parsed.path.rstrip("/")
         query = urllib.parse.parse_qs(parsed.query)
-        with self.lock:
-            self.calls.append((method, path))
+        with self.lock:  # the statusOnly list of VMs is told apart by its query (count() by path suffix)
+            self.calls.append((method, path + ("?statusOnly=true" if query.get("statusOnly") == ["true"] else "")))
         if method != "GET":
             return 405, {}, {"error": {"code": "MethodNotAllowed", "message": "read-only replay"}}
         if self.expired:
@@ -108,6 +109,7 @@ class ArmReplay:
         if name == "vmss-list-instances.json":
             prefix = path.lower().rsplit("/virtualmachines", 1)[0] + "/"
             items = [i for i in items if str(i["id"]).lower().startswith(prefix)]
+        items = _viewed(items, query)
         if group is not None:
             items = [i for i in items if f"/resourcegroups/{group}/" in str(i["id"]).lower()]
         start = int(query.get("$skiptoken", ["0"])[0])
@@ -148,6 +150,30 @@ class ArmReplay:
     def count(self, suffix: str) -> int:
         """Requests whose path ends with `suffix` (case-insensitive, as ARM paths are)."""
         return sum(1 for _, path in self.calls if path.lower().endswith(suffix.lower()))
+
+
+def _viewed(items: list[dict[str, Any]], query: dict[str, list[str]]) -> list[dict[str, Any]]:
+    """A VM list as ARM answers it: `statusOnly=true` gives each VM's id, name and instance view only (the run-time
+    status, no profiles); `$expand=instanceView` the VMs with theirs; any other list the VMs without it."""
+    if query.get("statusOnly") == ["true"]:
+        return [
+            {k: i[k] for k in ("id", "name", "type", "location") if k in i}
+            | {"properties": {"instanceView": (i.get("properties") or {}).get("instanceView") or _RUNNING_VIEW}}
+            for i in items
+        ]
+    if query.get("$expand") == ["instanceView"]:
+        return items
+    return [_without_view(i) for i in items]
+
+
+def _without_view(item: dict[str, Any]) -> dict[str, Any]:
+    props = item.get("properties")
+    if not isinstance(props, dict) or "instanceView" not in props:
+        return item
+    return {**item, "properties": {k: v for k, v in props.items() if k != "instanceView"}}
+
+
+_RUNNING_VIEW = {"statuses": [{"code": "PowerState/running", "level": "Info", "displayStatus": "VM running"}]}
 
 
 def make_certificate(folder: Path) -> tuple[Path, Path]:

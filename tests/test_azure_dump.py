@@ -59,6 +59,10 @@ def test_demo_has_one_clean_cluster_and_one_per_category() -> None:
     assert {f.rule for f in report.findings if f.cluster == node_array.id} == {"AZ110"}  # two scale sets
     aks = next(c for c in report.clusters if "aks-node-pool" in c.id)
     assert {f.rule for f in report.findings if f.cluster == aks.id} == {"AZ111"}  # AKS pool, one IB extension
+    # The parked pair is deallocated (`az vm list -d`): counted, not judged, not charged.
+    assert report.summary.nodes_by_state == {"deallocated": 2, "running": 23}
+    assert not [c for c in report.clusters if "parked" in c.id] and not [f for f in report.findings if "parked" in
+                                                                         " ".join(f.resources)]  # fmt: skip
     categories = {f.category for f in report.findings}
     assert categories == {"fabric-missing", "fabric-isolated", "instance-choice", "network-config", "software"}
 

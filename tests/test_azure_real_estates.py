@@ -218,3 +218,98 @@ def test_a_gpu_size_of_unknown_capability_is_not_judged_and_named(tmp_path: Path
     [cluster] = report.clusters
     assert cluster.id.endswith("a10-as") and cluster.status == "incomplete"
     assert cluster.penalty.estimated is False
+
+
+# ---------------------------------------------------------------------------------------- 11: power states
+
+
+def shown(item: Item, power: str) -> Item:
+    """`az vm list -d`: the VM with the fields get_vm_details adds (Azure/azure-cli vm/custom.py): `powerState` is
+    the displayStatus of its PowerState/* status ("VM running", "VM deallocated"), and its addresses."""
+    return {**item, "powerState": power, "fqdns": "", "macAddresses": "60-45-BD-12-34-56", "privateIps": "10.20.0.4",
+            "publicIps": ""}  # fmt: skip
+
+
+def scale_set_vm(scale_set: str, index: int, size: str, power_code: str) -> Item:
+    """`az vmss list-instances --expand instanceView` item: a Uniform scale set's VM with its instance view, whose
+    statuses carry "PowerState/<state>" (azure-rest-api-specs VirtualMachine_Get_InstanceView.json, ba16d1ab)."""
+    set_id = _rid("Microsoft.Compute/virtualMachineScaleSets", scale_set)
+    vm_id = f"{set_id}/virtualMachines/{index}"
+    config = {"name": f"{scale_set}-nic", "primary": True, "enableAcceleratedNetworking": True,
+              "ipConfigurations": [{"name": "ipconfig1", "subnet": {"id": SUBNET, "resourceGroup": RG}}]}  # fmt: skip
+    statuses = [
+        {"code": "ProvisioningState/succeeded", "level": "Info", "displayStatus": "Provisioning succeeded",
+         "time": "2026-11-20T08:01:12.1234567+00:00"},
+        {"code": power_code, "level": "Info", "displayStatus": "VM " + power_code.split("/")[1]},
+    ]  # fmt: skip
+    return {
+        "id": vm_id,
+        "instanceId": str(index),
+        "name": f"{scale_set}_{index}",
+        "location": "eastus",
+        "sku": {"name": size, "tier": "Standard"},
+        "type": "Microsoft.Compute/virtualMachineScaleSets/virtualMachines",
+        "hardwareProfile": None,
+        "latestModelApplied": True,
+        "networkProfileConfiguration": {"networkInterfaceConfigurations": [config]},
+        "networkProfile": {"networkInterfaces": [{"id": f"{vm_id}/networkInterfaces/{scale_set}-nic"}]},
+        "storageProfile": {"imageReference": {"offer": "ubuntu-hpc", "publisher": "microsoft-dsvm", "sku": "2204"}},
+        "instanceView": {"platformUpdateDomain": 0, "platformFaultDomain": 0, "statuses": statuses},
+        "provisioningState": "Succeeded",
+        "resourceGroup": RG,
+        "tags": {},
+    }
+
+
+def uniform_scale_set(name: str, size: str, capacity: int) -> Item:
+    item = flexible_scale_set(name, size, capacity, orchestrationMode="Uniform", singlePlacementGroup=True)
+    config = {"name": f"{name}-nic", "primary": True, "enableAcceleratedNetworking": True,
+              "ipConfigurations": [{"name": "ipconfig1", "subnet": {"id": SUBNET}}]}  # fmt: skip
+    item["virtualMachineProfile"] = {
+        "networkProfile": {"networkInterfaceConfigurations": [config]},
+        "storageProfile": {"imageReference": {"offer": "ubuntu-hpc", "publisher": "microsoft-dsvm", "sku": "2204"}},
+    }
+    return item
+
+
+def test_deallocated_and_stopped_vms_are_counted_not_judged_or_charged(tmp_path: Path) -> None:
+    """`az vm list -d` says "VM deallocated" / "VM stopped"; the instance view says PowerState/deallocated. Such VMs
+    are counted by state and never judged or charged, as on AWS and GCP: the parked standalone pair would be AZ110
+    and the parked Flexible set AZ112 were they running. The running cluster beside them is judged as usual."""
+    h100 = "Standard_ND96isr_H100_v5"
+    ppg = {"id": _rid("Microsoft.Compute/proximityPlacementGroups", "parked-ppg"), "resourceGroup": RG}
+    parked = [shown(vm(f"parked-{i}", h100, proximityPlacementGroup=ppg), "VM deallocated") for i in range(2)]
+    stopped = [shown(vm(f"flex-{i}", h100, scale_set="flex"), "VM stopped") for i in range(2)]
+    running = [shown(vm(f"solo-{i}", h100, proximityPlacementGroup=ppg), "VM running") for i in range(2)]
+    files = {
+        "vm-list.json": [*parked, *stopped],
+        "vmss-list.json": [flexible_scale_set("flex", h100, 2), uniform_scale_set("train", h100, 3)],
+        "vmss-list-instances.json": [
+            scale_set_vm("train", 0, h100, "PowerState/running"),
+            scale_set_vm("train", 1, h100, "PowerState/running"),
+            scale_set_vm("train", 2, h100, "PowerState/deallocated"),
+        ],
+    }
+    report = judge(write_dump(tmp_path / "parked", files))
+    assert report.complete, report.errors
+    assert report.summary.nodes_by_state == {"deallocated": 3, "running": 2, "stopped": 2}
+    assert report.summary.nodes == 2
+    assert not report.findings
+    [cluster] = report.clusters
+    assert cluster.id.endswith("/train") and len(cluster.nodes) == 2 and cluster.gpus == 16
+    assert not [n for n in report.notes if "power states" in n]
+    # The same standalone pair running is judged: the states, not the placement, kept them out.
+    files["vm-list.json"] = [*running, *stopped]
+    assert {f.rule for f in judge(write_dump(tmp_path / "running", files)).findings} == {"AZ110"}
+
+
+def test_a_vm_list_without_power_states_is_judged_as_running_and_says_how_to_make_it(tmp_path: Path) -> None:
+    """A plain `az vm list` (no -d) gives no power state: its VMs are judged as they may run, and the report says
+    which file to make with `az vm list -d`."""
+    h100 = "Standard_ND96isr_H100_v5"
+    ppg = {"id": _rid("Microsoft.Compute/proximityPlacementGroups", "ppg"), "resourceGroup": RG}
+    report = judge(write_dump(tmp_path, {"vm-list.json": [vm(f"solo-{i}", h100, proximityPlacementGroup=ppg)
+                                                          for i in range(2)]}))  # fmt: skip
+    assert {f.rule for f in report.findings} == {"AZ110"}
+    [note] = [n for n in report.notes if "power states" in n]
+    assert "vm-list.json" in note and "az vm list -d" in note

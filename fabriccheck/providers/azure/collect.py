@@ -95,6 +95,27 @@ def _list(call: ArmCall, compute: Any, network: Any, groups: list[str]) -> list[
     raise AssertionError(call)
 
 
+# The VMs' run-time status (power state) in one paged call: the VM list has no instance views, and
+# `$expand=instanceView` on it needs a $filter; statusOnly=true gives every VM's instance view and nothing else
+# (Microsoft.Compute VirtualMachines_ListAll). Subscription-wide, so with --resource-group too; its VMs are matched
+# by id. The same read permission as the VM list.
+VM_STATUS_LIST = ArmCall("VirtualMachines.ListAll(statusOnly)", "az vm list -d", VM_LIST.fact, VM_LIST.permission,
+                         True)  # fmt: skip
+
+
+def _add_power_states(vms: list[dict[str, Any]], statuses: list[dict[str, Any]]) -> None:
+    """Each VM's instance view from the statusOnly answer, under its properties as $expand would put it."""
+    views = {
+        str(s.get("id")).lower(): view
+        for s in statuses
+        if isinstance(view := (s.get("properties") or {}).get("instanceView"), dict)
+    }
+    for vm in vms:
+        view = views.get(str(vm.get("id")).lower())
+        if view is not None and isinstance(vm.get("properties"), dict):
+            vm["properties"]["instanceView"] = view
+
+
 def _message(exc: Any) -> str:
     return str(getattr(exc.error, "message", None) or exc.message or first_line(exc)).splitlines()[0]
 
@@ -154,6 +175,12 @@ def fetch_subscription(
             errors.append(error)
             if error.code in ("NotFound", "Unreachable") and call is VM_LIST:
                 break  # a subscription that does not exist (or an endpoint that does not answer) fails alike
+    if VM_LIST in answers:
+        progress.step(subscription, VM_STATUS_LIST.name)
+        try:
+            _add_power_states(answers[VM_LIST], _dicts(compute.virtual_machines.list_all(status_only="true")))
+        except (HttpResponseError, ServiceRequestError) as exc:
+            errors.append(_error(VM_STATUS_LIST, scope, exc))
     if SCALE_SET_LIST in answers:
         progress.step(subscription, SCALE_SET_VM_LIST.name)
         members: list[dict[str, Any]] = []
@@ -163,7 +190,8 @@ def fetch_subscription(
                 if str(props.get("orchestrationMode") or "Uniform").lower() == "flexible":
                     continue  # a Flexible scale set's VMs are in the VM list
                 group = str(scale_set["id"]).split("/")[4]
-                members += _dicts(compute.virtual_machine_scale_set_vms.list(group, scale_set["name"]))
+                listed = compute.virtual_machine_scale_set_vms.list(group, scale_set["name"], expand="instanceView")
+                members += _dicts(listed)
             answers[SCALE_SET_VM_LIST] = members
         except (HttpResponseError, ServiceRequestError) as exc:
             errors.append(_error(SCALE_SET_VM_LIST, scope, exc))

@@ -24,6 +24,7 @@ from fabriccheck.errors import DumpShapeError, FabricCheckError
 from fabriccheck.inventory import Inventory
 from fabriccheck.model import UNKNOWN_ACCOUNT, NetworkInterface, Node, Placement, fact_key
 from fabriccheck.providers.azure.skus import read_sku, unreadable_errors
+from fabriccheck.providers.azure.states import power_state, said, stateless_note
 from fabriccheck.providers.azure.support import (
     AVAILABILITY_SET,
     AVAILABILITY_SETS,
@@ -159,7 +160,16 @@ class _Sku(TypedDict, total=False):
     name: str | None
 
 
+class _Status(TypedDict, total=False):
+    code: Any
+
+
+class _InstanceView(TypedDict, total=False):
+    statuses: Any  # a list of _Status; read in full only when present (a VM answer with its instance view)
+
+
 class _VmProps(TypedDict, total=False):
+    instanceView: _InstanceView | None  # the power state (states.py)
     virtualMachineScaleSet: _Ref | None
     availabilitySet: _Ref | None
     proximityPlacementGroup: _Ref | None
@@ -172,6 +182,7 @@ class _VmProps(TypedDict, total=False):
 class VmFields(_VmProps, total=False):
     id: Any
     name: Any
+    powerState: Any  # `az vm list -d` (states.py)
     location: str | None
     tags: dict[str, str] | None
     zones: list[str] | None
@@ -316,6 +327,7 @@ class Normalizer:
         self._salvaging = False
         self.answered: dict[str, set[str]] = {}  # fact -> subscriptions whose answer was read in full
         self.unreadable_sizes: dict[str, str] = {}  # VM size -> why its SKU answer could not be read
+        self._stateless: set[ArmCall] = set()  # the VM lists with a VM whose answer gave no power state
         self._interfaces: dict[tuple[str, str], list[Any]] = {}
         self._scale_sets: dict[tuple[str, str], ScaleSet] = {}
         self._scale_sets_with_vms: set[tuple[str, str]] = set()
@@ -553,7 +565,7 @@ class Normalizer:
             "spec": None,
             "zone": shape.zone,
             "instance_type": size,
-            "state": "running",
+            "state": power_state(item, props),
             "image": shape.image or (scale_set.image if scale_set else None),
             "tags": shape.tags.copy(),
             "interfaces": interfaces,
@@ -579,6 +591,8 @@ class Normalizer:
                     f"{self.where(VM_LIST)}: VM {node.id}: {why}; its fabric facts are unknown",
                 )
             )
+        if not said(item, props):
+            self._stateless.add(SCALE_SET_VM_LIST if uniform else VM_LIST)
         self.inventory.nodes.append(node)
         for interface in node.interfaces:
             self._interfaces.setdefault((account, interface.id), []).append(interface)
@@ -643,6 +657,8 @@ class Normalizer:
                     )
                 )
         self.inventory.errors += unreadable_errors(self.inventory, self.unreadable_sizes, SKU_LIST.name)
+        if not self.per_item:  # a dump: say how to make it with power states (a live run asks for them itself)
+            self.inventory.notes += [stateless_note(self.where(c), c is VM_LIST) for c in CALLS if c in self._stateless]
         regions: dict[str, set[str]] = {}
         for node in [*self.inventory.nodes, *self.inventory.specs]:
             regions.setdefault(node.account, set()).add(node.region)
