@@ -27,10 +27,13 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class TagSignal:
-    """Nodes whose tags (labels) carry all of `keys` with the same values train together."""
+    """Nodes whose tags (labels) carry all of `keys` with the same values train together; with `within`, only
+    those that also share their placement of that kind (see model.Placement), when they have one: the tag names a
+    group its scheduler splits along those placements (a CycleCloud node array over several scale sets)."""
 
     keys: tuple[str, ...]
     label: str
+    within: str | None = None
 
 
 @dataclass(frozen=True)

@@ -313,3 +313,68 @@ def test_a_vm_list_without_power_states_is_judged_as_running_and_says_how_to_mak
     assert {f.rule for f in report.findings} == {"AZ110"}
     [note] = [n for n in report.notes if "power states" in n]
     assert "vm-list.json" in note and "az vm list -d" in note
+
+
+# ---------------------------------------------------------------------------------------- 12: CycleCloud node arrays
+
+
+def cyclecloud_tags(array: str = "gpu") -> dict[str, str]:
+    """The tags CycleCloud (v8.2 onwards) puts on a node array's VMs and scale sets (learn.microsoft.com/azure/
+    cyclecloud/how-to/tag-nodes: CycleCloudNodeArray is /sites/[site_id]/clusters/[cluster_name]/nodearrays/[name])."""
+    return {
+        "ClusterName": "llm",
+        "CycleCloudCluster": "/sites/1a2b3c4d/clusters/llm",
+        "CycleCloudNodeArray": f"/sites/1a2b3c4d/clusters/llm/nodearrays/{array}",
+        "CycleOwner": "llm(alice@cyclecloud:1a2b3c4d)",
+        "LaunchTime": "2026-11-20T08:00:00+00:00",
+    }
+
+
+def test_a_node_array_over_several_scale_sets_is_one_infiniband_cluster_per_set(tmp_path: Path) -> None:
+    """CycleCloud backs a node array with several scale sets (one placement group each) and keeps a job inside one:
+    `azslurm topology` maps the Slurm topology along scale-set boundaries (Azure/cyclecloud-slurm@00d5f14b README,
+    Topology). Each set is judged as its own InfiniBand cluster, clean here, and the report says they belong to one
+    node array. Only the user's --cluster-tag, saying the whole array trains together, makes it AZ110."""
+    h100 = "Standard_ND96isr_H100_v5"
+    sets, members = [], []
+    for name in ("llm-gpu-pg0", "llm-gpu-pg1"):
+        scale_set = uniform_scale_set(name, h100, 2)
+        scale_set["tags"] = cyclecloud_tags()
+        sets.append(scale_set)
+        for index in range(2):
+            member = scale_set_vm(name, index, h100, "PowerState/running")
+            member["tags"] = {**cyclecloud_tags(), "Name": f"llm-gpu-{len(members) + 1}"}
+            members.append(member)
+    folder = write_dump(tmp_path, {"vmss-list.json": sets, "vmss-list-instances.json": members})
+    report = judge(folder)
+    assert report.complete and not report.findings
+    assert sorted((c.id.rsplit("/", 1)[-1], len(c.nodes), c.status) for c in report.clusters) == [
+        ("llm-gpu-pg0", 2, "clean"),
+        ("llm-gpu-pg1", 2, "clean"),
+    ]
+    assert {c.grouped_by for c in report.clusters} == {"CycleCloud node array, one scale set"}
+    [note] = [n for n in report.notes if "CycleCloud node array" in n]
+    assert "/nodearrays/gpu" in note and "2 scale sets (llm-gpu-pg0, llm-gpu-pg1)" in note
+    # The user says the whole node array trains together: then the two sets are two partitions.
+    joined = judge(folder, cluster_tag="CycleCloudNodeArray")
+    [finding] = joined.findings
+    assert finding.rule == "AZ110" and len(finding.resources) == 4
+    assert "2 InfiniBand partitions" in finding.message
+
+
+def test_the_standalone_vms_of_a_node_array_are_one_group_of_partitions(tmp_path: Path) -> None:
+    """A node array may also be individual VMs: those of one array share no scale set, so each is a partition of
+    its own and together they are AZ110, while the array's scale set beside them is judged on its own."""
+    h100 = "Standard_ND96isr_H100_v5"
+    scale_set = uniform_scale_set("llm-gpu-pg0", h100, 2)
+    scale_set["tags"] = cyclecloud_tags()
+    members = [scale_set_vm("llm-gpu-pg0", i, h100, "PowerState/running") | {"tags": cyclecloud_tags()} for i in (0, 1)]
+    loose = [vm(f"llm-gpu-{i}", h100, tags=cyclecloud_tags()) for i in (3, 4)]
+    files = {"vmss-list.json": [scale_set], "vmss-list-instances.json": members, "vm-list.json": loose}
+    report = judge(write_dump(tmp_path, files))
+    [finding] = report.findings
+    assert finding.rule == "AZ110"
+    assert sorted(r.rsplit("/", 1)[-1] for r in finding.resources) == ["llm-gpu-3", "llm-gpu-4"]
+    statuses = sorted((c.grouped_by, c.status) for c in report.clusters)
+    assert statuses == [("CycleCloud node array", "findings"), ("CycleCloud node array, one scale set", "clean")]
+    assert not [n for n in report.notes if "CycleCloud node array" in n]  # one scale set: nothing to say

@@ -364,7 +364,8 @@ def demo(subscription: str = SUBSCRIPTION) -> Subscription:
     s.scale_set("hpc-rg", "nd-h100-train", 4, "Standard_ND96isr_H100_v5", ok, extensions=(MONITOR,))
     # fabric-isolated: the same VMs as standalone VMs (sharing only a proximity placement group).
     s.vms("solo-rg", "nd-solo", 2, "Standard_ND96isr_H100_v5", ok, ppg=s.ppg("solo-rg", "solo-ppg"))
-    # fabric-isolated: two scale sets meant as one CycleCloud node array.
+    # Clean: a CycleCloud node array backed by two scale sets, each its own InfiniBand cluster (CycleCloud keeps a
+    # job inside one; the report notes that they belong to one node array).
     array = {"CycleCloudNodeArray": "/sites/hpc/clusters/llm/nodearrays/gpu"}
     s.scale_set("cc-rg", "cc-gpu-a", 2, "Standard_ND96isr_H100_v5", ok, tags=array)
     s.scale_set("cc-rg", "cc-gpu-b", 2, "Standard_ND96isr_H100_v5", ok, tags=array)
