@@ -336,7 +336,8 @@ def test_a_node_array_over_several_scale_sets_is_one_infiniband_cluster_per_set(
     Topology). Each set is judged as its own InfiniBand cluster, clean here, and the report says they belong to one
     node array. Only the user's --cluster-tag, saying the whole array trains together, makes it AZ110."""
     h100 = "Standard_ND96isr_H100_v5"
-    sets, members = [], []
+    sets: list[Item] = []
+    members: list[Item] = []
     for name in ("llm-gpu-pg0", "llm-gpu-pg1"):
         scale_set = uniform_scale_set(name, h100, 2)
         scale_set["tags"] = cyclecloud_tags()
