@@ -15,7 +15,7 @@ import re
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, TypedDict
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -23,6 +23,8 @@ from fabriccheck.compact import compacted_maker
 from fabriccheck.errors import DumpShapeError, FabricCheckError
 from fabriccheck.inventory import Inventory
 from fabriccheck.model import UNKNOWN_ACCOUNT, NetworkInterface, Node, Placement, fact_key
+from fabriccheck.providers.azure.fields import NicFields, VmFields
+from fabriccheck.providers.azure.kinds import RESOURCE_TYPES, WrongKind, check, resource_type
 from fabriccheck.providers.azure.skus import read_sku, unreadable_errors
 from fabriccheck.providers.azure.states import power_state, said, stateless_note
 from fabriccheck.providers.azure.support import (
@@ -64,17 +66,19 @@ class ArmCall:
     @property
     def dump_file(self) -> str:
         # `az vm availability-set list` -> vm-availability-set-list.json
-        return self.command.removeprefix("az ").split(" --", 1)[0].replace(" ", "-") + ".json"
+        return self.command.removeprefix("az ").split(" -", 1)[0].replace(" ", "-") + ".json"
 
 
 SKU_LIST = ArmCall("ResourceSkus.List", "az vm list-skus --resource-type virtualMachines", SKUS,
                    "Microsoft.Compute/skus/read", False)  # fmt: skip
 SCALE_SET_LIST = ArmCall("VirtualMachineScaleSets.ListAll", "az vmss list", SCALE_SETS,
                          "Microsoft.Compute/virtualMachineScaleSets/read", True)  # fmt: skip
-VM_LIST = ArmCall("VirtualMachines.ListAll", "az vm list", VMS, "Microsoft.Compute/virtualMachines/read", True)
+# `az vm list -d` adds each VM's power state (states.py); a plain `az vm list` is read too.
+VM_LIST = ArmCall("VirtualMachines.ListAll", "az vm list -d", VMS, "Microsoft.Compute/virtualMachines/read", True)
 # One list call per scale set (ARM has no subscription-wide list of scale-set VMs); the dump concatenates them.
-SCALE_SET_VM_LIST = ArmCall("VirtualMachineScaleSetVMs.List", "az vmss list-instances", SCALE_SETS,
-                            "Microsoft.Compute/virtualMachineScaleSets/virtualMachines/read", True)  # fmt: skip
+SCALE_SET_VM_LIST = ArmCall("VirtualMachineScaleSetVMs.List", "az vmss list-instances --expand instanceView",
+                            SCALE_SETS, "Microsoft.Compute/virtualMachineScaleSets/virtualMachines/read",
+                            True)  # fmt: skip
 AVAILABILITY_SET_LIST = ArmCall("AvailabilitySets.ListBySubscription", "az vm availability-set list",
                                 AVAILABILITY_SETS, "Microsoft.Compute/availabilitySets/read", True)  # fmt: skip
 PPG_LIST = ArmCall("ProximityPlacementGroups.ListBySubscription", "az ppg list", PROXIMITY_PLACEMENT_GROUPS,
@@ -93,118 +97,7 @@ _SUBSCRIPTION = re.compile(r"^/subscriptions/([^/]+)/", re.IGNORECASE)
 _SCALE_SET_OF_VM = re.compile(r"^(.*/virtualmachinescalesets/[^/]+)/virtualmachines/[^/]+$", re.IGNORECASE)
 
 
-# What the normalizer reads of a VM (Normalizer._item, _vm, _nic_configs, _extensions, _image) and of a NIC: a
-# dump's VM, scale-set VM and NIC lists are parsed with these fields only (sources/projected.py). ARM answers keep
-# settings under `properties`; `az -o json` flattens them to the top level: both are named. A field read must be
-# named here; tests/test_projected.py checks that against every VM and NIC the fixtures hold. The fields a VM's
-# shape is made of (_VmShape) have the types ARM gives them (a value of another type reads the file in full), so
-# equal values read the same.
-class _Ref(TypedDict, total=False):
-    id: str
-
-
-class _IpConfigurationProps(TypedDict, total=False):
-    subnet: _Ref | None
-
-
-class _IpConfiguration(_IpConfigurationProps, total=False):
-    properties: _IpConfigurationProps | None
-
-
-class _NicConfigurationProps(TypedDict, total=False):
-    ipConfigurations: list[_IpConfiguration] | None
-    enableAcceleratedNetworking: bool | None
-
-
-class _NicConfiguration(_NicConfigurationProps, total=False):
-    name: str | None
-    properties: _NicConfigurationProps | None
-
-
-class _NetworkProfileConfiguration(TypedDict, total=False):
-    networkInterfaceConfigurations: list[_NicConfiguration] | None
-
-
-class _NicReferenceProps(TypedDict, total=False):
-    primary: Any
-
-
-class _NicReference(_NicReferenceProps, total=False):
-    id: Any
-    properties: _NicReferenceProps | None
-
-
-class _NetworkProfile(TypedDict, total=False):
-    networkInterfaces: list[_NicReference] | None
-
-
-class _ImageReference(TypedDict, total=False):
-    publisher: str | None
-    offer: str | None
-    sku: str | None
-    version: str | None
-    id: str | None
-    sharedGalleryImageId: str | None
-    communityGalleryImageId: str | None
-
-
-class _StorageProfile(TypedDict, total=False):
-    imageReference: _ImageReference | None
-
-
-class _HardwareProfile(TypedDict, total=False):
-    vmSize: str | None
-
-
-class _Sku(TypedDict, total=False):
-    name: str | None
-
-
-class _Status(TypedDict, total=False):
-    code: Any
-
-
-class _InstanceView(TypedDict, total=False):
-    statuses: Any  # a list of _Status; read in full only when present (a VM answer with its instance view)
-
-
-class _VmProps(TypedDict, total=False):
-    instanceView: _InstanceView | None  # the power state (states.py)
-    virtualMachineScaleSet: _Ref | None
-    availabilitySet: _Ref | None
-    proximityPlacementGroup: _Ref | None
-    hardwareProfile: _HardwareProfile | None
-    storageProfile: _StorageProfile | None
-    networkProfileConfiguration: _NetworkProfileConfiguration | None
-    networkProfile: _NetworkProfile | None
-
-
-class VmFields(_VmProps, total=False):
-    id: Any
-    name: Any
-    powerState: Any  # `az vm list -d` (states.py)
-    location: str | None
-    tags: dict[str, str] | None
-    zones: list[str] | None
-    sku: _Sku | None
-    resources: Any  # the VM's extensions
-    properties: _VmProps | None
-
-
-class _NicProps(TypedDict, total=False):
-    ipConfigurations: list[_IpConfiguration] | None
-    enableAcceleratedNetworking: Any
-    virtualMachine: Any
-
-
-class NicFields(_NicProps, total=False):
-    id: Any
-    name: Any
-    location: Any
-    properties: _NicProps | None
-
-
-# The large lists, parsed with the fields above only.
+# The large lists, parsed with the fields fields.py names only.
 PROJECTIONS: dict[ArmCall, Any] = {VM_LIST: VmFields, SCALE_SET_VM_LIST: VmFields, NIC_LIST: NicFields}
 
 
@@ -303,6 +196,15 @@ def _each(raw: Any, where: str) -> Iterator[tuple[str, dict[str, Any]]]:
         yield f"[{i}]", item
 
 
+def _printed_by(item: Any) -> str:
+    """The command whose answer holds resources of the item's type, if one of the dump's: ' (what az ... prints)'."""
+    found = resource_type(item["id"]) if isinstance(item, dict) and isinstance(item.get("id"), str) else None
+    for call in CALLS:
+        if found is not None and RESOURCE_TYPES.get(call.name) == found:
+            return f" (what {call.command} prints)"
+    return ""
+
+
 def is_truncated(raw: Any) -> bool:
     """An ARM page saved on its own: its nextLink says the rest was never read."""
     return isinstance(raw, dict) and bool(raw.get("nextLink"))
@@ -379,6 +281,11 @@ class Normalizer:
             accounts.add(account)
             try:
                 self._item(call, item, account)
+            except WrongKind as exc:  # a file or page of another kind: never read as this call's resources
+                message = f"{where}: {path}: holds {exc.what}{_printed_by(item)}, not what {call.command} prints"
+                if not self.per_item:
+                    raise FabricCheckError(message) from None
+                self.inventory.errors.append(Scope("azure", account).error(call.name, BAD_RESPONSE, message))
             except ITEM_ERRORS as exc:
                 if not (self.per_item and call in (VM_LIST, SCALE_SET_VM_LIST)):
                     if isinstance(exc, (KeyError, TypeError, AttributeError, ValidationError)):
@@ -413,7 +320,8 @@ class Normalizer:
         azure = self.inventory.azure
         props = _props(item)
         region = region_name(item.get("location"))
-        resource_id = str(item["id"]).lower()
+        resource_id = str(item["id"] if isinstance(item.get("id"), str) else "").lower()
+        check(call.name, item, resource_id)
         if call is SCALE_SET_LIST:
             profile = props.get("virtualMachineProfile") or {}
             scale_set = ScaleSet(

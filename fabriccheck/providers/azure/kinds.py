@@ -1,0 +1,98 @@
+"""What an answer holds, when it is not what the call gives: a dump file of another kind (a NIC list saved as
+vm-list.json, a gcloud or aws answer in an Azure dump) or a list item that is no resource of the call's type.
+
+Every ARM resource names its type in its id: /subscriptions/{s}/resourceGroups/{rg}/providers/{namespace}/{type}/
+{name}[/{child type}/{child name}] (ARM's resource id format, as every azure-rest-api-specs example shows). Compute
+Engine items carry "kind": "compute#instance" (the Compute API's), EC2 instances an "InstanceId".
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from fabriccheck.errors import FabricCheckError
+
+# ArmCall.name -> the ARM resource type of its items (lower-cased, as ids are compared).
+RESOURCE_TYPES = {
+    "VirtualMachines.ListAll": "microsoft.compute/virtualmachines",
+    "VirtualMachineScaleSets.ListAll": "microsoft.compute/virtualmachinescalesets",
+    "VirtualMachineScaleSetVMs.List": "microsoft.compute/virtualmachinescalesets/virtualmachines",
+    "AvailabilitySets.ListBySubscription": "microsoft.compute/availabilitysets",
+    "ProximityPlacementGroups.ListBySubscription": "microsoft.compute/proximityplacementgroups",
+    "NetworkInterfaces.ListAll": "microsoft.network/networkinterfaces",
+    "VirtualNetworks.ListAll": "microsoft.network/virtualnetworks",
+}
+_PROVIDER = re.compile(r"/providers/([^/]+)/([^/]+)/[^/]+((?:/[^/]+/[^/]+)*)/?$", re.IGNORECASE)
+
+
+class WrongKind(FabricCheckError):
+    """An item that is no resource of the call's type; `what` says what it is."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__(what)
+        self.what = what
+
+
+def resource_type(resource_id: str) -> str | None:
+    """'/subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/virtualMachineScaleSets/ss/virtualMachines/0'
+    -> 'microsoft.compute/virtualmachinescalesets/virtualmachines'."""
+    match = _PROVIDER.search(resource_id)
+    if match is None:
+        return None
+    children = match[3].strip("/").split("/")[0::2] if match[3] else []
+    return "/".join([match[1], match[2], *children]).lower()
+
+
+def _shape(resource_type: str) -> tuple[int, str, str, list[str]]:
+    """How the tail of a lower-cased id of that type splits: /providers/ns/type/name[/child/name]."""
+    namespace, kind, *children = resource_type.split("/")
+    return 4 + 2 * len(children), namespace, kind, children
+
+
+_SHAPES = {name: _shape(kind) for name, kind in RESOURCE_TYPES.items()}
+
+
+def check(call_name: str, item: dict[str, Any], resource_id: str) -> None:
+    """Raise WrongKind when `item`, whose lower-cased id is `resource_id`, is not of the call's resource type (one
+    rsplit per item: the VM lists of a large dump are read at close to json.load's speed)."""
+    shape = _SHAPES.get(call_name)
+    if shape is None:
+        return
+    cuts, namespace, kind, children = shape
+    parts = resource_id.rsplit("/", cuts)
+    if not (
+        len(parts) == cuts + 1
+        and parts[1] == "providers"
+        and parts[2] == namespace
+        and parts[3] == kind
+        and parts[5:cuts:2] == children
+    ):
+        raise WrongKind(what_it_is(item))
+
+
+def what_it_is(item: Any) -> str:
+    """What a list item is, said plainly: an ARM resource of some type, a Compute Engine or EC2 item, or else."""
+    if not isinstance(item, dict):
+        return f"{type(item).__name__} values, not objects"
+    kind = item.get("kind")
+    if isinstance(kind, str) and kind.startswith("compute#"):
+        return f"Compute Engine {kind} items (a gcloud or Compute API answer)"
+    if "InstanceId" in item or "Instances" in item:
+        return "EC2 instances (an aws ec2 answer)"
+    found = resource_type(item["id"]) if isinstance(item.get("id"), str) else None
+    if found is None:
+        return "objects that are no ARM resource (no /subscriptions/.../providers/... id)"
+    named = item.get("type") if isinstance(item.get("type"), str) else found
+    return f"{named} resources"
+
+
+def what_the_document_is(keys: list[str]) -> str:
+    """What a file whose top level is an object without a `value` list holds."""
+    if not keys:
+        return "an empty object (a list that holds no resources is saved as [])"
+    if "Reservations" in keys:
+        return "an aws ec2 describe-instances answer (Reservations)"
+    if "items" in keys or "kind" in keys:
+        return "a Compute Engine list page (items, kind: a gcloud or Compute API answer)"
+    return "an object with keys " + ", ".join(sorted(keys)[:6])
