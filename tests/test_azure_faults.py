@@ -6,15 +6,18 @@ an endpoint that dies mid-run. Each is that call's failure, named, and the rest 
 from __future__ import annotations
 
 import json
+import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from arm_replay import ArmReplay, fake_az, make_certificate, serve
 from cli_run import one_clean_line, run
 
 from fabriccheck import flow
-from fabriccheck.providers.azure import dump
+from fabriccheck.providers.azure import collect, dump
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
 import build_demo_azure as demo_builder
@@ -174,3 +177,179 @@ def test_a_present_empty_list_is_a_complete_empty_answer(tmp_path: Path, empty: 
     assert inventory.complete, inventory.errors
     assert inventory.has("azure", SUB, "eastus", "vms")
     assert inventory.nodes and all("/virtualmachinescalesets/" in n.id.lower() for n in inventory.nodes)
+
+
+# ---------------------------------------------------------------------------------------- 18.1, 18.8, 18.9: live
+
+
+@pytest.fixture(scope="module")
+def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    return make_certificate(tmp_path_factory.mktemp("tls"))
+
+
+@pytest.fixture
+def azure_env(
+    tmp_path: Path, certificate: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> Iterator[dict[str, str]]:
+    """AzureCliCredential with a fake `az` first on PATH, the test certificate trusted, and one retry per call
+    (azure-core's first retry waits no time), so that a fault costs a second, not a minute."""
+    az_dir = fake_az(tmp_path / "bin")
+    env = {
+        "AZURE_TOKEN_CREDENTIALS": "AzureCliCredential",
+        "PATH": f"{az_dir}{os.pathsep}{os.environ['PATH']}",
+        "REQUESTS_CA_BUNDLE": str(certificate[0]),
+    }
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setattr(collect, "RETRY_TOTAL", 1)
+    yield {**os.environ, **env}
+
+
+def _replay(**faults: Any) -> ArmReplay:
+    return ArmReplay({SUB: demo_builder.demo(SUB).files}, page_size=4, **faults)
+
+
+def _collect(replay: ArmReplay, certificate: tuple[Path, Path]) -> Any:
+    with serve(replay, *certificate) as url:
+        return collect.collect_live([SUB], endpoint_url=url)
+
+
+def _errors(inventory: Any) -> list[tuple[str, str]]:
+    return sorted((e.call, e.code) for e in inventory.errors)
+
+
+CLEAN_NODES = 25  # the demo subscription's VMs, scale-set VMs included
+
+
+@pytest.mark.parametrize("fault", ["empty-object", "html", "empty-body", "value-object", "value-string",
+                                   "value-numbers"])  # fmt: skip
+def test_a_200_that_is_not_the_vm_list_is_bad_response_not_no_vms(
+    azure_env: dict[str, str], certificate: tuple[Path, Path], fault: str
+) -> None:
+    """`200 {}`, a captive portal's HTML, an empty body or a value of another type for the VM list: BadResponse
+    for that call (retried first, as a cut answer is), the run incomplete; the scale sets' VMs, NICs and the rest
+    are still collected. Today's `200 {}` made the standalone VMs vanish from a run that said complete."""
+    replay = _replay(faults={"vm-list.json": fault})
+    inventory = _collect(replay, certificate)
+    assert _errors(inventory) == [("VirtualMachines.ListAll", "BadResponse")]
+    [error] = inventory.errors
+    assert "answered 200 with" in error.message and "/virtualMachines" in error.message
+    assert replay.count("/providers/Microsoft.Compute/virtualMachines") == 2  # the answer and one retry
+    assert not inventory.has("azure", SUB, "eastus", "vms")
+    members = [n for n in inventory.nodes if "/virtualmachinescalesets/" in n.id.lower()]
+    assert members and len(inventory.nodes) == len(members) < CLEAN_NODES
+    assert inventory.has("azure", SUB, "eastus", "nics")
+
+
+@pytest.mark.parametrize(
+    ("name", "call"),
+    [
+        ("vmss-list.json", "VirtualMachineScaleSets.ListAll"),
+        ("vm-availability-set-list.json", "AvailabilitySets.ListBySubscription"),
+        ("ppg-list.json", "ProximityPlacementGroups.ListBySubscription"),
+        ("network-nic-list.json", "NetworkInterfaces.ListAll"),
+        ("network-vnet-list.json", "VirtualNetworks.ListAll"),
+        ("vmss-list-instances.json", "VirtualMachineScaleSetVMs.List"),
+        ("vm-list-skus.json", "ResourceSkus.List"),
+        ("vm-list.json?statusOnly", "VirtualMachines.ListAll(statusOnly)"),
+    ],
+)
+def test_every_azure_list_call_checks_its_200(
+    azure_env: dict[str, str], certificate: tuple[Path, Path], name: str, call: str
+) -> None:
+    inventory = _collect(_replay(faults={name: "value-object"}), certificate)
+    assert _errors(inventory) == [(call, "BadResponse")]
+
+
+def test_the_command_reports_a_bad_answer_and_exits_2(
+    azure_env: dict[str, str], certificate: tuple[Path, Path]
+) -> None:
+    replay = _replay(faults={"network-nic-list.json": "html"})
+    with serve(replay, *certificate) as url:
+        result = run("azure", "--endpoint-url", url, "--subscription", SUB, "--format", "json", env=azure_env)
+    assert result.returncode == 2, result.stderr
+    assert "internal error" not in result.stderr and "Traceback" not in result.stderr
+    report = json.loads(result.stdout)
+    assert report["complete"] is False
+    assert [(e["call"], e["code"]) for e in report["errors"]] == [("NetworkInterfaces.ListAll", "BadResponse")]
+    assert "text/html" in report["errors"][0]["message"]
+    assert report["findings"]  # the rest was judged
+
+
+@pytest.mark.parametrize("fault", ["self-link", "loop"])
+def test_a_next_link_back_to_a_page_already_read_is_stopped(
+    azure_env: dict[str, str], certificate: tuple[Path, Path], fault: str
+) -> None:
+    """A nextLink pointing at itself (or back to the first page) made 9,039 requests in 400 s. The pager stops at a
+    link already followed, records BadResponse for that call, and the run goes on."""
+    replay = _replay(faults={"network-nic-list.json": fault})
+    inventory = _collect(replay, certificate)
+    assert _errors(inventory) == [("NetworkInterfaces.ListAll", "BadResponse")]
+    assert "leads back to a page already read" in inventory.errors[0].message
+    pages = -(-len(demo_builder.demo(SUB).files["network-nic-list.json"]) // 4)
+    assert replay.count("/providers/Microsoft.Network/networkInterfaces") <= pages + 1
+    assert len(inventory.nodes) == CLEAN_NODES
+
+
+def test_a_list_that_never_ends_is_stopped_at_the_page_cap(
+    azure_env: dict[str, str], certificate: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from fabriccheck.providers.azure import answers
+
+    monkeypatch.setattr(answers, "MAX_PAGES", 2)
+    replay = ArmReplay({SUB: demo_builder.demo(SUB).files}, page_size=1)
+    inventory = _collect(replay, certificate)
+    assert ("VirtualMachines.ListAll", "BadResponse") in _errors(inventory)
+    assert replay.count("/providers/Microsoft.Compute/virtualMachines") == 2
+
+
+def test_a_reset_on_every_nic_list_is_that_calls_failure(
+    azure_env: dict[str, str], certificate: tuple[Path, Path]
+) -> None:
+    """A connection reset on every NIC list (retried, then recorded) ended the whole run with 'internal error'."""
+    replay = _replay(faults={"network-nic-list.json": "reset"})
+    inventory = _collect(replay, certificate)
+    assert _errors(inventory) == [("NetworkInterfaces.ListAll", "Unreachable")]
+    assert replay.count("/providers/Microsoft.Network/networkInterfaces") == 2  # the first try and one retry
+    assert len(inventory.nodes) == CLEAN_NODES
+    report = flow.run(inventory, flow.Options())
+    assert not report.complete and any(c.status == "incomplete" for c in report.clusters)
+
+
+def test_an_endpoint_that_dies_mid_run_leaves_a_report(
+    azure_env: dict[str, str], certificate: tuple[Path, Path]
+) -> None:
+    """The endpoint answers the first lists and then goes away (connections refused): the calls after it are
+    Unreachable, each recorded against its call, and the command still prints its report, exit 2."""
+    replay = _replay(die_after=3)
+    with serve(replay, *certificate) as url:
+        result = run("azure", "--endpoint-url", url, "--subscription", SUB, "--format", "json", env=azure_env)
+    assert result.returncode == 2, result.stderr
+    assert "internal error" not in result.stderr and "Traceback" not in result.stderr
+    report = json.loads(result.stdout)
+    assert report["complete"] is False
+    assert {e["code"] for e in report["errors"]} == {"Unreachable"}
+    assert {e["call"] for e in report["errors"]} >= {"NetworkInterfaces.ListAll", "VirtualNetworks.ListAll"}
+
+
+def test_subscriptions_answered_with_html_are_one_line(
+    azure_env: dict[str, str], certificate: tuple[Path, Path]
+) -> None:
+    replay = _replay(faults={"subscriptions": "html"})
+    with serve(replay, *certificate) as url:
+        line = one_clean_line(run("azure", "--endpoint-url", url, "--format", "json", env=azure_env))
+    assert "listing subscriptions" in line and "text/html" in line
+
+
+def test_a_live_sku_answer_with_rdma_enabled_yes_is_unknown(
+    azure_env: dict[str, str], certificate: tuple[Path, Path]
+) -> None:
+    answers = {SUB: demo_builder.demo(SUB).files}
+    for sku in answers[SUB]["vm-list-skus.json"]:
+        for cap in sku["capabilities"]:
+            if cap["name"] == "RdmaEnabled" and sku["name"] == "Standard_ND96isr_H100_v5":
+                cap["value"] = "Yes"
+    inventory = _collect(ArmReplay(answers, page_size=50), certificate)
+    assert "Standard_ND96isr_H100_v5" not in inventory.capabilities
+    assert [(e.call, e.code) for e in inventory.errors] == [("ResourceSkus.List", "BadResponse")]
+    assert "RdmaEnabled 'Yes'" in inventory.errors[0].message
