@@ -78,7 +78,7 @@ class _Status(TypedDict, total=False):
 
 
 class _InstanceView(TypedDict, total=False):
-    statuses: Any  # a list of _Status; read in full only when present (a VM answer with its instance view)
+    statuses: list[_Status] | None
 
 
 class _VmProps(TypedDict, total=False):

@@ -26,7 +26,7 @@ from fabriccheck.model import UNKNOWN_ACCOUNT, NetworkInterface, Node, Placement
 from fabriccheck.providers.azure.fields import NicFields, VmFields
 from fabriccheck.providers.azure.kinds import RESOURCE_TYPES, WrongKind, check, resource_type
 from fabriccheck.providers.azure.skus import read_sku, unreadable_errors
-from fabriccheck.providers.azure.states import power_state, said, stateless_note
+from fabriccheck.providers.azure.states import RUNNING, power_state, stateless_note
 from fabriccheck.providers.azure.support import (
     AVAILABILITY_SET,
     AVAILABILITY_SETS,
@@ -320,7 +320,7 @@ class Normalizer:
         azure = self.inventory.azure
         props = _props(item)
         region = region_name(item.get("location"))
-        resource_id = str(item["id"] if isinstance(item.get("id"), str) else "").lower()
+        resource_id = str(item["id"]).lower()
         check(call.name, item, resource_id)
         if call is SCALE_SET_LIST:
             profile = props.get("virtualMachineProfile") or {}
@@ -432,6 +432,7 @@ class Normalizer:
             shape = self._vm_shape(item, props, account, region, scale_set_id, scale_set)
             self._previous_vm = _PreviousVm(shape, item, props, where) if self.typed else None
         size = shape.size
+        state = power_state(item, props)
         interfaces: list[dict[str, Any]] = []
         # Every model below is written out whole, its fields in declaration order, so that it can be made without
         # validation (trusted.py): the values are ones this method made (str(), lower-cased ids, its own indexes)
@@ -473,7 +474,7 @@ class Normalizer:
             "spec": None,
             "zone": shape.zone,
             "instance_type": size,
-            "state": power_state(item, props),
+            "state": state or RUNNING,
             "image": shape.image or (scale_set.image if scale_set else None),
             "tags": shape.tags.copy(),
             "interfaces": interfaces,
@@ -499,7 +500,7 @@ class Normalizer:
                     f"{self.where(VM_LIST)}: VM {node.id}: {why}; its fabric facts are unknown",
                 )
             )
-        if not said(item, props):
+        if state is None:
             self._stateless.add(SCALE_SET_VM_LIST if uniform else VM_LIST)
         self.inventory.nodes.append(node)
         for interface in node.interfaces:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-# Azure's power state word -> the neutral state (model.Node.state).
+# Azure's power state word -> the neutral state (model.Node.state); `az vm list -d`'s "VM <word>" the same.
 _STATES = {
     "starting": "pending",
     "running": "running",
@@ -29,26 +29,30 @@ _STATES = {
     "deallocating": "deallocating",
     "deallocated": "deallocated",
 }
+_SHOWN = {f"VM {word}": state for word, state in _STATES.items()}
+_CODES = {f"PowerState/{word}": state for word, state in _STATES.items()}
 RUNNING = "running"
 
 
-def power_state(item: dict[str, Any], props: dict[str, Any]) -> str:
-    """The neutral state of a VM answer (an `az vm list -d` item, or one with its instance view)."""
+def power_state(item: dict[str, Any], props: dict[str, Any]) -> str | None:
+    """The neutral state of a VM answer (an `az vm list -d` item, or one with its instance view), or None when the
+    answer gives no power state (a plain `az vm list`, a VM list without instance views)."""
     shown = item.get("powerState")
-    if isinstance(shown, str) and shown.startswith("VM "):
-        return _STATES.get(shown[3:].strip().lower(), RUNNING)
+    if shown is not None:
+        found = _SHOWN.get(shown) if type(shown) is str else None
+        return found or (_STATES.get(shown[3:].strip().lower(), RUNNING) if isinstance(shown, str) else RUNNING)
     view = props.get("instanceView")
-    statuses = view.get("statuses") if isinstance(view, dict) else None
-    for status in statuses if isinstance(statuses, list) else ():
+    if not isinstance(view, dict):
+        return None
+    statuses = view.get("statuses")
+    for status in reversed(statuses) if isinstance(statuses, list) else ():  # the power state comes last
         code = status.get("code") if isinstance(status, dict) else None
+        found = _CODES.get(code) if type(code) is str else None
+        if found is not None:
+            return found
         if isinstance(code, str) and code.lower().startswith("powerstate/"):
             return _STATES.get(code.split("/", 1)[1].lower(), RUNNING)
     return RUNNING
-
-
-def said(item: dict[str, Any], props: dict[str, Any]) -> bool:
-    """Whether the answer carries a power state at all (a plain `az vm list` does not)."""
-    return "powerState" in item or isinstance(props.get("instanceView"), dict)
 
 
 def stateless_note(where: str, standalone: bool) -> str:
