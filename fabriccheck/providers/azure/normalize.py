@@ -320,7 +320,8 @@ class Normalizer:
         azure = self.inventory.azure
         props = _props(item)
         region = region_name(item.get("location"))
-        resource_id = str(item["id"]).lower()
+        raw_id = item.get("id")
+        resource_id = raw_id.lower() if type(raw_id) is str else ""  # no id: no ARM resource (kinds.check)
         check(call.name, item, resource_id)
         if call is SCALE_SET_LIST:
             profile = props.get("virtualMachineProfile") or {}
