@@ -93,10 +93,9 @@ class _VmProps(TypedDict, total=False):
 
 
 class _Kind(TypedDict, total=False):
-    """What an item of another kind is named by (kinds.what_it_is): a resource's type, a Compute Engine item's kind,
+    """What an item of another kind is named by (kinds.what_it_is) besides an ARM id: a Compute Engine item's kind,
     an EC2 instance's id."""
 
-    type: Any
     kind: Any
     InstanceId: Any
 

@@ -34,14 +34,15 @@ class WrongKind(FabricCheckError):
         self.what = what
 
 
-def resource_type(resource_id: str) -> str | None:
+def resource_type(resource_id: str, lower: bool = True) -> str | None:
     """'/subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/virtualMachineScaleSets/ss/virtualMachines/0'
-    -> 'microsoft.compute/virtualmachinescalesets/virtualmachines'."""
+    -> 'microsoft.compute/virtualmachinescalesets/virtualmachines' (as the id spells it unless `lower`)."""
     match = _PROVIDER.search(resource_id)
     if match is None:
         return None
     children = match[3].strip("/").split("/")[0::2] if match[3] else []
-    return "/".join([match[1], match[2], *children]).lower()
+    found = "/".join([match[1], match[2], *children])
+    return found.lower() if lower else found
 
 
 def _shape(resource_type: str) -> tuple[str, list[str]]:
@@ -82,11 +83,10 @@ def what_it_is(item: Any) -> str:
         return f"Compute Engine {kind} items (a gcloud or Compute API answer)"
     if "InstanceId" in item or "Instances" in item:
         return "EC2 instances (an aws ec2 answer)"
-    found = resource_type(item["id"]) if isinstance(item.get("id"), str) else None
+    found = resource_type(item["id"], lower=False) if isinstance(item.get("id"), str) else None
     if found is None:
         return "objects that are no ARM resource (no /subscriptions/.../providers/... id)"
-    named = item.get("type") if isinstance(item.get("type"), str) else found
-    return f"{named} resources"
+    return f"{found} resources"
 
 
 def what_the_document_is(keys: list[str]) -> str:
