@@ -320,8 +320,7 @@ class Normalizer:
         azure = self.inventory.azure
         props = _props(item)
         region = region_name(item.get("location"))
-        raw_id = item.get("id")
-        resource_id = raw_id.lower() if type(raw_id) is str else ""  # no id: no ARM resource (kinds.check)
+        resource_id = raw.lower() if type(raw := item.get("id")) is str else ""  # none: no ARM resource (kinds)
         check(call.name, item, resource_id)
         if call is SCALE_SET_LIST:
             profile = props.get("virtualMachineProfile") or {}
@@ -491,16 +490,7 @@ class Normalizer:
         else:  # a size of another type: validated, so that the error names it
             node = Node.model_validate(values)
         if self.per_item and not uniform and props.get("networkProfile") is None and not self._salvaging:
-            # A VM's answer always holds its network profile: without it, its NICs are unknown, not absent.
-            why = "field properties.networkProfile is missing from the answer"
-            node.unknown.update(unknown_because(_NIC_FACTS, why))
-            self.inventory.errors.append(
-                Scope("azure", account, region).error(
-                    VM_LIST.name,
-                    BAD_RESPONSE,
-                    f"{self.where(VM_LIST)}: VM {node.id}: {why}; its fabric facts are unknown",
-                )
-            )
+            self._without_network_profile(node)
         if state is None:
             self._stateless.add(SCALE_SET_VM_LIST if uniform else VM_LIST)
         self.inventory.nodes.append(node)
@@ -509,6 +499,16 @@ class Normalizer:
         extensions = _extensions(item.get("resources"))
         if extensions:
             azure.extensions.append(VmExtensions(account=account, region=region, vm=resource_id, extensions=extensions))
+
+    def _without_network_profile(self, node: Node) -> None:
+        """A live VM's answer always holds its network profile: without it, its NICs are unknown, not absent."""
+        why = "field properties.networkProfile is missing from the answer"
+        node.unknown.update(unknown_because(_NIC_FACTS, why))
+        self.inventory.errors.append(
+            Scope("azure", node.account, node.region).error(
+                VM_LIST.name, BAD_RESPONSE, f"{self.where(VM_LIST)}: VM {node.id}: {why}; its fabric facts are unknown"
+            )
+        )
 
     def _vm_shape(
         self,
