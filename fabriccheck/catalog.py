@@ -17,8 +17,8 @@ from typing import Any
 import orjson
 
 from fabriccheck import shipped
-from fabriccheck.cloud import CloudSupport
-from fabriccheck.model import Capability, FabricKind
+from fabriccheck.cloud import CloudSupport, support
+from fabriccheck.model import PROVIDERS, Capability, FabricKind
 
 DATA = resources.files("fabriccheck") / "data"
 # A recorded type-listing answer (the file says which provider and source) covering every type of that cloud.
@@ -87,9 +87,20 @@ def _recorded_types() -> dict[str, Capability]:
 
 
 def catalog_entry(instance_type: str) -> Capability | None:
-    """The shipped-table answer for a type, or None."""
+    """The shipped-table answer for a type, else what its cloud reads from its name alone, or None."""
     found = _catalog_row(instance_type)
-    return found if found is not None else _recorded_type(instance_type)
+    if found is None:
+        found = _recorded_type(instance_type)
+    return found if found is not None else _named(instance_type)
+
+
+@functools.cache
+def _named(instance_type: str) -> Capability | None:
+    for provider in PROVIDERS:
+        cloud = support(provider)
+        if cloud.owns(instance_type):
+            return cloud.named_capability(instance_type)
+    return None
 
 
 def resolve(instance_type: str, live: dict[str, Capability]) -> Capability | None:

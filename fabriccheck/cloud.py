@@ -27,10 +27,13 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class TagSignal:
-    """Nodes whose tags (labels) carry all of `keys` with the same values train together."""
+    """Nodes whose tags (labels) carry all of `keys` with the same values train together; with `within`, only
+    those that also share their placement of that kind (see model.Placement), when they have one: the tag names a
+    group its scheduler splits along those placements (a CycleCloud node array over several scale sets)."""
 
     keys: tuple[str, ...]
     label: str
+    within: str | None = None
 
 
 @dataclass(frozen=True)
@@ -127,6 +130,10 @@ class CloudSupport:
     def is_hpc(self, instance_type: str) -> bool:
         """CPU types built for tightly coupled HPC jobs, which use the fabric without accelerators."""
         return False
+
+    def named_capability(self, instance_type: str) -> Capability | None:
+        """What the type's name alone says (a CPU family has no fabric), for a type no answer or table holds."""
+        return None
 
     def fabric_expected(self, instance_type: str, cap: Capability | None) -> bool:
         """Worth a fabric: a type that has one and trains (accelerators) or runs HPC jobs. Types that merely

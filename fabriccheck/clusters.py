@@ -48,16 +48,17 @@ def _slug(label: str) -> str:
     return label.lower().replace(" ", "-")
 
 
-_Signal = tuple[tuple[str, ...], frozenset[str], str | None, str, str]
+_Signal = tuple[tuple[str, ...], frozenset[str], str | None, str, str, str | None]
 
 
 @functools.cache
 def _signals(provider: str) -> tuple[_Signal, ...]:
-    """The provider's signals as (tag keys, the same as a set, placement kind, slug, label), strongest first."""
+    """The provider's signals as (tag keys, the same as a set, placement kind, slug, label, placement kind a tag's
+    group is split along), strongest first."""
     return tuple(
-        (signal.keys, frozenset(signal.keys), None, _slug(signal.label), signal.label)
+        (signal.keys, frozenset(signal.keys), None, _slug(signal.label), signal.label, signal.within)
         if isinstance(signal, TagSignal)
-        else ((), frozenset(), signal.kind, _slug(signal.label), signal.label)
+        else ((), frozenset(), signal.kind, _slug(signal.label), signal.label, None)
         for signal in support(provider).signals
         if isinstance(signal, TagSignal | PlacementSignal)
     )
@@ -87,11 +88,14 @@ def _key(node: Node, cluster_tag: str | None) -> tuple[str, str, bool]:
     if tags and alone and not tags.items().isdisjoint(alone):
         return f"{here}:{node.id}", "single node", False
     placement_read = False  # a tag's key follows from the tags alone only if no placement came before it
-    for keys, keyset, kind, slug, label in signals:
+    for keys, keyset, kind, slug, label, within in signals:
         if kind is None:
             if tags and tags.keys() >= keyset:
                 name = tags[keys[0]] if len(keys) == 1 else "/".join([tags[k] for k in keys])
-                return f"{here}:{slug}/{name}", label, not placement_read
+                part = node.placed_by(within) if within else None
+                if part and within:  # one placement of the tag's group: a cluster of its own
+                    return f"{here}:{slug}/{name}:{within}/{part}", f"{label}, one {within.replace('-', ' ')}", False
+                return f"{here}:{slug}/{name}", label, not placement_read and within is None
         else:
             placed = node.placed_by(kind)
             if placed:

@@ -4,7 +4,10 @@ The Azure SDK's bearer-token policy refuses plain http, so it serves TLS with a 
 127.0.0.1 made here (reference/testing.md). Answers are ARM list pages (`{"value": [...], "nextLink": ...}`)
 with nextLink pointing back at this server; a 403 (AuthorizationFailed) per subscription and 429s with
 Retry-After per list can be injected; every request is recorded (method, path) for call counting and the
-read-only proof. A fake `az` for AzureCliCredential is written by `fake_az`.
+read-only proof. VM lists answer as ARM does: without instance views, unless asked (statusOnly=true,
+$expand=instanceView). Faults (FAULTS) replace a list's answers: 200s that are not the page (`{}`, HTML, an empty
+body, a value of another type), nextLinks that loop, connection resets; and the endpoint can die mid-run.
+A fake `az` for AzureCliCredential is written by `fake_az`.
 """
 
 from __future__ import annotations
@@ -12,7 +15,9 @@ from __future__ import annotations
 import datetime
 import json
 import re
+import socket
 import ssl
+import struct
 import threading
 import urllib.parse
 from collections.abc import Iterator
@@ -56,13 +61,23 @@ class ArmReplay:
     # management group -> its child groups and subscriptions, as ("group" | "subscription", name)
     management_groups: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
     expired: bool = False  # every request answered 401 ExpiredAuthenticationToken
+    # dump file name (the VMs' statusOnly list: "vm-list.json?statusOnly"; the subscriptions list: "subscriptions")
+    # -> a fault its answers get instead (FAULTS); `die_after` requests, the endpoint goes away for good.
+    faults: dict[str, str] = field(default_factory=dict)
+    die_after: int | None = None
+    kill: Any = None  # set by serve(): stops the server and closes its socket
 
     def respond(self, method: str, raw_path: str) -> tuple[int, dict[str, str], Any]:
         parsed = urllib.parse.urlsplit(raw_path)
         path = parsed.path.rstrip("/")
         query = urllib.parse.parse_qs(parsed.query)
-        with self.lock:
-            self.calls.append((method, path))
+        with self.lock:  # the statusOnly list of VMs is told apart by its query (count() by path suffix)
+            self.calls.append((method, path + ("?statusOnly=true" if query.get("statusOnly") == ["true"] else "")))
+            dying = self.die_after is not None and len(self.calls) > self.die_after
+        if dying:
+            if self.kill is not None:
+                threading.Thread(target=self.kill, daemon=True).start()
+            return 0, {}, RESET
         if method != "GET":
             return 405, {}, {"error": {"code": "MethodNotAllowed", "message": "read-only replay"}}
         if self.expired:
@@ -72,6 +87,8 @@ class ArmReplay:
         if management:
             return self._descendants(management.group(1), query)
         if path.lower() == "/subscriptions":
+            if "subscriptions" in self.faults:
+                return _fault(self.faults["subscriptions"], {"value": []}, raw_path, self.port)
             return 200, {}, {"value": [{"subscriptionId": s, "displayName": s} for s in sorted(self.answers)]}
         match = re.match(r"^/subscriptions/([^/]+)(/.*)$", path, re.IGNORECASE)
         if not match:
@@ -108,6 +125,7 @@ class ArmReplay:
         if name == "vmss-list-instances.json":
             prefix = path.lower().rsplit("/virtualmachines", 1)[0] + "/"
             items = [i for i in items if str(i["id"]).lower().startswith(prefix)]
+        items = _viewed(items, query)
         if group is not None:
             items = [i for i in items if f"/resourcegroups/{group}/" in str(i["id"]).lower()]
         start = int(query.get("$skiptoken", ["0"])[0])
@@ -116,6 +134,9 @@ class ArmReplay:
             rest = {k: v[0] for k, v in query.items() if k != "$skiptoken"}
             rest["$skiptoken"] = str(start + self.page_size)
             page["nextLink"] = f"https://127.0.0.1:{self.port}{parsed.path}?{urllib.parse.urlencode(rest)}"
+        fault = self.faults.get(name + ("?statusOnly" if query.get("statusOnly") == ["true"] else ""))
+        if fault is not None:
+            return _fault(fault, page, raw_path, self.port)
         return 200, {}, page
 
     def _descendants(self, group: str, query: dict[str, list[str]]) -> tuple[int, dict[str, str], Any]:
@@ -148,6 +169,64 @@ class ArmReplay:
     def count(self, suffix: str) -> int:
         """Requests whose path ends with `suffix` (case-insensitive, as ARM paths are)."""
         return sum(1 for _, path in self.calls if path.lower().endswith(suffix.lower()))
+
+
+RESET = object()  # the answer is a reset connection: the request was read, and nothing is sent back
+
+# What a fault makes of a list's answer (each a 200 unless it is a reset): what a captive portal, a cut proxy or a
+# broken gateway sends instead of the page.
+FAULTS = ("empty-object", "html", "empty-body", "value-object", "value-string", "value-numbers", "self-link",
+          "loop", "reset")  # fmt: skip
+
+
+def _fault(kind: str, page: dict[str, Any], raw_path: str, port: int) -> tuple[int, dict[str, str], Any]:
+    html = {"Content-Type": "text/html; charset=utf-8"}
+    if kind == "empty-object":
+        return 200, {}, {}
+    if kind == "html":
+        return 200, html, b"<!DOCTYPE html><html><head><title>Sign in to Wi-Fi</title></head><body></body></html>"
+    if kind == "empty-body":
+        return 200, {}, b""
+    if kind == "value-object":
+        return 200, {}, {"value": {"id": "/subscriptions/x"}}
+    if kind == "value-string":
+        return 200, {}, {"value": "[]"}
+    if kind == "value-numbers":
+        return 200, {}, {"value": [1, 2]}
+    if kind == "self-link":  # every page names itself as the next one
+        return 200, {}, {**page, "nextLink": f"https://127.0.0.1:{port}{raw_path}"}
+    if kind == "loop":  # the last page leads back to the first
+        first = urllib.parse.urlsplit(raw_path)
+        query = {k: v[0] for k, v in urllib.parse.parse_qs(first.query).items() if k != "$skiptoken"}
+        back = f"https://127.0.0.1:{port}{first.path}?{urllib.parse.urlencode(query)}"
+        return 200, {}, {**page, "nextLink": page.get("nextLink") or back}
+    if kind == "reset":
+        return 0, {}, RESET
+    raise AssertionError(kind)
+
+
+def _viewed(items: list[dict[str, Any]], query: dict[str, list[str]]) -> list[dict[str, Any]]:
+    """A VM list as ARM answers it: `statusOnly=true` gives each VM's id, name and instance view only (the run-time
+    status, no profiles); `$expand=instanceView` the VMs with theirs; any other list the VMs without it."""
+    if query.get("statusOnly") == ["true"]:
+        return [
+            {k: i[k] for k in ("id", "name", "type", "location") if k in i}
+            | {"properties": {"instanceView": (i.get("properties") or {}).get("instanceView") or _RUNNING_VIEW}}
+            for i in items
+        ]
+    if query.get("$expand") == ["instanceView"]:
+        return items
+    return [_without_view(i) for i in items]
+
+
+def _without_view(item: dict[str, Any]) -> dict[str, Any]:
+    props = item.get("properties")
+    if not isinstance(props, dict) or "instanceView" not in props:
+        return item
+    return {**item, "properties": {k: v for k, v in props.items() if k != "instanceView"}}
+
+
+_RUNNING_VIEW = {"statuses": [{"code": "PowerState/running", "level": "Info", "displayStatus": "VM running"}]}
 
 
 def make_certificate(folder: Path) -> tuple[Path, Path]:
@@ -187,9 +266,15 @@ def serve(replay: ArmReplay, cert: Path, key: Path) -> Iterator[str]:
     class Handler(BaseHTTPRequestHandler):
         def _answer(self) -> None:
             status, headers, body = replay.respond(self.command, self.path)
-            data = json.dumps(body).encode()
+            if body is RESET:  # close at once with SO_LINGER 0: the client reads a reset, not an answer
+                self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                self.close_connection = True
+                self.connection.close()
+                return
+            data = body if isinstance(body, bytes) else json.dumps(body).encode()
             self.send_response(status)
-            self.send_header("Content-Type", "application/json")
+            if "Content-Type" not in headers:
+                self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
             for k, v in headers.items():
                 self.send_header(k, v)
@@ -206,6 +291,12 @@ def serve(replay: ArmReplay, cert: Path, key: Path) -> Iterator[str]:
     context.load_cert_chain(cert, key)
     server.socket = context.wrap_socket(server.socket, server_side=True)
     replay.port = server.server_address[1]
+
+    def kill() -> None:  # the endpoint dies: no more answers, and new connections are refused
+        server.shutdown()
+        server.server_close()
+
+    replay.kill = kill
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:

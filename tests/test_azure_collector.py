@@ -63,9 +63,12 @@ def test_live_run_reads_what_the_dump_reads(azure_env: dict[str, str], certifica
     assert live.complete, live.errors
     from_dump = dump.load_dump(Path(__file__).resolve().parent.parent / "fixtures" / "demo" / "azure")
     assert _rules(live) == _rules(from_dump)
-    assert len(live.nodes) == len(from_dump.nodes) == 23
-    # nextLink paging was followed (scale-set VMs come from their own lists).
-    assert replay.count("/providers/Microsoft.Compute/virtualMachines") == 4  # 8 VMs in pages of 2
+    assert len(live.nodes) == len(from_dump.nodes) == 25
+    # nextLink paging was followed (scale-set VMs come from their own lists), for the VMs and their power states.
+    assert replay.count("/providers/Microsoft.Compute/virtualMachines") == 5  # 10 VMs in pages of 2
+    assert replay.count("/providers/Microsoft.Compute/virtualMachines?statusOnly=true") == 5
+    assert sorted((n.id, n.state) for n in live.nodes) == sorted((n.id, n.state) for n in from_dump.nodes)
+    assert sum(1 for n in live.nodes if n.state == "deallocated") == 2
     assert live.capabilities["Standard_ND96isr_H100_v5"].source == "Azure Resource SKUs (live answer)"
 
 
@@ -123,7 +126,7 @@ def test_server_errors_are_retried_then_recorded(
     assert [(e.call, e.code) for e in inventory.errors] == [("VirtualNetworks.ListAll", "HTTP503")]
     assert inventory.has("azure", SUB, "eastus", "proximity_placement_groups")
     assert not inventory.has("azure", SUB, "eastus", "virtual_networks")
-    assert len(inventory.nodes) == 23
+    assert len(inventory.nodes) == 25
 
 
 def test_missing_subscription_is_incomplete(azure_env: dict[str, str], certificate: tuple[Path, Path]) -> None:
@@ -146,7 +149,7 @@ def test_calls_per_subscription_do_not_grow_with_the_vm_count(
             inventory = collect.collect_live([SUB], endpoint_url=url)
         assert inventory.complete
         counts.append(len(replay.calls))
-    assert counts[0] == counts[1] == 7  # six lists and the resource SKUs
+    assert counts[0] == counts[1] == 8  # six lists, the VMs' power states and the resource SKUs
 
 
 def test_resource_groups_narrow_every_list(azure_env: dict[str, str], certificate: tuple[Path, Path]) -> None:
@@ -157,8 +160,12 @@ def test_resource_groups_narrow_every_list(azure_env: dict[str, str], certificat
     groups = {n.id.split("/")[4] for n in inventory.nodes}
     assert groups == {"hpc-rg", "cfd-rg"}
     assert {rule for rule, _ in _rules(inventory)} == {"AZ130"}  # the clean cluster and the overlapping one
-    listed = [p for _, p in replay.calls if "/providers/" in p and "/skus" not in p]
+    listed = [p for _, p in replay.calls if "/providers/" in p and "/skus" not in p and "statusOnly" not in p]
     assert listed and all("/resourceGroups/" in p for p in listed)
+    # The power states have no list per group: one subscription-wide statusOnly list, matched to the VMs by id.
+    assert [p for _, p in replay.calls if "statusOnly" in p] == [
+        f"/subscriptions/{SUB}/providers/Microsoft.Compute/virtualMachines?statusOnly=true"
+    ]
 
 
 def test_token_audience_follows_the_endpoint(
@@ -284,4 +291,4 @@ def test_a_vm_whose_network_profile_cannot_be_read_is_reported_and_the_others_ju
     assert found == expected - {("AZ150", (bad,))}
     [node] = [n for n in inventory.nodes if n.id == bad]
     assert not node.interfaces and "networkProfile" in node.unknown["accelerated_networking"]
-    assert len(inventory.nodes) == 23
+    assert len(inventory.nodes) == 25

@@ -55,12 +55,20 @@ def test_demo_has_one_clean_cluster_and_one_per_category() -> None:
     assert clusters["cfd-as"] == {"AZ130"}
     assert clusters["nd-a100-custom"] == {"AZ140"}
     assert clusters["ndv4-as"] == {"AZ150"}
-    node_array = next(c for c in report.clusters if "cyclecloud" in c.id)
-    assert {f.rule for f in report.findings if f.cluster == node_array.id} == {"AZ110"}  # two scale sets
+    # A CycleCloud node array over two scale sets: each set is its own, clean InfiniBand cluster, and a note says
+    # they belong to one node array.
+    arrays = [c for c in report.clusters if "cyclecloud" in c.id]
+    assert sorted(c.id.rsplit("/", 1)[-1] for c in arrays) == ["cc-gpu-a", "cc-gpu-b"]
+    assert all(c.status == "clean" and c.grouped_by == "CycleCloud node array, one scale set" for c in arrays)
+    assert any("/nodearrays/gpu" in n and "2 scale sets (cc-gpu-a, cc-gpu-b)" in n for n in report.notes)
     aks = next(c for c in report.clusters if "aks-node-pool" in c.id)
     assert {f.rule for f in report.findings if f.cluster == aks.id} == {"AZ111"}  # AKS pool, one IB extension
+    # The parked pair is deallocated (`az vm list -d`): counted, not judged, not charged.
+    assert report.summary.nodes_by_state == {"deallocated": 2, "running": 23}
+    assert not [c for c in report.clusters if "parked" in c.id] and not [f for f in report.findings if "parked" in
+                                                                         " ".join(f.resources)]  # fmt: skip
     categories = {f.category for f in report.findings}
-    assert categories == {"fabric-isolated", "instance-choice", "network-config", "software"}
+    assert categories == {"fabric-missing", "fabric-isolated", "instance-choice", "network-config", "software"}
 
 
 def test_cli_shape_and_arm_shape_read_alike(tmp_path: Path) -> None:
@@ -80,7 +88,7 @@ def test_two_subscriptions_with_the_same_names_are_two_scopes(tmp_path: Path) ->
     demo_builder.write(demo_builder.demo(), tmp_path / SUB)
     demo_builder.write(demo_builder.demo(other), tmp_path / other)
     report = _report(tmp_path)
-    assert len(report.clusters) == 18
+    assert len(report.clusters) == 20  # the node array's two scale sets are two clusters in each subscription
     assert {c.account for c in report.clusters} == {SUB, other}
     only = dump.load_dump(tmp_path, [other])
     assert {n.account for n in only.nodes} == {other}

@@ -39,8 +39,10 @@ def test_demo_runs_outside_the_source_tree_and_shows_every_category() -> None:
     categories = {(f["provider"], f["category"]) for f in report["findings"]}
     aws = {"fabric-missing", "fabric-partial", "fabric-isolated", "placement", "instance-choice", "network-config"}
     assert {c for p, c in categories if p == "aws"} == aws
-    # The Azure subscription shows every Azure category: split partitions, choice, network and drivers.
+    # The Azure subscription shows every Azure category: no InfiniBand (Flexible), split partitions, choice,
+    # network and drivers.
     assert {c for p, c in categories if p == "azure"} == {
+        "fabric-missing",
         "fabric-isolated",
         "instance-choice",
         "network-config",
@@ -75,7 +77,9 @@ def test_text_report_is_plain_when_piped(tmp_path: Path) -> None:
     result = run("demo", "--price-per-gpu-hour", "4.5")
     assert result.returncode == 0
     assert "\x1b[" not in result.stdout
-    assert "Cluster aws/111122223333/us-east-1/asg llm-prod" in result.stdout  # the short name (reports/names.py)
+    # The clean clusters (five since the Azure node array's two scale sets are judged apart) collapse to one line,
+    # each by its short name (reports/names.py).
+    assert "clean clusters: aws/111122223333/us-east-1/asg llm-prod" in result.stdout
     assert "AWS101 fabric-missing" in result.stdout and "Summary:" in result.stdout
     assert "$" in result.stdout  # dollars appear once a price is given
 

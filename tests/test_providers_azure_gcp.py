@@ -89,6 +89,48 @@ def test_azure_cpu_size_without_infiniband_is_not_expected_to_use_a_fabric() -> 
 
 
 @pytest.mark.parametrize(
+    ("size", "gpus"),
+    [
+        ("Standard_D4s_v5", 0),  # general purpose (sizes/overview.md)
+        ("Standard_DS3_v2", 0),  # the previous generation's name of D
+        ("Standard_E64-16ds_v4", 0),  # memory optimized, constrained vCPUs
+        ("Standard_F72s_v2", 0),
+        ("Standard_M416ms_v2", 0),
+        ("Standard_B2ms", 0),
+        ("Basic_A1", 0),
+        ("Standard_L8s_v3", 0),
+        ("Standard_DC8ads_v5", 0),
+        ("Standard_NP10s", 0),  # FPGA: no GPU
+        ("Standard_NC4as_T4_v3", 1),  # N-series without 'r', GPUs from its size page
+        ("Standard_NC64as_T4_v3", 4),
+        ("Standard_NV36ads_A10_v5", 1),
+        ("Standard_NV6ads_A10_v5", 0),  # a sixth of an A10: no whole GPU
+        ("Standard_NCC40ads_H100_v5", 1),
+    ],
+)
+def test_azure_size_names_without_infiniband_are_known_without_a_table(size: str, gpus: int) -> None:
+    cap = resolve(size, {})
+    assert cap is not None and cap.fabric is FabricKind.NONE and cap.accelerators == gpus
+    assert "naming" in cap.source
+
+
+@pytest.mark.parametrize(
+    "size",
+    [
+        "Standard_A8",  # the retired compute-intensive A8 and A9 had RDMA before the 'r' convention
+        "Standard_A9",
+        "Standard_HB60rs",  # an HPC size with 'r' that no table holds: its InfiniBand is not guessed
+        "Standard_H16r",
+        "Standard_NC8ads_A10_v4",  # an N-series size whose GPUs no table gives
+        "Standard_NC24r",  # an N-series size with 'r'
+        "Standard_D96rs_v9",  # an 'r' in any family means RDMA: never answered from the name
+    ],
+)
+def test_azure_size_names_that_do_not_say_stay_unknown(size: str) -> None:
+    assert resolve(size, {}) is None
+
+
+@pytest.mark.parametrize(
     ("size", "family", "generation", "rank"),
     [
         ("Standard_ND96isr_H100_v5", "ND", "ND_H100_v5", 96),

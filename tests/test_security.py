@@ -94,8 +94,9 @@ def test_azure_management_group_scan_only_gets_and_the_role_names_exactly_what_i
 
 
 def _arm_permission(path: str) -> str:
-    """The read action an ARM GET path needs: its provider namespace and resource types, then /read."""
-    path = path.lower()
+    """The read action an ARM GET path needs: its provider namespace and resource types, then /read (a query such
+    as statusOnly=true needs nothing more)."""
+    path = path.lower().split("?", 1)[0]
     if path.endswith("/descendants"):
         return azure_collect.DESCENDANTS_READ.lower()
     tail = path.split("/providers/", 1)[1].split("/")

@@ -109,6 +109,7 @@ class Subscription:
         extensions: tuple[tuple[str, str], ...] = (),
         accelerated: bool = True,
         tags: dict[str, str] | None = None,
+        power: str = "running",
         availability_set: str | None = None,
         ppg: str | None = None,
         scale_set: str | None = None,
@@ -134,6 +135,7 @@ class Subscription:
                 "diagnosticsProfile": {"bootDiagnostics": {"enabled": True}},
                 "provisioningState": "Succeeded",
                 "timeCreated": "2026-11-02T09:14:07.1234567+00:00",
+                "instanceView": _instance_view(power),
             }  # fmt: skip
             for key, ref in (("availabilitySet", availability_set), ("proximityPlacementGroup", ppg),
                              ("virtualMachineScaleSet", scale_set)):  # fmt: skip
@@ -212,6 +214,7 @@ class Subscription:
         accelerated: bool = True,
         tags: dict[str, str] | None = None,
         vm_tags: dict[str, str] | None = None,
+        power: str = "running",
     ) -> str:
         set_id = rid(self.sub, group, "Microsoft.Compute/virtualMachineScaleSets", name)
         nic_config = {
@@ -246,7 +249,7 @@ class Subscription:
         )
         if mode == "Flexible":
             self.vms(group, name, count, size, subnet, image=image, extensions=extensions, accelerated=accelerated,
-                     tags=vm_tags or tags, scale_set=set_id)  # fmt: skip
+                     tags=vm_tags or tags, scale_set=set_id, power=power)  # fmt: skip
             return set_id
         for i in range(count):
             vm_id = f"{set_id}/virtualMachines/{i}"
@@ -272,11 +275,24 @@ class Subscription:
                         "networkProfileConfiguration": {"networkInterfaceConfigurations": [nic_config]},
                         "networkProfile": {"networkInterfaces": [{"id": f"{vm_id}/networkInterfaces/{name}-nic"}]},
                         "provisioningState": "Succeeded",
+                        "instanceView": _instance_view(power),
                     },
                     "resources": [_extension(vm_id, p, t) for p, t in extensions],
                 }
             )
         return set_id
+
+
+def _instance_view(power: str) -> Item:
+    """The instance view's statuses, as ARM gives them with statusOnly=true or $expand=instanceView
+    (azure-rest-api-specs VirtualMachine_Get_InstanceView.json): the provisioning state and the power state."""
+    return {
+        "statuses": [
+            {"code": "ProvisioningState/succeeded", "level": "Info", "displayStatus": "Provisioning succeeded",
+             "time": "2026-11-02T09:16:40.1234567+00:00"},
+            {"code": f"PowerState/{power}", "level": "Info", "displayStatus": f"VM {power}"},
+        ]
+    }  # fmt: skip
 
 
 def _guid(seed: str) -> str:
@@ -348,7 +364,8 @@ def demo(subscription: str = SUBSCRIPTION) -> Subscription:
     s.scale_set("hpc-rg", "nd-h100-train", 4, "Standard_ND96isr_H100_v5", ok, extensions=(MONITOR,))
     # fabric-isolated: the same VMs as standalone VMs (sharing only a proximity placement group).
     s.vms("solo-rg", "nd-solo", 2, "Standard_ND96isr_H100_v5", ok, ppg=s.ppg("solo-rg", "solo-ppg"))
-    # fabric-isolated: two scale sets meant as one CycleCloud node array.
+    # Clean: a CycleCloud node array backed by two scale sets, each its own InfiniBand cluster (CycleCloud keeps a
+    # job inside one; the report notes that they belong to one node array).
     array = {"CycleCloudNodeArray": "/sites/hpc/clusters/llm/nodearrays/gpu"}
     s.scale_set("cc-rg", "cc-gpu-a", 2, "Standard_ND96isr_H100_v5", ok, tags=array)
     s.scale_set("cc-rg", "cc-gpu-b", 2, "Standard_ND96isr_H100_v5", ok, tags=array)
@@ -371,6 +388,10 @@ def demo(subscription: str = SUBSCRIPTION) -> Subscription:
     # software: a custom image without the InfiniBand driver extension.
     custom = {"id": rid(subscription, "img-rg", "Microsoft.Compute/images", "llm-base-2026")}
     s.scale_set("img-rg", "nd-a100-custom", 2, "Standard_ND96amsr_A100_v4", ok, image=custom)
+    # Counted, not judged or charged: a parked pair of ND H100 v5 VMs, deallocated (`az vm list -d` says so); were
+    # they running, sharing only a proximity placement group would split them (AZ110).
+    s.vms("parked-rg", "nd-parked", 2, "Standard_ND96isr_H100_v5", ok, ppg=s.ppg("parked-rg", "parked-ppg"),
+          power="deallocated")  # fmt: skip
     # network-config (warning): accelerated networking off on GPU VMs' NICs.
     s.vms("an-rg", "nd-slow-nic", 2, "Standard_ND96asr_v4", ok, accelerated=False,
           availability_set=s.availability_set("an-rg", "ndv4-as"))  # fmt: skip
@@ -414,10 +435,24 @@ def flatten(item: Any, top: bool = True) -> Any:
     return out
 
 
+def shown_with_details(vm: Item) -> Item:
+    """`az vm list -d`: the VM with `powerState`, the displayStatus of its PowerState/* status, in place of its
+    instance view (Azure/azure-cli vm/custom.py get_vm_details), and its addresses."""
+    shown = {k: v for k, v in vm.items() if k != "instanceView"}
+    statuses = (vm.get("instanceView") or {}).get("statuses") or []
+    shown["powerState"] = ",".join(s["displayStatus"] for s in statuses if s["code"].startswith("PowerState/"))
+    shown.update({"fqdns": "", "macAddresses": "60-45-BD-00-00-00", "privateIps": "10.0.0.4", "publicIps": ""})
+    return shown
+
+
 def write(s: Subscription, folder: Path, cli_shape: bool = True) -> None:
+    """The dump recipe's files: `az vm list -d`, `az vmss list-instances --expand instanceView` and the other lists
+    as `az -o json` prints them (cli_shape), or as ARM pages with the instance views a live run asks for."""
     folder.mkdir(parents=True, exist_ok=True)
     for name, items in s.files.items():
-        doc = flatten(items) if cli_shape else {"value": items}
+        doc: Any = {"value": items}
+        if cli_shape:
+            doc = [shown_with_details(vm) for vm in flatten(items)] if name == "vm-list.json" else flatten(items)
         (folder / name).write_text(json.dumps(doc, indent=1) + "\n")
 
 

@@ -80,8 +80,12 @@ def _what(kind: str, name: str) -> str:
     if name.startswith(("/subscriptions/", "projects/", "https://")):
         name = _last(name)  # an ARM id or a Compute selfLink: its last segment names it
     elif kind == "cyclecloud-node-array":
-        parts = name.strip("/").split("/")  # /sites/SITE/clusters/CLUSTER/nodearrays/ARRAY
-        name = "/".join(parts[3::2]) if len(parts) >= 6 else name.strip("/")
+        # /sites/SITE/clusters/CLUSTER/nodearrays/ARRAY, and :scale-set/ARM-ID when the array's sets are judged apart
+        array, _, scale_set = name.partition(":scale-set/")
+        parts = array.strip("/").split("/")
+        name = "/".join(parts[3::2]) if len(parts) >= 6 else array.strip("/")
+        if scale_set:
+            name += f" vmss {_last(scale_set)}"
     return f"{KINDS.get(kind, kind)} {name}"
 
 

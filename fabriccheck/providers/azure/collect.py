@@ -6,9 +6,10 @@ normalizer as dumps. Only GET requests: `role_definition()` lists the read actio
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -66,9 +67,17 @@ NO_CREDENTIAL_HINT = "az login, a service principal's AZURE_* variables, workloa
 RETRY_TOTAL = RETRIES.max_attempts - 1
 
 
-def _dicts(pages: Iterable[Any]) -> list[dict[str, Any]]:
-    """SDK models -> ARM's own JSON (the SDK's models are views over it)."""
-    return [item.as_dict() for item in pages]
+def _dicts(paged: Any) -> list[dict[str, Any]]:
+    """An SDK pager's items as ARM's own JSON (the SDK's models are views over it), read page by page with the
+    paging guards of answers.py."""
+    from fabriccheck.providers.azure.answers import items_of
+
+    return items_of(paged, _as_dict)
+
+
+def _as_dict(item: Any) -> dict[str, Any]:
+    found: dict[str, Any] = item.as_dict()
+    return found
 
 
 def _list(call: ArmCall, compute: Any, network: Any, groups: list[str]) -> list[dict[str, Any]]:
@@ -95,13 +104,39 @@ def _list(call: ArmCall, compute: Any, network: Any, groups: list[str]) -> list[
     raise AssertionError(call)
 
 
+# The VMs' run-time status (power state) in one paged call: the VM list has no instance views, and
+# `$expand=instanceView` on it needs a $filter; statusOnly=true gives every VM's instance view and nothing else
+# (Microsoft.Compute VirtualMachines_ListAll). Subscription-wide, so with --resource-group too; its VMs are matched
+# by id. The same read permission as the VM list.
+VM_STATUS_LIST = ArmCall("VirtualMachines.ListAll(statusOnly)", "az vm list -d", VM_LIST.fact, VM_LIST.permission,
+                         True)  # fmt: skip
+
+
+def _add_power_states(vms: list[dict[str, Any]], statuses: list[dict[str, Any]]) -> None:
+    """Each VM's instance view from the statusOnly answer, under its properties as $expand would put it."""
+    views = {
+        str(s.get("id")).lower(): view
+        for s in statuses
+        if isinstance(view := (s.get("properties") or {}).get("instanceView"), dict)
+    }
+    for vm in vms:
+        view = views.get(str(vm.get("id")).lower())
+        if view is not None and isinstance(vm.get("properties"), dict):
+            vm["properties"]["instanceView"] = view
+
+
 def _message(exc: Any) -> str:
     return str(getattr(exc.error, "message", None) or exc.message or first_line(exc)).splitlines()[0]
 
 
 def _error(call: ArmCall, scope: Scope, exc: Exception) -> CollectionError:
-    from azure.core.exceptions import HttpResponseError
+    from azure.core.exceptions import DecodeError, HttpResponseError
 
+    from fabriccheck.providers.azure.answers import BadArmAnswer
+
+    if isinstance(exc, BadArmAnswer | DecodeError) or not isinstance(exc, _call_errors()[0]):
+        # A 200 that is not the list, paging that does not end, a body the SDK could not read.
+        return scope.error(call.name, BAD_RESPONSE, first_line(exc))
     if isinstance(exc, HttpResponseError):
         status = exc.status_code or 0
         code = str(getattr(exc.error, "code", None) or exc.reason or status)
@@ -113,7 +148,48 @@ def _error(call: ArmCall, scope: Scope, exc: Exception) -> CollectionError:
         if status == 404:
             return scope.error(call.name, "NotFound", f"{code}: {text}")
         return scope.error(call.name, f"HTTP{status}", f"{code}: {text}")
-    return scope.unreachable(call.name, exc)
+    return scope.unreachable(call.name, exc)  # no connection, a reset, a timeout (after azure-core's retries)
+
+
+def _call_errors() -> tuple[type[Exception], ...]:
+    """What one ARM call may raise that is that call's failure: azure-core's errors, and the SDK's deserializer's
+    for an answer whose fields it cannot read."""
+    from azure.core.exceptions import AzureError, DeserializationError
+
+    return AzureError, DeserializationError
+
+
+class _Calls:
+    """One subscription's calls, one at a time: each failure is recorded against its call, and the rest go on."""
+
+    def __init__(self, subscription: str, progress: Progress) -> None:
+        self.subscription = subscription
+        self.scope = Scope("azure", subscription)
+        self.progress = progress
+        self.errors: list[CollectionError] = []
+
+    def one(self, call: ArmCall, fetch: Callable[[], list[dict[str, Any]]]) -> list[dict[str, Any]] | None:
+        from azure.core.exceptions import ClientAuthenticationError
+
+        self.progress.step(self.subscription, call.name)
+        try:
+            return fetch()
+        except ClientAuthenticationError as exc:
+            if getattr(exc, "status_code", None) == 403:
+                self.errors.append(_error(call, self.scope, exc))
+                return None
+            if getattr(exc, "status_code", None) == 401:
+                # Not a permission of one subscription: the token itself was refused (expired, revoked, other
+                # tenant), and every call of every subscription would be refused alike.
+                code = str(getattr(exc.error, "code", None) or "Unauthorized")
+                raise FabricCheckError(
+                    f"Azure refused the credential ({code}: {_message(exc)}); sign in again ({NO_CREDENTIAL_HINT}) "
+                    "and run again"
+                ) from None
+            raise FabricCheckError(f"no Azure credential ({NO_CREDENTIAL_HINT}): {first_line(exc)}") from None
+        except _call_errors() as exc:
+            self.errors.append(_error(call, self.scope, exc))
+            return None
 
 
 def fetch_subscription(
@@ -124,63 +200,44 @@ def fetch_subscription(
     progress: Progress | None = None,
 ) -> tuple[dict[ArmCall, Any], list[CollectionError]]:
     """Every answer for one subscription; failures become CollectionErrors."""
-    from azure.core.exceptions import ClientAuthenticationError, HttpResponseError, ServiceRequestError
-
-    progress = progress or Progress()
-    scope = Scope("azure", subscription)
+    calls = _Calls(subscription, progress or Progress())
     answers: dict[ArmCall, Any] = {}
-    errors: list[CollectionError] = []
-    groups = groups or []
-    order = (VM_LIST, SCALE_SET_LIST, AVAILABILITY_SET_LIST, PPG_LIST, NIC_LIST, VNET_LIST)
-    for call in order:
-        progress.step(subscription, call.name)
-        try:
-            answers[call] = _list(call, compute, network, groups)
-        except ClientAuthenticationError as exc:
-            if getattr(exc, "status_code", None) == 403:
-                errors.append(_error(call, scope, exc))
-                continue
-            if getattr(exc, "status_code", None) == 401:
-                # Not a permission of one subscription: the token itself was refused (expired, revoked, other
-                # tenant), and every call of every subscription would be refused alike.
-                code = str(getattr(exc.error, "code", None) or "Unauthorized")
-                raise FabricCheckError(
-                    f"Azure refused the credential ({code}: {_message(exc)}); sign in again ({NO_CREDENTIAL_HINT}) "
-                    "and run again"
-                ) from None
-            raise FabricCheckError(f"no Azure credential ({NO_CREDENTIAL_HINT}): {first_line(exc)}") from None
-        except (HttpResponseError, ServiceRequestError) as exc:
-            error = _error(call, scope, exc)
-            errors.append(error)
-            if error.code in ("NotFound", "Unreachable") and call is VM_LIST:
-                break  # a subscription that does not exist (or an endpoint that does not answer) fails alike
-    if SCALE_SET_LIST in answers:
-        progress.step(subscription, SCALE_SET_VM_LIST.name)
-        members: list[dict[str, Any]] = []
-        try:
-            for scale_set in answers[SCALE_SET_LIST]:
-                props = scale_set.get("properties") or {}
-                if str(props.get("orchestrationMode") or "Uniform").lower() == "flexible":
-                    continue  # a Flexible scale set's VMs are in the VM list
-                group = str(scale_set["id"]).split("/")[4]
-                members += _dicts(compute.virtual_machine_scale_set_vms.list(group, scale_set["name"]))
-            answers[SCALE_SET_VM_LIST] = members
-        except (HttpResponseError, ServiceRequestError) as exc:
-            errors.append(_error(SCALE_SET_VM_LIST, scope, exc))
+    for call in (VM_LIST, SCALE_SET_LIST, AVAILABILITY_SET_LIST, PPG_LIST, NIC_LIST, VNET_LIST):
+        found = calls.one(call, functools.partial(_list, call, compute, network, groups or []))
+        if found is not None:
+            answers[call] = found
+        elif call is VM_LIST and calls.errors[-1].code in ("NotFound", "Unreachable"):
+            break  # a subscription that does not exist (or an endpoint that does not answer) fails alike
     if VM_LIST in answers:
-        progress.step(subscription, SKU_LIST.name)
+        statuses = calls.one(VM_STATUS_LIST, lambda: _dicts(compute.virtual_machines.list_all(status_only="true")))
+        if statuses is not None:
+            _add_power_states(answers[VM_LIST], statuses)
+    if SCALE_SET_LIST in answers:
+        members = calls.one(SCALE_SET_VM_LIST, lambda: _scale_set_vms(compute, answers[SCALE_SET_LIST]))
+        if members is not None:
+            answers[SCALE_SET_VM_LIST] = members
+    if VM_LIST in answers:
         used = {
             str(((vm.get("properties") or {}).get("hardwareProfile") or {}).get("vmSize")) for vm in answers[VM_LIST]
         } | {str((s.get("sku") or {}).get("name")) for s in answers.get(SCALE_SET_LIST, [])}
-        try:
-            # One list of every size (ARM has no filter by size name); only the sizes in use are kept.
-            answers[SKU_LIST] = [
-                s for s in _dicts(compute.resource_skus.list()) if s.get("resourceType") == "virtualMachines"
-                and s.get("name") in used
-            ]  # fmt: skip
-        except (HttpResponseError, ServiceRequestError) as exc:
-            errors.append(_error(SKU_LIST, scope, exc))
-    return answers, errors
+        # One list of every size (ARM has no filter by size name); only the sizes in use are kept.
+        skus = calls.one(SKU_LIST, lambda: _dicts(compute.resource_skus.list()))
+        if skus is not None:
+            answers[SKU_LIST] = [s for s in skus if s.get("resourceType") == "virtualMachines" and s.get("name") in
+                                 used]  # fmt: skip
+    return answers, calls.errors
+
+
+def _scale_set_vms(compute: Any, scale_sets: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The VMs of every Uniform scale set, with their instance views (a Flexible set's VMs are in the VM list)."""
+    members: list[dict[str, Any]] = []
+    for scale_set in scale_sets:
+        props = scale_set.get("properties") or {}
+        if str(props.get("orchestrationMode") or "Uniform").lower() == "flexible":
+            continue
+        group = str(scale_set["id"]).split("/")[4]
+        members += _dicts(compute.virtual_machine_scale_set_vms.list(group, scale_set["name"], expand="instanceView"))
+    return members
 
 
 def _credential(cloud: Cloud) -> Any:
@@ -225,6 +282,8 @@ def clients(
     from azure.mgmt.compute import ComputeManagementClient
     from azure.mgmt.network import NetworkManagementClient
 
+    from fabriccheck.providers.azure.answers import check_answer
+
     options: dict[str, Any] = {
         "base_url": endpoint,
         # The token's audience follows the endpoint: sovereign clouds and Azure Stack have their own.
@@ -234,6 +293,7 @@ def clients(
         "read_timeout": RETRIES.read_timeout,
         "user_agent": "fabriccheck/0.1",
         "raw_request_hook": API_CALLS.add,  # each request sent, retries included
+        "raw_response_hook": check_answer,  # a 200 must be an ARM list page (answers.py); each attempt checked
     }
     if verify:
         options["connection_verify"] = verify
@@ -247,47 +307,53 @@ def clients(
 
 def list_subscriptions(compute: Any, endpoint: str) -> list[str]:
     """Every subscription the credential can list (GET /subscriptions, nextLink paging)."""
-    from azure.core.exceptions import ClientAuthenticationError, HttpResponseError, ServiceRequestError
-    from azure.core.rest import HttpRequest
+    from azure.core.exceptions import ClientAuthenticationError
 
-    url: str | None = f"{endpoint.rstrip('/')}/subscriptions?api-version={SUBSCRIPTIONS_API}"
+    url = f"{endpoint.rstrip('/')}/subscriptions?api-version={SUBSCRIPTIONS_API}"
     found: list[str] = []
     try:
-        while url:
-            response = compute._client.send_request(HttpRequest("GET", url))
-            response.raise_for_status()
-            page = response.json()
-            found += [str(s["subscriptionId"]) for s in page.get("value", []) if s.get("subscriptionId")]
-            url = page.get("nextLink")
+        for page in _pages(compute, url):
+            found += [str(s["subscriptionId"]) for s in page["value"] if s.get("subscriptionId")]
     except ClientAuthenticationError as exc:
         raise FabricCheckError(f"no Azure credential ({NO_CREDENTIAL_HINT}): {first_line(exc)}") from None
-    except (HttpResponseError, ServiceRequestError) as exc:
+    except _call_errors() as exc:
         raise FabricCheckError(f"listing subscriptions at {endpoint} failed: {first_line(exc)}") from None
     return sorted(set(found))
+
+
+def _pages(compute: Any, url: str) -> Iterator[dict[str, Any]]:
+    """The pages of an ARM list read by URL through the client's pipeline (its retries and answer check), with
+    the paging guards of answers.py."""
+    from azure.core.rest import HttpRequest
+
+    from fabriccheck.providers.azure.answers import pages_of
+
+    def fetch(link: str) -> dict[str, Any]:
+        response = compute._client.send_request(HttpRequest("GET", link))
+        response.raise_for_status()
+        page: dict[str, Any] = response.json()
+        return page
+
+    return pages_of(url, fetch)
 
 
 def management_group_subscriptions(compute: Any, endpoint: str, group: str) -> list[str]:
     """Every subscription under the management group, nested groups included (GET .../descendants, nextLink
     paging); read-only, and it needs Microsoft.Management/managementGroups/descendants/read on the group."""
-    from azure.core.exceptions import ClientAuthenticationError, HttpResponseError, ServiceRequestError
-    from azure.core.rest import HttpRequest
+    from azure.core.exceptions import ClientAuthenticationError
 
     if not MANAGEMENT_GROUP.fullmatch(group):
         raise FabricCheckError(f"--management-group {group}: not a management group id (its name, not a path)")
-    url: str | None = (
+    url = (
         f"{endpoint.rstrip('/')}/providers/Microsoft.Management/managementGroups/{group}/descendants"
         f"?api-version={MANAGEMENT_GROUPS_API}"
     )
     found: list[str] = []
     try:
-        while url:
-            response = compute._client.send_request(HttpRequest("GET", url))
-            response.raise_for_status()
-            page = response.json()
-            for item in page.get("value", []):
+        for page in _pages(compute, url):
+            for item in page["value"]:
                 if str(item.get("type", "")).lower().endswith("/subscriptions") and item.get("name"):
                     found.append(str(item["name"]).lower())
-            url = page.get("nextLink")
     except ClientAuthenticationError as exc:
         if getattr(exc, "status_code", None) in (401, 403):
             raise FabricCheckError(
@@ -295,7 +361,7 @@ def management_group_subscriptions(compute: Any, endpoint: str, group: str) -> l
                 f"{DESCENDANTS_READ} on the group"
             ) from None
         raise FabricCheckError(f"no Azure credential ({NO_CREDENTIAL_HINT}): {first_line(exc)}") from None
-    except (HttpResponseError, ServiceRequestError) as exc:
+    except _call_errors() as exc:
         raise FabricCheckError(
             f"--management-group {group}: listing its subscriptions failed: {first_line(exc)}"
         ) from None

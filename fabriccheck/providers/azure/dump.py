@@ -10,12 +10,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from fabriccheck.compact import Compactor, compacting
 from fabriccheck.errors import DumpShapeError, FabricCheckError
 from fabriccheck.inventory import Inventory
 from fabriccheck.model import UNKNOWN_ACCOUNT
+from fabriccheck.providers.azure.kinds import what_the_document_is
 from fabriccheck.providers.azure.normalize import CALLS, PROJECTIONS, ArmCall, Normalizer
 from fabriccheck.sources import projected
 from fabriccheck.sources.common import TRUNCATED, Scope, paused_gc
@@ -94,7 +95,7 @@ def _load_folder(folder: Path, subscription: str | None) -> Inventory:
     truncated: list[ArmCall] = []
     # Each file read as a stream, one item at a time, and each node compacted as it is made (see aws/dump.py).
     for call in present:
-        answer = _Answer(folder / call.dump_file, PROJECTIONS.get(call))
+        answer = _Answer(folder / call.dump_file, PROJECTIONS.get(call), call.command)
         with paused_gc():
             flat = answer.projected()
             if flat is not None:  # parsed whole with the fields read, each of ARM's type: VMs alike share a shape
@@ -133,9 +134,10 @@ class _Answer:
     """One `az ... -o json` file read as a stream: a list of resources, or an ARM page (`{"value": [...]}`)
     whose other members (`rest`: a nextLink) are kept."""
 
-    def __init__(self, path: Path, fields: Any = None) -> None:
+    def __init__(self, path: Path, fields: Any = None, command: str = "") -> None:
         self.path = path
         self.fields = fields  # the projection the normalizer needs of each item (sources/projected.py)
+        self.command = command  # what makes the file, for the line that says it holds something else
         self.rest: dict[str, Any] = {}
         self.listed = False  # the document is a list, or holds one under "value"
 
@@ -159,12 +161,20 @@ class _Answer:
         for at, value in walk(self.path, self._descend):
             index = at[-1] if at and isinstance(at[-1], int) else None
             if index is None:
-                if not at or at == ("value",):  # a scalar document, or a value that is not a list
-                    raise DumpShapeError(where, "(top level)", "a list, or an object with a value list")
+                if not at:  # a scalar document
+                    self._holds(f"a JSON {type(value).__name__}")
+                if at == ("value",):
+                    self._holds(f"an object whose value is a JSON {type(value).__name__}, not a list")
                 self.rest[str(at[0])] = value
                 continue
             if not isinstance(value, dict):
                 raise DumpShapeError(where, f"[{index}]", "an object")
             yield f"[{index}]", value
-        if not self.listed:
-            raise DumpShapeError(where, "(top level)", "a list, or an object with a value list")
+        if not self.listed:  # an object without a value list: a file without its list is no empty list
+            self._holds(what_the_document_is(list(self.rest)))
+
+    def _holds(self, what: str) -> NoReturn:
+        raise FabricCheckError(
+            f"{self.path}: holds {what}, not what {self.command} -o json prints (a list, or an ARM page with a "
+            "value list); make it again with that command"
+        )

@@ -15,15 +15,18 @@ import re
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, TypedDict
+from typing import Any
 
 from pydantic import ValidationError
 
-from fabriccheck import catalog
 from fabriccheck.compact import compacted_maker
 from fabriccheck.errors import DumpShapeError, FabricCheckError
 from fabriccheck.inventory import Inventory
-from fabriccheck.model import UNKNOWN_ACCOUNT, Capability, FabricKind, NetworkInterface, Node, Placement, fact_key
+from fabriccheck.model import UNKNOWN_ACCOUNT, NetworkInterface, Node, Placement, fact_key
+from fabriccheck.providers.azure.fields import NicFields, VmFields
+from fabriccheck.providers.azure.kinds import RESOURCE_TYPES, WrongKind, check, resource_type
+from fabriccheck.providers.azure.skus import read_sku, unreadable_errors
+from fabriccheck.providers.azure.states import RUNNING, power_state, stateless_note
 from fabriccheck.providers.azure.support import (
     AVAILABILITY_SET,
     AVAILABILITY_SETS,
@@ -63,17 +66,19 @@ class ArmCall:
     @property
     def dump_file(self) -> str:
         # `az vm availability-set list` -> vm-availability-set-list.json
-        return self.command.removeprefix("az ").split(" --", 1)[0].replace(" ", "-") + ".json"
+        return self.command.removeprefix("az ").split(" -", 1)[0].replace(" ", "-") + ".json"
 
 
 SKU_LIST = ArmCall("ResourceSkus.List", "az vm list-skus --resource-type virtualMachines", SKUS,
                    "Microsoft.Compute/skus/read", False)  # fmt: skip
 SCALE_SET_LIST = ArmCall("VirtualMachineScaleSets.ListAll", "az vmss list", SCALE_SETS,
                          "Microsoft.Compute/virtualMachineScaleSets/read", True)  # fmt: skip
-VM_LIST = ArmCall("VirtualMachines.ListAll", "az vm list", VMS, "Microsoft.Compute/virtualMachines/read", True)
+# `az vm list -d` adds each VM's power state (states.py); a plain `az vm list` is read too.
+VM_LIST = ArmCall("VirtualMachines.ListAll", "az vm list -d", VMS, "Microsoft.Compute/virtualMachines/read", True)
 # One list call per scale set (ARM has no subscription-wide list of scale-set VMs); the dump concatenates them.
-SCALE_SET_VM_LIST = ArmCall("VirtualMachineScaleSetVMs.List", "az vmss list-instances", SCALE_SETS,
-                            "Microsoft.Compute/virtualMachineScaleSets/virtualMachines/read", True)  # fmt: skip
+SCALE_SET_VM_LIST = ArmCall("VirtualMachineScaleSetVMs.List", "az vmss list-instances --expand instanceView",
+                            SCALE_SETS, "Microsoft.Compute/virtualMachineScaleSets/virtualMachines/read",
+                            True)  # fmt: skip
 AVAILABILITY_SET_LIST = ArmCall("AvailabilitySets.ListBySubscription", "az vm availability-set list",
                                 AVAILABILITY_SETS, "Microsoft.Compute/availabilitySets/read", True)  # fmt: skip
 PPG_LIST = ArmCall("ProximityPlacementGroups.ListBySubscription", "az ppg list", PROXIMITY_PLACEMENT_GROUPS,
@@ -92,108 +97,7 @@ _SUBSCRIPTION = re.compile(r"^/subscriptions/([^/]+)/", re.IGNORECASE)
 _SCALE_SET_OF_VM = re.compile(r"^(.*/virtualmachinescalesets/[^/]+)/virtualmachines/[^/]+$", re.IGNORECASE)
 
 
-# What the normalizer reads of a VM (Normalizer._item, _vm, _nic_configs, _extensions, _image) and of a NIC: a
-# dump's VM, scale-set VM and NIC lists are parsed with these fields only (sources/projected.py). ARM answers keep
-# settings under `properties`; `az -o json` flattens them to the top level: both are named. A field read must be
-# named here; tests/test_projected.py checks that against every VM and NIC the fixtures hold. The fields a VM's
-# shape is made of (_VmShape) have the types ARM gives them (a value of another type reads the file in full), so
-# equal values read the same.
-class _Ref(TypedDict, total=False):
-    id: str
-
-
-class _IpConfigurationProps(TypedDict, total=False):
-    subnet: _Ref | None
-
-
-class _IpConfiguration(_IpConfigurationProps, total=False):
-    properties: _IpConfigurationProps | None
-
-
-class _NicConfigurationProps(TypedDict, total=False):
-    ipConfigurations: list[_IpConfiguration] | None
-    enableAcceleratedNetworking: bool | None
-
-
-class _NicConfiguration(_NicConfigurationProps, total=False):
-    name: str | None
-    properties: _NicConfigurationProps | None
-
-
-class _NetworkProfileConfiguration(TypedDict, total=False):
-    networkInterfaceConfigurations: list[_NicConfiguration] | None
-
-
-class _NicReferenceProps(TypedDict, total=False):
-    primary: Any
-
-
-class _NicReference(_NicReferenceProps, total=False):
-    id: Any
-    properties: _NicReferenceProps | None
-
-
-class _NetworkProfile(TypedDict, total=False):
-    networkInterfaces: list[_NicReference] | None
-
-
-class _ImageReference(TypedDict, total=False):
-    publisher: str | None
-    offer: str | None
-    sku: str | None
-    version: str | None
-    id: str | None
-    sharedGalleryImageId: str | None
-    communityGalleryImageId: str | None
-
-
-class _StorageProfile(TypedDict, total=False):
-    imageReference: _ImageReference | None
-
-
-class _HardwareProfile(TypedDict, total=False):
-    vmSize: str | None
-
-
-class _Sku(TypedDict, total=False):
-    name: str | None
-
-
-class _VmProps(TypedDict, total=False):
-    virtualMachineScaleSet: _Ref | None
-    availabilitySet: _Ref | None
-    proximityPlacementGroup: _Ref | None
-    hardwareProfile: _HardwareProfile | None
-    storageProfile: _StorageProfile | None
-    networkProfileConfiguration: _NetworkProfileConfiguration | None
-    networkProfile: _NetworkProfile | None
-
-
-class VmFields(_VmProps, total=False):
-    id: Any
-    name: Any
-    location: str | None
-    tags: dict[str, str] | None
-    zones: list[str] | None
-    sku: _Sku | None
-    resources: Any  # the VM's extensions
-    properties: _VmProps | None
-
-
-class _NicProps(TypedDict, total=False):
-    ipConfigurations: list[_IpConfiguration] | None
-    enableAcceleratedNetworking: Any
-    virtualMachine: Any
-
-
-class NicFields(_NicProps, total=False):
-    id: Any
-    name: Any
-    location: Any
-    properties: _NicProps | None
-
-
-# The large lists, parsed with the fields above only.
+# The large lists, parsed with the fields fields.py names only.
 PROJECTIONS: dict[ArmCall, Any] = {VM_LIST: VmFields, SCALE_SET_VM_LIST: VmFields, NIC_LIST: NicFields}
 
 
@@ -281,35 +185,6 @@ def _nic_configs(profile: Any) -> list[NicConfig]:
     return configs
 
 
-def capability_from_sku(item: dict[str, Any]) -> Capability | None:
-    """A Resource SKUs item -> Capability. `RdmaEnabled` says InfiniBand (LISA-IB), `GPUs` the GPU count; the
-    catalog row, when there is one, adds what the SKU does not say (ports, bandwidth, the GPU's name)."""
-    if str(item.get("resourceType", "virtualMachines")) != "virtualMachines" or not item.get("name"):
-        return None
-    caps = {
-        str(c.get("name")): str(c.get("value"))
-        for c in item.get("capabilities") or ()
-        if isinstance(c, dict) and c.get("name")
-    }
-    name = str(item["name"])
-    table = catalog.catalog_entry(name)
-    rdma = caps.get("RdmaEnabled", "False").lower() == "true"
-    try:
-        gpus = int(caps.get("GPUs", "0"))
-    except ValueError:
-        gpus = 0
-    ports = table.fabric_interfaces if table and table.fabric is FabricKind.INFINIBAND else (gpus or 1)
-    return Capability(
-        instance_type=name,
-        provider="azure",
-        fabric=FabricKind.INFINIBAND if rdma else FabricKind.NONE,
-        fabric_interfaces=ports if rdma else 0,
-        accelerators=gpus,
-        accelerator_name=table.accelerator_name if table else None,
-        source="Azure Resource SKUs (live answer)",
-    )
-
-
 def _each(raw: Any, where: str) -> Iterator[tuple[str, dict[str, Any]]]:
     """The items of an answer: a list (az -o json) or an ARM page ({"value": [...]})."""
     items = raw.get("value") if isinstance(raw, dict) else raw
@@ -319,6 +194,15 @@ def _each(raw: Any, where: str) -> Iterator[tuple[str, dict[str, Any]]]:
         if not isinstance(item, dict):
             raise DumpShapeError(where, f"[{i}]", "an object")
         yield f"[{i}]", item
+
+
+def _printed_by(item: Any) -> str:
+    """The command whose answer holds resources of the item's type, if one of the dump's: ' (what az ... prints)'."""
+    found = resource_type(item["id"]) if isinstance(item, dict) and isinstance(item.get("id"), str) else None
+    for call in CALLS:
+        if found is not None and RESOURCE_TYPES.get(call.name) == found:
+            return f" (what {call.command} prints)"
+    return ""
 
 
 def is_truncated(raw: Any) -> bool:
@@ -344,6 +228,8 @@ class Normalizer:
         self.per_item = False
         self._salvaging = False
         self.answered: dict[str, set[str]] = {}  # fact -> subscriptions whose answer was read in full
+        self.unreadable_sizes: dict[str, str] = {}  # VM size -> why its SKU answer could not be read
+        self._stateless: set[ArmCall] = set()  # the VM lists with a VM whose answer gave no power state
         self._interfaces: dict[tuple[str, str], list[Any]] = {}
         self._scale_sets: dict[tuple[str, str], ScaleSet] = {}
         self._scale_sets_with_vms: set[tuple[str, str]] = set()
@@ -383,16 +269,23 @@ class Normalizer:
         inventory = self.inventory
         accounts: set[str] = set()
         if call is SKU_LIST:
-            for _, item in items:
-                cap = capability_from_sku(item)
+            for path, item in items:
+                cap, why = read_sku(item)
                 if cap is not None:
                     inventory.capabilities[cap.instance_type] = cap
+                elif why:
+                    self.unreadable_sizes.setdefault(str(item["name"]), f"{where}: {path}: {why}")
             return accounts
         for path, item in items:
             account = self._account(item)
             accounts.add(account)
             try:
                 self._item(call, item, account)
+            except WrongKind as exc:  # a file or page of another kind: never read as this call's resources
+                message = f"{where}: {path}: holds {exc.what}{_printed_by(item)}, not what {call.command} prints"
+                if not self.per_item:
+                    raise FabricCheckError(message) from None
+                self.inventory.errors.append(Scope("azure", account).error(call.name, BAD_RESPONSE, message))
             except ITEM_ERRORS as exc:
                 if not (self.per_item and call in (VM_LIST, SCALE_SET_VM_LIST)):
                     if isinstance(exc, (KeyError, TypeError, AttributeError, ValidationError)):
@@ -427,7 +320,8 @@ class Normalizer:
         azure = self.inventory.azure
         props = _props(item)
         region = region_name(item.get("location"))
-        resource_id = str(item["id"]).lower()
+        resource_id = raw.lower() if type(raw := item.get("id")) is str else ""  # none: no ARM resource (kinds)
+        check(call.name, item, resource_id)
         if call is SCALE_SET_LIST:
             profile = props.get("virtualMachineProfile") or {}
             scale_set = ScaleSet(
@@ -538,6 +432,7 @@ class Normalizer:
             shape = self._vm_shape(item, props, account, region, scale_set_id, scale_set)
             self._previous_vm = _PreviousVm(shape, item, props, where) if self.typed else None
         size = shape.size
+        state = power_state(item, props)
         interfaces: list[dict[str, Any]] = []
         # Every model below is written out whole, its fields in declaration order, so that it can be made without
         # validation (trusted.py): the values are ones this method made (str(), lower-cased ids, its own indexes)
@@ -579,7 +474,7 @@ class Normalizer:
             "spec": None,
             "zone": shape.zone,
             "instance_type": size,
-            "state": "running",
+            "state": state or RUNNING,
             "image": shape.image or (scale_set.image if scale_set else None),
             "tags": shape.tags.copy(),
             "interfaces": interfaces,
@@ -595,22 +490,25 @@ class Normalizer:
         else:  # a size of another type: validated, so that the error names it
             node = Node.model_validate(values)
         if self.per_item and not uniform and props.get("networkProfile") is None and not self._salvaging:
-            # A VM's answer always holds its network profile: without it, its NICs are unknown, not absent.
-            why = "field properties.networkProfile is missing from the answer"
-            node.unknown.update(unknown_because(_NIC_FACTS, why))
-            self.inventory.errors.append(
-                Scope("azure", account, region).error(
-                    VM_LIST.name,
-                    BAD_RESPONSE,
-                    f"{self.where(VM_LIST)}: VM {node.id}: {why}; its fabric facts are unknown",
-                )
-            )
+            self._without_network_profile(node)
+        if state is None:
+            self._stateless.add(SCALE_SET_VM_LIST if uniform else VM_LIST)
         self.inventory.nodes.append(node)
         for interface in node.interfaces:
             self._interfaces.setdefault((account, interface.id), []).append(interface)
         extensions = _extensions(item.get("resources"))
         if extensions:
             azure.extensions.append(VmExtensions(account=account, region=region, vm=resource_id, extensions=extensions))
+
+    def _without_network_profile(self, node: Node) -> None:
+        """A live VM's answer always holds its network profile: without it, its NICs are unknown, not absent."""
+        why = "field properties.networkProfile is missing from the answer"
+        node.unknown.update(unknown_because(_NIC_FACTS, why))
+        self.inventory.errors.append(
+            Scope("azure", node.account, node.region).error(
+                VM_LIST.name, BAD_RESPONSE, f"{self.where(VM_LIST)}: VM {node.id}: {why}; its fabric facts are unknown"
+            )
+        )
 
     def _vm_shape(
         self,
@@ -668,6 +566,9 @@ class Normalizer:
                         subnet=config.subnet,
                     )
                 )
+        self.inventory.errors += unreadable_errors(self.inventory, self.unreadable_sizes, SKU_LIST.name)
+        if not self.per_item:  # a dump: say how to make it with power states (a live run asks for them itself)
+            self.inventory.notes += [stateless_note(self.where(c), c is VM_LIST) for c in CALLS if c in self._stateless]
         regions: dict[str, set[str]] = {}
         for node in [*self.inventory.nodes, *self.inventory.specs]:
             regions.setdefault(node.account, set()).add(node.region)

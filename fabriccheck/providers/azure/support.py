@@ -28,6 +28,7 @@ from fabriccheck.cloud import (
     TagSignal,
 )
 from fabriccheck.model import Capability, FabricKind, Node
+from fabriccheck.providers.azure.sizes import capability_from_name
 from fabriccheck.resources.azure import Extension, Nic, ScaleSet, VirtualNetwork
 
 if TYPE_CHECKING:
@@ -199,8 +200,12 @@ class AzureSupport(CloudSupport):
     signals: tuple[Signal, ...] = (
         # A CycleCloud node array can be backed by more than one scale set (CycleCloud node/nodearray
         # reference: "a nodearray can represent a collection of virtual machines or at least one virtual
-        # machine scale set"); whether a job may span them is for the rules to judge.
-        TagSignal((CYCLECLOUD_NODE_ARRAY_TAG,), "CycleCloud node array"),
+        # machine scale set"; "Max VMs per Scaleset" caps each), and CycleCloud keeps a job inside one of them:
+        # `azslurm topology` maps the Slurm topology along scale-set boundaries (Azure/cyclecloud-slurm@00d5f14b
+        # README, Topology: one switch per scale set's placement group). So each scale set of a node array is an
+        # InfiniBand cluster of its own (notes() says they belong to one array); the array's VMs in no scale set
+        # form one group, where each standalone VM is a partition of its own. Only --cluster-tag joins the sets.
+        TagSignal((CYCLECLOUD_NODE_ARRAY_TAG,), "CycleCloud node array", within=SCALE_SET),
         # An AKS node pool. A scale-set pool is one scale set anyway; for a Virtual Machines node pool (no
         # scale set) this would be the only signal, if those VMs carry the same tags (not verified).
         TagSignal((AKS_CLUSTER_SUFFIX_TAG, AKS_POOL_TAG), "AKS node pool"),
@@ -271,6 +276,10 @@ class AzureSupport(CloudSupport):
     def is_hpc(self, instance_type: str) -> bool:
         return self.family(instance_type) in HPC_FAMILIES
 
+    def named_capability(self, instance_type: str) -> Capability | None:
+        """CPU families and the N-series sizes without 'r' have no InfiniBand (sizes.py, with its sources)."""
+        return capability_from_name(instance_type)
+
     def fabric_attachment(self, node: Node, cap: Capability | None) -> FabricAttachment:
         """Azure InfiniBand is part of the VM size, not a NIC: the Azure API lists only the Ethernet NICs, and
         the InfiniBand ports come with the size (Resource SKUs `RdmaEnabled`; fabric-requirements Z1). A VM of
@@ -283,9 +292,10 @@ class AzureSupport(CloudSupport):
 
     def notes(self, inventory: Inventory) -> list[str]:
         facts = {c.rsplit(":", 1)[-1] for c in inventory.collected if c.startswith("azure:")}
+        notes = node_array_notes(inventory)
         if any(n.provider == "azure" for n in inventory.nodes) and SKUS not in facts:
-            return ["VM size capabilities come from the shipped catalog (no Resource SKUs answer)"]
-        return []
+            notes.append("VM size capabilities come from the shipped catalog and the size names (no Resource SKUs)")
+        return notes
 
     # ---------------------------------------------------------------------------------------- facts
 
@@ -470,6 +480,26 @@ class AzureSupport(CloudSupport):
                 return "", f"virtual networks were not collected for subscription {account}"
             return "", f"virtual network(s) {', '.join(unseen)} were not among those collected for {account}"
         return "", None
+
+
+def node_array_notes(inventory: Inventory) -> list[str]:
+    """One line per CycleCloud node array whose running VMs sit in several scale sets: each set was judged as an
+    InfiniBand cluster of its own, and the report says they belong to one node array."""
+    from fabriccheck.clusters import JUDGED_STATES
+
+    sets: dict[tuple[str, str, str], set[str]] = {}
+    for node in inventory.nodes:
+        array = node.tags.get(CYCLECLOUD_NODE_ARRAY_TAG) if node.provider == "azure" else None
+        scale_set = node.placed_by(SCALE_SET) if array else None
+        if array and scale_set and node.state in JUDGED_STATES:
+            sets.setdefault((node.account, node.region, array), set()).add(short_name(scale_set))
+    return [
+        f"CycleCloud node array {array} (subscription {account}, {region}) runs in {len(names)} scale sets "
+        f"({', '.join(sorted(names))}): each is judged as its own InfiniBand cluster, since CycleCloud keeps a job "
+        "inside one scale set; tag a job's VMs and pass --cluster-tag to judge a job that spans them"
+        for (account, region, array), names in sorted(sets.items())
+        if len(names) > 1
+    ]
 
 
 class _Index:
