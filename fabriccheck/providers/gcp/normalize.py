@@ -13,7 +13,7 @@ import functools
 import operator
 import re
 import sys
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
@@ -25,6 +25,7 @@ from fabriccheck.compact import compacted_maker
 from fabriccheck.errors import FabricCheckError
 from fabriccheck.inventory import Inventory
 from fabriccheck.model import UNKNOWN_ACCOUNT, Capability, FabricKind, NetworkInterface, Node, Placement, fact_key
+from fabriccheck.providers.gcp.listing import items_of
 from fabriccheck.providers.gcp.support import (
     FLEX_START,
     MIG_METADATA_KEY,
@@ -167,23 +168,6 @@ def project_of(item: dict[str, Any]) -> str | None:
     return match.group(1) if match else None
 
 
-def items_of(shape: Shape, doc: Any, call: GcpCall) -> Iterator[tuple[str, dict[str, Any]]]:
-    """The resources of an answer: gcloud's flat list, an API list (`{"items": [...]}`), or an API aggregated
-    list (`{"items": {"zones/us-central1-a": {"instances": [...]}}}`; a scope with only a warning is empty)."""
-    if isinstance(doc, dict):
-        items = doc.get("items")
-        if isinstance(items, dict):
-            for scope, scoped in items.items():
-                for i, item in enumerate(shape.items(scoped, call.resource, f"items.{scope}")):
-                    yield f"items.{scope}.{call.resource}[{i}]", shape.obj(item, f"items.{scope}.{call.resource}[{i}]")
-            return
-        doc = shape.items(doc, "items", "")
-    if not isinstance(doc, list):
-        raise FabricCheckError(f"{shape.where}: expected a JSON list of {call.resource} (gcloud --format=json)")
-    for i, item in enumerate(doc):
-        yield f"[{i}]", shape.obj(item, f"[{i}]")
-
-
 def _policy(item: dict[str, Any], project: str) -> ResourcePolicy:
     group = item.get("groupPlacementPolicy")
     workload = item.get("workloadPolicy")
@@ -282,6 +266,7 @@ class _ReservationAffinity(TypedDict, total=False):
 
 
 class InstanceFields(TypedDict, total=False):
+    kind: str | None  # compute#instance: what dump.py checks a file holds
     name: Any
     selfLink: Any
     zone: str | None
@@ -318,6 +303,7 @@ class InstanceRead(TypedDict, total=False):
     its NICs as structs. Two instances with the same text have the same values; only an instance unlike the recent
     pools has them parsed, with InstanceFields' types (`_parsed`)."""
 
+    kind: str | None
     name: Any
     selfLink: Any
     zone: str | None
