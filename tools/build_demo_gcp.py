@@ -98,9 +98,16 @@ class Project:
         )
 
     def internal_firewall(self, network: str) -> None:
+        """The rule Cluster Toolkit's modules/network/vpc creates (enable_internal_traffic; GoogleCloudPlatform/
+        cluster-toolkit@0056cb4d329df2a33c6bf538b964026cafd67f2f:modules/network/vpc/main.tf) and Google's GPUDirect
+        pages create with `--rules=tcp:0-65535,udp:0-65535,icmp`, as the API stores it: ports on tcp and udp."""
         cidr = next(s["ipCidrRange"] for s in self.subnetworks if s["network"].endswith(f"/networks/{network}"))
-        rules = [{"IPProtocol": "tcp"}, {"IPProtocol": "udp"}, {"IPProtocol": "icmp"}]
-        self.firewall(network, f"{network}-internal", rules, [cidr])
+        rules: list[Item] = [
+            {"IPProtocol": "tcp", "ports": ["0-65535"]},
+            {"IPProtocol": "udp", "ports": ["0-65535"]},
+            {"IPProtocol": "icmp"},
+        ]
+        self.firewall(network, f"{network}-allow-internal-traffic", rules, [cidr])
 
     def policy(self, name: str, collocation: str | None = "COLLOCATED", vm_count: int | None = None) -> str:
         item: Item = {

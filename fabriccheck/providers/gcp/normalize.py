@@ -32,7 +32,7 @@ from fabriccheck.providers.gcp.support import (
     RESERVATION,
     RESOURCE_POLICY,
 )
-from fabriccheck.resources.gcp import GLOBAL, FirewallRule, Network, ResourcePolicy, Subnetwork
+from fabriccheck.resources.gcp import GLOBAL, FirewallRule, Network, ResourcePolicy, Subnetwork, firewall_entries
 from fabriccheck.sources import projected
 from fabriccheck.sources.common import BAD_RESPONSE, Scope, Shape, describe, unexpected_shape
 from fabriccheck.sources.items import INTERFACE_FACTS, ITEM_ERRORS, named, salvage, unknown_because
@@ -199,8 +199,7 @@ def _firewall(item: dict[str, Any], project: str) -> FirewallRule:
         disabled=bool(item.get("disabled")),
         priority=int(item.get("priority", 1000)),
         action="deny" if item.get("denied") else "allow",
-        protocols=[str(e.get("IPProtocol", "")).lower() for e in entries],
-        all_ports=all(not e.get("ports") for e in entries),
+        entries=firewall_entries(entries, "IPProtocol"),
         source_ranges=[str(r) for r in item.get("sourceRanges") or ()],
         source_tags=[str(t) for t in item.get("sourceTags") or ()],
         source_service_accounts=[str(s) for s in item.get("sourceServiceAccounts") or ()],

@@ -14,7 +14,6 @@ fabric-catalog.md):
 
 from __future__ import annotations
 
-import ipaddress
 import operator
 import re
 from collections.abc import Hashable
@@ -31,6 +30,7 @@ from fabriccheck.cloud import (
     TagSignal,
 )
 from fabriccheck.model import Capability, FabricKind, NetworkInterface, Node
+from fabriccheck.providers.gcp.firewall import Reach, tcp_reach
 from fabriccheck.resources.gcp import FirewallRule, Network, ResourcePolicy, Subnetwork
 
 if TYPE_CHECKING:
@@ -135,9 +135,11 @@ class GcpSupport(CloudSupport):
     schema = FactSchema(
         node={
             "extra_nics": "NICs beyond the host NIC and the type's GPU NICs (TCPX/TCPXO types; 0 otherwise)",
-            "gpu_firewall": "ok, missing (a GPU network without an enabled ingress rule allowing internal TCP), "
-            "n/a (no TCPX/TCPXO GPU NIC) or unknown (firewall rules or subnetworks not collected)",
-            "gpu_firewall_networks": "the GPU networks without such a rule, comma-separated",
+            "gpu_firewall": "ok, missing (a GPU network whose own subnet reaches no TCP port through its enabled "
+            "ingress rules), partial (some TCP ports only), n/a (no TCPX/TCPXO GPU NIC) or unknown (firewall rules "
+            "not collected)",
+            "gpu_firewall_networks": "the GPU networks at fault, comma-separated, each partial one with the TCP ports "
+            "it reaches",
             "rdma_profile": "ok, missing (an RDMA NIC on a network without an RDMA network profile), wrong-zone "
             "(a profile of another zone), n/a (no RDMA NIC) or unknown (networks not collected)",
             "rdma_profile_networks": "the RDMA NICs' networks at fault, comma-separated",
@@ -418,57 +420,6 @@ def _is_rdma(nic: NetworkInterface) -> bool:
     return nic.interface_type.upper() in RDMA_NIC_TYPES
 
 
-def _covers(ranges: list[str], cidr: str | None) -> bool:
-    """Whether a rule's source ranges admit the GPU subnet's own addresses (or, its range unknown, any private
-    address: the subnet's range is what the GPU NICs talk from)."""
-    for text in ranges:
-        try:
-            source = ipaddress.ip_network(text, strict=False)
-        except ValueError:
-            continue
-        if cidr is None:
-            if source.prefixlen == 0 or source.is_private:
-                return True
-            continue
-        try:
-            subnet = ipaddress.ip_network(cidr, strict=False)
-        except ValueError:
-            return False
-        if subnet.version == source.version and subnet.subnet_of(source):  # type: ignore[arg-type]
-            return True
-    return False
-
-
-def _allows_internal(rule: FirewallRule, cidr: str | None) -> bool:
-    """An enabled ingress allow rule for all protocols or TCP on every port, from the subnet itself (GPUDirect
-    opens many TCP connections between the GPU NICs; CTK-MULTIVPC's default rule allows all internal TCP, UDP and
-    ICMP). Source tags or service accounts name the instances themselves and count as internal."""
-    if rule.disabled or rule.direction != "INGRESS" or rule.action != "allow":
-        return False
-    if not ({"all", "tcp", "6"} & set(rule.protocols)) or (not rule.all_ports and "all" not in rule.protocols):
-        return False
-    return bool(rule.source_tags or rule.source_service_accounts) or _covers(rule.source_ranges, cidr)
-
-
-def _blocks_internal(rule: FirewallRule, cidr: str | None) -> bool:
-    """An enabled ingress deny rule for all protocols or TCP (any port) from the subnet, or from everywhere."""
-    if rule.disabled or rule.direction != "INGRESS" or rule.action != "deny":
-        return False
-    if not ({"all", "tcp", "6"} & set(rule.protocols)):
-        return False
-    return not (rule.source_tags or rule.source_service_accounts) and _covers(rule.source_ranges, cidr)
-
-
-def _internal_allowed(rules: list[FirewallRule], cidr: str | None) -> bool:
-    """Whether internal TCP reaches the GPU NICs: an allowing rule that no deny rule of higher precedence (a lower
-    priority number; at equal priority deny wins) overrides (VPC firewall rules, priority and action)."""
-    allowing = [r.priority for r in rules if _allows_internal(r, cidr)]
-    if not allowing:
-        return False
-    best = min(allowing)
-    return not any(_blocks_internal(r, cidr) and r.priority <= best for r in rules)
-
-
 class _Index:
     """The GCP namespace keyed by project and name, built once per inventory; verdicts per network cached."""
 
@@ -482,27 +433,35 @@ class _Index:
         self.rules: dict[tuple[str, str], list[FirewallRule]] = {}
         for rule in gcp.firewalls:
             self.rules.setdefault((rule.account, rule.network or ""), []).append(rule)
-        self._firewall: dict[tuple[str, str, str], bool] = {}
+        self._firewall: dict[tuple[str, str, str], Reach] = {}
         self.node_facts: dict[tuple[object, ...], Facts] = {}
 
     def firewall(self, node: Node, context: FactContext, networks: list[str]) -> tuple[str, str, str | None]:
+        """ok, missing or partial (some GPU network reaches only some TCP ports), or unknown, with the networks at
+        fault (each partial one with the ports it does reach) and why it is unknown."""
         if not context.has(node, "firewalls"):
             return "unknown", "", f"firewall rules were not collected for project {node.account}"
         subnets_known = context.has(node, "subnetworks")
-        lacking = []
+        missing, partial, unknown = set(), set(), None
         for nic in node.interfaces:
             if nic.network not in networks:
                 continue
             subnet = self.subnets.get((node.account, nic.subnet or "")) if subnets_known else None
             cidr = subnet.cidr if subnet else None
             key = (node.account, nic.network, cidr or "")
-            verdict = self._firewall.get(key)
-            if verdict is None:
-                rules = self.rules.get((node.account, nic.network), [])
-                verdict = self._firewall[key] = _internal_allowed(rules, cidr)
-            if not verdict:
-                lacking.append(_name(nic.network))
-        return ("missing" if lacking else "ok"), ", ".join(sorted(set(lacking))), None
+            reach = self._firewall.get(key)
+            if reach is None:
+                reach = self._firewall[key] = tcp_reach(self.rules.get((node.account, nic.network), []), cidr)
+            if reach.verdict == "missing":
+                missing.add(_name(nic.network))
+            elif reach.verdict == "partial":
+                partial.add(f"{_name(nic.network)} ({reach.detail})")
+            elif reach.verdict == "unknown":
+                unknown = reach.detail
+        at_fault = ", ".join(sorted(missing) + sorted(partial))
+        if missing or partial:
+            return ("missing" if missing else "partial"), at_fault, None
+        return ("unknown", "", unknown) if unknown else ("ok", "", None)
 
     def rdma_profile(
         self, node: Node, networks_known: bool, nics: list[NetworkInterface]
