@@ -12,6 +12,7 @@ from fabriccheck.cloud import CloudSupport, FabricAttachment, PlacementSignal, T
 from fabriccheck.model import Capability, FabricKind, NetworkInterface, Node, Placement, Provider
 from fabriccheck.providers.azure import support as azure_support
 from fabriccheck.providers.gcp import support as gcp_support
+from fabriccheck.providers.gcp.lookup import RDMA_PROFILE
 
 AZURE = support("azure")
 GCP = support("gcp")
@@ -278,14 +279,15 @@ def test_a4x_counts_its_four_mrdma_nics() -> None:
 @pytest.mark.parametrize(
     ("profile", "zone"),
     [
-        ("projects/p/global/networkProfiles/us-central1-a-vpc-roce", "us-central1-a"),
-        ("projects/p/global/networkProfiles/europe-west4-b-vpc-roce-metal", "europe-west4-b"),
-        ("projects/p/global/networkProfiles/us-central1-a-vpc-falcon", None),  # Falcon (IRDMA) is no RoCE profile
+        ("projects/p/global/networkProfiles/us-central1-a-vpc-roce", ("us-central1-a", "roce")),
+        ("projects/p/global/networkProfiles/europe-west4-b-vpc-roce-metal", ("europe-west4-b", "roce")),
+        ("projects/p/global/networkProfiles/us-central1-a-vpc-falcon", ("us-central1-a", "falcon")),  # H4D, IRDMA
+        ("projects/p/global/networkProfiles/us-central1-a-vpc-standard", None),
     ],
 )
-def test_gcp_roce_profiles_name_their_zone(profile: str, zone: str | None) -> None:
-    match = gcp_support._ROCE_PROFILE.search(profile)
-    assert (match["zone"] if match else None) == zone
+def test_gcp_rdma_profiles_name_their_zone_and_kind(profile: str, zone: tuple[str, str] | None) -> None:
+    match = RDMA_PROFILE.search(profile)
+    assert ((match["zone"], match["kind"]) if match else None) == zone
 
 
 def test_gcp_type_without_fabric_or_unknown_has_nothing_attached() -> None:

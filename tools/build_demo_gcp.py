@@ -138,15 +138,18 @@ class Project:
         mig: str | None = None,
         reservation: str | None = None,
         host: str | None = None,
+        network_project: str | None = None,
     ) -> None:
-        """`nics`: (network name, nicType) per NIC, nic0 first."""
+        """`nics`: (network name, nicType) per NIC, nic0 first. `network_project`: the Shared VPC host project that
+        owns the networks (their URLs name it), else this one."""
         region = zone.rsplit("-", 1)[0]
+        owner = f"{API}/projects/{network_project or self.name}"
         interfaces = []
         for i, (network, nic_type) in enumerate(nics):
             nic: Item = {
                 "kind": "compute#networkInterface",
-                "network": self.url(f"global/networks/{network}"),
-                "subnetwork": self.url(f"regions/{region}/subnetworks/{network}-sub"),
+                "network": f"{owner}/global/networks/{network}",
+                "subnetwork": f"{owner}/regions/{region}/subnetworks/{network}-sub",
                 "networkIP": f"10.{i + 1}.{len(self.instances) // 250}.{len(self.instances) % 250 + 2}",
                 "name": f"nic{i}",
                 "fingerprint": "a1b2c3d4e5f=",

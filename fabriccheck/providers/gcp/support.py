@@ -30,8 +30,8 @@ from fabriccheck.cloud import (
     TagSignal,
 )
 from fabriccheck.model import Capability, FabricKind, NetworkInterface, Node
-from fabriccheck.providers.gcp.firewall import Reach, tcp_reach
-from fabriccheck.resources.gcp import FirewallRule, Network, ResourcePolicy, Subnetwork
+from fabriccheck.providers.gcp.lookup import index_of
+from fabriccheck.resources.gcp import ResourcePolicy
 
 if TYPE_CHECKING:
     from fabriccheck.inventory import Inventory
@@ -52,13 +52,9 @@ DENSE_RESERVATION_FAMILIES = frozenset({"a3-ultragpu", "a4-highgpu", "a4x-highgp
 # Recommended MTUs of the GPU networks. TCPX / TCPXO: every Google A3 High and A3 Mega example sets 8244 on
 # the GPU VPCs (G3; CTK-A3H, CTK-A3M); no Google page says another value breaks TCPX, so the rule is advisory.
 # RDMA: "We recommend setting the MTU ... to 8896 bytes for VPC networks with an RDMA network profile" (G5,
-# GCP-RDMA-PROFILE). An unset mtu means 1460 (Compute API reference, networks.mtu).
+# GCP-RDMA-PROFILE). An unset mtu means 1460 (lookup.DEFAULT_MTU).
 TCPX_MTU = 8244
 RDMA_MTU = 8896
-DEFAULT_MTU = 1460
-# An RDMA network profile is projects/P/global/networkProfiles/{ZONE}-vpc-roce (bare metal: -vpc-roce-metal);
-# the VPC serves instances of that zone only (G5, GCP-RDMA-PROFILE).
-_ROCE_PROFILE = re.compile(r"networkProfiles/(?P<zone>[a-z]+-[a-z]+\d+-[a-z])-vpc-roce(?:-metal)?$")
 # Multi-node clusters on single-NIC accelerator types where an 8-GPU type with GPU NICs exists: A2 (A100, up
 # to 100 Gbps on one NIC) has no GPU-NIC size; its successor with GPUDirect-TCPX is A3 High (GCP-NETBW).
 # Types of a series that has a GPU-NIC size (a3-highgpu-1g..4g) get that size from the catalog instead.
@@ -238,7 +234,7 @@ class GcpSupport(CloudSupport):
             (n.network, n.subnet, n.interface_type, n.network_card_index, n.device_index) for n in node.interfaces
         )
         key = (node.account, node.region, node.zone, node.instance_type, nics)
-        cache = _index(context).node_facts
+        cache = index_of(context).node_facts
         found = cache.get(key)
         if found is None:
             found = cache[key] = self._node_facts(node, context)
@@ -246,7 +242,7 @@ class GcpSupport(CloudSupport):
 
     def _node_facts(self, node: Node, context: FactContext) -> Facts:
         cap = context.capability(node)
-        index = _index(context)
+        index = index_of(context)
         unknown: dict[str, str] = {}
         gpu_networks: list[str] = []
         extra = 0
@@ -263,32 +259,23 @@ class GcpSupport(CloudSupport):
 
         firewall, firewall_at = "n/a", ""
         if recommended == TCPX_MTU and gpu_networks:
-            firewall, firewall_at, why = index.firewall(node, context, gpu_networks)
+            firewall, firewall_at, why = index.firewall(node, gpu_networks)
             if why:
                 unknown["gpu_firewall"] = why
 
         profile, profile_at = "n/a", ""
-        networks_known = context.has(node, "networks")
         if rdma_nics:
-            profile, profile_at, why = index.rdma_profile(node, networks_known, rdma_nics)
+            profile, profile_at, why = index.rdma_profile(node, rdma_nics)
             if why:
                 unknown["rdma_profile"] = why
 
-        misplaced = 0
-        if not networks_known:
-            misplaced = -1
-            unknown["non_rdma_on_rdma_vpc"] = f"networks were not collected for project {node.account}"
-        else:
-            for nic in node.interfaces:
-                if _is_rdma(nic) or nic.network is None:
-                    continue
-                network = index.networks.get((node.account, nic.network))
-                if network is not None and network.network_profile and _ROCE_PROFILE.search(network.network_profile):
-                    misplaced += 1
+        misplaced, why = index.misplaced(node)
+        if why:
+            unknown["non_rdma_on_rdma_vpc"] = why
 
         mtu, mtus = "n/a", ""
         if gpu_networks:
-            mtu, mtus, why = index.mtu(node, networks_known, gpu_networks, recommended)
+            mtu, mtus, why = index.mtu(node, gpu_networks, recommended)
             if why:
                 unknown["gpu_mtu"] = why
         return {
@@ -309,7 +296,7 @@ class GcpSupport(CloudSupport):
         return {"placement": placement, "upgrade": self._upgrade(nodes, node_facts), "unknown": unknown}
 
     def _placement(self, nodes: list[Node], context: FactContext) -> tuple[Facts, dict[str, str]]:
-        index = _index(context)
+        index = index_of(context)
         # The nodes of a pool are placed alike: each distinct scope, type and placement is read once. A pool's
         # instances share their Placement objects and list (normalize.py), so placements are told apart by the
         # identity of the list, in C (equal ones held by different lists are read twice, which changes nothing).
@@ -418,96 +405,6 @@ def _rdma_attachment(node: Node, limit: int) -> FabricAttachment:
 
 def _is_rdma(nic: NetworkInterface) -> bool:
     return nic.interface_type.upper() in RDMA_NIC_TYPES
-
-
-class _Index:
-    """The GCP namespace keyed by project and name, built once per inventory; verdicts per network cached."""
-
-    def __init__(self, context: FactContext) -> None:
-        gcp = context.inventory.gcp
-        self.policies: dict[tuple[str, str, str], ResourcePolicy] = {
-            p.scope_key(p.name): p for p in gcp.resource_policies
-        }
-        self.networks: dict[tuple[str, str], Network] = {(n.account, n.id): n for n in gcp.networks}
-        self.subnets: dict[tuple[str, str], Subnetwork] = {(s.account, s.id): s for s in gcp.subnetworks}
-        self.rules: dict[tuple[str, str], list[FirewallRule]] = {}
-        for rule in gcp.firewalls:
-            self.rules.setdefault((rule.account, rule.network or ""), []).append(rule)
-        self._firewall: dict[tuple[str, str, str], Reach] = {}
-        self.node_facts: dict[tuple[object, ...], Facts] = {}
-
-    def firewall(self, node: Node, context: FactContext, networks: list[str]) -> tuple[str, str, str | None]:
-        """ok, missing or partial (some GPU network reaches only some TCP ports), or unknown, with the networks at
-        fault (each partial one with the ports it does reach) and why it is unknown."""
-        if not context.has(node, "firewalls"):
-            return "unknown", "", f"firewall rules were not collected for project {node.account}"
-        subnets_known = context.has(node, "subnetworks")
-        missing, partial, unknown = set(), set(), None
-        for nic in node.interfaces:
-            if nic.network not in networks:
-                continue
-            subnet = self.subnets.get((node.account, nic.subnet or "")) if subnets_known else None
-            cidr = subnet.cidr if subnet else None
-            key = (node.account, nic.network, cidr or "")
-            reach = self._firewall.get(key)
-            if reach is None:
-                reach = self._firewall[key] = tcp_reach(self.rules.get((node.account, nic.network), []), cidr)
-            if reach.verdict == "missing":
-                missing.add(_name(nic.network))
-            elif reach.verdict == "partial":
-                partial.add(f"{_name(nic.network)} ({reach.detail})")
-            elif reach.verdict == "unknown":
-                unknown = reach.detail
-        at_fault = ", ".join(sorted(missing) + sorted(partial))
-        if missing or partial:
-            return ("missing" if missing else "partial"), at_fault, None
-        return ("unknown", "", unknown) if unknown else ("ok", "", None)
-
-    def rdma_profile(
-        self, node: Node, networks_known: bool, nics: list[NetworkInterface]
-    ) -> tuple[str, str, str | None]:
-        if not networks_known:
-            return "unknown", "", f"networks were not collected for project {node.account}"
-        missing, wrong, unseen = set(), set(), set()
-        for nic in nics:
-            network = self.networks.get((node.account, nic.network or ""))
-            if network is None:
-                unseen.add(_name(nic.network or "?"))
-                continue
-            match = _ROCE_PROFILE.search(network.network_profile or "")
-            if match is None:
-                missing.add(network.name)
-            elif match["zone"] != node.zone:
-                wrong.add(f"{network.name} ({match['zone']})")
-        if missing:
-            return "missing", ", ".join(sorted(missing)), None
-        if wrong:
-            return "wrong-zone", ", ".join(sorted(wrong)), None
-        if unseen:
-            return "unknown", "", f"network {', '.join(sorted(unseen))} was not among the collected networks"
-        return "ok", "", None
-
-    def mtu(
-        self, node: Node, networks_known: bool, networks: list[str], recommended: int
-    ) -> tuple[str, str, str | None]:
-        if not networks_known:
-            return "unknown", "", f"networks were not collected for project {node.account}"
-        values = []
-        for url in networks:
-            network = self.networks.get((node.account, url))
-            if network is None:
-                return "unknown", "", f"network {_name(url)} was not among the collected networks"
-            values.append(network.mtu or DEFAULT_MTU)
-        text = ", ".join(str(v) for v in sorted(set(values)))
-        return ("ok" if all(v == recommended for v in values) else "other"), text, None
-
-
-def _name(url: str) -> str:
-    return url.rsplit("/", 1)[-1]
-
-
-def _index(context: FactContext) -> _Index:
-    return context.cached("gcp-index", lambda: _Index(context))
 
 
 SUPPORT = GcpSupport()
