@@ -20,6 +20,14 @@ REGION = "us-central1"
 ZONE = "us-central1-a"
 
 Item = dict[str, Any]
+# The GPUs an accelerator-optimized machine type comes with, as instances list them in guestAccelerators (accelerator
+# type names: Google Cloud, GPU machine types).
+GPUS = {
+    "a3-highgpu-8g": ("nvidia-h100-80gb", 8),
+    "a3-highgpu-2g": ("nvidia-h100-80gb", 2),
+    "a3-megagpu-8g": ("nvidia-h100-mega-80gb", 8),
+    "a3-ultragpu-8g": ("nvidia-h200-141gb", 8),
+}
 
 
 class Project:
@@ -41,7 +49,11 @@ class Project:
     def url(self, path: str) -> str:
         return f"{API}/projects/{self.name}/{path}"
 
-    def network(self, name: str, mtu: int | None = 1460, profile_zone: str | None = None, cidr: str = "") -> str:
+    def network(
+        self, name: str, mtu: int | None = 1460, profile_zone: str | None = None, cidr: str = "", profile: str = "roce"
+    ) -> str:
+        """A VPC network with one subnet; `profile_zone`: an RDMA network profile of that zone, of kind `profile`
+        (roce for MRDMA NICs, falcon for H4D's IRDMA NICs)."""
         item: Item = {
             "kind": "compute#network",
             "id": self._id(),
@@ -57,7 +69,7 @@ class Project:
         if mtu is not None:
             item["mtu"] = mtu
         if profile_zone:
-            item["networkProfile"] = self.url(f"global/networkProfiles/{profile_zone}-vpc-roce")
+            item["networkProfile"] = self.url(f"global/networkProfiles/{profile_zone}-vpc-{profile}")
         self.networks.append(item)
         self.subnetworks.append(
             {
@@ -139,6 +151,7 @@ class Project:
         reservation: str | None = None,
         host: str | None = None,
         network_project: str | None = None,
+        accelerators: list[Item] | None = None,
     ) -> None:
         """`nics`: (network name, nicType) per NIC, nic0 first. `network_project`: the Shared VPC host project that
         owns the networks (their URLs name it), else this one."""
@@ -216,6 +229,13 @@ class Project:
             }
         if host:
             item["resourceStatus"] = {"physicalHost": host}
+        if accelerators is None and machine in GPUS:
+            kind, count = GPUS[machine]
+            accelerators = [
+                {"acceleratorType": self.url(f"zones/{zone}/acceleratorTypes/{kind}"), "acceleratorCount": count}
+            ]
+        if accelerators:
+            item["guestAccelerators"] = accelerators
         self.instances.append(item)
 
     def files(self) -> dict[str, list[Item]]:

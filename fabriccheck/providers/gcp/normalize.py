@@ -24,8 +24,9 @@ from pydantic import ValidationError
 from fabriccheck.compact import compacted_maker
 from fabriccheck.errors import FabricCheckError
 from fabriccheck.inventory import Inventory
-from fabriccheck.model import UNKNOWN_ACCOUNT, Capability, FabricKind, NetworkInterface, Node, Placement, fact_key
+from fabriccheck.model import UNKNOWN_ACCOUNT, NetworkInterface, Node, Placement, fact_key
 from fabriccheck.providers.gcp.listing import items_of
+from fabriccheck.providers.gcp.machines import MachineTypes
 from fabriccheck.providers.gcp.support import (
     FLEX_START,
     MIG_METADATA_KEY,
@@ -77,49 +78,6 @@ REGION = re.compile(r"^[a-z]+-[a-z]+\d+$")
 # domain-scoped projects are "example.com:name".
 PROJECT_ID = re.compile(r"^(?:[a-z0-9.-]+:)?[a-z][a-z0-9-]{4,28}[a-z0-9]$")
 _PROJECT = re.compile(r"projects/([^/]+)/")
-
-# Machine series without GPUs or a fabric: general-purpose, compute-, memory- and storage-optimized
-# (Google Cloud, "Machine families resource and comparison guide", cloud.google.com/compute/docs/machine-resource).
-# Their instances get a capability of "no fabric, no accelerators", so a CPU VM is not reported as an unknown
-# type. N1 can carry attached GPUs (guestAccelerators); those have no GPU NICs either, and are not counted.
-CPU_SERIES = frozenset(
-    {
-        "e2",
-        "n1",
-        "n2",
-        "n2d",
-        "n4",
-        "n4d",
-        "n4a",
-        "c2",
-        "c2d",
-        "c3",
-        "c3d",
-        "c4",
-        "c4a",
-        "c4d",
-        "t2a",
-        "t2d",
-        "m1",
-        "m2",
-        "m3",
-        "m4",
-        "x4",
-        "z3",
-        "h3",
-        "f1",
-        "g1",
-    }
-)
-CPU_SOURCE = "Google Cloud, Machine families resource and comparison guide (series without GPUs)"
-
-
-def cpu_capability(machine_type: str) -> Capability | None:
-    series = machine_type.split("-", 1)[0]
-    if series not in CPU_SERIES:
-        return None
-    return Capability(instance_type=machine_type, provider="gcp", fabric=FabricKind.NONE, source=CPU_SOURCE)
-
 
 # instance.status -> the neutral state words (clusters.JUDGED_STATES judges pending and running).
 _STATES = {
@@ -278,6 +236,7 @@ class InstanceFields(TypedDict, total=False):
     labels: dict[str, str] | None
     metadata: _MetadataFields | None
     resourceStatus: Any
+    guestAccelerators: Any  # read by machines.MachineTypes, for types outside the catalog
 
 
 class _MetadataRead(TypedDict, total=False):
@@ -315,6 +274,7 @@ class InstanceRead(TypedDict, total=False):
     labels: msgspec.Raw
     metadata: _MetadataRead | None
     resourceStatus: Any
+    guestAccelerators: Any
 
 
 _NIC_NAMES = _InterfaceRead.__struct_fields__
@@ -375,7 +335,7 @@ class Normalizer:
         self._nic_lists: dict[tuple[int, ...], list[NetworkInterface]] = {}  # ids of those NICs -> the one list
         self._pools: dict[tuple[Any, ...], _Pool] = {}  # instance alike but for its name -> its template
         self._bases: dict[tuple[Any, ...], _Pool] = {}  # the same, but for the tags and placement too
-        self._typed_machines: set[str] = set()  # machine types whose CPU capability was looked for
+        self._machines = MachineTypes(inventory)  # what machine types outside the catalog are
         self.named: set[str] = set()  # projects the items' selfLinks named (when `project` is None), for the dump
         self._recent: list[_Previous] = []  # the last instances whose pool was looked up, oldest first
         self._facts: dict[str, set[str]] = {}  # fact -> projects whose answer was read in full
@@ -402,7 +362,8 @@ class Normalizer:
 
     def finish(self) -> None:
         """Record what was collected: every list spans all zones and regions it was asked for, so a fact counts
-        for every region the project's instances are in (and for `global`)."""
+        for every region the project's instances are in (and for `global`); and what each machine type is."""
+        self._machines.finish()
         regions: dict[str, set[str]] = {}
         for account, region in set(map(_SCOPE, self.inventory.nodes)):  # the distinct pairs, found in C
             regions.setdefault(account, set()).add(region)
@@ -469,11 +430,9 @@ class Normalizer:
                 try:
                     node = self._node(item, project, typed)
                     self.inventory.nodes.append(node)
-                    machine = node.instance_type or ""
-                    if machine not in self._typed_machines:  # each machine type looked at once
-                        self._typed_machines.add(machine)
-                        if machine not in self.inventory.capabilities and (cap := cpu_capability(machine)):
-                            self.inventory.capabilities[machine] = cap
+                    unreadable = self._machines.add(node.instance_type or "", item)
+                    if unreadable:
+                        self._unknown_type(node, path, shape.where, unreadable)
                 except ITEM_ERRORS as exc:
                     if not self.per_item:
                         if isinstance(exc, (KeyError, TypeError, AttributeError, ValueError, ValidationError)):
@@ -483,6 +442,14 @@ class Normalizer:
         if self.project:
             return {self.project}
         return owned
+
+    def _unknown_type(self, node: Node, path: str, where: str, why: str) -> None:
+        """An instance of a type outside the catalog whose accelerators cannot be read: the type stays unknown (not
+        judged), and an error names the instance and field."""
+        message = f"{where}: instance {node.id} ({path}): {why}, so whether {node.instance_type} has GPUs is unknown"
+        self.inventory.errors.append(
+            Scope("gcp", node.account, node.region).error(INSTANCES.resource, BAD_RESPONSE, message)
+        )
 
     def _unreadable(self, item: Any, path: str, project: str, where: str, what_was_wrong: str) -> None:
         """A live instance that cannot be read: an error names it and the field; when the fault is in its

@@ -136,8 +136,11 @@ class GcpSupport(CloudSupport):
             "not collected)",
             "gpu_firewall_networks": "the GPU networks at fault, comma-separated, each partial one with the TCP ports "
             "it reaches",
-            "rdma_profile": "ok, missing (an RDMA NIC on a network without an RDMA network profile), wrong-zone "
-            "(a profile of another zone), n/a (no RDMA NIC) or unknown (networks not collected)",
+            "rdma_nic_type": "the nicType that carries the type's RDMA: MRDMA (A3 Ultra, A4, A4X), IRDMA (H4D), or "
+            "empty",
+            "rdma_profile": "ok, missing (an RDMA NIC on a network without the RDMA network profile of its nicType: "
+            "vpc-roce for MRDMA, vpc-falcon for IRDMA), wrong-zone (a profile of another zone), n/a (no RDMA NIC) or "
+            "unknown (networks not collected)",
             "rdma_profile_networks": "the RDMA NICs' networks at fault, comma-separated",
             "non_rdma_on_rdma_vpc": "non-RDMA NICs on a network with an RDMA network profile (-1: unknown)",
             "gpu_mtu": "ok, other (a GPU network's MTU is not the recommended one), n/a or unknown",
@@ -253,7 +256,9 @@ class GcpSupport(CloudSupport):
             extra = max(0, len(node.interfaces) - 1 - cap.fabric_interfaces) if cap.fabric_interfaces else 0
             recommended = TCPX_MTU
         rdma_nics = [nic for nic in node.interfaces if _is_rdma(nic)]
+        rdma_nic_type = ""
         if cap is not None and cap.fabric is FabricKind.RDMA:
+            rdma_nic_type = "IRDMA" if self.is_hpc(node.instance_type or "") else "MRDMA"
             recommended = RDMA_MTU
             gpu_networks = sorted({nic.network for nic in rdma_nics if nic.network})
 
@@ -288,6 +293,7 @@ class GcpSupport(CloudSupport):
             "gpu_mtu": mtu,
             "gpu_mtus": mtus,
             "recommended_mtu": recommended,
+            "rdma_nic_type": rdma_nic_type,
             "unknown": unknown,
         }
 
