@@ -152,6 +152,8 @@ class Project:
         host: str | None = None,
         network_project: str | None = None,
         accelerators: list[Item] | None = None,
+        regional_mig: bool = False,
+        provisioning: str = "STANDARD",
     ) -> None:
         """`nics`: (network name, nicType) per NIC, nic0 first. `network_project`: the Shared VPC host project that
         owns the networks (their URLs name it), else this one."""
@@ -175,7 +177,11 @@ class Project:
         metadata_items = [{"key": "enable-oslogin", "value": "TRUE"}]
         if mig:
             metadata_items.append(
-                {"key": "created-by", "value": f"projects/{PROJECT_NUMBER}/zones/{zone}/instanceGroupManagers/{mig}"}
+                {
+                    "key": "created-by",
+                    "value": f"projects/{PROJECT_NUMBER}/{f'regions/{region}' if regional_mig else f'zones/{zone}'}"
+                    f"/instanceGroupManagers/{mig}",
+                }
             )
         item: Item = {
             "kind": "compute#instance",
@@ -209,7 +215,7 @@ class Project:
                 "onHostMaintenance": "TERMINATE",
                 "automaticRestart": True,
                 "preemptible": False,
-                "provisioningModel": "STANDARD",
+                "provisioningModel": provisioning,
             },
             "cpuPlatform": "Intel Sapphire Rapids",
             "labels": labels or {},

@@ -31,7 +31,11 @@ from fabriccheck.providers.gcp.support import (
     FLEX_START,
     MIG_METADATA_KEY,
     RESERVATION,
+    RESERVATION_BOUND,
     RESOURCE_POLICY,
+    SLURM_CLUSTER_LABEL,
+    SLURM_JOB_KEY,
+    SLURM_NODESET_LABEL,
 )
 from fabriccheck.resources.gcp import GLOBAL, FirewallRule, Network, ResourcePolicy, Subnetwork, firewall_entries
 from fabriccheck.sources import projected
@@ -165,12 +169,23 @@ def _firewall(item: dict[str, Any], project: str) -> FirewallRule:
 
 
 def _tags_of(inst: dict[str, Any]) -> dict[str, str]:
-    """An instance's labels, and the managed instance group its metadata names."""
+    """An instance's labels, the managed instance group its metadata names, and the Slurm job its slurm-gcp
+    compact policy names (support.SLURM_JOB_KEY)."""
     tags = {str(k): str(v) for k, v in (inst.get("labels") or {}).items()}
     for entry in (inst.get("metadata") or {}).get("items") or ():
         if isinstance(entry, dict) and entry.get("key") == MIG_METADATA_KEY:
             tags[MIG_METADATA_KEY] = str(entry.get("value", ""))
+    if SLURM_CLUSTER_LABEL in tags and SLURM_NODESET_LABEL in tags:
+        prefix = f"{tags[SLURM_CLUSTER_LABEL]}-slurmgcp-managed-{tags[SLURM_NODESET_LABEL]}-"
+        for url in inst.get("resourcePolicies") or ():
+            name = last(url)
+            job = _SLURM_JOB.fullmatch(name[len(prefix) :]) if name.startswith(prefix) else None
+            if job and job[1] != "0":  # job 0 is the nodeset's static placement
+                tags[SLURM_JOB_KEY] = job[1]
     return tags
+
+
+_SLURM_JOB = re.compile(r"(\d+)-\d+")  # {job id}-{chunk}
 
 
 def _topology(physical_host: Any) -> list[str] | None:
@@ -535,8 +550,9 @@ class Normalizer:
             if policy is None or policy.places:  # one not seen may be a placement policy: facts say unknown
                 placement.append({"kind": RESOURCE_POLICY, "id": name})
         scheduling = inst.get("scheduling") or {}
-        if scheduling.get("provisioningModel") == "FLEX_START":
-            placement.append({"kind": FLEX_START, "id": inst["name"]})
+        model = scheduling.get("provisioningModel")
+        if model in _OWN_CAPACITY:
+            placement.append({"kind": _OWN_CAPACITY[model], "id": inst["name"]})
         affinity = inst.get("reservationAffinity") or {}
         if affinity.get("consumeReservationType") == "SPECIFIC_RESERVATION":
             values = affinity.get("values") or [inst["name"]]
@@ -600,6 +616,8 @@ class Normalizer:
         return node
 
 
+# scheduling.provisioningModel of capacity Google places itself -> its placement kind (support.py, dense capacity).
+_OWN_CAPACITY = {"FLEX_START": FLEX_START, "RESERVATION_BOUND": RESERVATION_BOUND}
 _stamp_node = compacted_maker(Node)
 _stamp_placement = compacted_maker(Placement)
 
@@ -612,7 +630,7 @@ def _pool_key(inst: dict[str, Any], project: str) -> tuple[Any, ...] | None:
         scheduling = inst.get("scheduling") or {}
         affinity = inst.get("reservationAffinity") or {}
         if (
-            scheduling.get("provisioningModel") == "FLEX_START"
+            scheduling.get("provisioningModel") in _OWN_CAPACITY
             or affinity.get("consumeReservationType") == "SPECIFIC_RESERVATION"
         ):
             return None

@@ -40,14 +40,21 @@ if TYPE_CHECKING:
 # (instances.resourcePolicies[] whose groupPlacementPolicy.collocation is COLLOCATED; G6, GCP-PLACEMENT).
 # Only placement policies belong here: instance schedules are resource policies too.
 RESOURCE_POLICY = "resource-policy"
-# Capacity Google places densely itself (G6, GCP-PLACEMENT: A4X, A4 and A3 Ultra "obtained via future
-# reservations or flex-start ... are densely colocated by default"): an instance whose
-# scheduling.provisioningModel is FLEX_START, and one consuming a specific reservation
-# (reservationAffinity.consumeReservationType SPECIFIC_RESERVATION), the way future-reservation capacity is used.
+# Capacity Google places densely itself (AI Hypercomputer, "Compact placement policy and workload policy overview":
+# "When you use future reservations or managed instance group (MIG) resize requests to obtain A4X, A4, A3 Ultra, A3
+# Mega, and A3 High (8 GPUs) machines, the compute instances that you receive are densely colocated"; G6): an
+# instance whose scheduling.provisioningModel is RESERVATION_BOUND (how future-reservation capacity is consumed:
+# AI Hypercomputer, "Obtain capacity": "specify the reservation-bound provisioning model") or FLEX_START (MIG
+# resize requests), and one consuming a specific reservation (reservationAffinity.consumeReservationType
+# SPECIFIC_RESERVATION). Reservations of A3 Ultra, A4 and A4X come densely placed (Hypercompute Cluster); of A3 High
+# and A3 Mega only when they are future reservations ("Reservations API ... won't be densely allocated"), which a
+# specific reservation alone does not tell.
 FLEX_START = "flex-start"
 RESERVATION = "reservation"
-# The series whose reserved capacity comes densely placed (GCP-PLACEMENT names A4X, A4 and A3 Ultra).
+RESERVATION_BOUND = "reservation-bound"
 DENSE_RESERVATION_FAMILIES = frozenset({"a3-ultragpu", "a4-highgpu", "a4x-highgpu", "a4x-maxgpu"})
+DENSE_CAPACITY_FAMILIES = DENSE_RESERVATION_FAMILIES | {"a3-megagpu"}
+DENSE_CAPACITY_TYPES = frozenset({"a3-highgpu-8g"})  # A3 High with 8 GPUs only
 
 # Recommended MTUs of the GPU networks. TCPX / TCPXO: every Google A3 High and A3 Mega example sets 8244 on
 # the GPU VPCs (G3; CTK-A3H, CTK-A3M); no Google page says another value breaks TCPX, so the rule is advisory.
@@ -71,6 +78,13 @@ GKE_NODE_POOL_LABEL = "goog-k8s-node-pool-name"
 SLURM_CLUSTER_LABEL = "slurm_cluster_name"
 SLURM_NODESET_LABEL = "slurm_nodeset"
 SLURM_ROLE_LABEL = "slurm_instance_role"  # controller, login or compute (same instance_template module)
+# slurm-gcp v6 places each exclusive job's nodes under compact policies of its own, named
+# {slurm_cluster_name}-slurmgcp-managed-{nodeset}-{job id}-{chunk} (job 0: the nodeset's static placement, chunked
+# by the policy's size; GoogleCloudPlatform/cluster-toolkit@02895beac250f6e3a07b2cbb9947afb510035c16:community/
+# modules/scheduler/schedmd-slurm-gcp-v6-controller/modules/slurm_files/scripts/resume.py, create_placements).
+# The normalizer records the job among the node's tags under this key, which no label can be (labels take no
+# colon): nodes of different jobs never share a collective.
+SLURM_JOB_KEY = "slurm-gcp:job"
 # Cluster Toolkit labels everything it deploys with ghpc_blueprint, ghpc_deployment and ghpc_role, the role of
 # the module that made it, e.g. compute (cluster-toolkit pkg/config: blueprintLabel, deploymentLabel,
 # roleLabel; docs/blueprint labels section).
@@ -113,11 +127,11 @@ class GcpSupport(CloudSupport):
     name = "gcp"
     # Strongest first. The orchestrator's group comes before the placement policy, which is one of the things
     # being judged: grouped by policy, instances of one node pool or nodeset placed under two policies (or some
-    # under none) would form separate clusters, each fine, and the split would never show. A Slurm nodeset may
-    # legitimately hold several policies, one per job allocation (cluster-toolkit slurm_files/scripts/resume.py,
-    # create_placements); the rules judge that, the grouping only makes it visible.
+    # under none) would form separate clusters, each fine, and the split would never show. A Slurm nodeset holds
+    # one policy per exclusive job (SLURM_JOB_KEY): the nodes of one job train together, within its nodeset.
     signals: tuple[Signal, ...] = (
         TagSignal((GKE_CLUSTER_LABEL, GKE_NODE_POOL_LABEL), "GKE node pool"),
+        TagSignal((SLURM_CLUSTER_LABEL, SLURM_NODESET_LABEL, SLURM_JOB_KEY), "Slurm job"),
         TagSignal((SLURM_CLUSTER_LABEL, SLURM_NODESET_LABEL), "Slurm nodeset"),
         # The compute instances of one Cluster Toolkit deployment (e.g. the A3 Ultra vm-instance blueprint,
         # which has no scheduler labels).
@@ -153,14 +167,19 @@ class GcpSupport(CloudSupport):
             "workload policy), not-compact (a placement policy that is neither), several (more than one), none "
             "(some node has no placement policy) or unknown",
             "placement.policies": "the placement policy names, (none) for nodes without one",
-            "placement.dense_capacity": "every node is flex-start capacity, or reserved A3 Ultra / A4 / A4X "
-            "capacity, which Google places densely itself",
+            "placement.dense_capacity": "every node is capacity Google places densely itself: flex-start, "
+            "reservation-bound (future reservations) of A4X, A4, A3 Ultra, A3 Mega or A3 High 8g, or a reservation of "
+            "A3 Ultra, A4 or A4X",
+            "placement.capacity_note": "a sentence for the message when the nodes consume a reservation that may or "
+            "may not be dense capacity (empty otherwise)",
             "placement.max_distance": "groupPlacementPolicy.maxDistance when every policy states it, else 0 "
             "(unknown from a live answer: the installed client drops the field)",
             "upgrade": "a single-NIC choice where an 8-GPU type with GPU NICs exists",
             "upgrade.weaker": "all nodes are single-NIC accelerator types (a3-highgpu-1g..4g, a2) and a type "
             "with GPU NICs exists",
             "upgrade.suggestion": "that type",
+            "zonal_fabric": "some node's fabric is RDMA, whose networks are zonal (an RDMA network profile serves one "
+            "zone): nodes in other zones cannot reach it. TCPX/TCPXO GPU NICs sit on regional subnets of global VPCs",
         },
         naming=frozenset({"gpu_firewall_networks", "rdma_profile_networks"}),
     )
@@ -299,7 +318,13 @@ class GcpSupport(CloudSupport):
 
     def cluster_facts(self, nodes: list[Node], node_facts: list[Facts], context: FactContext) -> Facts:
         placement, unknown = self._placement(nodes, context)
-        return {"placement": placement, "upgrade": self._upgrade(nodes, node_facts), "unknown": unknown}
+        zonal = any(f["fabric"]["kind"] == FabricKind.RDMA.value for f in node_facts)
+        return {
+            "placement": placement,
+            "upgrade": self._upgrade(nodes, node_facts),
+            "zonal_fabric": zonal,
+            "unknown": unknown,
+        }
 
     def _placement(self, nodes: list[Node], context: FactContext) -> tuple[Facts, dict[str, str]]:
         index = index_of(context)
@@ -340,11 +365,7 @@ class GcpSupport(CloudSupport):
             policy = next(iter(distinct.values()))
             compact = policy.compact and (policy.availability_domain_count or 1) <= 1
             verdict = ("workload" if policy.workload_type else "compact") if compact else "not-compact"
-        dense = all(
-            node.placed_by(FLEX_START)
-            or (node.placed_by(RESERVATION) and self.family(node.instance_type or "") in DENSE_RESERVATION_FAMILIES)
-            for node in alike
-        )
+        dense, capacity_note = self._dense_capacity(alike)
         distances = [p.max_distance for p in distinct.values()]
         known_distance = bool(distinct) and all(p.max_distance_known for p in distinct.values())
         if distinct and not known_distance:
@@ -356,9 +377,33 @@ class GcpSupport(CloudSupport):
             "policy": verdict,
             "policies": ", ".join(n or "(none)" for n in names),
             "dense_capacity": bool(nodes) and dense,
+            "capacity_note": capacity_note,
             "max_distance": max((d or 0 for d in distances), default=0) if known_distance else 0,
         }
         return placement, unknown
+
+    def _dense_capacity(self, nodes: list[Node]) -> tuple[bool, str]:
+        """Whether Google placed every node densely itself, and, when the answer cannot tell (a specific reservation
+        of A3 High or A3 Mega may be a future reservation, placed densely, or not), a sentence saying so."""
+        dense, maybe = True, set()
+        for node in nodes:
+            machine = node.instance_type or ""
+            capable = self.family(machine) in DENSE_CAPACITY_FAMILIES or machine in DENSE_CAPACITY_TYPES
+            reserved = node.placed_by(RESERVATION)
+            if node.placed_by(FLEX_START) or (capable and node.placed_by(RESERVATION_BOUND)):
+                continue
+            if reserved and self.family(machine) in DENSE_RESERVATION_FAMILIES:
+                continue
+            dense = False
+            if reserved and capable:
+                maybe.add(reserved)
+        if dense or not maybe:
+            return dense, ""
+        return False, (
+            f" The nodes consume reservation {', '.join(sorted(maybe))}: capacity of a future reservation is placed "
+            "densely by Google, and then no policy is needed, but the answer does not say whether it is one (their "
+            "provisioning model is not RESERVATION_BOUND)."
+        )
 
     def _upgrade(self, nodes: list[Node], node_facts: list[Facts]) -> Facts:
         if len(nodes) < 2 or not all(
