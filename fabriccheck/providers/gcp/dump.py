@@ -201,11 +201,12 @@ class _Answer:
         flat = projected.read(self.path, InstanceRead if self.call is INSTANCES else dict[str, Any])
         if flat is None:
             return None
-        where = str(self.path)
-        for i, item in enumerate(flat):
-            if "kind" not in item:
-                return None  # gcloud prints every resource's kind: read in full, where its other keys tell
-            listing.checked(where, f"[{i}]", item, self.call)
+        kinds = {item.get("kind") for item in flat}
+        if None in kinds:
+            return None  # gcloud prints every resource's kind: read in full, where its other keys tell
+        if kinds != {listing.item_kind(self.call)}:
+            for i, item in enumerate(flat):
+                listing.checked(str(self.path), f"[{i}]", item, self.call)  # names the first of another kind
         self.top = "["
         return list(zip(map("[{}]".format, range(len(flat))), flat, strict=True))  # each item with its path, for errors
 
