@@ -162,3 +162,20 @@ def test_names_and_counts() -> None:
     assert accelerator_count(None) == 0 and accelerator_count([]) == 0
     assert accelerator_count([{"acceleratorCount": 8}, {"acceleratorCount": "2"}]) == 10
     assert accelerator_count({"acceleratorCount": 8}) is None and accelerator_count([{"acceleratorType": "x"}]) is None
+
+
+def test_a_nic_type_the_api_does_not_define_is_unknown_never_no_fabric(tmp_path: Path) -> None:
+    """Issue 18.5 for nicType: an A3 Ultra whose GPU NICs say "RDMA" (no Compute API value) is not judged as
+    having no MRDMA NIC; it is not judged, with the value named."""
+    project = Project()
+    project.network("u-host", mtu=8896)
+    project.network("u-host2", mtu=8896)
+    project.network("roce-a", mtu=8896, profile_zone=ZONE)
+    for i in range(2):
+        nics = [("u-host", "GVNIC"), ("u-host2", "GVNIC")] + [("roce-a", "RDMA")] * 8
+        project.instance(f"u-{i}", "a3-ultragpu-8g", nics, gke("t", "ultra"), reservation="r")
+    code, report = report_of(project, tmp_path)
+    assert code == 2 and "GCP120" not in {f["rule"] for f in report["findings"]}
+    [cluster] = report["clusters"]
+    reasons = {u["rule"]: u["reason"] for u in cluster["not_judged"]}
+    assert "nicType 'RDMA' is none the Compute API defines" in reasons["GCP120"]

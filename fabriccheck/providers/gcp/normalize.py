@@ -30,6 +30,7 @@ from fabriccheck.providers.gcp.machines import MachineTypes
 from fabriccheck.providers.gcp.support import (
     FLEX_START,
     MIG_METADATA_KEY,
+    NIC_TYPES,
     RESERVATION,
     RESERVATION_BOUND,
     RESOURCE_POLICY,
@@ -325,6 +326,8 @@ def _parsed(inst: dict[str, Any], nics_too: bool = True) -> dict[str, Any]:
     return parsed
 
 
+# The facts that follow from which NICs are RDMA or GPU NICs: unknown with a nicType the API does not define.
+_NIC_TYPE_FACTS = ("fabric", "rdma_profile", "rdma_profile_networks", "non_rdma_on_rdma_vpc", "extra_nics")
 _NIC_FACTS = (
     *INTERFACE_FACTS, "rdma_profile", "rdma_profile_networks", "non_rdma_on_rdma_vpc", "extra_nics",
     "recommended_mtu", "gpu_mtu", "gpu_mtus", "gpu_firewall", "gpu_firewall_networks",
@@ -604,6 +607,13 @@ class Normalizer:
             "placement": placement,
             "network_nodes": _topology((inst.get("resourceStatus") or {}).get("physicalHost")),
         }
+        odd = _odd_nic_type(inst)
+        if odd is not None:
+            why = (
+                f"nicType {odd!r} is none the Compute API defines ({', '.join(sorted(NIC_TYPES))}), so which NICs "
+                "carry the fabric is unknown"
+            )
+            node_values["unknown"] = unknown_because(_NIC_TYPE_FACTS, why)
         if name_is_str and not unchecked:
             node_values["placement"] = [build(Placement, place) for place in placement]
             # Instances with the same NICs (the same objects) share one list of them, as a stamped pool's do:
@@ -635,8 +645,8 @@ def _pool_key(inst: dict[str, Any], project: str) -> tuple[Any, ...] | None:
         ):
             return None
         status = inst.get("resourceStatus")
-        if status is not None and not isinstance(status, dict):
-            return None
+        if (status is not None and not isinstance(status, dict)) or _odd_nic_type(inst):
+            return None  # read on its own: a misshapen status, or a fabric left unknown (which a stamp would drop)
         labels = inst.get("labels") or {}
         group = None
         for entry in (inst.get("metadata") or {}).get("items") or ():
@@ -655,6 +665,15 @@ def _pool_key(inst: dict[str, Any], project: str) -> tuple[Any, ...] | None:
     except (AttributeError, TypeError):  # a misshapen value: read on its own
         return None
     return key
+
+
+def _odd_nic_type(inst: dict[str, Any]) -> str | None:
+    """A nicType of the instance's NICs (dicts or InstanceRead structs) that the Compute API does not define."""
+    for nic in inst.get("networkInterfaces") or ():
+        value = nic.nicType if type(nic) is _InterfaceRead else nic.get("nicType") if isinstance(nic, dict) else None
+        if value and value not in NIC_TYPES:
+            return str(value)
+    return None
 
 
 def _nic_key(nic: Any) -> tuple[Any, ...]:

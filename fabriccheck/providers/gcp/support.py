@@ -99,6 +99,9 @@ MIG_METADATA_KEY = "created-by"
 # NIC types that carry RDMA: MRDMA (CX-7 on A3 Ultra, A4, A4X; GCP-NETBW) and IRDMA (Cloud RDMA over Falcon
 # on H4D; Google Cloud "RDMA network profiles", docs.cloud.google.com/vpc/docs/rdma-network-profiles).
 RDMA_NIC_TYPES = frozenset({"MRDMA", "IRDMA"})
+# Every nicType value the Compute API defines (GCP-NICTYPE). Another value tells nothing of which NICs carry the
+# fabric: the normalizer leaves the node's fabric unknown, never "none".
+NIC_TYPES = frozenset({"GVNIC", "VIRTIO_NET", "MRDMA", "IRDMA", "IDPF", "UNSPECIFIED_NIC_TYPE"})
 
 # H4D is Compute Engine's HPC series with Cloud RDMA, "ideal for applications that scale across multiple
 # nodes" (GKE docs, "Run HPC workloads with H4D"; Cluster Toolkit, "Configure MPI applications on H4D").
