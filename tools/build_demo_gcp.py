@@ -158,31 +158,12 @@ class Project:
         """`nics`: (network name, nicType) per NIC, nic0 first. `network_project`: the Shared VPC host project that
         owns the networks (their URLs name it), else this one."""
         region = zone.rsplit("-", 1)[0]
-        owner = f"{API}/projects/{network_project or self.name}"
-        interfaces = []
-        for i, (network, nic_type) in enumerate(nics):
-            nic: Item = {
-                "kind": "compute#networkInterface",
-                "network": f"{owner}/global/networks/{network}",
-                "subnetwork": f"{owner}/regions/{region}/subnetworks/{network}-sub",
-                "networkIP": f"10.{i + 1}.{len(self.instances) // 250}.{len(self.instances) % 250 + 2}",
-                "name": f"nic{i}",
-                "fingerprint": "a1b2c3d4e5f=",
-                "stackType": "IPV4_ONLY",
-                "nicType": nic_type,
-            }
-            if i == 0:
-                nic["accessConfigs"] = []
-            interfaces.append(nic)
+        interfaces = self._interfaces(nics, region, network_project or self.name)
         metadata_items = [{"key": "enable-oslogin", "value": "TRUE"}]
         if mig:
-            metadata_items.append(
-                {
-                    "key": "created-by",
-                    "value": f"projects/{PROJECT_NUMBER}/{f'regions/{region}' if regional_mig else f'zones/{zone}'}"
-                    f"/instanceGroupManagers/{mig}",
-                }
-            )
+            group = f"regions/{region}" if regional_mig else f"zones/{zone}"
+            value = f"projects/{PROJECT_NUMBER}/{group}/instanceGroupManagers/{mig}"
+            metadata_items.append({"key": "created-by", "value": value})
         item: Item = {
             "kind": "compute#instance",
             "id": self._id(),
@@ -194,21 +175,7 @@ class Project:
             "zone": self.url(f"zones/{zone}"),
             "canIpForward": False,
             "networkInterfaces": interfaces,
-            "disks": [
-                {
-                    "kind": "compute#attachedDisk",
-                    "type": "PERSISTENT",
-                    "mode": "READ_WRITE",
-                    "source": self.url(f"zones/{zone}/disks/{name}"),
-                    "deviceName": "persistent-disk-0",
-                    "index": 0,
-                    "boot": True,
-                    "autoDelete": True,
-                    "interface": "NVME",
-                    "diskSizeGb": "200",
-                    "architecture": "X86_64",
-                }
-            ],
+            "disks": [boot_disk(self.url(f"zones/{zone}/disks/{name}"))],
             "metadata": {"kind": "compute#metadata", "fingerprint": "mdfp0000000=", "items": metadata_items},
             "selfLink": self.url(f"zones/{zone}/instances/{name}"),
             "scheduling": {
@@ -244,6 +211,26 @@ class Project:
             item["guestAccelerators"] = accelerators
         self.instances.append(item)
 
+    def _interfaces(self, nics: list[tuple[str, str]], region: str, owner: str) -> list[Item]:
+        """networkInterfaces[] on the networks of project `owner`, nic0 with an (empty) access config list."""
+        base = f"{API}/projects/{owner}"
+        interfaces = []
+        for i, (network, nic_type) in enumerate(nics):
+            nic: Item = {
+                "kind": "compute#networkInterface",
+                "network": f"{base}/global/networks/{network}",
+                "subnetwork": f"{base}/regions/{region}/subnetworks/{network}-sub",
+                "networkIP": f"10.{i + 1}.{len(self.instances) // 250}.{len(self.instances) % 250 + 2}",
+                "name": f"nic{i}",
+                "fingerprint": "a1b2c3d4e5f=",
+                "stackType": "IPV4_ONLY",
+                "nicType": nic_type,
+            }
+            if i == 0:
+                nic["accessConfigs"] = []
+            interfaces.append(nic)
+        return interfaces
+
     def files(self) -> dict[str, list[Item]]:
         return {
             "instances-list.json": self.instances,
@@ -257,6 +244,22 @@ class Project:
         folder.mkdir(parents=True, exist_ok=True)
         for name, items in self.files().items():
             (folder / name).write_text(json.dumps(items, indent=1) + "\n")
+
+
+def boot_disk(source: str) -> Item:
+    return {
+        "kind": "compute#attachedDisk",
+        "type": "PERSISTENT",
+        "mode": "READ_WRITE",
+        "source": source,
+        "deviceName": "persistent-disk-0",
+        "index": 0,
+        "boot": True,
+        "autoDelete": True,
+        "interface": "NVME",
+        "diskSizeGb": "200",
+        "architecture": "X86_64",
+    }
 
 
 def gke(cluster: str, pool: str) -> dict[str, str]:
