@@ -812,7 +812,7 @@ def gcp(
         _print_privilege(ctx, "--print-role", "role", lambda: custom_role(listing), output, ("organization", "folder"))
     if from_dump is not None:
         live_only = {
-            "--project": (bool(project), "a dump holds the projects it has, one folder each"),
+            "--project": (len(project or ()) > 1, "one --project names the project of a flat dump folder"),
             "--zone": (bool(zone), "a dump holds the zones it has"),
             "--endpoint-url": (endpoint_url is not None, "a dump makes no Google Cloud call"),
             "--organization": (organization is not None, "a dump holds the projects it has, one folder each"),
@@ -829,7 +829,7 @@ def gcp(
         if from_dump is not None:
             from fabriccheck.providers.gcp.dump import load_dump
 
-            inventory = load_dump(from_dump)
+            inventory = load_dump(from_dump, project[0] if project else None)
         else:
             from fabriccheck.providers.gcp import collect
             from fabriccheck.sources.fleet import DEFAULT_CONCURRENCY

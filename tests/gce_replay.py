@@ -6,11 +6,18 @@ items `gcloud compute ... list --format=json` prints), pages them by maxResults 
 answers by zone or region scope (with a NO_RESULTS_ON_PAGE warning scope, as the API sends), and can answer
 a project with a Google JSON error (403, 404, 429). Every request is recorded (method, path, query) for call
 counting and the read-only proof.
+
+Faults (issue 18), each keyed by (project, resource): `bodies` answers 200 with a body that is not the list (`{}`,
+an HTML page), `looping` gives page 1 a nextPageToken that leads back to page 0 forever, and `resets` resets the
+connection (TCP RST, no answer) that many times (-1: always) before serving.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import socket
+import struct
 import threading
 import urllib.parse
 from collections.abc import Iterator
@@ -61,6 +68,22 @@ class ComputeReplay:
     rm_projects: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     rm_folders: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     rm_denied: set[str] = field(default_factory=set)  # parents whose listing answers 403
+    bodies: dict[tuple[str, str], tuple[str, str]] = field(default_factory=dict)  # -> (content type, body) with 200
+    looping: set[tuple[str, str]] = field(default_factory=set)  # page 1's nextPageToken leads back to page 0
+    resets: dict[tuple[str, str], int] = field(default_factory=dict)  # connection resets left (-1: always)
+
+    def reset_now(self, raw_path: str) -> bool:
+        """Whether this request's connection is reset instead of answered (counted down per (project, resource))."""
+        parts = urllib.parse.urlsplit(raw_path).path.strip("/").split("/")
+        key = (parts[3], parts[-1]) if len(parts) >= 6 else ("", "")
+        with self.lock:
+            left = self.resets.get(key, 0)
+            if left == 0:
+                return False
+            self.requests.append(Request("GET", urllib.parse.urlsplit(raw_path).path, {"reset": "1"}))
+            if left > 0:
+                self.resets[key] = left - 1
+            return True
 
     @classmethod
     def from_files(cls, projects: dict[str, dict[str, list[dict[str, Any]]]], **kwargs: Any) -> ComputeReplay:
@@ -93,6 +116,8 @@ class ComputeReplay:
             status = once or self.failures.get(key)
             if status:
                 return status, _error(status, _message(status, project, resource), REASONS.get(status, "error"))
+        if (project, resource) in self.bodies:
+            return 200, {"__raw__": self.bodies[(project, resource)]}
         if project not in self.projects:
             return 404, _error(404, f"The resource 'projects/{project}' was not found", "notFound")
         items = self.projects[project].get(resource, [])
@@ -112,6 +137,8 @@ class ComputeReplay:
         }
         if start + size < len(items):
             body["nextPageToken"] = str(start + size)
+        elif (project, resource) in self.looping and start > 0:
+            body["nextPageToken"] = "0"  # back to the first page: a pager that trusts it never ends
         if where == "aggregated":
             body["kind"] = KIND[resource]
             scoped: dict[str, dict[str, Any]] = {}
@@ -175,10 +202,21 @@ def serve(replay: ComputeReplay) -> Iterator[str]:
 
     class Handler(BaseHTTPRequestHandler):
         def _reply(self) -> None:
+            if replay.reset_now(self.path):
+                # SO_LINGER 0: closing sends a TCP RST, which the client reads as "connection reset by peer".
+                self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                self.connection.close()
+                self.close_connection = True
+                return
             status, body = replay.answer(self.command, self.path)
-            data = json.dumps(body).encode()
+            content_type = "application/json; charset=UTF-8"
+            if "__raw__" in body:
+                content_type, raw = body["__raw__"]
+                data = raw.encode()
+            else:
+                data = json.dumps(body).encode()
             self.send_response(status)
-            self.send_header("Content-Type", "application/json; charset=UTF-8")
+            self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)
@@ -187,6 +225,10 @@ def serve(replay: ComputeReplay) -> Iterator[str]:
 
         def log_message(self, format: str, *args: Any) -> None:  # quiet
             pass
+
+        def finish(self) -> None:
+            with contextlib.suppress(OSError, ValueError):  # a connection reset on purpose is closed already
+                super().finish()
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)

@@ -258,7 +258,8 @@ def test_unreachable_endpoint_exits_2_with_the_error_in_the_report() -> None:
         (["--zone", "uscentral1"], "--zone uscentral1: not a Compute Engine zone"),
         (["--endpoint-url", "127.0.0.1:9"], "give the scheme"),
         (["--print-role", "--project", "x"], "--print-role and --project cannot be used together"),
-        (["--from-dump", str(DEMO), "--project", "x"], "--from-dump and --project cannot be used together"),
+        (["--from-dump", str(DEMO), "-p", "a-project", "-p", "b-project"], "--from-dump and --project cannot be used"),
+        (["--from-dump", str(DEMO), "--project", "x"], "--project x: not a Google Cloud project id"),
     ],
 )
 def test_bad_options_are_one_line(args: list[str], expected: str) -> None:

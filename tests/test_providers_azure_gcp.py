@@ -12,6 +12,7 @@ from fabriccheck.cloud import CloudSupport, FabricAttachment, PlacementSignal, T
 from fabriccheck.model import Capability, FabricKind, NetworkInterface, Node, Placement, Provider
 from fabriccheck.providers.azure import support as azure_support
 from fabriccheck.providers.gcp import support as gcp_support
+from fabriccheck.providers.gcp.lookup import RDMA_PROFILE
 
 AZURE = support("azure")
 GCP = support("gcp")
@@ -317,54 +318,18 @@ def test_a4x_counts_its_four_mrdma_nics() -> None:
     assert attachment(GCP, ultra(4, machine="a4x-highgpu-4g")).attached == 4
 
 
-def test_gcp_firewall_rule_allows_internal_traffic_only_from_the_gpu_subnet() -> None:
-    from fabriccheck.resources.gcp import FirewallRule
-
-    def rule(**fields: object) -> FirewallRule:
-        return FirewallRule.model_validate({"account": "p", "region": "global", "name": "r", **fields})
-
-    allows = gcp_support._allows_internal
-    cidr = "10.10.0.0/16"
-    assert allows(rule(protocols=["all"], source_ranges=["10.10.0.0/16"]), cidr)
-    assert allows(rule(protocols=["tcp", "udp"], source_ranges=["10.0.0.0/8"]), cidr)
-    assert allows(rule(protocols=["tcp"], source_tags=["gpu"]), cidr)  # the instances themselves
-    assert not allows(rule(protocols=["tcp"], all_ports=False, source_ranges=["10.10.0.0/16"]), cidr)
-    assert not allows(rule(protocols=["icmp"], source_ranges=["10.10.0.0/16"]), cidr)
-    assert not allows(rule(protocols=["all"], source_ranges=["10.20.0.0/16"]), cidr)
-    assert not allows(rule(protocols=["all"], source_ranges=["10.10.0.0/16"], direction="EGRESS"), cidr)
-    assert not allows(rule(protocols=["all"], source_ranges=["10.10.0.0/16"], action="deny"), cidr)
-    assert not allows(rule(protocols=["all"], source_ranges=["10.10.0.0/16"], disabled=True), cidr)
-    # The subnet's range unknown: a private or open source range is taken as internal.
-    assert allows(rule(protocols=["all"], source_ranges=["172.16.0.0/12"]), None)
-    assert not allows(rule(protocols=["all"], source_ranges=["35.235.240.0/20"]), None)
-
-
-def test_gcp_a_deny_rule_of_higher_precedence_overrides_the_allow_rule() -> None:
-    from fabriccheck.resources.gcp import FirewallRule
-
-    def rule(**fields: object) -> FirewallRule:
-        return FirewallRule.model_validate({"account": "p", "region": "global", "name": "r", **fields})
-
-    allow = rule(protocols=["all"], source_ranges=["10.10.0.0/16"], priority=1000)
-    deny_all = rule(protocols=["all"], source_ranges=["0.0.0.0/0"], action="deny", priority=900)
-    assert gcp_support._internal_allowed([allow], "10.10.0.0/16")
-    assert not gcp_support._internal_allowed([allow, deny_all], "10.10.0.0/16")
-    assert not gcp_support._internal_allowed([allow, deny_all.model_copy(update={"priority": 1000})], "10.10.0.0/16")
-    assert gcp_support._internal_allowed([allow, deny_all.model_copy(update={"priority": 65534})], "10.10.0.0/16")
-    assert gcp_support._internal_allowed([allow, deny_all.model_copy(update={"protocols": ["udp"]})], "10.10.0.0/16")
-
-
 @pytest.mark.parametrize(
     ("profile", "zone"),
     [
-        ("projects/p/global/networkProfiles/us-central1-a-vpc-roce", "us-central1-a"),
-        ("projects/p/global/networkProfiles/europe-west4-b-vpc-roce-metal", "europe-west4-b"),
-        ("projects/p/global/networkProfiles/us-central1-a-vpc-falcon", None),  # Falcon (IRDMA) is no RoCE profile
+        ("projects/p/global/networkProfiles/us-central1-a-vpc-roce", ("us-central1-a", "roce")),
+        ("projects/p/global/networkProfiles/europe-west4-b-vpc-roce-metal", ("europe-west4-b", "roce")),
+        ("projects/p/global/networkProfiles/us-central1-a-vpc-falcon", ("us-central1-a", "falcon")),  # H4D, IRDMA
+        ("projects/p/global/networkProfiles/us-central1-a-vpc-standard", None),
     ],
 )
-def test_gcp_roce_profiles_name_their_zone(profile: str, zone: str | None) -> None:
-    match = gcp_support._ROCE_PROFILE.search(profile)
-    assert (match["zone"] if match else None) == zone
+def test_gcp_rdma_profiles_name_their_zone_and_kind(profile: str, zone: tuple[str, str] | None) -> None:
+    match = RDMA_PROFILE.search(profile)
+    assert ((match["zone"], match["kind"]) if match else None) == zone
 
 
 def test_gcp_type_without_fabric_or_unknown_has_nothing_attached() -> None:

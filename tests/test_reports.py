@@ -621,7 +621,10 @@ def test_the_demo_ranks_what_cannot_run_first_then_by_gpu_hours_lost() -> None:
     blocks = re.findall(r"^Cluster (.+?)  \S", out, flags=re.M)
     assert blocks == [str(names[c["id"]]) for c in expected]
     # The cannot-run clusters with the most GPUs (24 each), by id at equal loss.
-    assert blocks[:2] == ["aws/111122223333/us-east-1/pcluster hpc-demo/gpu", "azure/mc_aks-rg_llm_eastus/aks 12345678/gpu"]
+    assert blocks[:2] == [
+        "aws/111122223333/us-east-1/pcluster hpc-demo/gpu",
+        "azure/mc_aks-rg_llm_eastus/aks 12345678/gpu",
+    ]
     cannot = [c for c in data["clusters"] if c["penalty"]["cannot_run"]]
     assert len(cannot) == 6 and blocks[: len(cannot)] == [str(names[c["id"]]) for c in expected[: len(cannot)]]
     # The custom image's AZ140 may be wrong: what it costs is counted apart, so that cluster ranks on nothing.

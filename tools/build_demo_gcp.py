@@ -20,6 +20,14 @@ REGION = "us-central1"
 ZONE = "us-central1-a"
 
 Item = dict[str, Any]
+# The GPUs an accelerator-optimized machine type comes with, as instances list them in guestAccelerators (accelerator
+# type names: Google Cloud, GPU machine types).
+GPUS = {
+    "a3-highgpu-8g": ("nvidia-h100-80gb", 8),
+    "a3-highgpu-2g": ("nvidia-h100-80gb", 2),
+    "a3-megagpu-8g": ("nvidia-h100-mega-80gb", 8),
+    "a3-ultragpu-8g": ("nvidia-h200-141gb", 8),
+}
 
 
 class Project:
@@ -41,7 +49,11 @@ class Project:
     def url(self, path: str) -> str:
         return f"{API}/projects/{self.name}/{path}"
 
-    def network(self, name: str, mtu: int | None = 1460, profile_zone: str | None = None, cidr: str = "") -> str:
+    def network(
+        self, name: str, mtu: int | None = 1460, profile_zone: str | None = None, cidr: str = "", profile: str = "roce"
+    ) -> str:
+        """A VPC network with one subnet; `profile_zone`: an RDMA network profile of that zone, of kind `profile`
+        (roce for MRDMA NICs, falcon for H4D's IRDMA NICs)."""
         item: Item = {
             "kind": "compute#network",
             "id": self._id(),
@@ -57,7 +69,7 @@ class Project:
         if mtu is not None:
             item["mtu"] = mtu
         if profile_zone:
-            item["networkProfile"] = self.url(f"global/networkProfiles/{profile_zone}-vpc-roce")
+            item["networkProfile"] = self.url(f"global/networkProfiles/{profile_zone}-vpc-{profile}")
         self.networks.append(item)
         self.subnetworks.append(
             {
@@ -98,9 +110,16 @@ class Project:
         )
 
     def internal_firewall(self, network: str) -> None:
+        """The rule Cluster Toolkit's modules/network/vpc creates (enable_internal_traffic; GoogleCloudPlatform/
+        cluster-toolkit@0056cb4d329df2a33c6bf538b964026cafd67f2f:modules/network/vpc/main.tf) and Google's GPUDirect
+        pages create with `--rules=tcp:0-65535,udp:0-65535,icmp`, as the API stores it: ports on tcp and udp."""
         cidr = next(s["ipCidrRange"] for s in self.subnetworks if s["network"].endswith(f"/networks/{network}"))
-        rules = [{"IPProtocol": "tcp"}, {"IPProtocol": "udp"}, {"IPProtocol": "icmp"}]
-        self.firewall(network, f"{network}-internal", rules, [cidr])
+        rules: list[Item] = [
+            {"IPProtocol": "tcp", "ports": ["0-65535"]},
+            {"IPProtocol": "udp", "ports": ["0-65535"]},
+            {"IPProtocol": "icmp"},
+        ]
+        self.firewall(network, f"{network}-allow-internal-traffic", rules, [cidr])
 
     def policy(self, name: str, collocation: str | None = "COLLOCATED", vm_count: int | None = None) -> str:
         item: Item = {
@@ -131,29 +150,20 @@ class Project:
         mig: str | None = None,
         reservation: str | None = None,
         host: str | None = None,
+        network_project: str | None = None,
+        accelerators: list[Item] | None = None,
+        regional_mig: bool = False,
+        provisioning: str = "STANDARD",
     ) -> None:
-        """`nics`: (network name, nicType) per NIC, nic0 first."""
+        """`nics`: (network name, nicType) per NIC, nic0 first. `network_project`: the Shared VPC host project that
+        owns the networks (their URLs name it), else this one."""
         region = zone.rsplit("-", 1)[0]
-        interfaces = []
-        for i, (network, nic_type) in enumerate(nics):
-            nic: Item = {
-                "kind": "compute#networkInterface",
-                "network": self.url(f"global/networks/{network}"),
-                "subnetwork": self.url(f"regions/{region}/subnetworks/{network}-sub"),
-                "networkIP": f"10.{i + 1}.{len(self.instances) // 250}.{len(self.instances) % 250 + 2}",
-                "name": f"nic{i}",
-                "fingerprint": "a1b2c3d4e5f=",
-                "stackType": "IPV4_ONLY",
-                "nicType": nic_type,
-            }
-            if i == 0:
-                nic["accessConfigs"] = []
-            interfaces.append(nic)
+        interfaces = self._interfaces(nics, region, network_project or self.name)
         metadata_items = [{"key": "enable-oslogin", "value": "TRUE"}]
         if mig:
-            metadata_items.append(
-                {"key": "created-by", "value": f"projects/{PROJECT_NUMBER}/zones/{zone}/instanceGroupManagers/{mig}"}
-            )
+            group = f"regions/{region}" if regional_mig else f"zones/{zone}"
+            value = f"projects/{PROJECT_NUMBER}/{group}/instanceGroupManagers/{mig}"
+            metadata_items.append({"key": "created-by", "value": value})
         item: Item = {
             "kind": "compute#instance",
             "id": self._id(),
@@ -165,28 +175,14 @@ class Project:
             "zone": self.url(f"zones/{zone}"),
             "canIpForward": False,
             "networkInterfaces": interfaces,
-            "disks": [
-                {
-                    "kind": "compute#attachedDisk",
-                    "type": "PERSISTENT",
-                    "mode": "READ_WRITE",
-                    "source": self.url(f"zones/{zone}/disks/{name}"),
-                    "deviceName": "persistent-disk-0",
-                    "index": 0,
-                    "boot": True,
-                    "autoDelete": True,
-                    "interface": "NVME",
-                    "diskSizeGb": "200",
-                    "architecture": "X86_64",
-                }
-            ],
+            "disks": [boot_disk(self.url(f"zones/{zone}/disks/{name}"))],
             "metadata": {"kind": "compute#metadata", "fingerprint": "mdfp0000000=", "items": metadata_items},
             "selfLink": self.url(f"zones/{zone}/instances/{name}"),
             "scheduling": {
                 "onHostMaintenance": "TERMINATE",
                 "automaticRestart": True,
                 "preemptible": False,
-                "provisioningModel": "STANDARD",
+                "provisioningModel": provisioning,
             },
             "cpuPlatform": "Intel Sapphire Rapids",
             "labels": labels or {},
@@ -206,7 +202,34 @@ class Project:
             }
         if host:
             item["resourceStatus"] = {"physicalHost": host}
+        if accelerators is None and machine in GPUS:
+            kind, count = GPUS[machine]
+            accelerators = [
+                {"acceleratorType": self.url(f"zones/{zone}/acceleratorTypes/{kind}"), "acceleratorCount": count}
+            ]
+        if accelerators:
+            item["guestAccelerators"] = accelerators
         self.instances.append(item)
+
+    def _interfaces(self, nics: list[tuple[str, str]], region: str, owner: str) -> list[Item]:
+        """networkInterfaces[] on the networks of project `owner`, nic0 with an (empty) access config list."""
+        base = f"{API}/projects/{owner}"
+        interfaces = []
+        for i, (network, nic_type) in enumerate(nics):
+            nic: Item = {
+                "kind": "compute#networkInterface",
+                "network": f"{base}/global/networks/{network}",
+                "subnetwork": f"{base}/regions/{region}/subnetworks/{network}-sub",
+                "networkIP": f"10.{i + 1}.{len(self.instances) // 250}.{len(self.instances) % 250 + 2}",
+                "name": f"nic{i}",
+                "fingerprint": "a1b2c3d4e5f=",
+                "stackType": "IPV4_ONLY",
+                "nicType": nic_type,
+            }
+            if i == 0:
+                nic["accessConfigs"] = []
+            interfaces.append(nic)
+        return interfaces
 
     def files(self) -> dict[str, list[Item]]:
         return {
@@ -221,6 +244,22 @@ class Project:
         folder.mkdir(parents=True, exist_ok=True)
         for name, items in self.files().items():
             (folder / name).write_text(json.dumps(items, indent=1) + "\n")
+
+
+def boot_disk(source: str) -> Item:
+    return {
+        "kind": "compute#attachedDisk",
+        "type": "PERSISTENT",
+        "mode": "READ_WRITE",
+        "source": source,
+        "deviceName": "persistent-disk-0",
+        "index": 0,
+        "boot": True,
+        "autoDelete": True,
+        "interface": "NVME",
+        "diskSizeGb": "200",
+        "architecture": "X86_64",
+    }
 
 
 def gke(cluster: str, pool: str) -> dict[str, str]:

@@ -7,11 +7,15 @@ subnetworks and firewalls; fabric-requirements.md section 3, GCP-RP-FIELDS, GCP-
 
 from __future__ import annotations
 
-from pydantic import Field
+import re
+from typing import Any
+
+from pydantic import Field, field_validator
 
 from fabriccheck.model import Model, Scoped
 
 GLOBAL = "global"  # the region of global resources (networks, firewall rules)
+MAX_PORT = 65535
 
 
 class ResourcePolicy(Scoped):
@@ -57,6 +61,13 @@ class Subnetwork(Scoped):
     cidr: str | None = None  # ipCidrRange
 
 
+# One allowed[] / denied[] item as gcloud's --rules writes it: PROTOCOL (every port) or PROTOCOL:PORT[-PORT], where
+# PROTOCOL is a name (tcp, udp, icmp, all ...) or an IP protocol number (6 is TCP). `gcloud compute firewall-rules
+# create --rules=tcp:0-65535,udp:0-65535,icmp` is stored by the API as {"IPProtocol": "tcp", "ports": ["0-65535"]} ...
+# (Firewall resource, allowed[].IPProtocol and allowed[].ports: "Each entry must be either an integer or a range").
+FIREWALL_ENTRY = re.compile(r"^(?P<protocol>[a-z0-9-]+)(?::(?P<low>\d{1,5})(?:-(?P<high>\d{1,5}))?)?$")
+
+
 class FirewallRule(Scoped):
     name: str
     network: str | None = None
@@ -64,11 +75,32 @@ class FirewallRule(Scoped):
     disabled: bool = False
     priority: int = 1000
     action: str = "allow"  # allow | deny (which of allowed[] / denied[] the rule has)
-    protocols: list[str] = Field(default_factory=list)  # IPProtocol of each allowed/denied entry ("all", "tcp")
-    all_ports: bool = True  # every tcp/udp entry lists no ports
+    # Each allowed[] / denied[] item, one port or range each: "tcp:0-65535", "udp:0-65535", "icmp", "tcp:22".
+    entries: list[str] = Field(default_factory=list)
+    # Inventories saved before `entries`: each item's protocol only, and whether none listed ports. A rule saved so
+    # with all_ports false allows ports nobody recorded: its verdict is unknown, never a guess.
+    protocols: list[str] = Field(default_factory=list)
+    all_ports: bool | None = None
     source_ranges: list[str] = Field(default_factory=list)
     source_tags: list[str] = Field(default_factory=list)
     source_service_accounts: list[str] = Field(default_factory=list)
+
+    @field_validator("entries")
+    @classmethod
+    def _entries_are_protocol_and_ports(cls, entries: list[str]) -> list[str]:
+        for entry in entries:
+            match = FIREWALL_ENTRY.match(entry)
+            if match is None or int(match["low"] or 0) > int(match["high"] or match["low"] or 0) or any(
+                int(match[edge] or 0) > MAX_PORT for edge in ("low", "high")
+            ):
+                raise ValueError(f"{entry!r} is not PROTOCOL or PROTOCOL:PORT[-PORT] with ports 0-{MAX_PORT}")
+        return entries
+
+    def known_entries(self) -> list[str] | None:
+        """`entries`, or a legacy rule's protocols when they listed no port; None when its ports are unknown."""
+        if self.entries or not self.protocols:
+            return self.entries
+        return list(self.protocols) if self.all_ports is not False else None
 
 
 class GcpResources(Model):
@@ -82,3 +114,14 @@ class GcpResources(Model):
         self.networks.extend(other.networks)
         self.subnetworks.extend(other.subnetworks)
         self.firewalls.extend(other.firewalls)
+
+
+def firewall_entries(items: list[dict[str, Any]], protocol_key: str) -> list[str]:
+    """allowed[] / denied[] items ({"IPProtocol": "tcp", "ports": ["0-65535"]}; Terraform's allow {protocol, ports})
+    as `FirewallRule.entries`, one port or range each."""
+    found = []
+    for item in items:
+        protocol = str(item.get(protocol_key, "")).lower()
+        ports = item.get("ports") or ()
+        found += [f"{protocol}:{str(port).strip()}" for port in ports] if ports else [protocol]
+    return found

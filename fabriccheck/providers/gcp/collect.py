@@ -16,6 +16,7 @@ from typing import Any
 from fabriccheck.errors import FabricCheckError
 from fabriccheck.inventory import Inventory
 from fabriccheck.model import CollectionError
+from fabriccheck.providers.gcp import listing
 from fabriccheck.providers.gcp.normalize import (
     CALLS,
     FIREWALLS,
@@ -32,6 +33,7 @@ from fabriccheck.sources.common import (
     API_CALLS,
     BAD_RESPONSE,
     RETRIES,
+    UNREACHABLE,
     Progress,
     Scope,
     first_line,
@@ -94,14 +96,17 @@ class Clients:
         from google.api_core import exceptions, retry
 
         retry_budget = self.retry_budget
+        server_side = retry.if_exception_type(
+            exceptions.TooManyRequests,
+            exceptions.ServiceUnavailable,
+            exceptions.InternalServerError,
+            exceptions.BadGateway,
+            exceptions.GatewayTimeout,
+        )
         return retry.Retry(
-            predicate=retry.if_exception_type(
-                exceptions.TooManyRequests,
-                exceptions.ServiceUnavailable,
-                exceptions.InternalServerError,
-                exceptions.BadGateway,
-                exceptions.GatewayTimeout,
-            ),
+            # A connection reset (or a body cut mid-answer) is retried as a 5xx is; a refused connection is not: the
+            # endpoint is not there, and every call would wait out the budget alike.
+            predicate=lambda exc: server_side(exc) or is_reset(exc),
             initial=min(1.0, retry_budget / 4),
             maximum=16.0,
             multiplier=2.0,
@@ -110,27 +115,55 @@ class Clients:
         )
 
 
+class NotTheAnswer(ValueError):
+    """A 200 answer that is not the call's answer (a page of another kind, or none: `{}`), or pages whose tokens
+    lead back to a page already read. Recorded as BadResponse for the call; the rest of the run goes on."""
+
+
+# Pages read per list before the answer is taken to loop: 10,000 pages of 500 are 5 million resources, far past
+# any project's quota of instances, policies, networks or firewall rules.
+MAX_PAGES = 10_000
+
+
 def _pages(clients: Clients, call: GcpCall, project: str, zones: list[str], retry: Any = None) -> Iterator[Any]:
-    """The answer's pages, each one GET: one aggregated list per project, or one list per zone / region asked."""
-    for page in _pages_of(clients, call, project, zones, retry):
-        API_CALLS.add()
-        yield page
+    """The answer's pages, each one GET: one aggregated list per project, or one list per zone / region asked. Each
+    page must say it is this call's list (the API sets `kind` on every page), and a nextPageToken already followed
+    means the endpoint loops: both are refused before another request is made."""
+    kinds = listing.page_kinds(call)
+    for pages in _lists(clients, call, project, zones, retry):
+        tokens: set[str] = set()
+        for number, page in enumerate(pages, 1):
+            API_CALLS.add()
+            if page.kind not in kinds:
+                raise NotTheAnswer(
+                    f"the endpoint's 200 answer to the {call.resource} list is a page of kind {page.kind or '(none)'}, "
+                    f"not {' or '.join(kinds)}: it is not the list, and its {call.resource} were not read"
+                )
+            yield page
+            token = page.next_page_token
+            if token and (token in tokens or number >= MAX_PAGES):
+                why = "leads back to a page already read" if token in tokens else f"follows {MAX_PAGES} pages"
+                raise NotTheAnswer(
+                    f"the endpoint's nextPageToken {token[:40]!r} {why} (page {number}): the list never ends"
+                )
+            tokens.add(token)
 
 
-def _pages_of(clients: Clients, call: GcpCall, project: str, zones: list[str], retry: Any = None) -> Iterator[Any]:
+def _lists(clients: Clients, call: GcpCall, project: str, zones: list[str], retry: Any = None) -> Iterator[Any]:
+    """The pages of each list request the call makes (one per zone or region asked, or one aggregated)."""
     client = clients.clients[call]
     common = {"retry": retry or clients.retry, "timeout": RETRIES.read_timeout}
     if call.scope == "global":
-        yield from client.list(request={"project": project, "max_results": PAGE_SIZE}, **common).pages
+        yield client.list(request={"project": project, "max_results": PAGE_SIZE}, **common).pages
     elif not zones:
-        yield from client.aggregated_list(request={"project": project, "max_results": PAGE_SIZE}, **common).pages
+        yield client.aggregated_list(request={"project": project, "max_results": PAGE_SIZE}, **common).pages
     elif call.scope == "zone":
         for zone in zones:
-            yield from client.list(request={"project": project, "zone": zone, "max_results": PAGE_SIZE}, **common).pages
+            yield client.list(request={"project": project, "zone": zone, "max_results": PAGE_SIZE}, **common).pages
     else:
         for region in sorted({region_of_zone(z) or z for z in zones}):
             request = {"project": project, "region": region, "max_results": PAGE_SIZE}
-            yield from client.list(request=request, **common).pages
+            yield client.list(request=request, **common).pages
 
 
 def _items(call: GcpCall, page: Any) -> Iterator[Any]:
@@ -175,6 +208,8 @@ def _error(call: GcpCall, scope: Scope, exc: Exception) -> CollectionError:
         cause = exc.cause if isinstance(exc.cause, Exception) else None
         if isinstance(cause, exceptions.TooManyRequests):
             return scope.throttled(call.resource, f"429 {first_line(cause)}")
+        if cause is not None and is_reset(cause):
+            return scope.error(call.resource, UNREACHABLE, f"{first_line(cause)}: still failing after retries")
         return scope.error(call.resource, "RetryError", first_line(cause or exc))
     if isinstance(exc, exceptions.TooManyRequests):
         return scope.throttled(call.resource, f"429 {first_line(exc)}")
@@ -186,6 +221,8 @@ def _error(call: GcpCall, scope: Scope, exc: Exception) -> CollectionError:
         return scope.error(call.resource, type(exc).__name__, first_line(exc))
     from google.protobuf import json_format  # type: ignore[import-untyped]
 
+    if isinstance(exc, NotTheAnswer):
+        return scope.error(call.resource, BAD_RESPONSE, str(exc))
     if isinstance(exc, (ValueError, KeyError, TypeError, json_format.Error)):
         # A field of an unexpected shape: the client's own types refuse it (protobuf names the field).
         return scope.error(call.resource, BAD_RESPONSE, f"the endpoint's answer is not a Compute API answer: {exc}")
@@ -232,8 +269,9 @@ def fetch_project(
         ) as exc:
             error = _error(call, scope, exc)
             errors.append(error)
-            if error.code in ("Unreachable", "NotFound"):
-                break  # the endpoint or the project fails every call alike; one line says it
+            cause = exc.cause if isinstance(exc, exceptions.RetryError) else exc
+            if error.code == "NotFound" or (error.code == UNREACHABLE and not (cause and is_reset(cause))):
+                break  # the endpoint is not there, or the project is not: every call fails alike; one line says it
     return answers, errors, counter[0]
 
 
@@ -248,6 +286,32 @@ def _normalized(project: str, answers: dict[GcpCall, Any], errors: list[Collecti
         normalizer.finish()
     inventory.errors.extend(errors)
     return inventory
+
+
+def is_reset(exc: BaseException) -> bool:
+    """A connection that was reset or cut mid-answer (worth a retry), not one that was refused or never resolved
+    (the endpoint is not there). requests wraps the socket error: ConnectionError(ProtocolError('Connection aborted.',
+    ConnectionResetError(104, ...))) for a reset, ConnectionError(MaxRetryError(NewConnectionError)) for a refusal."""
+    import requests
+
+    if isinstance(exc, requests.exceptions.ChunkedEncodingError):
+        return True
+    if not isinstance(exc, requests.exceptions.ConnectionError) or isinstance(exc, requests.exceptions.Timeout):
+        return False
+    chain: list[BaseException] = []
+    pending: list[BaseException] = [exc]
+    while pending and len(chain) < 32:  # the exception, what it wraps (args, reason) and what caused it
+        current = pending.pop()
+        chain.append(current)
+        pending += [a for a in current.args if isinstance(a, BaseException)]
+        pending += [c for c in (current.__cause__, current.__context__, getattr(current, "reason", None)) if c]
+    names = {type(e).__name__ for e in chain}
+    if names & {"NewConnectionError", "NameResolutionError", "ConnectionRefusedError"}:
+        return False
+    cut = (ConnectionResetError, ConnectionAbortedError, BrokenPipeError)
+    return any(isinstance(e, cut) for e in chain) or bool(
+        names & {"RemoteDisconnected", "ProtocolError", "IncompleteRead"}
+    )
 
 
 def credentials() -> tuple[Any, str | None]:

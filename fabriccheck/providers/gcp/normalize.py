@@ -13,7 +13,7 @@ import functools
 import operator
 import re
 import sys
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
@@ -24,14 +24,21 @@ from pydantic import ValidationError
 from fabriccheck.compact import compacted_maker
 from fabriccheck.errors import FabricCheckError
 from fabriccheck.inventory import Inventory
-from fabriccheck.model import UNKNOWN_ACCOUNT, Capability, FabricKind, NetworkInterface, Node, Placement, fact_key
+from fabriccheck.model import UNKNOWN_ACCOUNT, NetworkInterface, Node, Placement, fact_key
+from fabriccheck.providers.gcp.listing import items_of
+from fabriccheck.providers.gcp.machines import MachineTypes
 from fabriccheck.providers.gcp.support import (
     FLEX_START,
     MIG_METADATA_KEY,
+    NIC_TYPES,
     RESERVATION,
+    RESERVATION_BOUND,
     RESOURCE_POLICY,
+    SLURM_CLUSTER_LABEL,
+    SLURM_JOB_KEY,
+    SLURM_NODESET_LABEL,
 )
-from fabriccheck.resources.gcp import GLOBAL, FirewallRule, Network, ResourcePolicy, Subnetwork
+from fabriccheck.resources.gcp import GLOBAL, FirewallRule, Network, ResourcePolicy, Subnetwork, firewall_entries
 from fabriccheck.sources import projected
 from fabriccheck.sources.common import BAD_RESPONSE, Scope, Shape, describe, unexpected_shape
 from fabriccheck.sources.items import INTERFACE_FACTS, ITEM_ERRORS, named, salvage, unknown_because
@@ -76,49 +83,6 @@ REGION = re.compile(r"^[a-z]+-[a-z]+\d+$")
 # domain-scoped projects are "example.com:name".
 PROJECT_ID = re.compile(r"^(?:[a-z0-9.-]+:)?[a-z][a-z0-9-]{4,28}[a-z0-9]$")
 _PROJECT = re.compile(r"projects/([^/]+)/")
-
-# Machine series without GPUs or a fabric: general-purpose, compute-, memory- and storage-optimized
-# (Google Cloud, "Machine families resource and comparison guide", cloud.google.com/compute/docs/machine-resource).
-# Their instances get a capability of "no fabric, no accelerators", so a CPU VM is not reported as an unknown
-# type. N1 can carry attached GPUs (guestAccelerators); those have no GPU NICs either, and are not counted.
-CPU_SERIES = frozenset(
-    {
-        "e2",
-        "n1",
-        "n2",
-        "n2d",
-        "n4",
-        "n4d",
-        "n4a",
-        "c2",
-        "c2d",
-        "c3",
-        "c3d",
-        "c4",
-        "c4a",
-        "c4d",
-        "t2a",
-        "t2d",
-        "m1",
-        "m2",
-        "m3",
-        "m4",
-        "x4",
-        "z3",
-        "h3",
-        "f1",
-        "g1",
-    }
-)
-CPU_SOURCE = "Google Cloud, Machine families resource and comparison guide (series without GPUs)"
-
-
-def cpu_capability(machine_type: str) -> Capability | None:
-    series = machine_type.split("-", 1)[0]
-    if series not in CPU_SERIES:
-        return None
-    return Capability(instance_type=machine_type, provider="gcp", fabric=FabricKind.NONE, source=CPU_SOURCE)
-
 
 # instance.status -> the neutral state words (clusters.JUDGED_STATES judges pending and running).
 _STATES = {
@@ -167,23 +131,6 @@ def project_of(item: dict[str, Any]) -> str | None:
     return match.group(1) if match else None
 
 
-def items_of(shape: Shape, doc: Any, call: GcpCall) -> Iterator[tuple[str, dict[str, Any]]]:
-    """The resources of an answer: gcloud's flat list, an API list (`{"items": [...]}`), or an API aggregated
-    list (`{"items": {"zones/us-central1-a": {"instances": [...]}}}`; a scope with only a warning is empty)."""
-    if isinstance(doc, dict):
-        items = doc.get("items")
-        if isinstance(items, dict):
-            for scope, scoped in items.items():
-                for i, item in enumerate(shape.items(scoped, call.resource, f"items.{scope}")):
-                    yield f"items.{scope}.{call.resource}[{i}]", shape.obj(item, f"items.{scope}.{call.resource}[{i}]")
-            return
-        doc = shape.items(doc, "items", "")
-    if not isinstance(doc, list):
-        raise FabricCheckError(f"{shape.where}: expected a JSON list of {call.resource} (gcloud --format=json)")
-    for i, item in enumerate(doc):
-        yield f"[{i}]", shape.obj(item, f"[{i}]")
-
-
 def _policy(item: dict[str, Any], project: str) -> ResourcePolicy:
     group = item.get("groupPlacementPolicy")
     workload = item.get("workloadPolicy")
@@ -215,8 +162,7 @@ def _firewall(item: dict[str, Any], project: str) -> FirewallRule:
         disabled=bool(item.get("disabled")),
         priority=int(item.get("priority", 1000)),
         action="deny" if item.get("denied") else "allow",
-        protocols=[str(e.get("IPProtocol", "")).lower() for e in entries],
-        all_ports=all(not e.get("ports") for e in entries),
+        entries=firewall_entries(entries, "IPProtocol"),
         source_ranges=[str(r) for r in item.get("sourceRanges") or ()],
         source_tags=[str(t) for t in item.get("sourceTags") or ()],
         source_service_accounts=[str(s) for s in item.get("sourceServiceAccounts") or ()],
@@ -224,12 +170,23 @@ def _firewall(item: dict[str, Any], project: str) -> FirewallRule:
 
 
 def _tags_of(inst: dict[str, Any]) -> dict[str, str]:
-    """An instance's labels, and the managed instance group its metadata names."""
+    """An instance's labels, the managed instance group its metadata names, and the Slurm job its slurm-gcp
+    compact policy names (support.SLURM_JOB_KEY)."""
     tags = {str(k): str(v) for k, v in (inst.get("labels") or {}).items()}
     for entry in (inst.get("metadata") or {}).get("items") or ():
         if isinstance(entry, dict) and entry.get("key") == MIG_METADATA_KEY:
             tags[MIG_METADATA_KEY] = str(entry.get("value", ""))
+    if SLURM_CLUSTER_LABEL in tags and SLURM_NODESET_LABEL in tags:
+        prefix = f"{tags[SLURM_CLUSTER_LABEL]}-slurmgcp-managed-{tags[SLURM_NODESET_LABEL]}-"
+        for url in inst.get("resourcePolicies") or ():
+            name = last(url)
+            job = _SLURM_JOB.fullmatch(name[len(prefix) :]) if name.startswith(prefix) else None
+            if job and job[1] != "0":  # job 0 is the nodeset's static placement
+                tags[SLURM_JOB_KEY] = job[1]
     return tags
+
+
+_SLURM_JOB = re.compile(r"(\d+)-\d+")  # {job id}-{chunk}
 
 
 def _topology(physical_host: Any) -> list[str] | None:
@@ -282,6 +239,7 @@ class _ReservationAffinity(TypedDict, total=False):
 
 
 class InstanceFields(TypedDict, total=False):
+    kind: str | None  # compute#instance: what dump.py checks a file holds
     name: Any
     selfLink: Any
     zone: str | None
@@ -294,6 +252,7 @@ class InstanceFields(TypedDict, total=False):
     labels: dict[str, str] | None
     metadata: _MetadataFields | None
     resourceStatus: Any
+    guestAccelerators: Any  # read by machines.MachineTypes, for types outside the catalog
 
 
 class _MetadataRead(TypedDict, total=False):
@@ -318,6 +277,7 @@ class InstanceRead(TypedDict, total=False):
     its NICs as structs. Two instances with the same text have the same values; only an instance unlike the recent
     pools has them parsed, with InstanceFields' types (`_parsed`)."""
 
+    kind: str | None
     name: Any
     selfLink: Any
     zone: str | None
@@ -330,6 +290,7 @@ class InstanceRead(TypedDict, total=False):
     labels: msgspec.Raw
     metadata: _MetadataRead | None
     resourceStatus: Any
+    guestAccelerators: Any
 
 
 _NIC_NAMES = _InterfaceRead.__struct_fields__
@@ -365,6 +326,8 @@ def _parsed(inst: dict[str, Any], nics_too: bool = True) -> dict[str, Any]:
     return parsed
 
 
+# The facts that follow from which NICs are RDMA or GPU NICs: unknown with a nicType the API does not define.
+_NIC_TYPE_FACTS = ("fabric", "rdma_profile", "rdma_profile_networks", "non_rdma_on_rdma_vpc", "extra_nics")
 _NIC_FACTS = (
     *INTERFACE_FACTS, "rdma_profile", "rdma_profile_networks", "non_rdma_on_rdma_vpc", "extra_nics",
     "recommended_mtu", "gpu_mtu", "gpu_mtus", "gpu_firewall", "gpu_firewall_networks",
@@ -390,7 +353,7 @@ class Normalizer:
         self._nic_lists: dict[tuple[int, ...], list[NetworkInterface]] = {}  # ids of those NICs -> the one list
         self._pools: dict[tuple[Any, ...], _Pool] = {}  # instance alike but for its name -> its template
         self._bases: dict[tuple[Any, ...], _Pool] = {}  # the same, but for the tags and placement too
-        self._typed_machines: set[str] = set()  # machine types whose CPU capability was looked for
+        self._machines = MachineTypes(inventory)  # what machine types outside the catalog are
         self.named: set[str] = set()  # projects the items' selfLinks named (when `project` is None), for the dump
         self._recent: list[_Previous] = []  # the last instances whose pool was looked up, oldest first
         self._facts: dict[str, set[str]] = {}  # fact -> projects whose answer was read in full
@@ -417,7 +380,8 @@ class Normalizer:
 
     def finish(self) -> None:
         """Record what was collected: every list spans all zones and regions it was asked for, so a fact counts
-        for every region the project's instances are in (and for `global`)."""
+        for every region the project's instances are in (and for `global`); and what each machine type is."""
+        self._machines.finish()
         regions: dict[str, set[str]] = {}
         for account, region in set(map(_SCOPE, self.inventory.nodes)):  # the distinct pairs, found in C
             regions.setdefault(account, set()).add(region)
@@ -484,11 +448,9 @@ class Normalizer:
                 try:
                     node = self._node(item, project, typed)
                     self.inventory.nodes.append(node)
-                    machine = node.instance_type or ""
-                    if machine not in self._typed_machines:  # each machine type looked at once
-                        self._typed_machines.add(machine)
-                        if machine not in self.inventory.capabilities and (cap := cpu_capability(machine)):
-                            self.inventory.capabilities[machine] = cap
+                    unreadable = self._machines.add(node.instance_type or "", item)
+                    if unreadable:
+                        self._unknown_type(node, path, shape.where, unreadable)
                 except ITEM_ERRORS as exc:
                     if not self.per_item:
                         if isinstance(exc, (KeyError, TypeError, AttributeError, ValueError, ValidationError)):
@@ -498,6 +460,14 @@ class Normalizer:
         if self.project:
             return {self.project}
         return owned
+
+    def _unknown_type(self, node: Node, path: str, where: str, why: str) -> None:
+        """An instance of a type outside the catalog whose accelerators cannot be read: the type stays unknown (not
+        judged), and an error names the instance and field."""
+        message = f"{where}: instance {node.id} ({path}): {why}, so whether {node.instance_type} has GPUs is unknown"
+        self.inventory.errors.append(
+            Scope("gcp", node.account, node.region).error(INSTANCES.resource, BAD_RESPONSE, message)
+        )
 
     def _unreadable(self, item: Any, path: str, project: str, where: str, what_was_wrong: str) -> None:
         """A live instance that cannot be read: an error names it and the field; when the fault is in its
@@ -583,8 +553,9 @@ class Normalizer:
             if policy is None or policy.places:  # one not seen may be a placement policy: facts say unknown
                 placement.append({"kind": RESOURCE_POLICY, "id": name})
         scheduling = inst.get("scheduling") or {}
-        if scheduling.get("provisioningModel") == "FLEX_START":
-            placement.append({"kind": FLEX_START, "id": inst["name"]})
+        model = scheduling.get("provisioningModel")
+        if model in _OWN_CAPACITY:
+            placement.append({"kind": _OWN_CAPACITY[model], "id": inst["name"]})
         affinity = inst.get("reservationAffinity") or {}
         if affinity.get("consumeReservationType") == "SPECIFIC_RESERVATION":
             values = affinity.get("values") or [inst["name"]]
@@ -636,6 +607,13 @@ class Normalizer:
             "placement": placement,
             "network_nodes": _topology((inst.get("resourceStatus") or {}).get("physicalHost")),
         }
+        odd = _odd_nic_type(inst)
+        if odd is not None:
+            why = (
+                f"nicType {odd!r} is none the Compute API defines ({', '.join(sorted(NIC_TYPES))}), so which NICs "
+                "carry the fabric is unknown"
+            )
+            node_values["unknown"] = unknown_because(_NIC_TYPE_FACTS, why)
         if name_is_str and not unchecked:
             node_values["placement"] = [build(Placement, place) for place in placement]
             # Instances with the same NICs (the same objects) share one list of them, as a stamped pool's do:
@@ -648,6 +626,8 @@ class Normalizer:
         return node
 
 
+# scheduling.provisioningModel of capacity Google places itself -> its placement kind (support.py, dense capacity).
+_OWN_CAPACITY = {"FLEX_START": FLEX_START, "RESERVATION_BOUND": RESERVATION_BOUND}
 _stamp_node = compacted_maker(Node)
 _stamp_placement = compacted_maker(Placement)
 
@@ -660,13 +640,13 @@ def _pool_key(inst: dict[str, Any], project: str) -> tuple[Any, ...] | None:
         scheduling = inst.get("scheduling") or {}
         affinity = inst.get("reservationAffinity") or {}
         if (
-            scheduling.get("provisioningModel") == "FLEX_START"
+            scheduling.get("provisioningModel") in _OWN_CAPACITY
             or affinity.get("consumeReservationType") == "SPECIFIC_RESERVATION"
         ):
             return None
         status = inst.get("resourceStatus")
-        if status is not None and not isinstance(status, dict):
-            return None
+        if (status is not None and not isinstance(status, dict)) or _odd_nic_type(inst):
+            return None  # read on its own: a misshapen status, or a fabric left unknown (which a stamp would drop)
         labels = inst.get("labels") or {}
         group = None
         for entry in (inst.get("metadata") or {}).get("items") or ():
@@ -685,6 +665,15 @@ def _pool_key(inst: dict[str, Any], project: str) -> tuple[Any, ...] | None:
     except (AttributeError, TypeError):  # a misshapen value: read on its own
         return None
     return key
+
+
+def _odd_nic_type(inst: dict[str, Any]) -> str | None:
+    """A nicType of the instance's NICs (dicts or InstanceRead structs) that the Compute API does not define."""
+    for nic in inst.get("networkInterfaces") or ():
+        value = nic.nicType if type(nic) is _InterfaceRead else nic.get("nicType") if isinstance(nic, dict) else None
+        if value and value not in NIC_TYPES:
+            return str(value)
+    return None
 
 
 def _nic_key(nic: Any) -> tuple[Any, ...]:

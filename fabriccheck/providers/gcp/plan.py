@@ -36,7 +36,7 @@ from fabriccheck.providers.gcp.support import (
     RESERVATION,
     RESOURCE_POLICY,
 )
-from fabriccheck.resources.gcp import GLOBAL, FirewallRule, Network, ResourcePolicy, Subnetwork
+from fabriccheck.resources.gcp import GLOBAL, FirewallRule, Network, ResourcePolicy, Subnetwork, firewall_entries
 from fabriccheck.sources.terraform import Plan
 from fabriccheck.sources.terraform_resource import PlanResource, Resolved, is_unknown, unknown_value
 
@@ -167,8 +167,7 @@ class GcpPlan:
                     disabled=bool(res.known("disabled")),
                     priority=int(res.known("priority") or 1000),
                     action="deny" if denied else "allow",
-                    protocols=[str(e.get("protocol", "")).lower() for e in entries],
-                    all_ports=all(not e.get("ports") for e in entries),
+                    entries=firewall_entries(entries, "protocol"),
                     source_ranges=[str(r) for r in res.known("source_ranges") or ()],
                     source_tags=[str(t) for t in res.known("source_tags") or ()],
                     source_service_accounts=[str(s) for s in res.known("source_service_accounts") or ()],

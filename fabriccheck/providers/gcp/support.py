@@ -14,7 +14,6 @@ fabric-catalog.md):
 
 from __future__ import annotations
 
-import ipaddress
 import operator
 import re
 from collections.abc import Hashable
@@ -31,7 +30,8 @@ from fabriccheck.cloud import (
     TagSignal,
 )
 from fabriccheck.model import Capability, FabricKind, NetworkInterface, Node
-from fabriccheck.resources.gcp import FirewallRule, Network, ResourcePolicy, Subnetwork
+from fabriccheck.providers.gcp.lookup import index_of
+from fabriccheck.resources.gcp import ResourcePolicy
 
 if TYPE_CHECKING:
     from fabriccheck.inventory import Inventory
@@ -40,25 +40,28 @@ if TYPE_CHECKING:
 # (instances.resourcePolicies[] whose groupPlacementPolicy.collocation is COLLOCATED; G6, GCP-PLACEMENT).
 # Only placement policies belong here: instance schedules are resource policies too.
 RESOURCE_POLICY = "resource-policy"
-# Capacity Google places densely itself (G6, GCP-PLACEMENT: A4X, A4 and A3 Ultra "obtained via future
-# reservations or flex-start ... are densely colocated by default"): an instance whose
-# scheduling.provisioningModel is FLEX_START, and one consuming a specific reservation
-# (reservationAffinity.consumeReservationType SPECIFIC_RESERVATION), the way future-reservation capacity is used.
+# Capacity Google places densely itself (AI Hypercomputer, "Compact placement policy and workload policy overview":
+# "When you use future reservations or managed instance group (MIG) resize requests to obtain A4X, A4, A3 Ultra, A3
+# Mega, and A3 High (8 GPUs) machines, the compute instances that you receive are densely colocated"; G6): an
+# instance whose scheduling.provisioningModel is RESERVATION_BOUND (how future-reservation capacity is consumed:
+# AI Hypercomputer, "Obtain capacity": "specify the reservation-bound provisioning model") or FLEX_START (MIG
+# resize requests), and one consuming a specific reservation (reservationAffinity.consumeReservationType
+# SPECIFIC_RESERVATION). Reservations of A3 Ultra, A4 and A4X come densely placed (Hypercompute Cluster); of A3 High
+# and A3 Mega only when they are future reservations ("Reservations API ... won't be densely allocated"), which a
+# specific reservation alone does not tell.
 FLEX_START = "flex-start"
 RESERVATION = "reservation"
-# The series whose reserved capacity comes densely placed (GCP-PLACEMENT names A4X, A4 and A3 Ultra).
+RESERVATION_BOUND = "reservation-bound"
 DENSE_RESERVATION_FAMILIES = frozenset({"a3-ultragpu", "a4-highgpu", "a4x-highgpu", "a4x-maxgpu"})
+DENSE_CAPACITY_FAMILIES = DENSE_RESERVATION_FAMILIES | {"a3-megagpu"}
+DENSE_CAPACITY_TYPES = frozenset({"a3-highgpu-8g"})  # A3 High with 8 GPUs only
 
 # Recommended MTUs of the GPU networks. TCPX / TCPXO: every Google A3 High and A3 Mega example sets 8244 on
 # the GPU VPCs (G3; CTK-A3H, CTK-A3M); no Google page says another value breaks TCPX, so the rule is advisory.
 # RDMA: "We recommend setting the MTU ... to 8896 bytes for VPC networks with an RDMA network profile" (G5,
-# GCP-RDMA-PROFILE). An unset mtu means 1460 (Compute API reference, networks.mtu).
+# GCP-RDMA-PROFILE). An unset mtu means 1460 (lookup.DEFAULT_MTU).
 TCPX_MTU = 8244
 RDMA_MTU = 8896
-DEFAULT_MTU = 1460
-# An RDMA network profile is projects/P/global/networkProfiles/{ZONE}-vpc-roce (bare metal: -vpc-roce-metal);
-# the VPC serves instances of that zone only (G5, GCP-RDMA-PROFILE).
-_ROCE_PROFILE = re.compile(r"networkProfiles/(?P<zone>[a-z]+-[a-z]+\d+-[a-z])-vpc-roce(?:-metal)?$")
 # Multi-node clusters on single-NIC accelerator types where an 8-GPU type with GPU NICs exists: A2 (A100, up
 # to 100 Gbps on one NIC) has no GPU-NIC size; its successor with GPUDirect-TCPX is A3 High (GCP-NETBW).
 # Types of a series that has a GPU-NIC size (a3-highgpu-1g..4g) get that size from the catalog instead.
@@ -75,6 +78,13 @@ GKE_NODE_POOL_LABEL = "goog-k8s-node-pool-name"
 SLURM_CLUSTER_LABEL = "slurm_cluster_name"
 SLURM_NODESET_LABEL = "slurm_nodeset"
 SLURM_ROLE_LABEL = "slurm_instance_role"  # controller, login or compute (same instance_template module)
+# slurm-gcp v6 places each exclusive job's nodes under compact policies of its own, named
+# {slurm_cluster_name}-slurmgcp-managed-{nodeset}-{job id}-{chunk} (job 0: the nodeset's static placement, chunked
+# by the policy's size; GoogleCloudPlatform/cluster-toolkit@02895beac250f6e3a07b2cbb9947afb510035c16:community/
+# modules/scheduler/schedmd-slurm-gcp-v6-controller/modules/slurm_files/scripts/resume.py, create_placements).
+# The normalizer records the job among the node's tags under this key, which no label can be (labels take no
+# colon): nodes of different jobs never share a collective.
+SLURM_JOB_KEY = "slurm-gcp:job"
 # Cluster Toolkit labels everything it deploys with ghpc_blueprint, ghpc_deployment and ghpc_role, the role of
 # the module that made it, e.g. compute (cluster-toolkit pkg/config: blueprintLabel, deploymentLabel,
 # roleLabel; docs/blueprint labels section).
@@ -89,6 +99,9 @@ MIG_METADATA_KEY = "created-by"
 # NIC types that carry RDMA: MRDMA (CX-7 on A3 Ultra, A4, A4X; GCP-NETBW) and IRDMA (Cloud RDMA over Falcon
 # on H4D; Google Cloud "RDMA network profiles", docs.cloud.google.com/vpc/docs/rdma-network-profiles).
 RDMA_NIC_TYPES = frozenset({"MRDMA", "IRDMA"})
+# Every nicType value the Compute API defines (GCP-NICTYPE). Another value tells nothing of which NICs carry the
+# fabric: the normalizer leaves the node's fabric unknown, never "none".
+NIC_TYPES = frozenset({"GVNIC", "VIRTIO_NET", "MRDMA", "IRDMA", "IDPF", "UNSPECIFIED_NIC_TYPE"})
 
 # H4D is Compute Engine's HPC series with Cloud RDMA, "ideal for applications that scale across multiple
 # nodes" (GKE docs, "Run HPC workloads with H4D"; Cluster Toolkit, "Configure MPI applications on H4D").
@@ -117,11 +130,11 @@ class GcpSupport(CloudSupport):
     name = "gcp"
     # Strongest first. The orchestrator's group comes before the placement policy, which is one of the things
     # being judged: grouped by policy, instances of one node pool or nodeset placed under two policies (or some
-    # under none) would form separate clusters, each fine, and the split would never show. A Slurm nodeset may
-    # legitimately hold several policies, one per job allocation (cluster-toolkit slurm_files/scripts/resume.py,
-    # create_placements); the rules judge that, the grouping only makes it visible.
+    # under none) would form separate clusters, each fine, and the split would never show. A Slurm nodeset holds
+    # one policy per exclusive job (SLURM_JOB_KEY): the nodes of one job train together, within its nodeset.
     signals: tuple[Signal, ...] = (
         TagSignal((GKE_CLUSTER_LABEL, GKE_NODE_POOL_LABEL), "GKE node pool"),
+        TagSignal((SLURM_CLUSTER_LABEL, SLURM_NODESET_LABEL, SLURM_JOB_KEY), "Slurm job"),
         TagSignal((SLURM_CLUSTER_LABEL, SLURM_NODESET_LABEL), "Slurm nodeset"),
         # The compute instances of one Cluster Toolkit deployment (e.g. the A3 Ultra vm-instance blueprint,
         # which has no scheduler labels).
@@ -135,11 +148,16 @@ class GcpSupport(CloudSupport):
     schema = FactSchema(
         node={
             "extra_nics": "NICs beyond the host NIC and the type's GPU NICs (TCPX/TCPXO types; 0 otherwise)",
-            "gpu_firewall": "ok, missing (a GPU network without an enabled ingress rule allowing internal TCP), "
-            "n/a (no TCPX/TCPXO GPU NIC) or unknown (firewall rules or subnetworks not collected)",
-            "gpu_firewall_networks": "the GPU networks without such a rule, comma-separated",
-            "rdma_profile": "ok, missing (an RDMA NIC on a network without an RDMA network profile), wrong-zone "
-            "(a profile of another zone), n/a (no RDMA NIC) or unknown (networks not collected)",
+            "gpu_firewall": "ok, missing (a GPU network whose own subnet reaches no TCP port through its enabled "
+            "ingress rules), partial (some TCP ports only), n/a (no TCPX/TCPXO GPU NIC) or unknown (firewall rules "
+            "not collected)",
+            "gpu_firewall_networks": "the GPU networks at fault, comma-separated, each partial one with the TCP ports "
+            "it reaches",
+            "rdma_nic_type": "the nicType that carries the type's RDMA: MRDMA (A3 Ultra, A4, A4X), IRDMA (H4D), or "
+            "empty",
+            "rdma_profile": "ok, missing (an RDMA NIC on a network without the RDMA network profile of its nicType: "
+            "vpc-roce for MRDMA, vpc-falcon for IRDMA), wrong-zone (a profile of another zone), n/a (no RDMA NIC) or "
+            "unknown (networks not collected)",
             "rdma_profile_networks": "the RDMA NICs' networks at fault, comma-separated",
             "non_rdma_on_rdma_vpc": "non-RDMA NICs on a network with an RDMA network profile (-1: unknown)",
             "gpu_mtu": "ok, other (a GPU network's MTU is not the recommended one), n/a or unknown",
@@ -152,14 +170,19 @@ class GcpSupport(CloudSupport):
             "workload policy), not-compact (a placement policy that is neither), several (more than one), none "
             "(some node has no placement policy) or unknown",
             "placement.policies": "the placement policy names, (none) for nodes without one",
-            "placement.dense_capacity": "every node is flex-start capacity, or reserved A3 Ultra / A4 / A4X "
-            "capacity, which Google places densely itself",
+            "placement.dense_capacity": "every node is capacity Google places densely itself: flex-start, "
+            "reservation-bound (future reservations) of A4X, A4, A3 Ultra, A3 Mega or A3 High 8g, or a reservation of "
+            "A3 Ultra, A4 or A4X",
+            "placement.capacity_note": "a sentence for the message when the nodes consume a reservation that may or "
+            "may not be dense capacity (empty otherwise)",
             "placement.max_distance": "groupPlacementPolicy.maxDistance when every policy states it, else 0 "
             "(unknown from a live answer: the installed client drops the field)",
             "upgrade": "a single-NIC choice where an 8-GPU type with GPU NICs exists",
             "upgrade.weaker": "all nodes are single-NIC accelerator types (a3-highgpu-1g..4g, a2) and a type "
             "with GPU NICs exists",
             "upgrade.suggestion": "that type",
+            "zonal_fabric": "some node's fabric is RDMA, whose networks are zonal (an RDMA network profile serves one "
+            "zone): nodes in other zones cannot reach it. TCPX/TCPXO GPU NICs sit on regional subnets of global VPCs",
         },
         naming=frozenset({"gpu_firewall_networks", "rdma_profile_networks"}),
     )
@@ -236,7 +259,7 @@ class GcpSupport(CloudSupport):
             (n.network, n.subnet, n.interface_type, n.network_card_index, n.device_index) for n in node.interfaces
         )
         key = (node.account, node.region, node.zone, node.instance_type, nics)
-        cache = _index(context).node_facts
+        cache = index_of(context).node_facts
         found = cache.get(key)
         if found is None:
             found = cache[key] = self._node_facts(node, context)
@@ -244,7 +267,7 @@ class GcpSupport(CloudSupport):
 
     def _node_facts(self, node: Node, context: FactContext) -> Facts:
         cap = context.capability(node)
-        index = _index(context)
+        index = index_of(context)
         unknown: dict[str, str] = {}
         gpu_networks: list[str] = []
         extra = 0
@@ -255,38 +278,31 @@ class GcpSupport(CloudSupport):
             extra = max(0, len(node.interfaces) - 1 - cap.fabric_interfaces) if cap.fabric_interfaces else 0
             recommended = TCPX_MTU
         rdma_nics = [nic for nic in node.interfaces if _is_rdma(nic)]
+        rdma_nic_type = ""
         if cap is not None and cap.fabric is FabricKind.RDMA:
+            rdma_nic_type = "IRDMA" if self.is_hpc(node.instance_type or "") else "MRDMA"
             recommended = RDMA_MTU
             gpu_networks = sorted({nic.network for nic in rdma_nics if nic.network})
 
         firewall, firewall_at = "n/a", ""
         if recommended == TCPX_MTU and gpu_networks:
-            firewall, firewall_at, why = index.firewall(node, context, gpu_networks)
+            firewall, firewall_at, why = index.firewall(node, gpu_networks)
             if why:
                 unknown["gpu_firewall"] = why
 
         profile, profile_at = "n/a", ""
-        networks_known = context.has(node, "networks")
         if rdma_nics:
-            profile, profile_at, why = index.rdma_profile(node, networks_known, rdma_nics)
+            profile, profile_at, why = index.rdma_profile(node, rdma_nics)
             if why:
                 unknown["rdma_profile"] = why
 
-        misplaced = 0
-        if not networks_known:
-            misplaced = -1
-            unknown["non_rdma_on_rdma_vpc"] = f"networks were not collected for project {node.account}"
-        else:
-            for nic in node.interfaces:
-                if _is_rdma(nic) or nic.network is None:
-                    continue
-                network = index.networks.get((node.account, nic.network))
-                if network is not None and network.network_profile and _ROCE_PROFILE.search(network.network_profile):
-                    misplaced += 1
+        misplaced, why = index.misplaced(node)
+        if why:
+            unknown["non_rdma_on_rdma_vpc"] = why
 
         mtu, mtus = "n/a", ""
         if gpu_networks:
-            mtu, mtus, why = index.mtu(node, networks_known, gpu_networks, recommended)
+            mtu, mtus, why = index.mtu(node, gpu_networks, recommended)
             if why:
                 unknown["gpu_mtu"] = why
         return {
@@ -299,15 +315,22 @@ class GcpSupport(CloudSupport):
             "gpu_mtu": mtu,
             "gpu_mtus": mtus,
             "recommended_mtu": recommended,
+            "rdma_nic_type": rdma_nic_type,
             "unknown": unknown,
         }
 
     def cluster_facts(self, nodes: list[Node], node_facts: list[Facts], context: FactContext) -> Facts:
         placement, unknown = self._placement(nodes, context)
-        return {"placement": placement, "upgrade": self._upgrade(nodes, node_facts), "unknown": unknown}
+        zonal = any(f["fabric"]["kind"] == FabricKind.RDMA.value for f in node_facts)
+        return {
+            "placement": placement,
+            "upgrade": self._upgrade(nodes, node_facts),
+            "zonal_fabric": zonal,
+            "unknown": unknown,
+        }
 
     def _placement(self, nodes: list[Node], context: FactContext) -> tuple[Facts, dict[str, str]]:
-        index = _index(context)
+        index = index_of(context)
         # The nodes of a pool are placed alike: each distinct scope, type and placement is read once. A pool's
         # instances share their Placement objects and list (normalize.py), so placements are told apart by the
         # identity of the list, in C (equal ones held by different lists are read twice, which changes nothing).
@@ -345,11 +368,7 @@ class GcpSupport(CloudSupport):
             policy = next(iter(distinct.values()))
             compact = policy.compact and (policy.availability_domain_count or 1) <= 1
             verdict = ("workload" if policy.workload_type else "compact") if compact else "not-compact"
-        dense = all(
-            node.placed_by(FLEX_START)
-            or (node.placed_by(RESERVATION) and self.family(node.instance_type or "") in DENSE_RESERVATION_FAMILIES)
-            for node in alike
-        )
+        dense, capacity_note = self._dense_capacity(alike)
         distances = [p.max_distance for p in distinct.values()]
         known_distance = bool(distinct) and all(p.max_distance_known for p in distinct.values())
         if distinct and not known_distance:
@@ -361,9 +380,33 @@ class GcpSupport(CloudSupport):
             "policy": verdict,
             "policies": ", ".join(n or "(none)" for n in names),
             "dense_capacity": bool(nodes) and dense,
+            "capacity_note": capacity_note,
             "max_distance": max((d or 0 for d in distances), default=0) if known_distance else 0,
         }
         return placement, unknown
+
+    def _dense_capacity(self, nodes: list[Node]) -> tuple[bool, str]:
+        """Whether Google placed every node densely itself, and, when the answer cannot tell (a specific reservation
+        of A3 High or A3 Mega may be a future reservation, placed densely, or not), a sentence saying so."""
+        dense, maybe = True, set()
+        for node in nodes:
+            machine = node.instance_type or ""
+            capable = self.family(machine) in DENSE_CAPACITY_FAMILIES or machine in DENSE_CAPACITY_TYPES
+            reserved = node.placed_by(RESERVATION)
+            if node.placed_by(FLEX_START) or (capable and node.placed_by(RESERVATION_BOUND)):
+                continue
+            if reserved and self.family(machine) in DENSE_RESERVATION_FAMILIES:
+                continue
+            dense = False
+            if reserved and capable:
+                maybe.add(reserved)
+        if dense or not maybe:
+            return dense, ""
+        return False, (
+            f" The nodes consume reservation {', '.join(sorted(maybe))}: capacity of a future reservation is placed "
+            "densely by Google, and then no policy is needed, but the answer does not say whether it is one (their "
+            "provisioning model is not RESERVATION_BOUND)."
+        )
 
     def _upgrade(self, nodes: list[Node], node_facts: list[Facts]) -> Facts:
         if len(nodes) < 2 or not all(
@@ -416,139 +459,6 @@ def _rdma_attachment(node: Node, limit: int) -> FabricAttachment:
 
 def _is_rdma(nic: NetworkInterface) -> bool:
     return nic.interface_type.upper() in RDMA_NIC_TYPES
-
-
-def _covers(ranges: list[str], cidr: str | None) -> bool:
-    """Whether a rule's source ranges admit the GPU subnet's own addresses (or, its range unknown, any private
-    address: the subnet's range is what the GPU NICs talk from)."""
-    for text in ranges:
-        try:
-            source = ipaddress.ip_network(text, strict=False)
-        except ValueError:
-            continue
-        if cidr is None:
-            if source.prefixlen == 0 or source.is_private:
-                return True
-            continue
-        try:
-            subnet = ipaddress.ip_network(cidr, strict=False)
-        except ValueError:
-            return False
-        if subnet.version == source.version and subnet.subnet_of(source):  # type: ignore[arg-type]
-            return True
-    return False
-
-
-def _allows_internal(rule: FirewallRule, cidr: str | None) -> bool:
-    """An enabled ingress allow rule for all protocols or TCP on every port, from the subnet itself (GPUDirect
-    opens many TCP connections between the GPU NICs; CTK-MULTIVPC's default rule allows all internal TCP, UDP and
-    ICMP). Source tags or service accounts name the instances themselves and count as internal."""
-    if rule.disabled or rule.direction != "INGRESS" or rule.action != "allow":
-        return False
-    if not ({"all", "tcp", "6"} & set(rule.protocols)) or (not rule.all_ports and "all" not in rule.protocols):
-        return False
-    return bool(rule.source_tags or rule.source_service_accounts) or _covers(rule.source_ranges, cidr)
-
-
-def _blocks_internal(rule: FirewallRule, cidr: str | None) -> bool:
-    """An enabled ingress deny rule for all protocols or TCP (any port) from the subnet, or from everywhere."""
-    if rule.disabled or rule.direction != "INGRESS" or rule.action != "deny":
-        return False
-    if not ({"all", "tcp", "6"} & set(rule.protocols)):
-        return False
-    return not (rule.source_tags or rule.source_service_accounts) and _covers(rule.source_ranges, cidr)
-
-
-def _internal_allowed(rules: list[FirewallRule], cidr: str | None) -> bool:
-    """Whether internal TCP reaches the GPU NICs: an allowing rule that no deny rule of higher precedence (a lower
-    priority number; at equal priority deny wins) overrides (VPC firewall rules, priority and action)."""
-    allowing = [r.priority for r in rules if _allows_internal(r, cidr)]
-    if not allowing:
-        return False
-    best = min(allowing)
-    return not any(_blocks_internal(r, cidr) and r.priority <= best for r in rules)
-
-
-class _Index:
-    """The GCP namespace keyed by project and name, built once per inventory; verdicts per network cached."""
-
-    def __init__(self, context: FactContext) -> None:
-        gcp = context.inventory.gcp
-        self.policies: dict[tuple[str, str, str], ResourcePolicy] = {
-            p.scope_key(p.name): p for p in gcp.resource_policies
-        }
-        self.networks: dict[tuple[str, str], Network] = {(n.account, n.id): n for n in gcp.networks}
-        self.subnets: dict[tuple[str, str], Subnetwork] = {(s.account, s.id): s for s in gcp.subnetworks}
-        self.rules: dict[tuple[str, str], list[FirewallRule]] = {}
-        for rule in gcp.firewalls:
-            self.rules.setdefault((rule.account, rule.network or ""), []).append(rule)
-        self._firewall: dict[tuple[str, str, str], bool] = {}
-        self.node_facts: dict[tuple[object, ...], Facts] = {}
-
-    def firewall(self, node: Node, context: FactContext, networks: list[str]) -> tuple[str, str, str | None]:
-        if not context.has(node, "firewalls"):
-            return "unknown", "", f"firewall rules were not collected for project {node.account}"
-        subnets_known = context.has(node, "subnetworks")
-        lacking = []
-        for nic in node.interfaces:
-            if nic.network not in networks:
-                continue
-            subnet = self.subnets.get((node.account, nic.subnet or "")) if subnets_known else None
-            cidr = subnet.cidr if subnet else None
-            key = (node.account, nic.network, cidr or "")
-            verdict = self._firewall.get(key)
-            if verdict is None:
-                rules = self.rules.get((node.account, nic.network), [])
-                verdict = self._firewall[key] = _internal_allowed(rules, cidr)
-            if not verdict:
-                lacking.append(_name(nic.network))
-        return ("missing" if lacking else "ok"), ", ".join(sorted(set(lacking))), None
-
-    def rdma_profile(
-        self, node: Node, networks_known: bool, nics: list[NetworkInterface]
-    ) -> tuple[str, str, str | None]:
-        if not networks_known:
-            return "unknown", "", f"networks were not collected for project {node.account}"
-        missing, wrong, unseen = set(), set(), set()
-        for nic in nics:
-            network = self.networks.get((node.account, nic.network or ""))
-            if network is None:
-                unseen.add(_name(nic.network or "?"))
-                continue
-            match = _ROCE_PROFILE.search(network.network_profile or "")
-            if match is None:
-                missing.add(network.name)
-            elif match["zone"] != node.zone:
-                wrong.add(f"{network.name} ({match['zone']})")
-        if missing:
-            return "missing", ", ".join(sorted(missing)), None
-        if wrong:
-            return "wrong-zone", ", ".join(sorted(wrong)), None
-        if unseen:
-            return "unknown", "", f"network {', '.join(sorted(unseen))} was not among the collected networks"
-        return "ok", "", None
-
-    def mtu(
-        self, node: Node, networks_known: bool, networks: list[str], recommended: int
-    ) -> tuple[str, str, str | None]:
-        if not networks_known:
-            return "unknown", "", f"networks were not collected for project {node.account}"
-        values = []
-        for url in networks:
-            network = self.networks.get((node.account, url))
-            if network is None:
-                return "unknown", "", f"network {_name(url)} was not among the collected networks"
-            values.append(network.mtu or DEFAULT_MTU)
-        text = ", ".join(str(v) for v in sorted(set(values)))
-        return ("ok" if all(v == recommended for v in values) else "other"), text, None
-
-
-def _name(url: str) -> str:
-    return url.rsplit("/", 1)[-1]
-
-
-def _index(context: FactContext) -> _Index:
-    return context.cached("gcp-index", lambda: _Index(context))
 
 
 SUPPORT = GcpSupport()

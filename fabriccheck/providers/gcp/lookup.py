@@ -1,0 +1,171 @@
+"""The GCP namespace looked up for a node's NICs: networks, subnetworks and firewall rules, each in the project
+that owns the network.
+
+With Shared VPC an instance of a service project has its NICs on networks of the host project, and the networks'
+firewall rules live in the host project too ("Shared VPC overview": the host project holds the networks and their
+firewall rules; an instance's networkInterfaces[].network names that project's network URL). So every look-up goes
+by the project its URL names (projects/HOST/global/networks/NAME), across every project of the dump or scan, and a
+project that was not collected makes the verdict unknown, naming it, never "missing". Built once per inventory;
+verdicts per network are cached.
+"""
+
+from __future__ import annotations
+
+import re
+
+from fabriccheck.cloud import FactContext, Facts
+from fabriccheck.model import NetworkInterface, Node, fact_key
+from fabriccheck.providers.gcp.firewall import Reach, tcp_reach
+from fabriccheck.resources.gcp import GLOBAL, FirewallRule, Network, ResourcePolicy, Subnetwork
+
+# An RDMA network profile is projects/P/global/networkProfiles/{ZONE}-vpc-roce (bare metal: -vpc-roce-metal) for
+# MRDMA NICs, or {ZONE}-vpc-falcon for IRDMA NICs (H4D); the VPC serves instances of that zone only, and takes only
+# its own RDMA NIC type (Google Cloud, "RDMA network profiles": Falcon VPC network, IRDMA; RoCE VPC network, MRDMA).
+RDMA_PROFILE = re.compile(r"networkProfiles/(?P<zone>[a-z]+-[a-z]+\d+-[a-z])-vpc-(?P<kind>roce|falcon)(?:-metal)?$")
+PROFILE_OF_NIC = {"MRDMA": "roce", "IRDMA": "falcon"}
+DEFAULT_MTU = 1460  # an unset networks.mtu means 1460 (Compute API reference)
+_PROJECT = re.compile(r"(?:^|/)projects/([^/]+)/")
+
+
+def name_of(url: str) -> str:
+    return url.rsplit("/", 1)[-1]
+
+
+class GcpIndex:
+    def __init__(self, context: FactContext) -> None:
+        gcp = context.inventory.gcp
+        self.context = context
+        self.collected = set(context.inventory.collected)
+        self.policies: dict[tuple[str, str, str], ResourcePolicy] = {
+            p.scope_key(p.name): p for p in gcp.resource_policies
+        }
+        self.networks: dict[tuple[str, str], Network] = {(n.account, n.id): n for n in gcp.networks}
+        self.subnets: dict[tuple[str, str], Subnetwork] = {(s.account, s.id): s for s in gcp.subnetworks}
+        self.rules: dict[tuple[str, str], list[FirewallRule]] = {}
+        for rule in gcp.firewalls:
+            self.rules.setdefault((rule.account, rule.network or ""), []).append(rule)
+        self._firewall: dict[tuple[str, str, str], Reach] = {}
+        self.node_facts: dict[tuple[object, ...], Facts] = {}
+
+    # ---------------------------------------------------------------------------------------- by owner
+
+    @staticmethod
+    def owner(node: Node, url: str | None) -> str:
+        """The project a network or subnetwork URL names (a Shared VPC host), else the node's own."""
+        match = _PROJECT.search(url or "")
+        return match.group(1) if match else node.account
+
+    def has(self, node: Node, owner: str, fact: str) -> bool:
+        """Whether `fact` was collected for `owner`: the node's own project in its region, another project (a host
+        project, whose networks and firewall rules are global) in any."""
+        if owner == node.account:
+            return self.context.has(node, fact)
+        return fact_key("gcp", owner, GLOBAL, fact) in self.collected
+
+    def not_collected(self, node: Node, owner: str, what: str, url: str) -> str:
+        if owner == node.account:
+            return f"{what} were not collected for project {owner}"
+        return (
+            f"{what} were not collected for project {owner}, which owns network {name_of(url)} "
+            f"(a Shared VPC host project of {node.account}: collect it too)"
+        )
+
+    def uncollected(self, node: Node, url: str, fact: str, what: str) -> str | None:
+        """Why `fact` of the project owning `url` is unknown (it was not collected), or None."""
+        owner = self.owner(node, url)
+        return None if self.has(node, owner, fact) else self.not_collected(node, owner, what, url)
+
+    def network(self, node: Node, url: str) -> tuple[Network | None, str | None]:
+        """The network `url` names, or None with why it is unknown (its project not collected, or not in it)."""
+        why = self.uncollected(node, url, "networks", "networks")
+        if why:
+            return None, why
+        found = self.networks.get((self.owner(node, url), url))
+        return found, None if found else f"network {name_of(url)} was not among the collected networks"
+
+    # ---------------------------------------------------------------------------------------- verdicts
+
+    def firewall(self, node: Node, networks: list[str]) -> tuple[str, str, str | None]:
+        """ok, missing or partial (some GPU network reaches only some TCP ports), or unknown, with the networks at
+        fault (each partial one with the ports it does reach) and why it is unknown."""
+        missing, partial, unknown = set(), set(), None
+        for nic in node.interfaces:
+            if nic.network is None or nic.network not in networks:
+                continue
+            reach = self._reach(node, nic)
+            if reach.verdict == "missing":
+                missing.add(name_of(nic.network))
+            elif reach.verdict == "partial":
+                partial.add(f"{name_of(nic.network)} ({reach.detail})")
+            elif reach.verdict == "unknown":
+                unknown = unknown or reach.detail  # the first NIC's, as the NICs are ordered
+        if missing or partial:
+            return ("missing" if missing else "partial"), ", ".join(sorted(missing) + sorted(partial)), None
+        return ("unknown", "", unknown) if unknown else ("ok", "", None)
+
+    def _reach(self, node: Node, nic: NetworkInterface) -> Reach:
+        url = nic.network or ""
+        owner = self.owner(node, url)
+        why = self.uncollected(node, url, "firewalls", "firewall rules")
+        if why:
+            return Reach("unknown", why)
+        subnet_owner = self.owner(node, nic.subnet)
+        subnet = None
+        if self.has(node, subnet_owner, "subnetworks"):
+            subnet = self.subnets.get((subnet_owner, nic.subnet or ""))
+        cidr = subnet.cidr if subnet else None
+        key = (owner, url, cidr or "")
+        reach = self._firewall.get(key)
+        if reach is None:
+            reach = self._firewall[key] = tcp_reach(self.rules.get((owner, url), []), cidr)
+        return reach
+
+    def rdma_profile(self, node: Node, nics: list[NetworkInterface]) -> tuple[str, str, str | None]:
+        """ok, missing (an RDMA NIC on a network without the RDMA profile of its NIC type), wrong-zone, or unknown."""
+        missing, wrong, unknown = set(), set(), []
+        for nic in nics:
+            network, why = self.network(node, nic.network or "?")
+            if network is None:
+                unknown.append(why or "")
+                continue
+            match = RDMA_PROFILE.search(network.network_profile or "")
+            if match is None or match["kind"] != PROFILE_OF_NIC.get(nic.interface_type.upper()):
+                kind = f", a {match['kind']} profile" if match else ""
+                missing.add(f"{network.name}{kind}")
+            elif match["zone"] != node.zone:
+                wrong.add(f"{network.name} ({match['zone']})")
+        if missing:
+            return "missing", ", ".join(sorted(missing)), None
+        if wrong:
+            return "wrong-zone", ", ".join(sorted(wrong)), None
+        if unknown:
+            return "unknown", "", sorted(unknown)[0]
+        return "ok", "", None
+
+    def misplaced(self, node: Node) -> tuple[int, str | None]:
+        """Non-RDMA NICs on a network with an RDMA network profile, or -1 and why when a network is unknown."""
+        count = 0
+        for nic in node.interfaces:
+            if nic.interface_type.upper() in PROFILE_OF_NIC or nic.network is None:
+                continue
+            why = self.uncollected(node, nic.network, "networks", "networks")
+            if why:
+                return -1, why
+            network = self.networks.get((self.owner(node, nic.network), nic.network))
+            if network is not None and network.network_profile and RDMA_PROFILE.search(network.network_profile):
+                count += 1
+        return count, None
+
+    def mtu(self, node: Node, networks: list[str], recommended: int) -> tuple[str, str, str | None]:
+        values = []
+        for url in networks:
+            network, why = self.network(node, url)
+            if network is None:
+                return "unknown", "", why
+            values.append(network.mtu or DEFAULT_MTU)
+        text = ", ".join(str(v) for v in sorted(set(values)))
+        return ("ok" if all(v == recommended for v in values) else "other"), text, None
+
+
+def index_of(context: FactContext) -> GcpIndex:
+    return context.cached("gcp-index", lambda: GcpIndex(context))
