@@ -28,8 +28,9 @@ if TYPE_CHECKING:
 CONFIG_FILE = "fabriccheck.toml"
 PYPROJECT = "pyproject.toml"
 ENV_PREFIX = "FABRICCHECK_"
-# Variables with that prefix that are not settings: the config file's own path, and the traceback switch.
-ENV_OTHER = frozenset({"FABRICCHECK_CONFIG", "FABRICCHECK_DEBUG"})
+# Variables with that prefix that are not settings: the config file's own path, the traceback switch, and the
+# retry back-off's scale (sources.common.retry_policy).
+ENV_OTHER = frozenset({"FABRICCHECK_CONFIG", "FABRICCHECK_DEBUG", "FABRICCHECK_RETRY_BASE"})
 
 FailOn = Literal["error", "warning", "info", "never"]
 Severity = Literal["error", "warning", "info"]
