@@ -368,8 +368,9 @@ def _exit_for(report: Report, fail_on: FailOn, allow_incomplete: bool = False) -
     findings decide), 1 for findings at --fail-on."""
     from fabriccheck.engine import SEVERITY_RANK
 
-    if not allow_incomplete and (not report.complete or report.summary.clusters_by_status.get("incomplete")):
-        # A gate that could not see (facts not collected, or a cluster some rule could not judge) is not green.
+    if not allow_incomplete and not report.fully_judged():
+        # A gate that could not see (facts not collected, or a cluster some rule could not judge, findings or
+        # not) is not green.
         raise typer.Exit(2)
     worst = report.worst_severity()
     if fail_on is not FailOn.never and worst is not None and SEVERITY_RANK[worst] >= SEVERITY_RANK[fail_on.value]:

@@ -1,9 +1,9 @@
 """The demo's JSON report, held against the one recorded before accounts were part of every key. Since then
 the report may add scope (an `account` on findings, clusters and errors, and the account in cluster ids) and
-the additive fields that say what was judged (a cluster's `status` and `not_judged`, `skipped_clusters`, and
-their counts in the summary), and the penalty of clusters whose peers cannot reach each other (priced as a
-TCP slowdown before, now "cannot run": every GPU-hour lost), and nothing else: a change to a verdict, a
-message or another penalty shows here."""
+the additive fields that say what was judged (a cluster's `status`, `complete` and `not_judged`,
+`skipped_clusters`, and their counts in the summary), and the penalty of clusters whose peers cannot reach
+each other (priced as a TCP slowdown before, now "cannot run": every GPU-hour lost), and nothing else: a
+change to a verdict, a message or another penalty shows here."""
 
 from __future__ import annotations
 
@@ -30,9 +30,10 @@ def _demo_report() -> dict[str, Any]:
 
 ADDED_SINCE = {
     "report": ("skipped_clusters", "waivers", "baseline", "duration_seconds", "api_calls", "locations", "scopes"),
-    "clusters": ("status", "not_judged"),
+    "clusters": ("status", "complete", "not_judged"),
     "summary": (
         "clusters_by_status",
+        "clusters_not_fully_judged",
         "skipped_clusters",
         "nodes_by_state",
         "waived",

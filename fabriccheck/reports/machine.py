@@ -9,7 +9,7 @@ import orjson
 from fabriccheck import __version__
 from fabriccheck.baseline import fingerprint
 from fabriccheck.engine import Finding, builtin_rules
-from fabriccheck.flow import Report
+from fabriccheck.flow import Report, unjudged_rules
 
 SARIF_LEVEL = {"error": "error", "warning": "warning", "info": "note"}
 
@@ -57,7 +57,14 @@ def render_sarif(report: Report, color: bool = False) -> str:
     notifications = [
         {"level": "error", "message": {"text": f"{e.call} ({e.region}): {e.code}: {e.message}"}} for e in report.errors
     ]
-    sarif = sarif_document(rules, results, report.complete, notifications)
+    # A cluster with a selected rule not judged (findings or not) keeps the run from passing, as an error does.
+    notifications += [
+        {"level": "error", "message": {"text": f"{c.id}: not fully judged: {n.rule}: {n.reason}"}}
+        for c in report.clusters
+        if not c.complete
+        for n in unjudged_rules(c)
+    ]
+    sarif = sarif_document(rules, results, report.fully_judged(), notifications)
     return orjson.dumps(sarif, option=orjson.OPT_INDENT_2).decode() + "\n"
 
 

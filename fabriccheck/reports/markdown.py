@@ -89,6 +89,13 @@ def _head(report: Report) -> list[str]:
         if s.extra_dollars_per_day:
             waste += f", {dollars(s.extra_dollars_per_day.low)}–{dollars(s.extra_dollars_per_day.high)} per day"
         out += ["", waste + "."]
+    unjudged = sum(1 for c in report.clusters if not c.complete)
+    if unjudged:
+        out += [
+            "",
+            f"**Not fully judged:** {plural(unjudged, 'cluster')} {'has' if unjudged == 1 else 'have'} a selected "
+            "rule that could not be judged, so this result cannot pass a gate, whatever waivers and baselines accept.",
+        ]
     if not report.complete:
         out += ["", "**Incomplete run:** this result cannot pass a gate."]
     return out
@@ -169,6 +176,8 @@ def _cluster_section(rank: int, c: ClusterReport, findings: list[Finding], seen:
         status = "not fully judged"
     else:
         status = "clean"
+    if findings and not c.complete:  # findings, and a rule not judged: both hold
+        status += "; not fully judged"
     types = ", ".join(md_code(t) for t in c.instance_types)
     out = [
         "",

@@ -351,6 +351,8 @@ def _cluster_block(page: _Page, c: ClusterReport, findings: list[Finding], verbo
         status, style = "incomplete: not fully judged", STYLE["incomplete"]
     else:
         status, style = "clean", STYLE["clean"]
+    if findings and not c.complete:  # findings, and a rule not judged: both hold
+        status += "; not fully judged"
     page.blank()
     name = visible(c.id)
     if len(f"Cluster {name}  {status}") <= page.width:
@@ -450,6 +452,20 @@ def _summary(page: _Page, report: Report) -> None:
         else:
             waste += " (pass --price-per-gpu-hour for dollars)"
         page.para(waste + ".", "", "  ")
+    unjudged = sum(1 for c in report.clusters if not c.complete)
+    if unjudged:
+        page.styled(
+            [
+                ("NOT FULLY JUDGED: ", STYLE["error"]),
+                (
+                    f"{plural(unjudged, 'cluster')} {'has' if unjudged == 1 else 'have'} a selected rule that could "
+                    "not be judged (under each cluster), so this result cannot pass a gate, whatever waivers and "
+                    "baselines accept.",
+                    "",
+                ),
+            ],
+            "  ",
+        )
     if not report.complete:
         page.styled(
             [
