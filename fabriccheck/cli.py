@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 import typer
 
 if TYPE_CHECKING:
-    from fabriccheck.config import Config
     from fabriccheck.flow import Options, Report
     from fabriccheck.inventory import Inventory
 
@@ -141,6 +140,14 @@ ConfigOpt = Annotated[
         metavar="FILE",
         help="Config file (default: ./fabriccheck.toml, else ./pyproject.toml's "
         "[tool.fabriccheck]; see: fabriccheck config).",
+    ),
+]
+IsolatedOpt = Annotated[
+    bool,
+    typer.Option(
+        "--isolated",
+        envvar="FABRICCHECK_ISOLATED",
+        help="Read no config file (FABRICCHECK_ISOLATED=1 too): only defaults, FABRICCHECK_* variables and flags.",
     ),
 ]
 WaiversOpt = Annotated[
@@ -274,10 +281,9 @@ def _cloud_sdk() -> Iterator[None]:
 
 
 def _same_file(a: Path, b: Path) -> bool:
-    try:
-        return a.samefile(b)
-    except OSError:  # one of them does not exist (yet)
-        return a.resolve() == b.resolve()
+    from fabriccheck.gate import same_file
+
+    return same_file(a, b)
 
 
 def _write(path: Path, text: str, option: str) -> None:
@@ -306,9 +312,11 @@ def _options(
     )
     # Settle the config, waivers and baseline now, before any collection: a bad file fails in a second, not
     # after a long scan. _finish uses what this found.
+    from fabriccheck import gate
+
     ctx = _context()
     if ctx is not None:
-        ctx.meta[_GATE] = _configured(options, FailOn(_default_of(ctx, "fail_on", FailOn.error.value)))
+        ctx.meta[_GATE] = gate.settle(ctx, options, FailOn.error.value)
     return options
 
 
@@ -327,19 +335,19 @@ def _finish(
 ) -> NoReturn:
     import time
 
-    from fabriccheck import flow
+    from fabriccheck import flow, gate
     from fabriccheck.sources.common import API_CALLS
 
     ctx = _context()
-    settled = ctx.meta.get(_GATE) if ctx is not None else None
-    options, fail_on, write_baseline = settled if settled is not None else _configured(options, fail_on)
+    settled = (ctx.meta.get(_GATE) if ctx is not None else None) or gate.settle(ctx, options, fail_on.value)
+    options, fail_on, write_baseline = settled.options, FailOn(settled.fail_on), settled.write_baseline
     if save is not None:
         from fabriccheck.sources.snapshot import save_inventory
 
         save_inventory(inventory, save)
     report: Report = flow.run(inventory, options)
     if write_baseline is not None:
-        _write_baseline(report, write_baseline, options)
+        gate.write_baseline(report, write_baseline, options)
     report.duration_seconds = round(time.perf_counter() - _STARTED[-1], 3) if _STARTED else None
     report.api_calls = API_CALLS.value
     _write_report(report, fmt, output, fail_on, verbose)
@@ -387,102 +395,9 @@ def _context() -> Any:
         return importlib.import_module("click").get_current_context(silent=True)
 
 
-def _effective(fail_on: FailOn, workload: str) -> tuple[Config, dict[str, Any]]:
-    """The effective settings of the running command (and its parameters): the command's own defaults, the
-    config file, FABRICCHECK_* variables, then the flags given on its command line."""
-    from fabriccheck import config
-
-    ctx = _context()
-    params: dict[str, Any] = dict(ctx.params) if ctx is not None else {}
-    flags: dict[str, Any] = {}
-    for key in config.KEYS:
-        if key.param in params and _given(ctx, key.param):  # a command without the flag: file and env only
-            value = params[key.param]
-            flags[key.name] = value.value if isinstance(value, StrEnum) else value
-    # The command's own defaults: `demo` never fails unless told to.
-    defaults = {"fail-on": fail_on.value, "workload": workload}
-    return config.resolve(defaults, flags, cwd=Path.cwd(), env=os.environ, config_file=params.get("config")), params
-
-
-def _configured(options: Options, fail_on: FailOn) -> tuple[Options, FailOn, Path | None]:
-    """The shared gate layer of every scanning command: the config file, FABRICCHECK_* variables and the flags
-    given (later wins) decide the options and --fail-on; the waivers and baseline they name are read here, so a
-    missing or malformed file stops the run before anything is judged. Returns the --write-baseline FILE too."""
-    import dataclasses
-
-    from fabriccheck import baseline, waivers
-    from fabriccheck.errors import FabricCheckError
-
-    ctx = _context()
-    default_fail_on = FailOn(_default_of(ctx, "fail_on", fail_on.value))
-    effective, params = _effective(default_fail_on, _default_of(ctx, "workload", options.workload))
-    value = effective.value
-    _check_rule_names(effective)
-    waivers_path: Path | None = value("waivers")
-    baseline_path: Path | None = params.get("baseline")
-    options = dataclasses.replace(
-        options,
-        workload=value("workload"),
-        price_per_gpu_hour=value("price-per-gpu-hour"),
-        cluster_tag=value("cluster-tag"),
-        rules_dirs=list(value("rules-dir")),
-        select=list(value("select")),
-        ignore=list(value("ignore")),
-        severity=dict(value("severity")),
-        roles=dict(value("roles")),
-        waivers=waivers.load(waivers_path) if waivers_path is not None else [],
-        waivers_file=str(waivers_path or ""),
-        baseline=baseline.load(baseline_path) if baseline_path is not None else None,
-        baseline_file=str(baseline_path or ""),
-    )
-    write_baseline: Path | None = params.get("write_baseline")
-    output: Path | None = params.get("output")
-    if write_baseline is not None and output is not None and _same_file(write_baseline, output):
-        raise FabricCheckError(
-            f"--output {output} and --write-baseline {write_baseline} name the same file: choose two"
-        )
-    return options, FailOn(value("fail-on")), write_baseline
-
-
-def _check_rule_names(effective: Config) -> None:
-    from fabriccheck import config, engine
-
-    named = [effective.settings[n] for n in ("select", "ignore", "severity")]
-    if not any(s.value and not s.source.startswith("flag") for s in named):
-        return  # nothing to check (flags are checked where they are used), and no rules to load for it
-    dirs = effective.value("rules-dir")
-    config.check_rule_names(effective, engine.load_rules(dirs) if dirs else list(engine.builtin_rules()))
-
-
-def _default_of(ctx: Any, name: str, fallback: str) -> str:
-    """A parameter's default in the running command (`demo`'s --fail-on is never), else `fallback`."""
-    for param in ctx.command.params if ctx is not None else ():
-        if param.name == name and param.default is not None:
-            default = param.default
-            return str(default.value if isinstance(default, StrEnum) else default)
-    return fallback
-
-
-def _write_baseline(report: Report, path: Path, options: Options) -> None:
-    """Record today's findings; without --baseline, this run is judged against what it just wrote."""
-    from fabriccheck import baseline
-
-    baseline.write(report.findings, path)
-    if options.baseline is None:
-        report.baseline = baseline.apply(report.findings, baseline.build(report.findings), str(path))
-        report.summary.in_baseline = sum(1 for f in report.findings if f.baseline == "existing")
-
-
 def _untagged(inventory: Inventory, tag: str) -> bool:
     """--cluster-tag names a key that no node carries (so the usual grouping signals apply to every node)."""
     return bool(inventory.nodes) and not any(tag in node.tags for node in inventory.nodes)
-
-
-def _check_output(output: Path | None, save: Path | None) -> None:
-    from fabriccheck.errors import FabricCheckError
-
-    if output is not None and save is not None and _same_file(output, save):
-        raise FabricCheckError(f"--output {output} and --save-inventory {save} name the same file: choose two")
 
 
 def _print_privilege(
@@ -581,6 +496,7 @@ def aws(
     verbose: VerboseOpt = False,
     save_inventory: SaveOpt = None,
     config: ConfigOpt = None,
+    isolated: IsolatedOpt = False,
     waivers: WaiversOpt = None,
     baseline: BaselineOpt = None,
     write_baseline: WriteBaselineOpt = None,
@@ -616,7 +532,6 @@ def aws(
                 f"--from-dump takes one --region (the region of a flat dump folder), not {len(region)}: a dump "
                 "of several regions keeps each in a folder named after it"
             )
-    _check_output(output, save_inventory)
     options = _options(workload, price_per_gpu_hour, cluster_tag, rules_dir, select, ignore)
     with _cloud_sdk():
         from fabriccheck.providers.aws import collect, dump
@@ -640,9 +555,9 @@ def aws(
 
 
 def _given(ctx: typer.Context, name: str | None) -> bool:
-    """Whether an option was given on the command line (or from the environment), not left at its default."""
-    source = ctx.get_parameter_source(name) if name else None
-    return source is not None and source.name in ("COMMANDLINE", "ENVIRONMENT")
+    from fabriccheck.gate import given
+
+    return given(ctx, name)
 
 
 def _option_name(param: Any) -> str:
@@ -699,6 +614,7 @@ def azure(
     verbose: VerboseOpt = False,
     save_inventory: SaveOpt = None,
     config: ConfigOpt = None,
+    isolated: IsolatedOpt = False,
     waivers: WaiversOpt = None,
     baseline: BaselineOpt = None,
     write_baseline: WriteBaselineOpt = None,
@@ -721,7 +637,6 @@ def azure(
                 raise FabricCheckError(
                     f"--from-dump and --{name.replace('_', '-')} cannot be used together (a dump makes no Azure call)"
                 )
-    _check_output(output, save_inventory)
     options = _options(workload, price_per_gpu_hour, cluster_tag, rules_dir, select, ignore)
     with _cloud_sdk():
         if from_dump is not None:
@@ -795,6 +710,7 @@ def gcp(
     verbose: VerboseOpt = False,
     save_inventory: SaveOpt = None,
     config: ConfigOpt = None,
+    isolated: IsolatedOpt = False,
     waivers: WaiversOpt = None,
     baseline: BaselineOpt = None,
     write_baseline: WriteBaselineOpt = None,
@@ -822,7 +738,6 @@ def gcp(
         for name, (used, why) in live_only.items():
             if used:
                 raise FabricCheckError(f"--from-dump and {name} cannot be used together ({why})")
-    _check_output(output, save_inventory)
     options = _options(workload, price_per_gpu_hour, cluster_tag, rules_dir, select, ignore)
     with _cloud_sdk():
         if from_dump is not None:
@@ -860,6 +775,7 @@ def demo(
     verbose: VerboseOpt = False,
     save_inventory: SaveOpt = None,
     config: ConfigOpt = None,
+    isolated: IsolatedOpt = False,
     waivers: WaiversOpt = None,
     baseline: BaselineOpt = None,
     write_baseline: WriteBaselineOpt = None,
@@ -873,7 +789,6 @@ def demo(
     ] = False,
 ) -> None:
     """Run the audit on the bundled example accounts of every cloud (no credentials, no network)."""
-    _check_output(output, save_inventory)
     options = _options(workload, price_per_gpu_hour, cluster_tag, rules_dir, select, ignore)
     with _cloud_sdk():
         inventory = demo_plan_inventory() if plans else demo_inventory()
@@ -925,6 +840,7 @@ def check(
     ignore: IgnoreOpt = None,
     verbose: VerboseOpt = False,
     config: ConfigOpt = None,
+    isolated: IsolatedOpt = False,
     waivers: WaiversOpt = None,
     baseline: BaselineOpt = None,
     write_baseline: WriteBaselineOpt = None,
@@ -933,11 +849,8 @@ def check(
     allow_incomplete: AllowIncompleteOpt = False,
 ) -> None:
     """Judge a saved inventory (from --save-inventory) without calling any cloud."""
-    from fabriccheck.errors import FabricCheckError
     from fabriccheck.sources.snapshot import load_inventory
 
-    if output is not None and _same_file(output, inventory_file):
-        raise FabricCheckError(f"--output {output} is the inventory being checked: write the report elsewhere")
     options = _options(workload, price_per_gpu_hour, cluster_tag, rules_dir, select, ignore)
     with _cloud_sdk():
         _finish(load_inventory(inventory_file), options, fmt, output, fail_on, None, verbose, allow_incomplete)
@@ -963,6 +876,7 @@ def plan(
     ignore: IgnoreOpt = None,
     verbose: VerboseOpt = False,
     config: ConfigOpt = None,
+    isolated: IsolatedOpt = False,
     waivers: WaiversOpt = None,
     baseline: BaselineOpt = None,
     write_baseline: WriteBaselineOpt = None,
@@ -971,11 +885,8 @@ def plan(
     allow_incomplete: AllowIncompleteOpt = False,
 ) -> None:
     """Judge a Terraform or OpenTofu plan before apply: the same rules as a live scan, on what it would launch."""
-    from fabriccheck.errors import FabricCheckError
     from fabriccheck.sources.terraform import load_plan
 
-    if output is not None and plan_file != "-" and _same_file(output, Path(plan_file)):
-        raise FabricCheckError(f"--output {output} is the plan being checked: write the report elsewhere")
     options = _options(workload, price_per_gpu_hour, cluster_tag, rules_dir, select, ignore)
     _finish(load_plan(plan_file, terraform_dir), options, fmt, output, fail_on, None, verbose, allow_incomplete)
 
@@ -993,12 +904,14 @@ def merge(
 ) -> None:
     """Merge the JSON reports of separately run jobs (one per account, subscription or project) into one
     report. It is complete only if every part is; the exit code follows the same rules as a single run."""
+    from fabriccheck import gate
     from fabriccheck.errors import FabricCheckError
     from fabriccheck.merge import merge_files
 
     if output is not None and any(_same_file(output, r) for r in reports):
         raise FabricCheckError(f"--output {output} is one of the reports being merged: write it elsewhere")
     report = merge_files(reports)
+    report.gate = gate.with_exit_flags(_context(), report.gate)
     _write_report(report, fmt, output, fail_on, verbose)
     _exit_for(report, fail_on, allow_incomplete)
 
@@ -1201,6 +1114,7 @@ def rules(
 @app.command("config", cls=_Command)
 def show_config(
     config: ConfigOpt = None,
+    isolated: IsolatedOpt = False,
     fail_on: FailOnOpt = FailOn.error,
     select: SelectOpt = None,
     ignore: IgnoreOpt = None,
@@ -1218,15 +1132,16 @@ def show_config(
     import json
 
     from fabriccheck import config as settings
+    from fabriccheck import gate
     from fabriccheck import waivers as waiving
     from fabriccheck.errors import FabricCheckError
 
     if fmt not in ("text", "json"):
         raise FabricCheckError(f"--format {fmt}: the config is shown as text or json")
-    effective, _ = _effective(FailOn.error, "llm-70b-fsdp")
-    _check_rule_names(effective)
+    effective, _ = gate.effective(_context(), FailOn.error.value, "llm-70b-fsdp")
     path: Path | None = effective.value("waivers")
     loaded = waiving.load(path) if path is not None else []
+    gate.check_rule_names(effective, loaded, path)
     if fmt == "json":
         document = effective.as_dict() | {"waivers": [w.model_dump(mode="json") for w in loaded]}
         sys.stdout.write(json.dumps(document, indent=2) + "\n")

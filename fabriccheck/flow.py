@@ -48,6 +48,7 @@ class Options:
     baseline: Baseline | None = None
     baseline_file: str = ""
     today: dt.date | None = None  # for waiver expiry; None: today (UTC)
+    gate: config.Gate | None = None  # the gate as settled (gate.py), recorded in the report
 
 
 class NotJudged(BaseModel):
@@ -142,6 +143,9 @@ class Report(BaseModel):
     # Where each planned resource is declared (Terraform address, file and line, cloud id), by node id.
     locations: dict[str, SourceLocation] = {}
     scopes: list[ScopeStatus] = []  # per-scope completeness of a live collection
+    # The gate the findings were judged under, each setting with where it came from (set by the CLI; None for a
+    # library caller's own Options).
+    gate: config.Gate | None = None
 
     def fully_judged(self) -> bool:
         """Every fact collected and every selected rule judged on every cluster: only such a run can pass a gate,
@@ -284,6 +288,7 @@ def _run(inventory: Inventory, options: Options) -> Report:
         notes=_notes(inventory, unknown, options),
         locations=_locations(inventory),
         scopes=inventory.scopes,
+        gate=options.gate,
     )
     _settle(report, options)
     return report

@@ -20,6 +20,7 @@ from fabriccheck import __version__
 from fabriccheck.engine import sort_findings
 from fabriccheck.errors import FabricCheckError
 from fabriccheck.flow import REPORT_SCHEMA_VERSION, Report, Summary, tally
+from fabriccheck.gate import carried
 from fabriccheck.sources.common import describe, read_json
 
 
@@ -107,4 +108,5 @@ def merge(parts: list[tuple[Path, Report]]) -> Report:
         locations={k: v for r in reports for k, v in r.locations.items()},
         api_calls=sum(calls) if calls else None,
         duration_seconds=max((r.duration_seconds for r in reports if r.duration_seconds is not None), default=None),
+        gate=carried([(str(path), report.gate) for path, report in parts]),
     )

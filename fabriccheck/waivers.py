@@ -19,7 +19,7 @@ import datetime as dt
 import functools
 import re
 import tomllib
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -172,6 +172,18 @@ def load(path: Path) -> list[Waiver]:
             raise FabricCheckError(f"waivers file {path}: {where}: required") from None
         message = first["msg"].removeprefix("Value error, ")
         raise FabricCheckError(f"waivers file {path}: {where}: {message}") from None
+
+
+def check_rules(waivers: list[Waiver], known: Collection[str], path: Path) -> None:
+    """A waiver naming a rule that no rule defines (built-in or from --rules-dir) is an error, as an unknown
+    --select is: a mistyped id waives nothing and would only ever read as stale. A rule that exists but does
+    not run here (another cloud's, deselected) is fine: the report calls that waiver not-run."""
+    ids = {i.upper() for i in known}
+    for number, waiver in enumerate(waivers, 1):
+        if waiver.rule is not None and waiver.rule.upper() not in ids:
+            raise FabricCheckError(
+                f"waivers file {path}: waivers[{number}].rule: no rule {waiver.rule.upper()} (see: fabriccheck rules)"
+            )
 
 
 def _first_line(exc: Exception) -> str:

@@ -29,7 +29,16 @@ def _demo_report() -> dict[str, Any]:
 
 
 ADDED_SINCE = {
-    "report": ("skipped_clusters", "waivers", "baseline", "duration_seconds", "api_calls", "locations", "scopes"),
+    "report": (
+        "skipped_clusters",
+        "waivers",
+        "baseline",
+        "duration_seconds",
+        "api_calls",
+        "locations",
+        "scopes",
+        "gate",
+    ),
     "clusters": ("status", "complete", "not_judged"),
     "summary": (
         "clusters_by_status",

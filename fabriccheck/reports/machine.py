@@ -65,6 +65,8 @@ def render_sarif(report: Report, color: bool = False) -> str:
         for n in unjudged_rules(c)
     ]
     sarif = sarif_document(rules, results, report.fully_judged(), notifications)
+    if report.gate is not None:  # the gate the results were judged under, each setting with where it came from
+        sarif["runs"][0]["properties"] = {"gate": report.gate.model_dump(mode="json")}
     return orjson.dumps(sarif, option=orjson.OPT_INDENT_2).decode() + "\n"
 
 

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Sequence
 from rich.console import Console
 from rich.text import Text
 
+from fabriccheck.config import Gate
 from fabriccheck.engine import SEVERITY_RANK, Finding
 from fabriccheck.flow import ClusterReport, NotJudged, Report
 from fabriccheck.model import UNKNOWN_ACCOUNT
@@ -174,6 +175,37 @@ def terminal_width() -> int:
         except (OSError, ValueError):
             width = None
     return max(MIN_WIDTH, width or DEFAULT_WIDTH)
+
+
+def gate_line(gate: Gate) -> str:
+    """The gate the run was judged under, in one paragraph: each setting, and where it came from when that is not
+    the default (a config file a pull request adds shows here)."""
+
+    def shown(value: object) -> str:
+        if isinstance(value, dict):
+            return ", ".join(f"{k}={v}" for k, v in value.items()) or "none"
+        if isinstance(value, list):
+            return ", ".join(map(str, value)) or "none"
+        return "none" if value is None else str(value)
+
+    def part(label: str, name: str, empty: str = "none") -> str:
+        setting = gate.setting(name)
+        text = shown(setting.value) if setting.value not in (None, [], {}) else empty
+        return f"{label} {visible(text)}" + ("" if setting.source == "default" else f" ({visible(setting.source)})")
+
+    parts = [
+        part("fail-on", "fail-on"),
+        part("select", "select", "all rules"),
+        part("ignore", "ignore"),
+        part("severity", "severity"),
+        part("roles", "roles"),
+        part("waivers", "waivers"),
+        part("baseline", "baseline"),
+    ]
+    if gate.setting("allow-incomplete").value:
+        parts.append(part("allow-incomplete", "allow-incomplete"))
+    config = visible(gate.config_file) if gate.config_file else "none (--isolated)" if gate.isolated else "none"
+    return "gate: " + "; ".join(parts) + f"; config file {config}"
 
 
 # ---------------------------------------------------------------------------------------------- layout
@@ -497,6 +529,8 @@ def render(report: Report, color: bool = False, verbose: bool = False, width: in
         "",
         "  ",
     )
+    if report.gate is not None:
+        page.para(gate_line(report.gate), "", "  ")
     if not report.complete:
         page.blank()
         page.para(
