@@ -20,7 +20,7 @@ from concurrent.futures import Future
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, BinaryIO, TypeVar
 
 import orjson
 from pydantic import ValidationError
@@ -255,14 +255,57 @@ _pauses = 0
 _resume = True
 
 
+_KINDS = (
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISFIFO, "a named pipe (FIFO)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def _not_a_file(path: Path, mode: int) -> FabricCheckError:
+    kind = next((name for test, name in _KINDS if test(mode)), "not a regular file")
+    return FabricCheckError(f"{path}: is {kind}, not a file: a dump folder holds the cloud CLI's JSON files")
+
+
+def open_dump_file(path: Path) -> BinaryIO:
+    """A file of a dump folder, opened to read, or one line naming it. Only a regular file (or a symlink to one) is
+    read: a FIFO would block the run forever waiting for a writer, a device (/dev/zero, /dev/urandom) never ends.
+    Every cloud's dump loader opens its files here (sources.stream.walk, sources.projected.read, read_json)."""
+    try:
+        mode = os.stat(path).st_mode  # before opening: opening a device can do something (a tape rewinds)
+        if not stat.S_ISREG(mode):
+            raise _not_a_file(path, mode)
+        # Non-blocking, so that a FIFO put there since the stat cannot hold the open; checked again on the file.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise FabricCheckError(f"{path}: cannot read ({exc.strerror})") from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise _not_a_file(path, mode)
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 _BOMS = (b"\xff\xfe", b"\xfe\xff")  # UTF-16 (Windows PowerShell 5 writes `>` redirections so)
 
 
-def read_json(path: Path) -> Any:
-    """A dump file, parsed; a bad file is one line naming it. A byte order mark at the start is accepted:
-    UTF-8's (Windows tools write one) is skipped, and a UTF-16 file is read as such."""
+def read_json(path: Path, dump_file: bool = False) -> Any:
+    """A JSON file, parsed; a bad file is one line naming it. A byte order mark at the start is accepted:
+    UTF-8's (Windows tools write one) is skipped, and a UTF-16 file is read as such. `dump_file`: a file of a dump
+    folder, which must be a regular file (open_dump_file); a file named on the command line may be a pipe
+    (`fabriccheck check <(...)`)."""
     try:
-        data = path.read_bytes()
+        if dump_file:
+            with open_dump_file(path) as file:
+                data = file.read()
+        else:
+            data = path.read_bytes()
     except OSError as exc:
         raise FabricCheckError(f"{path}: cannot read ({exc.strerror})") from None
     if data.startswith(b"\xef\xbb\xbf"):

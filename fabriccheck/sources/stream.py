@@ -24,6 +24,7 @@ from typing import Any, BinaryIO
 import orjson
 
 from fabriccheck.errors import FabricCheckError
+from fabriccheck.sources.common import open_dump_file
 
 Path_ = tuple[str | int, ...]
 Descend = Callable[[Path_, str], bool]
@@ -143,7 +144,7 @@ class _Window:
 def walk(path: Path, descend: Descend) -> Iterator[tuple[Path_, Any]]:
     """The values of a JSON file, descending where `descend` says; one clear line for a bad file."""
     try:
-        with path.open("rb") as file:
+        with open_dump_file(path) as file:  # a regular file only: never a FIFO or a device
             window = _Window(path, file)
             if not window.peek():
                 raise window.invalid("the file is empty")
