@@ -11,7 +11,7 @@ import math
 import os
 import sys
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
@@ -240,7 +240,7 @@ def _version(value: bool) -> None:
     if value:
         from fabriccheck import __version__
 
-        sys.stdout.write(f"fabriccheck {__version__}\n")
+        _stdout(f"fabriccheck {__version__}\n")
         raise typer.Exit(0)
 
 
@@ -284,6 +284,34 @@ def _same_file(a: Path, b: Path) -> bool:
     from fabriccheck.gate import same_file
 
     return same_file(a, b)
+
+
+def _stdout(text: str) -> None:
+    """`text` on stdout, all of it, or one line saying why not: stdout closed (`>&-`), a full disk (`>/dev/full`),
+    a reader that went away. After a failed write, stdout is pointed at /dev/null, so that the interpreter's own
+    flush at exit has nothing left to fail on (it would print a traceback-like warning and exit 120)."""
+    from fabriccheck.errors import FabricCheckError
+
+    out = sys.stdout
+    if out is None:
+        raise FabricCheckError("stdout is closed: nowhere to print to (give --output FILE)")
+    try:
+        out.write(text)
+        out.flush()
+    except (OSError, ValueError) as exc:  # ValueError: a stdout closed under us
+        with suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), out.fileno())
+        why = getattr(exc, "strerror", None) or str(exc)
+        raise FabricCheckError(f"cannot write to stdout ({why}): give --output FILE") from None
+
+
+def _loaded(where: object, load: Callable[[], Inventory]) -> Inventory:
+    """`load()` of the input `where` (a dump folder, a plan, a saved inventory): a value in it nested too deeply for
+    Python, even to quote in an error, is one line naming it."""
+    from fabriccheck.sources.common import reading
+
+    with reading(str(where)):
+        return load()
 
 
 def _write(path: Path, text: str, option: str) -> None:
@@ -361,14 +389,15 @@ def _finish(
 def _write_report(report: Report, fmt: Format, output: Path | None, fail_on: FailOn, verbose: bool) -> None:
     from fabriccheck import reports
 
-    color = output is None and fmt is Format.text and sys.stdout.isatty() and "NO_COLOR" not in os.environ
+    tty = sys.stdout is not None and sys.stdout.isatty()
+    color = output is None and fmt is Format.text and tty and "NO_COLOR" not in os.environ
     # A file gets a fixed width; the terminal's own width applies to what goes to the terminal.
     width = 100 if output is not None else None
     text = reports.render(report, fmt.value, color, verbose=verbose, fail_on=fail_on.value, width=width)
     if output is not None:
         _write(output, text, "--output")
     else:
-        sys.stdout.write(text)
+        _stdout(text)
 
 
 def _exit_for(report: Report, fail_on: FailOn, allow_incomplete: bool = False) -> NoReturn:
@@ -425,7 +454,7 @@ def _print_privilege(
         )
     text = json.dumps(document(), indent=2) + "\n"
     if output is None:
-        sys.stdout.write(text)
+        _stdout(text)
     else:
         _write(output, text, "--output")
     raise typer.Exit(0)
@@ -538,7 +567,7 @@ def aws(
         from fabriccheck.sources.fleet import DEFAULT_CONCURRENCY
 
         if from_dump is not None:
-            inventory = dump.load_dump(from_dump, region[0] if region else None)
+            inventory = _loaded(from_dump, lambda: dump.load_dump(from_dump, region[0] if region else None))
         else:
             with _progress(verbose) as progress:
                 inventory = collect.collect_live(
@@ -642,7 +671,7 @@ def azure(
         if from_dump is not None:
             from fabriccheck.providers.azure.dump import load_dump
 
-            inventory = load_dump(from_dump, subscription)
+            inventory = _loaded(from_dump, lambda: load_dump(from_dump, subscription))
         else:
             from fabriccheck.providers.azure import collect
             from fabriccheck.sources.fleet import DEFAULT_CONCURRENCY
@@ -743,7 +772,7 @@ def gcp(
         if from_dump is not None:
             from fabriccheck.providers.gcp.dump import load_dump
 
-            inventory = load_dump(from_dump)
+            inventory = _loaded(from_dump, lambda: load_dump(from_dump))
         else:
             from fabriccheck.providers.gcp import collect
             from fabriccheck.sources.fleet import DEFAULT_CONCURRENCY
@@ -853,7 +882,8 @@ def check(
 
     options = _options(workload, price_per_gpu_hour, cluster_tag, rules_dir, select, ignore)
     with _cloud_sdk():
-        _finish(load_inventory(inventory_file), options, fmt, output, fail_on, None, verbose, allow_incomplete)
+        inventory = _loaded(inventory_file, lambda: load_inventory(inventory_file))
+        _finish(inventory, options, fmt, output, fail_on, None, verbose, allow_incomplete)
 
 
 @app.command(cls=_Command)
@@ -888,7 +918,8 @@ def plan(
     from fabriccheck.sources.terraform import load_plan
 
     options = _options(workload, price_per_gpu_hour, cluster_tag, rules_dir, select, ignore)
-    _finish(load_plan(plan_file, terraform_dir), options, fmt, output, fail_on, None, verbose, allow_incomplete)
+    inventory = _loaded(plan_file, lambda: load_plan(plan_file, terraform_dir))
+    _finish(inventory, options, fmt, output, fail_on, None, verbose, allow_incomplete)
 
 
 @app.command(cls=_Command)
@@ -923,7 +954,7 @@ def _evidence_out(ev: Any, fmt: Format, output: Path | None, fail_on: FailOn, ve
     if output is not None:
         _write(output, text, "--output")
     else:
-        sys.stdout.write(text)
+        _stdout(text)
     raise typer.Exit(report.exit_code(ev, fail_on.value))
 
 
@@ -1004,7 +1035,7 @@ def estimate(
     if output is not None:
         _write(output, text, "--output")
     else:
-        sys.stdout.write(text)
+        _stdout(text)
 
 
 @app.command("nccl-tests", cls=_Command)
@@ -1099,16 +1130,16 @@ def rules(
         if provider not in PROVIDERS:
             raise FabricCheckError(f"--provider {provider}: choose from {', '.join(PROVIDERS)}")
         node, cluster = derived.described(provider)
-        sys.stdout.write(rules_report.facts(provider, node, cluster, fmt))
+        _stdout(rules_report.facts(provider, node, cluster, fmt))
         return
     loaded = engine.load_rules(rules_dir or [])
     if rule_id is None:
-        sys.stdout.write(rules_report.listing(loaded, fmt))
+        _stdout(rules_report.listing(loaded, fmt))
         return
     match = [r for r in loaded if rule_id.upper() in r.finding_ids()]
     if not match:
         raise FabricCheckError(f"no rule {rule_id} (see: fabriccheck rules)")
-    sys.stdout.write(rules_report.explain(match[0], fmt))
+    _stdout(rules_report.explain(match[0], fmt))
 
 
 @app.command("config", cls=_Command)
@@ -1144,12 +1175,12 @@ def show_config(
     gate.check_rule_names(effective, loaded, path)
     if fmt == "json":
         document = effective.as_dict() | {"waivers": [w.model_dump(mode="json") for w in loaded]}
-        sys.stdout.write(json.dumps(document, indent=2) + "\n")
+        _stdout(json.dumps(document, indent=2) + "\n")
         return
     text = settings.render_text(effective)
     if path is not None:
         text += f"waivers file {path}: {len(loaded)} waiver{'s' if len(loaded) != 1 else ''}, valid\n"
-    sys.stdout.write(text)
+    _stdout(text)
 
 
 def demo_dir() -> Path:
@@ -1272,7 +1303,8 @@ def _run(argv: list[str] | None) -> int:
     except typer.Exit as exc:
         return int(exc.exit_code)
     except click_errors.NoArgsIsHelpError as exc:
-        sys.stdout.write(exc.ctx.get_help() + "\n")
+        with suppress(FabricCheckError):  # nowhere to show the help: nothing more to say
+            _stdout(exc.ctx.get_help() + "\n")
         return 0
     except click_errors.UsageError as exc:
         where = exc.ctx.command_path if exc.ctx is not None else "fabriccheck"

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from fabriccheck import textfiles
 from fabriccheck.errors import FabricCheckError
 
 if TYPE_CHECKING:
@@ -179,7 +180,7 @@ def read_toml(path: Path, what: str) -> dict[str, Any]:
     except OSError as exc:
         raise FabricCheckError(f"{what} {path}: cannot read ({exc.strerror})") from None
     try:
-        return tomllib.loads(data.decode("utf-8"))
+        return textfiles.load_toml(data.decode("utf-8"))
     except UnicodeDecodeError:
         raise FabricCheckError(f"{what} {path}: not UTF-8 text") from None
     except tomllib.TOMLDecodeError as exc:

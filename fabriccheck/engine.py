@@ -23,7 +23,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from fabriccheck import facts as derived
-from fabriccheck import shipped, trusted
+from fabriccheck import shipped, textfiles, trusted
 from fabriccheck.cloud import support
 from fabriccheck.clusters import Cluster, build_clusters, spec_clusters
 from fabriccheck.errors import FabricCheckError
@@ -259,13 +259,11 @@ def _load_file(path: Path) -> Rule:
     cel = _cel()
 
     try:
-        doc = shipped.load_yaml(path.read_text())
+        doc = shipped.load_yaml(textfiles.read_text(path))  # UTF-8 only: one line naming the file otherwise
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}: " if mark else ""
         raise FabricCheckError(f"{path}: {where}not valid YAML ({getattr(exc, 'problem', exc)})") from None
-    except OSError as exc:
-        raise FabricCheckError(f"{path}: cannot read ({exc.strerror})") from None
     if not isinstance(doc, dict):
         raise FabricCheckError(f"{path}: a rule file must be a mapping of fields")
     try:
@@ -866,7 +864,7 @@ def example_inventory(rule: Rule, example: Example) -> Inventory:
     scopes: set[tuple[str, str]] = set()
     for key in ("nodes", "specs"):
         items = []
-        for item in data.get(key, []):
+        for item in _mappings(rule, example, key, data.get(key, [])):
             item = {"provider": rule.provider, "account": EXAMPLE_ACCOUNT, "region": "us-east-1", **item}
             if key == "specs":
                 item.setdefault("origin", "template")
@@ -876,7 +874,10 @@ def example_inventory(rule: Rule, example: Example) -> Inventory:
     for namespace in PROVIDERS:
         if isinstance(data.get(namespace), dict):
             data[namespace] = {
-                kind: [{"account": EXAMPLE_ACCOUNT, "region": "us-east-1", **item} for item in items]
+                kind: [
+                    {"account": EXAMPLE_ACCOUNT, "region": "us-east-1", **item}
+                    for item in _mappings(rule, example, f"{namespace}.{kind}", items)
+                ]
                 for kind, items in data[namespace].items()
             }
     if "collected" not in data:
@@ -891,6 +892,15 @@ def example_inventory(rule: Rule, example: Example) -> Inventory:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
         raise FabricCheckError(f"{rule.path}: example {example.name!r}: field {where}: {first['msg']}") from None
+
+
+def _mappings(rule: Rule, example: Example, field: str, items: Any) -> list[dict[str, Any]]:
+    """An example's nodes (or resources): a list of mappings, or one line naming the file, example and field."""
+    bad = next((i for i, x in enumerate(items) if not isinstance(x, dict)), None) if isinstance(items, list) else -1
+    if bad is not None:
+        where = f"{field}[{bad}]: expected a mapping of fields" if bad >= 0 else f"{field}: expected a list"
+        raise FabricCheckError(f"{rule.path}: example {example.name!r}: field inventory.{where}")
+    return cast(list[dict[str, Any]], items)
 
 
 def check_examples(rule: Rule) -> None:

@@ -26,6 +26,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from fabriccheck import textfiles
 from fabriccheck.engine import Category, Finding, Waived
 from fabriccheck.errors import FabricCheckError
 
@@ -142,18 +143,12 @@ def glob_pattern(glob: str) -> re.Pattern[str]:
 
 def load(path: Path) -> list[Waiver]:
     """Waivers from a YAML or TOML file (TOML by a .toml suffix); any problem is one line naming the file."""
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise FabricCheckError(f"waivers file {path}: no such file") from None
-    except OSError as exc:
-        raise FabricCheckError(f"waivers file {path}: cannot read ({exc.strerror})") from None
+    if not path.exists():
+        raise FabricCheckError(f"waivers file {path}: no such file")
+    text = textfiles.read_text(path, "waivers file")
     parsed: Any
     try:
-        text = data.decode("utf-8")
-        parsed = tomllib.loads(text) if path.suffix.lower() == ".toml" else yaml.safe_load(text)
-    except UnicodeDecodeError:
-        raise FabricCheckError(f"waivers file {path}: not UTF-8 text") from None
+        parsed = textfiles.load_toml(text) if path.suffix.lower() == ".toml" else textfiles.load_yaml(text)
     except tomllib.TOMLDecodeError as exc:
         raise FabricCheckError(f"waivers file {path}: not valid TOML ({exc})") from None
     except yaml.YAMLError as exc:

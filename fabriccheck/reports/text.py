@@ -169,7 +169,7 @@ def terminal_width() -> int:
             width = int(env)
         except ValueError:
             width = None
-    if width is None and sys.stdout.isatty():
+    if width is None and sys.stdout is not None and sys.stdout.isatty():
         try:
             width = os.get_terminal_size(sys.stdout.fileno()).columns
         except (OSError, ValueError):

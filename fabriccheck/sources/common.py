@@ -292,6 +292,22 @@ def open_dump_file(path: Path) -> BinaryIO:
         raise
 
 
+def too_deep(where: Path | str) -> FabricCheckError:
+    """Valid JSON nested deeper than the parsers go (Python's recursion limit, orjson's 1,024 levels): no cloud
+    answer, plan, inventory or report is, so it is refused with that reason, never an internal error."""
+    return FabricCheckError(f"{where}: nested too deeply to read (more than about 1,000 levels of lists or objects)")
+
+
+@contextmanager
+def reading(where: Path | str) -> Iterator[None]:
+    """While the input `where` is read and normalized: a value nested too deeply for Python (even to quote it in
+    an error) is one line naming that input."""
+    try:
+        yield
+    except RecursionError:
+        raise too_deep(where) from None
+
+
 _BOMS = (b"\xff\xfe", b"\xfe\xff")  # UTF-16 (Windows PowerShell 5 writes `>` redirections so)
 
 
@@ -318,6 +334,8 @@ def read_json(path: Path, dump_file: bool = False) -> Any:
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError as exc:
+        if "recursion" in str(exc).lower() or "depth" in str(exc).lower():
+            raise too_deep(path) from None
         raise FabricCheckError(f"{path}: not valid JSON ({exc})") from None
 
 

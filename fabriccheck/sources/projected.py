@@ -55,6 +55,6 @@ def read(path: Path, item: Any) -> list[dict[str, Any]] | None:
         decoder = _decoders[item] = msgspec.json.Decoder(list[item])
     try:
         items: list[dict[str, Any]] = decoder.decode(data)
-    except msgspec.DecodeError:  # ValidationError included
+    except (msgspec.DecodeError, RecursionError):  # ValidationError included; the full reader names the fault
         return None
     return items

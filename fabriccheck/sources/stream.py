@@ -24,7 +24,7 @@ from typing import Any, BinaryIO
 import orjson
 
 from fabriccheck.errors import FabricCheckError
-from fabriccheck.sources.common import open_dump_file
+from fabriccheck.sources.common import open_dump_file, too_deep
 
 Path_ = tuple[str | int, ...]
 Descend = Callable[[Path_, str], bool]
@@ -103,6 +103,8 @@ class _Window:
         while True:
             try:
                 value, end = self.raw_decode(self.text, self.at)
+            except RecursionError:  # valid JSON, but deeper than the C scanner's recursion goes
+                raise too_deep(self.path) from None
             except json.JSONDecodeError as exc:
                 if exc.pos < len(self.text) - _TAIL or not self.more():
                     raise self.invalid(f"{exc.msg} at character {self.dropped + exc.pos}") from None
