@@ -196,3 +196,25 @@ def test_an_nccl_device_index_no_nccl_prints_is_one_line(tmp_path: Path) -> None
     for fmt in ("text", "json"):
         line = one_clean_line(run("nccl-log", str(log), "-f", fmt))
         assert f"{log}: device 18446744073709551616 of " in line and "is not a number NCCL prints" in line
+
+
+# ---------------------------------------------------------------------------------------------- item 16
+
+
+@pytest.mark.parametrize("cloud", sorted(LIST_FILES))
+def test_a_string_longer_than_16_mib_in_a_dump_is_read(tmp_path: Path, cloud: str) -> None:
+    """Valid JSON with one 17 MiB string (a tag value, say): longer than the stream reader's window, which used to
+    call it unterminated. It is read, and the report is the undamaged dump's."""
+    folder = _dump(tmp_path, cloud)
+    path = folder / LIST_FILES[cloud]
+    undamaged = json.loads(run(cloud, "--from-dump", str(folder), "-f", "json").stdout)
+    document = json.loads(path.read_text())
+    (document if isinstance(document, list) else document["Reservations"])[0]["Long"] = "x" * (17 << 20)
+    path.write_text(json.dumps(document, indent=2))
+    result = run(cloud, "--from-dump", str(folder), "-f", "json")
+    assert result.returncode == 1, result.stderr
+    report = json.loads(result.stdout)
+    assert [f["fingerprint"] for f in report["findings"]] == [f["fingerprint"] for f in undamaged["findings"]]
+    # Cut inside that string, the file is what it says: unterminated.
+    path.write_text(path.read_text()[: 16 << 20])
+    assert "Unterminated string" in one_clean_line(run(cloud, "--from-dump", str(folder)))

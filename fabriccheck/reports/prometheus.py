@@ -15,6 +15,7 @@ from prometheus_client import CollectorRegistry, Gauge, generate_latest
 
 from fabriccheck.engine import Finding
 from fabriccheck.flow import Report
+from fabriccheck.reports.safe import visible
 
 
 def finding_status(finding: Finding) -> str:
@@ -23,6 +24,13 @@ def finding_status(finding: Finding) -> str:
     if finding.baseline == "existing":
         return "baselined"
     return "open"
+
+
+def _labels(*values: str) -> tuple[str, ...]:
+    """Label values with every control character written out (`\\x1b`, `\\r`): the exposition format escapes only
+    backslash, quote and newline, so an ESC, a carriage return or a NUL in a cluster id would reach whatever
+    shows the file (and some parsers stop at a NUL)."""
+    return tuple(map(visible, values))
 
 
 def render(report: Report, color: bool = False) -> str:
@@ -35,7 +43,7 @@ def render(report: Report, color: bool = False) -> str:
         registry=registry,
     )
     counts = Counter(
-        (f.rule, f.severity, f.category, f.provider, f.account, f.cluster or "", finding_status(f))
+        _labels(f.rule, f.severity, f.category, f.provider, f.account, f.cluster or "", finding_status(f))
         for f in report.findings
     )
     for labels, count in sorted(counts.items()):
@@ -51,8 +59,9 @@ def render(report: Report, color: bool = False) -> str:
     for cluster in report.clusters:
         if cluster.penalty.estimated:
             hours = cluster.penalty.extra_gpu_hours_per_day
-            extra.labels(cluster.provider, cluster.account, cluster.id, "low").set(hours.low)
-            extra.labels(cluster.provider, cluster.account, cluster.id, "high").set(hours.high)
+            where = _labels(cluster.provider, cluster.account, cluster.id)
+            extra.labels(*where, "low").set(hours.low)
+            extra.labels(*where, "high").set(hours.high)
     for status, count in sorted(report.summary.clusters_by_status.items()):
         clusters.labels(status).set(count)
 

@@ -31,8 +31,8 @@ Descend = Callable[[Path_, str], bool]
 
 _CHUNK = 1 << 24  # bytes read at a time: many items of a large answer (an item cut at the end is parsed again)
 # A parse that fails this close to the end of what has been read may only lack the rest of the file. Farther
-# back, the JSON itself is wrong (no string in a cloud answer comes near this length), and the window is not
-# grown to the end of the file to find that out.
+# back, the JSON itself is wrong, and the window is not grown to the end of the file to find that out, unless
+# what fails is a string that has not ended yet (a string may be longer than a window).
 _TAIL = 1 << 20
 _BATCH = 1 << 21  # characters of a list's values parsed at once by batch(): their objects, not the file, in memory
 _SPACE = re.compile(r"[ \t\n\r]*")
@@ -106,7 +106,10 @@ class _Window:
             except RecursionError:  # valid JSON, but deeper than the C scanner's recursion goes
                 raise too_deep(self.path) from None
             except json.JSONDecodeError as exc:
-                if exc.pos < len(self.text) - _TAIL or not self.more():
+                # A string may run past the window (valid JSON: a 17 MiB tag value): the scanner names where it
+                # starts, so the window grows until it ends or the file does.
+                longer = exc.msg.startswith("Unterminated string")
+                if (exc.pos < len(self.text) - _TAIL and not longer) or not self.more():
                     raise self.invalid(f"{exc.msg} at character {self.dropped + exc.pos}") from None
                 continue
             if end == len(self.text) and self.more():
