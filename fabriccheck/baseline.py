@@ -87,11 +87,15 @@ def build(findings: Iterable[Finding]) -> Baseline:
     )
 
 
+def dump(findings: Iterable[Finding]) -> bytes:
+    """The baseline file of `findings`, as --write-baseline writes it."""
+    return orjson.dumps(build(findings).model_dump(mode="json"), option=orjson.OPT_INDENT_2) + b"\n"
+
+
 def write(findings: Iterable[Finding], path: Path) -> None:
     from fabriccheck.sources.common import write_atomic
 
-    data = orjson.dumps(build(findings).model_dump(mode="json"), option=orjson.OPT_INDENT_2) + b"\n"
-    write_atomic(path, data, "--write-baseline")
+    write_atomic(path, dump(findings), "--write-baseline")
 
 
 def load(path: Path) -> Baseline:

@@ -21,6 +21,7 @@ import typer
 if TYPE_CHECKING:
     from fabriccheck.flow import Options, Report
     from fabriccheck.inventory import Inventory
+    from fabriccheck.sources.common import Outputs
 
 
 class Format(StrEnum):
@@ -364,29 +365,49 @@ def _finish(
     import time
 
     from fabriccheck import flow, gate
-    from fabriccheck.sources.common import API_CALLS
+    from fabriccheck.errors import FabricCheckError
+    from fabriccheck.sources.common import API_CALLS, Outputs
 
     ctx = _context()
     settled = (ctx.meta.get(_GATE) if ctx is not None else None) or gate.settle(ctx, options, fail_on.value)
     options, fail_on, write_baseline = settled.options, FailOn(settled.fail_on), settled.write_baseline
-    if save is not None:
-        from fabriccheck.sources.snapshot import save_inventory
+    # Every file this run writes is staged, and all are put in place together once the report is out: a run
+    # stopped before that (SIGTERM, Ctrl-C, an error) leaves none of them (the inventory stands alone only when
+    # judging fails: what was collected is kept).
+    outputs = Outputs()
+    try:
+        if save is not None:
+            from fabriccheck.sources.snapshot import snapshot_of
 
-        save_inventory(inventory, save)
-    report: Report = flow.run(inventory, options)
-    if write_baseline is not None:
-        gate.write_baseline(report, write_baseline, options)
-    report.duration_seconds = round(time.perf_counter() - _STARTED[-1], 3) if _STARTED else None
-    report.api_calls = API_CALLS.value
-    _write_report(report, fmt, output, fail_on, verbose)
+            outputs.add(save, snapshot_of(inventory), "--save-inventory")
+        report: Report = flow.run(inventory, options)
+    except FabricCheckError:
+        outputs.commit()
+        raise
+    except BaseException:
+        outputs.discard()
+        raise
+    try:
+        if write_baseline is not None:
+            gate.write_baseline(report, write_baseline, options, outputs)
+        report.duration_seconds = round(time.perf_counter() - _STARTED[-1], 3) if _STARTED else None
+        report.api_calls = API_CALLS.value
+        _write_report(report, fmt, output, fail_on, verbose, outputs)
+        outputs.commit()
+    except BaseException:
+        outputs.discard()
+        raise
     tag = options.cluster_tag
     if tag is not None and _untagged(inventory, tag):
         # After the report is out, so that a run that fails is still one line on stderr.
-        sys.stderr.write(f"fabriccheck: warning: no node carries the tag {tag}; grouping by the usual signals\n")
+        _say(f"fabriccheck: warning: no node carries the tag {tag}; grouping by the usual signals")
     _exit_for(report, fail_on, allow_incomplete)
 
 
-def _write_report(report: Report, fmt: Format, output: Path | None, fail_on: FailOn, verbose: bool) -> None:
+def _write_report(
+    report: Report, fmt: Format, output: Path | None, fail_on: FailOn, verbose: bool, outputs: Outputs | None = None
+) -> None:
+    """The report on stdout, or in --output FILE (staged in `outputs` when given, else written at once)."""
     from fabriccheck import reports
 
     tty = sys.stdout is not None and sys.stdout.isatty()
@@ -394,7 +415,9 @@ def _write_report(report: Report, fmt: Format, output: Path | None, fail_on: Fai
     # A file gets a fixed width; the terminal's own width applies to what goes to the terminal.
     width = 100 if output is not None else None
     text = reports.render(report, fmt.value, color, verbose=verbose, fail_on=fail_on.value, width=width)
-    if output is not None:
+    if output is not None and outputs is not None:
+        outputs.add(output, text.encode(), "--output")
+    elif output is not None:
         _write(output, text, "--output")
     else:
         _stdout(text)
@@ -1228,9 +1251,9 @@ class _progress:
                 tally.add(scope)
                 where = " ".join(w for w in (scope.provider, scope.account, scope.region or "") if w)
                 how = "complete" if scope.complete else f"INCOMPLETE ({scope.reason})"
-                sys.stderr.write(
+                _say(
                     f"fabriccheck: {where}: {how}, {scope.nodes:,} nodes, {scope.api_calls:,} API requests, "
-                    f"{scope.retries:,} retries [{tally.line()}]\n"
+                    f"{scope.retries:,} retries [{tally.line()}]"
                 )
 
             return Progress(planned=lambda total: setattr(tally, "total", total), finished=log)
@@ -1241,64 +1264,58 @@ class _progress:
             self.status.stop()
 
 
-INTERRUPTED = 130  # Ctrl-C: 128 + SIGINT, as shells report it; nothing is written
-TERMINATED = 143  # SIGTERM: 128 + 15, as a scheduler's stop or `timeout` sends it; nothing is written
+def _say(line: str) -> None:
+    """One line on stderr: credentials masked and control characters written out (`\\x1b`, `\\n`), so that a value it
+    quotes (a key holding ESC[2J or a newline) can neither clear the screen nor forge a second line."""
+    from fabriccheck.reports.safe import visible
+    from fabriccheck.sources.common import redact
 
-
-class Terminated(BaseException):
-    """SIGTERM, raised in the main thread like KeyboardInterrupt: whatever is under way stops (a file being
-    written is removed, sources.common.write_atomic) and the worker threads, daemons, end with the process."""
-
-
-def _on_sigterm(signum: int, frame: object) -> None:
-    raise Terminated
-
-
-@contextmanager
-def _sigterm_stops() -> Iterator[None]:
-    import signal
-    import threading
-
-    if threading.current_thread() is not threading.main_thread():  # only the main thread may set handlers
-        yield
-        return
-    previous = signal.signal(signal.SIGTERM, _on_sigterm)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+    with suppress(OSError, ValueError, AttributeError):  # no stderr left to say it on: nothing more to do
+        sys.stderr.write(visible(redact(line)) + "\n")
+        sys.stderr.flush()
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point: every failure is one line on stderr and exit code 2, never a traceback; SIGTERM stops it
-    as Ctrl-C does (exit 143)."""
-    with _sigterm_stops():
-        code = _run(argv)
-    if argv is None and code in (INTERRUPTED, TERMINATED):
-        # The process itself (the console script passes no argv): leave at once. Tearing down an interpreter that
-        # has loaded a cloud SDK takes most of a second, and a stopped run has nothing left to finish or write.
-        sys.stdout.flush()
-        sys.stderr.flush()
+    """Entry point (fabriccheck.console, argv None; tests and library callers pass argv): every failure is one line
+    on stderr and exit code 2, never a traceback; SIGTERM and Ctrl-C at any moment are one line and exit 143 or 130
+    (fabriccheck.stopping), with nothing written."""
+    from fabriccheck import stopping
+
+    previous = stopping.install()
+    try:
+        with stopping.running():
+            code = _run(argv)
+    except (stopping.Terminated, KeyboardInterrupt) as exc:  # it landed outside _run's own handlers
+        code = stopping.TERMINATED if isinstance(exc, stopping.Terminated) else stopping.INTERRUPTED
+        _say(stopping.LINES[code].strip())
+    if argv is None and code in stopping.LINES:
+        # The process itself: leave at once. Tearing down an interpreter that has loaded a cloud SDK takes most of a
+        # second, and a stopped run has nothing left to finish or write.
+        with suppress(OSError, ValueError, AttributeError):
+            sys.stdout.flush()
+            sys.stderr.flush()
         os._exit(code)
+    if argv is not None:
+        stopping.restore(previous)  # a caller's own process: its handlers as they were
     return code
 
 
 def _run(argv: list[str] | None) -> int:
     import importlib
 
+    from fabriccheck.errors import FabricCheckError
+    from fabriccheck.stopping import INTERRUPTED, TERMINATED, Terminated
+
     try:  # newer typer carries its own copy of click
         click_errors: Any = importlib.import_module("typer._click.exceptions")
     except ImportError:  # typer releases that use click itself
         click_errors = importlib.import_module("click.exceptions")
-
-    from fabriccheck.errors import FabricCheckError
-
-    command = typer.main.get_command(app)
     try:
+        command = typer.main.get_command(app)
         result = command.main(args=argv, prog_name="fabriccheck", standalone_mode=False)
         code = int(result) if isinstance(result, int) else 0
         if code == INTERRUPTED:  # typer answers Ctrl-C with Exit(130), which non-standalone mode returns
-            sys.stderr.write("fabriccheck: interrupted\n")
+            _say("fabriccheck: interrupted")
         return code
     except typer.Exit as exc:
         return int(exc.exit_code)
@@ -1308,29 +1325,22 @@ def _run(argv: list[str] | None) -> int:
         return 0
     except click_errors.UsageError as exc:
         where = exc.ctx.command_path if exc.ctx is not None else "fabriccheck"
-        sys.stderr.write(f"fabriccheck: error: {exc.format_message()} (see: {where} --help)\n")
+        _say(f"fabriccheck: error: {exc.format_message()} (see: {where} --help)")
         return 2
     except typer.Abort:
-        sys.stderr.write("fabriccheck: aborted\n")
+        _say("fabriccheck: aborted")
         return 2
     except FabricCheckError as exc:
-        from fabriccheck.sources.common import redact
-
-        sys.stderr.write(f"fabriccheck: error: {redact(str(exc))}\n")
+        _say(f"fabriccheck: error: {exc}")
         return 2
     except KeyboardInterrupt:
-        sys.stderr.write("fabriccheck: interrupted\n")
+        _say("fabriccheck: interrupted")
         return INTERRUPTED
     except Terminated:
-        sys.stderr.write("fabriccheck: terminated\n")
+        _say("fabriccheck: terminated")
         return TERMINATED
     except Exception as exc:  # the promise is one line, never a traceback; FABRICCHECK_DEBUG=1 shows it
         if os.environ.get("FABRICCHECK_DEBUG"):
             raise
-        from fabriccheck.sources.common import redact
-
-        sys.stderr.write(
-            f"fabriccheck: internal error: {type(exc).__name__}: {redact(str(exc))} "
-            "(set FABRICCHECK_DEBUG=1 for details)\n"
-        )
+        _say(f"fabriccheck: internal error: {type(exc).__name__}: {exc} (set FABRICCHECK_DEBUG=1 for details)")
         return 2

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from fabriccheck.config import Config, Gate
     from fabriccheck.engine import Rule
     from fabriccheck.flow import Options, Report
+    from fabriccheck.sources.common import Outputs
 
 
 @dataclasses.dataclass
@@ -139,11 +140,12 @@ def _rule_book(found: Config) -> list[Rule]:
     return engine.load_rules(dirs) if dirs else list(engine.builtin_rules())
 
 
-def write_baseline(report: Report, path: Path, options: Options) -> None:
-    """Record today's findings; without --baseline, this run is judged against what it just wrote."""
+def write_baseline(report: Report, path: Path, options: Options, outputs: Outputs) -> None:
+    """Record today's findings (staged in `outputs`, put in place with the report); without --baseline, this run is
+    judged against what it writes."""
     from fabriccheck import baseline
 
-    baseline.write(report.findings, path)
+    outputs.add(path, baseline.dump(report.findings), "--write-baseline")
     if options.baseline is None:
         report.baseline = baseline.apply(report.findings, baseline.build(report.findings), str(path))
         report.summary.in_baseline = sum(1 for f in report.findings if f.baseline == "existing")

@@ -15,9 +15,14 @@ from fabriccheck.sources.common import read_json, write_atomic
 NOT_COLLECTED = "NotCollected"
 
 
+def snapshot_of(inventory: Inventory) -> bytes:
+    """The saved inventory's bytes, as --save-inventory writes them."""
+    return orjson.dumps(inventory.model_dump(mode="json"), option=orjson.OPT_INDENT_2)
+
+
 def save_inventory(inventory: Inventory, path: Path) -> None:
     """Written atomically: a full disk or Ctrl-C leaves no half-written snapshot (and an older one intact)."""
-    write_atomic(path, orjson.dumps(inventory.model_dump(mode="json"), option=orjson.OPT_INDENT_2), "--save-inventory")
+    write_atomic(path, snapshot_of(inventory), "--save-inventory")
 
 
 def load_inventory(path: Path) -> Inventory:
