@@ -32,7 +32,10 @@ class _Hold(importlib.abc.MetaPathFinder):
 
 sys.meta_path.insert(0, _Hold())
 """
-LINES = {signal.SIGTERM: (143, "fabriccheck: terminated\n"), signal.SIGINT: (130, "fabriccheck: interrupted\n")}
+LINES: dict[int, tuple[int, str]] = {
+    signal.SIGTERM: (143, "fabriccheck: terminated\n"),
+    signal.SIGINT: (130, "fabriccheck: interrupted\n"),
+}
 
 
 def _held(tmp_path: Path, module: str, args: list[str], signum: int) -> tuple[subprocess.CompletedProcess[str], float]:
