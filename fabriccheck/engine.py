@@ -22,8 +22,8 @@ from typing import Any, Literal, cast
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
+from fabriccheck import celbudget, shipped, textfiles, trusted
 from fabriccheck import facts as derived
-from fabriccheck import shipped, textfiles, trusted
 from fabriccheck.cloud import support
 from fabriccheck.clusters import Cluster, build_clusters, spec_clusters
 from fabriccheck.errors import FabricCheckError
@@ -121,6 +121,7 @@ class Rule(RuleModel):
     _path: str = PrivateAttr(default="")
     _origins: frozenset[str] = PrivateAttr(default=frozenset(ORIGINS))  # what --select/--ignore left on
     _reads: frozenset[str] = PrivateAttr(default=frozenset())  # top-level facts read: "node.efa_security"
+    _cost: celbudget.Cost | None = PrivateAttr(default=None)  # what an evaluation can cost (None: nothing loops)
 
     def variant(self, origin: str) -> Variant:
         return self.by_origin.get(cast(Origin, origin), _PLAIN)
@@ -152,6 +153,7 @@ class Rule(RuleModel):
         return self._path
 
     def matches(self, variables: Any) -> bool:
+        celbudget.check(self._cost, variables, f"{self._path}: rule {self.id}")  # before CEL holds the process
         try:
             result = self._program.execute(variables)
         except (KeyError, ValueError, TypeError, RuntimeError) as exc:
@@ -278,6 +280,8 @@ def _load_file(path: Path) -> Rule:
     except ValueError as exc:
         detail = next((line for line in str(exc).splitlines() if "ERROR" in line), str(exc).splitlines()[0])
         raise FabricCheckError(f"{path}: field condition: does not compile: {detail.strip()}") from None
+    rule._cost = celbudget.cost_of(rule.condition)
+    celbudget.check(rule._cost, {}, f"{path}: rule {rule.id}")  # its own lists alone may be over budget
     allowed = SCOPE_VARIABLES[rule.scope]
     # Comprehension variables (the x in list.exists(x, ...)) show up too; only top-level names matter.
     roots = {v for v in rule._program.variables() if "." not in v}
@@ -391,7 +395,7 @@ def select_rules(rules: list[Rule], select: list[str], ignore: list[str]) -> lis
         if origins:
             copy = rule.model_copy()
             copy._program, copy._path, copy._origins = rule._program, rule._path, frozenset(origins)
-            copy._reads = rule._reads
+            copy._reads, copy._cost = rule._reads, rule._cost
             chosen.append(copy)
     if not chosen:
         raise FabricCheckError("--select / --ignore leave no rule to run (see: fabriccheck rules)")
