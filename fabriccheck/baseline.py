@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import reprlib
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -114,7 +115,7 @@ def load(path: Path) -> Baseline:
         raise FabricCheckError(f"baseline {path}: not a fabriccheck baseline (no baseline_version)")
     if parsed["baseline_version"] != BASELINE_VERSION:
         raise FabricCheckError(
-            f"baseline {path}: baseline_version {parsed['baseline_version']!r} is not supported "
+            f"baseline {path}: baseline_version {reprlib.repr(parsed['baseline_version'])} is not supported "
             f"(this fabriccheck reads {BASELINE_VERSION})"
         )
     try:

@@ -77,12 +77,14 @@ def effective(ctx: Any, fail_on: str, workload: str) -> tuple[Config, dict[str, 
 
 def settle(ctx: Any, options: Options, fail_on: str) -> Settled:
     """The shared gate layer of every scanning command (see the module's docstring)."""
-    from fabriccheck import baseline, config, waivers
+    from fabriccheck import config, waivers
+    from fabriccheck.sources.common import reading
 
     found, params = effective(ctx, default_of(ctx, "fail_on", fail_on), default_of(ctx, "workload", options.workload))
     value = found.value
     waivers_path: Path | None = value("waivers")
-    loaded = waivers.load(waivers_path) if waivers_path is not None else []
+    with reading(waivers_path or "the waivers"):  # a value nested too deeply even to quote: one line naming it
+        loaded = waivers.load(waivers_path) if waivers_path is not None else []
     check_rule_names(found, loaded, waivers_path)
     baseline_path: Path | None = params.get("baseline")
     write_baseline: Path | None = params.get("write_baseline")
@@ -111,11 +113,21 @@ def settle(ctx: Any, options: Options, fail_on: str) -> Settled:
         roles=dict(value("roles")),
         waivers=loaded,
         waivers_file=str(waivers_path or ""),
-        baseline=baseline.load(baseline_path) if baseline_path is not None else None,
+        baseline=_baseline(baseline_path),
         baseline_file=str(baseline_path or ""),
         gate=gate,
     )
     return Settled(options, str(value("fail-on")), write_baseline)
+
+
+def _baseline(path: Path | None) -> Any:
+    from fabriccheck import baseline
+    from fabriccheck.sources.common import reading
+
+    if path is None:
+        return None
+    with reading(path):
+        return baseline.load(path)
 
 
 def check_rule_names(found: Config, loaded: list[Any], waivers_path: Path | None) -> None:

@@ -10,6 +10,7 @@ reported by two parts would be counted twice.
 from __future__ import annotations
 
 import datetime as dt
+import reprlib
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -32,7 +33,7 @@ def load_report(path: Path) -> Report:
     version = doc.get("schema_version")
     if version != REPORT_SCHEMA_VERSION:
         raise FabricCheckError(
-            f"{path}: report schema_version {version!r}, but this fabriccheck merges version "
+            f"{path}: report schema_version {reprlib.repr(version)}, but this fabriccheck merges version "
             f"{REPORT_SCHEMA_VERSION}; make the reports again with the same fabriccheck version"
         )
     try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import reprlib
 from pathlib import Path
 
 import orjson
@@ -33,7 +34,7 @@ def load_inventory(path: Path) -> Inventory:
     if version != SCHEMA_VERSION:
         hint = " (saved before scopes were recorded: collect it again)" if version == 1 else ""
         raise FabricCheckError(
-            f"{path}: field schema_version: {version!r} is not a version this fabriccheck reads "
+            f"{path}: field schema_version: {reprlib.repr(version)} is not a version this fabriccheck reads "
             f"({SCHEMA_VERSION}){hint}"
         )
     try:
