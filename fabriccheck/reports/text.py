@@ -484,6 +484,11 @@ def _summary(page: _Page, report: Report) -> None:
         else:
             waste += " (pass --price-per-gpu-hour for dollars)"
         page.para(waste + ".", "", "  ")
+    _cannot_pass(page, report)
+
+
+def _cannot_pass(page: _Page, report: Report) -> None:
+    """The summary's last words when the result cannot pass a gate: a cluster not fully judged, an incomplete run."""
     unjudged = sum(1 for c in report.clusters if not c.complete)
     if unjudged:
         page.styled(
