@@ -335,7 +335,9 @@ def load_rules(extra_dirs: Iterable[Path] = (), providers: Collection[str] | Non
     rules: dict[str, Rule] = {}
     owners: dict[str, Rule] = {}  # every id a finding can carry, and the rule that defines it
     builtin = builtin_rules_dir()
-    builtins = [builtin] if providers is None else [builtin / p for p in sorted(providers) if (builtin / p).is_dir()]
+    # Only providers the model knows (a saved inventory's `collected` names them), and only those with rules.
+    chosen = [builtin / p for p in sorted(providers or ()) if p in PROVIDERS and (builtin / p).is_dir()]
+    builtins = [builtin] if providers is None else chosen
     for index, directory in enumerate((*builtins, *extra_dirs)):
         users = index >= len(builtins)
         if not directory.is_dir():

@@ -218,3 +218,16 @@ def test_a_string_longer_than_16_mib_in_a_dump_is_read(tmp_path: Path, cloud: st
     # Cut inside that string, the file is what it says: unterminated.
     path.write_text(path.read_text()[: 16 << 20])
     assert "Unterminated string" in one_clean_line(run(cloud, "--from-dump", str(folder)))
+
+
+def test_a_saved_inventory_naming_a_provider_that_does_not_exist_is_one_line(tmp_path: Path) -> None:
+    """Found by tests/test_fuzz.py (seed 13): a `collected` entry of 5,000 letters was taken for a provider, and
+    its rules folder's name was too long for the file system (an internal error)."""
+    inventory = tmp_path / "inventory.json"
+    run("aws", "--from-dump", str(DEMO / "aws"), "--save-inventory", str(inventory))
+    saved = json.loads(inventory.read_text())
+    for bad in ("A" * 5_000, "nosuch:111122223333:us-east-1:subnets", "aws-subnets"):
+        saved["collected"][2] = bad
+        inventory.write_text(json.dumps(saved))
+        line = one_clean_line(run("check", str(inventory)))
+        assert f"{inventory}: field collected.2: " in line and "is not provider:account:region:fact" in line

@@ -42,6 +42,12 @@ def load_inventory(path: Path) -> Inventory:
     except ValidationError as exc:
         first = exc.errors()[0]
         raise FabricCheckError(f"{path}: field {'.'.join(str(p) for p in first['loc'])}: {first['msg']}") from None
+    for index, key in enumerate(inventory.collected):  # provider:account:region:fact (model.fact_key)
+        if key.count(":") < 3 or key.split(":", 1)[0] not in PROVIDERS:
+            raise FabricCheckError(
+                f"{path}: field collected.{index}: {reprlib.repr(key)} is not provider:account:region:fact "
+                f"(provider: {', '.join(PROVIDERS)})"
+            )
     missing = _not_collected(path, data, inventory)
     inventory.source = f"snapshot {path} (of {inventory.source})"
     if missing is not None:
