@@ -1,3 +1,3 @@
-from fabriccheck.cli import main
+from fabriccheck.console import main
 
 raise SystemExit(main())

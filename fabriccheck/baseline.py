@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import reprlib
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -87,11 +88,15 @@ def build(findings: Iterable[Finding]) -> Baseline:
     )
 
 
+def dump(findings: Iterable[Finding]) -> bytes:
+    """The baseline file of `findings`, as --write-baseline writes it."""
+    return orjson.dumps(build(findings).model_dump(mode="json"), option=orjson.OPT_INDENT_2) + b"\n"
+
+
 def write(findings: Iterable[Finding], path: Path) -> None:
     from fabriccheck.sources.common import write_atomic
 
-    data = orjson.dumps(build(findings).model_dump(mode="json"), option=orjson.OPT_INDENT_2) + b"\n"
-    write_atomic(path, data, "--write-baseline")
+    write_atomic(path, dump(findings), "--write-baseline")
 
 
 def load(path: Path) -> Baseline:
@@ -110,7 +115,7 @@ def load(path: Path) -> Baseline:
         raise FabricCheckError(f"baseline {path}: not a fabriccheck baseline (no baseline_version)")
     if parsed["baseline_version"] != BASELINE_VERSION:
         raise FabricCheckError(
-            f"baseline {path}: baseline_version {parsed['baseline_version']!r} is not supported "
+            f"baseline {path}: baseline_version {reprlib.repr(parsed['baseline_version'])} is not supported "
             f"(this fabriccheck reads {BASELINE_VERSION})"
         )
     try:

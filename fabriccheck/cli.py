@@ -11,17 +11,19 @@ import math
 import os
 import sys
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
+from fabriccheck.stdout import write_stdout as _stdout
+
 if TYPE_CHECKING:
-    from fabriccheck.config import Config
     from fabriccheck.flow import Options, Report
     from fabriccheck.inventory import Inventory
+    from fabriccheck.sources.common import Outputs
 
 
 class Format(StrEnum):
@@ -141,6 +143,14 @@ ConfigOpt = Annotated[
         "[tool.fabriccheck]; see: fabriccheck config).",
     ),
 ]
+IsolatedOpt = Annotated[
+    bool,
+    typer.Option(
+        "--isolated",
+        envvar="FABRICCHECK_ISOLATED",
+        help="Read no config file (FABRICCHECK_ISOLATED=1 too): only defaults, FABRICCHECK_* variables and flags.",
+    ),
+]
 WaiversOpt = Annotated[
     Path | None,
     typer.Option(metavar="FILE", help="Waivers (YAML or TOML): findings reported as waived, not failing the gate."),
@@ -231,7 +241,7 @@ def _version(value: bool) -> None:
     if value:
         from fabriccheck import __version__
 
-        sys.stdout.write(f"fabriccheck {__version__}\n")
+        _stdout(f"fabriccheck {__version__}\n")
         raise typer.Exit(0)
 
 
@@ -272,10 +282,18 @@ def _cloud_sdk() -> Iterator[None]:
 
 
 def _same_file(a: Path, b: Path) -> bool:
-    try:
-        return a.samefile(b)
-    except OSError:  # one of them does not exist (yet)
-        return a.resolve() == b.resolve()
+    from fabriccheck.gate import same_file
+
+    return same_file(a, b)
+
+
+def _loaded(where: object, load: Callable[[], Inventory]) -> Inventory:
+    """`load()` of the input `where` (a dump folder, a plan, a saved inventory): a value in it nested too deeply for
+    Python, even to quote in an error, is one line naming it."""
+    from fabriccheck.sources.common import reading
+
+    with reading(str(where)):
+        return load()
 
 
 def _write(path: Path, text: str, option: str) -> None:
@@ -304,9 +322,11 @@ def _options(
     )
     # Settle the config, waivers and baseline now, before any collection: a bad file fails in a second, not
     # after a long scan. _finish uses what this found.
+    from fabriccheck import gate
+
     ctx = _context()
     if ctx is not None:
-        ctx.meta[_GATE] = _configured(options, FailOn(_default_of(ctx, "fail_on", FailOn.error.value)))
+        ctx.meta[_GATE] = gate.settle(ctx, options, FailOn.error.value)
     return options
 
 
@@ -325,40 +345,63 @@ def _finish(
 ) -> NoReturn:
     import time
 
-    from fabriccheck import flow
-    from fabriccheck.sources.common import API_CALLS
+    from fabriccheck import flow, gate
+    from fabriccheck.errors import FabricCheckError
+    from fabriccheck.sources.common import API_CALLS, Outputs
 
     ctx = _context()
-    settled = ctx.meta.get(_GATE) if ctx is not None else None
-    options, fail_on, write_baseline = settled if settled is not None else _configured(options, fail_on)
-    if save is not None:
-        from fabriccheck.sources.snapshot import save_inventory
+    settled = (ctx.meta.get(_GATE) if ctx is not None else None) or gate.settle(ctx, options, fail_on.value)
+    options, fail_on, write_baseline = settled.options, FailOn(settled.fail_on), settled.write_baseline
+    # Every file this run writes is staged, and all are put in place together once the report is out: a run
+    # stopped before that (SIGTERM, Ctrl-C, an error) leaves none of them (the inventory stands alone only when
+    # judging fails: what was collected is kept).
+    outputs = Outputs()
+    try:
+        if save is not None:
+            from fabriccheck.sources.snapshot import snapshot_of
 
-        save_inventory(inventory, save)
-    report: Report = flow.run(inventory, options)
-    if write_baseline is not None:
-        _write_baseline(report, write_baseline, options)
-    report.duration_seconds = round(time.perf_counter() - _STARTED[-1], 3) if _STARTED else None
-    report.api_calls = API_CALLS.value
-    _write_report(report, fmt, output, fail_on, verbose)
+            outputs.add(save, snapshot_of(inventory), "--save-inventory")
+        report: Report = flow.run(inventory, options)
+    except FabricCheckError:
+        outputs.commit()
+        raise
+    except BaseException:
+        outputs.discard()
+        raise
+    try:
+        if write_baseline is not None:
+            gate.write_baseline(report, write_baseline, options, outputs)
+        report.duration_seconds = round(time.perf_counter() - _STARTED[-1], 3) if _STARTED else None
+        report.api_calls = API_CALLS.value
+        _write_report(report, fmt, output, fail_on, verbose, outputs)
+        outputs.commit()
+    except BaseException:
+        outputs.discard()
+        raise
     tag = options.cluster_tag
     if tag is not None and _untagged(inventory, tag):
         # After the report is out, so that a run that fails is still one line on stderr.
-        sys.stderr.write(f"fabriccheck: warning: no node carries the tag {tag}; grouping by the usual signals\n")
+        _say(f"fabriccheck: warning: no node carries the tag {tag}; grouping by the usual signals")
     _exit_for(report, fail_on, allow_incomplete)
 
 
-def _write_report(report: Report, fmt: Format, output: Path | None, fail_on: FailOn, verbose: bool) -> None:
+def _write_report(
+    report: Report, fmt: Format, output: Path | None, fail_on: FailOn, verbose: bool, outputs: Outputs | None = None
+) -> None:
+    """The report on stdout, or in --output FILE (staged in `outputs` when given, else written at once)."""
     from fabriccheck import reports
 
-    color = output is None and fmt is Format.text and sys.stdout.isatty() and "NO_COLOR" not in os.environ
+    tty = sys.stdout is not None and sys.stdout.isatty()
+    color = output is None and fmt is Format.text and tty and "NO_COLOR" not in os.environ
     # A file gets a fixed width; the terminal's own width applies to what goes to the terminal.
     width = 100 if output is not None else None
     text = reports.render(report, fmt.value, color, verbose=verbose, fail_on=fail_on.value, width=width)
-    if output is not None:
+    if output is not None and outputs is not None:
+        outputs.add(output, text.encode(), "--output")
+    elif output is not None:
         _write(output, text, "--output")
     else:
-        sys.stdout.write(text)
+        _stdout(text)
 
 
 def _exit_for(report: Report, fail_on: FailOn, allow_incomplete: bool = False) -> NoReturn:
@@ -366,8 +409,9 @@ def _exit_for(report: Report, fail_on: FailOn, allow_incomplete: bool = False) -
     findings decide), 1 for findings at --fail-on."""
     from fabriccheck.engine import SEVERITY_RANK
 
-    if not allow_incomplete and (not report.complete or report.summary.clusters_by_status.get("incomplete")):
-        # A gate that could not see (facts not collected, or a cluster some rule could not judge) is not green.
+    if not allow_incomplete and not report.fully_judged():
+        # A gate that could not see (facts not collected, or a cluster some rule could not judge, findings or
+        # not) is not green.
         raise typer.Exit(2)
     worst = report.worst_severity()
     if fail_on is not FailOn.never and worst is not None and SEVERITY_RANK[worst] >= SEVERITY_RANK[fail_on.value]:
@@ -384,102 +428,9 @@ def _context() -> Any:
         return importlib.import_module("click").get_current_context(silent=True)
 
 
-def _effective(fail_on: FailOn, workload: str) -> tuple[Config, dict[str, Any]]:
-    """The effective settings of the running command (and its parameters): the command's own defaults, the
-    config file, FABRICCHECK_* variables, then the flags given on its command line."""
-    from fabriccheck import config
-
-    ctx = _context()
-    params: dict[str, Any] = dict(ctx.params) if ctx is not None else {}
-    flags: dict[str, Any] = {}
-    for key in config.KEYS:
-        if key.param in params and _given(ctx, key.param):  # a command without the flag: file and env only
-            value = params[key.param]
-            flags[key.name] = value.value if isinstance(value, StrEnum) else value
-    # The command's own defaults: `demo` never fails unless told to.
-    defaults = {"fail-on": fail_on.value, "workload": workload}
-    return config.resolve(defaults, flags, cwd=Path.cwd(), env=os.environ, config_file=params.get("config")), params
-
-
-def _configured(options: Options, fail_on: FailOn) -> tuple[Options, FailOn, Path | None]:
-    """The shared gate layer of every scanning command: the config file, FABRICCHECK_* variables and the flags
-    given (later wins) decide the options and --fail-on; the waivers and baseline they name are read here, so a
-    missing or malformed file stops the run before anything is judged. Returns the --write-baseline FILE too."""
-    import dataclasses
-
-    from fabriccheck import baseline, waivers
-    from fabriccheck.errors import FabricCheckError
-
-    ctx = _context()
-    default_fail_on = FailOn(_default_of(ctx, "fail_on", fail_on.value))
-    effective, params = _effective(default_fail_on, _default_of(ctx, "workload", options.workload))
-    value = effective.value
-    _check_rule_names(effective)
-    waivers_path: Path | None = value("waivers")
-    baseline_path: Path | None = params.get("baseline")
-    options = dataclasses.replace(
-        options,
-        workload=value("workload"),
-        price_per_gpu_hour=value("price-per-gpu-hour"),
-        cluster_tag=value("cluster-tag"),
-        rules_dirs=list(value("rules-dir")),
-        select=list(value("select")),
-        ignore=list(value("ignore")),
-        severity=dict(value("severity")),
-        roles=dict(value("roles")),
-        waivers=waivers.load(waivers_path) if waivers_path is not None else [],
-        waivers_file=str(waivers_path or ""),
-        baseline=baseline.load(baseline_path) if baseline_path is not None else None,
-        baseline_file=str(baseline_path or ""),
-    )
-    write_baseline: Path | None = params.get("write_baseline")
-    output: Path | None = params.get("output")
-    if write_baseline is not None and output is not None and _same_file(write_baseline, output):
-        raise FabricCheckError(
-            f"--output {output} and --write-baseline {write_baseline} name the same file: choose two"
-        )
-    return options, FailOn(value("fail-on")), write_baseline
-
-
-def _check_rule_names(effective: Config) -> None:
-    from fabriccheck import config, engine
-
-    named = [effective.settings[n] for n in ("select", "ignore", "severity")]
-    if not any(s.value and not s.source.startswith("flag") for s in named):
-        return  # nothing to check (flags are checked where they are used), and no rules to load for it
-    dirs = effective.value("rules-dir")
-    config.check_rule_names(effective, engine.load_rules(dirs) if dirs else list(engine.builtin_rules()))
-
-
-def _default_of(ctx: Any, name: str, fallback: str) -> str:
-    """A parameter's default in the running command (`demo`'s --fail-on is never), else `fallback`."""
-    for param in ctx.command.params if ctx is not None else ():
-        if param.name == name and param.default is not None:
-            default = param.default
-            return str(default.value if isinstance(default, StrEnum) else default)
-    return fallback
-
-
-def _write_baseline(report: Report, path: Path, options: Options) -> None:
-    """Record today's findings; without --baseline, this run is judged against what it just wrote."""
-    from fabriccheck import baseline
-
-    baseline.write(report.findings, path)
-    if options.baseline is None:
-        report.baseline = baseline.apply(report.findings, baseline.build(report.findings), str(path))
-        report.summary.in_baseline = sum(1 for f in report.findings if f.baseline == "existing")
-
-
 def _untagged(inventory: Inventory, tag: str) -> bool:
     """--cluster-tag names a key that no node carries (so the usual grouping signals apply to every node)."""
     return bool(inventory.nodes) and not any(tag in node.tags for node in inventory.nodes)
-
-
-def _check_output(output: Path | None, save: Path | None) -> None:
-    from fabriccheck.errors import FabricCheckError
-
-    if output is not None and save is not None and _same_file(output, save):
-        raise FabricCheckError(f"--output {output} and --save-inventory {save} name the same file: choose two")
 
 
 def _print_privilege(
@@ -507,7 +458,7 @@ def _print_privilege(
         )
     text = json.dumps(document(), indent=2) + "\n"
     if output is None:
-        sys.stdout.write(text)
+        _stdout(text)
     else:
         _write(output, text, "--output")
     raise typer.Exit(0)
@@ -578,6 +529,7 @@ def aws(
     verbose: VerboseOpt = False,
     save_inventory: SaveOpt = None,
     config: ConfigOpt = None,
+    isolated: IsolatedOpt = False,
     waivers: WaiversOpt = None,
     baseline: BaselineOpt = None,
     write_baseline: WriteBaselineOpt = None,
@@ -615,14 +567,13 @@ def aws(
                 "of several regions keeps each in a folder named after it"
             )
     check_endpoint_url(endpoint_url, AWS_CREDENTIAL)
-    _check_output(output, save_inventory)
     options = _options(workload, price_per_gpu_hour, cluster_tag, rules_dir, select, ignore)
     with _cloud_sdk():
         from fabriccheck.providers.aws import collect, dump
         from fabriccheck.sources.fleet import DEFAULT_CONCURRENCY
 
         if from_dump is not None:
-            inventory = dump.load_dump(from_dump, region[0] if region else None)
+            inventory = _loaded(from_dump, lambda: dump.load_dump(from_dump, region[0] if region else None))
         else:
             with _progress(verbose) as progress:
                 inventory = collect.collect_live(
@@ -639,9 +590,9 @@ def aws(
 
 
 def _given(ctx: typer.Context, name: str | None) -> bool:
-    """Whether an option was given on the command line (or from the environment), not left at its default."""
-    source = ctx.get_parameter_source(name) if name else None
-    return source is not None and source.name in ("COMMANDLINE", "ENVIRONMENT")
+    from fabriccheck.gate import given
+
+    return given(ctx, name)
 
 
 def _option_name(param: Any) -> str:
@@ -698,6 +649,7 @@ def azure(
     verbose: VerboseOpt = False,
     save_inventory: SaveOpt = None,
     config: ConfigOpt = None,
+    isolated: IsolatedOpt = False,
     waivers: WaiversOpt = None,
     baseline: BaselineOpt = None,
     write_baseline: WriteBaselineOpt = None,
@@ -720,13 +672,12 @@ def azure(
                 raise FabricCheckError(
                     f"--from-dump and --{name.replace('_', '-')} cannot be used together (a dump makes no Azure call)"
                 )
-    _check_output(output, save_inventory)
     options = _options(workload, price_per_gpu_hour, cluster_tag, rules_dir, select, ignore)
     with _cloud_sdk():
         if from_dump is not None:
             from fabriccheck.providers.azure.dump import load_dump
 
-            inventory = load_dump(from_dump, subscription)
+            inventory = _loaded(from_dump, lambda: load_dump(from_dump, subscription))
         else:
             from fabriccheck.providers.azure import collect
             from fabriccheck.sources.fleet import DEFAULT_CONCURRENCY
@@ -794,6 +745,7 @@ def gcp(
     verbose: VerboseOpt = False,
     save_inventory: SaveOpt = None,
     config: ConfigOpt = None,
+    isolated: IsolatedOpt = False,
     waivers: WaiversOpt = None,
     baseline: BaselineOpt = None,
     write_baseline: WriteBaselineOpt = None,
@@ -823,13 +775,12 @@ def gcp(
             if used:
                 raise FabricCheckError(f"--from-dump and {name} cannot be used together ({why})")
     check_endpoint_url(endpoint_url, GCP_CREDENTIAL)
-    _check_output(output, save_inventory)
     options = _options(workload, price_per_gpu_hour, cluster_tag, rules_dir, select, ignore)
     with _cloud_sdk():
         if from_dump is not None:
             from fabriccheck.providers.gcp.dump import load_dump
 
-            inventory = load_dump(from_dump, project[0] if project else None)
+            inventory = _loaded(from_dump, lambda: load_dump(from_dump, project[0] if project else None))
         else:
             from fabriccheck.providers.gcp import collect
             from fabriccheck.sources.fleet import DEFAULT_CONCURRENCY
@@ -861,6 +812,7 @@ def demo(
     verbose: VerboseOpt = False,
     save_inventory: SaveOpt = None,
     config: ConfigOpt = None,
+    isolated: IsolatedOpt = False,
     waivers: WaiversOpt = None,
     baseline: BaselineOpt = None,
     write_baseline: WriteBaselineOpt = None,
@@ -874,7 +826,6 @@ def demo(
     ] = False,
 ) -> None:
     """Run the audit on the bundled example accounts of every cloud (no credentials, no network)."""
-    _check_output(output, save_inventory)
     options = _options(workload, price_per_gpu_hour, cluster_tag, rules_dir, select, ignore)
     with _cloud_sdk():
         inventory = demo_plan_inventory() if plans else demo_inventory()
@@ -926,6 +877,7 @@ def check(
     ignore: IgnoreOpt = None,
     verbose: VerboseOpt = False,
     config: ConfigOpt = None,
+    isolated: IsolatedOpt = False,
     waivers: WaiversOpt = None,
     baseline: BaselineOpt = None,
     write_baseline: WriteBaselineOpt = None,
@@ -934,14 +886,12 @@ def check(
     allow_incomplete: AllowIncompleteOpt = False,
 ) -> None:
     """Judge a saved inventory (from --save-inventory) without calling any cloud."""
-    from fabriccheck.errors import FabricCheckError
     from fabriccheck.sources.snapshot import load_inventory
 
-    if output is not None and _same_file(output, inventory_file):
-        raise FabricCheckError(f"--output {output} is the inventory being checked: write the report elsewhere")
     options = _options(workload, price_per_gpu_hour, cluster_tag, rules_dir, select, ignore)
     with _cloud_sdk():
-        _finish(load_inventory(inventory_file), options, fmt, output, fail_on, None, verbose, allow_incomplete)
+        inventory = _loaded(inventory_file, lambda: load_inventory(inventory_file))
+        _finish(inventory, options, fmt, output, fail_on, None, verbose, allow_incomplete)
 
 
 @app.command(cls=_Command)
@@ -964,6 +914,7 @@ def plan(
     ignore: IgnoreOpt = None,
     verbose: VerboseOpt = False,
     config: ConfigOpt = None,
+    isolated: IsolatedOpt = False,
     waivers: WaiversOpt = None,
     baseline: BaselineOpt = None,
     write_baseline: WriteBaselineOpt = None,
@@ -972,13 +923,11 @@ def plan(
     allow_incomplete: AllowIncompleteOpt = False,
 ) -> None:
     """Judge a Terraform or OpenTofu plan before apply: the same rules as a live scan, on what it would launch."""
-    from fabriccheck.errors import FabricCheckError
     from fabriccheck.sources.terraform import load_plan
 
-    if output is not None and plan_file != "-" and _same_file(output, Path(plan_file)):
-        raise FabricCheckError(f"--output {output} is the plan being checked: write the report elsewhere")
     options = _options(workload, price_per_gpu_hour, cluster_tag, rules_dir, select, ignore)
-    _finish(load_plan(plan_file, terraform_dir), options, fmt, output, fail_on, None, verbose, allow_incomplete)
+    inventory = _loaded(plan_file, lambda: load_plan(plan_file, terraform_dir))
+    _finish(inventory, options, fmt, output, fail_on, None, verbose, allow_incomplete)
 
 
 @app.command(cls=_Command)
@@ -994,12 +943,14 @@ def merge(
 ) -> None:
     """Merge the JSON reports of separately run jobs (one per account, subscription or project) into one
     report. It is complete only if every part is; the exit code follows the same rules as a single run."""
+    from fabriccheck import gate
     from fabriccheck.errors import FabricCheckError
     from fabriccheck.merge import merge_files
 
     if output is not None and any(_same_file(output, r) for r in reports):
         raise FabricCheckError(f"--output {output} is one of the reports being merged: write it elsewhere")
     report = merge_files(reports)
+    report.gate = gate.with_exit_flags(_context(), report.gate)
     _write_report(report, fmt, output, fail_on, verbose)
     _exit_for(report, fail_on, allow_incomplete)
 
@@ -1077,7 +1028,7 @@ def estimate(
     if output is not None:
         _write(output, text, "--output")
     else:
-        sys.stdout.write(text)
+        _stdout(text)
 
 
 @app.command("nccl-tests", cls=_Command)
@@ -1158,21 +1109,22 @@ def rules(
         if provider not in PROVIDERS:
             raise FabricCheckError(f"--provider {provider}: choose from {', '.join(PROVIDERS)}")
         node, cluster = derived.described(provider)
-        sys.stdout.write(rules_report.facts(provider, node, cluster, fmt))
+        _stdout(rules_report.facts(provider, node, cluster, fmt))
         return
     loaded = engine.load_rules(rules_dir or [])
     if rule_id is None:
-        sys.stdout.write(rules_report.listing(loaded, fmt))
+        _stdout(rules_report.listing(loaded, fmt))
         return
     match = [r for r in loaded if rule_id.upper() in r.finding_ids()]
     if not match:
         raise FabricCheckError(f"no rule {rule_id} (see: fabriccheck rules)")
-    sys.stdout.write(rules_report.explain(match[0], fmt))
+    _stdout(rules_report.explain(match[0], fmt))
 
 
 @app.command("config", cls=_Command)
 def show_config(
     config: ConfigOpt = None,
+    isolated: IsolatedOpt = False,
     fail_on: FailOnOpt = FailOn.error,
     select: SelectOpt = None,
     ignore: IgnoreOpt = None,
@@ -1190,23 +1142,24 @@ def show_config(
     import json
 
     from fabriccheck import config as settings
+    from fabriccheck import gate
     from fabriccheck import waivers as waiving
     from fabriccheck.errors import FabricCheckError
 
     if fmt not in ("text", "json"):
         raise FabricCheckError(f"--format {fmt}: the config is shown as text or json")
-    effective, _ = _effective(FailOn.error, "llm-70b-fsdp")
-    _check_rule_names(effective)
+    effective, _ = gate.effective(_context(), FailOn.error.value, "llm-70b-fsdp")
     path: Path | None = effective.value("waivers")
     loaded = waiving.load(path) if path is not None else []
+    gate.check_rule_names(effective, loaded, path)
     if fmt == "json":
         document = effective.as_dict() | {"waivers": [w.model_dump(mode="json") for w in loaded]}
-        sys.stdout.write(json.dumps(document, indent=2) + "\n")
+        _stdout(json.dumps(document, indent=2) + "\n")
         return
     text = settings.render_text(effective)
     if path is not None:
         text += f"waivers file {path}: {len(loaded)} waiver{'s' if len(loaded) != 1 else ''}, valid\n"
-    sys.stdout.write(text)
+    _stdout(text)
 
 
 def demo_dir() -> Path:
@@ -1254,9 +1207,9 @@ class _progress:
                 tally.add(scope)
                 where = " ".join(w for w in (scope.provider, scope.account, scope.region or "") if w)
                 how = "complete" if scope.complete else f"INCOMPLETE ({scope.reason})"
-                sys.stderr.write(
+                _say(
                     f"fabriccheck: {where}: {how}, {scope.nodes:,} nodes, {scope.api_calls:,} API requests, "
-                    f"{scope.retries:,} retries [{tally.line()}]\n"
+                    f"{scope.retries:,} retries [{tally.line()}]"
                 )
 
             return Progress(planned=lambda total: setattr(tally, "total", total), finished=log)
@@ -1267,95 +1220,83 @@ class _progress:
             self.status.stop()
 
 
-INTERRUPTED = 130  # Ctrl-C: 128 + SIGINT, as shells report it; nothing is written
-TERMINATED = 143  # SIGTERM: 128 + 15, as a scheduler's stop or `timeout` sends it; nothing is written
+def _say(line: str) -> None:
+    """One line on stderr: credentials masked and control characters written out (`\\x1b`, `\\n`), so that a value it
+    quotes (a key holding ESC[2J or a newline) can neither clear the screen nor forge a second line."""
+    from fabriccheck.reports.safe import visible
+    from fabriccheck.sources.common import redact
 
-
-class Terminated(BaseException):
-    """SIGTERM, raised in the main thread like KeyboardInterrupt: whatever is under way stops (a file being
-    written is removed, sources.common.write_atomic) and the worker threads, daemons, end with the process."""
-
-
-def _on_sigterm(signum: int, frame: object) -> None:
-    raise Terminated
-
-
-@contextmanager
-def _sigterm_stops() -> Iterator[None]:
-    import signal
-    import threading
-
-    if threading.current_thread() is not threading.main_thread():  # only the main thread may set handlers
-        yield
-        return
-    previous = signal.signal(signal.SIGTERM, _on_sigterm)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+    with suppress(OSError, ValueError, AttributeError):  # no stderr left to say it on: nothing more to do
+        sys.stderr.write(visible(redact(line)) + "\n")
+        sys.stderr.flush()
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point: every failure is one line on stderr and exit code 2, never a traceback; SIGTERM stops it
-    as Ctrl-C does (exit 143)."""
-    with _sigterm_stops():
-        code = _run(argv)
-    if argv is None and code in (INTERRUPTED, TERMINATED):
-        # The process itself (the console script passes no argv): leave at once. Tearing down an interpreter that
-        # has loaded a cloud SDK takes most of a second, and a stopped run has nothing left to finish or write.
-        sys.stdout.flush()
-        sys.stderr.flush()
+    """Entry point (fabriccheck.console, argv None; tests and library callers pass argv): every failure is one line
+    on stderr and exit code 2, never a traceback; SIGTERM and Ctrl-C at any moment are one line and exit 143 or 130
+    (fabriccheck.stopping), with nothing written."""
+    from fabriccheck import stopping
+
+    previous = stopping.install()
+    try:
+        with stopping.running():
+            code = _run(argv)
+    except (stopping.Terminated, KeyboardInterrupt) as exc:  # it landed outside _run's own handlers
+        code = stopping.TERMINATED if isinstance(exc, stopping.Terminated) else stopping.INTERRUPTED
+        _say(stopping.LINES[code].strip())
+    if argv is None and code in stopping.LINES:
+        # The process itself: leave at once. Tearing down an interpreter that has loaded a cloud SDK takes most of a
+        # second, and a stopped run has nothing left to finish or write.
+        with suppress(OSError, ValueError, AttributeError):
+            sys.stdout.flush()
+            sys.stderr.flush()
         os._exit(code)
+    if argv is not None:
+        stopping.restore(previous)  # a caller's own process: its handlers as they were
     return code
 
 
 def _run(argv: list[str] | None) -> int:
     import importlib
 
+    from fabriccheck.errors import FabricCheckError
+    from fabriccheck.stopping import INTERRUPTED, TERMINATED, Terminated
+
     try:  # newer typer carries its own copy of click
         click_errors: Any = importlib.import_module("typer._click.exceptions")
     except ImportError:  # typer releases that use click itself
         click_errors = importlib.import_module("click.exceptions")
-
-    from fabriccheck.errors import FabricCheckError
-
-    command = typer.main.get_command(app)
     try:
+        command = typer.main.get_command(app)
         result = command.main(args=argv, prog_name="fabriccheck", standalone_mode=False)
         code = int(result) if isinstance(result, int) else 0
         if code == INTERRUPTED:  # typer answers Ctrl-C with Exit(130), which non-standalone mode returns
-            sys.stderr.write("fabriccheck: interrupted\n")
+            _say("fabriccheck: interrupted")
         return code
     except typer.Exit as exc:
         return int(exc.exit_code)
     except click_errors.NoArgsIsHelpError as exc:
-        sys.stdout.write(exc.ctx.get_help() + "\n")
+        with suppress(FabricCheckError):  # nowhere to show the help: nothing more to say
+            _stdout(exc.ctx.get_help() + "\n")
         return 0
     except click_errors.UsageError as exc:
         where = exc.ctx.command_path if exc.ctx is not None else "fabriccheck"
-        sys.stderr.write(f"fabriccheck: error: {exc.format_message()} (see: {where} --help)\n")
+        _say(f"fabriccheck: error: {exc.format_message()} (see: {where} --help)")
         return 2
     except typer.Abort:
-        sys.stderr.write("fabriccheck: aborted\n")
+        _say("fabriccheck: aborted")
         return 2
     except FabricCheckError as exc:
-        from fabriccheck.sources.common import redact
-
-        sys.stderr.write(f"fabriccheck: error: {redact(str(exc))}\n")
+        _say(f"fabriccheck: error: {exc}")
         return 2
     except KeyboardInterrupt:
-        sys.stderr.write("fabriccheck: interrupted\n")
+        _say("fabriccheck: interrupted")
         return INTERRUPTED
     except Terminated:
-        sys.stderr.write("fabriccheck: terminated\n")
+        _say("fabriccheck: terminated")
         return TERMINATED
     except Exception as exc:  # the promise is one line, never a traceback; FABRICCHECK_DEBUG=1 shows it
         if os.environ.get("FABRICCHECK_DEBUG"):
             raise
-        from fabriccheck.sources.common import redact
-
-        sys.stderr.write(
-            f"fabriccheck: internal error: {type(exc).__name__}: {redact(str(exc))} "
-            "(set FABRICCHECK_DEBUG=1 for details)\n"
-        )
+        _say(f"fabriccheck: internal error: {type(exc).__name__}: {exc} (set FABRICCHECK_DEBUG=1 for details)")
         return 2

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from fabriccheck import textfiles
 from fabriccheck.errors import FabricCheckError
 
 if TYPE_CHECKING:
@@ -28,8 +29,9 @@ if TYPE_CHECKING:
 CONFIG_FILE = "fabriccheck.toml"
 PYPROJECT = "pyproject.toml"
 ENV_PREFIX = "FABRICCHECK_"
-# Variables with that prefix that are not settings: the config file's own path, and the traceback switch.
-ENV_OTHER = frozenset({"FABRICCHECK_CONFIG", "FABRICCHECK_DEBUG"})
+# Variables with that prefix that are not settings: the config file's own path, --isolated, the traceback switch,
+# and the retry back-off's scale (sources.common.retry_policy).
+ENV_OTHER = frozenset({"FABRICCHECK_CONFIG", "FABRICCHECK_ISOLATED", "FABRICCHECK_DEBUG", "FABRICCHECK_RETRY_BASE"})
 
 FailOn = Literal["error", "warning", "info", "never"]
 Severity = Literal["error", "warning", "info"]
@@ -113,6 +115,7 @@ class Config:
     settings: dict[str, Setting]  # by Key.name
     file: Path | None = None  # the config file read, if any
     notes: list[str] = field(default_factory=list)
+    isolated: bool = False  # --isolated: no config file was looked for
 
     def value(self, name: str) -> Any:
         return self.settings[name].value
@@ -120,8 +123,35 @@ class Config:
     def as_dict(self) -> dict[str, Any]:
         return {
             "file": str(self.file) if self.file else None,
+            "isolated": self.isolated,
             "settings": {name: {"value": _plain(s.value), "source": s.source} for name, s in self.settings.items()},
         }
+
+
+class GateSetting(BaseModel):
+    value: Any
+    source: str  # "default", "flag --fail-on", "env FABRICCHECK_FAIL_ON", "fabriccheck.toml", ...
+
+
+class Gate(BaseModel):
+    """The gate a report was judged under (report `gate`), each setting with where it came from: a config file in
+    the working directory (a pull request can add one) can set fail-on never, ignore every cluster or select one
+    harmless rule, and the report says so. `settings` holds every config key, plus `allow-incomplete` and
+    `baseline`."""
+
+    config_file: str | None = None  # the config file read, if any
+    isolated: bool = False  # --isolated / FABRICCHECK_ISOLATED=1: no config file read
+    settings: dict[str, GateSetting]
+
+    def setting(self, name: str) -> GateSetting:
+        return self.settings.get(name) or GateSetting(value=None, source="default")
+
+    @classmethod
+    def of(cls, config: Config, extra: Mapping[str, tuple[Any, str]]) -> Gate:
+        """The gate of `config`, with the command's own gate settings beside it (`extra`: name -> (value, source))."""
+        settings = {name: GateSetting(value=_plain(s.value), source=s.source) for name, s in config.settings.items()}
+        settings |= {name: GateSetting(value=_plain(value), source=source) for name, (value, source) in extra.items()}
+        return cls(config_file=str(config.file) if config.file else None, isolated=config.isolated, settings=settings)
 
 
 def _plain(value: Any) -> Any:
@@ -129,6 +159,8 @@ def _plain(value: Any) -> Any:
         return str(value)
     if isinstance(value, list):
         return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
     return value
 
 
@@ -148,7 +180,7 @@ def read_toml(path: Path, what: str) -> dict[str, Any]:
     except OSError as exc:
         raise FabricCheckError(f"{what} {path}: cannot read ({exc.strerror})") from None
     try:
-        return tomllib.loads(data.decode("utf-8"))
+        return textfiles.load_toml(data.decode("utf-8"))
     except UnicodeDecodeError:
         raise FabricCheckError(f"{what} {path}: not UTF-8 text") from None
     except tomllib.TOMLDecodeError as exc:
@@ -243,14 +275,23 @@ def resolve(
     cwd: Path,
     env: Mapping[str, str],
     config_file: Path | None = None,
+    isolated: bool = False,
 ) -> Config:
     """The effective settings. `defaults` are the command's own (by Key.name), `flags` those given on the command
-    line (by Key.name); `config_file` is --config FILE (else FABRICCHECK_CONFIG, else the working directory's)."""
+    line (by Key.name); `config_file` is --config FILE (else FABRICCHECK_CONFIG, else the working directory's).
+    `isolated` (--isolated, as ruff has it) reads no config file: the defaults, variables and flags only; naming a
+    config file beside it is a contradiction, so an error."""
     settings = {k.name: Setting(_default(k, defaults), "default") for k in KEYS}
     explicit = config_file
     if explicit is None and env.get("FABRICCHECK_CONFIG"):
         explicit = Path(env["FABRICCHECK_CONFIG"])
-    found = find_file(cwd, explicit)
+        if isolated:
+            raise FabricCheckError(
+                "--isolated and FABRICCHECK_CONFIG cannot be used together (--isolated reads no config file)"
+            )
+    if isolated and explicit is not None:
+        raise FabricCheckError("--isolated and --config cannot be used together (--isolated reads no config file)")
+    found = None if isolated else find_file(cwd, explicit)
     file: Path | None = None
     if found is not None:
         file, table, prefix = found
@@ -285,7 +326,7 @@ def resolve(
                 raise _problem(f"flag {key.flag}", exc) from None
         settings[name] = Setting(value, f"flag {key.flag}")
     _check_price(settings["price-per-gpu-hour"])
-    return Config(settings=settings, file=file)
+    return Config(settings=settings, file=file, isolated=isolated)
 
 
 def _default(key: Key, defaults: Mapping[str, Any]) -> Any:
@@ -302,7 +343,8 @@ def _check_price(setting: Setting) -> None:
 
 def render_text(config: Config) -> str:
     """`fabriccheck config`: each setting, its value and where it came from."""
-    lines = [f"config file: {config.file if config.file else '(none: no fabriccheck.toml or [tool.fabriccheck])'}"]
+    none = "(none: --isolated)" if config.isolated else "(none: no fabriccheck.toml or [tool.fabriccheck])"
+    lines = [f"config file: {config.file if config.file else none}"]
     width = max(len(k.name) for k in KEYS)
     for key in KEYS:
         setting = config.settings[key.name]
@@ -362,13 +404,14 @@ def override_severity(findings: list[Finding], overrides: Mapping[str, str], rul
 
 
 def check_rule_names(config: Config, rules: list[Rule]) -> None:
-    """Rule names set in a file or a variable are checked here, so the error names where they were set (a
-    flag's own error already names the flag)."""
+    """The rule names in --select, --ignore and --severity, from wherever they were set, before anything is
+    collected: a name no rule or category has is an error, so a typo fails in a second, not after a long scan.
+    One set in a file or a variable says where (a flag's own error names the flag)."""
     from fabriccheck.engine import select_rules
 
     for name in ("select", "ignore", "severity"):
         setting = config.settings[name]
-        if not setting.value or setting.source.startswith("flag"):
+        if not setting.value:
             continue
         try:
             if name == "severity":
@@ -378,4 +421,6 @@ def check_rule_names(config: Config, rules: list[Rule]) -> None:
                     rules, setting.value if name == "select" else [], setting.value if name == "ignore" else []
                 )
         except FabricCheckError as exc:
+            if setting.source.startswith("flag"):
+                raise
             raise FabricCheckError(f"{exc} (set by {setting.source})") from None

@@ -22,8 +22,8 @@ from typing import Any, Literal, cast
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
+from fabriccheck import celbudget, rule_wording, shipped, textfiles, trusted
 from fabriccheck import facts as derived
-from fabriccheck import rule_wording, shipped, trusted
 from fabriccheck.cloud import support
 from fabriccheck.clusters import Cluster, build_clusters, spec_clusters
 from fabriccheck.errors import FabricCheckError
@@ -125,6 +125,7 @@ class Rule(RuleModel):
     _path: str = PrivateAttr(default="")
     _origins: frozenset[str] = PrivateAttr(default=frozenset(ORIGINS))  # what --select/--ignore left on
     _reads: frozenset[str] = PrivateAttr(default=frozenset())  # top-level facts read: "node.efa_security"
+    _cost: celbudget.Cost | None = PrivateAttr(default=None)  # what an evaluation can cost (None: nothing loops)
 
     def variant(self, origin: str) -> Variant:
         return self.by_origin.get(cast(Origin, origin), _PLAIN)
@@ -156,6 +157,7 @@ class Rule(RuleModel):
         return self._path
 
     def matches(self, variables: Any) -> bool:
+        celbudget.check(self._cost, variables, f"{self._path}: rule {self.id}")  # before CEL holds the process
         try:
             result = self._program.execute(variables)
         except (KeyError, ValueError, TypeError, RuntimeError) as exc:
@@ -264,13 +266,11 @@ def _load_file(path: Path) -> Rule:
     cel = _cel()
 
     try:
-        doc = shipped.load_yaml(path.read_text())
+        doc = shipped.load_yaml(textfiles.read_text(path))  # UTF-8 only: one line naming the file otherwise
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}: " if mark else ""
         raise FabricCheckError(f"{path}: {where}not valid YAML ({getattr(exc, 'problem', exc)})") from None
-    except OSError as exc:
-        raise FabricCheckError(f"{path}: cannot read ({exc.strerror})") from None
     if not isinstance(doc, dict):
         raise FabricCheckError(f"{path}: a rule file must be a mapping of fields")
     try:
@@ -285,6 +285,8 @@ def _load_file(path: Path) -> Rule:
     except ValueError as exc:
         detail = next((line for line in str(exc).splitlines() if "ERROR" in line), str(exc).splitlines()[0])
         raise FabricCheckError(f"{path}: field condition: does not compile: {detail.strip()}") from None
+    rule._cost = celbudget.cost_of(rule.condition)
+    celbudget.check(rule._cost, {}, f"{path}: rule {rule.id}")  # its own lists alone may be over budget
     allowed = SCOPE_VARIABLES[rule.scope]
     # Comprehension variables (the x in list.exists(x, ...)) show up too; only top-level names matter.
     roots = {v for v in rule._program.variables() if "." not in v}
@@ -341,7 +343,9 @@ def load_rules(extra_dirs: Iterable[Path] = (), providers: Collection[str] | Non
     rules: dict[str, Rule] = {}
     owners: dict[str, Rule] = {}  # every id a finding can carry, and the rule that defines it
     builtin = builtin_rules_dir()
-    builtins = [builtin] if providers is None else [builtin / p for p in sorted(providers) if (builtin / p).is_dir()]
+    # Only providers the model knows (a saved inventory's `collected` names them), and only those with rules.
+    chosen = [builtin / p for p in sorted(providers or ()) if p in PROVIDERS and (builtin / p).is_dir()]
+    builtins = [builtin] if providers is None else chosen
     for index, directory in enumerate((*builtins, *extra_dirs)):
         users = index >= len(builtins)
         if not directory.is_dir():
@@ -401,7 +405,7 @@ def select_rules(rules: list[Rule], select: list[str], ignore: list[str]) -> lis
         if origins:
             copy = rule.model_copy()
             copy._program, copy._path, copy._origins = rule._program, rule._path, frozenset(origins)
-            copy._reads = rule._reads
+            copy._reads, copy._cost = rule._reads, rule._cost
             chosen.append(copy)
     if not chosen:
         raise FabricCheckError("--select / --ignore leave no rule to run (see: fabriccheck rules)")
@@ -875,7 +879,7 @@ def example_inventory(rule: Rule, example: Example) -> Inventory:
     scopes: set[tuple[str, str]] = set()
     for key in ("nodes", "specs"):
         items = []
-        for item in data.get(key, []):
+        for item in _mappings(rule, example, key, data.get(key, [])):
             item = {"provider": rule.provider, "account": EXAMPLE_ACCOUNT, "region": "us-east-1", **item}
             if key == "specs":
                 item.setdefault("origin", "template")
@@ -885,7 +889,10 @@ def example_inventory(rule: Rule, example: Example) -> Inventory:
     for namespace in PROVIDERS:
         if isinstance(data.get(namespace), dict):
             data[namespace] = {
-                kind: [{"account": EXAMPLE_ACCOUNT, "region": "us-east-1", **item} for item in items]
+                kind: [
+                    {"account": EXAMPLE_ACCOUNT, "region": "us-east-1", **item}
+                    for item in _mappings(rule, example, f"{namespace}.{kind}", items)
+                ]
                 for kind, items in data[namespace].items()
             }
     if "collected" not in data:
@@ -900,6 +907,15 @@ def example_inventory(rule: Rule, example: Example) -> Inventory:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
         raise FabricCheckError(f"{rule.path}: example {example.name!r}: field {where}: {first['msg']}") from None
+
+
+def _mappings(rule: Rule, example: Example, field: str, items: Any) -> list[dict[str, Any]]:
+    """An example's nodes (or resources): a list of mappings, or one line naming the file, example and field."""
+    bad = next((i for i, x in enumerate(items) if not isinstance(x, dict)), None) if isinstance(items, list) else -1
+    if bad is not None:
+        where = f"{field}[{bad}]: expected a mapping of fields" if bad >= 0 else f"{field}: expected a list"
+        raise FabricCheckError(f"{rule.path}: example {example.name!r}: field inventory.{where}")
+    return cast(list[dict[str, Any]], items)
 
 
 def check_examples(rule: Rule) -> None:

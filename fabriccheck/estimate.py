@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel
 
-from fabriccheck import catalog, penalty
+from fabriccheck import catalog, penalty, textfiles
 from fabriccheck.errors import FabricCheckError
 from fabriccheck.evidence.failures import unknown_model, usage
 from fabriccheck.model import FabricKind
@@ -368,12 +368,9 @@ def workload_from_file(path: Path, option: str = "--workload-file") -> penalty.W
     """A user's workload from a YAML or TOML file (fields: WORKLOAD_FIELDS). Bad input raises FabricCheckError
     naming the option, the file and the field."""
     where = f"{option} {path}"
+    text = textfiles.read_text(path, option)  # UTF-8 only: one line naming the file otherwise
     try:
-        text = path.read_text()
-    except OSError as exc:
-        raise FabricCheckError(f"{where}: cannot read it ({exc.strerror or exc})") from None
-    try:
-        doc = tomllib.loads(text) if path.suffix.lower() == ".toml" else yaml.safe_load(text)
+        doc = textfiles.load_toml(text) if path.suffix.lower() == ".toml" else textfiles.load_yaml(text)
     except (tomllib.TOMLDecodeError, yaml.YAMLError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         kind = "TOML" if path.suffix.lower() == ".toml" else "YAML"

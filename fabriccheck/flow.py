@@ -13,7 +13,7 @@ from itertools import compress, repeat
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, model_validator
 
 from fabriccheck import __version__, config, cost, engine, penalty
 from fabriccheck import baseline as baselines
@@ -48,6 +48,7 @@ class Options:
     baseline: Baseline | None = None
     baseline_file: str = ""
     today: dt.date | None = None  # for waiver expiry; None: today (UTC)
+    gate: config.Gate | None = None  # the gate as settled (gate.py), recorded in the report
 
 
 class NotJudged(BaseModel):
@@ -70,8 +71,20 @@ class ClusterReport(BaseModel):
     # clean: every applicable selected rule was judged on collected facts and none fired; findings: at least
     # one finding; incomplete: no finding, but some rule could not be judged (see not_judged).
     status: Literal["clean", "findings", "incomplete"]
+    # Every selected applicable rule was judged (deselected ones do not count). Apart from status: a cluster
+    # with findings may still have a rule that could not be judged, and such a run never passes a gate.
+    complete: bool = True
     not_judged: list[NotJudged] = []
     penalty: penalty.Penalty
+
+    @model_validator(mode="before")
+    @classmethod
+    def _complete_of_older_reports(cls, data: Any) -> Any:
+        """A report written before `complete` was recorded (a part given to `merge`): what its not_judged says."""
+        if isinstance(data, dict) and "complete" not in data:
+            unjudged = [n for n in data.get("not_judged") or () if _reason(n) != DESELECTED]
+            data = {**data, "complete": not unjudged}
+        return data
 
 
 class SkippedCluster(BaseModel):
@@ -105,6 +118,7 @@ class Summary(BaseModel):
     possible_lost_dollars_per_day: penalty.Range | None
     unknown_instance_types: list[str]
     clusters_by_status: dict[str, int] = {}  # clean, findings, incomplete
+    clusters_not_fully_judged: int = 0  # clusters with a selected rule not judged, findings or not (complete false)
     skipped_clusters: int = 0
     nodes_by_state: dict[str, int] = {}  # every instance seen, by state; only running and pending are judged
     waived: int = 0  # findings a waiver covers (counted in `findings` too; they do not fail the gate)
@@ -137,6 +151,14 @@ class Report(BaseModel):
     # Where each planned resource is declared (Terraform address, file and line, cloud id), by node id.
     locations: dict[str, SourceLocation] = {}
     scopes: list[ScopeStatus] = []  # per-scope completeness of a live collection
+    # The gate the findings were judged under, each setting with where it came from (set by the CLI; None for a
+    # library caller's own Options).
+    gate: config.Gate | None = None
+
+    def fully_judged(self) -> bool:
+        """Every fact collected and every selected rule judged on every cluster: only such a run can pass a gate,
+        whatever waivers and baselines accept of the findings."""
+        return self.complete and all(c.complete for c in self.clusters)
 
     def worst_severity(self) -> str | None:
         """The worst severity among the findings that fail a gate (not waived, not in the baseline)."""
@@ -222,6 +244,7 @@ def _run(inventory: Inventory, options: Options) -> Report:
         status: Literal["clean", "findings", "incomplete"] = (
             "findings" if cluster_findings else "incomplete" if not_judged else "clean"
         )
+        complete = not not_judged  # before the deselected rules are listed: they were not asked for
         not_judged += [NotJudged(rule=rule_id, reason=DESELECTED) for rule_id in deselected.get(cluster.provider, [])]
         reported.append(
             ClusterReport(
@@ -234,6 +257,7 @@ def _run(inventory: Inventory, options: Options) -> Report:
                 gpus=int(facts.cluster(cluster)["gpus"]),
                 findings=len(cluster_findings),
                 status=status,
+                complete=complete,
                 not_judged=not_judged,
                 penalty=cluster_cost(cluster, cluster_findings, workload, options.price_per_gpu_hour, facts),
             )
@@ -272,6 +296,7 @@ def _run(inventory: Inventory, options: Options) -> Report:
         notes=_notes(inventory, unknown, options),
         locations=_locations(inventory),
         scopes=inventory.scopes,
+        gate=options.gate,
     )
     _settle(report, options)
     return report
@@ -314,6 +339,15 @@ def _rules(options: Options, clouds: frozenset[str] | None) -> list[engine.Rule]
 
 
 DESELECTED = "deselected (--select / --ignore)"
+
+
+def unjudged_rules(cluster: ClusterReport) -> list[NotJudged]:
+    """The selected rules a cluster could not be judged by (its not_judged without the deselected ones)."""
+    return [n for n in cluster.not_judged if n.reason != DESELECTED]
+
+
+def _reason(item: Any) -> Any:
+    return item.get("reason") if isinstance(item, dict) else getattr(item, "reason", None)
 
 
 def _deselected(loaded: list[engine.Rule], chosen: list[engine.Rule]) -> dict[str, list[str]]:
@@ -493,6 +527,7 @@ def tally(findings: list[Finding], clusters: list[ClusterReport], skipped: list[
         "clusters_by_status": {
             s: sum(1 for c in clusters if c.status == s) for s in ("clean", "findings", "incomplete")
         },
+        "clusters_not_fully_judged": sum(1 for c in clusters if not c.complete),
         "skipped_clusters": len(skipped),
         "waived": sum(1 for f in findings if f.waiver is not None),
         "in_baseline": sum(1 for f in findings if f.baseline == "existing"),

@@ -10,6 +10,7 @@ reported by two parts would be counted twice.
 from __future__ import annotations
 
 import datetime as dt
+import reprlib
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from fabriccheck import __version__
 from fabriccheck.engine import sort_findings
 from fabriccheck.errors import FabricCheckError
 from fabriccheck.flow import REPORT_SCHEMA_VERSION, Report, Summary, tally
+from fabriccheck.gate import carried
 from fabriccheck.sources.common import describe, read_json
 
 
@@ -31,7 +33,7 @@ def load_report(path: Path) -> Report:
     version = doc.get("schema_version")
     if version != REPORT_SCHEMA_VERSION:
         raise FabricCheckError(
-            f"{path}: report schema_version {version!r}, but this fabriccheck merges version "
+            f"{path}: report schema_version {reprlib.repr(version)}, but this fabriccheck merges version "
             f"{REPORT_SCHEMA_VERSION}; make the reports again with the same fabriccheck version"
         )
     summary = doc["summary"]
@@ -113,4 +115,5 @@ def merge(parts: list[tuple[Path, Report]]) -> Report:
         locations={k: v for r in reports for k, v in r.locations.items()},
         api_calls=sum(calls) if calls else None,
         duration_seconds=max((r.duration_seconds for r in reports if r.duration_seconds is not None), default=None),
+        gate=carried([(str(path), report.gate) for path, report in parts]),
     )

@@ -16,7 +16,8 @@ from importlib import resources
 from typing import Any
 
 import orjson
-import yaml
+
+from fabriccheck import textfiles
 
 CACHE = "parsed.json"
 
@@ -40,4 +41,4 @@ def load_yaml(text: str) -> Any:
     entry = _entries().get(digest(text))
     if entry is not None:
         return orjson.loads(orjson.dumps(entry))  # a copy, so that no caller shares another's
-    return yaml.load(text, Loader=yaml.CSafeLoader)
+    return textfiles.load_yaml(text)  # a safe load whose impossible dates are YAML errors

@@ -19,13 +19,14 @@ import datetime as dt
 import functools
 import re
 import tomllib
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from fabriccheck import textfiles
 from fabriccheck.engine import Category, Finding, Waived
 from fabriccheck.errors import FabricCheckError
 
@@ -142,18 +143,12 @@ def glob_pattern(glob: str) -> re.Pattern[str]:
 
 def load(path: Path) -> list[Waiver]:
     """Waivers from a YAML or TOML file (TOML by a .toml suffix); any problem is one line naming the file."""
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise FabricCheckError(f"waivers file {path}: no such file") from None
-    except OSError as exc:
-        raise FabricCheckError(f"waivers file {path}: cannot read ({exc.strerror})") from None
+    if not path.exists():
+        raise FabricCheckError(f"waivers file {path}: no such file")
+    text = textfiles.read_text(path, "waivers file")
     parsed: Any
     try:
-        text = data.decode("utf-8")
-        parsed = tomllib.loads(text) if path.suffix.lower() == ".toml" else yaml.safe_load(text)
-    except UnicodeDecodeError:
-        raise FabricCheckError(f"waivers file {path}: not UTF-8 text") from None
+        parsed = textfiles.load_toml(text) if path.suffix.lower() == ".toml" else textfiles.load_yaml(text)
     except tomllib.TOMLDecodeError as exc:
         raise FabricCheckError(f"waivers file {path}: not valid TOML ({exc})") from None
     except yaml.YAMLError as exc:
@@ -172,6 +167,18 @@ def load(path: Path) -> list[Waiver]:
             raise FabricCheckError(f"waivers file {path}: {where}: required") from None
         message = first["msg"].removeprefix("Value error, ")
         raise FabricCheckError(f"waivers file {path}: {where}: {message}") from None
+
+
+def check_rules(waivers: list[Waiver], known: Collection[str], path: Path) -> None:
+    """A waiver naming a rule that no rule defines (built-in or from --rules-dir) is an error, as an unknown
+    --select is: a mistyped id waives nothing and would only ever read as stale. A rule that exists but does
+    not run here (another cloud's, deselected) is fine: the report calls that waiver not-run."""
+    ids = {i.upper() for i in known}
+    for number, waiver in enumerate(waivers, 1):
+        if waiver.rule is not None and waiver.rule.upper() not in ids:
+            raise FabricCheckError(
+                f"waivers file {path}: waivers[{number}].rule: no rule {waiver.rule.upper()} (see: fabriccheck rules)"
+            )
 
 
 def _first_line(exc: Exception) -> str:

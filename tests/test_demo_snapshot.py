@@ -1,7 +1,7 @@
 """The demo's JSON report, held against the one recorded before accounts were part of every key. Since then
 the report may add scope (an `account` on findings, clusters and errors, and the account in cluster ids) and
-the additive fields that say what was judged (a cluster's `status` and `not_judged`, `skipped_clusters`, and
-their counts in the summary), a finding's `confidence`, and the penalty of clusters whose peers cannot reach
+the additive fields that say what was judged (a cluster's `status`, `complete` and `not_judged`, `skipped_clusters`,
+and their counts in the summary), a finding's `confidence`, and the penalty of clusters whose peers cannot reach
 each other (priced as a TCP slowdown before, now "cannot run": every GPU-hour lost), and nothing else: a change
 to a verdict, a message or another slowdown shows here. The cost of a slowdown changed on purpose (issue 17):
 the extra GPU-hours, GPUs x 24 x (slowdown - 1), claimed more than a cluster has; what a slowdown loses is
@@ -31,10 +31,20 @@ def _demo_report() -> dict[str, Any]:
 
 
 ADDED_SINCE = {
-    "report": ("skipped_clusters", "waivers", "baseline", "duration_seconds", "api_calls", "locations", "scopes"),
-    "clusters": ("status", "not_judged"),
+    "report": (
+        "skipped_clusters",
+        "waivers",
+        "baseline",
+        "duration_seconds",
+        "api_calls",
+        "locations",
+        "scopes",
+        "gate",
+    ),
+    "clusters": ("status", "complete", "not_judged"),
     "summary": (
         "clusters_by_status",
+        "clusters_not_fully_judged",
         "skipped_clusters",
         "nodes_by_state",
         "waived",

@@ -192,3 +192,17 @@ def test_a_present_empty_instance_list_is_a_complete_empty_answer(tmp_path: Path
     inventory = load_dump(folder)
     assert inventory.complete and not inventory.nodes
     assert inventory.has("gcp", PROJECT, "global", "instances")
+
+
+@pytest.mark.parametrize("call", [RESOURCE_POLICIES, INSTANCES], ids=["policies", "instances"])
+def test_a_resource_whose_kind_is_not_a_string_is_read_in_full_not_an_internal_error(tmp_path: Path, call: Any) -> None:
+    """Found by tests/test_fuzz.py (gcp, seed 0, case 8): a resource's `kind` wrapped in a list made the quick read's
+    set of kinds raise TypeError. Such a file is read in full, where the resource is judged by its other keys."""
+    _, folder = demo(tmp_path)
+    path = folder / call.dump_file
+    items = json.loads(path.read_text())
+    items[0]["kind"] = [items[0]["kind"]]
+    path.write_text(json.dumps(items))
+    result = run("gcp", "--from-dump", str(folder), "-f", "json")
+    assert "internal error" not in result.stderr and "Traceback" not in result.stderr
+    assert result.returncode in (1, 2)

@@ -544,11 +544,15 @@ def test_junit_incomplete_run_has_an_error() -> None:
     xml = junit.render(report)
     root = ET.fromstring(xml)
     suite = parse(xml)
-    assert root.get("errors") == suite.get("errors") == "1"
+    # Two errors: the collection, and the cluster a selected rule could not judge (either keeps it from passing).
+    assert root.get("errors") == suite.get("errors") == "2"
     error = suite.find("testcase/error")
     assert error is not None and "2 collection errors" in (error.get("message") or "")
     assert "DescribeSubnets" in (error.text or "") and "eu-west-1" in (error.text or "")
-    assert suite.get("skipped") == "1" and suite.get("tests") == "3"
+    judging = suite.find("testcase[@classname='fabriccheck.judging']/error")
+    assert judging is not None and "1 cluster not fully judged" in (judging.get("message") or "")
+    assert "blind: AWS110: not collected" in (judging.text or "")
+    assert suite.get("skipped") == "1" and suite.get("tests") == "4"
     skipped = suite.find("testcase/skipped")
     assert skipped is not None and "AWS110: not collected" in (skipped.get("message") or "")
     complete = parse(junit.render(make_report([cluster(PREFIX + "ok")], [])))

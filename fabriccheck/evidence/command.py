@@ -8,7 +8,6 @@ report whose `errors[]` carries the failure's code (`failures`), so a pipeline r
 from __future__ import annotations
 
 import contextlib
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +19,7 @@ from fabriccheck.evidence import nccl_tests as parser
 from fabriccheck.evidence.judge import Evidence
 from fabriccheck.model import PROVIDERS
 from fabriccheck.sources.common import write_atomic
+from fabriccheck.stdout import write_stdout
 
 FORMATS = ("text", "json", "sarif", "junit", "markdown")
 ERROR_REPORT_FORMATS = ("json", "sarif")
@@ -101,7 +101,7 @@ def _emit(ev: Evidence, out: Output) -> None:
     if out.path is not None:
         write_atomic(out.path, text.encode(), "--output")
     else:
-        sys.stdout.write(text)
+        write_stdout(text)
 
 
 def run(kind: str, path: Path, out: Output, provider: str | None, judged: Callable[[], Evidence]) -> int:

@@ -442,4 +442,20 @@ def read_file(path: Path, required: bool = True) -> Log:
         raise unreadable(
             f"{path}: no NCCL log lines (`host:pid:tid [dev] NCCL INFO ...`); run the job with NCCL_DEBUG=INFO"
         )
+    _check_numbers(path, log)
     return log
+
+
+_NCCL_INT = 1 << 31  # NCCL prints device indexes, ranks and counts as 32-bit ints
+
+
+def _check_numbers(path: Path, log: Log) -> None:
+    """A device index, rank or count NCCL could not have printed (2^64) is one line naming the file: no report
+    format could carry it, and no verdict on it would mean anything."""
+    for proc in log.processes.values():
+        numbers: dict[str, set[int | None]] = {"device": {*proc.devices}, "rank": {*proc.ranks}}
+        numbers |= {"nranks": {proc.nranks}, "nNodes": {proc.nnodes}, "nics": {proc.ofi_nics}}
+        for what, values in numbers.items():
+            big = max((v for v in values if v is not None), default=0)
+            if big >= _NCCL_INT:
+                raise unreadable(f"{path}: {what} {big} of {proc.key} is not a number NCCL prints (32-bit)")

@@ -8,8 +8,8 @@
 - A finding's body names its cluster's penalty (what the cluster loses a day) and, for a rule that may be
   wrong here, its confidence.
 - One passing test case per clean cluster, so a green run shows what was judged.
-- A cluster that could not be fully judged and has no finding is a `<skipped>` test case naming the rules
-  not judged and why.
+- A cluster that could not be fully judged (findings or not) is a `<skipped>` test case naming the rules
+  not judged and why, and the run gets one `<error>` test case listing them: such a run cannot pass a gate.
 - An incomplete run (`report.complete` false) adds one `<error>` test case listing every collection error,
   so the suite has errors="1" and never looks green.
 
@@ -21,7 +21,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 from fabriccheck.engine import SEVERITY_RANK, Finding
-from fabriccheck.flow import Report
+from fabriccheck.flow import Report, unjudged_rules
 from fabriccheck.reports.safe import visible
 from fabriccheck.reports.text import suppressed
 from fabriccheck.reports.wording import penalty_line
@@ -93,29 +93,8 @@ def render(report: Report, color: bool = False, fail_on: str = "error") -> str:
                 below = suppressed(finding) or below
             ET.SubElement(case, "system-out").text = f"({below})\n{_body(finding, cost)}"
 
-    for cluster in sorted(report.clusters, key=lambda c: c.id):
-        if cluster.findings or any(f.cluster == cluster.id for f in report.findings):
-            continue
-        if cluster.status == "clean" and not cluster.not_judged:
-            tests += 1
-            ET.SubElement(
-                suite,
-                "testcase",
-                classname=f"fabriccheck.{visible(cluster.provider)}.cluster",
-                name=f"{visible(cluster.id)} clean",
-            )
-        else:
-            tests += 1
-            skipped += 1
-            case = ET.SubElement(
-                suite,
-                "testcase",
-                classname=f"fabriccheck.{visible(cluster.provider)}.cluster",
-                name=f"{visible(cluster.id)} not fully judged",
-            )
-            reasons = [f"{visible(n.rule)}: {visible(n.reason)}" for n in cluster.not_judged]
-            skip = ET.SubElement(case, "skipped", message="not fully judged: " + "; ".join(reasons[:5]))
-            skip.text = "\n".join(reasons)
+    cases, skipped = _cluster_cases(suite, report)
+    tests += cases
 
     if not report.complete:
         tests += 1
@@ -137,6 +116,10 @@ def render(report: Report, color: bool = False, fail_on: str = "error") -> str:
         error.text = "\n".join(lines) or "some facts were not collected"
         ET.SubElement(case, "system-out").text = "incomplete run: " + (error.text or "")
 
+    if _not_fully_judged(suite, report):
+        tests += 1
+        errors += 1
+
     counts = {"tests": str(tests), "failures": str(failures), "errors": str(errors), "skipped": str(skipped)}
     for key, value in counts.items():
         suite.set(key, value)
@@ -144,3 +127,43 @@ def render(report: Report, color: bool = False, fail_on: str = "error") -> str:
     root.append(suite)
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def _cluster_cases(suite: ET.Element, report: Report) -> tuple[int, int]:
+    """A passing case per clean cluster, a skipped one per cluster not fully judged: (cases, skipped)."""
+    tests = skipped = 0
+    with_findings = {f.cluster for f in report.findings}
+    for cluster in sorted(report.clusters, key=lambda c: c.id):
+        if cluster.complete and (cluster.findings or cluster.id in with_findings):
+            continue  # its findings are its test cases
+        tests += 1
+        classname = f"fabriccheck.{visible(cluster.provider)}.cluster"
+        if cluster.complete:  # judged by every selected rule, and none fired (a deselected rule is not a gap)
+            ET.SubElement(suite, "testcase", classname=classname, name=f"{visible(cluster.id)} clean")
+            continue
+        skipped += 1
+        case = ET.SubElement(suite, "testcase", classname=classname, name=f"{visible(cluster.id)} not fully judged")
+        reasons = [f"{visible(n.rule)}: {visible(n.reason)}" for n in unjudged_rules(cluster)]
+        skip = ET.SubElement(case, "skipped", message="not fully judged: " + "; ".join(reasons[:5]))
+        skip.text = "\n".join(reasons)
+    return tests, skipped
+
+
+def _not_fully_judged(suite: ET.Element, report: Report) -> bool:
+    """Findings or not, a cluster with a selected rule not judged keeps the run from passing (exit 2): one error
+    case lists them all. Whether there was one."""
+    unjudged = [c for c in report.clusters if not c.complete]
+    if not unjudged:
+        return False
+    case = ET.SubElement(suite, "testcase", classname="fabriccheck.judging", name="every selected rule judged")
+    error = ET.SubElement(
+        case,
+        "error",
+        type="NotFullyJudged",
+        message=f"{len(unjudged)} cluster{'s' if len(unjudged) != 1 else ''} not fully judged; "
+        "this result cannot pass a gate",
+    )
+    error.text = "\n".join(
+        f"{visible(c.id)}: {visible(n.rule)}: {visible(n.reason)}" for c in unjudged for n in unjudged_rules(c)
+    )
+    return True

@@ -9,7 +9,7 @@ import orjson
 from fabriccheck import __version__
 from fabriccheck.baseline import fingerprint
 from fabriccheck.engine import Finding, builtin_rules
-from fabriccheck.flow import Report
+from fabriccheck.flow import Report, unjudged_rules
 from fabriccheck.penalty import Penalty
 
 SARIF_LEVEL = {"error": "error", "warning": "warning", "info": "note"}
@@ -74,7 +74,16 @@ def render_sarif(report: Report, color: bool = False) -> str:
     }
     if s.possible_lost_gpu_hours_per_day is not None:
         totals["possible_lost_gpu_hours_per_day"] = s.possible_lost_gpu_hours_per_day.model_dump()
-    sarif = sarif_document(rules, results, report.complete, notifications, totals)
+    # A cluster with a selected rule not judged (findings or not) keeps the run from passing, as an error does.
+    notifications += [
+        {"level": "error", "message": {"text": f"{c.id}: not fully judged: {n.rule}: {n.reason}"}}
+        for c in report.clusters
+        if not c.complete
+        for n in unjudged_rules(c)
+    ]
+    sarif = sarif_document(rules, results, report.fully_judged(), notifications, totals)
+    if report.gate is not None:  # the gate the results were judged under, each setting with where it came from
+        sarif["runs"][0].setdefault("properties", {})["gate"] = report.gate.model_dump(mode="json")
     return orjson.dumps(sarif, option=orjson.OPT_INDENT_2).decode() + "\n"
 
 

@@ -92,6 +92,13 @@ def _head(report: Report) -> list[str]:
         out += ["", f"Not failing the gate: {plural(s.waived, 'finding')} waived, {s.in_baseline:,} in the baseline."]
     for cost in cost_lines(report):
         out += ["", md_text(cost)]
+    unjudged = sum(1 for c in report.clusters if not c.complete)
+    if unjudged:
+        out += [
+            "",
+            f"**Not fully judged:** {plural(unjudged, 'cluster')} {'has' if unjudged == 1 else 'have'} a selected "
+            "rule that could not be judged, so this result cannot pass a gate, whatever waivers and baselines accept.",
+        ]
     if not report.complete:
         out += ["", "**Incomplete run:** this result cannot pass a gate."]
     return out
@@ -200,6 +207,8 @@ def _cluster_section(
         status = "not fully judged"
     else:
         status = "clean"
+    if findings and not c.complete:  # findings, and a rule not judged: both hold
+        status += "; not fully judged"
     types = ", ".join(md_code(t) for t in c.instance_types)
     out = [
         "",

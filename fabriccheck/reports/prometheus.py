@@ -16,6 +16,7 @@ from prometheus_client import CollectorRegistry, Gauge, generate_latest
 from fabriccheck.cost import added_by_possible
 from fabriccheck.engine import Finding
 from fabriccheck.flow import Report
+from fabriccheck.reports.safe import visible
 
 
 def finding_status(finding: Finding) -> str:
@@ -24,6 +25,13 @@ def finding_status(finding: Finding) -> str:
     if finding.baseline == "existing":
         return "baselined"
     return "open"
+
+
+def _labels(*values: str) -> tuple[str, ...]:
+    """Label values with every control character written out (`\\x1b`, `\\r`): the exposition format escapes only
+    backslash, quote and newline, so an ESC, a carriage return or a NUL in a cluster id would reach whatever
+    shows the file (and some parsers stop at a NUL)."""
+    return tuple(map(visible, values))
 
 
 def _cost(report: Report, registry: CollectorRegistry) -> None:
@@ -46,7 +54,7 @@ def _cost(report: Report, registry: CollectorRegistry) -> None:
         "GPU-hours a day more that findings marked possible (their rules may be wrong) would lose if they hold.",
     )
     for cluster in report.clusters:
-        p, key = cluster.penalty, (cluster.provider, cluster.account, cluster.id)
+        p, key = cluster.penalty, _labels(cluster.provider, cluster.account, cluster.id)
         if not p.estimated or p.lost_share is None or p.lost_gpu_hours_per_day is None:
             continue
         paid.labels(*key).set(p.gpu_hours_per_day or 0.0)
@@ -71,7 +79,7 @@ def render(report: Report, color: bool = False) -> str:
         registry=registry,
     )
     counts = Counter(
-        (f.rule, f.severity, f.category, f.provider, f.account, f.cluster or "", finding_status(f))
+        _labels(f.rule, f.severity, f.category, f.provider, f.account, f.cluster or "", finding_status(f))
         for f in report.findings
     )
     for labels, count in sorted(counts.items()):

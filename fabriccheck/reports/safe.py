@@ -6,7 +6,8 @@
   hide the rest of a line, start a new line or flip its direction (newline, return and tab as `\\n`, `\\r`,
   `\\t`), and the result is valid XML 1.0 text.
 - `md_text`: `visible`, then every character markdown gives a meaning to inline is backslash-escaped, so a
-  value is never emphasis, a link, HTML, a table cell boundary or (with `line_start`) a heading or list item.
+  value is never emphasis, a link, HTML, a table cell boundary or (with `line_start`) a heading or list item,
+  and no `@name` in it notifies anyone.
 - `md_code`: `visible`, as a code span whose fence is longer than any run of backticks inside it; in a table
   cell a `|` is escaped as GitHub's tables require even inside code spans.
 
@@ -47,8 +48,11 @@ _MD_LINE_START = re.compile(r"^(\s*)([-+=]|\d+[.)])")
 
 
 def md_text(value: object, line_start: bool = False) -> str:
-    """Cloud text for markdown prose or a table cell: one line, no markup of its own."""
-    text = _MD_INLINE.sub(r"\\\1", visible(value))
+    """Cloud text for markdown prose or a table cell: one line, no markup of its own, and no @mention: GitHub
+    notifies whoever `@name` names even after a backslash escape (mentions are found in the rendered text), so a
+    zero-width space goes after each `@` as an entity, as Renovate's sanitizeMarkdown does (renovatebot/renovate
+    lib/util/markdown.ts). Code spans (md_code) need none: no mention is made inside one."""
+    text = _MD_INLINE.sub(r"\\\1", visible(value)).replace("@", "@&#8203;")
     if line_start:
         text = _MD_LINE_START.sub(lambda m: m.group(1) + m.group(2)[:-1] + "\\" + m.group(2)[-1], text, count=1)
     return text

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Sequence
 from rich.console import Console
 from rich.text import Text
 
+from fabriccheck.config import Gate
 from fabriccheck.engine import SEVERITY_RANK, Finding
 from fabriccheck.flow import ClusterReport, NotJudged, Report
 from fabriccheck.model import UNKNOWN_ACCOUNT, SourceLocation
@@ -140,12 +141,43 @@ def terminal_width() -> int:
             width = int(env)
         except ValueError:
             width = None
-    if width is None and sys.stdout.isatty():
+    if width is None and sys.stdout is not None and sys.stdout.isatty():
         try:
             width = os.get_terminal_size(sys.stdout.fileno()).columns
         except (OSError, ValueError):
             width = None
     return max(MIN_WIDTH, width or DEFAULT_WIDTH)
+
+
+def gate_line(gate: Gate) -> str:
+    """The gate the run was judged under, in one paragraph: each setting, and where it came from when that is not
+    the default (a config file a pull request adds shows here)."""
+
+    def shown(value: object) -> str:
+        if isinstance(value, dict):
+            return ", ".join(f"{k}={v}" for k, v in value.items()) or "none"
+        if isinstance(value, list):
+            return ", ".join(map(str, value)) or "none"
+        return "none" if value is None else str(value)
+
+    def part(label: str, name: str, empty: str = "none") -> str:
+        setting = gate.setting(name)
+        text = shown(setting.value) if setting.value not in (None, [], {}) else empty
+        return f"{label} {visible(text)}" + ("" if setting.source == "default" else f" ({visible(setting.source)})")
+
+    parts = [
+        part("fail-on", "fail-on"),
+        part("select", "select", "all rules"),
+        part("ignore", "ignore"),
+        part("severity", "severity"),
+        part("roles", "roles"),
+        part("waivers", "waivers"),
+        part("baseline", "baseline"),
+    ]
+    if gate.setting("allow-incomplete").value:
+        parts.append(part("allow-incomplete", "allow-incomplete"))
+    config = visible(gate.config_file) if gate.config_file else "none (--isolated)" if gate.isolated else "none"
+    return "gate: " + "; ".join(parts) + f"; config file {config}"
 
 
 # ---------------------------------------------------------------------------------------------- layout
@@ -379,6 +411,8 @@ def _cluster_block(
         status, style = "incomplete: not fully judged", STYLE["incomplete"]
     else:
         status, style = "clean", STYLE["clean"]
+    if findings and not c.complete:  # findings, and a rule not judged: both hold
+        status += "; not fully judged"
     page.blank()
     shown = visible(name)
     if len(f"Cluster {shown}  {status}") <= page.width:
@@ -475,6 +509,25 @@ def _summary(page: _Page, report: Report) -> None:
         page.para(f"Instances not judged: {listed} (only running and pending instances are judged).", "", "  ")
     for line in cost_lines(report):
         page.para(visible(line), "", "  ")
+    _cannot_pass(page, report)
+
+
+def _cannot_pass(page: _Page, report: Report) -> None:
+    """The summary's last words when the result cannot pass a gate: a cluster not fully judged, an incomplete run."""
+    unjudged = sum(1 for c in report.clusters if not c.complete)
+    if unjudged:
+        page.styled(
+            [
+                ("NOT FULLY JUDGED: ", STYLE["error"]),
+                (
+                    f"{plural(unjudged, 'cluster')} {'has' if unjudged == 1 else 'have'} a selected rule that could "
+                    "not be judged (under each cluster), so this result cannot pass a gate, whatever waivers and "
+                    "baselines accept.",
+                    "",
+                ),
+            ],
+            "  ",
+        )
     if not report.complete:
         page.styled(
             [
@@ -506,6 +559,8 @@ def render(report: Report, color: bool = False, verbose: bool = False, width: in
         "",
         "  ",
     )
+    if report.gate is not None:
+        page.para(gate_line(report.gate), "", "  ")
     if not report.complete:
         page.blank()
         page.para(

@@ -9,17 +9,18 @@ here serve both halves of every provider, so a denied call reads the same in an 
 from __future__ import annotations
 
 import gc
+import math
 import os
 import re
 import secrets
 import stat
 import threading
-from collections.abc import Callable, Generator, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from concurrent.futures import Future
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, BinaryIO, TypeVar
 
 import orjson
 from pydantic import ValidationError
@@ -69,14 +70,44 @@ API_CALLS = CallCounter()
 @dataclass(frozen=True)
 class RetryPolicy:
     """How hard a collector retries throttled or failed calls before recording them. Each SDK's own retry
-    machinery is configured from this (botocore: standard mode, exponential backoff with jitter)."""
+    machinery is configured from this (botocore: standard mode, exponential backoff with jitter).
+
+    `backoff_base` is the back-off's time scale in seconds: at 1.0 (the default) every SDK waits as it does by
+    default (botocore up to 1 s before a throttled call's first retry and 50 ms before another's, doubling to
+    20 s; Azure 0.8 s doubling; GCP 1 s doubling to 16 s within a 60 s budget); each of those times is scaled
+    by it. The test suite sets FABRICCHECK_RETRY_BASE=0.01 so that its fault scenarios do not sleep through
+    the production waits; the attempts made are the same."""
 
     max_attempts: int = 8
     connect_timeout: float = 5.0
     read_timeout: float = 60.0
+    backoff_base: float = 1.0
+
+    def backoff(self, seconds: float) -> float:
+        """One of an SDK's default back-off times (in seconds), on this policy's scale."""
+        return seconds * self.backoff_base
 
 
 RETRIES = RetryPolicy()
+RETRY_BASE_ENV = "FABRICCHECK_RETRY_BASE"
+
+
+def retry_policy(env: Mapping[str, str] | None = None) -> RetryPolicy:
+    """The run's retry policy: the defaults, with the back-off scaled by FABRICCHECK_RETRY_BASE when it is set.
+    A value that is not a number of seconds is one line naming the variable."""
+    text = (os.environ if env is None else env).get(RETRY_BASE_ENV, "").strip()
+    if not text:
+        return RETRIES
+    try:
+        base = float(text)
+    except ValueError:
+        base = math.nan
+    if not (math.isfinite(base) and 0.001 <= base <= 60):
+        raise FabricCheckError(
+            f"environment variable {RETRY_BASE_ENV}: {text!r} is not a back-off base in seconds "
+            "(0.001 to 60; the default is 1)"
+        )
+    return replace(RETRIES, backoff_base=base)
 
 
 @dataclass(frozen=True)
@@ -224,14 +255,73 @@ _pauses = 0
 _resume = True
 
 
+_KINDS = (
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISFIFO, "a named pipe (FIFO)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def _not_a_file(path: Path, mode: int) -> FabricCheckError:
+    kind = next((name for test, name in _KINDS if test(mode)), "not a regular file")
+    return FabricCheckError(f"{path}: is {kind}, not a file: a dump folder holds the cloud CLI's JSON files")
+
+
+def open_dump_file(path: Path) -> BinaryIO:
+    """A file of a dump folder, opened to read, or one line naming it. Only a regular file (or a symlink to one) is
+    read: a FIFO would block the run forever waiting for a writer, a device (/dev/zero, /dev/urandom) never ends.
+    Every cloud's dump loader opens its files here (sources.stream.walk, sources.projected.read, read_json)."""
+    try:
+        mode = os.stat(path).st_mode  # before opening: opening a device can do something (a tape rewinds)
+        if not stat.S_ISREG(mode):
+            raise _not_a_file(path, mode)
+        # Non-blocking, so that a FIFO put there since the stat cannot hold the open; checked again on the file.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise FabricCheckError(f"{path}: cannot read ({exc.strerror})") from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise _not_a_file(path, mode)
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def too_deep(where: Path | str) -> FabricCheckError:
+    """Valid JSON nested deeper than the parsers go (Python's recursion limit, orjson's 1,024 levels): no cloud
+    answer, plan, inventory or report is, so it is refused with that reason, never an internal error."""
+    return FabricCheckError(f"{where}: nested too deeply to read (more than about 1,000 levels of lists or objects)")
+
+
+@contextmanager
+def reading(where: Path | str) -> Iterator[None]:
+    """While the input `where` is read and normalized: a value nested too deeply for Python (even to quote it in
+    an error) is one line naming that input."""
+    try:
+        yield
+    except RecursionError:
+        raise too_deep(where) from None
+
+
 _BOMS = (b"\xff\xfe", b"\xfe\xff")  # UTF-16 (Windows PowerShell 5 writes `>` redirections so)
 
 
-def read_json(path: Path) -> Any:
-    """A dump file, parsed; a bad file is one line naming it. A byte order mark at the start is accepted:
-    UTF-8's (Windows tools write one) is skipped, and a UTF-16 file is read as such."""
+def read_json(path: Path, dump_file: bool = False) -> Any:
+    """A JSON file, parsed; a bad file is one line naming it. A byte order mark at the start is accepted:
+    UTF-8's (Windows tools write one) is skipped, and a UTF-16 file is read as such. `dump_file`: a file of a dump
+    folder, which must be a regular file (open_dump_file); a file named on the command line may be a pipe
+    (`fabriccheck check <(...)`)."""
     try:
-        data = path.read_bytes()
+        if dump_file:
+            with open_dump_file(path) as file:
+                data = file.read()
+        else:
+            data = path.read_bytes()
     except OSError as exc:
         raise FabricCheckError(f"{path}: cannot read ({exc.strerror})") from None
     if data.startswith(b"\xef\xbb\xbf"):
@@ -244,6 +334,8 @@ def read_json(path: Path) -> Any:
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError as exc:
+        if "recursion" in str(exc).lower() or "depth" in str(exc).lower():
+            raise too_deep(path) from None
         raise FabricCheckError(f"{path}: not valid JSON ({exc})") from None
 
 
@@ -253,37 +345,104 @@ def write_atomic(path: Path, data: bytes, option: str) -> None:
     is removed and `path` is left as it was: never a half-written report or snapshot. `option` names the
     option in the one-line error (`--output`). A path that is not a regular file (/dev/stdout, a pipe) cannot
     be replaced, so it is written directly; a symlink is followed and its target replaced."""
+    stage(path, data, option).commit()
+
+
+@dataclass
+class Staged:
+    """A file written in full beside its target (`temporary`), put in place by commit() or dropped by discard().
+    A target that is not a regular file (/dev/stdout, a pipe) cannot be replaced: its data is written at commit."""
+
+    path: Path
+    option: str
+    temporary: Path | None = None
+    mode: int | None = None  # the target's, when it exists
+    data: bytes | None = None  # for a target written directly
+
+    def commit(self) -> None:
+        if self.temporary is None:
+            try:
+                with self.path.open("wb") as out:
+                    out.write(self.data or b"")
+            except OSError as exc:
+                raise FabricCheckError(f"{self.option} {self.path}: cannot write ({exc.strerror})") from None
+            return
+        try:
+            if self.mode is not None and stat.S_ISREG(self.mode):
+                os.chmod(self.temporary, stat.S_IMODE(self.mode))  # replacing a file keeps its permissions
+            os.replace(self.temporary, Path(os.path.realpath(self.path)))
+        except BaseException as exc:
+            self.discard()
+            if isinstance(exc, OSError):
+                raise FabricCheckError(f"{self.option} {self.path}: cannot write ({exc.strerror or exc})") from None
+            raise
+        self.temporary = None
+
+    def discard(self) -> None:
+        if self.temporary is not None:
+            with suppress(OSError):
+                os.unlink(self.temporary)
+            self.temporary = None
+
+
+def stage(path: Path, data: bytes, option: str) -> Staged:
+    """`data` written in full into a temporary file beside `path` (through a symlink: beside its target), flushed
+    to disk; nothing at `path` changes until the Staged is committed. On a failure (a full disk, a folder that is
+    not writable, Ctrl-C) the temporary file is removed and the error is one line naming `option` and `path`."""
     try:
         mode: int | None = path.stat().st_mode  # through symlinks: /dev/stdout is a pipe or a terminal
     except OSError:
         mode = None
     if mode is not None and not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
-        try:
-            with path.open("wb") as out:
-                out.write(data)
-        except OSError as exc:
-            raise FabricCheckError(f"{option} {path}: cannot write ({exc.strerror})") from None
-        return
+        return Staged(path, option, data=data)
     target = Path(os.path.realpath(path))
     temporary = target.with_name(f".{target.name[:200]}.{secrets.token_hex(4)}.tmp")  # within NAME_MAX
     try:
         fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the umask applies, as for open()
     except OSError as exc:
         raise FabricCheckError(f"{option} {path}: cannot write ({exc.strerror})") from None
+    staged = Staged(path, option, temporary, mode)
     try:
         with os.fdopen(fd, "wb") as out:
             out.write(data)
             out.flush()
             os.fsync(out.fileno())
-        if mode is not None and stat.S_ISREG(mode):
-            os.chmod(temporary, stat.S_IMODE(mode))  # replacing a file keeps its permissions
-        os.replace(temporary, target)
+        if mode is not None and stat.S_ISDIR(mode):  # as the rename would refuse it, but before anything else
+            raise IsADirectoryError(21, "Is a directory")
     except BaseException as exc:
-        with suppress(OSError):
-            os.unlink(temporary)
+        staged.discard()
         if isinstance(exc, OSError):
             raise FabricCheckError(f"{option} {path}: cannot write ({exc.strerror or exc})") from None
         raise
+    return staged
+
+
+class Outputs:
+    """The files one run writes (report, saved inventory, baseline), staged as they are made and put in place
+    together at the end, with SIGTERM and Ctrl-C held off for those renames (stopping.held). A run stopped
+    before then (a signal, an error) leaves none of them: discard() drops what was staged, and every file it
+    would have replaced is as it was."""
+
+    def __init__(self) -> None:
+        self._staged: list[Staged] = []
+
+    def add(self, path: Path, data: bytes, option: str) -> None:
+        self._staged.append(stage(path, data, option))
+
+    def commit(self) -> None:
+        from fabriccheck import stopping
+
+        try:
+            with stopping.held():
+                while self._staged:
+                    self._staged[0].commit()
+                    self._staged.pop(0)
+        finally:
+            self.discard()
+
+    def discard(self) -> None:
+        while self._staged:
+            self._staged.pop().discard()
 
 
 class Shape:

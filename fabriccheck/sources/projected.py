@@ -16,11 +16,15 @@ fault in the file as it always has. Tests check each projection against every fi
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Any
 
 import msgspec
+
+from fabriccheck.errors import FabricCheckError
+from fabriccheck.sources.common import open_dump_file
 
 # Larger files are read as a stream (sources/stream.py), which holds a window of the file, not the whole of it.
 WHOLE_FILE_LIMIT = 256 << 20
@@ -38,10 +42,11 @@ def read(path: Path, item: Any) -> list[dict[str, Any]] | None:
     """The items of the JSON list in `path`, each holding only the fields `item` (a TypedDict) names, or None
     when the file is not read this way (the caller then reads it in full)."""
     try:
-        if path.stat().st_size > WHOLE_FILE_LIMIT:
-            return None
-        data = path.read_bytes()
-    except OSError:
+        with open_dump_file(path) as file:  # a regular file only: never a FIFO or a device
+            if os.fstat(file.fileno()).st_size > WHOLE_FILE_LIMIT:
+                return None
+            data = file.read()
+    except (OSError, FabricCheckError):
         return None  # the full reader says what is wrong with the file
     if not _LIST_START.match(data):
         return None  # an API answer ({"items": ...}), a byte order mark, an empty file ...
@@ -50,6 +55,6 @@ def read(path: Path, item: Any) -> list[dict[str, Any]] | None:
         decoder = _decoders[item] = msgspec.json.Decoder(list[item])
     try:
         items: list[dict[str, Any]] = decoder.decode(data)
-    except msgspec.DecodeError:  # ValidationError included
+    except (msgspec.DecodeError, RecursionError):  # ValidationError included; the full reader names the fault
         return None
     return items

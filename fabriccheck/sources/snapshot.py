@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import reprlib
 from pathlib import Path
 
 import orjson
@@ -15,9 +16,14 @@ from fabriccheck.sources.common import read_json, write_atomic
 NOT_COLLECTED = "NotCollected"
 
 
+def snapshot_of(inventory: Inventory) -> bytes:
+    """The saved inventory's bytes, as --save-inventory writes them."""
+    return orjson.dumps(inventory.model_dump(mode="json"), option=orjson.OPT_INDENT_2)
+
+
 def save_inventory(inventory: Inventory, path: Path) -> None:
     """Written atomically: a full disk or Ctrl-C leaves no half-written snapshot (and an older one intact)."""
-    write_atomic(path, orjson.dumps(inventory.model_dump(mode="json"), option=orjson.OPT_INDENT_2), "--save-inventory")
+    write_atomic(path, snapshot_of(inventory), "--save-inventory")
 
 
 def load_inventory(path: Path) -> Inventory:
@@ -28,7 +34,7 @@ def load_inventory(path: Path) -> Inventory:
     if version != SCHEMA_VERSION:
         hint = " (saved before scopes were recorded: collect it again)" if version == 1 else ""
         raise FabricCheckError(
-            f"{path}: field schema_version: {version!r} is not a version this fabriccheck reads "
+            f"{path}: field schema_version: {reprlib.repr(version)} is not a version this fabriccheck reads "
             f"({SCHEMA_VERSION}){hint}"
         )
     try:
@@ -36,6 +42,12 @@ def load_inventory(path: Path) -> Inventory:
     except ValidationError as exc:
         first = exc.errors()[0]
         raise FabricCheckError(f"{path}: field {'.'.join(str(p) for p in first['loc'])}: {first['msg']}") from None
+    for index, key in enumerate(inventory.collected):  # provider:account:region:fact (model.fact_key)
+        if key.count(":") < 3 or key.split(":", 1)[0] not in PROVIDERS:
+            raise FabricCheckError(
+                f"{path}: field collected.{index}: {reprlib.repr(key)} is not provider:account:region:fact "
+                f"(provider: {', '.join(PROVIDERS)})"
+            )
     missing = _not_collected(path, data, inventory)
     inventory.source = f"snapshot {path} (of {inventory.source})"
     if missing is not None:

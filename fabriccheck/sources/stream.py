@@ -24,14 +24,15 @@ from typing import Any, BinaryIO
 import orjson
 
 from fabriccheck.errors import FabricCheckError
+from fabriccheck.sources.common import open_dump_file, too_deep
 
 Path_ = tuple[str | int, ...]
 Descend = Callable[[Path_, str], bool]
 
 _CHUNK = 1 << 24  # bytes read at a time: many items of a large answer (an item cut at the end is parsed again)
 # A parse that fails this close to the end of what has been read may only lack the rest of the file. Farther
-# back, the JSON itself is wrong (no string in a cloud answer comes near this length), and the window is not
-# grown to the end of the file to find that out.
+# back, the JSON itself is wrong, and the window is not grown to the end of the file to find that out, unless
+# what fails is a string that has not ended yet (a string may be longer than a window).
 _TAIL = 1 << 20
 _BATCH = 1 << 21  # characters of a list's values parsed at once by batch(): their objects, not the file, in memory
 _SPACE = re.compile(r"[ \t\n\r]*")
@@ -102,8 +103,13 @@ class _Window:
         while True:
             try:
                 value, end = self.raw_decode(self.text, self.at)
+            except RecursionError:  # valid JSON, but deeper than the C scanner's recursion goes
+                raise too_deep(self.path) from None
             except json.JSONDecodeError as exc:
-                if exc.pos < len(self.text) - _TAIL or not self.more():
+                # A string may run past the window (valid JSON: a 17 MiB tag value): the scanner names where it
+                # starts, so the window grows until it ends or the file does.
+                longer = exc.msg.startswith("Unterminated string")
+                if (exc.pos < len(self.text) - _TAIL and not longer) or not self.more():
                     raise self.invalid(f"{exc.msg} at character {self.dropped + exc.pos}") from None
                 continue
             if end == len(self.text) and self.more():
@@ -143,7 +149,7 @@ class _Window:
 def walk(path: Path, descend: Descend) -> Iterator[tuple[Path_, Any]]:
     """The values of a JSON file, descending where `descend` says; one clear line for a bad file."""
     try:
-        with path.open("rb") as file:
+        with open_dump_file(path) as file:  # a regular file only: never a FIFO or a device
             window = _Window(path, file)
             if not window.peek():
                 raise window.invalid("the file is empty")

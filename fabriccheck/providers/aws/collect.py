@@ -36,6 +36,7 @@ from fabriccheck.sources.common import (
     first_line,
     in_parallel,
     paused_gc,
+    retry_policy,
 )
 from fabriccheck.sources.fleet import DEFAULT_CONCURRENCY, CallCount, RateLimits, scope_status, settle_gc
 
@@ -281,10 +282,46 @@ def _config(retry: RetryPolicy = RETRIES) -> Any:
     )
 
 
+def _scaled_backoff(client: Any, retry: RetryPolicy) -> None:
+    """botocore's standard retry handler with its waits on the policy's scale (RetryPolicy.backoff_base).
+    botocore takes no setting for its back-off, so at any scale but the default the handler it registered is
+    replaced by the same handler (the same attempts, retry quota and throttling detection) whose jitter is
+    scaled: its wait is jitter() x min(base x 2^attempt, 20 s)."""
+    if retry.backoff_base == 1.0:
+        return  # botocore's own handler, untouched
+    import random
+
+    from botocore.retries import quota, standard
+
+    name = client.meta.service_model.service_id.hyphenize()
+    events = client.meta.events
+    events.unregister(f"needs-retry.{name}", unique_id=f"retry-config-{name}")
+    adapter = standard.RetryEventAdapter()
+    detector = standard.ThrottlingErrorDetector(adapter)
+    retry_quota = standard.RetryQuotaChecker(quota.RetryQuota(), detector)
+    handler = standard.RetryHandler(
+        retry_policy=standard.RetryPolicy(
+            retry_checker=standard.StandardRetryConditions(
+                max_attempts=client.meta.config.retries.get("total_max_attempts", retry.max_attempts + 1)
+            ),
+            retry_backoff=standard.ExponentialBackoff(
+                random=lambda: retry.backoff(random.random()), service_name=name, throttling_detector=detector
+            ),
+        ),
+        retry_event_adapter=adapter,
+        retry_quota=retry_quota,
+        service_name=name,
+    )
+    events.register(f"after-call.{name}", retry_quota.release_retry_quota)
+    events.register(f"needs-retry.{name}", handler.needs_retry, unique_id=f"retry-config-{name}")
+
+
 def _client(session: Any, region: str, endpoint_url: str | None) -> Any:
     # endpoint_url None leaves boto3 to its own configuration: AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_EC2 and the
     # config file's endpoint_url settings are honoured as boto3 honours them.
-    client = session.client("ec2", region_name=region, endpoint_url=endpoint_url, config=_config())
+    retry = retry_policy()
+    client = session.client("ec2", region_name=region, endpoint_url=endpoint_url, config=_config(retry))
+    _scaled_backoff(client, retry)
     client.meta.events.register("before-send", API_CALLS.add)
     return _checked(client, endpoint_url)
 
@@ -313,6 +350,7 @@ class _Clients:
         self.session = session
         self.endpoint_url = endpoint_url
         self.config = _config(retry)
+        self.retry = retry
         self.limits = limits
         self.lock = threading.Lock()
 
@@ -327,6 +365,7 @@ class _Clients:
                 config=self.config,
                 **(credentials or {}),
             )
+        _scaled_backoff(client, self.retry)
 
         def before_send(**_: Any) -> None:  # every HTTP attempt, retries included
             API_CALLS.add()
@@ -381,7 +420,7 @@ def collect_live(
     session: Any = None,
     accounts: fleet.Fleet | None = None,
     concurrency: int = DEFAULT_CONCURRENCY,
-    retry: RetryPolicy = RETRIES,
+    retry: RetryPolicy | None = None,
     limits: RateLimits | None = None,
 ) -> Inventory:
     """Every scope (account x region) of the run, collected `concurrency` at a time. With `accounts` naming
@@ -403,7 +442,7 @@ def collect_live(
     if not regions and not every_region:
         raise FabricCheckError("no region: pass --region REGION (repeatable) or --all-regions")
     home = home or "us-east-1"
-    clients = _Clients(session, endpoint_url, retry, limits or RateLimits())
+    clients = _Clients(session, endpoint_url, retry or retry_policy(), limits or RateLimits())
     types = InstanceTypes()
     listing = CallCount()  # ListAccounts: made before any scope, paced and counted apart from them
     try:

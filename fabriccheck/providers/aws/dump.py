@@ -241,4 +241,4 @@ def _security_group_owner(folder: Path, present: list[Ec2Call]) -> str | None:
     """Every VPC has a default security group, so an account's groups name it when no instance does."""
     if SECURITY_GROUPS not in present:
         return None
-    return _single(owners(SECURITY_GROUPS, read_json(folder / SECURITY_GROUPS.dump_file)))
+    return _single(owners(SECURITY_GROUPS, read_json(folder / SECURITY_GROUPS.dump_file, dump_file=True)))

@@ -38,6 +38,7 @@ from fabriccheck.sources.common import (
     first_line,
     in_parallel,
     paused_gc,
+    retry_policy,
 )
 from fabriccheck.sources.fleet import DEFAULT_CONCURRENCY, CallCount, RateLimits, scope_status, settle_gc
 
@@ -284,11 +285,15 @@ def clients(
 
     from fabriccheck.providers.azure.answers import check_answer
 
+    retry = retry_policy()
     options: dict[str, Any] = {
         "base_url": endpoint,
         # The token's audience follows the endpoint: sovereign clouds and Azure Stack have their own.
         "credential_scopes": [endpoint.rstrip("/") + "/.default"],
         "retry_total": RETRY_TOTAL,
+        # azure-core's own back-off (0.8 s doubling, at most 120 s) on the run's scale (RetryPolicy.backoff_base)
+        "retry_backoff_factor": retry.backoff(0.8),
+        "retry_backoff_max": retry.backoff(120),
         "connection_timeout": RETRIES.connect_timeout,
         "read_timeout": RETRIES.read_timeout,
         "user_agent": "fabriccheck/0.1",

@@ -39,6 +39,7 @@ from fabriccheck.sources.common import (
     first_line,
     in_parallel,
     paused_gc,
+    retry_policy,
 )
 from fabriccheck.sources.fleet import DEFAULT_CONCURRENCY, CallCount, RateLimits, scope_status, settle_gc
 
@@ -82,6 +83,7 @@ class Clients:
         from google.cloud import compute_v1
 
         self.retry_budget = retry_budget
+        self.policy = retry_policy()
         options = ClientOptions(api_endpoint=endpoint_url) if endpoint_url else None
         self.compute = compute_v1
         self.clients = {
@@ -107,8 +109,9 @@ class Clients:
             # A connection reset (or a body cut mid-answer) is retried as a 5xx is; a refused connection is not: the
             # endpoint is not there, and every call would wait out the budget alike.
             predicate=lambda exc: server_side(exc) or is_reset(exc),
-            initial=min(1.0, retry_budget / 4),
-            maximum=16.0,
+            # On the run's scale (RetryPolicy.backoff_base); the budget is scaled where it is chosen (collect_live).
+            initial=min(self.policy.backoff(1.0), retry_budget / 4),
+            maximum=self.policy.backoff(16.0),
             multiplier=2.0,
             timeout=retry_budget,
             on_error=lambda _: count.retry(),
@@ -353,7 +356,7 @@ def collect_live(
     zones: list[str] | None = None,
     endpoint_url: str | None = None,
     progress: Progress | None = None,
-    retry_budget: float = 60.0,
+    retry_budget: float | None = None,
     organization: str | None = None,
     folder: str | None = None,
     concurrency: int = DEFAULT_CONCURRENCY,
@@ -372,7 +375,8 @@ def collect_live(
     projects = list(dict.fromkeys(projects)) or ([default_project] if default_project else [])
     if not projects:
         raise FabricCheckError("no project: pass --project PROJECT (repeatable); the credentials name none")
-    clients = Clients(found, endpoint_url, retry_budget)
+    # 60 s of retrying a call before it is recorded, on the run's back-off scale (RetryPolicy.backoff_base)
+    clients = Clients(found, endpoint_url, retry_policy().backoff(60.0) if retry_budget is None else retry_budget)
     progress.planned(len(projects))
 
     def one(project: str) -> tuple[dict[GcpCall, Any], list[CollectionError], CallCount]:

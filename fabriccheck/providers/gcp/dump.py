@@ -201,9 +201,9 @@ class _Answer:
         flat = projected.read(self.path, InstanceRead if self.call is INSTANCES else dict[str, Any])
         if flat is None:
             return None
-        kinds = {item.get("kind") for item in flat}
+        kinds = {kind if isinstance(kind := item.get("kind"), str) else None for item in flat}
         if None in kinds:
-            return None  # gcloud prints every resource's kind: read in full, where its other keys tell
+            return None  # gcloud prints every resource's kind as a string: read in full, where its other keys tell
         if kinds != {listing.item_kind(self.call)}:
             for i, item in enumerate(flat):
                 listing.checked(str(self.path), f"[{i}]", item, self.call)  # names the first of another kind

@@ -1,0 +1,18 @@
+"""The `fabriccheck` command. Importing this module takes SIGTERM and Ctrl-C (fabriccheck.stopping) before the CLI
+and its libraries (typer, rich, pydantic: a few tenths of a second) are imported, so that a signal at any moment
+of start-up is one line and exit 143 or 130, never a traceback and exit 1 (which a gate would read as findings).
+Only the console script and `python -m fabriccheck` import it; a library caller's process keeps its handlers.
+(Before the interpreter reaches this module, about 20 ms, a signal does what it does to any Python process.)
+"""
+
+from __future__ import annotations
+
+from fabriccheck import stopping
+
+stopping.install()
+
+
+def main() -> int:
+    from fabriccheck.cli import main as run
+
+    return run()

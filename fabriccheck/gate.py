@@ -1,0 +1,259 @@
+"""The gate of one scanning command, settled before anything is collected.
+
+The command's defaults, a config file, FABRICCHECK_* variables and the flags given (later wins) decide the
+options and --fail-on (config.py). Here they are settled once per run, and everything that can be checked
+without a cloud is checked now, so that a bad file or a typo fails in a second, not after a long scan:
+- rule names in --select, --ignore, --severity and the waivers are names the rule book has;
+- the waivers and the baseline are read;
+- no output (--output, --save-inventory, --write-baseline) is one of the files the run reads.
+What was settled is also recorded as the report's `gate` (config.Gate): each setting with where it came from,
+so a config file a pull request adds (fail-on never, every cluster ignored, one harmless rule) shows in every
+report. `--isolated` (FABRICCHECK_ISOLATED=1) reads no config file at all.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Iterator
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from fabriccheck.errors import FabricCheckError
+
+if TYPE_CHECKING:
+    from fabriccheck.config import Config, Gate
+    from fabriccheck.engine import Rule
+    from fabriccheck.flow import Options, Report
+    from fabriccheck.sources.common import Outputs
+
+
+@dataclasses.dataclass
+class Settled:
+    options: Options  # the gate recorded in options.gate
+    fail_on: str
+    write_baseline: Path | None
+
+
+def given(ctx: Any, name: str | None) -> bool:
+    """Whether an option was given on the command line (or from the environment), not left at its default."""
+    source = ctx.get_parameter_source(name) if ctx is not None and name else None
+    return source is not None and source.name in ("COMMANDLINE", "ENVIRONMENT")
+
+
+def default_of(ctx: Any, name: str, fallback: str) -> str:
+    """A parameter's default in the running command (`demo`'s --fail-on is never), else `fallback`."""
+    for param in ctx.command.params if ctx is not None else ():
+        if param.name == name and param.default is not None:
+            default = param.default
+            return str(default.value if isinstance(default, StrEnum) else default)
+    return fallback
+
+
+def effective(ctx: Any, fail_on: str, workload: str) -> tuple[Config, dict[str, Any]]:
+    """The effective settings of the running command (and its parameters): the command's own defaults, the
+    config file (none with --isolated), FABRICCHECK_* variables, then the flags given on its command line."""
+    from fabriccheck import config
+
+    params: dict[str, Any] = dict(ctx.params) if ctx is not None else {}
+    flags: dict[str, Any] = {}
+    for key in config.KEYS:
+        if key.param in params and given(ctx, key.param):  # a command without the flag: file and env only
+            value = params[key.param]
+            flags[key.name] = value.value if isinstance(value, StrEnum) else value
+    # The command's own defaults: `demo` never fails unless told to.
+    defaults = {"fail-on": fail_on, "workload": workload}
+    found = config.resolve(
+        defaults,
+        flags,
+        cwd=Path.cwd(),
+        env=os.environ,
+        config_file=params.get("config"),
+        isolated=bool(params.get("isolated")),
+    )
+    return found, params
+
+
+def settle(ctx: Any, options: Options, fail_on: str) -> Settled:
+    """The shared gate layer of every scanning command (see the module's docstring)."""
+    from fabriccheck import config, waivers
+    from fabriccheck.sources.common import reading
+
+    found, params = effective(ctx, default_of(ctx, "fail_on", fail_on), default_of(ctx, "workload", options.workload))
+    value = found.value
+    waivers_path: Path | None = value("waivers")
+    with reading(waivers_path or "the waivers"):  # a value nested too deeply even to quote: one line naming it
+        loaded = waivers.load(waivers_path) if waivers_path is not None else []
+    check_rule_names(found, loaded, waivers_path)
+    baseline_path: Path | None = params.get("baseline")
+    write_baseline: Path | None = params.get("write_baseline")
+    check_outputs(params, found, baseline_path)
+    judged_against = baseline_path or write_baseline  # --write-baseline alone judges against what it writes
+    against = "flag --baseline" if baseline_path else "flag --write-baseline"
+    gate = config.Gate.of(
+        found,
+        {
+            "allow-incomplete": (
+                bool(params.get("allow_incomplete")),
+                "flag --allow-incomplete" if given(ctx, "allow_incomplete") else "default",
+            ),
+            "baseline": (judged_against, "default" if judged_against is None else against),
+        },
+    )
+    options = dataclasses.replace(
+        options,
+        workload=value("workload"),
+        price_per_gpu_hour=value("price-per-gpu-hour"),
+        cluster_tag=value("cluster-tag"),
+        rules_dirs=list(value("rules-dir")),
+        select=list(value("select")),
+        ignore=list(value("ignore")),
+        severity=dict(value("severity")),
+        roles=dict(value("roles")),
+        waivers=loaded,
+        waivers_file=str(waivers_path or ""),
+        baseline=_baseline(baseline_path),
+        baseline_file=str(baseline_path or ""),
+        gate=gate,
+    )
+    return Settled(options, str(value("fail-on")), write_baseline)
+
+
+def _baseline(path: Path | None) -> Any:
+    from fabriccheck import baseline
+    from fabriccheck.sources.common import reading
+
+    if path is None:
+        return None
+    with reading(path):
+        return baseline.load(path)
+
+
+def check_rule_names(found: Config, loaded: list[Any], waivers_path: Path | None) -> None:
+    """Every rule named in the selection, the severity overrides and the waivers is one the rule book has (the
+    built-in rules and --rules-dir's), as --select requires: a name nothing has is an error naming where it was
+    set. The rules are loaded only when something names one."""
+    from fabriccheck import config, waivers
+
+    named = any(found.settings[n].value for n in ("select", "ignore", "severity"))
+    if not named and not any(w.rule for w in loaded):
+        return
+    rules = _rule_book(found)
+    config.check_rule_names(found, rules)
+    if waivers_path is not None:
+        waivers.check_rules(loaded, {i for rule in rules for i in rule.finding_ids()}, waivers_path)
+
+
+def _rule_book(found: Config) -> list[Rule]:
+    from fabriccheck import engine
+
+    dirs = found.value("rules-dir")
+    return engine.load_rules(dirs) if dirs else list(engine.builtin_rules())
+
+
+def write_baseline(report: Report, path: Path, options: Options, outputs: Outputs) -> None:
+    """Record today's findings (staged in `outputs`, put in place with the report); without --baseline, this run is
+    judged against what it writes."""
+    from fabriccheck import baseline
+
+    outputs.add(path, baseline.dump(report.findings), "--write-baseline")
+    if options.baseline is None:
+        report.baseline = baseline.apply(report.findings, baseline.build(report.findings), str(path))
+        report.summary.in_baseline = sum(1 for f in report.findings if f.baseline == "existing")
+
+
+def carried(parts: list[tuple[str, Gate | None]]) -> Gate:
+    """What the parts of a merge were judged under (selection, severity, roles, waivers, baseline): the value
+    every part shares, or, when they differ, each part's value by its file."""
+    from fabriccheck.config import Gate, GateSetting
+
+    settings: dict[str, GateSetting] = {}
+    for name in ("select", "ignore", "severity", "roles", "waivers", "baseline", "rules-dir", "cluster-tag"):
+        values = {where: gate.setting(name).value if gate else None for where, gate in parts}
+        distinct: list[Any] = []
+        for value in values.values():
+            if value not in distinct:
+                distinct.append(value)
+        if len(distinct) == 1:
+            settings[name] = GateSetting(value=distinct[0], source="every part")
+        else:
+            settings[name] = GateSetting(value=values, source="the parts differ (value by part)")
+    return Gate(settings=settings)
+
+
+def with_exit_flags(ctx: Any, gate: Gate | None) -> Gate:
+    """`gate` with the running command's own --fail-on and --allow-incomplete (merge's: they decide its exit)."""
+    from fabriccheck.config import Gate, GateSetting
+
+    params: dict[str, Any] = dict(ctx.params) if ctx is not None else {}
+    settings = dict(gate.settings) if gate is not None else {}
+    for name, param in (("fail-on", "fail_on"), ("allow-incomplete", "allow_incomplete")):
+        value = params.get(param)
+        source = f"flag --{name}" if given(ctx, param) else "default"
+        settings[name] = GateSetting(value=value.value if isinstance(value, StrEnum) else value, source=source)
+    return Gate(settings=settings)
+
+
+# ---------------------------------------------------------------------------------------------- outputs
+
+# The options that write a file, and what each writes.
+_OUTPUTS = (("output", "--output", "the report"), ("save_inventory", "--save-inventory", "the inventory"))
+_WRITE_BASELINE = ("write_baseline", "--write-baseline", "the baseline")
+
+
+def check_outputs(params: dict[str, Any], found: Config, baseline_path: Path | None) -> None:
+    """No output of the run is a file it reads: the report, saved inventory or baseline written over a dump
+    file, the waivers, the config file, the baseline, a rule or workload file, the plan or the inventory being
+    checked would destroy the input (or judge what it just wrote). Two outputs on one file are refused too."""
+    inputs = list(_inputs(params, found, baseline_path))
+    outputs = [(o, flag, what) for name, flag, what in (*_OUTPUTS, _WRITE_BASELINE) if (o := params.get(name))]
+    for index, (path, flag, what) in enumerate(outputs):
+        for other, other_flag, _ in outputs[index + 1 :]:
+            if same_file(path, other):
+                raise FabricCheckError(f"{flag} {path} and {other_flag} {other} name the same file: choose two")
+        for label, source, folder in inputs:
+            if flag == "--write-baseline" and source == baseline_path:
+                continue  # reading a baseline and writing its successor over it is how one tightens a gate
+            if _inside(path, source) if folder else same_file(path, source):
+                raise FabricCheckError(f"{flag} {path} is {label}: write {what} elsewhere")
+
+
+def _inputs(params: dict[str, Any], found: Config, baseline_path: Path | None) -> Iterator[tuple[str, Path, bool]]:
+    """What the run reads: (what it is, its path, whether the path is a folder read whole)."""
+    workload = str(found.value("workload") or "")
+    workload_file = workload if workload.endswith((".yaml", ".yml", ".toml")) else None
+    files: list[tuple[str, Any]] = [
+        ("the config file in use", found.file),
+        ("the waivers file being read (--waivers)", found.value("waivers")),
+        ("the baseline being read (--baseline)", baseline_path),
+        ("the inventory being checked", params.get("inventory_file")),
+        ("the plan being checked", params.get("plan_file")),
+        ("the workload file being read (--workload)", workload_file),
+    ]
+    for label, path in files:
+        if path is not None and str(path) != "-":
+            yield label, Path(path), False
+    folders: list[tuple[str, Any]] = [
+        ("a file in the dump folder being read (--from-dump)", params.get("from_dump")),
+        ("a file in the configuration being read (--terraform-dir)", params.get("terraform_dir")),
+        *(("a file in a rules folder being read (--rules-dir)", d) for d in found.value("rules-dir") or ()),
+    ]
+    for label, path in folders:
+        if path is not None:
+            yield label, Path(path), True
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    """`path` is an existing file somewhere under `folder` (a dump or rules folder, read whole)."""
+    try:
+        return path.is_file() and Path(os.path.realpath(path)).is_relative_to(os.path.realpath(folder))
+    except OSError:
+        return False
+
+
+def same_file(a: Path, b: Path) -> bool:
+    try:
+        return a.samefile(b)
+    except OSError:  # one of them does not exist (yet)
+        return a.resolve() == b.resolve()
