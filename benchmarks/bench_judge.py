@@ -1,7 +1,7 @@
 """Benchmark: what flow.run costs after the dump is read and the node and cluster facts are built.
 
 The facts (facts.py) are built before the clock starts, so what is timed is the rest of the pipeline: clusters,
-roles, engine.judge, fingerprints, cluster reports and penalties, the summary and the Report. Each repeat builds
+roles, judge.judge, fingerprints, cluster reports and penalties, the summary and the Report. Each repeat builds
 the facts afresh (the penalty caches live in the FactBuilder), and the best of --repeat runs is printed. The clock
 is this process's CPU time: the stages run on one thread, and on a shared machine wall time mostly measures the
 neighbours. The rule files are loaded (and cached) before the clock starts too.
@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
-from fabriccheck import clusters, engine, flow
+from fabriccheck import clusters, flow, judge
 from fabriccheck.facts import FactBuilder
 from fabriccheck.inventory import Inventory
 
@@ -69,7 +69,7 @@ def main() -> None:
             times["clusters"].append(time.process_time() - start)
             builder = prebuilt(inventory)
             start = time.process_time()
-            engine.judge(rules, inventory, judged, builder, [])
+            judge.judge(rules, inventory, judged, builder, [])
             times["judge"].append(time.process_time() - start)
             with prebuilt_in_flow(inventory):
                 start = time.process_time()

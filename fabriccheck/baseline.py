@@ -22,8 +22,8 @@ import orjson
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from fabriccheck import __version__
-from fabriccheck.engine import Finding
 from fabriccheck.errors import FabricCheckError
+from fabriccheck.findings import Finding
 
 BASELINE_VERSION = 1
 

@@ -21,8 +21,9 @@ import typer
 from fabriccheck.stdout import write_stdout as _stdout
 
 if TYPE_CHECKING:
-    from fabriccheck.flow import Options, Report
+    from fabriccheck.flow import Options
     from fabriccheck.inventory import Inventory
+    from fabriccheck.report import Report
     from fabriccheck.sources.common import Outputs
 
 
@@ -407,7 +408,7 @@ def _write_report(
 def _exit_for(report: Report, fail_on: FailOn, allow_incomplete: bool = False) -> NoReturn:
     """The exit code contract: 2 when the check could not see everything (unless --allow-incomplete: then the
     findings decide), 1 for findings at --fail-on."""
-    from fabriccheck.engine import SEVERITY_RANK
+    from fabriccheck.findings import SEVERITY_RANK
 
     if not allow_incomplete and not report.fully_judged():
         # A gate that could not see (facts not collected, or a cluster some rule could not judge, findings or
@@ -1096,7 +1097,7 @@ def rules(
     provider: Annotated[str, typer.Option(metavar="PROVIDER", help="With --facts: aws, azure or gcp.")] = "aws",
 ) -> None:
     """List the rules, or explain one with its passing and failing examples."""
-    from fabriccheck import engine
+    from fabriccheck import examples
     from fabriccheck.errors import FabricCheckError
     from fabriccheck.reports import rules as rules_report
 
@@ -1111,7 +1112,7 @@ def rules(
         node, cluster = derived.described(provider)
         _stdout(rules_report.facts(provider, node, cluster, fmt))
         return
-    loaded = engine.load_rules(rules_dir or [])
+    loaded = examples.load_rules(rules_dir or [])
     if rule_id is None:
         _stdout(rules_report.listing(loaded, fmt))
         return

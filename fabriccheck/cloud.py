@@ -1,6 +1,6 @@
 """What each cloud tells the neutral stages, and where to find it.
 
-The neutral stages (catalog, clusters, facts, engine, penalty, flow, reports) never name a cloud: they ask the
+The neutral stages (catalog, clusters, facts, rule book, judge, penalty, flow, reports) never name a cloud: they ask the
 node's provider, through `support(node.provider)`, how its type names parse, whether it should use a fabric,
 how much of its fabric is attached, which signals group its nodes, and which extra facts its rules read. Each
 provider implements `CloudSupport` in `fabriccheck/providers/<name>/support.py`; that module imports no SDK,

@@ -24,7 +24,8 @@ from fabriccheck.errors import FabricCheckError
 
 if TYPE_CHECKING:
     from fabriccheck.clusters import Cluster
-    from fabriccheck.engine import Finding, Rule
+    from fabriccheck.findings import Finding
+    from fabriccheck.rulebook import Rule
 
 CONFIG_FILE = "fabriccheck.toml"
 PYPROJECT = "pyproject.toml"
@@ -381,7 +382,7 @@ def override_severity(findings: list[Finding], overrides: Mapping[str, str], rul
     setting nobody chose."""
     from typing import get_args
 
-    from fabriccheck.engine import Category, sort_findings
+    from fabriccheck.findings import Category, sort_findings
 
     ids = {finding_id for rule in rules for finding_id in rule.finding_ids()}
     categories = set(get_args(Category))
@@ -407,7 +408,7 @@ def check_rule_names(config: Config, rules: list[Rule]) -> None:
     """The rule names in --select, --ignore and --severity, from wherever they were set, before anything is
     collected: a name no rule or category has is an error, so a typo fails in a second, not after a long scan.
     One set in a file or a variable says where (a flag's own error names the flag)."""
-    from fabriccheck.engine import select_rules
+    from fabriccheck.rulebook import select_rules
 
     for name in ("select", "ignore", "severity"):
         setting = config.settings[name]

@@ -11,25 +11,30 @@ from collections import Counter
 from dataclasses import dataclass, field
 from itertools import compress, repeat
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
-from pydantic import BaseModel, model_validator
-
-from fabriccheck import __version__, config, cost, engine, penalty
+from fabriccheck import __version__, config, cost, examples, judge, penalty, rulebook
 from fabriccheck import baseline as baselines
 from fabriccheck import waivers as waiving
-from fabriccheck.baseline import Baseline, BaselineSummary
+from fabriccheck.baseline import Baseline
 from fabriccheck.cloud import support
-from fabriccheck.clusters import JUDGED_STATES, ROLES, Cluster, build_clusters, spec_clusters
-from fabriccheck.engine import SEVERITY_RANK, Finding
+from fabriccheck.clusters import JUDGED_STATES, ROLES, build_clusters, spec_clusters
 from fabriccheck.errors import FabricCheckError
 from fabriccheck.facts import FactBuilder
+from fabriccheck.findings import Finding
 from fabriccheck.inventory import Inventory
-from fabriccheck.model import Capability, CollectionError, Node, ScopeStatus, SourceLocation
+from fabriccheck.model import SourceLocation
+from fabriccheck.report import (
+    DESELECTED,
+    ClusterReport,
+    NotJudged,
+    Report,
+    SkippedCluster,
+    Summary,
+    tally,
+)
 from fabriccheck.sources.common import paused_gc
-from fabriccheck.waivers import Waiver, WaiverStatus
-
-REPORT_SCHEMA_VERSION = 1
+from fabriccheck.waivers import Waiver
 
 
 @dataclass
@@ -49,120 +54,6 @@ class Options:
     baseline_file: str = ""
     today: dt.date | None = None  # for waiver expiry; None: today (UTC)
     gate: config.Gate | None = None  # the gate as settled (gate.py), recorded in the report
-
-
-class NotJudged(BaseModel):
-    """A rule that could not be evaluated on a cluster (or some of its nodes), and why."""
-
-    rule: str
-    reason: str  # "security groups not collected for 111122223333 us-east-1", "deselected", ...
-    resources: list[str] = []  # the nodes concerned; empty means the whole cluster
-
-
-class ClusterReport(BaseModel):
-    id: str
-    provider: str
-    account: str
-    grouped_by: str
-    nodes: list[str]
-    instance_types: list[str]
-    gpus: int
-    findings: int
-    # clean: every applicable selected rule was judged on collected facts and none fired; findings: at least
-    # one finding; incomplete: no finding, but some rule could not be judged (see not_judged).
-    status: Literal["clean", "findings", "incomplete"]
-    # Every selected applicable rule was judged (deselected ones do not count). Apart from status: a cluster
-    # with findings may still have a rule that could not be judged, and such a run never passes a gate.
-    complete: bool = True
-    not_judged: list[NotJudged] = []
-    penalty: penalty.Penalty
-
-    @model_validator(mode="before")
-    @classmethod
-    def _complete_of_older_reports(cls, data: Any) -> Any:
-        """A report written before `complete` was recorded (a part given to `merge`): what its not_judged says."""
-        if isinstance(data, dict) and "complete" not in data:
-            unjudged = [n for n in data.get("not_judged") or () if _reason(n) != DESELECTED]
-            data = {**data, "complete": not unjudged}
-        return data
-
-
-class SkippedCluster(BaseModel):
-    """Nodes that are not a training cluster by the user's word (role tag) or by their type (inference)."""
-
-    id: str
-    provider: str
-    account: str
-    nodes: list[str]
-    instance_types: list[str]
-    role: str  # inference | ignore
-    reason: str
-
-
-class Summary(BaseModel):
-    nodes: int
-    clusters: int  # clusters reported: multi-node clusters with a fabric, or with a finding
-    nodes_not_in_reported_clusters: int  # single nodes and clusters without a fabric to use
-    findings: dict[str, int]
-    by_category: dict[str, int]
-    by_rule: dict[str, int]
-    # What the reported clusters lose a day, from the findings their rules are certain of (cost.totals).
-    gpu_hours_per_day: float  # what is paid for: the reported clusters' GPUs x 24
-    lost_gpu_hours_per_day: penalty.Range
-    lost_dollars_per_day: penalty.Range | None
-    clusters_cannot_run: int
-    # Counted apart from the figures above: findings whose rules say they may be wrong, and what they would
-    # lose on top of them if they hold.
-    possible_findings: int
-    possible_lost_gpu_hours_per_day: penalty.Range | None
-    possible_lost_dollars_per_day: penalty.Range | None
-    unknown_instance_types: list[str]
-    clusters_by_status: dict[str, int] = {}  # clean, findings, incomplete
-    clusters_not_fully_judged: int = 0  # clusters with a selected rule not judged, findings or not (complete false)
-    skipped_clusters: int = 0
-    nodes_by_state: dict[str, int] = {}  # every instance seen, by state; only running and pending are judged
-    waived: int = 0  # findings a waiver covers (counted in `findings` too; they do not fail the gate)
-    in_baseline: int = 0  # findings the --baseline holds (counted in `findings` too; they do not fail the gate)
-    # A live collection's scopes (account x region, subscription, project) and the requests they took.
-    scopes: int = 0
-    scopes_incomplete: int = 0
-    api_calls: int = 0
-    retries: int = 0
-
-
-class Report(BaseModel):
-    schema_version: int = REPORT_SCHEMA_VERSION
-    tool: dict[str, str]
-    source: str
-    generated_at: str
-    complete: bool
-    errors: list[CollectionError]
-    workload: dict[str, str]
-    rules: list[str]
-    findings: list[Finding]
-    clusters: list[ClusterReport]
-    skipped_clusters: list[SkippedCluster] = []
-    summary: Summary
-    notes: list[str]
-    waivers: list[WaiverStatus] = []  # what each waiver did: active, expired, stale, not-run
-    baseline: BaselineSummary | None = None
-    duration_seconds: float | None = None  # the whole command, collection included (set by the CLI)
-    api_calls: int | None = None  # cloud API requests sent (0 for a dump or a saved inventory; set by the CLI)
-    # Where each planned resource is declared (Terraform address, file and line, cloud id), by node id.
-    locations: dict[str, SourceLocation] = {}
-    scopes: list[ScopeStatus] = []  # per-scope completeness of a live collection
-    # The gate the findings were judged under, each setting with where it came from (set by the CLI; None for a
-    # library caller's own Options).
-    gate: config.Gate | None = None
-
-    def fully_judged(self) -> bool:
-        """Every fact collected and every selected rule judged on every cluster: only such a run can pass a gate,
-        whatever waivers and baselines accept of the findings."""
-        return self.complete and all(c.complete for c in self.clusters)
-
-    def worst_severity(self) -> str | None:
-        """The worst severity among the findings that fail a gate (not waived, not in the baseline)."""
-        return max((f.severity for f in self.findings if f.gates), key=SEVERITY_RANK.__getitem__, default=None)
 
 
 def workload_named(name: str) -> penalty.Workload:
@@ -202,11 +93,11 @@ def _run(inventory: Inventory, options: Options) -> Report:
     )
     loaded = _rules(options, clouds or None)
     try:
-        rules = engine.select_rules(loaded, options.select, options.ignore)
+        rules = rulebook.select_rules(loaded, options.select, options.ignore)
     except FabricCheckError:
         if not clouds:
             raise
-        engine.select_rules(_rules(options, None), options.select, options.ignore)  # names a token of no cloud
+        rulebook.select_rules(_rules(options, None), options.select, options.ignore)  # names a token of no cloud
         raise FabricCheckError(
             f"--select / --ignore leave no rule to run on {', '.join(sorted(clouds))} (see: fabriccheck rules)"
         ) from None
@@ -220,7 +111,7 @@ def _run(inventory: Inventory, options: Options) -> Report:
     config.assign_roles([*every_cluster, *specs], options.roles)
     clusters = [c for c in every_cluster if c.judged]
     facts = FactBuilder(inventory)
-    evaluation = engine.judge(rules, inventory, clusters, facts, [c for c in specs if c.judged])
+    evaluation = judge.judge(rules, inventory, clusters, facts, [c for c in specs if c.judged])
     findings = evaluation.findings
     if options.severity:
         config.override_severity(findings, options.severity, _rules(options, None))
@@ -259,7 +150,7 @@ def _run(inventory: Inventory, options: Options) -> Report:
                 status=status,
                 complete=complete,
                 not_judged=not_judged,
-                penalty=cluster_cost(cluster, cluster_findings, workload, options.price_per_gpu_hour, facts),
+                penalty=cost.cluster_cost(cluster, cluster_findings, workload, options.price_per_gpu_hour, facts),
             )
         )
     skipped = [
@@ -288,7 +179,7 @@ def _run(inventory: Inventory, options: Options) -> Report:
         complete=inventory.complete,
         errors=inventory.errors,
         workload={"name": workload.name, "description": workload.description, "source": workload.source},
-        rules=engine.active_ids(rules),  # the rules that ran: those of the clouds in the inventory
+        rules=rulebook.active_ids(rules),  # the rules that ran: those of the clouds in the inventory
         findings=findings,
         clusters=reported,
         skipped_clusters=skipped,
@@ -332,206 +223,21 @@ def _settle(report: Report, options: Options) -> None:
     report.summary.in_baseline = sum(1 for f in report.findings if f.baseline == "existing")
 
 
-def _rules(options: Options, clouds: frozenset[str] | None) -> list[engine.Rule]:
+def _rules(options: Options, clouds: frozenset[str] | None) -> list[rulebook.Rule]:
     if options.rules_dirs:
-        return engine.load_rules(options.rules_dirs, clouds)
-    return list(engine.builtin_rules(clouds))
+        return examples.load_rules(options.rules_dirs, clouds)
+    return list(rulebook.builtin_rules(clouds))
 
 
-DESELECTED = "deselected (--select / --ignore)"
-
-
-def unjudged_rules(cluster: ClusterReport) -> list[NotJudged]:
-    """The selected rules a cluster could not be judged by (its not_judged without the deselected ones)."""
-    return [n for n in cluster.not_judged if n.reason != DESELECTED]
-
-
-def _reason(item: Any) -> Any:
-    return item.get("reason") if isinstance(item, dict) else getattr(item, "reason", None)
-
-
-def _deselected(loaded: list[engine.Rule], chosen: list[engine.Rule]) -> dict[str, list[str]]:
+def _deselected(loaded: list[rulebook.Rule], chosen: list[rulebook.Rule]) -> dict[str, list[str]]:
     """Finding ids the user's --select / --ignore turned off, by provider."""
-    on = set(engine.active_ids(chosen))
+    on = set(rulebook.active_ids(chosen))
     off: dict[str, list[str]] = {}
     for rule in loaded:
         for finding_id, origins in rule.finding_ids().items():
             if "running" in origins and finding_id not in on:
                 off.setdefault(rule.provider, []).append(finding_id)
     return off
-
-
-def cluster_cost(
-    cluster: Cluster,
-    findings: list[Finding],
-    workload: penalty.Workload,
-    price_per_gpu_hour: float | None,
-    facts: FactBuilder,
-) -> penalty.Penalty:
-    """The cluster's penalty from the findings their rules are certain of; when some that may be wrong (confidence
-    possible) act on the fabric, also what it would be if they hold (`possible`), counted apart."""
-    certain = [f for f in findings if f.confidence == "certain"]
-    found = cluster_penalty(cluster, certain, workload, price_per_gpu_hour, facts)
-    if any(f.confidence != "certain" and f.effect != "none" for f in findings):
-        found.possible = cluster_penalty(cluster, findings, workload, price_per_gpu_hour, facts)
-    return found
-
-
-# What a finding's effect does to the fabric of the node it names (or of every node, for a cluster finding).
-_TCP_EFFECTS = {"tcp-fallback", "weaker-fabric"}
-
-
-def cluster_penalty(
-    cluster: Cluster,
-    findings: list[Finding],
-    workload: penalty.Workload,
-    price_per_gpu_hour: float | None,
-    facts: FactBuilder,
-) -> penalty.Penalty:
-    """Map a cluster's findings to a fabric state per node, and ask the penalty core what that costs.
-
-    The nodes of a pool share their type and mostly their findings' effects: a node's fabric and state follow
-    from (type, effects, NICs attached if partial), so each distinct such key is mapped once per cluster, each
-    type's description and each state once per run, and each distinct cluster's slowdown once per run."""
-    capabilities = {t or "": facts.type_capability(t) for t in dict.fromkeys(map(_TYPE, cluster.nodes))}
-    known = [c for c in capabilities.values() if c is not None]
-    if len(known) < len(capabilities):
-        return penalty.Penalty(
-            workload=workload.name, estimated=False, reason="an instance type's capability is unknown"
-        )
-    # A finding naming one node of the cluster acts on that node; any other (a cluster finding) on every node.
-    everyone: set[str] = set()
-    own: dict[str, set[str]] = {}
-    if findings:
-        ids = {n.id for n in cluster.nodes}
-        for finding in findings:
-            if len(finding.resources) == 1 and finding.resources[0] in ids:
-                own.setdefault(finding.resources[0], set()).add(finding.effect)
-            else:
-                everyone.add(finding.effect)
-    base = frozenset(everyone)
-
-    def key_of(node: Node) -> _MemberKey:
-        effects = base | own[node.id] if node.id in own else base
-        partial = "partial-fabric" in effects and not effects & _DOWN_EFFECTS
-        return (node.instance_type or "", effects, int(facts.node(node)["fabric"]["attached"]) if partial else None)
-
-    distinct: dict[_MemberKey, None] = {}
-    if "partial-fabric" in base and not base & _DOWN_EFFECTS:  # every node's NICs count
-        distinct = dict.fromkeys(key_of(n) for n in cluster.nodes)
-    elif own and len(capabilities) == 1:  # one type: the nodes no finding names all have the type's key
-        named = list(map(own.__contains__, map(_ID, cluster.nodes)))  # in C; the named nodes are few
-        keys = {index: key_of(node) for index, node in compress(enumerate(cluster.nodes), named)}
-        if False in named:  # placed at the first node no finding names
-            keys[named.index(False)] = (next(iter(capabilities)), base, None)
-        distinct = dict.fromkeys(keys[index] for index in sorted(keys))
-    elif own:  # a node no finding names takes the cluster's effects: its type is its key
-        for node in cluster.nodes:
-            distinct[key_of(node) if node.id in own else (node.instance_type or "", base, None)] = None
-    else:  # a clean pool, or findings on the whole cluster only
-        distinct = dict.fromkeys((t, base, None) for t in capabilities)
-    # The slowdown depends on the node count and the distinct members in order (the first names the accelerator),
-    # so on the distinct keys in order: clusters alike in them share it. Keys hash cheaply; the members (frozen
-    # dataclasses) and the workload would be hashed field by field, so a run's slowdowns are kept per workload.
-    by_workload: dict[int, tuple[penalty.Workload, dict[tuple[object, ...], penalty.Slowdown]]] = facts.cached(
-        "penalty:slowdowns", dict
-    )
-    kept = by_workload.get(id(workload))
-    if kept is None or kept[0] is not workload:  # the workload is kept with its slowdowns: its id stays its own
-        kept = by_workload[id(workload)] = (workload, {})
-    shape = (cluster.provider, cluster.size, *distinct)
-    slowdown = kept[1].get(shape)
-    if slowdown is None:
-        members = {key: _member(key, cluster.provider, capabilities, facts) for key in distinct}
-        every = [members[key_of(n)] for n in cluster.nodes]
-        slowdown = kept[1][shape] = penalty.estimate_members(every, workload)
-    gpus = min(c.accelerators for c in known) * cluster.size
-    # Pools alike cost alike: the Penalty is made once per slowdown, GPU count and price (the slowdown kept with
-    # it, so that its id stays its own), and each cluster gets its own copy of it.
-    made: dict[tuple[int, int, float | None], tuple[penalty.Slowdown, penalty.Penalty]] = facts.cached(
-        "penalty:penalties", dict
-    )
-    key = (id(slowdown), gpus, price_per_gpu_hour)
-    found = made.get(key)
-    if found is None or found[0] is not slowdown:
-        found = made[key] = (slowdown, penalty.penalty_of(slowdown, workload, gpus, price_per_gpu_hour))
-    return found[1].model_copy()  # its ranges are shared with its likes: nothing changes a made Penalty
-
-
-_MemberKey = tuple[str, frozenset[str], int | None]  # a node's type, its findings' effects, NICs attached if partial
-# Effects that decide a node's state ahead of partial-fabric (see _member): its attached NICs do not matter then.
-_DOWN_EFFECTS = frozenset({"unreachable", *_TCP_EFFECTS})
-
-
-def _member(
-    key: _MemberKey,
-    provider: str,
-    capabilities: dict[str, Capability | None],
-    facts: FactBuilder,
-) -> tuple[penalty.FabricDescription, penalty.FabricState]:
-    """A node's fabric and its state, from its (type, findings' effects, fabric NICs attached if partial)."""
-    instance_type, effects, attached = key
-    cap = capabilities[instance_type]
-    assert cap is not None  # cluster_penalty estimates only clusters whose types are all known
-    descriptions: dict[str, penalty.FabricDescription] = facts.cached("penalty:descriptions", dict)
-    states: dict[tuple[penalty.FabricHealth, int | None, bool], penalty.FabricState] = facts.cached(
-        "penalty:states", dict
-    )
-    fabric = descriptions.get(cap.instance_type)
-    if fabric is None:
-        fabric = descriptions[cap.instance_type] = penalty.FabricDescription.from_capability(cap)
-    if "weaker-fabric" in effects and not fabric.fabric_gbps:
-        # Healthy would be the fabric of the same-generation type the instance-choice rule suggests,
-        # scaled to this type's accelerators; the node keeps its own ordinary NIC.
-        pick = next(
-            (
-                s.capability
-                for s in facts.siblings(provider, cap.instance_type)
-                if s.capability.accelerators >= cap.accelerators
-            ),
-            None,
-        )
-        if pick is not None and pick.accelerators:
-            borrowed = f"{cap.instance_type} as {pick.instance_type}"
-            fabric = descriptions.get(borrowed)
-            if fabric is None:
-                fabric = descriptions[borrowed] = penalty.FabricDescription.borrowed(cap, pick)
-    loose = "loose-placement" in effects
-    state_key: tuple[penalty.FabricHealth, int | None, bool]
-    if "unreachable" in effects:
-        state_key = ("unreachable", None, loose)
-    elif effects & _TCP_EFFECTS:
-        state_key = ("tcp-fallback", None, loose)
-    elif "partial-fabric" in effects:
-        state_key = ("partial", attached, loose)
-    else:
-        state_key = ("healthy", None, loose)
-    state = states.get(state_key)
-    if state is None:
-        state = states[state_key] = penalty.FabricState(
-            state_key[0], nics_used=state_key[1], loose_placement=state_key[2]
-        )
-    return fabric, state
-
-
-def tally(findings: list[Finding], clusters: list[ClusterReport], skipped: list[SkippedCluster]) -> dict[str, Any]:
-    """The summary's counts of findings and clusters and what the clusters lose: one report's, or a merge of
-    several."""
-    return {
-        "clusters": len(clusters),
-        "findings": {s: sum(1 for f in findings if f.severity == s) for s in ("error", "warning", "info")},
-        "by_category": dict(sorted(Counter(f.category for f in findings).items())),
-        "by_rule": dict(sorted(Counter(f.rule for f in findings).items())),
-        **cost.totals([(c.gpus, c.penalty) for c in clusters]),
-        "possible_findings": sum(1 for f in findings if f.confidence == "possible"),
-        "clusters_by_status": {
-            s: sum(1 for c in clusters if c.status == s) for s in ("clean", "findings", "incomplete")
-        },
-        "clusters_not_fully_judged": sum(1 for c in clusters if not c.complete),
-        "skipped_clusters": len(skipped),
-        "waived": sum(1 for f in findings if f.waiver is not None),
-        "in_baseline": sum(1 for f in findings if f.baseline == "existing"),
-    }
 
 
 def _summary(

@@ -24,8 +24,9 @@ from fabriccheck.errors import FabricCheckError
 
 if TYPE_CHECKING:
     from fabriccheck.config import Config, Gate
-    from fabriccheck.engine import Rule
-    from fabriccheck.flow import Options, Report
+    from fabriccheck.flow import Options
+    from fabriccheck.report import Report
+    from fabriccheck.rulebook import Rule
     from fabriccheck.sources.common import Outputs
 
 
@@ -146,10 +147,10 @@ def check_rule_names(found: Config, loaded: list[Any], waivers_path: Path | None
 
 
 def _rule_book(found: Config) -> list[Rule]:
-    from fabriccheck import engine
+    from fabriccheck import examples, rulebook
 
     dirs = found.value("rules-dir")
-    return engine.load_rules(dirs) if dirs else list(engine.builtin_rules())
+    return examples.load_rules(dirs) if dirs else list(rulebook.builtin_rules())
 
 
 def write_baseline(report: Report, path: Path, options: Options, outputs: Outputs) -> None:

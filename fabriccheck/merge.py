@@ -18,10 +18,10 @@ from typing import Any
 from pydantic import ValidationError
 
 from fabriccheck import __version__
-from fabriccheck.engine import sort_findings
 from fabriccheck.errors import FabricCheckError
-from fabriccheck.flow import REPORT_SCHEMA_VERSION, Report, Summary, tally
+from fabriccheck.findings import sort_findings
 from fabriccheck.gate import carried
+from fabriccheck.report import REPORT_SCHEMA_VERSION, Report, Summary, tally
 from fabriccheck.sources.common import describe, read_json
 
 

@@ -27,8 +27,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from fabriccheck import textfiles
-from fabriccheck.engine import Category, Finding, Waived
 from fabriccheck.errors import FabricCheckError
+from fabriccheck.findings import Category, Finding, Waived
 
 
 class Waiver(BaseModel):

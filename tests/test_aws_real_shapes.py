@@ -15,7 +15,7 @@ import pytest
 import yaml
 from ec2_shapes import ACCOUNT, answers, instance, placement_group, security_group, write
 
-from fabriccheck import catalog, flow, penalty
+from fabriccheck import catalog, flow, penalty, report
 from fabriccheck.errors import FabricCheckError
 from fabriccheck.providers.aws.dump import load_dump
 from fabriccheck.providers.aws.normalize import capability_from_instance_type
@@ -30,11 +30,11 @@ def _recorded() -> dict[str, Any]:
     return loaded
 
 
-def _report(folder: Path, **options: Any) -> flow.Report:
+def _report(folder: Path, **options: Any) -> report.Report:
     return flow.run(load_dump(folder), flow.Options(**options))
 
 
-def _pairs(report: flow.Report) -> set[tuple[str, tuple[str, ...]]]:
+def _pairs(report: report.Report) -> set[tuple[str, tuple[str, ...]]]:
     return {(f.rule, tuple(f.resources)) for f in report.findings}
 
 

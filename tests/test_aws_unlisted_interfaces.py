@@ -20,7 +20,7 @@ from cli_run import run
 from ec2_replay import Ec2Replay, serve
 from ec2_shapes import ACCOUNT, answers, instance, write
 
-from fabriccheck import flow
+from fabriccheck import flow, report
 from fabriccheck.providers.aws import collect
 from fabriccheck.providers.aws.dump import load_dump
 
@@ -70,7 +70,7 @@ def _docs(pending: dict[str, Any]) -> dict[str, Any]:
     return answers([*running, pending])
 
 
-def _cluster(report: flow.Report) -> Any:
+def _cluster(report: report.Report) -> Any:
     [cluster] = report.clusters
     return cluster
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from cli_run import one_clean_line, run
 
-from fabriccheck import flow
+from fabriccheck import flow, report
 from fabriccheck.model import fact_key
 from fabriccheck.providers.azure import dump
 from fabriccheck.providers.azure.normalize import CALLS, role_definition
@@ -26,11 +26,11 @@ DEMO = ROOT / "fixtures" / "demo" / "azure"
 SUB = demo_builder.SUBSCRIPTION
 
 
-def _report(directory: Path, **options: Any) -> flow.Report:
+def _report(directory: Path, **options: Any) -> report.Report:
     return flow.run(dump.load_dump(directory), flow.Options(**options))
 
 
-def _by_cluster(report: flow.Report) -> dict[str, set[str]]:
+def _by_cluster(report: report.Report) -> dict[str, set[str]]:
     found: dict[str, set[str]] = {c.id.rsplit("/", 1)[-1]: set() for c in report.clusters}
     for finding in report.findings:
         assert finding.cluster is not None

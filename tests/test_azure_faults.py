@@ -16,7 +16,7 @@ import pytest
 from arm_replay import ArmReplay, fake_az, make_certificate, serve
 from cli_run import one_clean_line, run
 
-from fabriccheck import flow
+from fabriccheck import flow, report
 from fabriccheck.providers.azure import collect, dump
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
@@ -25,7 +25,7 @@ import build_demo_azure as demo_builder
 SUB = demo_builder.SUBSCRIPTION
 
 
-def _rules(report: flow.Report) -> set[tuple[str, str]]:
+def _rules(report: report.Report) -> set[tuple[str, str]]:
     return {(f.rule, (f.cluster or "").rsplit("/", 1)[-1]) for f in report.findings}
 
 

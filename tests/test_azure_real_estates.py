@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from fabriccheck import flow
+from fabriccheck import flow, report
 from fabriccheck.providers.azure import dump
 
 SUB = "6b3c2a1d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
@@ -123,7 +123,7 @@ def write_dump(folder: Path, files: dict[str, list[Item]]) -> Path:
     return folder
 
 
-def judge(folder: Path, **options: Any) -> flow.Report:
+def judge(folder: Path, **options: Any) -> report.Report:
     return flow.run(dump.load_dump(folder), flow.Options(**options))
 
 

@@ -11,8 +11,8 @@ from cli_run import one_clean_line, run
 
 from fabriccheck import baseline, flow
 from fabriccheck.cli import demo_inventory
-from fabriccheck.engine import Finding
 from fabriccheck.errors import FabricCheckError
+from fabriccheck.findings import Finding
 
 CLUSTER = "aws:111122223333:us-east-1:auto-scaling-group/trn"
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from cli_run import one_clean_line, run
 
-from fabriccheck import celbudget, engine
+from fabriccheck import celbudget, examples, rulebook
 from fabriccheck.errors import FabricCheckError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -62,7 +62,7 @@ def test_a_loop_within_budget_is_judged_as_before(tmp_path: Path) -> None:
 def test_an_evaluation_over_budget_on_the_facts_it_is_given_is_refused(tmp_path: Path) -> None:
     """Within budget by its own lists, over it on facts with longer lists: refused before CEL starts."""
     path = _rule(tmp_path / "rules", "X913", "cluster.types.all(a, cluster.types.all(b, cluster.types.all(c, true)))")
-    (rule,) = [r for r in engine.load_rules([path.parent]) if r.id == "X913"]
+    (rule,) = [r for r in examples.load_rules([path.parent]) if r.id == "X913"]
     types = [{"name": f"t{i}"} for i in range(60)]
     facts: dict[str, Any] = {"cluster": {"types": types, "fabric_cluster": True}}
     # 60 types and AWS121's own two-element list: lists of up to 62, 62^3 steps.
@@ -81,7 +81,7 @@ def test_the_costliest_condition_the_budget_admits_evaluates_well_within_a_secon
     over = celbudget.cost_of(f"{_numbers(celbudget.BUDGET + 1)}.exists(x, x < 0)")
     with pytest.raises(FabricCheckError, match="over its evaluation budget"):
         celbudget.check(over, {}, "test")
-    program = engine._cel().compile(f"{_numbers(celbudget.BUDGET)}.exists(x, x < 0)")
+    program = rulebook.cel_module().compile(f"{_numbers(celbudget.BUDGET)}.exists(x, x < 0)")
     started = time.perf_counter()
     assert program.execute({}) is False
     assert time.perf_counter() - started < 0.5

@@ -6,11 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from fabriccheck import engine
+from fabriccheck import examples, judge, rulebook
 from fabriccheck.clusters import build_clusters
 
 
-def _rule(tmp_path: Path, condition: str) -> engine.Rule:
+def _rule(tmp_path: Path, condition: str) -> rulebook.Rule:
     text = f"""
 id: X950
 title: test
@@ -29,7 +29,7 @@ examples:
 """
     path = tmp_path / "X950-test.yaml"
     path.write_text(text)
-    return engine._load_file(path)
+    return rulebook._load_file(path)
 
 
 def _node(name: str, group: str, zone: str = "us-east-1a", efa: int = 0) -> dict[str, Any]:
@@ -45,9 +45,9 @@ def _node(name: str, group: str, zone: str = "us-east-1a", efa: int = 0) -> dict
     }
 
 
-def _flagged(rule: engine.Rule, nodes: list[dict[str, Any]]) -> list[str]:
-    inventory = engine.example_inventory(rule, engine.Example(name="x", inventory={"nodes": nodes}))
-    findings = engine.evaluate([rule], inventory, build_clusters(inventory))
+def _flagged(rule: rulebook.Rule, nodes: list[dict[str, Any]]) -> list[str]:
+    inventory = examples.example_inventory(rule, rulebook.Example(name="x", inventory={"nodes": nodes}))
+    findings = judge.evaluate([rule], inventory, build_clusters(inventory))
     return sorted(r for f in findings for r in f.resources)
 
 

@@ -17,10 +17,11 @@ from build_demo_gcp import PROJECT, Project, build
 
 from fabriccheck import flow
 from fabriccheck.clusters import build_clusters
-from fabriccheck.engine import judge, load_rules
 from fabriccheck.errors import FabricCheckError
+from fabriccheck.examples import load_rules
 from fabriccheck.facts import FactBuilder
 from fabriccheck.inventory import Inventory
+from fabriccheck.judge import judge
 from fabriccheck.providers.gcp.dump import load_dump
 from fabriccheck.providers.gcp.normalize import CALLS, INSTANCES, NETWORKS, normalize
 

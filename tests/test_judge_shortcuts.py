@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 
-from fabriccheck import engine, flow, penalty
+from fabriccheck import cost, examples, judge, penalty, rulebook
 from fabriccheck.cli import demo_inventory
 from fabriccheck.clusters import Cluster, build_clusters
-from fabriccheck.engine import Finding
 from fabriccheck.errors import FabricCheckError
 from fabriccheck.facts import FactBuilder
+from fabriccheck.findings import Finding
 from fabriccheck.inventory import Inventory
 
 EFFECTS = ["tcp-fallback", "partial-fabric", "unreachable", "loose-placement", "weaker-fabric", "none"]
@@ -26,7 +26,7 @@ EFFECTS = ["tcp-fallback", "partial-fabric", "unreachable", "loose-placement", "
 def plain_penalty(
     cluster: Cluster, findings: list[Finding], workload: penalty.Workload, price: float | None, facts: FactBuilder
 ) -> penalty.Penalty:
-    """A cluster's penalty node by node, nothing cached: the model flow.cluster_penalty must agree with."""
+    """A cluster's penalty node by node, nothing cached: the model cost.cluster_penalty must agree with."""
     caps = [facts.capability(n) for n in cluster.nodes]
     known = [c for c in caps if c is not None]
     if len(known) < len(caps):
@@ -104,7 +104,7 @@ def demo() -> Inventory:
 
 def test_a_clusters_penalty_is_the_node_by_node_one(demo: Inventory) -> None:
     clusters = [c for c in build_clusters(demo) if c.judged]
-    real = engine.judge(list(engine.builtin_rules(None)), demo, clusters).findings
+    real = judge.judge(list(rulebook.builtin_rules(None)), demo, clusters).findings
     chance = random.Random(7)
     shared = FactBuilder(demo)  # one builder, as in a run: its penalty caches serve every cluster
     compared = estimated = 0
@@ -114,7 +114,7 @@ def test_a_clusters_penalty_is_the_node_by_node_one(demo: Inventory) -> None:
                 found = [f for f in real if f.cluster == cluster.id]
                 for findings in (found, [], *(_invented(cluster, chance) for _ in range(4))):
                     expected = plain_penalty(cluster, findings, workload, price, FactBuilder(demo))
-                    assert flow.cluster_penalty(cluster, findings, workload, price, shared) == expected, cluster.id
+                    assert cost.cluster_penalty(cluster, findings, workload, price, shared) == expected, cluster.id
                     compared += 1
                     lost = expected.lost_gpu_hours_per_day
                     estimated += expected.estimated and lost is not None and lost.high > 0
@@ -137,18 +137,18 @@ def test_a_pool_of_many_alike_nodes_costs_as_node_by_node(demo: Inventory) -> No
     for big in bigs:
         for findings in ([], _invented(big, chance), _invented(big, chance)):
             expected = plain_penalty(big, findings, workload, 3.0, FactBuilder(demo))
-            assert flow.cluster_penalty(big, findings, workload, 3.0, shared) == expected
+            assert cost.cluster_penalty(big, findings, workload, 3.0, shared) == expected
 
 
 # ---------------------------------------------------------------------------------------------- tokens
 
 
-def _token(freezer: engine._Freezer, facts: dict[str, Any], names: tuple[str, ...]) -> int:
+def _token(freezer: judge._Freezer, facts: dict[str, Any], names: tuple[str, ...]) -> int:
     return freezer.reader(names)(facts)
 
 
 def test_equal_values_in_other_objects_have_one_token() -> None:
-    freezer = engine._Freezer()
+    freezer = judge._Freezer()
     names = ("fabric", "zone")
     one = {"fabric": {"attached": 2, "kind": "efa"}, "zone": "a", "unknown": {}}
     other = {"fabric": {"attached": 2, "kind": "efa"}, "zone": "a", "unknown": {}, "id": "else"}
@@ -168,14 +168,14 @@ def test_equal_values_in_other_objects_have_one_token() -> None:
     ],
 )
 def test_values_that_differ_have_other_tokens(left: dict[str, Any], right: dict[str, Any]) -> None:
-    freezer = engine._Freezer()
+    freezer = judge._Freezer()
     assert _token(freezer, left, ("x",)) != _token(freezer, right, ("x",))
     assert _token(freezer, left, ("x", "y")) != _token(freezer, right, ("x", "y"))  # through itemgetter too
 
 
 def test_a_token_outlives_the_facts_that_made_it() -> None:
     # A looked-up object is kept by the reader: a new object cannot take its id and its token.
-    freezer = engine._Freezer()
+    freezer = judge._Freezer()
     reader = freezer.reader(("fabric", "zone"))
     tokens = {reader({"fabric": {"attached": i}, "zone": "a"}) for i in range(200)}
     assert len(tokens) == 200
@@ -197,7 +197,7 @@ def _substituted(template: str, facts: dict[str, Any]) -> str:
             return ", ".join(str(v) for v in value)
         return str(value)
 
-    return engine._PLACEHOLDER.sub(one, template.strip())
+    return rulebook._PLACEHOLDER.sub(one, template.strip())
 
 
 def test_every_builtin_message_renders_as_the_substitution(demo: Inventory) -> None:
@@ -205,8 +205,8 @@ def test_every_builtin_message_renders_as_the_substitution(demo: Inventory) -> N
     rendered = 0
     for cluster in build_clusters(demo):
         cluster_facts = builder.cluster(cluster)
-        for rule in engine.builtin_rules(frozenset({cluster.provider})):
-            for origin in engine.ORIGINS:
+        for rule in rulebook.builtin_rules(frozenset({cluster.provider})):
+            for origin in rulebook.ORIGINS:
                 template = rule.variant(origin).message or rule.message
                 for node in cluster.nodes:
                     facts = {"node": builder.node(node), "cluster": cluster_facts}
@@ -224,7 +224,7 @@ def test_a_message_naming_an_unknown_fact_is_one_clear_error(tmp_path: Path) -> 
 # ---------------------------------------------------------------------------------------------- sharing
 
 
-def _rule(tmp_path: Path, condition: str) -> engine.Rule:
+def _rule(tmp_path: Path, condition: str) -> rulebook.Rule:
     text = f"""
 id: X950
 title: test
@@ -243,7 +243,7 @@ examples:
 """
     path = tmp_path / "X950.yaml"
     path.write_text(text)
-    return engine._load_file(path)
+    return rulebook._load_file(path)
 
 
 def _node(name: str, group: str, **extra: Any) -> dict[str, Any]:
@@ -257,9 +257,9 @@ def _node(name: str, group: str, **extra: Any) -> dict[str, Any]:
     }
 
 
-def _judged(rule: engine.Rule, nodes: list[dict[str, Any]]) -> engine.Evaluation:
-    inventory = engine.example_inventory(rule, engine.Example(name="x", inventory={"nodes": nodes}))
-    return engine.judge([rule], inventory, build_clusters(inventory))
+def _judged(rule: rulebook.Rule, nodes: list[dict[str, Any]]) -> judge.Evaluation:
+    inventory = examples.example_inventory(rule, rulebook.Example(name="x", inventory={"nodes": nodes}))
+    return judge.judge([rule], inventory, build_clusters(inventory))
 
 
 def test_alike_nodes_of_many_clusters_each_get_their_own_finding(tmp_path: Path) -> None:
@@ -285,7 +285,7 @@ def test_a_fact_the_source_left_unknown_is_not_shared_from_an_alike_node(tmp_pat
         ] == [("X950", why)]
 
 
-def _cluster_rule(tmp_path: Path, condition: str) -> engine.Rule:
+def _cluster_rule(tmp_path: Path, condition: str) -> rulebook.Rule:
     path = _rule(tmp_path, condition).path
     text = (
         Path(path)
@@ -296,7 +296,7 @@ def _cluster_rule(tmp_path: Path, condition: str) -> engine.Rule:
         )
     )
     Path(path).write_text(text)
-    return engine._load_file(Path(path))
+    return rulebook._load_file(Path(path))
 
 
 def _under(name: str, group: str, top: str) -> dict[str, Any]:
@@ -308,14 +308,14 @@ def test_clusters_alike_in_the_dotted_facts_read_share_one_evaluation(
 ) -> None:
     # Each cluster has its own top-node names, but the rule reads only whether the topology is known.
     rule = _cluster_rule(tmp_path, "cluster.size > 1 && cluster.topology.known")
-    evaluated: list[engine.Rule] = []
-    matches = engine.Rule.matches
+    evaluated: list[rulebook.Rule] = []
+    matches = rulebook.Rule.matches
 
-    def counted(self: engine.Rule, variables: Any) -> bool:
+    def counted(self: rulebook.Rule, variables: Any) -> bool:
         evaluated.append(self)
         return matches(self, variables)
 
-    monkeypatch.setattr(engine.Rule, "matches", counted)
+    monkeypatch.setattr(rulebook.Rule, "matches", counted)
     nodes = [_under(f"i-{g}{i}", g, f"top-{g}") for g in "abc" for i in range(2)]
     findings = _judged(rule, nodes).findings
     assert sorted(f.cluster or "" for f in findings) == [
@@ -349,7 +349,7 @@ def test_a_rule_reading_a_whole_nested_fact_shares_nothing_beside_it(tmp_path: P
 
 def test_a_finding_made_without_validation_is_the_validated_one(demo: Inventory) -> None:
     clusters = [c for c in build_clusters(demo) if c.judged]
-    findings = engine.judge(list(engine.builtin_rules(None)), demo, clusters).findings
+    findings = judge.judge(list(rulebook.builtin_rules(None)), demo, clusters).findings
     assert len({f.rule for f in findings}) > 5
     for finding in findings:
         validated = Finding.model_validate(finding.model_dump())
@@ -375,16 +375,16 @@ def test_many_tokens_at_once_are_the_tokens_one_by_one() -> None:
     ]
     names = ("fabric", "zone")
     for start in range(len(every)):  # every way of meeting a value first: in a batch, or one by one
-        batch, single = engine._Freezer().reader(names), engine._Freezer().reader(names)
+        batch, single = judge._Freezer().reader(names), judge._Freezer().reader(names)
         part = every[start:] + every[:start]
         tokens = batch.many(part[:3]) + batch.many(part[3:])
         assert [tokens.index(t) for t in tokens] == [list(map(single, part)).index(single(f)) for f in part]
-    alike = engine._Freezer().reader(names).many(every[:3])
+    alike = judge._Freezer().reader(names).many(every[:3])
     assert alike[0] == alike[1] == alike[2]
 
 
 def test_a_fact_not_read_being_unknown_changes_no_token() -> None:
-    reader = engine._Freezer().reader(("x",))
+    reader = judge._Freezer().reader(("x",))
     assert reader({"x": 1, "unknown": {"y": "not collected"}}) == reader({"x": 1, "unknown": {}})
     assert reader({"x": 1, "unknown": {"x": "not collected"}}) != reader({"x": 1, "unknown": {}})
 

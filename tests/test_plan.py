@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from cli_run import one_clean_line, run
 
-from fabriccheck import flow
+from fabriccheck import flow, report
 from fabriccheck.errors import FabricCheckError
 from fabriccheck.inventory import Inventory
 from fabriccheck.sources.terraform import check_plan, load_plan
@@ -33,11 +33,11 @@ def _write(tmp_path: Path, doc: dict[str, Any], name: str = "plan.json") -> Path
     return path
 
 
-def _report(path: Path, terraform_dir: Path | None = None) -> flow.Report:
+def _report(path: Path, terraform_dir: Path | None = None) -> report.Report:
     return flow.run(load_plan(str(path), terraform_dir), flow.Options())
 
 
-def _findings(report: flow.Report) -> Counter[tuple[str, str]]:
+def _findings(report: report.Report) -> Counter[tuple[str, str]]:
     return Counter((f.rule, f.category) for f in report.findings)
 
 

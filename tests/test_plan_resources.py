@@ -8,20 +8,20 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from fabriccheck import flow
+from fabriccheck import flow, report
 from fabriccheck.sources.terraform import load_plan
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
 from plan_builder import PlanBuilder, const, ref
 
 
-def _judge(tmp_path: Path, plan: PlanBuilder) -> flow.Report:
+def _judge(tmp_path: Path, plan: PlanBuilder) -> report.Report:
     path = tmp_path / "plan.json"
     path.write_text(json.dumps(plan.build()))
     return flow.run(load_plan(str(path)), flow.Options())
 
 
-def _rules(report: flow.Report) -> Counter[str]:
+def _rules(report: report.Report) -> Counter[str]:
     return Counter(f.rule for f in report.findings)
 
 

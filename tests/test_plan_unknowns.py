@@ -24,7 +24,7 @@ from typing import Any
 
 from cli_run import run
 
-from fabriccheck import flow
+from fabriccheck import flow, report
 from fabriccheck.inventory import Inventory
 from fabriccheck.sources.terraform import load_plan
 
@@ -40,15 +40,15 @@ def _load(tmp_path: Path, plan: PlanBuilder) -> Inventory:
     return load_plan(str(path))
 
 
-def _judge(tmp_path: Path, plan: PlanBuilder) -> flow.Report:
+def _judge(tmp_path: Path, plan: PlanBuilder) -> report.Report:
     return flow.run(_load(tmp_path, plan), flow.Options())
 
 
-def _rules(report: flow.Report) -> Counter[str]:
+def _rules(report: report.Report) -> Counter[str]:
     return Counter(f.rule for f in report.findings)
 
 
-def _not_judged(report: flow.Report) -> dict[str, str]:
+def _not_judged(report: report.Report) -> dict[str, str]:
     return {n.rule: n.reason for c in report.clusters for n in c.not_judged}
 
 

@@ -15,11 +15,11 @@ from typing import Any, Literal
 
 import pytest
 
-from fabriccheck import cost, reports
-from fabriccheck.engine import Finding
-from fabriccheck.flow import ClusterReport, NotJudged, Report, SkippedCluster, Summary
+from fabriccheck import losses, reports
+from fabriccheck.findings import Finding
 from fabriccheck.model import CollectionError
 from fabriccheck.penalty import Penalty, Range
+from fabriccheck.report import ClusterReport, NotJudged, Report, SkippedCluster, Summary
 from fabriccheck.reports import junit, markdown, names, text, wording
 from fabriccheck.reports.safe import md_code, md_text, visible
 
@@ -114,7 +114,7 @@ def make_report(
     skipped: Sequence[SkippedCluster] = (),
     notes: Sequence[str] = (),
 ) -> Report:
-    totals = cost.totals([(c.gpus, c.penalty) for c in clusters])
+    totals = losses.totals([(c.gpus, c.penalty) for c in clusters])
     return Report(
         tool={"name": "fabriccheck", "version": "0.1.0"},
         source="test",
@@ -783,9 +783,10 @@ def test_json_sarif_and_junit_carry_confidence_and_the_clusters_cost() -> None:
 def test_a_rule_says_when_it_may_be_wrong(tmp_path: Path) -> None:
     """`confidence` is a rule-file field (default certain); `fabriccheck rules` shows it; a value that is neither
     is one line naming the file and the field."""
-    from fabriccheck.engine import builtin_rules, load_rules
     from fabriccheck.errors import FabricCheckError
+    from fabriccheck.examples import load_rules
     from fabriccheck.reports import rules as rule_docs
+    from fabriccheck.rulebook import builtin_rules
 
     known = {r.id: r for r in builtin_rules()}
     assert {i for i, r in known.items() if r.confidence == "possible"} == {"AWS112", "AZ140"}

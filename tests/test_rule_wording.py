@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from cli_run import one_clean_line, run
 
-from fabriccheck import engine, rule_wording
+from fabriccheck import examples, rule_wording, rulebook
 from fabriccheck.errors import FabricCheckError
 
-RULES = engine.builtin_rules_dir()
+RULES = rulebook.builtin_rules_dir()
 DEMO = Path(__file__).resolve().parent.parent / "fixtures" / "demo" / "aws"
 # What AWS113 said before: the effect is unreachable ("cannot run"), the message a TCP fallback.
 AWS113_BEFORE = "types is not supported, so those pairs fall back to TCP."
@@ -31,7 +31,7 @@ def _user_rule(folder: Path, source: str, old: str, new: str, rule_id: str) -> P
 
 
 def test_every_shipped_rule_of_every_cloud_agrees_with_its_effect() -> None:
-    rules = engine.load_rules()
+    rules = examples.load_rules()
     assert {r.provider for r in rules} == {"aws", "azure", "gcp"}
     for rule in rules:
         messages = [rule.message, *(v.message for v in rule.by_origin.values() if v.message)]
@@ -44,7 +44,7 @@ def test_aws113_as_it_was_is_refused_naming_the_file_and_field(tmp_path: Path) -
     said = text[text.index(now) : text.index("hangs at start.") + len("hangs at start.")]
     path = _user_rule(tmp_path, "aws/AWS113-efa-family-mix.yaml", said, AWS113_BEFORE, "ACME113")
     with pytest.raises(FabricCheckError) as caught:
-        engine._load_file(path)
+        rulebook._load_file(path)
     assert str(caught.value).startswith(f"{path}: field message: ")
     assert '"fall back"' in str(caught.value) and "effect unreachable" in str(caught.value)
 
@@ -59,7 +59,7 @@ def test_a_template_message_is_checked_too(tmp_path: Path) -> None:
         "ACME101",
     )
     with pytest.raises(FabricCheckError, match=r"field by_origin\.template\.message: says \"never reach\""):
-        engine._load_file(path)
+        rulebook._load_file(path)
 
 
 @pytest.mark.parametrize(

@@ -6,18 +6,18 @@ from pathlib import Path
 
 import pytest
 
-from fabriccheck import engine
+from fabriccheck import examples, judge, rulebook
 from fabriccheck.errors import FabricCheckError
 
-RULES = engine.load_rules()
+RULES = examples.load_rules()
 CASES = [(r, "passing", e) for r in RULES for e in r.examples.passing] + [
     (r, "failing", e) for r in RULES for e in r.examples.failing
 ]
 
 
 @pytest.mark.parametrize(("rule", "kind", "example"), CASES, ids=[f"{r.id}-{k}-{e.name}" for r, k, e in CASES])
-def test_rule_example(rule: engine.Rule, kind: str, example: engine.Example) -> None:
-    flagged = engine.run_example(rule, example)
+def test_rule_example(rule: rulebook.Rule, kind: str, example: rulebook.Example) -> None:
+    flagged = examples.run_example(rule, example)
     if kind == "passing":
         assert flagged == [], f"{rule.id} flagged {flagged} in a passing example"
     else:
@@ -78,11 +78,11 @@ def test_broken_rule_files_are_named(tmp_path: Path, change, expected: str | Non
     text = change(GOOD.replace("id: AWS121", "id: X901")) if expected else change(GOOD)
     folder = _write(tmp_path, text)
     if expected is None:
-        loaded = engine.load_rules([folder])
+        loaded = examples.load_rules([folder])
         assert "X901" in {r.id for r in loaded}
         return
     with pytest.raises(FabricCheckError) as caught:
-        engine.load_rules([folder])
+        examples.load_rules([folder])
     message = str(caught.value)
     assert "X900-test.yaml" in message and expected in message
     assert "\n" not in message
@@ -91,7 +91,7 @@ def test_broken_rule_files_are_named(tmp_path: Path, change, expected: str | Non
 def test_duplicate_rule_id_is_an_error(tmp_path: Path) -> None:
     folder = _write(tmp_path, GOOD)
     with pytest.raises(FabricCheckError, match="AWS121 is already defined"):
-        engine.load_rules([folder])
+        examples.load_rules([folder])
 
 
 def test_an_id_a_rule_reports_on_templates_cannot_be_taken_by_another_rule(tmp_path: Path) -> None:
@@ -99,14 +99,14 @@ def test_an_id_a_rule_reports_on_templates_cannot_be_taken_by_another_rule(tmp_p
     ambiguous."""
     folder = _write(tmp_path, GOOD.replace("id: AWS121", "id: AWS140"))
     with pytest.raises(FabricCheckError, match=r"field id: AWS140 is already defined in .*AWS101"):
-        engine.load_rules([folder])
+        examples.load_rules([folder])
 
 
 def test_a_misspelt_fact_is_an_error_naming_the_file(tmp_path: Path) -> None:
     text = GOOD.replace("id: AWS121", "id: X903")
     text = text.replace("cluster.placement.strategy in", "cluster.placment.strategy in")
     with pytest.raises(FabricCheckError, match=r"X900-test.yaml: field condition: cluster.placment.strategy is not"):
-        engine.load_rules([_write(tmp_path, text)])
+        examples.load_rules([_write(tmp_path, text)])
     # A fact of another provider is no fact of this one: placement is AWS's cluster fact.
     text = (
         GOOD.replace("id: AWS121", "id: X904")
@@ -114,11 +114,11 @@ def test_a_misspelt_fact_is_an_error_naming_the_file(tmp_path: Path) -> None:
         .replace('cluster.placement.strategy in ["spread", "partition"]', "cluster.size > 1")
     )
     with pytest.raises(FabricCheckError, match=r"field message: unknown fact \{cluster.placement"):
-        engine.load_rules([_write(tmp_path, text)])
+        examples.load_rules([_write(tmp_path, text)])
 
 
 def test_fact_paths_ignore_strings_and_methods() -> None:
-    paths = engine._fact_paths('node.fabric.kind == "node.nonsense" && cluster.types.exists(t, t == "x")')
+    paths = rulebook.fact_paths('node.fabric.kind == "node.nonsense" && cluster.types.exists(t, t == "x")')
     assert paths == {"node.fabric.kind", "cluster.types"}
 
 
@@ -138,17 +138,17 @@ def test_one_rule_judges_a_running_node_and_a_template() -> None:
         "instance_type": "p5.48xlarge",
         "interfaces": [{"id": "nic-1", "interface_type": "interface"}],
     }
-    example = engine.Example(name="both", inventory={"nodes": [node, {**node, "id": "i-2"}], "specs": [spec]})
-    inventory = engine.example_inventory(rule, example)
+    example = rulebook.Example(name="both", inventory={"nodes": [node, {**node, "id": "i-2"}], "specs": [spec]})
+    inventory = examples.example_inventory(rule, example)
     from fabriccheck.clusters import build_clusters
 
-    findings = engine.evaluate([rule], inventory, build_clusters(inventory))
+    findings = judge.evaluate([rule], inventory, build_clusters(inventory))
     by_resource = {f.resources[0]: f for f in findings}
     assert set(by_resource) == {"i-1", "i-2", "lt-1:2"}
     assert (by_resource["i-1"].rule, by_resource["i-1"].severity) == ("AWS101", "error")
     assert (by_resource["lt-1:2"].rule, by_resource["lt-1:2"].severity) == ("AWS140", "warning")
     assert by_resource["lt-1:2"].cluster is None and "Launch template gpu" in by_resource["lt-1:2"].message
-    assert by_resource["i-1"].account == engine.EXAMPLE_ACCOUNT
+    assert by_resource["i-1"].account == examples.EXAMPLE_ACCOUNT
 
 
 def test_user_rule_runs_against_the_model(tmp_path: Path) -> None:
@@ -160,9 +160,9 @@ def test_user_rule_runs_against_the_model(tmp_path: Path) -> None:
         "          - *node\n          - {<<: *node, id: i-2}\n      flags",
         "          - {<<: *node, zone: us-east-1b}\n          - {<<: *node, id: i-2, zone: us-east-1b}\n      flags",
     )
-    rule = next(r for r in engine.load_rules([_write(tmp_path, text)]) if r.id == "X902")
-    assert engine.run_example(rule, rule.examples.failing[0]) == ["i-1", "i-2"]
-    assert engine.run_example(rule, rule.examples.passing[0]) == []
+    rule = next(r for r in examples.load_rules([_write(tmp_path, text)]) if r.id == "X902")
+    assert examples.run_example(rule, rule.examples.failing[0]) == ["i-1", "i-2"]
+    assert examples.run_example(rule, rule.examples.passing[0]) == []
 
 
 def test_an_example_that_does_not_give_what_it_declares_is_an_error(tmp_path: Path) -> None:
@@ -171,7 +171,7 @@ def test_an_example_that_does_not_give_what_it_declares_is_an_error(tmp_path: Pa
         'cluster.placement.strategy in ["spread", "partition"]', "cluster.size >= 2"
     )
     with pytest.raises(FabricCheckError) as caught:
-        engine.load_rules([_write(tmp_path, text)])
+        examples.load_rules([_write(tmp_path, text)])
     message = str(caught.value)
     assert "X900-test.yaml: passing example 'cluster strategy' flags i-1, i-2, but declares nothing" in message
 
@@ -185,14 +185,14 @@ def test_rule_explanations_show_examples_without_yaml_anchors() -> None:
 
 
 def test_select_and_ignore() -> None:
-    placement = {r.id for r in engine.select_rules(RULES, ["placement"], [])}
+    placement = {r.id for r in rulebook.select_rules(RULES, ["placement"], [])}
     assert {i for i in placement if i.startswith("AWS")} == {"AWS120", "AWS121", "AWS150"} and "GCP130" in placement
-    assert engine.active_ids(engine.select_rules(RULES, ["AWS14"], ["AWS141"])) == ["AWS140", "AWS142"]
-    assert "AWS110" not in {r.id for r in engine.select_rules(RULES, [], ["fabric-isolated"])}
+    assert rulebook.active_ids(rulebook.select_rules(RULES, ["AWS14"], ["AWS141"])) == ["AWS140", "AWS142"]
+    assert "AWS110" not in {r.id for r in rulebook.select_rules(RULES, [], ["fabric-isolated"])}
     # Ignoring the template id silences AWS101 on templates only; running nodes are still judged.
-    chosen = {r.id: r for r in engine.select_rules(RULES, [], ["AWS140"])}
+    chosen = {r.id: r for r in rulebook.select_rules(RULES, [], ["AWS140"])}
     assert chosen["AWS101"].judges("running") and not chosen["AWS101"].judges("template")
-    assert "AWS140" not in engine.active_ids(list(chosen.values()))
-    assert "AWS101" not in {r.id for r in engine.select_rules(RULES, [], ["AWS101", "AWS140"])}
+    assert "AWS140" not in rulebook.active_ids(list(chosen.values()))
+    assert "AWS101" not in {r.id for r in rulebook.select_rules(RULES, [], ["AWS101", "AWS140"])}
     with pytest.raises(FabricCheckError, match="no rule or category matches 'AWS999'"):
-        engine.select_rules(RULES, ["AWS999"], [])
+        rulebook.select_rules(RULES, ["AWS999"], [])

@@ -19,7 +19,7 @@ import pytest
 from botocore.stub import Stubber
 from ec2_shapes import answers, instance, placement_group, security_group, write
 
-from fabriccheck import flow
+from fabriccheck import flow, report
 from fabriccheck.providers.aws.dump import load_dump
 from fabriccheck.providers.aws.normalize import CALLS
 
@@ -61,7 +61,7 @@ def test_the_answers_have_the_ec2_api_shape(account: str) -> None:
             getattr(client, call.method)()
 
 
-def _report(folder: Path) -> flow.Report:
+def _report(folder: Path) -> report.Report:
     return flow.run(load_dump(folder), flow.Options())
 
 

@@ -13,8 +13,8 @@ from cli_run import one_clean_line, run
 
 from fabriccheck import flow, waivers
 from fabriccheck.cli import demo_inventory
-from fabriccheck.engine import Finding
 from fabriccheck.errors import FabricCheckError
+from fabriccheck.findings import Finding
 
 BERT = "aws:111122223333:us-east-1:auto-scaling-group/bert-ft"
 TODAY = dt.date(2026, 11, 30)

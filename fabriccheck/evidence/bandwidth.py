@@ -1,4 +1,4 @@
-"""nccl-tests tables -> `engine.Finding`s: measured bus bandwidth against what the fabric should give.
+"""nccl-tests tables -> `findings.Finding`s: measured bus bandwidth against what the fabric should give.
 
 Each run's large messages are compared with the penalty model's healthy busbw for the fabric (`expect`), and with
 what TCP over the ordinary NIC would give. When the same file holds NCCL_DEBUG=INFO lines, they are judged too

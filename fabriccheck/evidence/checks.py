@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fabriccheck.engine import Severity
+from fabriccheck.findings import Severity
 
 
 @dataclass(frozen=True)

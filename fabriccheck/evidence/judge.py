@@ -1,4 +1,4 @@
-"""NCCL logs -> `engine.Finding`s, with the facts behind them (per process) and notes; the finding and report
+"""NCCL logs -> `findings.Finding`s, with the facts behind them (per process) and notes; the finding and report
 shapes both evidence commands share (`finding`, `Evidence`). nccl-tests tables are judged in `bandwidth`.
 
 A finding's `provider` is the cloud the evidence points to: the instance type's, or the transport's (OFI on the
@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from fabriccheck import catalog
-from fabriccheck.engine import Finding
 from fabriccheck.evidence.checks import CHECKS
 from fabriccheck.evidence.nccl_log import Log, Process
 from fabriccheck.evidence.nccl_messages import failure_cause
+from fabriccheck.findings import Finding
 from fabriccheck.model import UNKNOWN_ACCOUNT
 
 UNKNOWN_PROVIDER = "unknown"

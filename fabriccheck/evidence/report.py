@@ -17,9 +17,9 @@ from xml.sax.saxutils import escape, quoteattr
 import orjson
 
 from fabriccheck import __version__
-from fabriccheck.engine import SEVERITY_RANK
 from fabriccheck.evidence.checks import CHECKS
 from fabriccheck.evidence.judge import Evidence
+from fabriccheck.findings import SEVERITY_RANK
 from fabriccheck.reports.machine import sarif_document
 from fabriccheck.reports.safe import visible
 

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from fabriccheck.flow import Report
+    from fabriccheck.report import Report
 
 # format -> (module under fabriccheck.reports, its render function)
 FORMATS: dict[str, tuple[str, str]] = {

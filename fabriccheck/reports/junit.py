@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from fabriccheck.engine import SEVERITY_RANK, Finding
-from fabriccheck.flow import Report, unjudged_rules
+from fabriccheck.findings import SEVERITY_RANK, Finding
+from fabriccheck.report import Report, unjudged_rules
 from fabriccheck.reports.safe import visible
 from fabriccheck.reports.text import suppressed
 from fabriccheck.reports.wording import penalty_line

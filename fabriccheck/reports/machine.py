@@ -8,9 +8,10 @@ import orjson
 
 from fabriccheck import __version__
 from fabriccheck.baseline import fingerprint
-from fabriccheck.engine import Finding, builtin_rules
-from fabriccheck.flow import Report, unjudged_rules
+from fabriccheck.findings import Finding
 from fabriccheck.penalty import Penalty
+from fabriccheck.report import Report, unjudged_rules
+from fabriccheck.rulebook import builtin_rules
 
 SARIF_LEVEL = {"error": "error", "warning": "warning", "info": "note"}
 

@@ -10,9 +10,9 @@ neither break a table row nor start a heading.
 
 from __future__ import annotations
 
-from fabriccheck.engine import Finding
-from fabriccheck.flow import ClusterReport, Report
+from fabriccheck.findings import Finding
 from fabriccheck.model import UNKNOWN_ACCOUNT, SourceLocation
+from fabriccheck.report import ClusterReport, Report
 from fabriccheck.reports import planned
 from fabriccheck.reports.names import DisplayName
 from fabriccheck.reports.safe import md_code, md_text

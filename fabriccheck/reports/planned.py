@@ -13,7 +13,7 @@ import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from fabriccheck.engine import Finding
+from fabriccheck.findings import Finding
 from fabriccheck.model import SourceLocation
 
 # Remediation.as_text: the summary, then one part per label that is set, in this order.

@@ -13,9 +13,9 @@ from collections import Counter
 
 from prometheus_client import CollectorRegistry, Gauge, generate_latest
 
-from fabriccheck.cost import added_by_possible
-from fabriccheck.engine import Finding
-from fabriccheck.flow import Report
+from fabriccheck.findings import Finding
+from fabriccheck.losses import added_by_possible
+from fabriccheck.report import Report
 from fabriccheck.reports.safe import visible
 
 

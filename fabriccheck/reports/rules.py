@@ -7,7 +7,8 @@ from typing import Any
 import orjson
 import yaml
 
-from fabriccheck.engine import Rule, run_example
+from fabriccheck.examples import run_example
+from fabriccheck.rulebook import Rule
 
 
 class _PlainDumper(yaml.SafeDumper):

@@ -20,9 +20,9 @@ from rich.console import Console
 from rich.text import Text
 
 from fabriccheck.config import Gate
-from fabriccheck.engine import SEVERITY_RANK, Finding
-from fabriccheck.flow import ClusterReport, NotJudged, Report
+from fabriccheck.findings import SEVERITY_RANK, Finding
 from fabriccheck.model import UNKNOWN_ACCOUNT, SourceLocation
+from fabriccheck.report import ClusterReport, NotJudged, Report
 from fabriccheck.reports import planned
 from fabriccheck.reports.names import DisplayName, display_names, shared_scopes
 from fabriccheck.reports.safe import visible

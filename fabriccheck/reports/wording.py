@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from fabriccheck.engine import Finding
-from fabriccheck.flow import Report
+from fabriccheck.findings import Finding
 from fabriccheck.penalty import Penalty
+from fabriccheck.report import Report
 
 
 def plural(count: int, word: str, many: str | None = None) -> str:

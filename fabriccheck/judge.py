@@ -1,430 +1,25 @@
-"""Rule engine: load YAML rules, check them, and evaluate their CEL conditions over the derived facts.
+"""The judge: rules evaluated over the derived facts of clusters and their nodes.
 
-A rule file carries everything about a rule (id, severity, category, condition, effect, message,
-remediation, references, passing and failing examples), so docs, reports and tests share one source.
-Conditions are compiled once per run; facts are prepared once per node and per cluster, not per rule.
+Facts are prepared once per node and per cluster (facts.py), not per rule; findings are built from the rule's
+fixed fields and the facts that fired it.
 """
 
 from __future__ import annotations
 
-import functools
 import operator
 import re
-import sys
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from importlib import resources
 from itertools import compress, repeat
-from pathlib import Path
-from types import ModuleType
-from typing import Any, Literal, cast
+from typing import Any
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
-
-from fabriccheck import celbudget, rule_wording, shipped, textfiles, trusted
 from fabriccheck import facts as derived
-from fabriccheck.cloud import support
-from fabriccheck.clusters import Cluster, build_clusters, spec_clusters
-from fabriccheck.errors import FabricCheckError
+from fabriccheck import trusted
+from fabriccheck.clusters import Cluster, spec_clusters
 from fabriccheck.facts import FactBuilder
+from fabriccheck.findings import Finding, sort_findings
 from fabriccheck.inventory import Inventory
-from fabriccheck.model import PROVIDERS, Origin, Provider, fact_key
-
-Severity = Literal["error", "warning", "info"]
-SEVERITY_RANK = {"info": 0, "warning": 1, "error": 2}
-# The stable category vocabulary (DESIGN.md): dashboards and waivers key on it.
-Category = Literal[
-    "fabric-missing",
-    "fabric-partial",
-    "fabric-isolated",
-    "placement",
-    "instance-choice",
-    "network-config",
-    "software",
-]
-# What a finding does to the cluster's fabric; the penalty model reads this, never a number in the rule.
-Effect = Literal["tcp-fallback", "partial-fabric", "unreachable", "loose-placement", "weaker-fabric", "none"]
-# certain: the facts decide the finding; possible: the rule says it may be wrong (a custom image may carry its own
-# drivers), so its cost is counted apart from the headline.
-Confidence = Literal["certain", "possible"]
-SCOPE_VARIABLES = {"node": {"node", "cluster"}, "cluster": {"cluster"}}
-ORIGINS: tuple[Origin, ...] = ("running", "template", "plan")
-
-
-class RuleModel(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-def _urls(refs: list[str]) -> list[str]:
-    for ref in refs:
-        if not ref.startswith(("https://", "http://")):
-            raise ValueError(f"not a URL: {ref!r}")
-    return refs
-
-
-class Remediation(RuleModel):
-    summary: str
-    console: str | None = None
-    cli: str | None = None
-    terraform: str | None = None
-
-    def as_text(self) -> str:
-        parts = [self.summary.strip()]
-        for label, text in (("Console", self.console), ("CLI", self.cli), ("Terraform", self.terraform)):
-            if text:
-                parts.append(f"{label}: {text.strip()}")
-        return "\n".join(parts)
-
-
-class Example(RuleModel):
-    name: str
-    inventory: dict[str, Any]
-    flags: list[str] = Field(default_factory=list)  # resources a failing example must flag, exactly
-
-
-class Variant(RuleModel):
-    """How a rule reports on nodes of one origin. One condition judges a running node and a node a template
-    would launch; the finding on a template keeps the id (and severity and wording) it had before the two
-    were one rule, because dashboards, waivers and --ignore lists key on ids."""
-
-    id: str | None = Field(default=None, pattern=r"^[A-Z]+[0-9]{3}$")
-    severity: Severity | None = None
-    title: str | None = None
-    message: str | None = None
-    remediation: Remediation | None = None
-    references: list[str] | None = None
-
-    @field_validator("references")
-    @classmethod
-    def _urls(cls, refs: list[str] | None) -> list[str] | None:
-        return _urls(refs) if refs is not None else None
-
-
-class Examples(RuleModel):
-    passing: list[Example] = Field(min_length=1)
-    failing: list[Example] = Field(min_length=1)
-
-
-class Rule(RuleModel):
-    id: str = Field(pattern=r"^[A-Z]+[0-9]{3}$")
-    title: str
-    severity: Severity
-    category: Category
-    provider: Provider
-    scope: Literal["node", "cluster"]
-    condition: str
-    effect: Effect
-    confidence: Confidence = "certain"
-    message: str
-    remediation: Remediation
-    references: list[str] = Field(min_length=1)
-    by_origin: dict[Origin, Variant] = Field(default_factory=dict)
-    examples: Examples
-    _program: Any = PrivateAttr(default=None)
-    _path: str = PrivateAttr(default="")
-    _origins: frozenset[str] = PrivateAttr(default=frozenset(ORIGINS))  # what --select/--ignore left on
-    _reads: frozenset[str] = PrivateAttr(default=frozenset())  # top-level facts read: "node.efa_security"
-    _cost: celbudget.Cost | None = PrivateAttr(default=None)  # what an evaluation can cost (None: nothing loops)
-
-    def variant(self, origin: str) -> Variant:
-        return self.by_origin.get(cast(Origin, origin), _PLAIN)
-
-    def id_for(self, origin: str) -> str:
-        return self.variant(origin).id or self.id
-
-    def finding_ids(self) -> dict[str, set[str]]:
-        """Each id this rule's findings can carry, with the origins it covers."""
-        ids: dict[str, set[str]] = {}
-        for origin in ORIGINS:
-            ids.setdefault(self.id_for(origin), set()).add(origin)
-        return ids
-
-    @property
-    def aliases(self) -> list[str]:
-        return sorted(i for i in self.finding_ids() if i != self.id)
-
-    def judges(self, origin: str) -> bool:
-        return origin in self._origins
-
-    @field_validator("references")
-    @classmethod
-    def _urls(cls, refs: list[str]) -> list[str]:
-        return _urls(refs)
-
-    @property
-    def path(self) -> str:
-        return self._path
-
-    def matches(self, variables: Any) -> bool:
-        celbudget.check(self._cost, variables, f"{self._path}: rule {self.id}")  # before CEL holds the process
-        try:
-            result = self._program.execute(variables)
-        except (KeyError, ValueError, TypeError, RuntimeError) as exc:
-            raise FabricCheckError(f"{self._path}: rule {self.id}: condition failed: {exc}") from None
-        if not isinstance(result, bool):
-            raise FabricCheckError(f"{self._path}: rule {self.id}: condition returned {result!r}, not true/false")
-        return result
-
-    def render(self, facts: dict[str, Any], origin: str = "running") -> str:
-        return _render(self.variant(origin).message or self.message, facts, self)
-
-
-_PLAIN = Variant()
-
-
-class Waived(BaseModel):
-    """Why a finding is waived (waivers.py): reported as it is, but it does not fail the gate."""
-
-    reason: str
-    expires: str | None = None
-    source: str  # the waivers file and the waiver's number in it
-
-
-class Finding(BaseModel):
-    rule: str
-    title: str
-    severity: Severity
-    category: str
-    provider: str
-    account: str
-    cluster: str | None
-    resources: list[str]
-    message: str
-    remediation: str
-    effect: str
-    references: list[str]
-    confidence: Confidence = "certain"
-    # Set after judging (flow.py): rule + resource identity (baseline.py), the waiver that covers the finding,
-    # and whether a --baseline holds it. A waived or existing finding is reported but does not fail the gate.
-    fingerprint: str = ""
-    waiver: Waived | None = None
-    baseline: Literal["new", "existing"] | None = None
-
-    @property
-    def gates(self) -> bool:
-        return self.waiver is None and self.baseline != "existing"
-
-
-_PLACEHOLDER = re.compile(r"\{([a-z_]+(?:\.[a-z_]+)*)\}")
-
-
-def _render(template: str, facts: dict[str, Any], rule: Rule) -> str:
-    start, placeholders = _template(template)
-    out = [start]
-    for name, parts, literal in placeholders:
-        value: Any = facts
-        try:
-            for part in parts:
-                value = value[part]
-        except (KeyError, TypeError):
-            raise FabricCheckError(f"{rule.path}: rule {rule.id}: message names unknown fact {{{name}}}") from None
-        kind = type(value)
-        if kind is str:
-            out.append(value)
-        elif isinstance(value, float):
-            out.append(f"{value:g}")
-        elif isinstance(value, list):
-            out.append(", ".join(str(v) for v in value))
-        else:
-            out.append(str(value))
-        out.append(literal)
-    return "".join(out)
-
-
-@functools.lru_cache(maxsize=1024)
-def _template(template: str) -> tuple[str, tuple[tuple[str, tuple[str, ...], str], ...]]:
-    """A message split once into its leading text and, for each placeholder, (its fact name, the name's parts,
-    the text after it): a fleet's findings render the few messages of its rules hundreds of times."""
-    pieces = _PLACEHOLDER.split(template.strip())
-    names, texts = pieces[1::2], pieces[2::2]
-    return pieces[0], tuple((name, tuple(name.split(".")), text) for name, text in zip(names, texts, strict=True))
-
-
-# ---------------------------------------------------------------------------------------------- loading
-
-
-def builtin_rules_dir() -> Path:
-    packaged = resources.files("fabriccheck") / "rules"
-    if packaged.is_dir():  # installed wheel: rules/ is carried inside the package
-        return Path(str(packaged))
-    return Path(__file__).resolve().parent.parent / "rules"  # source tree / editable install
-
-
-def _cel() -> Any:
-    """The CEL evaluator. The `cel` package's __init__ also imports its interactive shell (prompt_toolkit and
-    friends, about 170 ms, a fifth of the demo's run time) that fabriccheck never uses; unless something
-    imported `cel` already, that shell module is stood in for by an empty one."""
-    if "cel" not in sys.modules:
-        sys.modules.setdefault("cel.cli", ModuleType("cel.cli"))
-    import cel
-
-    return cel
-
-
-def _load_file(path: Path) -> Rule:
-    cel = _cel()
-
-    try:
-        doc = shipped.load_yaml(textfiles.read_text(path))  # UTF-8 only: one line naming the file otherwise
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}: " if mark else ""
-        raise FabricCheckError(f"{path}: {where}not valid YAML ({getattr(exc, 'problem', exc)})") from None
-    if not isinstance(doc, dict):
-        raise FabricCheckError(f"{path}: a rule file must be a mapping of fields")
-    try:
-        rule = Rule.model_validate(doc)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        field = ".".join(str(p) for p in first["loc"]) or "(top level)"
-        raise FabricCheckError(f"{path}: field {field}: {first['msg']}") from None
-    rule._path = str(path)
-    try:
-        rule._program = cel.compile(rule.condition)
-    except ValueError as exc:
-        detail = next((line for line in str(exc).splitlines() if "ERROR" in line), str(exc).splitlines()[0])
-        raise FabricCheckError(f"{path}: field condition: does not compile: {detail.strip()}") from None
-    rule._cost = celbudget.cost_of(rule.condition)
-    celbudget.check(rule._cost, {}, f"{path}: rule {rule.id}")  # its own lists alone may be over budget
-    allowed = SCOPE_VARIABLES[rule.scope]
-    # Comprehension variables (the x in list.exists(x, ...)) show up too; only top-level names matter.
-    roots = {v for v in rule._program.variables() if "." not in v}
-    bad = sorted(v for v in roots if v not in allowed and not re.fullmatch(r"[a-z]", v))
-    if bad:
-        raise FabricCheckError(
-            f"{path}: field condition: unknown variable {bad[0]!r} for scope {rule.scope} "
-            f"(use {', '.join(sorted(allowed))})"
-        )
-    node_facts, cluster_facts = derived.schema(rule.provider)
-    known = {"node": node_facts, "cluster": cluster_facts}
-    reads = set()
-    for fact in _fact_paths(rule.condition):
-        root, _, rest = fact.partition(".")
-        if root in allowed and rest not in known[root]:
-            raise FabricCheckError(
-                f"{path}: field condition: {fact} is not a {rule.provider} {root} fact (see: fabriccheck rules --facts)"
-            )
-        reads.add(f"{root}.{rest.split('.')[0]}")
-    rule._reads = frozenset(reads)
-    messages = [("message", rule.message)] + [
-        (f"by_origin.{o}.message", v.message) for o, v in rule.by_origin.items() if v.message
-    ]
-    for field_name, message in messages:
-        for name in _PLACEHOLDER.findall(message):
-            root, _, rest = name.partition(".")
-            if root not in allowed or rest not in known[root]:
-                raise FabricCheckError(f"{path}: field {field_name}: unknown fact {{{name}}} for scope {rule.scope}")
-        disagreement = rule_wording.disagreement(rule.effect, message)
-        if disagreement:
-            raise FabricCheckError(f"{path}: field {field_name}: {disagreement}")
-    return rule
-
-
-_STRING = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'')
-_FACT_PATH = re.compile(r"\b(node|cluster)((?:\.[a-z_][a-z0-9_]*)+)(\s*\()?")
-
-
-def _fact_paths(condition: str) -> set[str]:
-    """The dotted fact paths a condition reads (`node.fabric.kind`), method calls (`.exists(`) left out."""
-    found = set()
-    for match in _FACT_PATH.finditer(_STRING.sub('""', condition)):
-        parts = (match.group(1) + match.group(2)).split(".")
-        if match.group(3):  # the last part is a method: node.types.exists(...)
-            parts = parts[:-1]
-        found.add(".".join(parts))
-    return found
-
-
-def load_rules(extra_dirs: Iterable[Path] = (), providers: Collection[str] | None = None) -> list[Rule]:
-    """The built-in rules (of `providers` only, when given: rules/<provider>/) and the user's, each checked, and
-    the user's examples run. The built-in rules' examples are run by the test suite (tests/test_rules.py) for
-    the rules as shipped; running them again on every audit cost more than judging a thousand nodes."""
-    rules: dict[str, Rule] = {}
-    owners: dict[str, Rule] = {}  # every id a finding can carry, and the rule that defines it
-    builtin = builtin_rules_dir()
-    # Only providers the model knows (a saved inventory's `collected` names them), and only those with rules.
-    chosen = [builtin / p for p in sorted(providers or ()) if p in PROVIDERS and (builtin / p).is_dir()]
-    builtins = [builtin] if providers is None else chosen
-    for index, directory in enumerate((*builtins, *extra_dirs)):
-        users = index >= len(builtins)
-        if not directory.is_dir():
-            raise FabricCheckError(f"--rules-dir {directory}: not a folder")
-        for path in sorted(directory.rglob("*.yaml")) + sorted(directory.rglob("*.yml")):
-            rule = _load_file(path)
-            for finding_id in rule.finding_ids():
-                if finding_id in owners:
-                    field = "id" if finding_id == rule.id else "by_origin"
-                    raise FabricCheckError(
-                        f"{path}: field {field}: {finding_id} is already defined in {owners[finding_id].path}"
-                    )
-            for finding_id in rule.finding_ids():
-                owners[finding_id] = rule
-            if users:
-                check_examples(rule)
-            rules[rule.id] = rule
-    return sorted(rules.values(), key=lambda r: r.id)
-
-
-@functools.cache
-def builtin_rules(providers: frozenset[str] | None = None) -> tuple[Rule, ...]:
-    return tuple(load_rules(providers=providers))
-
-
-def select_rules(rules: list[Rule], select: list[str], ignore: list[str]) -> list[Rule]:
-    """--select / --ignore take finding ids (a rule's own id, or the id it reports on templates, e.g.
-    AWS140), id prefixes (AWS1) or categories, in any case. Ignoring AWS140 silences AWS101 on templates only.
-    A token that matches nothing, an empty token, and a selection that leaves no rule are errors: a gate
-    that runs no rule must not pass."""
-
-    def hits(option: str, token: str) -> list[tuple[Rule, set[str]]]:
-        wanted = token.upper()
-        found = [
-            (rule, origins)
-            for rule in rules
-            for finding_id, origins in rule.finding_ids().items()
-            if finding_id == wanted or rule.category == token.lower() or finding_id.startswith(wanted)
-        ]
-        if not found:
-            raise FabricCheckError(f"{option} {token}: no rule or category matches {token!r} (see: fabriccheck rules)")
-        return found
-
-    on: dict[str, set[str]] = {}
-    if select:
-        for token in _tokens("--select", select):
-            for rule, origins in hits("--select", token):
-                on.setdefault(rule.id, set()).update(origins)
-    else:
-        on = {rule.id: set(ORIGINS) for rule in rules}
-    for token in _tokens("--ignore", ignore):
-        for rule, origins in hits("--ignore", token):
-            on.get(rule.id, set()).difference_update(origins)
-    chosen = []
-    for rule in rules:
-        origins = on.get(rule.id, set())
-        if origins:
-            copy = rule.model_copy()
-            copy._program, copy._path, copy._origins = rule._program, rule._path, frozenset(origins)
-            copy._reads, copy._cost = rule._reads, rule._cost
-            chosen.append(copy)
-    if not chosen:
-        raise FabricCheckError("--select / --ignore leave no rule to run (see: fabriccheck rules)")
-    return chosen
-
-
-def active_ids(rules: list[Rule]) -> list[str]:
-    """The finding ids the chosen rules can report, for the report's `rules` list."""
-    return sorted({i for r in rules for i, origins in r.finding_ids().items() if origins & r._origins})
-
-
-def _tokens(option: str, values: list[str]) -> list[str]:
-    tokens = [t.strip() for v in values for t in v.split(",")]
-    if any(not t for t in tokens):
-        raise FabricCheckError(f"{option}: an empty rule id or category (take ids, prefixes or categories)")
-    return tokens
-
-
-# ---------------------------------------------------------------------------------------------- evaluate
+from fabriccheck.rulebook import STRING_LITERAL, Rule, cel_module, fact_paths
 
 
 @dataclass
@@ -616,7 +211,7 @@ class _Scope:
 
     def context(self, node_facts: dict[str, Any] | None) -> Any:
         if self._context is None:
-            self._context = _cel().Context(variables={"cluster": self.facts})
+            self._context = cel_module().Context(variables={"cluster": self.facts})
         if node_facts is not None and node_facts is not self._node:
             self._context.add_variable("node", node_facts)
             self._node = node_facts
@@ -636,11 +231,11 @@ class _Judging:
         # The dotted cluster facts it reads (placement.policy): clusters differ in facts beside those (their
         # names: placement.policies), and a verdict keyed by the values read is shared by clusters alike in them.
         self.cluster_paths = tuple(
-            sorted({path.partition(".")[2] for path in _fact_paths(rule.condition) if path.startswith("cluster.")})
+            sorted({path.partition(".")[2] for path in fact_paths(rule.condition) if path.startswith("cluster.")})
         )
         # Exact: the condition reaches the facts only as node.NAME / cluster.NAME, so the values of those
         # facts decide it. Anything else (node["x"], size(cluster)) is judged on all the facts, node by node.
-        stripped = _STRING.sub('""', rule.condition)
+        stripped = STRING_LITERAL.sub('""', rule.condition)
         self.exact = all(match.group(2) for match in _ROOT.finditer(stripped))
 
     def verdict(
@@ -670,7 +265,7 @@ class _Judging:
         variables = {"cluster": {k: scope.facts[k] for k in self.cluster_reads if k in scope.facts}}
         if node is not None:
             variables["node"] = {k: node[k] for k in self.node_reads if k in node}
-        return _cel().Context(variables=variables)
+        return cel_module().Context(variables=variables)
 
 
 class _NodeRules:
@@ -862,81 +457,3 @@ def _fixed_fields(rule: Rule, origin: str) -> dict[str, Any]:
     }
 
 
-def sort_findings(findings: list[Finding]) -> list[Finding]:
-    return sorted(findings, key=lambda f: (-SEVERITY_RANK[f.severity], f.rule, f.account, f.cluster or "", f.resources))
-
-
-# ---------------------------------------------------------------------------------------------- examples
-
-EXAMPLE_ACCOUNT = "example-account"
-
-
-def example_inventory(rule: Rule, example: Example) -> Inventory:
-    """An example's inventory. Nodes and specs default to the rule's provider, an example account and
-    us-east-1; unless the example says otherwise, every fact its provider collects counts as collected for
-    every account and region in it."""
-    data = dict(example.inventory)
-    scopes: set[tuple[str, str]] = set()
-    for key in ("nodes", "specs"):
-        items = []
-        for item in _mappings(rule, example, key, data.get(key, [])):
-            item = {"provider": rule.provider, "account": EXAMPLE_ACCOUNT, "region": "us-east-1", **item}
-            if key == "specs":
-                item.setdefault("origin", "template")
-            scopes.add((item["account"], item["region"]))
-            items.append(item)
-        data[key] = items
-    for namespace in PROVIDERS:
-        if isinstance(data.get(namespace), dict):
-            data[namespace] = {
-                kind: [
-                    {"account": EXAMPLE_ACCOUNT, "region": "us-east-1", **item}
-                    for item in _mappings(rule, example, f"{namespace}.{kind}", items)
-                ]
-                for kind, items in data[namespace].items()
-            }
-    if "collected" not in data:
-        data["collected"] = [
-            fact_key(rule.provider, account, region, fact)
-            for account, region in sorted(scopes)
-            for fact in support(rule.provider).collected_facts
-        ]
-    try:
-        return Inventory.model_validate(data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise FabricCheckError(f"{rule.path}: example {example.name!r}: field {where}: {first['msg']}") from None
-
-
-def _mappings(rule: Rule, example: Example, field: str, items: Any) -> list[dict[str, Any]]:
-    """An example's nodes (or resources): a list of mappings, or one line naming the file, example and field."""
-    bad = next((i for i, x in enumerate(items) if not isinstance(x, dict)), None) if isinstance(items, list) else -1
-    if bad is not None:
-        where = f"{field}[{bad}]: expected a mapping of fields" if bad >= 0 else f"{field}: expected a list"
-        raise FabricCheckError(f"{rule.path}: example {example.name!r}: field inventory.{where}")
-    return cast(list[dict[str, Any]], items)
-
-
-def check_examples(rule: Rule) -> None:
-    """A rule whose examples do not give what they declare is broken: an error naming the file and example."""
-    for kind, examples in (("passing", rule.examples.passing), ("failing", rule.examples.failing)):
-        for example in examples:
-            flagged = run_example(rule, example)
-            expected = sorted(example.flags) if kind == "failing" else []
-            if kind == "failing" and not expected:
-                raise FabricCheckError(
-                    f"{rule.path}: example {example.name!r}: a failing example must list what it flags (flags:)"
-                )
-            if flagged != expected:
-                raise FabricCheckError(
-                    f"{rule.path}: {kind} example {example.name!r} flags {', '.join(flagged) or 'nothing'}, "
-                    f"but declares {', '.join(expected) or 'nothing'}"
-                )
-
-
-def run_example(rule: Rule, example: Example) -> list[str]:
-    """The resources `rule` flags in `example`, sorted."""
-    inventory = example_inventory(rule, example)
-    findings = evaluate([rule], inventory, build_clusters(inventory))
-    return sorted({r for f in findings for r in f.resources})

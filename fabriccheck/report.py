@@ -1,0 +1,167 @@
+"""The report: what one run found, the schema every renderer, merge, waiver and baseline reads.
+
+Clusters with their status and penalty, skipped clusters, the summary's counts and cost figures, and the gate
+the findings were judged under. Nothing here judges (flow.py fills it in); renderers import this module and
+findings.py, never the judge or the flow.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any, Literal
+
+from pydantic import BaseModel, model_validator
+
+from fabriccheck import config, losses, penalty
+from fabriccheck.baseline import BaselineSummary
+from fabriccheck.findings import SEVERITY_RANK, Finding
+from fabriccheck.model import CollectionError, ScopeStatus, SourceLocation
+from fabriccheck.waivers import WaiverStatus
+
+REPORT_SCHEMA_VERSION = 1
+DESELECTED = "deselected (--select / --ignore)"
+
+
+class NotJudged(BaseModel):
+    """A rule that could not be evaluated on a cluster (or some of its nodes), and why."""
+
+    rule: str
+    reason: str  # "security groups not collected for 111122223333 us-east-1", "deselected", ...
+    resources: list[str] = []  # the nodes concerned; empty means the whole cluster
+
+
+class ClusterReport(BaseModel):
+    id: str
+    provider: str
+    account: str
+    grouped_by: str
+    nodes: list[str]
+    instance_types: list[str]
+    gpus: int
+    findings: int
+    # clean: every applicable selected rule was judged on collected facts and none fired; findings: at least
+    # one finding; incomplete: no finding, but some rule could not be judged (see not_judged).
+    status: Literal["clean", "findings", "incomplete"]
+    # Every selected applicable rule was judged (deselected ones do not count). Apart from status: a cluster
+    # with findings may still have a rule that could not be judged, and such a run never passes a gate.
+    complete: bool = True
+    not_judged: list[NotJudged] = []
+    penalty: penalty.Penalty
+
+    @model_validator(mode="before")
+    @classmethod
+    def _complete_of_older_reports(cls, data: Any) -> Any:
+        """A report written before `complete` was recorded (a part given to `merge`): what its not_judged says."""
+        if isinstance(data, dict) and "complete" not in data:
+            unjudged = [n for n in data.get("not_judged") or () if _reason(n) != DESELECTED]
+            data = {**data, "complete": not unjudged}
+        return data
+
+
+class SkippedCluster(BaseModel):
+    """Nodes that are not a training cluster by the user's word (role tag) or by their type (inference)."""
+
+    id: str
+    provider: str
+    account: str
+    nodes: list[str]
+    instance_types: list[str]
+    role: str  # inference | ignore
+    reason: str
+
+
+class Summary(BaseModel):
+    nodes: int
+    clusters: int  # clusters reported: multi-node clusters with a fabric, or with a finding
+    nodes_not_in_reported_clusters: int  # single nodes and clusters without a fabric to use
+    findings: dict[str, int]
+    by_category: dict[str, int]
+    by_rule: dict[str, int]
+    # What the reported clusters lose a day, from the findings their rules are certain of (losses.totals).
+    gpu_hours_per_day: float  # what is paid for: the reported clusters' GPUs x 24
+    lost_gpu_hours_per_day: penalty.Range
+    lost_dollars_per_day: penalty.Range | None
+    clusters_cannot_run: int
+    # Counted apart from the figures above: findings whose rules say they may be wrong, and what they would
+    # lose on top of them if they hold.
+    possible_findings: int
+    possible_lost_gpu_hours_per_day: penalty.Range | None
+    possible_lost_dollars_per_day: penalty.Range | None
+    unknown_instance_types: list[str]
+    clusters_by_status: dict[str, int] = {}  # clean, findings, incomplete
+    clusters_not_fully_judged: int = 0  # clusters with a selected rule not judged, findings or not (complete false)
+    skipped_clusters: int = 0
+    nodes_by_state: dict[str, int] = {}  # every instance seen, by state; only running and pending are judged
+    waived: int = 0  # findings a waiver covers (counted in `findings` too; they do not fail the gate)
+    in_baseline: int = 0  # findings the --baseline holds (counted in `findings` too; they do not fail the gate)
+    # A live collection's scopes (account x region, subscription, project) and the requests they took.
+    scopes: int = 0
+    scopes_incomplete: int = 0
+    api_calls: int = 0
+    retries: int = 0
+
+
+class Report(BaseModel):
+    schema_version: int = REPORT_SCHEMA_VERSION
+    tool: dict[str, str]
+    source: str
+    generated_at: str
+    complete: bool
+    errors: list[CollectionError]
+    workload: dict[str, str]
+    rules: list[str]
+    findings: list[Finding]
+    clusters: list[ClusterReport]
+    skipped_clusters: list[SkippedCluster] = []
+    summary: Summary
+    notes: list[str]
+    waivers: list[WaiverStatus] = []  # what each waiver did: active, expired, stale, not-run
+    baseline: BaselineSummary | None = None
+    duration_seconds: float | None = None  # the whole command, collection included (set by the CLI)
+    api_calls: int | None = None  # cloud API requests sent (0 for a dump or a saved inventory; set by the CLI)
+    # Where each planned resource is declared (Terraform address, file and line, cloud id), by node id.
+    locations: dict[str, SourceLocation] = {}
+    scopes: list[ScopeStatus] = []  # per-scope completeness of a live collection
+    # The gate the findings were judged under, each setting with where it came from (set by the CLI; None for a
+    # library caller's own Options).
+    gate: config.Gate | None = None
+
+    def fully_judged(self) -> bool:
+        """Every fact collected and every selected rule judged on every cluster: only such a run can pass a gate,
+        whatever waivers and baselines accept of the findings."""
+        return self.complete and all(c.complete for c in self.clusters)
+
+    def worst_severity(self) -> str | None:
+        """The worst severity among the findings that fail a gate (not waived, not in the baseline)."""
+        return max((f.severity for f in self.findings if f.gates), key=SEVERITY_RANK.__getitem__, default=None)
+
+
+def unjudged_rules(cluster: ClusterReport) -> list[NotJudged]:
+    """The selected rules a cluster could not be judged by (its not_judged without the deselected ones)."""
+    return [n for n in cluster.not_judged if n.reason != DESELECTED]
+
+
+def _reason(item: Any) -> Any:
+    return item.get("reason") if isinstance(item, dict) else getattr(item, "reason", None)
+
+
+def tally(findings: list[Finding], clusters: list[ClusterReport], skipped: list[SkippedCluster]) -> dict[str, Any]:
+    """The summary's counts of findings and clusters and what the clusters lose: one report's, or a merge of
+    several."""
+    return {
+        "clusters": len(clusters),
+        "findings": {s: sum(1 for f in findings if f.severity == s) for s in ("error", "warning", "info")},
+        "by_category": dict(sorted(Counter(f.category for f in findings).items())),
+        "by_rule": dict(sorted(Counter(f.rule for f in findings).items())),
+        **losses.totals([(c.gpus, c.penalty) for c in clusters]),
+        "possible_findings": sum(1 for f in findings if f.confidence == "possible"),
+        "clusters_by_status": {
+            s: sum(1 for c in clusters if c.status == s) for s in ("clean", "findings", "incomplete")
+        },
+        "clusters_not_fully_judged": sum(1 for c in clusters if not c.complete),
+        "skipped_clusters": len(skipped),
+        "waived": sum(1 for f in findings if f.waiver is not None),
+        "in_baseline": sum(1 for f in findings if f.baseline == "existing"),
+    }
+
+
