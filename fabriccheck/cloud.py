@@ -12,11 +12,11 @@ from __future__ import annotations
 import functools
 import importlib
 import re
-from collections.abc import Callable, Hashable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from fabriccheck.model import Capability, FabricKind, NetworkInterface, Node
+from fabriccheck.model import Capability, FabricKind, NetworkInterface, Node, NodeShape
 
 if TYPE_CHECKING:
     from fabriccheck.inventory import Inventory
@@ -62,13 +62,13 @@ class FactContext(Protocol):
 
     inventory: Inventory
 
-    def capability(self, node: Node) -> Capability | None: ...
+    def capability(self, shape: NodeShape) -> Capability | None: ...
 
-    def attachment(self, node: Node) -> FabricAttachment:
-        """The node's fabric attachment as its provider decides it, computed once per run."""
+    def attachment(self, shape: NodeShape) -> FabricAttachment:
+        """The shape's fabric attachment as its provider decides it, computed once per run."""
         ...
 
-    def has(self, node: Node, fact: str) -> bool: ...
+    def has(self, shape: NodeShape, fact: str) -> bool: ...
 
     def cached(self, key: str, build: Callable[[], T]) -> T:
         """A value built once per run (indexes of a provider's namespace)."""
@@ -82,7 +82,7 @@ class FactSchema:
 
     node: dict[str, str] = field(default_factory=dict)
     cluster: dict[str, str] = field(default_factory=dict)
-    naming: frozenset[str] = frozenset()  # node facts that name the node rather than describe it
+    naming: frozenset[str] = frozenset()  # node facts that name the node (CloudSupport.naming_facts)
 
 
 _SIZE = re.compile(r"(\d+)")
@@ -140,36 +140,47 @@ class CloudSupport:
         support a fabric (network-optimized CPU fleets) are not flagged."""
         return bool(cap and cap.fabric is not FabricKind.NONE and (cap.accelerators > 0 or self.is_hpc(instance_type)))
 
-    def expects_fabric(self, node: Node, cap: Capability | None) -> bool:
-        """Whether this node should use a fabric: its type's answer, unless where it runs rules it out."""
-        return self.fabric_expected(node.instance_type or "", cap)
+    def expects_fabric(self, shape: NodeShape, cap: Capability | None) -> bool:
+        """Whether a node of this shape should use a fabric: its type's answer, unless where it runs rules it out."""
+        return self.fabric_expected(shape.instance_type or "", cap)
 
-    def fabric_attachment(self, node: Node, cap: Capability | None) -> FabricAttachment:
+    def fabric_attachment(self, shape: NodeShape, cap: Capability | None) -> FabricAttachment:
         raise NotImplementedError
 
     # ---------------------------------------------------------------------------------------- facts
 
-    def node_facts(self, node: Node, context: FactContext) -> Facts:
+    def resolve(self, nodes: list[Node], inventory: Inventory) -> None:
+        """Copy onto each node's shape what this cloud reads from the inventory's other resources by the node's own
+        ids (Azure: each NIC's record, the VM's extensions), so that its facts are a function of its shape."""
+
+    def node_facts(self, shape: NodeShape, context: FactContext) -> Facts:
+        """This cloud's facts of a node of `shape`: a function of the shape (and of the inventory's resources it
+        names), shared by every node of the shape. May hold `unknown`: facts it could only call unknown, with why."""
         return {}
 
-    def node_shape(self, node: Node, context: FactContext) -> Hashable | None:
-        """What this cloud's node facts and fabric attachment are a function of, but the node's id: nodes of one
-        shape share them, built once (a pool of hundreds has one shape). None: the node's facts are its own
-        (they depend on the id, e.g. resources collected per VM)."""
-        return None
-
-    def node_shapes(self, nodes: list[Node], context: FactContext) -> list[Hashable | None]:
-        """`node_shape` of each node: a cloud whose shapes are cheap to tell makes them in one pass."""
-        return [self.node_shape(node, context) for node in nodes]
+    def naming_facts(self, node: Node, shared: Facts) -> Facts:
+        """Facts that name one node (its NICs by their ids), beside those of its shape (`shared`): the facts of
+        `schema.naming`, and `unknown` when why one is unknown names the node's own resources."""
+        return {}
 
     def notes(self, inventory: Inventory) -> list[str]:
         """What the report should say about this cloud's collection (facts that fall back or were skipped)."""
         return []
 
     def cluster_facts(self, nodes: list[Node], node_facts: list[Facts], context: FactContext) -> Facts:
-        """A cluster's facts of this cloud. `node_facts` holds each node's, in order, except that the nodes of one
-        shape (node_shape) share one dict, which names the first of them: a node's name is read from `nodes`."""
+        """A cluster's facts of this cloud. `node_facts` holds the facts of each node's shape, in order (shared by
+        the nodes of one shape, without their names): a node's name is read from `nodes`."""
         return {}
+
+
+def resolve(inventory: Inventory) -> None:
+    """Every node's and spec's shape made whole from the inventory's other resources (CloudSupport.resolve): what
+    every source does once it has read all of its answers. Doing it again changes nothing."""
+    by_provider: dict[str, list[Node]] = {}
+    for node in [*inventory.nodes, *inventory.specs]:
+        by_provider.setdefault(node.provider, []).append(node)
+    for provider, nodes in by_provider.items():
+        support(provider).resolve(nodes, inventory)
 
 
 @functools.cache

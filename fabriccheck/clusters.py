@@ -11,12 +11,11 @@ with no signal trains alone. A node that a template or plan would launch forms a
 from __future__ import annotations
 
 import functools
-import operator
 from dataclasses import dataclass, field
 
 from fabriccheck.cloud import PlacementSignal, TagSignal, support
 from fabriccheck.inventory import Inventory
-from fabriccheck.model import Node
+from fabriccheck.model import Node, NodeShape
 
 # Only these are training nodes; stopped, stopping, shutting-down and terminated ones are counted, not judged.
 JUDGED_STATES = frozenset({"pending", "running", "planned"})  # planned: a Terraform plan would create it
@@ -73,64 +72,57 @@ def _grouping(provider: str) -> tuple[frozenset[tuple[str, str]], tuple[_Signal,
 
 def cluster_key(node: Node, cluster_tag: str | None) -> tuple[str, str]:
     """(cluster id, what grouped it) for a running node."""
-    key, signal, _ = _key(node, cluster_tag)
-    return key, signal
+    return group_of(node.shape, cluster_tag) or _alone(node)
 
 
-def _key(node: Node, cluster_tag: str | None) -> tuple[str, str, bool]:
-    """cluster_key, and whether it follows from the node's tags, provider, account and region alone."""
-    tags = node.tags
+def _alone(node: Node) -> tuple[str, str]:
+    return f"{node.provider}:{node.account}:{node.region}:{node.id}", "single node"
+
+
+def group_of(shape: NodeShape, cluster_tag: str | None) -> tuple[str, str] | None:
+    """(cluster id, what grouped it) for the nodes of `shape`, or None when such a node trains alone."""
+    tags = shape.tags
     if cluster_tag and cluster_tag in tags:
         # A user's tag names a job across regions, which is exactly when a region split must show.
-        return f"{node.provider}:{node.account}:tag/{cluster_tag}={tags[cluster_tag]}", f"tag {cluster_tag}", True
-    here = f"{node.provider}:{node.account}:{node.region}"
-    alone, signals = _grouping(node.provider)
+        return f"{shape.provider}:{shape.account}:tag/{cluster_tag}={tags[cluster_tag]}", f"tag {cluster_tag}"
+    here = f"{shape.provider}:{shape.account}:{shape.region}"
+    alone, signals = _grouping(shape.provider)
     if tags and alone and not tags.items().isdisjoint(alone):
-        return f"{here}:{node.id}", "single node", False
-    placement_read = False  # a tag's key follows from the tags alone only if no placement came before it
+        return None
     for keys, keyset, kind, slug, label, within in signals:
         if kind is None:
             if tags and tags.keys() >= keyset:
                 name = tags[keys[0]] if len(keys) == 1 else "/".join([tags[k] for k in keys])
-                part = node.placed_by(within) if within else None
+                part = shape.placed_by(within) if within else None
                 if part and within:  # one placement of the tag's group: a cluster of its own
-                    return f"{here}:{slug}/{name}:{within}/{part}", f"{label}, one {within.replace('-', ' ')}", False
-                return f"{here}:{slug}/{name}", label, not placement_read and within is None
+                    return f"{here}:{slug}/{name}:{within}/{part}", f"{label}, one {within.replace('-', ' ')}"
+                return f"{here}:{slug}/{name}", label
         else:
-            placed = node.placed_by(kind)
+            placed = shape.placed_by(kind)
             if placed:
-                return f"{here}:{slug}/{placed}", label, False
-            placement_read = True
-    if node.origin == "plan" and node.spec is not None:
+                return f"{here}:{slug}/{placed}", label
+    if shape.origin == "plan" and shape.spec is not None:
         # The instances of one Terraform resource (count, for_each) are one group the configuration launches.
-        return f"{here}:terraform/{node.spec.name}", "Terraform resource", False
-    return f"{here}:{node.id}", "single node", False
-
-
-_TAGS = operator.attrgetter("tags")
-_TYPE = operator.attrgetter("instance_type")
+        return f"{here}:terraform/{shape.spec.name}", "Terraform resource"
+    return None
 
 
 def build_clusters(inventory: Inventory, cluster_tag: str | None = None) -> list[Cluster]:
     """Clusters of running (and pending) nodes, sorted by id, each with its role."""
     groups: dict[str, Cluster] = {}
-    # The nodes of a pool may share one tags dict (normalizers stamp them from one template): a node whose
-    # cluster follows from its tags joins the cluster of the last node with the same dict, provider, account
-    # and region without its key being made again. The dicts are held by the nodes while this runs.
-    by_tags: dict[tuple[int, str, str, str], Cluster] = {}
+    grouped: dict[NodeShape, tuple[str, str] | None] = {}  # the nodes of a pool share their group
     for node in inventory.nodes:
         if node.state not in JUDGED_STATES:
             continue
-        tags = node.tags
-        seen = (id(tags), node.provider, node.account, node.region) if tags else None
-        cluster = by_tags.get(seen) if seen else None
+        shape = node.shape
+        if shape in grouped:
+            found = grouped[shape]
+        else:
+            found = grouped[shape] = group_of(shape, cluster_tag)
+        key, signal = found or _alone(node)
+        cluster = groups.get(key)
         if cluster is None:
-            key, signal, tagged = _key(node, cluster_tag)
-            cluster = groups.get(key)
-            if cluster is None:
-                cluster = groups[key] = Cluster(id=key, provider=node.provider, account=node.account, signal=signal)
-            if tagged and seen:
-                by_tags[seen] = cluster
+            cluster = groups[key] = Cluster(id=key, provider=node.provider, account=node.account, signal=signal)
         cluster.nodes.append(node)
     for cluster in groups.values():
         cluster.role, cluster.role_reason = _role(cluster)
@@ -141,15 +133,14 @@ def _role(cluster: Cluster) -> tuple[str, str]:
     """The user's role tag wins (training first, should nodes disagree); else inference-only types are no
     training cluster. A tag value that is not a role is judged as training (flow notes it)."""
     cloud = support(cluster.provider)
-    # Each distinct tags dict read once (the nodes of a stamped pool share theirs), found in C.
-    distinct = {id(tags): tags for tags in map(_TAGS, cluster.nodes)}.values()
-    said = {tags[cloud.role_tag].strip().lower() for tags in distinct if cloud.role_tag in tags}
+    shapes = {node.shape for node in cluster.nodes}
+    said = {shape.tags[cloud.role_tag].strip().lower() for shape in shapes if cloud.role_tag in shape.tags}
     for role in ROLES:
         if role in said:
             return role, "" if role == TRAINING else f"tagged {cloud.role_tag}={role}"
     if said:
         return TRAINING, ""
-    types = sorted({kind or "" for kind in map(_TYPE, cluster.nodes)})
+    types = sorted({shape.instance_type or "" for shape in shapes})
     if all(cloud.default_role(t) == INFERENCE for t in types):
         return INFERENCE, (
             f"{', '.join(types)} is an inference type; tag {cloud.role_tag}=training to judge it as training"

@@ -13,12 +13,12 @@ from typing import Any, cast
 from pydantic import ValidationError
 
 from fabriccheck import rulebook
-from fabriccheck.cloud import support
+from fabriccheck.cloud import resolve, support
 from fabriccheck.clusters import build_clusters
 from fabriccheck.errors import FabricCheckError
 from fabriccheck.inventory import Inventory
 from fabriccheck.judge import evaluate
-from fabriccheck.model import PROVIDERS, fact_key
+from fabriccheck.model import PROVIDERS, fact_key, field_path
 from fabriccheck.rulebook import Example, Rule
 
 EXAMPLE_ACCOUNT = "example-account"
@@ -55,11 +55,13 @@ def example_inventory(rule: Rule, example: Example) -> Inventory:
             for fact in support(rule.provider).collected_facts
         ]
     try:
-        return Inventory.model_validate(data)
+        inventory = Inventory.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
+        where = field_path(first["loc"])
         raise FabricCheckError(f"{rule.path}: example {example.name!r}: field {where}: {first['msg']}") from None
+    resolve(inventory)
+    return inventory
 
 
 def _mappings(rule: Rule, example: Example, field: str, items: Any) -> list[dict[str, Any]]:

@@ -17,7 +17,7 @@ from fabriccheck import __version__, config, cost, examples, judge, penalty, rul
 from fabriccheck import baseline as baselines
 from fabriccheck import waivers as waiving
 from fabriccheck.baseline import Baseline
-from fabriccheck.cloud import support
+from fabriccheck.cloud import resolve, support
 from fabriccheck.clusters import JUDGED_STATES, ROLES, build_clusters, spec_clusters
 from fabriccheck.errors import FabricCheckError
 from fabriccheck.facts import FactBuilder
@@ -84,6 +84,7 @@ def run(inventory: Inventory, options: Options) -> Report:
 
 def _run(inventory: Inventory, options: Options) -> Report:
     workload = workload_named(options.workload)
+    resolve(inventory)  # every source has; an inventory a caller made itself may not have
     # Only the rules of the clouds in this inventory are loaded, run and listed: an AWS account's report does not
     # list GCP rules as run, and a selection that leaves none of its clouds' rules is the same error as none.
     clouds = frozenset(

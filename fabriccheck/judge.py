@@ -1,24 +1,24 @@
 """The judge: rules evaluated over the derived facts of clusters and their nodes.
 
-Facts are prepared once per node and per cluster (facts.py), not per rule; findings are built from the rule's
-fixed fields and the facts that fired it.
+`judge` is the definition: every rule of a cluster's provider and origin, on the cluster and on each of its
+nodes. A verdict depends only on the values of the facts its rule reads, so `Verdicts` keeps each verdict by those
+values (rule, the cluster facts it reads, the node's fact key): the nodes of a pool, and pools alike, cost one CEL
+evaluation. `judge(..., memo=False)` evaluates every verdict afresh; the tests hold the two to the same findings.
 """
 
 from __future__ import annotations
 
-import operator
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from itertools import compress, repeat
 from typing import Any
 
 from fabriccheck import facts as derived
-from fabriccheck import trusted
 from fabriccheck.clusters import Cluster, spec_clusters
-from fabriccheck.facts import FactBuilder
+from fabriccheck.facts import FactBuilder, FactKey, fact_key_of
 from fabriccheck.findings import Finding, sort_findings
 from fabriccheck.inventory import Inventory
+from fabriccheck.model import Node
 from fabriccheck.rulebook import STRING_LITERAL, Rule, cel_module, fact_paths
 
 
@@ -35,6 +35,9 @@ class Unjudged:
 class Evaluation:
     findings: list[Finding]
     unjudged: dict[str, list[Unjudged]]  # by cluster id
+
+
+Verdict = tuple[bool, tuple[str, ...]]  # matched, and why it could not be judged if it did not
 
 
 def evaluate(
@@ -54,113 +57,36 @@ def judge(
     clusters: list[Cluster],
     facts: FactBuilder | None = None,
     specs: list[Cluster] | None = None,
+    memo: bool = True,
 ) -> Evaluation:
     """Findings, and for each running cluster whose fabric matters the rules that could not be judged: a fact
     they read that the builder could only call unknown, with why (not collected for the node's account and
     region, a security group referenced but not seen, a type whose capability is unknown)."""
     facts = facts or FactBuilder(inventory)
+    judgings = [_Judging(rule) for rule in rules]
+    verdicts = Verdicts(memo)
     findings: list[Finding] = []
     unjudged: dict[str, list[Unjudged]] = {}
-    by_scope: dict[str, list[_Judging]] = {"node": [], "cluster": []}
-    for rule in rules:
-        by_scope[rule.scope].append(_Judging(rule))
-    _share_cluster_reads([*by_scope["node"], *by_scope["cluster"]])
-    # One verdict per rule and distinct values of the facts it reads (with why any of them is unknown), for the
-    # whole run: the nodes of a pool, and pools alike, cost one CEL evaluation, not one each.
-    verdicts: dict[tuple[Any, ...], tuple[bool, tuple[str, ...]]] = {}
-    freezer = _Freezer()
-    make = _FindingMaker()
-    groups: dict[tuple[str, str], _NodeRules] = {}  # the node rules of a provider and origin
-    # What the node rules of a group make of a node, by the values it and its cluster read: the nodes of a pool,
-    # and of pools alike, are judged once; each other node costs a look-up.
-    node_verdicts: dict[tuple[Any, ...], tuple[list[Rule], list[tuple[str, str]]]] = {}
-
     for cluster in [*clusters, *(specs if specs is not None else spec_clusters(inventory))]:
         origin = cluster.nodes[0].origin if cluster.spec else "running"
+        here = [j for j in judgings if j.rule.provider == cluster.provider and j.rule.judges(origin)]
         # A spec is judged on its nodes only: it has no placement, zone split or peers yet.
-        rules_here = (
-            []
-            if cluster.spec
-            else [r for r in by_scope["cluster"] if r.provider == cluster.provider and origin in r.origins]
-        )
-        group = groups.get((cluster.provider, origin))
-        if group is None:
-            group = groups[(cluster.provider, origin)] = _NodeRules(
-                [r for r in by_scope["node"] if r.provider == cluster.provider and origin in r.origins]
-            )
-        node_rules = group.judgings
-        if not rules_here and not node_rules:
+        cluster_rules = [] if cluster.spec else [j for j in here if j.rule.scope == "cluster"]
+        node_rules = [j for j in here if j.rule.scope == "node"]
+        if not cluster_rules and not node_rules:
             continue
-        cluster_facts = facts.cluster(cluster)
-        scope = _Scope(cluster_facts, freezer)
-        missed: dict[tuple[str, str], list[str]] = {}  # (rule, reason) -> nodes
-        for judging in rules_here:
-            matched, reasons = judging.verdict(verdicts, scope, None)
+        scene = _Cluster(cluster, origin, facts)
+        missed: dict[tuple[str, str], list[str]] = {}  # (rule, reason) -> nodes; [] for the whole cluster
+        for judging in cluster_rules:
+            matched, reasons = verdicts.cluster(judging, scene)
             if matched:
-                findings.append(make(judging.rule, cluster, [n.id for n in cluster.nodes], {"cluster": cluster_facts}))
-            else:
-                for reason in reasons:
-                    missed[(judging.rule.id, reason)] = []
-        if cluster_facts["multi_node"] and node_rules:
-            # Nodes mostly share their facts but for their names: the nodes whose facts read by the node rules
-            # are alike (and whose clusters' facts read by them are alike) share one verdict per rule. A pool's
-            # nodes are told apart by a few passes over the whole list, not by a loop of look-ups per node.
-            around = (group, scope.read(group.cluster_paths, group.cluster_reads))
-            nodes = cluster.nodes
-            # Rules that read no node's name are judged on facts the nodes of a shape share (no copy per node).
-            every_facts = facts.shared(nodes) if group.nameless else facts.nodes(nodes)
-            shapes: list[Any] = (
-                freezer.reader(group.node_reads).many(every_facts) if group.exact else list(map(id, nodes))
-            )
-            if any(map(_NODE_UNKNOWN, nodes)):
-                # A fact the node's source left unknown fires nothing (below): which ones is part of its shape.
-                shapes = [
-                    (shape, tuple(n.unknown) if n.unknown else None) for shape, n in zip(shapes, nodes, strict=True)
-                ]
-            here: dict[Any, tuple[list[Rule], list[tuple[str, str]]]] = {}
-            firsts = derived.first_indexes(shapes)  # each shape's first node
-            for shape in dict.fromkeys(shapes):
-                node, node_facts = nodes[firsts[shape]], every_facts[firsts[shape]]
-                key = (*around, shape)
-                verdict = node_verdicts.get(key)
-                if verdict is None:
-                    matched_rules: list[Rule] = []
-                    unknown: list[tuple[str, str]] = []
-                    for judging in node_rules:
-                        # The shape means these facts' values only with the same facts read: both are the key.
-                        matched, reasons = judging.verdict(verdicts, scope, node_facts, (group.node_reads, shape))
-                        if matched and _reads_unknown(judging.rule, node.unknown):
-                            # A fact the node's source left unknown (a plan's value known only after apply)
-                            # fires nothing; the rule is reported as not judged.
-                            matched, reasons = False, tuple(_reasons(judging.rule, scope.facts, node_facts))
-                        if matched:
-                            matched_rules.append(judging.rule)
-                        else:
-                            unknown += [(judging.rule.id, reason) for reason in reasons]
-                    verdict = node_verdicts[key] = (matched_rules, unknown)
-                here[shape] = verdict
-            if len(here) == 1:  # one shape: every node alike
-                matched_rules, unknown = here[shapes[0]]
-                for node, node_facts in zip(nodes, facts.nodes(nodes), strict=True) if matched_rules else ():
-                    for rule in matched_rules:
-                        findings.append(make(rule, cluster, [node.id], {"node": node_facts, "cluster": cluster_facts}))
-                if unknown and not cluster.spec:
-                    ids = [n.id for n in nodes]
-                    for missing in unknown:
-                        missed.setdefault(missing, []).extend(ids)
-            else:  # only the nodes of shapes with a finding or a rule not judged need a look
-                busy = {shape for shape, (matched_rules, unknown) in here.items() if matched_rules or unknown}
-                for index in compress(range(len(nodes)), map(busy.__contains__, shapes)):
-                    node = nodes[index]
-                    node_facts = facts.node(node)  # its own, which name it
-                    matched_rules, unknown = here[shapes[index]]
-                    for rule in matched_rules:
-                        findings.append(make(rule, cluster, [node.id], {"node": node_facts, "cluster": cluster_facts}))
-                    if unknown and not cluster.spec:
-                        for missing in unknown:
-                            missed.setdefault(missing, []).append(node.id)
+                findings.append(scene.finding(judging.rule, [n.id for n in cluster.nodes], None))
+            for reason in reasons:
+                missed[(judging.rule.id, reason)] = []
+        if scene.facts["multi_node"] and node_rules:
+            _judge_nodes(node_rules, scene, verdicts, findings, missed)
         # Only where the fabric matters: a CPU fleet's unknown placement leaves nothing unjudged.
-        matters = cluster_facts["fabric_cluster"] or "fabric_cluster" in cluster_facts["unknown"]
+        matters = scene.facts["fabric_cluster"] or "fabric_cluster" in scene.facts["unknown"]
         if missed and matters:
             everyone = len(cluster.nodes)
             unjudged[cluster.id] = [
@@ -170,116 +96,154 @@ def judge(
     return Evaluation(sort_findings(findings), unjudged)
 
 
-def _share_cluster_reads(judgings: list[_Judging]) -> None:
-    """Give the rules of each provider the cluster facts any of them reads: a cluster's values are then frozen
-    into one token (_Scope.read) that every rule's verdict is keyed by, not one token per rule. Keyed by more
-    facts than it reads, a verdict is shared by fewer clusters, never by clusters it would judge otherwise."""
-    paths: dict[str, set[str]] = {}
-    names: dict[str, set[str]] = {}
+def _judge_nodes(
+    judgings: list[_Judging],
+    scene: _Cluster,
+    verdicts: Verdicts,
+    findings: list[Finding],
+    missed: dict[tuple[str, str], list[str]],
+) -> None:
+    """Each node rule on each node of the cluster, in order: a finding per node it fires on, and the nodes it could
+    not be judged on (not for a spec: its nodes do not exist yet)."""
+    nodes = scene.cluster.nodes
+    keys = list(map(fact_key_of, nodes))
     for judging in judgings:
-        paths.setdefault(judging.provider, set()).update(judging.cluster_paths)
-        names.setdefault(judging.provider, set()).update(judging.cluster_reads)
-    for judging in judgings:
-        judging.cluster_paths = tuple(sorted(paths[judging.provider]))
-        judging.cluster_reads = tuple(sorted(names[judging.provider]))
+        token = scene.token(judging.cluster_paths, judging.cluster_reads)
+        for node, key in zip(nodes, keys, strict=True):
+            matched, reasons = verdicts.node(judging, scene, node, key, token)
+            if matched:
+                findings.append(scene.finding(judging.rule, [node.id], node))
+            elif reasons and not scene.cluster.spec:
+                for reason in reasons:
+                    missed.setdefault((judging.rule.id, reason), []).append(node.id)
 
 
-def _reads_unknown(rule: Rule, unknown: dict[str, str]) -> bool:
-    return bool(unknown) and any(r.partition(".")[2] in unknown for r in rule._reads if r.startswith("node."))
+class _Cluster:
+    """One cluster being judged: its facts, its nodes' facts as they are asked for, and its findings' fixed
+    fields."""
+
+    def __init__(self, cluster: Cluster, origin: str, facts: FactBuilder) -> None:
+        self.cluster = cluster
+        self.origin = origin
+        self.builder = facts
+        self.facts = facts.cluster(cluster)
+        self._tokens: dict[tuple[tuple[str, ...], tuple[str, ...]], Any] = {}
+
+    def token(self, paths: tuple[str, ...], names: tuple[str, ...]) -> Any:
+        """The values of the cluster facts at `paths` and why any of `names` is unknown, as a key."""
+        found = self._tokens.get((paths, names))
+        if found is None:
+            unknown = self.facts["unknown"]
+            why = tuple(unknown.get(name) for name in names)
+            found = self._tokens[(paths, names)] = (why, tuple(_frozen(_at(self.facts, path)) for path in paths))
+        return found
+
+    def finding(self, rule: Rule, resources: list[str], node: Node | None) -> Finding:
+        variables: dict[str, Any] = {"cluster": self.facts}
+        if node is not None:
+            variables["node"] = self.builder.node(node)
+        return make_finding(rule, self.cluster, self.origin, resources, rule.render(variables, self.origin))
+
+
+class Verdicts:
+    """Each verdict by the values it depends on: the rule, and the values of the cluster and node facts it reads
+    (and why any of them is unknown). With `memo` off, every verdict is evaluated afresh (the definition the memo
+    must match)."""
+
+    def __init__(self, memo: bool = True) -> None:
+        self.memo = memo
+        self._found: dict[tuple[Any, ...], Verdict] = {}
+        self._node_values: dict[tuple[str, FactKey], Any] = {}  # (rule, fact key) -> the values it reads
+
+    def cluster(self, judging: _Judging, scene: _Cluster) -> Verdict:
+        key = (judging.rule.id, scene.token(judging.cluster_paths, judging.cluster_reads)) if judging.exact else None
+        return self._get(key, lambda: judging.verdict(scene.facts, None))
+
+    def node(self, judging: _Judging, scene: _Cluster, node: Node, fact_key: FactKey, token: Any) -> Verdict:
+        """`fact_key` is the node's (facts.fact_key_of), `token` the values of the cluster facts the rule reads."""
+        key: tuple[Any, ...] | None = None
+        if self.memo and judging.exact and not judging.names:
+            values = self._node_values.get((judging.rule.id, fact_key))
+            if values is None:
+                values = self._node_values[(judging.rule.id, fact_key)] = judging.node_values(
+                    scene.builder.of(fact_key)
+                )
+            key = (judging.rule.id, token, values)
+        return self._get(key, lambda: judging.verdict(scene.facts, scene.builder.node(node)))
+
+    def _get(self, key: tuple[Any, ...] | None, evaluate: Callable[[], Verdict]) -> Verdict:
+        if key is None or not self.memo:
+            return evaluate()
+        found = self._found.get(key)
+        if found is None:
+            found = self._found[key] = evaluate()
+        return found
 
 
 _ROOT = re.compile(r"\b(node|cluster)\b(\s*\.\s*[a-z_])?")
 
 
-class _Scope:
-    """One cluster's facts and, made only when some verdict is not known yet, its CEL context."""
-
-    def __init__(self, cluster_facts: dict[str, Any], freezer: _Freezer) -> None:
-        self.facts = cluster_facts
-        self._freezer = freezer
-        self._context: Any = None
-        self._node: Any = None
-        self._read: dict[tuple[tuple[str, ...], tuple[str, ...]], int] = {}
-
-    def read(self, paths: tuple[str, ...], names: tuple[str, ...]) -> int:
-        """The values at the cluster fact `paths` and why any of the facts `names` is unknown, as a token: rules
-        mostly read the same few cluster facts, so each set is frozen once per cluster."""
-        found = self._read.get((paths, names))
-        if found is None:
-            found = self._read[(paths, names)] = self._freezer.reader(paths, names)(self.facts)
-        return found
-
-    def context(self, node_facts: dict[str, Any] | None) -> Any:
-        if self._context is None:
-            self._context = cel_module().Context(variables={"cluster": self.facts})
-        if node_facts is not None and node_facts is not self._node:
-            self._context.add_variable("node", node_facts)
-            self._node = node_facts
-        return self._context
-
-
 class _Judging:
-    """A rule as one run judges it: what its condition reads, and its verdicts by the values read."""
+    """A rule as one run judges it: what its condition reads."""
 
     def __init__(self, rule: Rule) -> None:
         self.rule = rule
-        self.provider = rule.provider
-        self.origins = rule._origins
         reads = sorted(rule._reads)
         self.node_reads = tuple(r.partition(".")[2] for r in reads if r.startswith("node."))
         self.cluster_reads = tuple(r.partition(".")[2] for r in reads if r.startswith("cluster."))
-        # The dotted cluster facts it reads (placement.policy): clusters differ in facts beside those (their
-        # names: placement.policies), and a verdict keyed by the values read is shared by clusters alike in them.
+        # The dotted cluster facts it reads (placement.policy): clusters alike in their values share a verdict.
         self.cluster_paths = tuple(
             sorted({path.partition(".")[2] for path in fact_paths(rule.condition) if path.startswith("cluster.")})
         )
-        # Exact: the condition reaches the facts only as node.NAME / cluster.NAME, so the values of those
-        # facts decide it. Anything else (node["x"], size(cluster)) is judged on all the facts, node by node.
+        # Exact: the condition reaches the facts only as node.NAME / cluster.NAME, so the values of those facts
+        # decide it. Anything else (node["x"], size(cluster)) is judged on all the facts, node by node.
         stripped = STRING_LITERAL.sub('""', rule.condition)
         self.exact = all(match.group(2) for match in _ROOT.finditer(stripped))
+        # Whether it reads a fact that names the node: then its verdict is the node's own.
+        self.names = bool(set(self.node_reads) & derived.naming(rule.provider))
 
-    def verdict(
-        self,
-        verdicts: dict[tuple[Any, ...], tuple[bool, tuple[str, ...]]],
-        scope: _Scope,
-        node: dict[str, Any] | None,
-        shape: Any = (),
-    ) -> tuple[bool, tuple[str, ...]]:
-        """(matches, why it could not be judged if it does not: `_reasons`) for these facts. `shape` stands
-        for the node's facts: the values of (at least) those this rule reads."""
-        if self.exact:
-            key: tuple[Any, ...] = (self, scope.read(self.cluster_paths, self.cluster_reads), shape)
-        else:
-            key = (self, id(scope.facts), id(node))
-        found = verdicts.get(key)
-        if found is None:
-            matched = self.rule.matches(self._context(scope, node))
-            found = verdicts[key] = (matched, () if matched else tuple(_reasons(self.rule, scope.facts, node)))
-        return found
+    def node_values(self, node_facts: dict[str, Any]) -> Any:
+        """The values of the node facts this rule reads and why any of them is unknown, as a key."""
+        unknown = node_facts["unknown"]
+        why = tuple(unknown.get(name) for name in self.node_reads)
+        return (why, tuple(_frozen(node_facts.get(name, _ABSENT)) for name in self.node_reads))
 
-    def _context(self, scope: _Scope, node: dict[str, Any] | None) -> Any:
+    def verdict(self, cluster_facts: dict[str, Any], node_facts: dict[str, Any] | None) -> Verdict:
+        """The rule on these facts: whether it fires, and if not, why it could not be judged (a fact it reads
+        left unknown). A node fact its source left unknown (a plan's value known only after apply) fires nothing."""
+        matched = self.rule.matches(self._context(cluster_facts, node_facts))
+        if matched and node_facts is not None and self._reads_unknown(node_facts):
+            matched = False
+        return matched, () if matched else tuple(_reasons(self.rule, cluster_facts, node_facts))
+
+    def _reads_unknown(self, node_facts: dict[str, Any]) -> bool:
+        unknown = node_facts["unknown"]
+        return any(name in unknown for name in self.node_reads)
+
+    def _context(self, cluster_facts: dict[str, Any], node_facts: dict[str, Any] | None) -> Any:
         """The CEL context: for an exact rule only the facts it reads (handing CEL a whole cluster's facts costs
         more than evaluating the condition)."""
-        if not self.exact:
-            return scope.context(node)
-        variables = {"cluster": {k: scope.facts[k] for k in self.cluster_reads if k in scope.facts}}
-        if node is not None:
-            variables["node"] = {k: node[k] for k in self.node_reads if k in node}
+        if self.exact:
+            variables = {"cluster": {k: cluster_facts[k] for k in self.cluster_reads if k in cluster_facts}}
+            if node_facts is not None:
+                variables["node"] = {k: node_facts[k] for k in self.node_reads if k in node_facts}
+        else:
+            variables = {"cluster": cluster_facts}
+            if node_facts is not None:
+                variables["node"] = node_facts
         return cel_module().Context(variables=variables)
 
 
-class _NodeRules:
-    """The node rules of one provider and origin, and the facts they read between them."""
-
-    def __init__(self, judgings: list[_Judging]) -> None:
-        self.judgings = judgings
-        self.node_reads = tuple(sorted({name for j in judgings for name in j.node_reads}))
-        self.cluster_reads = tuple(sorted({name for j in judgings for name in j.cluster_reads}))
-        self.cluster_paths = tuple(sorted({path for j in judgings for path in j.cluster_paths}))
-        self.exact = all(j.exact for j in judgings)
-        # Whether verdicts may be taken on facts a shape's nodes share: only the node facts named below differ
-        # between them, and only exact conditions are known to read nothing else.
-        self.nameless = self.exact and not _NAMING_FACTS & set(self.node_reads)
+def _reasons(rule: Rule, cluster_facts: dict[str, Any], node_facts: dict[str, Any] | None) -> list[str]:
+    """Why `rule` could not be judged here, if it could not: a fact it reads was left unknown, with why."""
+    reasons = []
+    for read in sorted(rule._reads):
+        root, _, top = read.partition(".")
+        known = cluster_facts if root == "cluster" else node_facts
+        reason = (known or {}).get("unknown", {}).get(top)
+        if reason and reason not in reasons:
+            reasons.append(reason)
+    return reasons
 
 
 def _frozen(value: Any) -> Any:
@@ -296,164 +260,39 @@ def _frozen(value: Any) -> Any:
     return (kind, value)
 
 
-_ABSENT = object()
+_ABSENT = ("absent",)
 
 
-def _at(facts: dict[str, Any], parts: tuple[str, ...]) -> Any:
-    """The value at a dotted fact path: _ABSENT if its last part is missing (CEL's has() is false), and which
-    part is missing if one before is (CEL fails there)."""
+def _at(facts: dict[str, Any], path: str) -> Any:
+    """The value at a dotted fact path, or _ABSENT (with where) when a part of it is missing."""
     value: Any = facts
-    for depth, part in enumerate(parts):
+    for depth, part in enumerate(path.split(".")):
         if type(value) is not dict or part not in value:
-            return _ABSENT if depth == len(parts) - 1 and type(value) is dict else ("no such fact", depth)
+            return (_ABSENT, depth)
         value = value[part]
     return value
 
 
-class _Freezer:
-    """The values of some facts (and why any is unknown) as a small int, a token: equal values, equal tokens.
-    Verdicts are looked up by token: an int hashes at once, a frozen nested dict is walked on every hash."""
-
-    def __init__(self) -> None:
-        self._tokens: dict[Any, int] = {}  # frozen values -> token
-        self._dicts: dict[int, tuple[Any, Any]] = {}  # id -> (a dict many facts share, kept; frozen)
-        self._readers: dict[tuple[tuple[str, ...], tuple[str, ...] | None], _Reader] = {}
-
-    def reader(self, paths: tuple[str, ...], names: tuple[str, ...] | None = None) -> _Reader:
-        """A reader of the values at `paths` and why any of the facts `names` (default: `paths`) is unknown."""
-        found = self._readers.get((paths, names))
-        if found is None:
-            found = self._readers[(paths, names)] = _Reader(self, paths, paths if names is None else names)
-        return found
-
-    def token(self, why: tuple[str | None, ...] | None, values: tuple[Any, ...]) -> int:
-        return self._tokens.setdefault((why, *map(self._frozen, values)), len(self._tokens))
-
-    def _frozen(self, value: Any) -> Any:
-        if type(value) is not dict:
-            return _frozen(value)
-        known = self._dicts.get(id(value))
-        if known is None:
-            known = self._dicts[id(value)] = (value, _frozen(value))
-        return known[1]
-
-
-class _Reader:
-    """The token of the values at some fact paths (and why any of the facts `names` is unknown), looked up first by
-    the identity of the objects read.
-
-    The nodes of a pool share their facts' objects but for their names (facts.py builds a pool's facts once), and
-    the same objects are the same values: most nodes cost a look-up by ids, not a freeze. Every object so looked up
-    is kept here, so that no id is reused while the reader lives; nothing changes facts while they are judged."""
-
-    def __init__(self, freezer: _Freezer, paths: tuple[str, ...], names: tuple[str, ...]) -> None:
-        self._freezer = freezer
-        self.paths = paths
-        self.names = names
-        split = [tuple(path.split(".")) for path in paths]
-        self._values: Callable[[dict[str, Any]], tuple[Any, ...]] = (
-            (lambda facts: tuple(_at(facts, parts) for parts in split))
-            if any(len(parts) > 1 for parts in split)
-            else operator.itemgetter(*paths)
-            if len(paths) > 1
-            else lambda facts: tuple(facts[path] for path in paths)
-        )
-        self._known: dict[tuple[int, ...], int] = {}  # ids of the values, when no fact read is unknown -> token
-        self._seen: dict[tuple[Any, ...], int] = {}  # (why each of `names` is unknown, ids of the values) -> token
-        self._kept: list[tuple[Any, ...]] = []  # the values looked up
-
-    def __call__(self, facts: dict[str, Any]) -> int:
-        unknown = facts.get("unknown")
-        try:
-            values = self._values(facts)
-        except KeyError:  # a fact this provider's facts lack: absent is a value too
-            values = tuple(facts.get(path, _ABSENT) for path in self.paths)
-        why = tuple(map(unknown.get, self.names)) if unknown else None
-        if why is None or not any(why):  # nothing read is unknown (other facts may be: they decide nothing here)
-            return self._token(self._known, tuple(map(id, values)), None, values)
-        return self._token(self._seen, (why, *map(id, values)), why, values)
-
-    def many(self, every: list[dict[str, Any]]) -> list[int]:
-        """The tokens of many facts: for facts of which nothing is unknown (a fleet's, mostly), in passes over the
-        list that run in C but for what is seen for the first time."""
-        try:
-            if any(map(_FACTS_UNKNOWN, every)):
-                return list(map(self, every))
-            values = list(map(self._values, every))
-        except KeyError:  # facts without an `unknown`, or without a fact read: one by one
-            return list(map(self, every))
-        keys = list(map(tuple, map(map, repeat(id), values)))
-        tokens = list(map(self._known.get, keys))
-        if None in tokens:
-            for index, token in enumerate(tokens):
-                if token is None:
-                    tokens[index] = self._token(self._known, keys[index], None, values[index])
-        return tokens  # type: ignore[return-value]  # no None is left
-
-    def _token(self, seen: dict[Any, int], key: tuple[Any, ...], why: Any, values: tuple[Any, ...]) -> int:
-        token = seen.get(key)
-        if token is None:
-            token = seen[key] = self._freezer.token(why, values)
-            self._kept.append(values)
-        return token
-
-
-_NAMING_FACTS = frozenset({"id", "label"})  # the node facts that differ between the nodes of one shape
-_FACTS_UNKNOWN = operator.itemgetter("unknown")
-_NODE_UNKNOWN = operator.attrgetter("unknown")
-
-
-def _reasons(rule: Rule, cluster_facts: dict[str, Any], node_facts: dict[str, Any] | None) -> list[str]:
-    """Why `rule` could not be judged here, if it could not: a fact it reads was left unknown, with why."""
-    reasons = []
-    for read in sorted(rule._reads):
-        root, _, top = read.partition(".")
-        known = cluster_facts if root == "cluster" else node_facts
-        reason = (known or {}).get("unknown", {}).get(top)
-        if reason and reason not in reasons:
-            reasons.append(reason)
-    return reasons
-
-
-class _FindingMaker:
-    """Findings of one run. A rule's findings on nodes of one origin differ only in where they are and in their
-    message, so the rest (remediation text included) is made once per rule and origin, and a finding is built
-    from values the rule's loading already checked, without validating each again (trusted.py)."""
-
-    def __init__(self) -> None:
-        self._fixed: dict[tuple[int, str], tuple[Rule, dict[str, Any]]] = {}  # the rule kept: its id stays its own
-
-    def __call__(self, rule: Rule, cluster: Cluster, resources_: list[str], facts: dict[str, Any]) -> Finding:
-        origin = cluster.nodes[0].origin if cluster.spec else "running"
-        fixed = self._fixed.get((id(rule), origin))
-        if fixed is None:
-            # Every field, in order, with the defaults (immutable: no default factory) the finding starts with.
-            every = {**_fixed_fields(rule, origin), "account": "", "cluster": None, "resources": [], "message": ""}
-            fixed = self._fixed[(id(rule), origin)] = (rule, trusted.complete(Finding, every))
-        values = fixed[1].copy()
-        values["account"] = cluster.account
-        # Findings on what a template or plan would launch belong to no running cluster.
-        values["cluster"] = None if cluster.spec else cluster.id
-        values["resources"] = resources_
-        values["message"] = rule.render(facts, origin)
-        values["references"] = list(values["references"])  # each finding its own list, as validation gives
-        return trusted.make(Finding, values)
-
-
-def _fixed_fields(rule: Rule, origin: str) -> dict[str, Any]:
-    """A finding's fields that only its rule and origin decide."""
+def make_finding(rule: Rule, cluster: Cluster, origin: str, resources: list[str], message: str) -> Finding:
+    """A finding of `rule` (already validated when its file was loaded) on `resources` of `cluster`."""
     variant = rule.variant(origin)
     remediation = variant.remediation or rule.remediation
-    return {
-        "rule": rule.id_for(origin),
-        "title": variant.title or rule.title,
-        "severity": variant.severity or rule.severity,
-        "category": rule.category,
-        "provider": rule.provider,
-        "remediation": remediation.as_text(),
-        "effect": rule.effect,
-        "references": variant.references or rule.references,
-        "confidence": rule.confidence,
-    }
-
-
+    return Finding.model_construct(
+        rule=rule.id_for(origin),
+        title=variant.title or rule.title,
+        severity=variant.severity or rule.severity,
+        category=rule.category,
+        provider=rule.provider,
+        account=cluster.account,
+        # Findings on what a template or plan would launch belong to no running cluster.
+        cluster=None if cluster.spec else cluster.id,
+        resources=resources,
+        message=message,
+        remediation=remediation.as_text(),
+        effect=rule.effect,
+        references=list(variant.references or rule.references),
+        confidence=rule.confidence,
+        fingerprint="",
+        waiver=None,
+        baseline=None,
+    )

@@ -10,13 +10,23 @@ one cloud only (security groups, scale sets, resource policies ...) live in that
 
 from __future__ import annotations
 
+import functools
 import operator
+from collections.abc import Mapping
 from enum import StrEnum
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal, NoReturn, Self
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 Provider = Literal["aws", "azure", "gcp"]
 PROVIDERS: tuple[Provider, ...] = ("aws", "azure", "gcp")
@@ -78,21 +88,62 @@ class Capability(Model):
     as_of: str | None = None  # date the row was checked, for catalog rows
 
 
-class NetworkInterface(Model):
-    id: str
+class Frozen(BaseModel):
+    """A value: immutable once made, equal and hashed by its fields, so equal values share one memo entry (facts,
+    verdicts) whoever made them. Unknown keys are refused, as for every model."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    @functools.cached_property
+    def _hash(self) -> int:
+        # Computed once: a shape is looked up many times (facts, verdicts, clusters), its hash walks every NIC.
+        return hash(tuple(self.__dict__[name] for name in type(self).model_fields))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """A copy with `update`'s values (not validated: give values of the fields' types), hashed afresh."""
+        copied = super().model_copy(update=update, deep=deep)
+        copied.__dict__.pop("_hash", None)
+        return copied
+
+
+class FrozenTags(dict[str, str]):
+    """A node's tags (labels) as a read-only dict: part of a node's shape, which no one may change once made."""
+
+    def __hash__(self) -> int:  # type: ignore[override]
+        return hash(frozenset(self.items()))
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> NoReturn:
+        raise TypeError("a node's tags are part of its shape and cannot be changed")
+
+    __setitem__ = __delitem__ = update = pop = popitem = clear = setdefault = _refuse
+
+
+Tags = Annotated[dict[str, str], AfterValidator(FrozenTags)]
+
+
+class NetworkInterface(Frozen):
+    """A network interface as the node's shape holds it: what it is and where it is attached. Its id is the node's
+    own (`Node.interface_ids`), so the nodes of a pool share their interfaces."""
+
     # The cloud's own word for the NIC: AWS InterfaceType (interface | efa | efa-only | trunk), GCP nicType
     # (GVNIC | VIRTIO_NET | MRDMA ...), Azure "nic". Which of them carry the fabric is the provider's call.
     interface_type: str = "interface"
     network: str | None = None  # AWS VPC id, Azure virtual network id, GCP network URL
     subnet: str | None = None
-    security_groups: list[str] = Field(default_factory=list)
+    security_groups: tuple[str, ...] = ()
     # True: has (or asks for) a public address; None: not said (a template leaves it to the subnet).
     public_ip: bool | None = False
     network_card_index: Index = 0
     device_index: Index = 0
+    # Whether the cloud accelerates it (Azure accelerated networking, read off the NIC's own record when the
+    # shape is made); None: not said, or the record was not seen.
+    accelerated: bool | None = None
 
 
-class Placement(Model):
+class Placement(Frozen):
     """A neutral reference to what places a node: an AWS placement group, Capacity Block or capacity
     reservation; an Azure scale set, availability set or proximity placement group; a GCP resource policy."""
 
@@ -100,7 +151,7 @@ class Placement(Model):
     id: str
 
 
-class NodeSpec(Model):
+class NodeSpec(Frozen):
     """What would launch a node that does not exist yet."""
 
     kind: str  # "launch-template", "scale-set-model", "instance-template", "terraform"
@@ -119,24 +170,25 @@ class SourceLocation(Model):
     cloud_id: str | None = None
 
 
-class Node(Scoped):
-    """One instance / VM that runs, or would run from a template or plan (then `spec` says what)."""
+class NodeShape(Frozen):
+    """Everything about a node but its name and its own values (state, topology, source location, unknown facts,
+    interface ids): the nodes of one scale set, node pool or launch template share one shape, and every fact and
+    verdict is a function of it. What a provider reads from other resources by the node's own ids (Azure NIC
+    acceleration, VM extensions; an AWS instance's VpcId) is copied onto the shape when it is made."""
 
-    id: str
     provider: Provider = "aws"
+    account: str
+    region: str
     origin: Origin = "running"
     spec: NodeSpec | None = None
     zone: str | None = None
     instance_type: str | None = None  # None only for a spec that leaves the type to something else
-    state: str = "running"
     image: str | None = None
-    tags: dict[str, str] = Field(default_factory=dict)
-    interfaces: list[NetworkInterface] = Field(default_factory=list)
-    placement: list[Placement] = Field(default_factory=list)
-    network_nodes: list[str] | None = None  # network topology, top layer first; None when not collected
-    source: SourceLocation | None = None  # a planned node's Terraform resource
-    # Neutral facts its source leaves unknown (a plan's values known only after apply), with why.
-    unknown: dict[str, str] = Field(default_factory=dict)
+    tags: Tags = Field(default_factory=FrozenTags)
+    interfaces: tuple[NetworkInterface, ...] = ()
+    placement: tuple[Placement, ...] = ()
+    network: str | None = None  # the node's own network when it lists no interfaces (AWS VpcId of a pending launch)
+    software: tuple[str, ...] = ()  # agents the cloud installed on it (Azure VM extensions: publisher/type)
 
     def placed_by(self, kind: str) -> str | None:
         """The id of this node's placement of `kind`, if any."""
@@ -145,14 +197,144 @@ class Node(Scoped):
                 return placement.id
         return None
 
-    @property
+    @functools.cached_property
     def primary_interface(self) -> NetworkInterface | None:
         if len(self.interfaces) < 2:
             return self.interfaces[0] if self.interfaces else None
         return min(self.interfaces, key=_CARD_AND_DEVICE)
 
+    def scope_key(self, resource_id: str) -> tuple[str, str, str]:
+        return (self.account, self.region, resource_id)
+
 
 _CARD_AND_DEVICE = operator.attrgetter("network_card_index", "device_index")
+
+
+class FlatInterface(NetworkInterface):
+    """A network interface as a flat node lists it (a plan, a template): its id beside its values. A node keeps the
+    id as its own (`Node.interface_ids`) and the rest in its shape."""
+
+    id: str
+
+    def values(self) -> NetworkInterface:
+        return NetworkInterface.model_construct(**{k: v for k, v in self.__dict__.items() if k != "id"})
+
+
+# A node's own values; everything else a flat node (a saved inventory, a rule example, a plan) names is its shape.
+_OWN_FIELDS = frozenset({"id", "state", "network_nodes", "source", "unknown", "interface_ids"})
+# The order a flat node's fields are written in (saved inventories).
+_FLAT_ORDER = (
+    "account", "region", "id", "provider", "origin", "spec", "zone", "instance_type", "state", "image", "tags",
+    "interfaces", "placement", "network", "software", "network_nodes", "source", "unknown",
+)  # fmt: skip
+
+
+class Node(Model):
+    """One instance / VM that runs, or would run from a template or plan (then `shape.spec` says what): its id,
+    its own values and its shape. Read and written flat (a saved inventory, a rule example, a plan's values), with
+    each interface's id beside the interface."""
+
+    id: str
+    state: str = "running"
+    network_nodes: list[str] | None = None  # network topology, top layer first; None when not collected
+    source: SourceLocation | None = None  # a planned node's Terraform resource
+    # Neutral facts its source leaves unknown (a plan's values known only after apply), with why.
+    unknown: dict[str, str] = Field(default_factory=dict)
+    interface_ids: tuple[str, ...] = ()  # the ids of the shape's interfaces, in their order
+    shape: NodeShape
+
+    @classmethod
+    def flat(cls, **values: Any) -> Node:
+        """A node from its flat fields (every field beside its id, interfaces with their ids), validated."""
+        return cls.model_validate(values)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_flat(cls, data: Any) -> Any:
+        """A flat node (every field beside its id, each interface with its id) split into its own values and its
+        shape."""
+        if not isinstance(data, dict) or "shape" in data:
+            return data
+        own = {k: v for k, v in data.items() if k in _OWN_FIELDS}
+        shape = {k: v for k, v in data.items() if k not in _OWN_FIELDS}
+        interfaces = shape.get("interfaces")
+        if isinstance(interfaces, list | tuple) and all(isinstance(i, dict | FlatInterface) for i in interfaces):
+            own["interface_ids"] = [i.id if isinstance(i, FlatInterface) else i.get("id") for i in interfaces]
+            shape["interfaces"] = [
+                i.values() if isinstance(i, FlatInterface) else {k: v for k, v in i.items() if k != "id"}
+                for i in interfaces
+            ]
+        own["shape"] = shape
+        return own
+
+    @model_serializer(mode="wrap")
+    def _to_flat(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        own = handler(self)
+        values: dict[str, Any] = {**own.pop("shape"), **own}
+        ids = values.pop("interface_ids")
+        values["interfaces"] = [{"id": i, **nic} for i, nic in zip(ids, values["interfaces"], strict=True)]
+        return {name: values[name] for name in _FLAT_ORDER}
+
+    @model_validator(mode="after")
+    def _one_id_per_interface(self) -> Node:
+        if len(self.interface_ids) != len(self.shape.interfaces):
+            raise ValueError(f"{len(self.interface_ids)} interface ids for {len(self.shape.interfaces)} interfaces")
+        return self
+
+    # The shape's values, read as the node's own.
+    @property
+    def provider(self) -> Provider:
+        return self.shape.provider
+
+    @property
+    def account(self) -> str:
+        return self.shape.account
+
+    @property
+    def region(self) -> str:
+        return self.shape.region
+
+    @property
+    def origin(self) -> Origin:
+        return self.shape.origin
+
+    @property
+    def spec(self) -> NodeSpec | None:
+        return self.shape.spec
+
+    @property
+    def zone(self) -> str | None:
+        return self.shape.zone
+
+    @property
+    def instance_type(self) -> str | None:
+        return self.shape.instance_type
+
+    @property
+    def image(self) -> str | None:
+        return self.shape.image
+
+    @property
+    def tags(self) -> dict[str, str]:
+        return self.shape.tags
+
+    @property
+    def interfaces(self) -> tuple[NetworkInterface, ...]:
+        return self.shape.interfaces
+
+    @property
+    def placement(self) -> tuple[Placement, ...]:
+        return self.shape.placement
+
+    def placed_by(self, kind: str) -> str | None:
+        return self.shape.placed_by(kind)
+
+    @property
+    def primary_interface(self) -> NetworkInterface | None:
+        return self.shape.primary_interface
+
+    def scope_key(self, resource_id: str) -> tuple[str, str, str]:
+        return (self.shape.account, self.shape.region, resource_id)
 
 
 class CollectionError(Model):
@@ -179,6 +361,11 @@ class ScopeStatus(Model):
     api_calls: int = 0  # HTTP requests sent, retries included
     retries: int = 0
     reason: str | None = None  # why it is incomplete (its errors, in short)
+
+
+def field_path(location: tuple[int | str, ...]) -> str:
+    """Where a validation error is, as the flat file names it: a node's shape is no field of the file."""
+    return ".".join(str(part) for part in location if part != "shape")
 
 
 def fact_key(provider: str, account: str, region: str, fact: str) -> str:

@@ -122,10 +122,30 @@ def test_the_live_answer_reads_alike(tmp_path: Path) -> None:
         inventory = collect.collect_live(["us-east-1"], endpoint_url=url)
         result = run("aws", "--endpoint-url", url, "-r", "us-east-1", "-f", "json")
     [node] = [n for n in inventory.nodes if n.id == PENDING]
-    assert node.state == "pending" and node.interfaces == []
+    assert node.state == "pending" and node.interfaces == ()
     report = json.loads(result.stdout)
     assert report["findings"] == []
     [cluster] = report["clusters"]
     assert not cluster["penalty"]["cannot_run"]
     assert "AWS111" not in {n["rule"] for n in cluster["not_judged"]}
     assert result.returncode == 2  # not judged for the pending node: the gate cannot say green
+
+
+def test_an_inventory_saved_by_version_2_keeps_a_pending_instances_vpc(tmp_path: Path) -> None:
+    """Version 2 kept the VpcId of an instance listed without interfaces in `aws.instance_networks`; version 3
+    keeps it on the node, and reads a version 2 file as if it had."""
+    from fabriccheck.sources.snapshot import load_inventory
+
+    node = {"id": "i-pending", "account": "111122223333", "region": "us-east-1", "instance_type": "p5.48xlarge",
+            "state": "pending", "unknown": {"fabric": "not known yet"}}  # fmt: skip
+    old = {
+        "schema_version": 2,
+        "nodes": [node, {**node, "id": "i-other"}],
+        "aws": {"instance_networks": [
+            {"account": "111122223333", "region": "us-east-1", "instance_id": "i-pending", "vpc_id": "vpc-1"}]},
+        "collected": ["aws:111122223333:us-east-1:instances"],
+    }  # fmt: skip
+    path = tmp_path / "inventory.json"
+    path.write_text(json.dumps(old))
+    inventory = load_inventory(path)
+    assert [(n.id, n.shape.network) for n in inventory.nodes] == [("i-pending", "vpc-1"), ("i-other", None)]

@@ -67,7 +67,7 @@ def test_unknown_type_is_unknown_not_no_fabric() -> None:
     assert catalog.resolve("p9.96xlarge", {}) is None
     inventory = Inventory(
         nodes=[
-            Node(
+            Node.flat(
                 id=f"i-{i}",
                 account="111122223333",
                 region="us-east-1",

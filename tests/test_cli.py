@@ -104,7 +104,7 @@ def test_save_inventory_then_check_gives_the_same_findings(tmp_path: Path) -> No
     again = run("check", str(saved), "-f", "json", "--fail-on", "never")
     assert again.returncode == 0, again.stderr
     assert finding_pairs(first) == finding_pairs(again)
-    assert json.loads(saved.read_text())["schema_version"] == 2
+    assert json.loads(saved.read_text())["schema_version"] == 3
 
 
 DEMO_ACCOUNT = "111122223333"

@@ -215,7 +215,7 @@ def test_a_write_that_fails_midway_leaves_the_old_file_whole(tmp_path: Path) -> 
     # Without the limit the same command replaces both files whole.
     assert run("demo", "-f", "json", "-o", str(old_report), "--save-inventory", str(old_inventory)).returncode == 0
     assert json.loads(old_report.read_text())["complete"] is True
-    assert json.loads(old_inventory.read_text())["schema_version"] == 2
+    assert json.loads(old_inventory.read_text())["schema_version"] == 3
     assert leftovers(tmp_path) == []
 
 

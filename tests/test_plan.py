@@ -410,7 +410,7 @@ def test_a_list_of_references_to_several_instances(tmp_path: Path) -> None:
         },
     )
     [node] = load_plan(str(_write(tmp_path, plan.build()))).nodes
-    assert node.interfaces[0].security_groups == ["aws_security_group.a[0]", "aws_security_group.a[1]"]
+    assert node.interfaces[0].security_groups == ("aws_security_group.a[0]", "aws_security_group.a[1]")
 
 
 def test_module_outputs_and_capacity_block_market(tmp_path: Path) -> None:

@@ -175,7 +175,7 @@ def test_aws_capacity_block_brings_its_own_placement(tmp_path: Path) -> None:
         )
     report = _judge(tmp_path, plan)
     inventory = load_plan(str(tmp_path / "plan.json"))
-    assert [n.interfaces[0].id for n in inventory.nodes] == [
+    assert [n.interface_ids[0] for n in inventory.nodes] == [
         "aws_network_interface.efa[0]",
         "aws_network_interface.efa[1]",
     ]

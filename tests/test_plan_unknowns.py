@@ -533,7 +533,7 @@ def test_azure_a_list_known_in_part_keeps_its_known_elements(tmp_path: Path) -> 
         },
     )
     [node] = _load(tmp_path, plan).nodes
-    assert sorted(i.id for i in node.interfaces) == [existing.lower(), "azurerm_network_interface.a"]
+    assert sorted(node.interface_ids) == [existing.lower(), "azurerm_network_interface.a"]
 
 
 def test_gke_compact_placement_names_the_plans_policy(tmp_path: Path) -> None:

@@ -1,5 +1,5 @@
-"""Dumps read with only the fields the normalizers use (sources/projected.py), and nodes stamped from a pool's
-template: both give exactly what reading every field and every instance on its own gives."""
+"""Dumps read with only the fields the normalizers use (sources/projected.py) give exactly what reading every field
+gives, and an item unlike its neighbours keeps its own values."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from pathlib import Path
 from types import UnionType
 from typing import Any, Union, get_args, get_origin, get_type_hints, is_typeddict
 
-import msgspec
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
@@ -19,15 +18,7 @@ from build_demo_gcp import Project, build, fleet
 from fabriccheck.errors import FabricCheckError
 from fabriccheck.inventory import Inventory
 from fabriccheck.providers.gcp import dump as gcp_dump
-from fabriccheck.providers.gcp.normalize import (
-    INSTANCES,
-    InstanceFields,
-    InstanceRead,
-    Normalizer,
-    _InterfaceFields,
-    _InterfaceRead,
-    _parsed,
-)
+from fabriccheck.providers.gcp.normalize import INSTANCES, InstanceFields, Normalizer
 from fabriccheck.sources import projected
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -109,71 +100,6 @@ def test_the_gcp_projection_keeps_every_field_the_normalizer_reads() -> None:
             assert {"name", "zone", "machineType", "networkInterfaces"} <= log  # the recorder sees reads
     kept = _projection_paths(InstanceFields)
     assert {path for path in log if not _kept(path, kept)} == set()
-
-
-def test_the_dumps_gcp_projection_names_the_fields_the_normalizer_reads() -> None:
-    """InstanceRead is InstanceFields with labels and metadata items left as their JSON text, and NICs as structs
-    of the same fields and types."""
-    assert get_type_hints(InstanceRead).keys() == get_type_hints(InstanceFields).keys()
-    differ = {k for k, v in get_type_hints(InstanceRead).items() if v != get_type_hints(InstanceFields)[k]}
-    assert differ == {"labels", "metadata", "networkInterfaces"}
-    assert get_type_hints(_InterfaceRead) == get_type_hints(_InterfaceFields)
-
-
-def test_every_gcp_instance_stamped_from_its_pool_is_the_node_read_on_its_own(tmp_path: Path) -> None:
-    full = _gcp_instances()
-    path = tmp_path / "instances-list.json"
-    path.write_text(json.dumps(full), encoding="utf-8")
-    projected_items = projected.read(path, InstanceFields)
-    assert projected_items is not None and len(projected_items) == len(full)
-    as_read = projected.read(path, InstanceRead)  # labels and metadata items left as their JSON text
-    assert as_read is not None and isinstance(as_read[0]["labels"], msgspec.Raw)
-    assert [_parsed(item) for item in as_read] == projected_items
-    # Full items are told alike by their key (their NICs hold per-instance addresses), projected ones mostly by
-    # comparing with the previous instance; all three, twice over (the second round is all stamps).
-    for items in (full, projected_items, as_read):
-        stamped = Normalizer(Inventory(), "fabriccheck-demo", lambda call: "x")
-        alone = Normalizer(Inventory(), "fabriccheck-demo", lambda call: "x")
-        for item in items * 2:
-            node = stamped._node(copy.deepcopy(item), "fabriccheck-demo", True)
-            read = alone._read_node(_parsed(copy.deepcopy(item)), "fabriccheck-demo")
-            assert node.model_dump_json() == read.model_dump_json()
-        assert 0 < len(stamped._pools) < len(items)  # pools were shared
-        assert 0 < len(stamped._bases) < len(stamped._pools)  # pools alike but in labels and policy: derived
-
-
-@pytest.mark.parametrize("field", ["labels", "metadata"])
-def test_a_projected_value_of_another_type_than_the_api_gives_reads_the_file_in_full(
-    tmp_path: Path, field: str
-) -> None:
-    items = fleet(4).instances
-    # Labels and metadata values are strings in the API: read in full, where 1 stays 1 ("1"). Both are left
-    # unparsed by the dump's projection (InstanceRead) and found of another type only when parsed.
-    if field == "labels":
-        items[2]["labels"] = {"n": 1}
-    else:
-        items[2]["metadata"] = {"items": [{"key": "created-by", "value": 1}]}
-    path = tmp_path / "instances-list.json"
-    path.write_text(json.dumps(items), encoding="utf-8")
-    assert projected.read(path, InstanceFields) is None
-    assert projected.read(path, InstanceRead) is not None
-    with pytest.raises(projected.Misread):
-        _parsed(projected.read(path, InstanceRead)[2])  # type: ignore[index]
-    inventory = gcp_dump.load_dump(tmp_path)
-    assert len(inventory.nodes) == 4  # none made twice: what the projected read made is dropped
-    key = "n" if field == "labels" else "created-by"
-    assert [n.tags.get(key) for n in inventory.nodes] == [None, None, "1", None]
-
-
-def test_a_pool_template_is_not_shared_by_instances_whose_placement_names_them() -> None:
-    item = fleet(2).instances[0]
-    item["scheduling"] = {"provisioningModel": "FLEX_START"}
-    normalizer = Normalizer(Inventory(), "p", lambda call: "x")
-    first = normalizer._node(copy.deepcopy(item), "p", True)
-    item["name"] = "other"
-    second = normalizer._node(item, "p", True)
-    assert [p.id for p in first.placement] != [p.id for p in second.placement]
-    assert normalizer._pools == {}
 
 
 def _dump(folder: Path, project: Project) -> Path:
@@ -280,100 +206,6 @@ def test_an_azure_dump_reads_the_same_projected_or_in_full(tmp_path: Path, monke
             full = azure_dump.load_dump(tmp_path / name)
         assert fast.model_dump_json() == full.model_dump_json(), name
         assert fast.nodes, name
-        # Repeated strings are shared (as Compactor makes them), whichever way the nodes were made.
-        for inventory in (fast, full):
-            regions = {n.region for n in inventory.nodes}
-            assert len({id(n.region) for n in inventory.nodes}) == len(regions), name
-            types = {n.instance_type for n in inventory.nodes}
-            assert len({id(n.instance_type) for n in inventory.nodes}) == len(types), name
-
-
-def test_vms_of_an_azure_scale_set_share_their_facts_and_others_keep_their_own() -> None:
-    from fabriccheck.facts import FactBuilder
-
-    # The demo has VMs whose NICs lack accelerated networking (named in their facts); the fleet two scale sets
-    # and two availability sets.
-    named_off = set()
-    for subscription in (azure_builder.demo(), azure_builder.fleet(400)):
-        normalizer = azure_normalize.Normalizer(Inventory(), None, lambda call: call.dump_file)
-        for call in azure_normalize.CALLS:
-            normalizer.add(call, subscription.files.get(call.dump_file, []))
-        nodes = normalizer.inventory.nodes
-        shared, alone = FactBuilder(normalizer.inventory), FactBuilder(normalizer.inventory)
-        alone.shapes = lambda nodes: [None] * len(nodes)  # type: ignore[method-assign]  # each built on its own
-        for node in nodes:
-            assert shared.node(node) == alone.node(node), node.id
-            named_off.add(shared.node(node)["nics_without_acceleration"])
-        assert 0 < len(shared._by_shape) < len(nodes)
-        _same_cluster_facts(normalizer.inventory, shared, alone)
-    assert len(named_off - {""}) == 2  # the demo's two VMs without accelerated networking, each NIC by its name
-
-
-@pytest.mark.parametrize("read", ["projected", "in full"])
-def test_gcp_instances_of_a_pool_share_their_facts_and_others_keep_their_own(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, read: str
-) -> None:
-    """Stamped (a projected dump) or each read on its own (a dump read in full, as a live answer is), the instances
-    of a pool share their facts' shape."""
-    from fabriccheck.facts import FactBuilder
-
-    if read == "in full":
-        monkeypatch.setattr(projected, "read", lambda path, item: None)
-    demo = Project()
-    build(demo)
-    for name, project in (("demo", demo), ("fleet", fleet(300))):
-        inventory = gcp_dump.load_dump(_dump(tmp_path / name, project))
-        shared, alone = FactBuilder(inventory), FactBuilder(inventory)
-        alone.shapes = lambda nodes: [None] * len(nodes)  # type: ignore[method-assign]  # each built on its own
-        _same_cluster_facts(inventory, shared, alone)  # first: the shapes' facts built from the clusters' nodes
-        for node in inventory.nodes:
-            assert shared.node(node) == alone.node(node), node.id
-            assert shared.attachment(node) == alone.attachment(node), node.id
-        assert 0 < len(shared._by_shape) < len(inventory.nodes)
-        if name == "fleet":  # 300 instances of one machine type in one zone, with two sets of NICs
-            assert len(shared._by_shape) <= 4
-
-
-def _same_cluster_facts(inventory: Inventory, shared: Any, alone: Any) -> None:
-    """Cluster facts summed over shapes (and read from the facts a shape's nodes share) equal those summed node by
-    node; so do the facts `shared` gives each node but its name."""
-    from fabriccheck.clusters import build_clusters
-
-    clusters = build_clusters(inventory)
-    assert clusters
-    for cluster in clusters:
-        assert shared.cluster(cluster) == alone.cluster(cluster), cluster.id
-        for facts, own in zip(shared.shared(cluster.nodes), alone.nodes(cluster.nodes), strict=True):
-            assert {**facts, "id": own["id"], "label": own["label"]} == own, cluster.id
-
-
-def test_azure_vms_built_without_validation_are_the_validated_models() -> None:
-    from fabriccheck.model import NetworkInterface, Node
-    from fabriccheck.resources.azure import Nic
-
-    for name, files in _azure_answers():
-        normalizer = azure_normalize.Normalizer(Inventory(), None, lambda call: call.dump_file)
-        for call in azure_normalize.CALLS:
-            normalizer.add(call, files.get(call.dump_file, []))
-        inventory = normalizer.inventory
-        assert inventory.nodes, name
-        for node in inventory.nodes:
-            assert list(node.__dict__) == list(Node.model_fields), node.id  # every field, in order
-            assert Node.model_validate(node.model_dump()) == node, node.id
-            for nic in node.interfaces:
-                assert list(nic.__dict__) == list(NetworkInterface.model_fields), nic.id
-        for record in inventory.azure.nics:
-            assert list(record.__dict__) == list(Nic.model_fields), record.id
-            assert Nic.model_validate(record.model_dump()) == record, record.id
-
-
-def test_an_instance_with_a_value_that_cannot_be_a_key_is_read_on_its_own() -> None:
-    item = fleet(2).instances[0]
-    item["labels"] = {"team": ["a", "b"]}  # not what the API sends; the node still reads as before
-    normalizer = Normalizer(Inventory(), "p", lambda call: "x")
-    node = normalizer._node(copy.deepcopy(item), "p", False)  # as a full parse gives it: not typed
-    assert node.tags["team"] == "['a', 'b']" and normalizer._pools == {}
-    assert node.model_dump_json() == normalizer._read_node(item, "p").model_dump_json()
 
 
 def _change(item: dict[str, Any], path: tuple[Any, ...], value: Any) -> None:

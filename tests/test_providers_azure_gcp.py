@@ -9,7 +9,7 @@ import pytest
 
 from fabriccheck.catalog import fabric_siblings, known_types, resolve
 from fabriccheck.cloud import CloudSupport, FabricAttachment, PlacementSignal, TagSignal, support
-from fabriccheck.model import Capability, FabricKind, NetworkInterface, Node, Placement, Provider
+from fabriccheck.model import Capability, FabricKind, FlatInterface, Node, Placement, Provider
 from fabriccheck.providers.azure import support as azure_support
 from fabriccheck.providers.gcp import support as gcp_support
 from fabriccheck.providers.gcp.lookup import RDMA_PROFILE
@@ -23,10 +23,10 @@ CLOUDS = (AWS, AZURE, GCP)
 def node(
     provider: Provider,
     instance_type: str,
-    nics: list[NetworkInterface] | None = None,
+    nics: list[FlatInterface] | None = None,
     placement: list[Placement] | None = None,
 ) -> Node:
-    return Node(
+    return Node.flat(
         id=f"{provider}-node",
         provider=provider,
         account="acct-1",
@@ -38,15 +38,15 @@ def node(
     )
 
 
-def nic(index: int, network: str | None, subnet: str | None = None, nic_type: str = "GVNIC") -> NetworkInterface:
-    return NetworkInterface(
+def nic(index: int, network: str | None, subnet: str | None = None, nic_type: str = "GVNIC") -> FlatInterface:
+    return FlatInterface(
         id=f"nic{index}", interface_type=nic_type, network=network, subnet=subnet, device_index=index
     )
 
 
 def attachment(cloud: CloudSupport, n: Node) -> FabricAttachment:
     assert n.instance_type is not None
-    return cloud.fabric_attachment(n, resolve(n.instance_type, {}))
+    return cloud.fabric_attachment(n.shape, resolve(n.instance_type, {}))
 
 
 # ---------------------------------------------------------------------------------------------- Azure
@@ -55,7 +55,7 @@ def attachment(cloud: CloudSupport, n: Node) -> FabricAttachment:
 def test_azure_infiniband_comes_with_the_size_not_a_nic() -> None:
     scale_set = "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/virtualMachineScaleSets/nd"
     vm = node("azure", "Standard_ND96isr_H100_v5", placement=[Placement(kind=azure_support.SCALE_SET, id=scale_set)])
-    assert vm.interfaces == []
+    assert vm.interfaces == ()
     got = attachment(AZURE, vm)
     assert (got.attached, got.paths, got.interfaces) == (8, 8, ())
 
@@ -67,7 +67,7 @@ def test_azure_size_without_infiniband_has_none_attached_whatever_its_nics() -> 
 
 def test_azure_unknown_size_has_nothing_known_attached() -> None:
     vm = node("azure", "Standard_ND96isr_H100_v5")
-    assert AZURE.fabric_attachment(vm, None) == FabricAttachment(0, 0)
+    assert AZURE.fabric_attachment(vm.shape, None) == FabricAttachment(0, 0)
 
 
 def test_azure_hpc_size_without_gpus_is_expected_to_use_its_infiniband() -> None:
@@ -263,7 +263,7 @@ def a3(machine: str, gpu_networks: list[str], host: str = "host-vpc") -> Node:
 def test_a3_high_with_four_gpu_vpcs_has_four_attached() -> None:
     got = attachment(GCP, a3("a3-highgpu-8g", ["gpu-0", "gpu-1", "gpu-2", "gpu-3"]))
     assert (got.attached, got.paths) == (4, 4)
-    assert sorted(i.id for i in got.interfaces) == ["nic1", "nic2", "nic3", "nic4"]
+    assert sorted(i.device_index for i in got.interfaces) == [1, 2, 3, 4]
 
 
 def test_a3_high_gpu_nics_sharing_a_vpc_count_once() -> None:
@@ -274,7 +274,7 @@ def test_a3_high_gpu_nics_sharing_a_vpc_count_once() -> None:
 def test_a3_high_gpu_nic_on_the_host_vpc_does_not_count() -> None:
     got = attachment(GCP, a3("a3-highgpu-8g", ["host-vpc", "gpu-1", "gpu-2", "gpu-3"]))
     assert (got.attached, got.paths) == (3, 3)
-    assert "nic1" not in {i.id for i in got.interfaces}
+    assert 1 not in {i.device_index for i in got.interfaces}
 
 
 def test_a3_high_counts_at_most_its_four_gpu_nics() -> None:
@@ -335,7 +335,7 @@ def test_gcp_rdma_profiles_name_their_zone_and_kind(profile: str, zone: tuple[st
 def test_gcp_type_without_fabric_or_unknown_has_nothing_attached() -> None:
     many = a3("a2-ultragpu-8g", ["gpu-0", "gpu-1"])
     assert attachment(GCP, many) == FabricAttachment(0, 0)
-    assert GCP.fabric_attachment(a3("a3-highgpu-8g", ["gpu-0"]), None) == FabricAttachment(0, 0)
+    assert GCP.fabric_attachment(a3("a3-highgpu-8g", ["gpu-0"]).shape, None) == FabricAttachment(0, 0)
 
 
 @pytest.mark.parametrize(

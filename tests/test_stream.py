@@ -1,4 +1,4 @@
-"""Dump files read as a stream (sources/stream.py) and nodes compacted as they are made (compact.py)."""
+"""Dump files read as a stream (sources/stream.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 
-from fabriccheck.compact import Compactor
 from fabriccheck.errors import FabricCheckError
 from fabriccheck.inventory import Inventory
 from fabriccheck.providers.aws.dump import load_dump
@@ -113,28 +112,6 @@ def test_a_streamed_dump_judges_as_the_whole_parse_did(tmp_path: Path) -> None:
     assert [e.code for e in truncated.errors] == ["Truncated"]
     assert [n.model_dump() for n in truncated.nodes] == [n.model_dump() for n in inventory.nodes]
     assert not any(c.endswith(":instances") for c in truncated.collected)
-
-
-def test_compacted_nodes_share_strings_and_field_sets_and_stay_equal(tmp_path: Path) -> None:
-    inventory = load_dump(DEMO)  # compacted as it was read
-    fresh = [type(n).model_validate(n.model_dump()) for n in inventory.nodes]
-    assert [n.model_dump() for n in fresh] == [n.model_dump() for n in inventory.nodes]
-    nics = [i for n in inventory.nodes for i in n.interfaces if i.subnet]
-    same = [i for i in nics if i.subnet == nics[0].subnet]
-    assert len(same) > 1 and all(i.subnet is same[0].subnet for i in same)
-    assert len({id(i.__pydantic_fields_set__) for i in nics}) == 1
-    grouped = [i for i in nics if i.security_groups == nics[0].security_groups]
-    assert len(grouped) > 1 and all(i.security_groups is grouped[0].security_groups for i in grouped)
-    before = fresh[0].model_dump()
-    Compactor().node(fresh[0])
-    assert fresh[0].model_dump() == before
-    assert fresh[0].__pydantic_fields_set__ is inventory.nodes[1].__pydantic_fields_set__
-    # An assignment after compaction (topology, an Azure NIC's subnet) changes only the node assigned.
-    node, other = inventory.nodes[0], inventory.nodes[1]
-    node.network_nodes = ["nn-1"]
-    node.interfaces[0].subnet = "subnet-new"
-    assert other.network_nodes != ["nn-1"] and node.model_dump()["network_nodes"] == ["nn-1"]
-    assert [i.subnet for i in other.interfaces].count("subnet-new") == 0
 
 
 @pytest.mark.parametrize("cloud", ["aws", "azure", "gcp"])

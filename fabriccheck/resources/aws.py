@@ -45,14 +45,6 @@ class Subnet(Scoped):
     map_public_ip_on_launch: bool = False
 
 
-class InstanceNetwork(Scoped):
-    """The VPC of an instance EC2 lists without network interfaces (a pending launch before they attach): the
-    instance's own VpcId, which is its primary interface's, stands for the network its interfaces would name."""
-
-    instance_id: str
-    vpc_id: str
-
-
 class CapacityReservation(Scoped):
     id: str
     reservation_type: str | None = None  # "capacity-block" for Capacity Blocks
@@ -65,11 +57,9 @@ class AwsResources(Model):
     security_groups: list[SecurityGroup] = Field(default_factory=list)
     subnets: list[Subnet] = Field(default_factory=list)
     capacity_reservations: list[CapacityReservation] = Field(default_factory=list)
-    instance_networks: list[InstanceNetwork] = Field(default_factory=list)
 
     def merge(self, other: AwsResources) -> None:
         self.placement_groups.extend(other.placement_groups)
         self.security_groups.extend(other.security_groups)
         self.subnets.extend(other.subnets)
         self.capacity_reservations.extend(other.capacity_reservations)
-        self.instance_networks.extend(other.instance_networks)

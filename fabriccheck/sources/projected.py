@@ -33,11 +33,6 @@ _LIST_START = re.compile(rb"[ \t\r\n]*\[")
 _decoders: dict[Any, msgspec.json.Decoder[Any]] = {}
 
 
-class Misread(Exception):
-    """A value a projection kept unparsed (msgspec.Raw) is not of the type the normalizer expects: the caller
-    drops what it made of the file and reads the file in full, as when `read` declines it."""
-
-
 def read(path: Path, item: Any) -> list[dict[str, Any]] | None:
     """The items of the JSON list in `path`, each holding only the fields `item` (a TypedDict) names, or None
     when the file is not read this way (the caller then reads it in full)."""

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import reprlib
 from pathlib import Path
+from typing import Any
 
 import orjson
 from pydantic import ValidationError
 
+from fabriccheck.cloud import resolve, support
 from fabriccheck.errors import FabricCheckError
 from fabriccheck.inventory import Inventory
-from fabriccheck.model import PROVIDERS, SCHEMA_VERSION, CollectionError, Provider
+from fabriccheck.model import PROVIDERS, SCHEMA_VERSION, CollectionError, Provider, field_path
 from fabriccheck.sources.common import read_json, write_atomic
 
 NOT_COLLECTED = "NotCollected"
@@ -31,28 +33,53 @@ def load_inventory(path: Path) -> Inventory:
     if not isinstance(data, dict):
         raise FabricCheckError(f"{path}: not a saved inventory (expected a JSON object)")
     version = data.get("schema_version")
-    if version != SCHEMA_VERSION:
+    if version == 2:
+        data = _from_version_2(data)
+    elif version != SCHEMA_VERSION:
         hint = " (saved before scopes were recorded: collect it again)" if version == 1 else ""
         raise FabricCheckError(
             f"{path}: field schema_version: {reprlib.repr(version)} is not a version this fabriccheck reads "
-            f"({SCHEMA_VERSION}){hint}"
+            f"(2 or {SCHEMA_VERSION}){hint}"
         )
     try:
         inventory = Inventory.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
-        raise FabricCheckError(f"{path}: field {'.'.join(str(p) for p in first['loc'])}: {first['msg']}") from None
+        raise FabricCheckError(f"{path}: field {field_path(first['loc'])}: {first['msg']}") from None
     for index, key in enumerate(inventory.collected):  # provider:account:region:fact (model.fact_key)
         if key.count(":") < 3 or key.split(":", 1)[0] not in PROVIDERS:
             raise FabricCheckError(
                 f"{path}: field collected.{index}: {reprlib.repr(key)} is not provider:account:region:fact "
                 f"(provider: {', '.join(PROVIDERS)})"
             )
+    resolve(inventory)
     missing = _not_collected(path, data, inventory)
     inventory.source = f"snapshot {path} (of {inventory.source})"
     if missing is not None:
         inventory.errors.append(missing)
     return inventory
+
+
+def _from_version_2(data: dict[str, Any]) -> dict[str, Any]:
+    """A version 2 inventory as version 3 reads it: the VpcId of an instance listed without network interfaces
+    was kept in `aws.instance_networks`; version 3 keeps it on the node (`network`)."""
+    aws = data.get("aws")
+    networks = aws.get("instance_networks") if isinstance(aws, dict) else None
+    if not isinstance(networks, list):
+        return {**data, "schema_version": SCHEMA_VERSION}
+    vpcs = {
+        (n.get("account"), n.get("region"), n.get("instance_id")): n.get("vpc_id")
+        for n in networks
+        if isinstance(n, dict)
+    }
+    nodes = [
+        {**n, "network": vpcs[key]}
+        if isinstance(n, dict) and (key := (n.get("account"), n.get("region"), n.get("id"))) in vpcs
+        else n
+        for n in data.get("nodes") or []
+    ]
+    rest = {k: v for k, v in aws.items() if k != "instance_networks"} if isinstance(aws, dict) else aws
+    return {**data, "schema_version": SCHEMA_VERSION, "aws": rest, "nodes": nodes}
 
 
 def _not_collected(path: Path, data: dict[str, object], inventory: Inventory) -> CollectionError | None:
@@ -61,8 +88,6 @@ def _not_collected(path: Path, data: dict[str, object], inventory: Inventory) ->
     incomplete and the report says which facts are missing."""
     if "collected" in data and (inventory.collected or not (inventory.nodes or inventory.specs)):
         return None
-    from fabriccheck.cloud import support
-
     found = {n.provider for n in [*inventory.nodes, *inventory.specs]}
     providers: list[Provider] = [p for p in PROVIDERS if p in found] or ["aws"]
     facts = "; ".join(f"{p}: {', '.join(support(p).collected_facts) or 'all of them'}" for p in providers)

@@ -476,6 +476,7 @@ def load_plan(path: str, terraform_dir: Path | None = None) -> Inventory:
     `terraform_dir`, each node carries the file and line of its resource block."""
     import importlib
 
+    from fabriccheck.cloud import resolve
     from fabriccheck.inventory import Inventory
     from fabriccheck.sources.common import unexpected_shape
 
@@ -487,6 +488,7 @@ def load_plan(path: str, terraform_dir: Path | None = None) -> Inventory:
             package = PROVIDER_PACKAGES.get(provider_type)
             if package is not None:
                 importlib.import_module(f"fabriccheck.providers.{package}.plan").map_plan(plan, inventory)
+        resolve(inventory)
     if terraform_dir is not None:
         from fabriccheck.sources.terraform_files import block_locations, config_address
 

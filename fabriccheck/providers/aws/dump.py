@@ -11,7 +11,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from fabriccheck.compact import compacting
 from fabriccheck.errors import DumpShapeError, FabricCheckError
 from fabriccheck.inventory import Inventory
 from fabriccheck.model import UNKNOWN_ACCOUNT
@@ -98,11 +97,11 @@ def _load_folder(folder: Path, account: str | None, region: str | None) -> Inven
     normalizer = Normalizer(part, region, account, where)
     truncated: list[Ec2Call] = []
     # One file at a time, instances first, each read as a stream: one item is held in memory as JSON at a
-    # time, and each node is compacted as it is made, so memory follows the model rather than the file.
+    # time, so memory follows the model rather than the file.
     for call in present:
         answer = _Answer(folder / call.dump_file, call)
         with paused_gc():
-            answered = normalizer.add_items(call, compacting(answer.items(), part.nodes))
+            answered = normalizer.add_items(call, answer.items())
         if call is INSTANCES and account is None:
             # The one account the instances name (or, when none does, the one of the security groups) is the
             # folder's; nodes that did not say are its too.
@@ -111,7 +110,7 @@ def _load_folder(folder: Path, account: str | None, region: str | None) -> Inven
                 normalizer.account = found
                 for node in part.nodes:
                     if node.account == UNKNOWN_ACCOUNT:
-                        node.account = found
+                        node.shape = node.shape.model_copy(update={"account": found})
                 answered = {(found if a == UNKNOWN_ACCOUNT else a, r) for a, r in answered}
         if answer.rest.get("NextToken"):
             # Written under --max-items or --no-paginate: the rest of the answer is not in the file, so what it

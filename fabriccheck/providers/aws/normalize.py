@@ -22,7 +22,7 @@ from fabriccheck.model import (
     Capability,
     CollectionError,
     FabricKind,
-    NetworkInterface,
+    FlatInterface,
     Node,
     NodeSpec,
     Placement,
@@ -32,7 +32,6 @@ from fabriccheck.providers.aws import values
 from fabriccheck.providers.aws.support import CAPACITY_BLOCK, CAPACITY_RESERVATION, OUTPOST, PLACEMENT_GROUP
 from fabriccheck.resources.aws import (
     CapacityReservation,
-    InstanceNetwork,
     PlacementGroup,
     SecurityGroup,
     SecurityRule,
@@ -214,6 +213,9 @@ def _node(inst: dict[str, Any], region_hint: str | None, account: str) -> Node:
             "tags": _tags(inst.get("Tags")),
             "interfaces": interfaces,
             "placement": _placement(placement, inst),
+            # An instance listed without interfaces (a pending launch) keeps its own VpcId: its primary
+            # interface's, which the interfaces it would name will have.
+            "network": None if interfaces or not isinstance(vpc, str) or not vpc else vpc,
             "unknown": {} if interfaces else _unlisted_interfaces(inst["InstanceId"], state, vpc),
         }
     )
@@ -251,7 +253,7 @@ def template_spec(item: dict[str, Any], region: str, account: str, is_latest: bo
     is_default = bool(item.get("DefaultVersion"))
     role = "default and latest" if is_default and is_latest else "default" if is_default else "latest"
     group = (data.get("Placement") or {}).get("GroupName")
-    return Node(
+    return Node.flat(
         id=f"{template_id}:{version}",
         provider="aws",
         account=account,
@@ -267,7 +269,7 @@ def template_spec(item: dict[str, Any], region: str, account: str, is_latest: bo
         image=data.get("ImageId"),
         tags={},
         interfaces=[
-            NetworkInterface(
+            FlatInterface(
                 id=f"{template_id}:{version}/nic{i}",
                 interface_type=n.get("InterfaceType") or "interface",
                 subnet=n.get("SubnetId"),
@@ -416,11 +418,6 @@ class Normalizer:
                         node = kept
                     inventory.nodes.append(node)
                     scopes.add((owner, node.region))
-                    if not node.interfaces and "network" not in node.unknown:
-                        network = InstanceNetwork(
-                            account=owner, region=node.region, instance_id=node.id, vpc_id=inst["VpcId"]
-                        )
-                        inventory.aws.instance_networks.append(network)
             return scopes or {(self.account or UNKNOWN_ACCOUNT, region)}
         if call is INSTANCE_TYPES:
             for path, item in items:

@@ -15,7 +15,7 @@ import re
 from typing import Any
 
 from fabriccheck.inventory import Inventory
-from fabriccheck.model import UNKNOWN_ACCOUNT, NetworkInterface, Node, NodeSpec, Placement, SourceLocation, fact_key
+from fabriccheck.model import UNKNOWN_ACCOUNT, FlatInterface, Node, NodeSpec, Placement, SourceLocation, fact_key
 from fabriccheck.providers.aws.normalize import region_of_zone
 from fabriccheck.providers.aws.support import CAPACITY_BLOCK, CAPACITY_RESERVATION, PLACEMENT_GROUP
 from fabriccheck.resources.aws import CapacityReservation, PlacementGroup, SecurityGroup, SecurityRule, Subnet
@@ -248,11 +248,11 @@ class AwsPlan:
             if isinstance(nic, dict)
         ]
 
-    def _template_interfaces(self, template: PlanResource, node_id: str, subnet: str | None) -> list[NetworkInterface]:
+    def _template_interfaces(self, template: PlanResource, node_id: str, subnet: str | None) -> list[FlatInterface]:
         interfaces = []
         for i, (nic, nic_subnet, groups) in enumerate(self.template_nics[template.address]):
             interfaces.append(
-                NetworkInterface(
+                FlatInterface(
                     id=f"{node_id}/nic{i}",
                     interface_type=str(nic.get("interface_type") or "interface"),
                     subnet=subnet or nic_subnet,
@@ -265,7 +265,7 @@ class AwsPlan:
             )
         if not interfaces:
             interfaces.append(
-                NetworkInterface(
+                FlatInterface(
                     id=f"{node_id}/nic0",
                     subnet=subnet,
                     network=self._vpc(subnet),
@@ -283,7 +283,7 @@ class AwsPlan:
         name = str(res.known("name") or res.address)
         node_id = res.address
         group = self._placement_group(res, "placement", 0, "group_name")
-        node = Node(
+        node = Node.flat(
             id=node_id,
             provider="aws",
             account=self.account,
@@ -304,7 +304,7 @@ class AwsPlan:
         computed: unknown in every plan that does not set it)."""
         return self.plan.string(res, *path, attr="name", unset=[])
 
-    def _unplaced(self, res: PlanResource, zone: str | None, interfaces: list[NetworkInterface]) -> dict[str, str]:
+    def _unplaced(self, res: PlanResource, zone: str | None, interfaces: list[FlatInterface]) -> dict[str, str]:
         """A node on a subnet this plan does not create (an existing one, a data source's, or, none given, EC2's
         choice of a default subnet): its zone and VPC are not in the plan, so the cluster's counts of zones and
         VPCs leave it out and say so, rather than count it as a zone or VPC of its own."""
@@ -324,12 +324,12 @@ class AwsPlan:
         )
         return dict.fromkeys(("fabric", "fabric_expected", "accelerators", "accelerator"), why)
 
-    def _attached(self, res: PlanResource) -> tuple[list[NetworkInterface], dict[str, str]]:
+    def _attached(self, res: PlanResource) -> tuple[list[FlatInterface], dict[str, str]]:
         """The network interfaces an instance's network_interface blocks attach, and the facts left unknown by one
         this plan does not create (an existing ENI, a data source's): its type, so the fabric it carries, and its
         security groups are not in the plan."""
         plan = self.plan
-        interfaces: list[NetworkInterface] = []
+        interfaces: list[FlatInterface] = []
         unknown: dict[str, str] = {}
         attached = res.known("network_interface") or []
         for i, block in enumerate(attached if isinstance(attached, list) else ()):
@@ -338,14 +338,14 @@ class AwsPlan:
             if eni is None or eni.type != "aws_network_interface":
                 eni_id = plan.string(res, "network_interface", i, "network_interface_id") or f"network_interface[{i}]"
                 interfaces.append(
-                    NetworkInterface(id=eni_id, interface_type="unknown", network_card_index=card, device_index=device)
+                    FlatInterface(id=eni_id, interface_type="unknown", network_card_index=card, device_index=device)
                 )
                 why = f"{res.address}: network interface {eni_id} is not created by this plan (its type is not in it)"
                 unknown = dict.fromkeys(("fabric", "efa_security"), why)
                 continue
             eni_subnet = plan.string(eni, "subnet_id")
             interfaces.append(
-                NetworkInterface(
+                FlatInterface(
                     id=eni.address,
                     interface_type=str(eni.known("interface_type") or "interface"),
                     subnet=eni_subnet,
@@ -368,7 +368,7 @@ class AwsPlan:
             interfaces = self._template_interfaces(template, res.address, subnet)
         if not interfaces:
             interfaces = [
-                NetworkInterface(
+                FlatInterface(
                     id=f"{res.address}/nic0",
                     subnet=subnet,
                     network=self._vpc(subnet),
@@ -403,7 +403,7 @@ class AwsPlan:
         zone = res.known("availability_zone") or self.subnet_zones.get(interfaces[0].subnet or subnet or "")
         unknown |= self._unplaced(res, zone, interfaces)
         tags = res.known("tags") or {}
-        return Node(
+        return Node.flat(
             id=res.address,
             provider="aws",
             account=self.account,
@@ -467,10 +467,10 @@ class AwsPlan:
                 interfaces = (
                     self._template_interfaces(template, spec_id, subnet)
                     if template is not None
-                    else [NetworkInterface(id=f"{spec_id}/nic0", subnet=subnet, network=self._vpc(subnet))]
+                    else [FlatInterface(id=f"{spec_id}/nic0", subnet=subnet, network=self._vpc(subnet))]
                 )
                 zone = self.subnet_zones.get(subnet or "")
-                model = models[subnet] = Node(
+                model = models[subnet] = Node.flat(
                     id=res.address,
                     provider="aws",
                     account=self.account,

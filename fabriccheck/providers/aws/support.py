@@ -16,7 +16,7 @@ from fabriccheck.cloud import (
     Signal,
     TagSignal,
 )
-from fabriccheck.model import Capability, Node
+from fabriccheck.model import Capability, Node, NodeShape
 from fabriccheck.resources.aws import CapacityReservation, PlacementGroup, SecurityGroup
 
 if TYPE_CHECKING:
@@ -82,7 +82,6 @@ class AwsSupport(CloudSupport):
             "placement.capacity_block_known": "whether that could be decided for every node",
             "efa_isolated_mix": "p4d, p4de or dl1 mixed with other types (their EFA cannot cross types)",
         },
-        naming=frozenset({"efa_security_groups"}),
     )
     collected_facts = (
         "instances",
@@ -120,13 +119,13 @@ class AwsSupport(CloudSupport):
         # Inf1 and Inf2 carry AWS Inferentia, AWS's inference accelerator (Trainium is its training one).
         return "inference" if self.generation(instance_type) in ("inf1", "inf2") else None
 
-    def expects_fabric(self, node: Node, cap: Capability | None) -> bool:
+    def expects_fabric(self, shape: NodeShape, cap: Capability | None) -> bool:
         # EFA is not supported on AWS Outposts (EC2 User Guide, EFA limitations).
-        return super().expects_fabric(node, cap) and not node.placed_by(OUTPOST)
+        return super().expects_fabric(shape, cap) and not shape.placed_by(OUTPOST)
 
-    def fabric_attachment(self, node: Node, cap: Capability | None) -> FabricAttachment:
+    def fabric_attachment(self, shape: NodeShape, cap: Capability | None) -> FabricAttachment:
         """EFA is an interface: `efa` (EFA with ENA) or `efa-only`, at most one per network card."""
-        fabric = tuple(i for i in node.interfaces if i.interface_type in FABRIC_INTERFACE_TYPES)
+        fabric = tuple(i for i in shape.interfaces if i.interface_type in FABRIC_INTERFACE_TYPES)
         return FabricAttachment(len(fabric), len({i.network_card_index for i in fabric}), fabric)
 
     def notes(self, inventory: Inventory) -> list[str]:
@@ -142,12 +141,12 @@ class AwsSupport(CloudSupport):
 
     # ---------------------------------------------------------------------------------------- facts
 
-    def node_facts(self, node: Node, context: FactContext) -> Facts:
-        fabric = context.attachment(node).interfaces
+    def node_facts(self, shape: NodeShape, context: FactContext) -> Facts:
+        fabric = context.attachment(shape).interfaces
         # Nodes of a group share their NICs' security groups: judge each distinct combination once.
         group_sets = {tuple(nic.security_groups) for nic in fabric}
-        security, security_why = self._efa_security(node, group_sets, context)
-        capacity_block, block_why = self._capacity_block(node, context)
+        security, security_why = self._efa_security(shape, group_sets, context)
+        capacity_block, block_why = self._capacity_block(shape, context)
         unknown = {}
         if security_why:
             unknown["efa_security"] = security_why
@@ -156,15 +155,13 @@ class AwsSupport(CloudSupport):
         facts: Facts = {
             "efa_security": security,
             "efa_security_groups": ", ".join(sorted({g for groups in group_sets for g in groups})),
-            "placement_group": node.placed_by(PLACEMENT_GROUP) or "",
+            "placement_group": shape.placed_by(PLACEMENT_GROUP) or "",
             "capacity_block": capacity_block,
             "unknown": unknown,
         }
-        if not node.interfaces:
+        if not shape.interfaces and shape.network is not None:
             # Listed without interfaces (a pending launch): its network is the instance's own VpcId.
-            vpc = _index(context).instance_networks.get(node.scope_key(node.id))
-            if vpc is not None:
-                facts["network"] = vpc
+            facts["network"] = shape.network
         return facts
 
     def cluster_facts(self, nodes: list[Node], node_facts: list[Facts], context: FactContext) -> Facts:
@@ -177,47 +174,47 @@ class AwsSupport(CloudSupport):
         }
 
     def _efa_security(
-        self, node: Node, group_sets: set[tuple[str, ...]], context: FactContext
+        self, shape: NodeShape, group_sets: set[tuple[str, ...]], context: FactContext
     ) -> tuple[str, str | None]:
         """Whether every EFA interface has a group that lets EFA traffic flow with itself, both ways, and why
         not when that cannot be told."""
         if not group_sets:
             return "n/a", None
-        if not context.has(node, "security_groups"):
-            return "unknown", f"security groups were not collected for {node.account} {node.region}"
-        if node.origin != "running" and () in group_sets:
+        if not context.has(shape, "security_groups"):
+            return "unknown", f"security groups were not collected for {shape.account} {shape.region}"
+        if shape.origin != "running" and () in group_sets:
             return "unknown", "the template leaves its EFA interfaces' security groups to the launch request"
         index = _index(context)
         unseen: set[str] = set()
         for groups in group_sets:
-            if any(index.allows_self(node.scope_key(g)) for g in groups):
+            if any(index.allows_self(shape.scope_key(g)) for g in groups):
                 continue
-            missing = {g for g in groups if node.scope_key(g) not in index.security_groups}
+            missing = {g for g in groups if shape.scope_key(g) not in index.security_groups}
             if not missing:
                 return "missing", None
             unseen |= missing  # a group not seen may be the one that allows it: unknown, not missing
         if unseen:
             return "unknown", (
                 f"security group(s) {', '.join(sorted(unseen))} on the EFA interfaces were not among the "
-                f"groups collected for {node.account} {node.region}"
+                f"groups collected for {shape.account} {shape.region}"
             )
         return "ok", None
 
-    def _capacity_block(self, node: Node, context: FactContext) -> tuple[bool | None, str | None]:
-        if node.placed_by(CAPACITY_BLOCK):
+    def _capacity_block(self, shape: NodeShape, context: FactContext) -> tuple[bool | None, str | None]:
+        if shape.placed_by(CAPACITY_BLOCK):
             return True, None
-        reservation_id = node.placed_by(CAPACITY_RESERVATION)
+        reservation_id = shape.placed_by(CAPACITY_RESERVATION)
         if not reservation_id:
             return False, None
-        reservation = _index(context).reservations.get(node.scope_key(reservation_id))
+        reservation = _index(context).reservations.get(shape.scope_key(reservation_id))
         if reservation is None:
-            if not context.has(node, "capacity_reservations"):
-                return None, f"capacity reservations were not collected for {node.account} {node.region}"
+            if not context.has(shape, "capacity_reservations"):
+                return None, f"capacity reservations were not collected for {shape.account} {shape.region}"
             return None, f"capacity reservation {reservation_id} was not among the collected reservations"
         return reservation.reservation_type == "capacity-block", None
 
     def _placement(self, nodes: list[Node], node_facts: list[Facts], context: FactContext) -> tuple[Facts, str | None]:
-        known = all(context.has(n, "placement_groups") for n in nodes)
+        known = all(context.has(n.shape, "placement_groups") for n in nodes)
         in_block = [f["capacity_block"] for f in node_facts]
         groups = sorted({n.placed_by(PLACEMENT_GROUP) or "" for n in nodes})
         index = _index(context).placement_groups
@@ -235,7 +232,7 @@ class AwsSupport(CloudSupport):
         why = None
         if not known or "unknown" in strategies:
             strategy = "unknown"
-            missing = sorted({f"{n.account} {n.region}" for n in nodes if not context.has(n, "placement_groups")})
+            missing = sorted({f"{n.account} {n.region}" for n in nodes if not context.has(n.shape, "placement_groups")})
             why = (
                 f"placement groups were not collected for {', '.join(missing)}"
                 if missing
@@ -271,9 +268,6 @@ class _Index:
         }
         self.reservations: dict[tuple[str, str, str], CapacityReservation] = {
             r.scope_key(r.id): r for r in aws.capacity_reservations
-        }
-        self.instance_networks: dict[tuple[str, str, str], str] = {
-            n.scope_key(n.instance_id): n.vpc_id for n in aws.instance_networks
         }
         self._verdicts: dict[tuple[str, str, str], bool] = {}
 

@@ -12,7 +12,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NoReturn
 
-from fabriccheck.compact import Compactor, compacting
 from fabriccheck.errors import DumpShapeError, FabricCheckError
 from fabriccheck.inventory import Inventory
 from fabriccheck.model import UNKNOWN_ACCOUNT
@@ -93,17 +92,12 @@ def _load_folder(folder: Path, subscription: str | None) -> Inventory:
 
     normalizer = Normalizer(part, subscription, where)
     truncated: list[ArmCall] = []
-    # Each file read as a stream, one item at a time, and each node compacted as it is made (see aws/dump.py).
+    # Each file parsed with the fields read (a projection), else read as a stream, one item at a time.
     for call in present:
         answer = _Answer(folder / call.dump_file, PROJECTIONS.get(call), call.command)
         with paused_gc():
             flat = answer.projected()
-            if flat is not None:  # parsed whole with the fields read, each of ARM's type: VMs alike share a shape
-                made = len(part.nodes)
-                accounts = normalizer.add_items(call, flat, typed=True)
-                Compactor().nodes(part.nodes, made)
-            else:
-                accounts = normalizer.add_items(call, compacting(answer.items(), part.nodes))
+            accounts = normalizer.add_items(call, flat if flat is not None else answer.items())
         if answer.rest.get("nextLink"):
             truncated.append(call)
         else:

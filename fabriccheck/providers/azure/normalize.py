@@ -19,10 +19,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from fabriccheck.compact import compacted_maker
+from fabriccheck.cloud import resolve
 from fabriccheck.errors import DumpShapeError, FabricCheckError
 from fabriccheck.inventory import Inventory
-from fabriccheck.model import UNKNOWN_ACCOUNT, NetworkInterface, Node, Placement, fact_key
+from fabriccheck.model import UNKNOWN_ACCOUNT, Node, fact_key
 from fabriccheck.providers.azure.fields import NicFields, VmFields
 from fabriccheck.providers.azure.kinds import RESOURCE_TYPES, WrongKind, check, resource_type
 from fabriccheck.providers.azure.skus import read_sku, unreadable_errors
@@ -52,7 +52,6 @@ from fabriccheck.resources.azure import (
 )
 from fabriccheck.sources.common import BAD_RESPONSE, Scope, describe, unexpected_shape
 from fabriccheck.sources.items import INTERFACE_FACTS, ITEM_ERRORS, named, salvage, unknown_because
-from fabriccheck.trusted import build, maker
 
 
 @dataclass(frozen=True)
@@ -177,11 +176,7 @@ def _nic_configs(profile: Any) -> list[NicConfig]:
             if subnet:
                 break
         accelerated = props.get("enableAcceleratedNetworking")
-        values = {"name": str(raw.get("name") or "nic"), "accelerated_networking": accelerated, "subnet": subnet}
-        # Built without validation when the answer's flag is a bool or absent (trusted.py), as it always is.
-        configs.append(
-            build(NicConfig, values) if accelerated is None or type(accelerated) is bool else NicConfig(**values)
-        )
+        configs.append(NicConfig(name=str(raw.get("name") or "nic"), accelerated_networking=accelerated, subnet=subnet))
     return configs
 
 
@@ -230,14 +225,9 @@ class Normalizer:
         self.answered: dict[str, set[str]] = {}  # fact -> subscriptions whose answer was read in full
         self.unreadable_sizes: dict[str, str] = {}  # VM size -> why its SKU answer could not be read
         self._stateless: set[ArmCall] = set()  # the VM lists with a VM whose answer gave no power state
-        self._interfaces: dict[tuple[str, str], list[Any]] = {}
         self._scale_sets: dict[tuple[str, str], ScaleSet] = {}
         self._scale_sets_with_vms: set[tuple[str, str]] = set()
         self._scale_set_ppg: dict[tuple[str, str], str] = {}
-        # The items of the answer being read have ARM's types (a projected dump read checked them): VMs alike
-        # may share a shape (_vm). Off for a full parse or a live answer.
-        self.typed = False
-        self._previous_vm: _PreviousVm | None = None
 
     def _account(self, item: dict[str, Any]) -> str:
         return self.subscription or subscription_of(item.get("id")) or UNKNOWN_ACCOUNT
@@ -247,17 +237,13 @@ class Normalizer:
         if collected:
             self.record(call, accounts)
 
-    def add_items(self, call: ArmCall, items: Iterable[tuple[str, dict[str, Any]]], typed: bool = False) -> set[str]:
+    def add_items(self, call: ArmCall, items: Iterable[tuple[str, dict[str, Any]]]) -> set[str]:
         """One answer's items as they arrive, each with its path for error messages (a dump file read as a
-        stream hands them over one at a time). `typed`: a projected read (VmFields) checked their types.
+        stream hands them over one at a time).
         Returns the subscriptions the items belong to."""
         where = self.where(call)
-        self.typed, self._previous_vm = typed, None
-        try:
-            with unexpected_shape(where):
-                return self._add(call, items, where)
-        finally:
-            self.typed, self._previous_vm = False, None
+        with unexpected_shape(where):
+            return self._add(call, items, where)
 
     def record(self, call: ArmCall, accounts: set[str]) -> None:
         """The answer was read in full: its fact counts as collected for these subscriptions."""
@@ -377,24 +363,17 @@ class Normalizer:
                 subnet = _id(_props(ip).get("subnet"))
                 if subnet:
                     break
-            accelerated = props.get("enableAcceleratedNetworking")
-            values = {
-                "account": account,
-                "region": region,
-                "id": resource_id,
-                "accelerated_networking": accelerated,
-                "subnet": subnet,
-                "virtual_machine": _id(props.get("virtualMachine")),
-            }
-            # Every value is a str this method made, or the answer's flag: made without validation when the flag
-            # is a bool or absent (trusted.py), validated otherwise so that the error names it.
+            # The VMs' NICs take their subnet and accelerated networking from these records (support.resolve).
             azure.nics.append(
-                _make_nic(values) if accelerated is None or type(accelerated) is bool else Nic.model_validate(values)
+                Nic(
+                    account=account,
+                    region=region,
+                    id=resource_id,
+                    accelerated_networking=props.get("enableAcceleratedNetworking"),
+                    subnet=subnet,
+                    virtual_machine=_id(props.get("virtualMachine")),
+                )
             )
-            network = _vnet(subnet)
-            for interface in self._interfaces.get((account, resource_id), ()):
-                interface.subnet = subnet
-                interface.network = network
         elif call is VNET_LIST:
             prefixes = [str(p) for p in (props.get("addressSpace") or {}).get("addressPrefixes") or ()]
             for subnet in props.get("subnets") or ():
@@ -421,40 +400,25 @@ class Normalizer:
         scale_set = self._scale_sets.get((account, scale_set_id)) if scale_set_id else None
         if scale_set_id:
             self._scale_sets_with_vms.add((account, scale_set_id))
-        # The VMs of a scale set or availability set come one after another and say the same of their size,
-        # image, placement and NIC settings: a typed answer's (a projected dump's) VM equal to the previous one in
-        # all of that takes its shape; any other VM's shape is read.
-        previous = self._previous_vm
-        where = (account, region, scale_set_id, uniform)
-        if previous is not None and previous.alike(item, props, where):
-            shape = previous.shape
-        else:
-            shape = self._vm_shape(item, props, account, region, scale_set_id, scale_set)
-            self._previous_vm = _PreviousVm(shape, item, props, where) if self.typed else None
-        size = shape.size
+        shape = self._vm_shape(item, props, account, region, scale_set_id, scale_set)
         state = power_state(item, props)
         interfaces: list[dict[str, Any]] = []
-        # Every model below is written out whole, its fields in declaration order, so that it can be made without
-        # validation (trusted.py): the values are ones this method made (str(), lower-cased ids, its own indexes)
-        # or a validated model's. tests/test_projected.py checks them against validation.
         if uniform:
             # A Uniform scale set's VM: its NICs live under the scale set, not in the subscription's NIC list;
             # their settings are the VM's networkProfileConfiguration, else the scale set's model.
             for index, config in enumerate(shape.configs or (scale_set.nics if scale_set else [])):
-                nic_id = f"{resource_id}/networkinterfaces/{_lower(config.name)}"
+                nic_id = f"{resource_id}/networkinterfaces/{config.name.lower()}"
                 azure.nics.append(
-                    _make_nic(
-                        {
-                            "account": account,
-                            "region": region,
-                            "id": nic_id,
-                            "accelerated_networking": config.accelerated_networking,
-                            "subnet": config.subnet,
-                            "virtual_machine": resource_id,
-                        }
+                    Nic(
+                        account=account,
+                        region=region,
+                        id=nic_id,
+                        accelerated_networking=config.accelerated_networking,
+                        subnet=config.subnet,
+                        virtual_machine=resource_id,
                     )
                 )
-                interfaces.append(_interface(nic_id, _vnet(config.subnet), config.subnet, index))
+                interfaces.append(_interface(nic_id, vnet_of_subnet(config.subnet), config.subnet, index))
         else:
             refs = (props.get("networkProfile") or {}).get("networkInterfaces") or []
             if self.per_item and not (isinstance(refs, list) and all(_id(ref) for ref in refs)):
@@ -465,37 +429,26 @@ class Normalizer:
                 if ref_id:
                     primary = bool(_props(ref).get("primary"))
                     interfaces.append(_interface(ref_id, None, None, 0 if primary else index + 1))
-        values = {
-            "account": account,
-            "region": region,
-            "id": str(item["id"]),
-            "provider": "azure",
-            "origin": "running",
-            "spec": None,
-            "zone": shape.zone,
-            "instance_type": size,
-            "state": state or RUNNING,
-            "image": shape.image or (scale_set.image if scale_set else None),
-            "tags": shape.tags.copy(),
-            "interfaces": interfaces,
-            "placement": shape.placement.copy(),
-            "network_nodes": None,
-            "source": None,
-            "unknown": {},
-        }
-        if size is None or type(size) is str:
-            values["interfaces"] = [_make_interface(nic) for nic in interfaces]
-            # Its repeated strings are the shape's and the region's, interned: nothing is left to compact.
-            node = _make_compacted_node(values)
-        else:  # a size of another type: validated, so that the error names it
-            node = Node.model_validate(values)
+        node = Node.model_validate(
+            {
+                "account": account,
+                "region": region,
+                "id": str(item["id"]),
+                "provider": "azure",
+                "zone": shape.zone,
+                "instance_type": shape.size,
+                "state": state or RUNNING,
+                "image": shape.image or (scale_set.image if scale_set else None),
+                "tags": shape.tags,
+                "interfaces": interfaces,
+                "placement": shape.placement,
+            }
+        )
         if self.per_item and not uniform and props.get("networkProfile") is None and not self._salvaging:
             self._without_network_profile(node)
         if state is None:
             self._stateless.add(SCALE_SET_VM_LIST if uniform else VM_LIST)
         self.inventory.nodes.append(node)
-        for interface in node.interfaces:
-            self._interfaces.setdefault((account, interface.id), []).append(interface)
         extensions = _extensions(item.get("resources"))
         if extensions:
             azure.extensions.append(VmExtensions(account=account, region=region, vm=resource_id, extensions=extensions))
@@ -522,29 +475,26 @@ class Normalizer:
         """What a VM's answer says that the other VMs of its scale set or availability set say alike."""
         placement = []
         if scale_set_id:
-            placement.append(_place(SCALE_SET, scale_set_id))
+            placement.append({"kind": SCALE_SET, "id": scale_set_id})
         availability_set = _id(props.get("availabilitySet"))
         if availability_set:
-            placement.append(_place(AVAILABILITY_SET, availability_set))
+            placement.append({"kind": AVAILABILITY_SET, "id": availability_set})
         ppg = _id(props.get("proximityPlacementGroup")) or (
             self._scale_set_ppg.get((account, scale_set_id)) if scale_set_id else None
         )
         if ppg:
-            placement.append(_place(PROXIMITY_PLACEMENT_GROUP, ppg))
+            placement.append({"kind": PROXIMITY_PLACEMENT_GROUP, "id": ppg})
         size = (props.get("hardwareProfile") or {}).get("vmSize") or (item.get("sku") or {}).get("name")
         if not size and scale_set:
             size = scale_set.size
         storage = props.get("storageProfile") or {}
         zones = item.get("zones") or []
-        image = _image(storage.get("imageReference"))
-        intern = sys.intern
-        # The VMs of a shape share these values (and the NICs' networks): interned, as Compactor would.
         return _VmShape(
             placement=placement,
-            size=intern(size) if type(size) is str else size,
-            image=intern(image) if image else image,
-            tags={intern(k): intern(v) for k, v in _tags(item.get("tags")).items()},
-            zone=intern(f"{region}-{zones[0]}") if zones else None,
+            size=size,
+            image=_image(storage.get("imageReference")),
+            tags=_tags(item.get("tags")),
+            zone=f"{region}-{zones[0]}" if zones else None,
             configs=_nic_configs(props.get("networkProfileConfiguration")),
         )
 
@@ -556,16 +506,17 @@ class Normalizer:
                 continue
             spec = scale_set_spec(scale_set)
             self.inventory.specs.append(spec)
-            for interface, config in zip(spec.interfaces, scale_set.nics, strict=True):
+            for nic_id, config in zip(spec.interface_ids, scale_set.nics, strict=True):
                 self.inventory.azure.nics.append(
                     Nic(
                         account=scale_set.account,
                         region=scale_set.region,
-                        id=interface.id,
+                        id=nic_id,
                         accelerated_networking=config.accelerated_networking,
                         subnet=config.subnet,
                     )
                 )
+        resolve(self.inventory)
         self.inventory.errors += unreadable_errors(self.inventory, self.unreadable_sizes, SKU_LIST.name)
         if not self.per_item:  # a dump: say how to make it with power states (a live run asks for them itself)
             self.inventory.notes += [stateless_note(self.where(c), c is VM_LIST) for c in CALLS if c in self._stateless]
@@ -641,29 +592,6 @@ def role_definition() -> dict[str, Any]:
     }
 
 
-_make_compacted_node = compacted_maker(Node)
-_make_interface = compacted_maker(NetworkInterface)
-_make_placement = compacted_maker(Placement)
-_make_nic = maker(Nic)
-
-
-def _place(kind: str, resource_id: str) -> Placement:
-    return _make_placement({"kind": kind, "id": sys.intern(resource_id)})
-
-
-@functools.lru_cache(maxsize=4096)
-def _lower(name: str) -> str:
-    """A NIC configuration's name, lower-cased once for all the VMs that carry it."""
-    return name.lower()
-
-
-@functools.lru_cache(maxsize=4096)
-def _vnet(subnet: str | None) -> str | None:
-    """The virtual network of a subnet, one string object per network."""
-    network = vnet_of_subnet(subnet)
-    return sys.intern(network) if network else None
-
-
 def _interface(nic_id: str, network: str | None, subnet: str | None, device_index: int) -> dict[str, Any]:
     """A VM's NIC, every field in declaration order (NetworkInterface)."""
     return {
@@ -680,36 +608,11 @@ def _interface(nic_id: str, network: str | None, subnet: str | None, device_inde
 
 @dataclass(frozen=True)
 class _VmShape:
-    placement: list[Placement]  # the same objects on each VM of the shape (nothing changes them)
-    size: Any  # a str as ARM gives it; anything else is validated with the node
+    """What a VM's answer says that the other VMs of its scale set or availability set say alike."""
+
+    placement: list[dict[str, str]]
+    size: Any  # a str as ARM gives it; anything else fails the node's validation, which names it
     image: str | None
     tags: dict[str, str]
     zone: str | None
     configs: list[NicConfig]
-
-
-# What a VM's shape is read from, besides its subscription, region and scale set (VmFields types them as ARM does,
-# so equal values read the same).
-_SHAPE_ITEM = ("zones", "tags", "sku")
-_SHAPE_PROPS = ("availabilitySet", "proximityPlacementGroup", "hardwareProfile", "storageProfile",
-                "networkProfileConfiguration")  # fmt: skip
-
-
-class _PreviousVm:
-    """The last VM whose shape was read, and the values it was read from, to compare the next VM's with (a tuple
-    comparison, in C)."""
-
-    __slots__ = ("item_values", "props_values", "shape", "where")
-
-    def __init__(self, shape: _VmShape, item: dict[str, Any], props: dict[str, Any], where: tuple[Any, ...]) -> None:
-        self.shape = shape
-        self.where = where
-        self.item_values = tuple(map(item.get, _SHAPE_ITEM))
-        self.props_values = tuple(map(props.get, _SHAPE_PROPS))
-
-    def alike(self, item: dict[str, Any], props: dict[str, Any], where: tuple[Any, ...]) -> bool:
-        return (
-            where == self.where
-            and tuple(map(item.get, _SHAPE_ITEM)) == self.item_values
-            and tuple(map(props.get, _SHAPE_PROPS)) == self.props_values
-        )

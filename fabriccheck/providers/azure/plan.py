@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from fabriccheck.inventory import Inventory
-from fabriccheck.model import UNKNOWN_ACCOUNT, NetworkInterface, Node, NodeSpec, Placement, SourceLocation, fact_key
+from fabriccheck.model import UNKNOWN_ACCOUNT, FlatInterface, Node, NodeSpec, Placement, SourceLocation, fact_key
 from fabriccheck.providers.azure.normalize import region_name, subscription_of
 from fabriccheck.providers.azure.support import (
     AKS_CLUSTER_SUFFIX_TAG,
@@ -243,7 +243,7 @@ class AzurePlan:
             nic = self.nics.get(nic_id.lower())
             subnet = nic.subnet if nic else None
             interfaces.append(
-                NetworkInterface(
+                FlatInterface(
                     id=nic_id.lower(),
                     interface_type="nic",
                     subnet=subnet,
@@ -253,7 +253,7 @@ class AzurePlan:
             )
         tags = res.known("tags") or {}
         size = res.known("size")
-        return Node(
+        return Node.flat(
             id=node_id,
             provider="azure",
             account=self.account,
@@ -330,7 +330,7 @@ class AzurePlan:
                 )
             )
             interfaces.append(
-                NetworkInterface(
+                FlatInterface(
                     id=nic_id,
                     interface_type="nic",
                     subnet=config.subnet,
@@ -341,7 +341,7 @@ class AzurePlan:
         placement = [Placement(kind=SCALE_SET, id=scale_set.id)]
         if ppg:
             placement.append(Placement(kind=PROXIMITY_PLACEMENT_GROUP, id=ppg))
-        model = Node(
+        model = Node.flat(
             id=res.address,
             provider="azure",
             account=scale_set.account,

@@ -14,7 +14,6 @@ from __future__ import annotations
 import functools
 import ipaddress
 import re
-from collections.abc import Hashable
 from typing import TYPE_CHECKING
 
 from fabriccheck.cloud import (
@@ -27,7 +26,7 @@ from fabriccheck.cloud import (
     Signal,
     TagSignal,
 )
-from fabriccheck.model import Capability, FabricKind, Node
+from fabriccheck.model import Capability, FabricKind, NetworkInterface, Node, NodeShape
 from fabriccheck.providers.azure.sizes import capability_from_name
 from fabriccheck.resources.azure import Extension, Nic, ScaleSet, VirtualNetwork
 
@@ -156,6 +155,23 @@ def image_kind(image: str | None) -> str:
     return "marketplace"
 
 
+def _extension(name: str) -> Extension:
+    """An extension as a shape lists it (NodeShape.software): publisher/type."""
+    publisher, _, kind = name.rpartition("/")
+    return Extension(publisher=publisher, type=kind)
+
+
+def _resolved(nic: NetworkInterface, record: Nic | None) -> NetworkInterface:
+    """A VM's NIC with what its own record says: its subnet (and so its network) and accelerated networking."""
+    if record is None:
+        return nic if nic.accelerated is None else nic.model_copy(update={"accelerated": None})
+    update: dict[str, object] = {"accelerated": bool(record.accelerated_networking)}
+    if record.subnet and nic.subnet is None:  # a VM's reference to its NIC names no subnet: the record does
+        update |= {"subnet": record.subnet, "network": vnet_of_subnet(record.subnet)}
+    found = nic.model_copy(update=update)
+    return nic if found == nic else found
+
+
 def has_ib_driver(extensions: list[Extension]) -> bool:
     # An extension known by name only (no publisher in the answer) counts by its name.
     return any(
@@ -280,7 +296,7 @@ class AzureSupport(CloudSupport):
         """CPU families and the N-series sizes without 'r' have no InfiniBand (sizes.py, with its sources)."""
         return capability_from_name(instance_type)
 
-    def fabric_attachment(self, node: Node, cap: Capability | None) -> FabricAttachment:
+    def fabric_attachment(self, shape: NodeShape, cap: Capability | None) -> FabricAttachment:
         """Azure InfiniBand is part of the VM size, not a NIC: the Azure API lists only the Ethernet NICs, and
         the InfiniBand ports come with the size (Resource SKUs `RdmaEnabled`; fabric-requirements Z1). A VM of
         an InfiniBand size therefore has all of its ports, whatever its NICs; whether they can reach the other
@@ -299,71 +315,49 @@ class AzureSupport(CloudSupport):
 
     # ---------------------------------------------------------------------------------------- facts
 
-    def node_shape(self, node: Node, context: FactContext) -> Hashable | None:
-        """Azure node facts read the node's scope, zone, size, image, placement, its extensions and each NIC's
-        accelerated networking (found by the VM's and NICs' ids), and the names of NICs without it: with those
-        looked up, VMs alike share their facts (the VMs of a scale set, those of an availability set whose NICs
-        are all accelerated)."""
-        if node.spec is not None:
-            return None
-        index = _index(context)
-        nics = []
-        for interface in node.interfaces:
-            nic_id = interface.id
-            nic = index.nics.get((node.account, nic_id if nic_id.islower() else nic_id.lower()))  # no copy if lower
-            accelerated = "unseen" if nic is None else bool(nic.accelerated_networking)
-            nics.append(
-                (
-                    interface.interface_type,
-                    interface.network,
-                    interface.subnet,
-                    interface.public_ip,
-                    interface.network_card_index,
-                    interface.device_index,
-                    accelerated,
-                    None if accelerated is True else short_name(interface.id),  # named in the facts
-                )
+    def resolve(self, nodes: list[Node], inventory: Inventory) -> None:
+        """A VM's NICs keep their subnet and accelerated networking on their own records (the NIC list), found by
+        the NIC's id, and its extensions on the VM list's `resources`, found by the VM's id: copied onto its
+        shape, so that its facts read the shape alone."""
+        azure = inventory.azure
+        records = {(n.account, n.id): n for n in azure.nics}
+        extensions = {(e.account, e.vm): e.extensions for e in azure.extensions}
+        for node in nodes:
+            interfaces = tuple(
+                _resolved(nic, records.get((node.account, nic_id.lower())))
+                for nic_id, nic in zip(node.interface_ids, node.interfaces, strict=True)
             )
-        extensions = index.extensions.get((node.account, node.id.lower()), ()) if index.extensions else ()
-        return (
-            node.origin,
-            node.account,
-            node.region,
-            node.zone,
-            node.instance_type,
-            node.image,
-            tuple((p.kind, p.id) for p in node.placement),
-            tuple((e.publisher, e.type) for e in extensions),
-            tuple(nics),
-        )
+            software = tuple(f"{e.publisher}/{e.type}" for e in extensions.get((node.account, node.id.lower()), ()))
+            if interfaces != node.interfaces or software != node.shape.software:
+                node.shape = node.shape.model_copy(update={"interfaces": interfaces, "software": software})
 
-    def node_facts(self, node: Node, context: FactContext) -> Facts:
+    def node_facts(self, shape: NodeShape, context: FactContext) -> Facts:
         index = _index(context)
         unknown: dict[str, str] = {}
-        scale_set_id = node.placed_by(SCALE_SET)
-        availability_set_id = node.placed_by(AVAILABILITY_SET)
-        scale_set = index.scale_sets.get((node.account, scale_set_id)) if scale_set_id else None
+        scale_set_id = shape.placed_by(SCALE_SET)
+        availability_set_id = shape.placed_by(AVAILABILITY_SET)
+        scale_set = index.scale_sets.get((shape.account, scale_set_id)) if scale_set_id else None
         if scale_set_id:
             partition = f"scale-set {short_name(scale_set_id)}"
         elif availability_set_id:
             partition = f"availability-set {short_name(availability_set_id)}"
         else:
             partition = ""
-        image = node.image or (scale_set.image if scale_set else None)
+        image = shape.image or (scale_set.image if scale_set else None)
         kind = image_kind(image)
-        extensions = list(index.extensions.get((node.account, node.id.lower()), ()))
+        extensions = [_extension(name) for name in shape.software]
         if scale_set:
             extensions += scale_set.extensions
         if has_ib_driver(extensions):
             driver = "extension"
         elif kind == "hpc":
             driver = "image"
-        elif scale_set_id and scale_set is None and node.origin == "running":
+        elif scale_set_id and scale_set is None and shape.origin == "running":
             driver = "unknown"
-            unknown["ib_driver"] = self._missing_set(node, context, scale_set_id)
+            unknown["ib_driver"] = self._missing_set(shape, context, scale_set_id)
         else:
             driver = "none"
-        accelerated, off, why = self._acceleration(node, context, index)
+        accelerated, why = self._acceleration(shape, context)
         if why:
             unknown["accelerated_networking"] = why
         return {
@@ -374,44 +368,43 @@ class AzureSupport(CloudSupport):
             "image_kind": kind,
             "ib_driver": driver,
             "accelerated_networking": accelerated,
-            "nics_without_acceleration": ", ".join(off),
+            "nics_without_acceleration": "",  # named per VM (naming_facts)
             "unknown": unknown,
         }
 
-    def _missing_set(self, node: Node, context: FactContext, scale_set_id: str) -> str:
-        if not context.has(node, SCALE_SETS):
-            return f"scale sets were not collected for subscription {node.account}"
-        return f"scale set {short_name(scale_set_id)} was not among the scale sets collected for {node.account}"
+    def naming_facts(self, node: Node, shared: Facts) -> Facts:
+        if shared["accelerated_networking"] != "off":
+            return {}
+        off = [
+            short_name(nic_id)
+            for nic_id, nic in zip(node.interface_ids, node.interfaces, strict=True)
+            if nic.accelerated is False
+        ]
+        return {"nics_without_acceleration": ", ".join(off)}
 
-    def _acceleration(self, node: Node, context: FactContext, index: _Index) -> tuple[str, list[str], str | None]:
-        if not node.interfaces:
-            return "n/a", [], None
-        if node.instance_type and self.generation(node.instance_type) in NO_ACCELERATED_NETWORKING:
-            return "unsupported", [], None
-        off: list[str] = []
-        unseen: list[str] = []
-        for interface in node.interfaces:
-            nic = index.nics.get((node.account, interface.id.lower()))
-            if nic is None:
-                unseen.append(short_name(interface.id))
-            elif not nic.accelerated_networking:  # absent is ARM's default: off
-                off.append(short_name(interface.id))
-        if off:
-            return "off", off, None
-        if unseen:
-            if not context.has(node, NICS):
-                return "unknown", [], f"network interfaces were not collected for subscription {node.account}"
-            return (
-                "unknown",
-                [],
-                (f"network interface(s) {', '.join(unseen)} were not among those collected for {node.account}"),
-            )
-        return "on", [], None
+    def _missing_set(self, shape: NodeShape, context: FactContext, scale_set_id: str) -> str:
+        if not context.has(shape, SCALE_SETS):
+            return f"scale sets were not collected for subscription {shape.account}"
+        return f"scale set {short_name(scale_set_id)} was not among the scale sets collected for {shape.account}"
+
+    def _acceleration(self, shape: NodeShape, context: FactContext) -> tuple[str, str | None]:
+        if not shape.interfaces:
+            return "n/a", None
+        if shape.instance_type and self.generation(shape.instance_type) in NO_ACCELERATED_NETWORKING:
+            return "unsupported", None
+        flags = [nic.accelerated for nic in shape.interfaces]
+        if False in flags:  # absent on its record is ARM's default: off
+            return "off", None
+        if None in flags:  # a NIC whose record was not seen
+            if not context.has(shape, NICS):
+                return "unknown", f"network interfaces were not collected for subscription {shape.account}"
+            return "unknown", f"some network interfaces of the VM were not among those collected for {shape.account}"
+        return "on", None
 
     def cluster_facts(self, nodes: list[Node], node_facts: list[Facts], context: FactContext) -> Facts:
         index = _index(context)
         unknown: dict[str, str] = {}
-        # A node's name from `nodes`: the VMs of one shape share their facts (and the first one's name).
+        # A node's name from `nodes`: the VMs of one shape share their facts (without names).
         partitions = {
             f["ib_partition"] or f"standalone VM {node.id}"
             for node, f in zip(nodes, node_facts, strict=True)
@@ -442,7 +435,7 @@ class AzureSupport(CloudSupport):
         first = nodes[0]
         found = index.scale_sets.get((first.account, scale_set_id))
         if found is None:
-            return empty | {"name": short_name(scale_set_id)}, self._missing_set(first, context, scale_set_id)
+            return empty | {"name": short_name(scale_set_id)}, self._missing_set(first.shape, context, scale_set_id)
         single = found.single_placement_group
         why = None
         if single is None:
@@ -476,7 +469,7 @@ class AzureSupport(CloudSupport):
             return "; ".join(found), None
         if unseen:
             account = nodes[0].account
-            if not all(context.has(n, VIRTUAL_NETWORKS) for n in nodes):
+            if not all(context.has(n.shape, VIRTUAL_NETWORKS) for n in nodes):
                 return "", f"virtual networks were not collected for subscription {account}"
             return "", f"virtual network(s) {', '.join(unseen)} were not among those collected for {account}"
         return "", None
@@ -508,13 +501,9 @@ class _Index:
     def __init__(self, context: FactContext) -> None:
         azure = context.inventory.azure
         self.scale_sets: dict[tuple[str, str], ScaleSet] = {(s.account, s.id): s for s in azure.scale_sets}
-        self.nics: dict[tuple[str, str], Nic] = {(n.account, n.id): n for n in azure.nics}
         self.virtual_networks: dict[tuple[str, str], VirtualNetwork] = {
             (v.account, v.id): v for v in azure.virtual_networks
         }
-        self.extensions: dict[tuple[str, str], list[Extension]] = {}
-        for item in azure.extensions:
-            self.extensions.setdefault((item.account, item.vm), []).extend(item.extensions)
 
 
 def _index(context: FactContext) -> _Index:

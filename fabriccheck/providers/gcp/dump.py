@@ -14,7 +14,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from fabriccheck.compact import Compactor, compacting
 from fabriccheck.errors import FabricCheckError
 from fabriccheck.inventory import Inventory
 from fabriccheck.model import UNKNOWN_ACCOUNT, fact_key
@@ -24,7 +23,7 @@ from fabriccheck.providers.gcp.normalize import (
     INSTANCES,
     PROJECT_ID,
     GcpCall,
-    InstanceRead,
+    InstanceFields,
     Normalizer,
     project_of,
 )
@@ -94,8 +93,8 @@ def _load_folder(folder: Path, project: str | None) -> Inventory:
     seen: set[str] = set()
     read: list[tuple[GcpCall, set[str]]] = []  # answers read in full, each with the projects its items name
     truncated: list[GcpCall] = []
-    # CALLS order: policies and networks before the instances that name them. Each file is read as a stream,
-    # one resource at a time, and each node compacted as it is made (see aws/dump.py).
+    # CALLS order: policies and networks before the instances that name them. Each file is parsed with the fields
+    # read (a projection), else read as a stream, one resource at a time.
     for call in present:
         answer = _Answer(folder / call.dump_file, call)
         with paused_gc():
@@ -145,18 +144,12 @@ def _read(normalizer: Normalizer, answer: _Answer, part: Inventory) -> set[str]:
     """One file's resources into the inventory; the projects they belong to."""
     call = answer.call
     flat = answer.projected()
-    if flat is not None:  # parsed whole with the fields read, each of the API's type: pools share
-        made = len(part.nodes)
+    if flat is not None:  # parsed whole with the fields read
         normalizer.named.clear()
-        try:
-            projects = normalizer.add_items(call, flat, typed=True)
-        except projected.Misread:  # a value left unparsed is of another type: the file is read in full
-            del part.nodes[made:]
-        else:
-            Compactor().nodes(part.nodes, made)
-            answer.projects |= normalizer.named  # the projects this list's items named
-            return projects
-    return normalizer.add_items(call, compacting(answer.items(), part.nodes))
+        projects = normalizer.add_items(call, flat)
+        answer.projects |= normalizer.named  # the projects this list's items named
+        return projects
+    return normalizer.add_items(call, answer.items())
 
 
 class _Answer:
@@ -193,12 +186,12 @@ class _Answer:
         return len(at) == 3 and at[2] == self.call.resource and opener == "["
 
     def projected(self) -> list[tuple[str, dict[str, Any]]] | None:
-        """gcloud's flat list of instances, read with the fields the normalizer uses only (InstanceRead), or
+        """gcloud's flat list of instances, read with the fields the normalizer uses only (InstanceFields), or
         None for anything else (an API answer, a file msgspec does not read as that, resources that do not say
         their kind): then `items`."""
         # Instances with the fields read only; the other lists (policies, networks, subnetworks, firewalls) are
         # small and read whole, faster than a stream.
-        flat = projected.read(self.path, InstanceRead if self.call is INSTANCES else dict[str, Any])
+        flat = projected.read(self.path, InstanceFields if self.call is INSTANCES else dict[str, Any])
         if flat is None:
             return None
         kinds = {kind if isinstance(kind := item.get("kind"), str) else None for item in flat}

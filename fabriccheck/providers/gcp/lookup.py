@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import re
 
-from fabriccheck.cloud import FactContext, Facts
-from fabriccheck.model import NetworkInterface, Node, fact_key
+from fabriccheck.cloud import FactContext
+from fabriccheck.model import NetworkInterface, NodeShape, fact_key
 from fabriccheck.providers.gcp.firewall import Reach, tcp_reach
 from fabriccheck.resources.gcp import GLOBAL, FirewallRule, Network, ResourcePolicy, Subnetwork
 
@@ -45,24 +45,23 @@ class GcpIndex:
         for rule in gcp.firewalls:
             self.rules.setdefault((rule.account, rule.network or ""), []).append(rule)
         self._firewall: dict[tuple[str, str, str], Reach] = {}
-        self.node_facts: dict[tuple[object, ...], Facts] = {}
 
     # ---------------------------------------------------------------------------------------- by owner
 
     @staticmethod
-    def owner(node: Node, url: str | None) -> str:
+    def owner(node: NodeShape, url: str | None) -> str:
         """The project a network or subnetwork URL names (a Shared VPC host), else the node's own."""
         match = _PROJECT.search(url or "")
         return match.group(1) if match else node.account
 
-    def has(self, node: Node, owner: str, fact: str) -> bool:
+    def has(self, node: NodeShape, owner: str, fact: str) -> bool:
         """Whether `fact` was collected for `owner`: the node's own project in its region, another project (a host
         project, whose networks and firewall rules are global) in any."""
         if owner == node.account:
             return self.context.has(node, fact)
         return fact_key("gcp", owner, GLOBAL, fact) in self.collected
 
-    def not_collected(self, node: Node, owner: str, what: str, url: str) -> str:
+    def not_collected(self, node: NodeShape, owner: str, what: str, url: str) -> str:
         if owner == node.account:
             return f"{what} were not collected for project {owner}"
         return (
@@ -70,12 +69,12 @@ class GcpIndex:
             f"(a Shared VPC host project of {node.account}: collect it too)"
         )
 
-    def uncollected(self, node: Node, url: str, fact: str, what: str) -> str | None:
+    def uncollected(self, node: NodeShape, url: str, fact: str, what: str) -> str | None:
         """Why `fact` of the project owning `url` is unknown (it was not collected), or None."""
         owner = self.owner(node, url)
         return None if self.has(node, owner, fact) else self.not_collected(node, owner, what, url)
 
-    def network(self, node: Node, url: str) -> tuple[Network | None, str | None]:
+    def network(self, node: NodeShape, url: str) -> tuple[Network | None, str | None]:
         """The network `url` names, or None with why it is unknown (its project not collected, or not in it)."""
         why = self.uncollected(node, url, "networks", "networks")
         if why:
@@ -85,7 +84,7 @@ class GcpIndex:
 
     # ---------------------------------------------------------------------------------------- verdicts
 
-    def firewall(self, node: Node, networks: list[str]) -> tuple[str, str, str | None]:
+    def firewall(self, node: NodeShape, networks: list[str]) -> tuple[str, str, str | None]:
         """ok, missing or partial (some GPU network reaches only some TCP ports), or unknown, with the networks at
         fault (each partial one with the ports it does reach) and why it is unknown."""
         missing, partial, unknown = set(), set(), None
@@ -103,7 +102,7 @@ class GcpIndex:
             return ("missing" if missing else "partial"), ", ".join(sorted(missing) + sorted(partial)), None
         return ("unknown", "", unknown) if unknown else ("ok", "", None)
 
-    def _reach(self, node: Node, nic: NetworkInterface) -> Reach:
+    def _reach(self, node: NodeShape, nic: NetworkInterface) -> Reach:
         url = nic.network or ""
         owner = self.owner(node, url)
         why = self.uncollected(node, url, "firewalls", "firewall rules")
@@ -120,7 +119,7 @@ class GcpIndex:
             reach = self._firewall[key] = tcp_reach(self.rules.get((owner, url), []), cidr)
         return reach
 
-    def rdma_profile(self, node: Node, nics: list[NetworkInterface]) -> tuple[str, str, str | None]:
+    def rdma_profile(self, node: NodeShape, nics: list[NetworkInterface]) -> tuple[str, str, str | None]:
         """ok, missing (an RDMA NIC on a network without the RDMA profile of its NIC type), wrong-zone, or unknown."""
         missing, wrong, unknown = set(), set(), []
         for nic in nics:
@@ -142,7 +141,7 @@ class GcpIndex:
             return "unknown", "", sorted(unknown)[0]
         return "ok", "", None
 
-    def misplaced(self, node: Node) -> tuple[int, str | None]:
+    def misplaced(self, node: NodeShape) -> tuple[int, str | None]:
         """Non-RDMA NICs on a network with an RDMA network profile, or -1 and why when a network is unknown."""
         count = 0
         for nic in node.interfaces:
@@ -156,7 +155,7 @@ class GcpIndex:
                 count += 1
         return count, None
 
-    def mtu(self, node: Node, networks: list[str], recommended: int) -> tuple[str, str, str | None]:
+    def mtu(self, node: NodeShape, networks: list[str], recommended: int) -> tuple[str, str, str | None]:
         values = []
         for url in networks:
             network, why = self.network(node, url)

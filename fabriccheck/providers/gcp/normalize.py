@@ -12,19 +12,15 @@ from __future__ import annotations
 import functools
 import operator
 import re
-import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
-import msgspec
-from msgspec.structs import astuple
 from pydantic import ValidationError
 
-from fabriccheck.compact import compacted_maker
 from fabriccheck.errors import FabricCheckError
 from fabriccheck.inventory import Inventory
-from fabriccheck.model import UNKNOWN_ACCOUNT, NetworkInterface, Node, Placement, fact_key
+from fabriccheck.model import UNKNOWN_ACCOUNT, Node, fact_key
 from fabriccheck.providers.gcp.listing import items_of
 from fabriccheck.providers.gcp.machines import MachineTypes
 from fabriccheck.providers.gcp.support import (
@@ -39,10 +35,8 @@ from fabriccheck.providers.gcp.support import (
     SLURM_NODESET_LABEL,
 )
 from fabriccheck.resources.gcp import GLOBAL, FirewallRule, Network, ResourcePolicy, Subnetwork, firewall_entries
-from fabriccheck.sources import projected
 from fabriccheck.sources.common import BAD_RESPONSE, Scope, Shape, describe, unexpected_shape
 from fabriccheck.sources.items import INTERFACE_FACTS, ITEM_ERRORS, named, salvage, unknown_because
-from fabriccheck.trusted import build, complete
 
 
 @dataclass(frozen=True)
@@ -255,75 +249,7 @@ class InstanceFields(TypedDict, total=False):
     guestAccelerators: Any  # read by machines.MachineTypes, for types outside the catalog
 
 
-class _MetadataRead(TypedDict, total=False):
-    items: msgspec.Raw
-
-
-class _InterfaceRead(msgspec.Struct, gc=False):
-    """_InterfaceFields as a dump is parsed: a struct is made and compared faster than a dict (a 5,000-instance
-    dump has 25,000 NICs); `_parsed` turns it into the dict, without the fields the answer leaves out."""
-
-    name: str | None = None
-    nicType: str | None = None
-    network: str | None = None
-    subnetwork: str | None = None
-    accessConfigs: list[_Present] | None = None
-    ipv6AccessConfigs: list[_Present] | None = None
-
-
-class InstanceRead(TypedDict, total=False):
-    """InstanceFields as a dump is parsed: an instance's labels and metadata items are kept as their JSON text
-    (msgspec.Raw), not parsed, since a pool's instances repeat them (GKE metadata items run to kilobytes each), and
-    its NICs as structs. Two instances with the same text have the same values; only an instance unlike the recent
-    pools has them parsed, with InstanceFields' types (`_parsed`)."""
-
-    kind: str | None
-    name: Any
-    selfLink: Any
-    zone: str | None
-    machineType: str | None
-    status: str | None
-    networkInterfaces: list[_InterfaceRead] | None
-    resourcePolicies: list[str] | None
-    scheduling: _Scheduling | None
-    reservationAffinity: _ReservationAffinity | None
-    labels: msgspec.Raw
-    metadata: _MetadataRead | None
-    resourceStatus: Any
-    guestAccelerators: Any
-
-
-_NIC_NAMES = _InterfaceRead.__struct_fields__
 _SCOPE = operator.attrgetter("account", "region")
-_LABELS = msgspec.json.Decoder(dict[str, str] | None)
-_METADATA_ITEMS = msgspec.json.Decoder(list[_MetadataItem] | None)
-
-
-def _parsed(inst: dict[str, Any], nics_too: bool = True) -> dict[str, Any]:
-    """An instance read as InstanceRead, as InstanceFields reads it: its labels and metadata items parsed, and its
-    NICs made dicts (unless not `nics_too`: `_pool_key` reads the structs as they are). Raises projected.Misread
-    when they are not of the API's types (the file is then read in full)."""
-    labels = inst.get("labels")
-    metadata = inst.get("metadata")
-    raw_items = metadata.get("items") if isinstance(metadata, dict) else None
-    nics = inst.get("networkInterfaces")
-    structs = nics_too and bool(nics) and type(nics[0]) is _InterfaceRead  # type: ignore[index]  # a list
-    if type(labels) is not msgspec.Raw and type(raw_items) is not msgspec.Raw and not structs:
-        return inst  # read as InstanceFields already
-    parsed = dict(inst)
-    if structs:
-        parsed["networkInterfaces"] = [
-            {name: value for name, value in zip(_NIC_NAMES, astuple(nic), strict=True) if value is not None}
-            for nic in nics  # type: ignore[union-attr]  # a list
-        ]
-    try:
-        if type(labels) is msgspec.Raw:
-            parsed["labels"] = _LABELS.decode(labels)
-        if type(raw_items) is msgspec.Raw:
-            parsed["metadata"] = {"items": _METADATA_ITEMS.decode(raw_items)}
-    except msgspec.DecodeError as exc:
-        raise projected.Misread(str(exc)) from None
-    return parsed
 
 
 # The facts that follow from which NICs are RDMA or GPU NICs: unknown with a nicType the API does not define.
@@ -349,16 +275,9 @@ class Normalizer:
         # A live answer is read item by item: a misshapen instance is recorded and the others stand.
         self.per_item = False
         self._policies: dict[tuple[str, str, str], ResourcePolicy] = {}
-        self._nics: dict[tuple[Any, ...], NetworkInterface] = {}  # NIC shape -> the one interface of that shape
-        self._nic_lists: dict[tuple[int, ...], list[NetworkInterface]] = {}  # ids of those NICs -> the one list
-        self._pools: dict[tuple[Any, ...], _Pool] = {}  # instance alike but for its name -> its template
-        self._bases: dict[tuple[Any, ...], _Pool] = {}  # the same, but for the tags and placement too
         self._machines = MachineTypes(inventory)  # what machine types outside the catalog are
         self.named: set[str] = set()  # projects the items' selfLinks named (when `project` is None), for the dump
-        self._recent: list[_Previous] = []  # the last instances whose pool was looked up, oldest first
         self._facts: dict[str, set[str]] = {}  # fact -> projects whose answer was read in full
-        self._placement_objects: dict[tuple[str, str], Placement] = {}  # (kind, id) -> the one compacted object
-        self._placement_lists: dict[tuple[tuple[str, str], ...], list[Placement]] = {}  # the one list of those
         self._last_link: tuple[str, str] | None = None  # a selfLink's start up to its project's `/`, the project
 
     def add(self, call: GcpCall, doc: Any, collected: bool = True) -> None:
@@ -366,13 +285,12 @@ class Normalizer:
         if collected:
             self.record(call, projects)
 
-    def add_items(self, call: GcpCall, items: Iterable[tuple[str, dict[str, Any]]], typed: bool = False) -> set[str]:
+    def add_items(self, call: GcpCall, items: Iterable[tuple[str, dict[str, Any]]]) -> set[str]:
         """One answer's items as they arrive, each with its path for error messages (a dump file read as a
-        stream hands them over one at a time). `typed`: a projected read (InstanceRead) checked their types.
-        Returns the projects the items belong to."""
+        stream hands them over one at a time). Returns the projects the items belong to."""
         shape = Shape(self.where(call))
         with unexpected_shape(shape.where):
-            return self._add(call, items, shape, typed)
+            return self._add(call, items, shape)
 
     def record(self, call: GcpCall, projects: set[str]) -> None:
         """The answer was read in full: its fact counts as collected for these projects."""
@@ -406,7 +324,7 @@ class Normalizer:
         self._last_link = (link[: match.end()], named) if type(link) is str else None
         return named
 
-    def _add(self, call: GcpCall, items: Iterable[tuple[str, dict[str, Any]]], shape: Shape, typed: bool) -> set[str]:
+    def _add(self, call: GcpCall, items: Iterable[tuple[str, dict[str, Any]]], shape: Shape) -> set[str]:
         gcp = self.inventory.gcp
         owned: set[str] = set()
         for path, item in items:
@@ -414,9 +332,6 @@ class Normalizer:
             owned.add(project)
             if call is RESOURCE_POLICIES:
                 policy = _policy(item, project)
-                self._pools.clear()  # an instance's placement depends on the policies seen
-                self._bases.clear()
-                self._recent.clear()
                 gcp.resource_policies.append(policy)
                 self._policies[policy.scope_key(policy.name)] = policy
             elif call is NETWORKS:
@@ -446,7 +361,7 @@ class Normalizer:
                 gcp.firewalls.append(_firewall(item, project))
             else:
                 try:
-                    node = self._node(item, project, typed)
+                    node = self._read_node(item, project)
                     self.inventory.nodes.append(node)
                     unreadable = self._machines.add(node.instance_type or "", item)
                     if unreadable:
@@ -490,61 +405,6 @@ class Normalizer:
             scope.error(INSTANCES.resource, BAD_RESPONSE, f"{where}: {what}: {why}; its fabric facts are unknown")
         )
 
-    def _node(self, inst: dict[str, Any], project: str, typed: bool) -> Node:
-        """The node of one instance. `typed`: its values have the API's types (a projected dump read checked
-        them), so instances whose values are equal read the same: the instances of a pool are stamped from the
-        node of the first. Other answers (a full parse, a live answer) are read instance by instance."""
-        name = inst.get("name")
-        if not typed or type(name) is not str:
-            return self._read_node(inst, project)
-        # A pool's instances come one after another, its shapes interleaved (a node short of a NIC amid
-        # its pool): the last few shapes seen are compared first, the most recent first.
-        recent = self._recent
-        values = tuple(map(inst.get, _ALIKE))
-        status = inst.get("resourceStatus")
-        if status is None or type(status) is dict:
-            for previous in reversed(recent):
-                if previous.values == values and previous.project == project:
-                    return previous.pool.stamp(name, status)
-        inst = _parsed(inst, nics_too=False)  # unlike the recent pools: its labels and metadata are read
-        key = _pool_key(inst, project)
-        if key is None:
-            return self._read_node(_parsed(inst), project)
-        pool = self._pools.get(key)
-        if pool is None:
-            # A new pool: read its first instance, unless another pool has its scope, type, state and NICs
-            # (the pools of a GKE cluster differ in their labels and compact policy only): then only its tags and
-            # placement are read.
-            base = self._bases.get(key[:5])
-            if base is None:
-                node = self._read_node(_parsed(inst), project)  # its NICs too
-                self._bases[key[:5]] = pool = _Pool.of(node)
-            else:
-                node, pool = base.derive(name, inst, _tags_of(inst), self._placements(inst, project))
-            self._pools[key] = pool
-        else:
-            node = pool.stamp(name, inst.get("resourceStatus"))
-        recent.append(_Previous(pool, values, project))
-        if len(recent) > _RECENT:
-            del recent[0]
-        return node
-
-    def _placements(self, inst: dict[str, Any], project: str) -> list[Placement]:
-        """The instance's placements as compacted objects, one per kind and id, in one list per distinct set: the
-        pools placed alike (a GKE pool and its instances short of a NIC) share them, as a pool's instances do."""
-        places = self._placement_of(inst, project)
-        keys = tuple((place["kind"], place["id"]) for place in places)
-        made = self._placement_lists.get(keys)
-        if made is None:
-            made = self._placement_lists[keys] = []
-            for key in keys:
-                found = self._placement_objects.get(key)
-                if found is None:
-                    values = complete(Placement, {"kind": sys.intern(key[0]), "id": sys.intern(key[1])})
-                    found = self._placement_objects[key] = _stamp_placement(values)
-                made.append(found)
-        return made
-
     def _placement_of(self, inst: dict[str, Any], project: str) -> list[dict[str, str]]:
         placement = []
         for url in inst.get("resourcePolicies") or ():
@@ -564,47 +424,19 @@ class Normalizer:
 
     def _read_node(self, inst: dict[str, Any], project: str) -> Node:
         zone = last(inst["zone"]) if inst.get("zone") else None
-        region = region_of_zone(zone) or "unknown"
-        interfaces: list[Any] = []
-        # Built without validation when every value is one this method made or a NIC shape already validated;
-        # otherwise validated as a whole, so a misshapen answer fails with pydantic's message as before.
-        name_is_str = isinstance(inst["name"], str)
-        unchecked: list[tuple[tuple[Any, ...], int]] = []  # NIC shapes first seen here, and where
-        known = self._nics
-        for i, nic in enumerate(inst.get("networkInterfaces") or ()):
-            # The NICs of a pool repeat the same names, types and networks, and a GCP NIC is known by its name
-            # within its instance (the API gives no other id): instances share one NetworkInterface per shape.
-            get = nic.get
-            key = (
-                i,
-                get("name"),
-                get("nicType"),
-                get("network"),
-                get("subnetwork"),
-                bool(get("accessConfigs") or get("ipv6AccessConfigs")),
-            )
-            try:
-                interfaces.append(known[key])
-                continue
-            except KeyError:
-                unchecked.append((key, len(interfaces)))
-            except TypeError:  # a value that cannot be a key (a misshapen answer): read this NIC as it is
-                name_is_str = False
-            interfaces.append(_interface(i, nic))
-        placement = self._placement_of(inst, project)
-        tags = _tags_of(inst)
+        name = str(inst["name"])
         status = str(inst.get("status") or "RUNNING")
-        node_values: dict[str, Any] = {
-            "id": str(inst["name"]),
+        values: dict[str, Any] = {
+            "id": name,
             "provider": "gcp",
             "account": project,
-            "region": region,
+            "region": region_of_zone(zone) or "unknown",
             "zone": zone,
             "instance_type": last(inst["machineType"]),
             "state": _STATES.get(status, status.lower()),
-            "tags": tags,
-            "interfaces": interfaces,
-            "placement": placement,
+            "tags": _tags_of(inst),
+            "interfaces": [_interface(name, i, nic) for i, nic in enumerate(inst.get("networkInterfaces") or ())],
+            "placement": self._placement_of(inst, project),
             "network_nodes": _topology((inst.get("resourceStatus") or {}).get("physicalHost")),
         }
         odd = _odd_nic_type(inst)
@@ -613,176 +445,35 @@ class Normalizer:
                 f"nicType {odd!r} is none the Compute API defines ({', '.join(sorted(NIC_TYPES))}), so which NICs "
                 "carry the fabric is unknown"
             )
-            node_values["unknown"] = unknown_because(_NIC_TYPE_FACTS, why)
-        if name_is_str and not unchecked:
-            node_values["placement"] = [build(Placement, place) for place in placement]
-            # Instances with the same NICs (the same objects) share one list of them, as a stamped pool's do:
-            # facts.py tells shapes apart by the list (a live answer's instances are each read, not stamped).
-            node_values["interfaces"] = self._nic_lists.setdefault(tuple(map(id, interfaces)), interfaces)
-            return build(Node, node_values)
-        node = Node.model_validate(node_values)  # the NICs already known are kept as they are
-        for key, position in unchecked:
-            known[key] = node.interfaces[position]
-        return node
+            values["unknown"] = unknown_because(_NIC_TYPE_FACTS, why)
+        return Node.model_validate(values)
 
 
 # scheduling.provisioningModel of capacity Google places itself -> its placement kind (support.py, dense capacity).
 _OWN_CAPACITY = {"FLEX_START": FLEX_START, "RESERVATION_BOUND": RESERVATION_BOUND}
-_stamp_node = compacted_maker(Node)
-_stamp_placement = compacted_maker(Placement)
-
-
-def _pool_key(inst: dict[str, Any], project: str) -> tuple[Any, ...] | None:
-    """Every value `_read_node` reads of an instance but its name and physical host, or None when the instance
-    cannot share a template: its placement names the instance itself (Flex-start, a specific reservation), or a
-    value is not what the API sends (the instance is then read on its own, and any fault named)."""
-    try:
-        scheduling = inst.get("scheduling") or {}
-        affinity = inst.get("reservationAffinity") or {}
-        if (
-            scheduling.get("provisioningModel") in _OWN_CAPACITY
-            or affinity.get("consumeReservationType") == "SPECIFIC_RESERVATION"
-        ):
-            return None
-        status = inst.get("resourceStatus")
-        if (status is not None and not isinstance(status, dict)) or _odd_nic_type(inst):
-            return None  # read on its own: a misshapen status, or a fabric left unknown (which a stamp would drop)
-        labels = inst.get("labels") or {}
-        group = None
-        for entry in (inst.get("metadata") or {}).get("items") or ():
-            if isinstance(entry, dict) and entry.get("key") == MIG_METADATA_KEY:
-                group = entry.get("value", "")
-        key = (
-            project,
-            inst.get("zone"),
-            inst.get("machineType"),
-            inst.get("status"),
-            tuple(map(_nic_key, inst.get("networkInterfaces") or ())),
-            tuple(inst.get("resourcePolicies") or ()),
-            tuple(labels.items()),
-            group,
-        )
-    except (AttributeError, TypeError):  # a misshapen value: read on its own
-        return None
-    return key
 
 
 def _odd_nic_type(inst: dict[str, Any]) -> str | None:
-    """A nicType of the instance's NICs (dicts or InstanceRead structs) that the Compute API does not define."""
+    """A nicType of the instance's NICs that the Compute API does not define."""
     for nic in inst.get("networkInterfaces") or ():
-        value = nic.nicType if type(nic) is _InterfaceRead else nic.get("nicType") if isinstance(nic, dict) else None
+        value = nic.get("nicType") if isinstance(nic, dict) else None
         if value and value not in NIC_TYPES:
             return str(value)
     return None
 
 
-def _nic_key(nic: Any) -> tuple[Any, ...]:
-    """What `_read_node` reads of a NIC: of a dict (InstanceFields) or a struct (InstanceRead) alike."""
-    if type(nic) is _InterfaceRead:
-        return (nic.name, nic.nicType, nic.network, nic.subnetwork, bool(nic.accessConfigs or nic.ipv6AccessConfigs))
-    get = nic.get
-    return (
-        get("name"),
-        get("nicType"),
-        get("network"),
-        get("subnetwork"),
-        bool(get("accessConfigs") or get("ipv6AccessConfigs")),
-    )
-
-
-class _Pool:
-    """What the instances of one pool share: the node `_read_node` made of the first, its values interned, to be
-    stamped with each other instance's name and physical host. Its interfaces, placements and tags (the lists and
-    the dict too) are the same objects on every instance of the pool (nothing changes them after normalizing).
-    Stamping is a dict copy; reading an instance is a hundred steps, and a pool holds hundreds of instances."""
-
-    __slots__ = ("interfaces", "node", "placement", "tags")
-
-    def __init__(
-        self, node: dict[str, Any], interfaces: list[NetworkInterface], placement: list[Placement], tags: dict[str, str]
-    ) -> None:
-        # One list and one dict for all the pool's nodes, which nothing changes after normalizing: facts.py and
-        # clusters.py tell a pool's nodes by them at once. Set in the template, which each stamp copies.
-        node["interfaces"] = interfaces
-        node["placement"] = placement
-        node["tags"] = tags
-        self.node = node
-        self.interfaces = interfaces
-        self.placement = placement
-        self.tags = tags
-
-    @classmethod
-    def of(cls, node: Node) -> _Pool:
-        intern = sys.intern
-        values = dict(node.__dict__)
-        for name in ("account", "region", "zone", "instance_type", "state", "provider", "origin"):
-            if type(values[name]) is str:
-                values[name] = intern(values[name])
-        tags = {intern(k): intern(v) for k, v in node.tags.items()}
-        return cls(values, node.interfaces, node.placement, tags)  # the lists too: the pool's nodes share them
-
-    def derive(
-        self, name: str, inst: dict[str, Any], tags: dict[str, str], placement: list[Placement]
-    ) -> tuple[Node, _Pool]:
-        """The node of an instance of another pool alike in all but its tags and placement (compacted placements),
-        and that pool. Its values are this pool's (interned already) but those: the node is made compacted."""
-        intern = sys.intern
-        tags = {intern(k): intern(v) for k, v in tags.items()}
-        values = self.node.copy()
-        values["id"] = name
-        values["interfaces"] = self.interfaces
-        values["placement"] = placement
-        values["tags"] = tags
-        values["unknown"] = {}
-        values["network_nodes"] = _topology((inst.get("resourceStatus") or {}).get("physicalHost"))
-        return _stamp_node(values), _Pool(values.copy(), self.interfaces, placement, tags)
-
-    def stamp(self, name: str, status: dict[str, Any] | None) -> Node:
-        """The node of another instance of the pool, named `name`, with its resourceStatus."""
-        values = self.node.copy()  # its interfaces, placement and tags: the pool's objects
-        values["id"] = name
-        values["unknown"] = {}
-        values["network_nodes"] = None if status is None else _topology(status.get("physicalHost"))
-        return _stamp_node(values)
-
-
-# What `_node` compares with recent pools: every value `_pool_key` reads. Equal (==) values of the API's types (the
-# projection's) read the same; the name and physical host are the instance's own.
-_RECENT = 3  # pool shapes compared before a key is built
-_ALIKE = (  # what tells pools apart first: their labels, then their NICs
-    "labels", "networkInterfaces", "resourcePolicies", "metadata", "machineType", "zone", "status", "scheduling",
-    "reservationAffinity",
-)  # fmt: skip
-
-
-class _Previous:
-    """A recent pool and the values (_ALIKE) of the instance that led to it: the next instance usually belongs to
-    one of the last few pools seen (lists come sorted by name, and a pool names its instances alike), which
-    comparing its values (a tuple comparison, in C) tells faster than building its key."""
-
-    __slots__ = ("pool", "project", "values")
-
-    def __init__(self, pool: _Pool, values: tuple[Any, ...], project: str) -> None:
-        self.pool = pool
-        self.values = values
-        self.project = project
-
-
-def _interface(i: int, nic: dict[str, Any]) -> dict[str, Any]:
-    """A networkInterfaces[i] entry -> every field of the interface; its id is its name (nic0, nic1 ...)."""
+def _interface(instance: str, i: int, nic: dict[str, Any]) -> dict[str, Any]:
+    """A networkInterfaces[i] entry -> the interface, its id the instance's name and its own (vm-1/nic0)."""
     name = str(nic.get("name") or f"nic{i}")
     index = int(name[3:]) if name.startswith("nic") and name[3:].isdigit() else i
-    return complete(
-        NetworkInterface,
-        {
-            "id": name,
-            "interface_type": str(nic.get("nicType") or "UNSPECIFIED_NIC_TYPE"),
-            "network": short(nic["network"]) if nic.get("network") else None,
-            "subnet": short(nic["subnetwork"]) if nic.get("subnetwork") else None,
-            "public_ip": bool(nic.get("accessConfigs") or nic.get("ipv6AccessConfigs")),
-            "device_index": index,
-        },
-    )
+    return {
+        "id": f"{instance}/{name}",
+        "interface_type": str(nic.get("nicType") or "UNSPECIFIED_NIC_TYPE"),
+        "network": short(nic["network"]) if nic.get("network") else None,
+        "subnet": short(nic["subnetwork"]) if nic.get("subnetwork") else None,
+        "public_ip": bool(nic.get("accessConfigs") or nic.get("ipv6AccessConfigs")),
+        "device_index": index,
+    }
 
 
 def normalize(

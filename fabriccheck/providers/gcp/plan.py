@@ -19,7 +19,7 @@ from fabriccheck.inventory import Inventory
 from fabriccheck.model import (
     UNKNOWN_ACCOUNT,
     FabricKind,
-    NetworkInterface,
+    FlatInterface,
     Node,
     NodeSpec,
     Placement,
@@ -235,7 +235,7 @@ class GcpPlan:
                 continue
             network, subnet = self._nic(res, "network_interface", i, region=region)
             interfaces.append(
-                NetworkInterface(
+                FlatInterface(
                     id=f"nic{i}",  # a GCP NIC is known by its name within its instance
                     interface_type=str(nic.get("nic_type") or "UNSPECIFIED_NIC_TYPE"),
                     network=network,
@@ -260,7 +260,7 @@ class GcpPlan:
         if not machine_type:
             why = f"{owner.address}: the machine type is known only after apply"
             unknown |= dict.fromkeys(("fabric", "fabric_expected", "accelerators", "accelerator"), why)
-        return Node(
+        return Node.flat(
             id=node_id,
             provider="gcp",
             account=self.project(res),
@@ -277,7 +277,7 @@ class GcpPlan:
             unknown=unknown,
         )
 
-    def _unknown_networks(self, res: PlanResource, nics: list[NetworkInterface], machine_type: Any) -> dict[str, str]:
+    def _unknown_networks(self, res: PlanResource, nics: list[FlatInterface], machine_type: Any) -> dict[str, str]:
         """The facts left unknown by NICs whose network the plan cannot name (a data source, a dynamic block, a
         module output of a counted module) or does not create (its firewall rules are then not in the plan), each
         only where it depends on them: one NIC is no GPU NIC whatever its network, and MRDMA NICs are counted by
@@ -392,14 +392,14 @@ class GcpPlan:
         if not machine_type:
             why = f"{res.address}: node_config.machine_type is known only after apply"
             unknown = dict.fromkeys(("fabric", "fabric_expected", "accelerators", "accelerator"), why)
-        interfaces = [NetworkInterface(id="nic0", interface_type="GVNIC", network=host_network, subnet=host_subnet)]
+        interfaces = [FlatInterface(id="nic0", interface_type="GVNIC", network=host_network, subnet=host_subnet)]
         for j, _ in enumerate(extra if isinstance(extra, list) else ()):
             at = ("network_config", 0, "additional_node_network_configs", j)
             network, subnet = self._nic(res, *at, region=region or "unknown")
             known = self.networks.get(network or "")
             rdma = known is not None and "vpc-roce" in (known.network_profile or "")
             interfaces.append(
-                NetworkInterface(
+                FlatInterface(
                     id=f"nic{j + 1}",
                     interface_type="MRDMA" if rdma else "GVNIC",
                     network=network,
@@ -414,7 +414,7 @@ class GcpPlan:
             node_zone = zones[i % len(zones)] if zones else None
             model = models.get(node_zone)
             if model is None:
-                model = models[node_zone] = Node(
+                model = models[node_zone] = Node.flat(
                     id=res.address,
                     provider="gcp",
                     account=project,

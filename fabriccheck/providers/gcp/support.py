@@ -14,9 +14,7 @@ fabric-catalog.md):
 
 from __future__ import annotations
 
-import operator
 import re
-from collections.abc import Hashable
 from typing import TYPE_CHECKING
 
 from fabriccheck.cloud import (
@@ -29,7 +27,7 @@ from fabriccheck.cloud import (
     Signal,
     TagSignal,
 )
-from fabriccheck.model import Capability, FabricKind, NetworkInterface, Node
+from fabriccheck.model import Capability, FabricKind, NetworkInterface, Node, NodeShape
 from fabriccheck.providers.gcp.lookup import index_of
 from fabriccheck.resources.gcp import ResourcePolicy
 
@@ -119,11 +117,6 @@ _GCP_NAME = re.compile(r"^[a-z][a-z0-9]*(?:-[a-z0-9]+)+$")
 
 
 # What a node's shape and placement are read from, in C (node_shapes, _placement).
-_SPEC = operator.attrgetter("spec")
-_SCOPE = operator.attrgetter("origin", "account", "region", "zone", "instance_type")
-_INTERFACES = operator.attrgetter("interfaces")
-_PLACED = operator.attrgetter("account", "region", "instance_type")
-_PLACEMENT = operator.attrgetter("placement")
 
 
 class GcpSupport(CloudSupport):
@@ -184,7 +177,6 @@ class GcpSupport(CloudSupport):
             "zonal_fabric": "some node's fabric is RDMA, whose networks are zonal (an RDMA network profile serves one "
             "zone): nodes in other zones cannot reach it. TCPX/TCPXO GPU NICs sit on regional subnets of global VPCs",
         },
-        naming=frozenset({"gpu_firewall_networks", "rdma_profile_networks"}),
     )
     collected_facts = ("instances", "resource_policies", "networks", "subnetworks", "firewalls", "max_distance")
 
@@ -214,15 +206,15 @@ class GcpSupport(CloudSupport):
         match = _MACHINE_TYPE.match(instance_type)
         return match is not None and match["series"] in HPC_RDMA_SERIES
 
-    def fabric_attachment(self, node: Node, cap: Capability | None) -> FabricAttachment:
+    def fabric_attachment(self, shape: NodeShape, cap: Capability | None) -> FabricAttachment:
         """Which NICs carry the fabric depends on the type's fabric, so an unknown type has nothing known
         attached."""
         if cap is None:
             return FabricAttachment(0, 0)
         if cap.fabric in (FabricKind.TCPX, FabricKind.TCPXO):
-            return _gpu_nic_attachment(node, cap.fabric_interfaces)
+            return _gpu_nic_attachment(shape, cap.fabric_interfaces)
         if cap.fabric is FabricKind.RDMA:
-            return _rdma_attachment(node, cap.fabric_interfaces)
+            return _rdma_attachment(shape, cap.fabric_interfaces)
         return FabricAttachment(0, 0)
 
     def notes(self, inventory: Inventory) -> list[str]:
@@ -239,70 +231,44 @@ class GcpSupport(CloudSupport):
 
     # ---------------------------------------------------------------------------------------- facts
 
-    def node_shape(self, node: Node, context: FactContext) -> Hashable | None:
-        return self.node_shapes([node], context)[0]
-
-    def node_shapes(self, nodes: list[Node], context: FactContext) -> list[Hashable | None]:
-        """GCP node facts (node_facts below and the neutral ones) and the GPU NIC attachment read the node's
-        origin, project, region, zone, machine type and NICs only; a planned node (spec) keeps its own. Instances
-        with the same NICs share one list of them (normalize.py), so the NICs are told apart by that list's
-        identity (the inventory holds it while facts are built), and the shapes are made in C. Nodes holding lists
-        of their own only share less."""
-        if any(map(_SPEC, nodes)):
-            return [None if node.spec is not None else (_SCOPE(node), id(node.interfaces)) for node in nodes]
-        return list(zip(map(_SCOPE, nodes), map(id, map(_INTERFACES, nodes)), strict=True))
-
-    def node_facts(self, node: Node, context: FactContext) -> Facts:
-        """The facts depend on the node's scope, zone, type and NICs only: the nodes of one pool share them, so
-        they are built once per distinct shape (a 5,000-node fleet has a handful)."""
-        nics = tuple(
-            (n.network, n.subnet, n.interface_type, n.network_card_index, n.device_index) for n in node.interfaces
-        )
-        key = (node.account, node.region, node.zone, node.instance_type, nics)
-        cache = index_of(context).node_facts
-        found = cache.get(key)
-        if found is None:
-            found = cache[key] = self._node_facts(node, context)
-        return {**found, "unknown": dict(found["unknown"])}
-
-    def _node_facts(self, node: Node, context: FactContext) -> Facts:
-        cap = context.capability(node)
+    def node_facts(self, shape: NodeShape, context: FactContext) -> Facts:
+        cap = context.capability(shape)
         index = index_of(context)
         unknown: dict[str, str] = {}
         gpu_networks: list[str] = []
         extra = 0
         recommended = 0
         if cap is not None and cap.fabric in (FabricKind.TCPX, FabricKind.TCPXO):
-            gpu_nics = context.attachment(node).interfaces
+            gpu_nics = context.attachment(shape).interfaces
             gpu_networks = sorted({nic.network for nic in gpu_nics if nic.network})
-            extra = max(0, len(node.interfaces) - 1 - cap.fabric_interfaces) if cap.fabric_interfaces else 0
+            extra = max(0, len(shape.interfaces) - 1 - cap.fabric_interfaces) if cap.fabric_interfaces else 0
             recommended = TCPX_MTU
-        rdma_nics = [nic for nic in node.interfaces if _is_rdma(nic)]
+        rdma_nics = [nic for nic in shape.interfaces if _is_rdma(nic)]
         rdma_nic_type = ""
         if cap is not None and cap.fabric is FabricKind.RDMA:
-            rdma_nic_type = "IRDMA" if self.is_hpc(node.instance_type or "") else "MRDMA"
+            rdma_nic_type = "IRDMA" if self.is_hpc(shape.instance_type or "") else "MRDMA"
             recommended = RDMA_MTU
             gpu_networks = sorted({nic.network for nic in rdma_nics if nic.network})
 
         firewall, firewall_at = "n/a", ""
         if recommended == TCPX_MTU and gpu_networks:
-            firewall, firewall_at, why = index.firewall(node, gpu_networks)
+            firewall, firewall_at, why = index.firewall(shape, gpu_networks)
             if why:
                 unknown["gpu_firewall"] = why
 
         profile, profile_at = "n/a", ""
         if rdma_nics:
-            profile, profile_at, why = index.rdma_profile(node, rdma_nics)
+            profile, profile_at, why = index.rdma_profile(shape, rdma_nics)
             if why:
                 unknown["rdma_profile"] = why
 
-        misplaced, why = index.misplaced(node)
+        misplaced, why = index.misplaced(shape)
         if why:
             unknown["non_rdma_on_rdma_vpc"] = why
 
         mtu, mtus = "n/a", ""
         if gpu_networks:
-            mtu, mtus, why = index.mtu(node, gpu_networks, recommended)
+            mtu, mtus, why = index.mtu(shape, gpu_networks, recommended)
             if why:
                 unknown["gpu_mtu"] = why
         return {
@@ -331,11 +297,8 @@ class GcpSupport(CloudSupport):
 
     def _placement(self, nodes: list[Node], context: FactContext) -> tuple[Facts, dict[str, str]]:
         index = index_of(context)
-        # The nodes of a pool are placed alike: each distinct scope, type and placement is read once. A pool's
-        # instances share their Placement objects and list (normalize.py), so placements are told apart by the
-        # identity of the list, in C (equal ones held by different lists are read twice, which changes nothing).
-        kinds = dict(zip(zip(map(_PLACED, nodes), map(id, map(_PLACEMENT, nodes)), strict=True), nodes, strict=True))
-        alike = list(kinds.values())
+        # The nodes of a pool are placed alike: each distinct shape is read once.
+        alike = list(dict.fromkeys(node.shape for node in nodes))
         names = sorted({node.placed_by(RESOURCE_POLICY) or "" for node in alike})
         policies: list[ResourcePolicy] = []
         unseen: set[str] = set()
@@ -385,7 +348,7 @@ class GcpSupport(CloudSupport):
         }
         return placement, unknown
 
-    def _dense_capacity(self, nodes: list[Node]) -> tuple[bool, str]:
+    def _dense_capacity(self, nodes: list[NodeShape]) -> tuple[bool, str]:
         """Whether Google placed every node densely itself, and, when the answer cannot tell (a specific reservation
         of A3 High or A3 Mega may be a future reservation, placed densely, or not), a sentence saying so."""
         dense, maybe = True, set()
@@ -434,21 +397,21 @@ def _capped(count: int, limit: int) -> int:
     return min(count, limit) if limit > 0 else count
 
 
-def _gpu_nic_attachment(node: Node, limit: int) -> FabricAttachment:
+def _gpu_nic_attachment(node: NodeShape, limit: int) -> FabricAttachment:
     """GPUDirect-TCPX / TCPXO: the GPU NICs are the NICs besides nic0 (the lowest card and device index) on a
     network other than nic0's. Each must have a VPC network of its own (G1, G2), so two GPU NICs in one VPC
     count once: attached and paths are the distinct GPU networks, at most the type's GPU NIC count."""
     host = node.primary_interface
     if host is None:
         return FabricAttachment(0, 0)
-    gpu_nics = tuple(
-        nic for nic in node.interfaces if nic is not host and nic.network is not None and nic.network != host.network
-    )
+    others = list(node.interfaces)
+    others.remove(host)  # the first NIC equal to the host's: any such one is as good
+    gpu_nics = tuple(nic for nic in others if nic.network is not None and nic.network != host.network)
     attached = _capped(len({nic.network for nic in gpu_nics}), limit)
     return FabricAttachment(attached, attached, gpu_nics)
 
 
-def _rdma_attachment(node: Node, limit: int) -> FabricAttachment:
+def _rdma_attachment(node: NodeShape, limit: int) -> FabricAttachment:
     """GPUDirect RDMA: every NIC of an RDMA nicType is one rail. They may share one RoCE VPC network with one
     subnet each (G5), so paths are the distinct (network, subnet) pairs, never more than the NICs counted."""
     rdma_nics = tuple(nic for nic in node.interfaces if _is_rdma(nic))
