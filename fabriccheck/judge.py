@@ -107,10 +107,19 @@ def _judge_nodes(
     not be judged on (not for a spec: its nodes do not exist yet)."""
     nodes = scene.cluster.nodes
     keys = list(map(fact_key_of, nodes))
+    firsts: dict[FactKey, Node] = {}  # each key's first node: a pool's nodes share their verdicts
+    for node, key in zip(nodes, keys, strict=True):
+        firsts.setdefault(key, node)
     for judging in judgings:
         token = scene.token(judging.cluster_paths, judging.cluster_reads)
-        for node, key in zip(nodes, keys, strict=True):
-            matched, reasons = verdicts.node(judging, scene, node, key, token)
+        if verdicts.memo and judging.shares:
+            found = {key: verdicts.node(judging, scene, node, key, token) for key, node in firsts.items()}
+            if not any(matched or reasons for matched, reasons in found.values()):
+                continue  # nothing fires and nothing is unknown on any node
+            outcomes = [found[key] for key in keys]
+        else:
+            outcomes = [verdicts.node(judging, scene, node, key, token) for node, key in zip(nodes, keys, strict=True)]
+        for node, (matched, reasons) in zip(nodes, outcomes, strict=True):
             if matched:
                 findings.append(scene.finding(judging.rule, [node.id], node))
             elif reasons and not scene.cluster.spec:
@@ -162,7 +171,7 @@ class Verdicts:
     def node(self, judging: _Judging, scene: _Cluster, node: Node, fact_key: FactKey, token: Any) -> Verdict:
         """`fact_key` is the node's (facts.fact_key_of), `token` the values of the cluster facts the rule reads."""
         key: tuple[Any, ...] | None = None
-        if self.memo and judging.exact and not judging.names:
+        if self.memo and judging.shares:
             values = self._node_values.get((judging.rule.id, fact_key))
             if values is None:
                 values = self._node_values[(judging.rule.id, fact_key)] = judging.node_values(
@@ -199,8 +208,8 @@ class _Judging:
         # decide it. Anything else (node["x"], size(cluster)) is judged on all the facts, node by node.
         stripped = STRING_LITERAL.sub('""', rule.condition)
         self.exact = all(match.group(2) for match in _ROOT.finditer(stripped))
-        # Whether it reads a fact that names the node: then its verdict is the node's own.
-        self.names = bool(set(self.node_reads) & derived.naming(rule.provider))
+        # Whether nodes alike in the values it reads share its verdict: not when it reads a fact that names the node.
+        self.shares = self.exact and not set(self.node_reads) & derived.naming(rule.provider)
 
     def node_values(self, node_facts: dict[str, Any]) -> Any:
         """The values of the node facts this rule reads and why any of them is unknown, as a key."""

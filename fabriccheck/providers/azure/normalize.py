@@ -22,7 +22,7 @@ from pydantic import ValidationError
 from fabriccheck.cloud import resolve
 from fabriccheck.errors import DumpShapeError, FabricCheckError
 from fabriccheck.inventory import Inventory
-from fabriccheck.model import UNKNOWN_ACCOUNT, Node, fact_key
+from fabriccheck.model import UNKNOWN_ACCOUNT, Node, NodeShape, fact_key
 from fabriccheck.providers.azure.fields import NicFields, VmFields
 from fabriccheck.providers.azure.kinds import RESOURCE_TYPES, WrongKind, check, resource_type
 from fabriccheck.providers.azure.skus import read_sku, unreadable_errors
@@ -50,8 +50,10 @@ from fabriccheck.resources.azure import (
     VirtualNetwork,
     VmExtensions,
 )
+from fabriccheck.sources import pools
 from fabriccheck.sources.common import BAD_RESPONSE, Scope, describe, unexpected_shape
 from fabriccheck.sources.items import INTERFACE_FACTS, ITEM_ERRORS, named, salvage, unknown_because
+from fabriccheck.sources.pools import without
 
 
 @dataclass(frozen=True)
@@ -228,6 +230,7 @@ class Normalizer:
         self._scale_sets: dict[tuple[str, str], ScaleSet] = {}
         self._scale_sets_with_vms: set[tuple[str, str]] = set()
         self._scale_set_ppg: dict[tuple[str, str], str] = {}
+        self._pools = pools.Pools()
 
     def _account(self, item: dict[str, Any]) -> str:
         return self.subscription or subscription_of(item.get("id")) or UNKNOWN_ACCOUNT
@@ -396,54 +399,29 @@ class Normalizer:
         scale_set_id: str | None,
         uniform: bool,
     ) -> None:
-        azure = self.inventory.azure
-        scale_set = self._scale_sets.get((account, scale_set_id)) if scale_set_id else None
+        """A VM: its id, power state and NIC ids are its own; its shape is read from the rest of its answer, once per
+        pool (sources/pools.py), with its scale set's model; its NICs' records and its extensions are copied onto
+        the shape when every answer is read (support.resolve)."""
         if scale_set_id:
             self._scale_sets_with_vms.add((account, scale_set_id))
-        shape = self._vm_shape(item, props, account, region, scale_set_id, scale_set)
         state = power_state(item, props)
-        interfaces: list[dict[str, Any]] = []
         if uniform:
             # A Uniform scale set's VM: its NICs live under the scale set, not in the subscription's NIC list;
             # their settings are the VM's networkProfileConfiguration, else the scale set's model.
-            for index, config in enumerate(shape.configs or (scale_set.nics if scale_set else [])):
-                nic_id = f"{resource_id}/networkinterfaces/{config.name.lower()}"
-                azure.nics.append(
-                    Nic(
-                        account=account,
-                        region=region,
-                        id=nic_id,
-                        accelerated_networking=config.accelerated_networking,
-                        subnet=config.subnet,
-                        virtual_machine=resource_id,
-                    )
-                )
-                interfaces.append(_interface(nic_id, vnet_of_subnet(config.subnet), config.subnet, index))
+            names = _config_names(props) or [c.name for c in self._scale_set_nics(account, scale_set_id)]
+            interface_ids = tuple(f"{resource_id}/networkinterfaces/{name.lower()}" for name in names)
         else:
             refs = (props.get("networkProfile") or {}).get("networkInterfaces") or []
             if self.per_item and not (isinstance(refs, list) and all(_id(ref) for ref in refs)):
                 # A reference without an id would be skipped: the VM would look as if it had fewer NICs.
                 raise TypeError("networkProfile.networkInterfaces is not a list of NIC references with ids")
-            for index, ref in enumerate(refs):
-                ref_id = _id(ref)
-                if ref_id:
-                    primary = bool(_props(ref).get("primary"))
-                    interfaces.append(_interface(ref_id, None, None, 0 if primary else index + 1))
-        node = Node.model_validate(
-            {
-                "account": account,
-                "region": region,
-                "id": str(item["id"]),
-                "provider": "azure",
-                "zone": shape.zone,
-                "instance_type": shape.size,
-                "state": state or RUNNING,
-                "image": shape.image or (scale_set.image if scale_set else None),
-                "tags": shape.tags,
-                "interfaces": interfaces,
-                "placement": shape.placement,
-            }
+            interface_ids = tuple(ref_id for ref in refs if (ref_id := _id(ref)))
+        shape = self._pools.shape(
+            without(item, _OWN_FIELDS),
+            lambda rest: self._vm_shape(rest, account, scale_set_id, uniform),
+            (account, scale_set_id, uniform, self._scale_set_ppg.get((account, scale_set_id or ""))),
         )
+        node = pools.node(str(item["id"]), shape, state=state or RUNNING, interface_ids=interface_ids)
         if self.per_item and not uniform and props.get("networkProfile") is None and not self._salvaging:
             self._without_network_profile(node)
         if state is None:
@@ -451,7 +429,13 @@ class Normalizer:
         self.inventory.nodes.append(node)
         extensions = _extensions(item.get("resources"))
         if extensions:
-            azure.extensions.append(VmExtensions(account=account, region=region, vm=resource_id, extensions=extensions))
+            self.inventory.azure.extensions.append(
+                VmExtensions(account=account, region=region, vm=resource_id, extensions=extensions)
+            )
+
+    def _scale_set_nics(self, account: str, scale_set_id: str | None) -> list[NicConfig]:
+        scale_set = self._scale_sets.get((account, scale_set_id)) if scale_set_id else None
+        return scale_set.nics if scale_set else []
 
     def _without_network_profile(self, node: Node) -> None:
         """A live VM's answer always holds its network profile: without it, its NICs are unknown, not absent."""
@@ -463,39 +447,47 @@ class Normalizer:
             )
         )
 
-    def _vm_shape(
-        self,
-        item: dict[str, Any],
-        props: dict[str, Any],
-        account: str,
-        region: str,
-        scale_set_id: str | None,
-        scale_set: ScaleSet | None,
-    ) -> _VmShape:
+    def _vm_shape(self, item: dict[str, Any], account: str, scale_set_id: str | None, uniform: bool) -> NodeShape:
         """What a VM's answer says that the other VMs of its scale set or availability set say alike."""
+        props = _props(item)
+        region = region_name(item.get("location"))
+        scale_set = self._scale_sets.get((account, scale_set_id)) if scale_set_id else None
         placement = []
         if scale_set_id:
             placement.append({"kind": SCALE_SET, "id": scale_set_id})
         availability_set = _id(props.get("availabilitySet"))
         if availability_set:
             placement.append({"kind": AVAILABILITY_SET, "id": availability_set})
-        ppg = _id(props.get("proximityPlacementGroup")) or (
-            self._scale_set_ppg.get((account, scale_set_id)) if scale_set_id else None
-        )
+        ppg = _id(props.get("proximityPlacementGroup")) or self._scale_set_ppg.get((account, scale_set_id or ""))
         if ppg:
             placement.append({"kind": PROXIMITY_PLACEMENT_GROUP, "id": ppg})
         size = (props.get("hardwareProfile") or {}).get("vmSize") or (item.get("sku") or {}).get("name")
         if not size and scale_set:
             size = scale_set.size
-        storage = props.get("storageProfile") or {}
         zones = item.get("zones") or []
-        return _VmShape(
-            placement=placement,
-            size=size,
-            image=_image(storage.get("imageReference")),
-            tags=_tags(item.get("tags")),
-            zone=f"{region}-{zones[0]}" if zones else None,
-            configs=_nic_configs(props.get("networkProfileConfiguration")),
+        if uniform:
+            configs = _nic_configs(props.get("networkProfileConfiguration")) or (scale_set.nics if scale_set else [])
+            interfaces = [_uniform_interface(config, index) for index, config in enumerate(configs)]
+        else:
+            refs = (props.get("networkProfile") or {}).get("networkInterfaces") or []
+            interfaces = [
+                _interface(None, None, 0 if _props(ref).get("primary") else index + 1)
+                for index, ref in enumerate(refs)
+                if isinstance(ref, dict)
+            ]
+        return NodeShape.model_validate(
+            {
+                "provider": "azure",
+                "account": account,
+                "region": region,
+                "zone": f"{region}-{zones[0]}" if zones else None,
+                "instance_type": size,
+                "image": _image((props.get("storageProfile") or {}).get("imageReference"))
+                or (scale_set.image if scale_set else None),
+                "tags": _tags(item.get("tags")),
+                "interfaces": interfaces,
+                "placement": placement,
+            }
         )
 
     def finish(self) -> None:
@@ -504,18 +496,7 @@ class Normalizer:
         for key, scale_set in self._scale_sets.items():
             if key in self._scale_sets_with_vms:
                 continue
-            spec = scale_set_spec(scale_set)
-            self.inventory.specs.append(spec)
-            for nic_id, config in zip(spec.interface_ids, scale_set.nics, strict=True):
-                self.inventory.azure.nics.append(
-                    Nic(
-                        account=scale_set.account,
-                        region=scale_set.region,
-                        id=nic_id,
-                        accelerated_networking=config.accelerated_networking,
-                        subnet=config.subnet,
-                    )
-                )
+            self.inventory.specs.append(scale_set_spec(scale_set))
         resolve(self.inventory)
         self.inventory.errors += unreadable_errors(self.inventory, self.unreadable_sizes, SKU_LIST.name)
         if not self.per_item:  # a dump: say how to make it with power states (a live run asks for them itself)
@@ -537,10 +518,7 @@ def scale_set_spec(scale_set: ScaleSet) -> Node:
     interfaces = [
         {
             "id": f"{scale_set.id}/model/networkinterfaces/{config.name.lower()}",
-            "interface_type": "nic",
-            "network": vnet_of_subnet(config.subnet),
-            "subnet": config.subnet,
-            "device_index": index,
+            **_uniform_interface(config, index),
         }
         for index, config in enumerate(scale_set.nics)
     ]
@@ -592,27 +570,28 @@ def role_definition() -> dict[str, Any]:
     }
 
 
-def _interface(nic_id: str, network: str | None, subnet: str | None, device_index: int) -> dict[str, Any]:
-    """A VM's NIC, every field in declaration order (NetworkInterface)."""
-    return {
-        "id": nic_id,
-        "interface_type": "nic",
-        "network": network,
-        "subnet": subnet,
-        "security_groups": [],
-        "public_ip": False,
-        "network_card_index": 0,
-        "device_index": device_index,
-    }
+def _interface(network: str | None, subnet: str | None, device_index: int) -> dict[str, Any]:
+    """A VM's NIC as its shape holds it: the subnet and accelerated networking of a NIC the VM only references
+    come from the NIC's own record (support.resolve)."""
+    return {"interface_type": "nic", "network": network, "subnet": subnet, "device_index": device_index}
 
 
-@dataclass(frozen=True)
-class _VmShape:
-    """What a VM's answer says that the other VMs of its scale set or availability set say alike."""
+def _uniform_interface(config: NicConfig, index: int) -> dict[str, Any]:
+    """A Uniform scale-set VM's NIC, from its configuration (absent accelerated networking is ARM's default: off)."""
+    interface = _interface(vnet_of_subnet(config.subnet), config.subnet, index)
+    return {**interface, "accelerated": bool(config.accelerated_networking)}
 
-    placement: list[dict[str, str]]
-    size: Any  # a str as ARM gives it; anything else fails the node's validation, which names it
-    image: str | None
-    tags: dict[str, str]
-    zone: str | None
-    configs: list[NicConfig]
+
+def _config_names(props: dict[str, Any]) -> list[str]:
+    """The names of a VM's own NIC configurations (networkProfileConfiguration), as _nic_configs reads them."""
+    configs = (props.get("networkProfileConfiguration") or {}).get("networkInterfaceConfigurations") or ()
+    return [str(config.get("name") or "nic") for config in configs]
+
+
+# A VM's own values (Normalizer._vm): its id and name, power state, NIC references' ids and extensions (kept as
+# records of their own); everything else in its answer is its shape's.
+_OWN_FIELDS = (
+    ("id",), ("name",), ("powerState",), ("instanceView",), ("properties", "instanceView"), ("resources",),
+    ("networkProfile", "networkInterfaces", "*", "id"),
+    ("properties", "networkProfile", "networkInterfaces", "*", "id"),
+)  # fmt: skip

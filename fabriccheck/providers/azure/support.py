@@ -26,9 +26,9 @@ from fabriccheck.cloud import (
     Signal,
     TagSignal,
 )
-from fabriccheck.model import Capability, FabricKind, NetworkInterface, Node, NodeShape
+from fabriccheck.model import Capability, FabricKind, Node, NodeShape
 from fabriccheck.providers.azure.sizes import capability_from_name
-from fabriccheck.resources.azure import Extension, Nic, ScaleSet, VirtualNetwork
+from fabriccheck.resources.azure import Extension, ScaleSet, VirtualNetwork
 
 if TYPE_CHECKING:
     from fabriccheck.inventory import Inventory
@@ -161,15 +161,23 @@ def _extension(name: str) -> Extension:
     return Extension(publisher=publisher, type=kind)
 
 
-def _resolved(nic: NetworkInterface, record: Nic | None) -> NetworkInterface:
-    """A VM's NIC with what its own record says: its subnet (and so its network) and accelerated networking."""
-    if record is None:
-        return nic if nic.accelerated is None else nic.model_copy(update={"accelerated": None})
-    update: dict[str, object] = {"accelerated": bool(record.accelerated_networking)}
-    if record.subnet and nic.subnet is None:  # a VM's reference to its NIC names no subnet: the record does
-        update |= {"subnet": record.subnet, "network": vnet_of_subnet(record.subnet)}
-    found = nic.model_copy(update=update)
-    return nic if found == nic else found
+def _resolved(
+    shape: NodeShape, records: tuple[tuple[bool, str | None] | None, ...], software: tuple[str, ...]
+) -> NodeShape:
+    """`shape` with what its NICs' records say (accelerated networking; the subnet, and so the network, of a NIC the VM
+    only references) and its VM's extensions; a NIC without a record keeps what the shape says."""
+    interfaces = []
+    for nic, record in zip(shape.interfaces, records, strict=True):
+        if record is not None:
+            accelerated, subnet = record
+            update: dict[str, object] = {"accelerated": accelerated}
+            if subnet and nic.subnet is None:  # a VM's reference to its NIC names no subnet: the record does
+                update |= {"subnet": subnet, "network": vnet_of_subnet(subnet)}
+            nic = nic.model_copy(update=update)
+        interfaces.append(nic)
+    if tuple(interfaces) == shape.interfaces and software == shape.software:
+        return shape
+    return shape.model_copy(update={"interfaces": tuple(interfaces), "software": software})
 
 
 def has_ib_driver(extensions: list[Extension]) -> bool:
@@ -318,18 +326,20 @@ class AzureSupport(CloudSupport):
     def resolve(self, nodes: list[Node], inventory: Inventory) -> None:
         """A VM's NICs keep their subnet and accelerated networking on their own records (the NIC list), found by
         the NIC's id, and its extensions on the VM list's `resources`, found by the VM's id: copied onto its
-        shape, so that its facts read the shape alone."""
+        shape, so that its facts read the shape alone. The VMs of a pool whose records say alike keep one shape."""
         azure = inventory.azure
-        records = {(n.account, n.id): n for n in azure.nics}
-        extensions = {(e.account, e.vm): e.extensions for e in azure.extensions}
+        records = {(n.account, n.id): (bool(n.accelerated_networking), n.subnet) for n in azure.nics}
+        extensions = {
+            (e.account, e.vm): tuple(f"{x.publisher}/{x.type}" for x in e.extensions) for e in azure.extensions
+        }
+        made: dict[tuple[NodeShape, tuple[tuple[bool, str | None] | None, ...], tuple[str, ...]], NodeShape] = {}
         for node in nodes:
-            interfaces = tuple(
-                _resolved(nic, records.get((node.account, nic_id.lower())))
-                for nic_id, nic in zip(node.interface_ids, node.interfaces, strict=True)
-            )
-            software = tuple(f"{e.publisher}/{e.type}" for e in extensions.get((node.account, node.id.lower()), ()))
-            if interfaces != node.interfaces or software != node.shape.software:
-                node.shape = node.shape.model_copy(update={"interfaces": interfaces, "software": software})
+            found = tuple(records.get((node.account, nic_id.lower())) for nic_id in node.interface_ids)
+            key = (node.shape, found, extensions.get((node.account, node.id.lower()), ()))
+            shape = made.get(key)
+            if shape is None:
+                shape = made[key] = _resolved(*key)
+            node.shape = shape
 
     def node_facts(self, shape: NodeShape, context: FactContext) -> Facts:
         index = _index(context)

@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from fabriccheck.errors import FabricCheckError
 from fabriccheck.inventory import Inventory
-from fabriccheck.model import UNKNOWN_ACCOUNT, Node, fact_key
+from fabriccheck.model import UNKNOWN_ACCOUNT, Node, NodeShape, fact_key
 from fabriccheck.providers.gcp.listing import items_of
 from fabriccheck.providers.gcp.machines import MachineTypes
 from fabriccheck.providers.gcp.support import (
@@ -35,8 +35,10 @@ from fabriccheck.providers.gcp.support import (
     SLURM_NODESET_LABEL,
 )
 from fabriccheck.resources.gcp import GLOBAL, FirewallRule, Network, ResourcePolicy, Subnetwork, firewall_entries
+from fabriccheck.sources import pools
 from fabriccheck.sources.common import BAD_RESPONSE, Scope, Shape, describe, unexpected_shape
 from fabriccheck.sources.items import INTERFACE_FACTS, ITEM_ERRORS, named, salvage, unknown_because
+from fabriccheck.sources.pools import without
 
 
 @dataclass(frozen=True)
@@ -275,6 +277,7 @@ class Normalizer:
         # A live answer is read item by item: a misshapen instance is recorded and the others stand.
         self.per_item = False
         self._policies: dict[tuple[str, str, str], ResourcePolicy] = {}
+        self._pools = pools.Pools()
         self._machines = MachineTypes(inventory)  # what machine types outside the catalog are
         self.named: set[str] = set()  # projects the items' selfLinks named (when `project` is None), for the dump
         self._facts: dict[str, set[str]] = {}  # fact -> projects whose answer was read in full
@@ -414,41 +417,58 @@ class Normalizer:
                 placement.append({"kind": RESOURCE_POLICY, "id": name})
         scheduling = inst.get("scheduling") or {}
         model = scheduling.get("provisioningModel")
-        if model in _OWN_CAPACITY:
-            placement.append({"kind": _OWN_CAPACITY[model], "id": inst["name"]})
+        if model in _OWN_CAPACITY:  # capacity Google places itself: the provisioning model says so
+            placement.append({"kind": _OWN_CAPACITY[model], "id": str(model)})
         affinity = inst.get("reservationAffinity") or {}
         if affinity.get("consumeReservationType") == "SPECIFIC_RESERVATION":
-            values = affinity.get("values") or [inst["name"]]
+            values = affinity.get("values") or ["(unnamed)"]
             placement.append({"kind": RESERVATION, "id": last(values[0])})
         return placement
 
     def _read_node(self, inst: dict[str, Any], project: str) -> Node:
-        zone = last(inst["zone"]) if inst.get("zone") else None
+        """The node of one instance: its name, state, NIC ids and physical host are its own; its shape is read from
+        the rest, once per pool (sources/pools.py), with the policies seen so far."""
         name = str(inst["name"])
         status = str(inst.get("status") or "RUNNING")
-        values: dict[str, Any] = {
-            "id": name,
-            "provider": "gcp",
-            "account": project,
-            "region": region_of_zone(zone) or "unknown",
-            "zone": zone,
-            "instance_type": last(inst["machineType"]),
-            "state": _STATES.get(status, status.lower()),
-            "tags": _tags_of(inst),
-            "interfaces": [_interface(name, i, nic) for i, nic in enumerate(inst.get("networkInterfaces") or ())],
-            "placement": self._placement_of(inst, project),
-            "network_nodes": _topology((inst.get("resourceStatus") or {}).get("physicalHost")),
-        }
+        nics = inst.get("networkInterfaces") or ()
+        shape = self._pools.shape(
+            without(inst, _OWN_FIELDS), lambda rest: self._shape(rest, project), (project, len(self._policies))
+        )
+        unknown = {}
         odd = _odd_nic_type(inst)
         if odd is not None:
             why = (
                 f"nicType {odd!r} is none the Compute API defines ({', '.join(sorted(NIC_TYPES))}), so which NICs "
                 "carry the fabric is unknown"
             )
-            values["unknown"] = unknown_because(_NIC_TYPE_FACTS, why)
-        return Node.model_validate(values)
+            unknown = unknown_because(_NIC_TYPE_FACTS, why)
+        return pools.node(
+            name,
+            shape,
+            state=_STATES.get(status, status.lower()),
+            interface_ids=tuple(f"{name}/{_nic_name(i, nic)}" for i, nic in enumerate(nics)),
+            network_nodes=_topology((inst.get("resourceStatus") or {}).get("physicalHost")),
+            unknown=unknown,
+        )
+
+    def _shape(self, inst: dict[str, Any], project: str) -> NodeShape:
+        zone = last(inst["zone"]) if inst.get("zone") else None
+        return NodeShape.model_validate(
+            {
+                "provider": "gcp",
+                "account": project,
+                "region": region_of_zone(zone) or "unknown",
+                "zone": zone,
+                "instance_type": last(inst["machineType"]),
+                "tags": _tags_of(inst),
+                "interfaces": [_interface(i, nic) for i, nic in enumerate(inst.get("networkInterfaces") or ())],
+                "placement": self._placement_of(inst, project),
+            }
+        )
 
 
+# An instance's own values (normalize.Normalizer._read_node): everything else is its shape's.
+_OWN_FIELDS = (("name",), ("selfLink",), ("status",), ("resourceStatus",))
 # scheduling.provisioningModel of capacity Google places itself -> its placement kind (support.py, dense capacity).
 _OWN_CAPACITY = {"FLEX_START": FLEX_START, "RESERVATION_BOUND": RESERVATION_BOUND}
 
@@ -462,12 +482,16 @@ def _odd_nic_type(inst: dict[str, Any]) -> str | None:
     return None
 
 
-def _interface(instance: str, i: int, nic: dict[str, Any]) -> dict[str, Any]:
-    """A networkInterfaces[i] entry -> the interface, its id the instance's name and its own (vm-1/nic0)."""
-    name = str(nic.get("name") or f"nic{i}")
+def _nic_name(i: int, nic: dict[str, Any]) -> str:
+    """A NIC's name within its instance (nic0, nic1 ...): its id is the instance's name and this (vm-1/nic0)."""
+    return str(nic.get("name") or f"nic{i}")
+
+
+def _interface(i: int, nic: dict[str, Any]) -> dict[str, Any]:
+    """A networkInterfaces[i] entry -> the interface as its instance's shape holds it."""
+    name = _nic_name(i, nic)
     index = int(name[3:]) if name.startswith("nic") and name[3:].isdigit() else i
     return {
-        "id": f"{instance}/{name}",
         "interface_type": str(nic.get("nicType") or "UNSPECIFIED_NIC_TYPE"),
         "network": short(nic["network"]) if nic.get("network") else None,
         "subnet": short(nic["subnetwork"]) if nic.get("subnetwork") else None,
