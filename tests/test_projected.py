@@ -21,6 +21,7 @@ from fabriccheck.providers.gcp import dump as gcp_dump
 from fabriccheck.providers.gcp import normalize as gcp_normalize
 from fabriccheck.providers.gcp.normalize import INSTANCES, InstanceFields, Normalizer
 from fabriccheck.sources import projected
+from fabriccheck.sources.pools import without
 
 ROOT = Path(__file__).resolve().parent.parent
 GCP_DEMO = ROOT / "fixtures" / "demo" / "gcp"
@@ -94,8 +95,7 @@ def _gcp_instances() -> list[dict[str, Any]]:
 def test_the_gcp_projection_keeps_every_field_the_normalizer_reads(monkeypatch: pytest.MonkeyPatch) -> None:
     log: set[str] = set()
     # An instance's shape is read from a copy without its own fields (sources/pools.py): record reads there too.
-    trim = gcp_normalize.without
-    monkeypatch.setattr(gcp_normalize, "without", lambda item, paths: _Reads(trim(item, paths), "", log))
+    monkeypatch.setattr(gcp_normalize, "without", lambda item, paths: _Reads(without(item, paths), "", log))
     inventory = Inventory()
     normalizer = Normalizer(inventory, "fabriccheck-demo", lambda call: "instances-list.json")
     for index, item in enumerate(_gcp_instances()):

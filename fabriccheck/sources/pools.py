@@ -61,7 +61,9 @@ class Pools:
         self._by_rest: dict[tuple[Hashable, bytes], NodeShape] = {}
         self._shapes: dict[NodeShape, NodeShape] = {}
 
-    def shape(self, rest: dict[str, Any], read_shape: Callable[[dict[str, Any]], NodeShape], lookups: Hashable = ()) -> NodeShape:
+    def shape(
+        self, rest: dict[str, Any], read_shape: Callable[[dict[str, Any]], NodeShape], lookups: Hashable = ()
+    ) -> NodeShape:
         """The shape `read_shape(rest)` gives, read once for every item whose rest (and lookups) is equal."""
         try:
             key = (lookups, _encode(rest))
