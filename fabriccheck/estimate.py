@@ -179,13 +179,14 @@ def run(
     state_text: str,
     workload: penalty.Workload,
     price_per_gpu_hour: float | None = None,
+    calibration_notes: list[str] | None = None,
 ) -> EstimateReport:
     if nodes < 1:
         raise usage("--nodes must be at least 1")
     state = state_named(state_text, fabric)
     slowdown = penalty.estimate(fabric, nodes, state, workload)
     result = penalty.penalty_of(slowdown, workload, nodes * fabric.gpus_per_node, price_per_gpu_hour)
-    notes = _notes(fabric, nodes, state)
+    notes = _notes(fabric, nodes, state) + [f"calibration run: {line}" for line in calibration_notes or ()]
     missing, assumed = figure_lines(fabric.accelerator)
     reason = result.reason
     if missing is not None and result.estimated is False and nodes > 1:

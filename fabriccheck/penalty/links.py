@@ -303,8 +303,15 @@ def healthy_link_of(
     over the ordinary NIC on the state's socket path is the healthy state."""
     if uses_fabric(fabric):
         return fabric_link(fabric, accel, best)
-    link = tcp_link(fabric, state, best)
+    link = _calibrated(tcp_link(fabric, state, best), fabric)
     return link if link is not None else f"no bandwidth figure for {fabric.instance_type or 'this node type'}"
+
+
+def _calibrated(link: Link | None, fabric: FabricDescription) -> Link | None:
+    """TCP as a type's own healthy path (it has no fabric), scaled by a measured baseline."""
+    if link is None or fabric.calibration == 1.0:
+        return link
+    return replace(link, bandwidth=link.bandwidth * fabric.calibration)
 
 
 def degraded_link_of(
@@ -330,7 +337,7 @@ def degraded_link_of(
         if fabric.fabric in RDMA_TRANSPORTS:
             link = replace(link, bandwidth=staged_bandwidth(fabric, accel, link.bandwidth, best))
     elif not uses_fabric(fabric):
-        link = tcp_link(fabric, state, best) or link  # the state's socket path (pods, sockets, MTU) sets it
+        link = _calibrated(tcp_link(fabric, state, best), fabric) or link  # the state's socket path sets it
     if state.loose_placement and not best:
         link = replace(link, latency=link.latency * LOOSE_PLACEMENT_LATENCY_FACTOR)
     return link
