@@ -318,3 +318,23 @@ def test_a_custom_tcp_fabric_recalibrates_its_socket_path(tmp_path: Path) -> Non
     assert tcp_only.fabric is FabricKind.NONE
     scaled = replace(tcp_only, calibration=2.0)
     assert _link(scaled, "healthy") == pytest.approx(2 * _link(tcp_only, "healthy"))
+
+
+def test_a_kubernetes_node_group_falls_back_over_its_pod_network(tmp_path: Path) -> None:
+    """A scanned EKS node group without EFA is priced as `estimate --state tcp,pod` (its pods' veth gets one socket
+    per channel); the same nodes in an Auto Scaling group of VMs as `--state tcp`."""
+    from ec2_shapes import answers, instance, write
+
+    from fabriccheck import flow
+    from fabriccheck.providers.aws.dump import load_dump
+
+    eks = {"eks:cluster-name": "train", "eks:nodegroup-name": "gpu"}
+    for name, tags, state in (("eks", eks, "tcp,pod"), ("asg", None, "tcp")):
+        nodes = [instance(f"i-0{n:016x}", "p5.48xlarge", efa=0, tags=tags) for n in range(4)]
+        report = flow.run(load_dump(write(tmp_path / name, answers(nodes))), flow.Options())
+        [cluster] = report.clusters
+        expected = estimate.run(P5, 4, state, FSDP).slowdown
+        assert cluster.penalty.slowdown is not None and expected is not None
+        assert (cluster.penalty.slowdown.low, cluster.penalty.slowdown.high) == pytest.approx(
+            (expected.low, expected.high)
+        ), name

@@ -130,6 +130,15 @@ FabricHealth = Literal["healthy", "tcp-fallback", "partial", "gpudirect-off", "u
 # How NCCL's sockets reach the network: the VM's own NIC (or a pod with host networking), a Kubernetes pod network
 # (a veth: no PCI vendor for NCCL to tune for), or a pod network through a VXLAN overlay.
 SocketPath = Literal["host", "pod", "overlay"]
+# The cluster signals that name Kubernetes node groups (each cloud's support.py). Their training pods run on the
+# pod network unless a manifest asks for host networking, which the cloud API does not show; every published
+# Kubernetes fallback of the calibration table ran there (EKS p4d and g4dn, GKE a3-megagpu-8g).
+KUBERNETES_SIGNALS = frozenset({"EKS node group", "Karpenter node pool", "AKS node pool", "GKE node pool"})
+
+
+def socket_path_of(signal: str) -> SocketPath:
+    """How a scanned cluster's sockets reach the network, from what grouped it."""
+    return "pod" if signal in KUBERNETES_SIGNALS else "host"
 
 
 @dataclass(frozen=True)
