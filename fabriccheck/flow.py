@@ -439,11 +439,14 @@ def cluster_penalty(
     kept = by_workload.get(id(workload))
     if kept is None or kept[0] is not workload:  # the workload is kept with its slowdowns: its id stays its own
         kept = by_workload[id(workload)] = (workload, {})
-    shape = (cluster.provider, cluster.size, *distinct)
+    # What the findings cannot say but the cluster does: how its sockets reach the network (a Kubernetes node group's
+    # pods may not use host networking) and the NVLink domains it spans, when a finding says it is spread.
+    split = any("split-nvlink-domain" in effects for _, effects, _ in distinct)
+    where = (penalty.socket_path_of(cluster.signal), int(facts.cluster(cluster)["nvlink"]["domains"]) if split else 0)
+    shape = (cluster.provider, cluster.size, where, *distinct)
     slowdown = kept[1].get(shape)
     if slowdown is None:
-        spread = _domains_spread(cluster, distinct, facts)
-        members = {key: _member(key, cluster.provider, capabilities, facts, spread) for key in distinct}
+        members = {key: _member(key, cluster.provider, capabilities, facts, where) for key in distinct}
         every = [members[key_of(n)] for n in cluster.nodes]
         slowdown = kept[1][shape] = penalty.estimate_members(every, workload)
     gpus = min(c.accelerators for c in known) * cluster.size
@@ -464,25 +467,19 @@ _MemberKey = tuple[str, frozenset[str], int | None]  # a node's type, its findin
 _DOWN_EFFECTS = frozenset({"unreachable", *_TCP_EFFECTS})
 
 
-def _domains_spread(cluster: Cluster, distinct: dict[_MemberKey, None], facts: FactBuilder) -> int | None:
-    """The NVLink domains a cluster spans when a finding says it is spread over more than it needs."""
-    split = any("split-nvlink-domain" in effects for _, effects, _ in distinct)
-    return int(facts.cluster(cluster)["nvlink"]["domains"]) or None if split else None
-
-
 def _member(
     key: _MemberKey,
     provider: str,
     capabilities: dict[str, Capability | None],
     facts: FactBuilder,
-    domains: int | None,
+    where: tuple[penalty.SocketPath, int],
 ) -> tuple[penalty.FabricDescription, penalty.FabricState]:
     """A node's fabric and its state, from its (type, findings' effects, fabric NICs attached if partial)."""
     instance_type, effects, attached = key
     cap = capabilities[instance_type]
     assert cap is not None  # cluster_penalty estimates only clusters whose types are all known
     descriptions: dict[str, penalty.FabricDescription] = facts.cached("penalty:descriptions", dict)
-    states: dict[tuple[penalty.FabricHealth, int | None, bool, int | None], penalty.FabricState] = facts.cached(
+    states: dict[tuple[penalty.FabricHealth, int | None, bool, tuple[str, int]], penalty.FabricState] = facts.cached(
         "penalty:states", dict
     )
     fabric = descriptions.get(cap.instance_type)
@@ -505,21 +502,21 @@ def _member(
             if fabric is None:
                 fabric = descriptions[borrowed] = penalty.FabricDescription.borrowed(cap, pick)
     loose = "loose-placement" in effects
-    spread = domains if "split-nvlink-domain" in effects else None
-    state_key: tuple[penalty.FabricHealth, int | None, bool, int | None]
+    state_key: tuple[penalty.FabricHealth, int | None, bool, tuple[penalty.SocketPath, int]]
     if "unreachable" in effects:
-        state_key = ("unreachable", None, loose, spread)
+        state_key = ("unreachable", None, loose, where)
     elif effects & _TCP_EFFECTS:
-        state_key = ("tcp-fallback", None, loose, spread)
+        state_key = ("tcp-fallback", None, loose, where)
     elif "partial-fabric" in effects:
-        state_key = ("partial", attached, loose, spread)
+        state_key = ("partial", attached, loose, where)
     else:
-        state_key = ("healthy", None, loose, spread)
+        state_key = ("healthy", None, loose, where)
     state = states.get(state_key)
     if state is None:
         state = states[state_key] = penalty.FabricState(
-            state_key[0], nics_used=state_key[1], loose_placement=state_key[2], nvlink_domains=state_key[3]
-        )
+            state_key[0], nics_used=state_key[1], loose_placement=loose, socket_path=where[0],
+            nvlink_domains=where[1] if "split-nvlink-domain" in effects else None,
+        )  # fmt: skip
     return fabric, state
 
 
