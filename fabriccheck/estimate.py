@@ -8,6 +8,7 @@ worst), and the step on one node is priced so that a scaling ratio can be formed
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import replace
 
@@ -128,11 +129,17 @@ def custom_fabric(
 
 
 def state_named(text: str, fabric: penalty.FabricDescription) -> penalty.FabricState:
+    return _state_named(text, fabric.nics)
+
+
+@functools.lru_cache(maxsize=1024)
+def _state_named(text: str, nics: int) -> penalty.FabricState:
+    """A --state word (cached: a sweep asks for a few states many times; bad words raise, and are not kept)."""
     words = [w.strip() for w in text.strip().lower().split(",")]
     match = _BASE.match(words[0]) if words else None
     if match is None:
         raise usage(f"--state {text}: use {STATE_HELP}")
-    state = _base_state(match, text, fabric)
+    state = _base_state(match, text, nics)
     for word in words[1:]:
         modifier = _MODIFIER.match(word)
         if modifier is None:
@@ -141,11 +148,11 @@ def state_named(text: str, fabric: penalty.FabricDescription) -> penalty.FabricS
     return state
 
 
-def _base_state(match: re.Match[str], text: str, fabric: penalty.FabricDescription) -> penalty.FabricState:
+def _base_state(match: re.Match[str], text: str, nics: int) -> penalty.FabricState:
     if match.group(2) is not None:
         used = int(match.group(2))
-        if used > fabric.nics:
-            raise usage(f"--state {text}: the fabric has {fabric.nics} NICs")
+        if used > nics:
+            raise usage(f"--state {text}: the fabric has {nics} NICs")
         return penalty.FabricState.partial(used)
     return {
         "healthy": penalty.FabricState.healthy(),

@@ -22,6 +22,7 @@ from fabriccheck.penalty.links import (
     bottleneck,
     degraded_link_of,
     domain_nodes,
+    healthy_ends,
     healthy_link_of,
 )
 from fabriccheck.penalty.steps import StepTimes, degraded_step_range, step_times
@@ -92,8 +93,9 @@ def _links(distinct: Sequence[tuple[FabricDescription, FabricState]], accel: cat
     healthy_of: list[dict[FabricDescription, Link]] = [{}, {}]
     sides: list[list[Link]] = [[], []]
     for fabric, state in distinct:
+        ends = healthy_ends(fabric, accel)
         for side, best in enumerate((True, False)):
-            healthy = healthy_link_of(fabric, accel, best=best)
+            healthy = ends[side]
             if isinstance(healthy, str):
                 return healthy
             healthy_of[side].setdefault(fabric, healthy)
@@ -129,10 +131,17 @@ def _estimate_distinct(
     per_domain = domain_nodes(fabric, accel)
     asked = max((s.nvlink_domains or 0 for _, s in distinct), default=0) or None
     scale = compute_scale(fabric, workload, accel)
-    healthy = _steps(workload, accel, units(nodes, gpus, links.healthy, per_domain, None), scale)
-    healthy_worst = _steps(workload, accel, units(nodes, gpus, links.healthy_worst, per_domain, None), scale)
-    best = _steps(workload, accel, units(nodes, gpus, links.best, per_domain, asked), scale)
-    worst = _steps(workload, accel, units(nodes, gpus, links.worst, per_domain, asked), scale)
+    made: dict[Units, StepTimes] = {}  # the four ends often share links: each step priced once
+
+    def steps_on(link: Link, domains: int | None) -> StepTimes:
+        group = units(nodes, gpus, link, per_domain, domains)
+        found = made.get(group)
+        if found is None:
+            found = made[group] = step_times(workload, group.count, group.gpus, accel, group.link, scale)
+        return found
+
+    healthy, healthy_worst = steps_on(links.healthy, None), steps_on(links.healthy_worst, None)
+    best, worst = steps_on(links.best, asked), steps_on(links.worst, asked)
     healthy_step, low, _ = degraded_step_range(healthy, best, best)
     worst_base, _, high = degraded_step_range(healthy_worst, worst, worst)
     slow_low, slow_high = low / healthy_step, high / worst_base
@@ -149,10 +158,6 @@ def _estimate_distinct(
         degraded_best_gbytes_per_s=links.best.bandwidth / GB,
         degraded_worst_gbytes_per_s=links.worst.bandwidth / GB,
     )
-
-
-def _steps(workload: Workload, accel: catalog.Accelerator, group: Units, scale: float) -> StepTimes:
-    return step_times(workload, group.count, group.gpus, accel, group.link, scale)
 
 
 def _placement_note(distinct: Sequence[tuple[FabricDescription, FabricState]], high: float) -> str | None:

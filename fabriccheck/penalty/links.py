@@ -7,6 +7,7 @@ choice the cloud API does not show (socket threads, GPU-NIC PCIe layout, ECMP ha
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, replace
 from typing import Literal
@@ -157,7 +158,7 @@ class FabricDescription:
     # A measured healthy baseline (estimate --calibrate): the fabric's efficiency times this.
     calibration: float = 1.0
 
-    @property
+    @functools.cached_property
     def fabric_gbps(self) -> float:
         """Total fabric bandwidth of the node, one direction (0 when unknown)."""
         return max(0, self.nics) * max(0.0, self.gbps_per_nic)
@@ -323,6 +324,15 @@ def _calibrated(link: Link | None, fabric: FabricDescription) -> Link | None:
     return replace(link, bandwidth=link.bandwidth * fabric.calibration)
 
 
+def healthy_ends(fabric: FabricDescription, accel: catalog.Accelerator | None) -> tuple[Link | str, Link | str]:
+    """`healthy_link_of` at both ends; a path without a range of its own (a fabric with GPUDirect RDMA) is priced
+    once."""
+    best = healthy_link_of(fabric, accel)
+    if uses_fabric(fabric) and not (fabric.fabric in RDMA_TRANSPORTS and fabric.gpudirect_rdma is False):
+        return best, best
+    return best, healthy_link_of(fabric, accel, best=False)
+
+
 def degraded_link_of(
     fabric: FabricDescription, accel: catalog.Accelerator | None, state: FabricState, healthy: Link, best: bool
 ) -> Link | str:
@@ -371,6 +381,8 @@ def degraded_link(fabric: FabricDescription, state: FabricState, worst: bool = F
 
 def bottleneck(links: list[Link]) -> Link:
     """A collective runs at its slowest member's pace: least bandwidth, most latency."""
+    if len(links) == 1:
+        return links[0]
     return Link(min(x.bandwidth for x in links), max(x.latency for x in links), all(x.tuned_trees for x in links))
 
 
