@@ -338,3 +338,13 @@ def test_a_kubernetes_node_group_falls_back_over_its_pod_network(tmp_path: Path)
         assert (cluster.penalty.slowdown.low, cluster.penalty.slowdown.high) == pytest.approx(
             (expected.low, expected.high)
         ), name
+
+
+@pytest.mark.parametrize("path", ["pod", "overlay"])
+def test_a_type_without_a_fabric_on_a_pod_network_is_healthy_there(path: str) -> None:
+    """A GKE node pool of a2-highgpu-8g (no fabric) trains over its pod network: that is its healthy state, and
+    nothing is lost until a finding names something."""
+    a2 = estimate.fabric_of_type("a2-highgpu-8g")
+    s = penalty.estimate(a2, 4, estimate.state_named(f"healthy,{path}", a2), FSDP)
+    assert s.estimated and (s.low, s.high) == (1.0, 1.0)
+    assert s.healthy_gbytes_per_s == pytest.approx(_link(a2, f"healthy,{path}"))

@@ -93,7 +93,7 @@ def _links(distinct: Sequence[tuple[FabricDescription, FabricState]], accel: cat
     healthy_of: list[dict[FabricDescription, Link]] = [{}, {}]
     sides: list[list[Link]] = [[], []]
     for fabric, state in distinct:
-        ends = healthy_ends(fabric, accel)
+        ends = healthy_ends(fabric, accel, state)
         for side, best in enumerate((True, False)):
             healthy = ends[side]
             if isinstance(healthy, str):

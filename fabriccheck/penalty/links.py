@@ -324,13 +324,15 @@ def _calibrated(link: Link | None, fabric: FabricDescription) -> Link | None:
     return replace(link, bandwidth=link.bandwidth * fabric.calibration)
 
 
-def healthy_ends(fabric: FabricDescription, accel: catalog.Accelerator | None) -> tuple[Link | str, Link | str]:
+def healthy_ends(
+    fabric: FabricDescription, accel: catalog.Accelerator | None, state: FabricState = HEALTHY
+) -> tuple[Link | str, Link | str]:
     """`healthy_link_of` at both ends; a path without a range of its own (a fabric with GPUDirect RDMA) is priced
-    once."""
-    best = healthy_link_of(fabric, accel)
+    once. A type without a fabric is healthy on the state's own socket path (a pod network is no finding)."""
+    best = healthy_link_of(fabric, accel, state)
     if uses_fabric(fabric) and not (fabric.fabric in RDMA_TRANSPORTS and fabric.gpudirect_rdma is False):
         return best, best
-    return best, healthy_link_of(fabric, accel, best=False)
+    return best, healthy_link_of(fabric, accel, state, best=False)
 
 
 def degraded_link_of(
