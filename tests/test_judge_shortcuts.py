@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import random
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,15 @@ from fabriccheck.errors import FabricCheckError
 from fabriccheck.facts import FactBuilder
 from fabriccheck.inventory import Inventory
 
-EFFECTS = ["tcp-fallback", "partial-fabric", "unreachable", "loose-placement", "weaker-fabric", "none"]
+EFFECTS = [
+    "tcp-fallback",
+    "partial-fabric",
+    "unreachable",
+    "loose-placement",
+    "weaker-fabric",
+    "split-nvlink-domain",
+    "none",
+]
 
 
 def plain_penalty(
@@ -63,6 +72,9 @@ def plain_penalty(
             state = penalty.FabricState("partial", nics_used=attached, loose_placement=loose)
         else:
             state = penalty.FabricState("healthy", loose_placement=loose)
+        # a Kubernetes node group's sockets take the pod network; a split finding, the domains the cluster spans
+        domains = int(facts.cluster(cluster)["nvlink"]["domains"]) if "split-nvlink-domain" in mine else None
+        state = replace(state, socket_path=penalty.socket_path_of(cluster.signal), nvlink_domains=domains)
         members.append((fabric, state))
     slowdown = penalty.estimate_members(members, workload)
     gpus = min((c.accelerators for c in known), default=0) * cluster.size
