@@ -169,6 +169,8 @@ class Accelerator:
     assumed: tuple[str, ...] = ()  # the figures no vendor publishes, taken as an assumption
     aliases: tuple[str, ...] = ()
     missing: tuple[str, ...] = ()  # the figures a full estimate needs that no source gives, in FIGURES' words
+    host_link_gbytes: float | None = None  # one direction, GPU to host memory (PCIe, or NVLink-C2C on Grace)
+    nvlink_domain_gpus: int | None = None  # GPUs one multi-node NVLink domain holds (NVL72), when beyond a node
 
 
 # What each figure is, for the one line that says which is missing or assumed.
@@ -178,6 +180,8 @@ FIGURES = {
     "allreduce_busbw_gbytes": "single-node all_reduce busbw",
     "mfu": "MFU prior",
     "nvls": "NVLink SHARP",
+    "host_link_gbytes": "GPU-to-host bandwidth (the path without GPUDirect RDMA)",
+    "nvlink_domain_gpus": "multi-node NVLink domain size",
 }
 NEEDED = ("nvlink_gbytes", "peak_tflops", "mfu")  # for collectives (the first) and step times (all three)
 # Words that name the maker or the memory, not the device: "NVIDIA H100 80GB HBM3" is H100, "Tesla V100-SXM2-32GB"
@@ -211,6 +215,8 @@ def accelerators() -> dict[str, Accelerator]:
             tuple(key for key, (_, _, assumed) in figures.items() if assumed),
             tuple(row.get("aliases", ())),
             tuple(FIGURES[key] for key in NEEDED if figures[key][0] is None),
+            figures["host_link_gbytes"][0],
+            figures["nvlink_domain_gpus"][0],
         )
     return found
 

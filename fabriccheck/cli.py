@@ -981,7 +981,12 @@ def estimate(
         str | None, typer.Option(metavar="TYPE", help="An instance type / VM size / machine type from the catalog.")
     ] = None,
     state: Annotated[
-        str, typer.Option(metavar="STATE", help="healthy, tcp, nics=K, no-gdr, no-placement or unreachable.")
+        str,
+        typer.Option(
+            metavar="STATE",
+            help="healthy, tcp, nics=K, no-gdr, no-placement or unreachable, then comma-separated modifiers: host,"
+            " pod or overlay (how NCCL's sockets reach the network), sockets=N, mtu=N, cross-zone, domains=K.",
+        ),
     ] = "healthy",
     gpu: Annotated[str | None, typer.Option(metavar="NAME", help="Custom fabric: accelerator, e.g. H100.")] = None,
     gpus_per_node: Annotated[int, typer.Option(metavar="N", help="Custom fabric: GPUs per node.")] = 8,
@@ -1004,6 +1009,14 @@ def estimate(
         ),
     ] = None,
     price_per_gpu_hour: PriceOpt = None,
+    calibrate: Annotated[
+        Path | None,
+        typer.Option(
+            metavar="FILE",
+            help="nccl-tests output from this fabric (multi-node runs, 128 MiB and up): its healthy baseline is"
+            " recalibrated to what was measured, and every state priced from it.",
+        ),
+    ] = None,
     fmt: Annotated[str, typer.Option("--format", "-f", metavar="FORMAT", help="text or json.")] = "text",
     output: OutputOpt = None,
 ) -> None:
@@ -1024,7 +1037,12 @@ def estimate(
             estimating.accelerator_named(gpu or ""), gpus_per_node, nics, nic_gbps, transport, not no_gdr, ethernet_gbps
         )
     chosen = estimating.workload_from_file(workload_file) if workload_file else workload_named(workload)
-    result = estimating.run(fabric, nodes, state, chosen, price_per_gpu_hour)
+    measured: list[str] = []
+    if calibrate is not None:
+        from fabriccheck.calibrate import calibrated
+
+        fabric, measured = calibrated(fabric, calibrate)
+    result = estimating.run(fabric, nodes, state, chosen, price_per_gpu_hour, measured)
     text = result.model_dump_json(indent=2) + "\n" if fmt == "json" else estimating.render_text(result)
     if output is not None:
         _write(output, text, "--output")

@@ -25,6 +25,10 @@ Facts = dict[str, Any]
 T = TypeVar("T")
 
 
+# The placement kind a normalizer records for a node's multi-node NVLink domain (CloudSupport.nvlink_domain).
+NVLINK_DOMAIN = "nvlink-domain"
+
+
 @dataclass(frozen=True)
 class TagSignal:
     """Nodes whose tags (labels) carry all of `keys` with the same values train together; with `within`, only
@@ -166,6 +170,11 @@ class CloudSupport:
     def notes(self, inventory: Inventory) -> list[str]:
         """What the report should say about this cloud's collection (facts that fall back or were skipped)."""
         return []
+
+    def nvlink_domain(self, node: Node) -> str | None:
+        """The multi-node NVLink domain (a GB200/GB300 NVL72 rack) the node sits in, when this cloud's API tells
+        it: a placement of kind `nvlink-domain` its normalizer records. None: not told."""
+        return node.placed_by(NVLINK_DOMAIN)
 
     def cluster_facts(self, nodes: list[Node], node_facts: list[Facts], context: FactContext) -> Facts:
         """A cluster's facts of this cloud. `node_facts` holds the facts of each node's shape, in order (shared by

@@ -61,13 +61,17 @@ def cluster_penalty(
             own.setdefault(finding.resources[0], set()).add(finding.effect)
         else:
             everyone.add(finding.effect)
+    # What the findings cannot say but the cluster does: how its sockets reach the network (a Kubernetes node group's
+    # pods may not use host networking) and the NVLink domains it spans, when a finding says it is spread.
+    split = "split-nvlink-domain" in everyone or any("split-nvlink-domain" in e for e in own.values())
+    where = (penalty.socket_path_of(cluster.signal), int(facts.cluster(cluster)["nvlink"]["domains"]) if split else 0)
     made: dict[_MemberKey, Member] = {}  # the nodes of a pool share their member
     members = []
     for node in cluster.nodes:
         key = _key(node, frozenset(everyone | own.get(node.id, set())), facts)
         member = made.get(key)
         if member is None:
-            member = made[key] = _member(key, cluster.provider, capabilities, facts)
+            member = made[key] = _member(key, cluster.provider, capabilities, facts, where)
         members.append(member)
     slowdown = _slowdown(tuple(members), workload)
     gpus = min(c.accelerators for c in known) * cluster.size
@@ -96,6 +100,7 @@ def _member(
     provider: str,
     capabilities: dict[str, Capability | None],
     facts: FactBuilder,
+    where: tuple[penalty.SocketPath, int],
 ) -> Member:
     """A node's fabric and its state, from its (type, findings' effects, fabric NICs attached if partial)."""
     instance_type, effects, attached = key
@@ -115,13 +120,18 @@ def _member(
         )
         if pick is not None and pick.accelerators:
             fabric = penalty.FabricDescription.borrowed(cap, pick)
-    loose = "loose-placement" in effects
+    health: penalty.FabricHealth = "healthy"
     if "unreachable" in effects:
-        state = penalty.FabricState("unreachable", loose_placement=loose)
+        health = "unreachable"
     elif effects & _TCP_EFFECTS:
-        state = penalty.FabricState("tcp-fallback", loose_placement=loose)
+        health = "tcp-fallback"
     elif "partial-fabric" in effects:
-        state = penalty.FabricState("partial", nics_used=attached, loose_placement=loose)
-    else:
-        state = penalty.FabricState("healthy", loose_placement=loose)
+        health = "partial"
+    state = penalty.FabricState(
+        health,
+        nics_used=attached if health == "partial" else None,
+        loose_placement="loose-placement" in effects,
+        socket_path=where[0],
+        nvlink_domains=where[1] if "split-nvlink-domain" in effects else None,
+    )
     return fabric, state

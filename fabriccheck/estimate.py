@@ -2,25 +2,24 @@
 
 The same penalty core judges a scanned cluster, so a cluster's penalty and `estimate` for its type, size and
 state agree. The fabric comes from an instance type (the catalog) or is described by hand, for any cluster:
-on-premises, another cloud, or one being planned.
+on-premises, another cloud, or one being planned. Every bandwidth is given at both ends of its range (best and
+worst), and the step on one node is priced so that a scaling ratio can be formed.
 """
 
 from __future__ import annotations
 
-import math
+import functools
 import re
-import tomllib
 from dataclasses import replace
-from pathlib import Path
-from typing import Any
 
-import yaml
 from pydantic import BaseModel
 
-from fabriccheck import catalog, penalty, textfiles
-from fabriccheck.errors import FabricCheckError
+from fabriccheck import catalog, penalty
 from fabriccheck.evidence.failures import unknown_model, usage
 from fabriccheck.model import FabricKind
+from fabriccheck.workloadfile import PRECISIONS, STRATEGIES, WORKLOAD_FIELDS, workload_from_file
+
+__all__ = ["PRECISIONS", "STRATEGIES", "WORKLOAD_FIELDS", "workload_from_file"]  # the file format's home moved
 
 SCHEMA_VERSION = 1
 # Message sizes as nccl-tests sweeps them (-b 8 -e 16G -f 4): 8 B to 16 GiB by powers of 4 (and 16 GiB itself).
@@ -34,7 +33,14 @@ TRANSPORTS = {
     "tcpxo": FabricKind.TCPXO,
     "tcp": FabricKind.NONE,
 }
-_STATE = re.compile(r"^(healthy|tcp|no-gdr|no-placement|unreachable|nics=(\d+))$")
+# --state: one fabric word, then modifiers, comma-separated ("tcp,pod,sockets=4", "nics=4,no-placement").
+_BASE = re.compile(r"^(healthy|tcp|no-gdr|no-placement|unreachable|nics=(\d+))$")
+_MODIFIER = re.compile(r"^(host|pod|overlay|cross-zone|no-placement|(sockets|mtu|domains)=(\d+))$")
+STATE_HELP = (
+    "healthy, tcp, nics=K, no-gdr, no-placement or unreachable, then modifiers: host, pod or overlay (how NCCL's "
+    "sockets reach the network), sockets=N (NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD), mtu=N, cross-zone, "
+    "no-placement, domains=K (NVLink domains the job spans), e.g. tcp,pod"
+)
 
 
 class FabricSummary(BaseModel):
@@ -46,14 +52,20 @@ class FabricSummary(BaseModel):
     gbps_per_nic: float
     gpudirect_rdma: bool | None
     ethernet_gbps: float | None
+    provider: str | None = None
+    calibration: float = 1.0  # the measured healthy baseline over the model's (--calibrate); 1.0 without one
 
 
 class Collective(BaseModel):
     op: str
     bytes: int
-    algbw_gbytes_per_s: float
+    algbw_gbytes_per_s: float  # the best end of the state's range
     busbw_gbytes_per_s: float
     algorithm: str  # what NCCL would run: nvlink (one node), ring, tree or p2p (alltoall)
+    # The worst end (equal to the best where the state leaves no choice): socket threads, the GPU-NIC PCIe layout
+    # without GPUDirect RDMA, ECMP hashing on RoCE beyond two nodes.
+    algbw_worst_gbytes_per_s: float
+    busbw_worst_gbytes_per_s: float
 
 
 class Range(BaseModel):
@@ -74,6 +86,10 @@ class EstimateReport(BaseModel):
     collectives: list[Collective]
     step_seconds: Range | None  # the state's step time (healthy when the state is healthy)
     healthy_step_seconds: float | None
+    one_node_step_seconds: float | None  # the same workload on one node (NVLink only)
+    # Per-GPU throughput on these nodes in this state over one healthy node's: weak-scaling efficiency for a
+    # tokens-per-GPU workload, strong-scaling for a global batch.
+    scaling_efficiency: Range | None
     slowdown: Range | None
     # Out of the nodes' GPUs x 24 GPU-hours a day: the share of each lost (1 - 1/slowdown), those lost, dollars.
     gpu_hours_per_day: float
@@ -113,14 +129,30 @@ def custom_fabric(
 
 
 def state_named(text: str, fabric: penalty.FabricDescription) -> penalty.FabricState:
-    match = _STATE.match(text.strip().lower())
+    return _state_named(text, fabric.nics)
+
+
+@functools.lru_cache(maxsize=1024)
+def _state_named(text: str, nics: int) -> penalty.FabricState:
+    """A --state word (cached: a sweep asks for a few states many times; bad words raise, and are not kept)."""
+    words = [w.strip() for w in text.strip().lower().split(",")]
+    match = _BASE.match(words[0]) if words else None
     if match is None:
-        raise usage(f"--state {text}: use healthy, tcp, nics=K, no-gdr, no-placement or unreachable")
-    word = match.group(1)
+        raise usage(f"--state {text}: use {STATE_HELP}")
+    state = _base_state(match, text, nics)
+    for word in words[1:]:
+        modifier = _MODIFIER.match(word)
+        if modifier is None:
+            raise usage(f"--state {text}: {word!r} is not a modifier; use {STATE_HELP}")
+        state = _modified(state, modifier)
+    return state
+
+
+def _base_state(match: re.Match[str], text: str, nics: int) -> penalty.FabricState:
     if match.group(2) is not None:
         used = int(match.group(2))
-        if used > fabric.nics:
-            raise usage(f"--state {text}: the fabric has {fabric.nics} NICs")
+        if used > nics:
+            raise usage(f"--state {text}: the fabric has {nics} NICs")
         return penalty.FabricState.partial(used)
     return {
         "healthy": penalty.FabricState.healthy(),
@@ -128,7 +160,24 @@ def state_named(text: str, fabric: penalty.FabricDescription) -> penalty.FabricS
         "no-gdr": penalty.FabricState.gpudirect_off(),
         "no-placement": penalty.FabricState.healthy(loose_placement=True),
         "unreachable": penalty.FabricState.unreachable(),
-    }[word]
+    }[match.group(1)]
+
+
+def _modified(state: penalty.FabricState, modifier: re.Match[str]) -> penalty.FabricState:
+    word, key, number = modifier.group(1), modifier.group(2), modifier.group(3)
+    if key is not None:
+        value = int(number)
+        if value < 1:
+            raise usage(f"--state: {word}: {key} must be at least 1")
+        if key == "sockets":
+            return replace(state, sockets=value)
+        return replace(state, mtu=value) if key == "mtu" else replace(state, nvlink_domains=value)
+    paths: dict[str, penalty.SocketPath] = {"host": "host", "pod": "pod", "overlay": "overlay"}
+    if word in paths:
+        return replace(state, socket_path=paths[word])
+    if word == "cross-zone":
+        return replace(state, cross_zone=True)
+    return replace(state, loose_placement=True)
 
 
 def run(
@@ -137,12 +186,72 @@ def run(
     state_text: str,
     workload: penalty.Workload,
     price_per_gpu_hour: float | None = None,
+    calibration_notes: list[str] | None = None,
 ) -> EstimateReport:
     if nodes < 1:
         raise usage("--nodes must be at least 1")
     state = state_named(state_text, fabric)
     slowdown = penalty.estimate(fabric, nodes, state, workload)
     result = penalty.penalty_of(slowdown, workload, nodes * fabric.gpus_per_node, price_per_gpu_hour)
+    notes = _notes(fabric, nodes, state) + [f"calibration run: {line}" for line in calibration_notes or ()]
+    missing, assumed = figure_lines(fabric.accelerator)
+    reason = result.reason
+    if missing is not None and result.estimated is False and nodes > 1:
+        reason = missing  # one line says which figure is missing
+    elif missing is not None:
+        notes.append(missing)
+    if assumed is not None:
+        notes.append(assumed)
+    step = None
+    if slowdown.degraded_step_seconds_low is not None and slowdown.degraded_step_seconds_high is not None:
+        step = Range(low=slowdown.degraded_step_seconds_low, high=slowdown.degraded_step_seconds_high)
+    scaled = penalty.scaling(fabric, nodes, state, workload) if not slowdown.cannot_run else None
+    return EstimateReport(
+        fabric=_summary(fabric),
+        state=state_text,
+        nodes=nodes,
+        workload=workload.name,
+        estimated=result.estimated,
+        cannot_run=result.cannot_run,
+        reason=reason,
+        notes=notes,
+        collectives=collectives(fabric, nodes, state),
+        step_seconds=step,
+        healthy_step_seconds=slowdown.healthy_step_seconds,
+        one_node_step_seconds=scaled.one_node_step_seconds if scaled else None,
+        scaling_efficiency=Range(low=scaled.low, high=scaled.high) if scaled else None,
+        slowdown=Range(**result.slowdown.model_dump()) if result.slowdown and result.estimated else None,
+        gpu_hours_per_day=nodes * fabric.gpus_per_node * 24.0,
+        lost_share=_range(result.lost_share),
+        lost_gpu_hours_per_day=_range(result.lost_gpu_hours_per_day),
+        lost_dollars_per_day=_range(result.lost_dollars_per_day),
+    )
+
+
+def collectives(fabric: penalty.FabricDescription, nodes: int, state: penalty.FabricState) -> list[Collective]:
+    """The nccl-tests sweep of every operation, at both ends of the state's range."""
+    found = []
+    for op in OPS:
+        for size in SIZES:
+            best = penalty.collective_estimate(fabric, nodes, op, size, state)
+            worst = penalty.collective_estimate(fabric, nodes, op, size, state, worst=True)
+            if best is None or worst is None:
+                continue
+            found.append(
+                Collective(
+                    op=op,
+                    bytes=size,
+                    algbw_gbytes_per_s=best.algbw,
+                    busbw_gbytes_per_s=best.busbw,
+                    algorithm=best.algorithm,
+                    algbw_worst_gbytes_per_s=worst.algbw,
+                    busbw_worst_gbytes_per_s=worst.busbw,
+                )
+            )
+    return found
+
+
+def _notes(fabric: penalty.FabricDescription, nodes: int, state: penalty.FabricState) -> list[str]:
     notes = []
     if nodes == 1:
         notes.append("one node: no inter-node fabric is used, so no fabric state costs anything")
@@ -161,41 +270,14 @@ def run(
                 f"(NCCL_ALGO, a tuner plugin) reads up to {ratio:.2f}x that, as nccl-tests' busbw formula overstates "
                 "there: compare algbw between 2-node runs"
             )
-    missing, assumed = figure_lines(fabric.accelerator)
-    reason = result.reason
-    if missing is not None and result.estimated is False and nodes > 1:
-        reason = missing  # one line says which figure is missing
-    elif missing is not None:
-        notes.append(missing)
-    if assumed is not None:
-        notes.append(assumed)
-    collectives = [
-        Collective(op=op, bytes=size, algbw_gbytes_per_s=c.algbw, busbw_gbytes_per_s=c.busbw, algorithm=c.algorithm)
-        for op in OPS
-        for size in SIZES
-        if (c := penalty.collective_estimate(fabric, nodes, op, size, state)) is not None
-    ]
-    step = None
-    if slowdown.degraded_step_seconds_low is not None and slowdown.degraded_step_seconds_high is not None:
-        step = Range(low=slowdown.degraded_step_seconds_low, high=slowdown.degraded_step_seconds_high)
-    return EstimateReport(
-        fabric=_summary(fabric),
-        state=state_text,
-        nodes=nodes,
-        workload=workload.name,
-        estimated=result.estimated,
-        cannot_run=result.cannot_run,
-        reason=reason,
-        notes=notes,
-        collectives=collectives,
-        step_seconds=step,
-        healthy_step_seconds=result.healthy_step_seconds,
-        slowdown=Range(**result.slowdown.model_dump()) if result.slowdown and result.estimated else None,
-        gpu_hours_per_day=nodes * fabric.gpus_per_node * 24.0,
-        lost_share=_range(result.lost_share),
-        lost_gpu_hours_per_day=_range(result.lost_gpu_hours_per_day),
-        lost_dollars_per_day=_range(result.lost_dollars_per_day),
-    )
+    if fabric.fabric is FabricKind.RDMA and nodes > 2:
+        notes.append(
+            "RoCE beyond two nodes: the worst end assumes baseline ECMP hashing (up to 1/1.4 of a tuned fabric's "
+            "all_reduce, Meta SIGCOMM 2024); adaptive routing or enhanced ECMP keeps the best end"
+        )
+    if fabric.calibration != 1.0:
+        notes.append(f"healthy fabric recalibrated to {fabric.calibration:.2f}x the model's from measured nccl-tests")
+    return notes
 
 
 def _range(value: penalty.Range | None) -> Range | None:
@@ -233,6 +315,8 @@ def _summary(fabric: penalty.FabricDescription) -> FabricSummary:
         gbps_per_nic=fabric.gbps_per_nic,
         gpudirect_rdma=fabric.gpudirect_rdma,
         ethernet_gbps=fabric.ethernet_gbps,
+        provider=fabric.provider,
+        calibration=fabric.calibration,
     )
 
 
@@ -257,14 +341,7 @@ def render_text(report: EstimateReport) -> str:
         "",
     ]
     if report.collectives:
-        lines.append(f"{'op':<15}{'size':>10}{'algbw GB/s':>13}{'busbw GB/s':>13}  algorithm")
-        for c in report.collectives:
-            if c.bytes in (8, 8 * 4**5, 8 * 4**10, 8 * 4**13, 16 * 2**30):  # a readable subset; JSON has all
-                lines.append(
-                    f"{c.op:<15}{_size(c.bytes):>10}{_gbytes(c.algbw_gbytes_per_s):>13}"
-                    f"{_gbytes(c.busbw_gbytes_per_s):>13}  {c.algorithm}"
-                )
-        lines.append("")
+        lines += _collective_lines(report.collectives)
     if report.cannot_run:
         lines.append(f"cannot run: {report.reason}")
     elif not report.estimated:
@@ -272,6 +349,11 @@ def render_text(report: EstimateReport) -> str:
     elif report.slowdown is not None and report.healthy_step_seconds is not None:
         lines.append(f"healthy step: {report.healthy_step_seconds:.2f} s")
         lines.append(f"slowdown: {report.slowdown.low:.2f}x–{report.slowdown.high:.2f}x")
+    if report.one_node_step_seconds is not None and report.scaling_efficiency is not None:
+        lines.append(
+            f"one-node step: {report.one_node_step_seconds:.2f} s; scaling efficiency from one node: "
+            f"{_span(report.scaling_efficiency, '{:.0%}')}"
+        )
     if report.lost_gpu_hours_per_day is not None and report.lost_share is not None:
         hours, share = report.lost_gpu_hours_per_day, report.lost_share
         line = (
@@ -283,6 +365,23 @@ def render_text(report: EstimateReport) -> str:
         lines.append(line)
     lines += [f"note: {n}" for n in report.notes]
     return "\n".join(lines) + "\n"
+
+
+def _collective_lines(found: list[Collective]) -> list[str]:
+    """A readable subset of the sweep (JSON has all), each bandwidth as best–worst where they differ."""
+    lines = [f"{'op':<15}{'size':>10}{'algbw GB/s':>18}{'busbw GB/s':>18}  algorithm"]
+    for c in found:
+        if c.bytes in (8, 8 * 4**5, 8 * 4**10, 8 * 4**13, 16 * 2**30):
+            algbw = _pair(c.algbw_gbytes_per_s, c.algbw_worst_gbytes_per_s)
+            busbw = _pair(c.busbw_gbytes_per_s, c.busbw_worst_gbytes_per_s)
+            lines.append(f"{c.op:<15}{_size(c.bytes):>10}{algbw:>18}{busbw:>18}  {c.algorithm}")
+    return [*lines, ""]
+
+
+def _pair(best: float, worst: float) -> str:
+    """`best–worst`, or one figure when both ends read the same."""
+    low, high = _gbytes(worst), _gbytes(best)
+    return high if low == high else f"{low}–{high}"
 
 
 def _span(value: Range, form: str) -> str:
@@ -300,131 +399,3 @@ def _size(n: int) -> str:
         if n >= scale:
             return f"{n / scale:g} {unit}"
     return f"{n} B"
-
-
-# ---------------------------------------------------------------------------------------------- workload files
-
-# Layout words users write, as the model's three traffic shapes: ZeRO-1/2 move what DDP moves (one gradient
-# all-reduce, as reduce-scatter + all-gather), ZeRO-3 is FSDP's full sharding.
-STRATEGIES: dict[str, penalty.Strategy] = {
-    "ddp": "ddp",
-    "zero1": "ddp",
-    "zero-1": "ddp",
-    "zero2": "ddp",
-    "zero-2": "ddp",
-    "fsdp": "fsdp",
-    "zero3": "fsdp",
-    "zero-3": "fsdp",
-    "3d": "3d",
-    "megatron": "3d",
-}
-# Bytes per communicated parameter or gradient value. The compute peak stays the accelerator's dense BF16 figure.
-PRECISIONS = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
-WORKLOAD_FIELDS = {
-    "name": "a name for the report",
-    "description": "free text",
-    "parameters": "model parameters (a number, or 70B / 8e9)",
-    "active_parameters": "MoE: parameters one token uses",
-    "layers": "transformer layers",
-    "hidden": "hidden size",
-    "seq_len": "sequence length",
-    "tokens_per_gpu": "tokens per GPU per optimizer step",
-    "micro_batches": "gradient-accumulation micro-batches per step",
-    "global_batch": "3d: sequences per optimizer step",
-    "micro_batch": "3d: sequences per micro-batch",
-    "parallelism": "ddp, zero1, zero2, zero3/fsdp or 3d",
-    "tensor_parallel": "3d: tensor-parallel degree (inside a node)",
-    "pipeline_parallel": "3d: pipeline stages (one per node)",
-    "expert_parallel": "MoE: GPUs an expert all-to-all spans",
-    "top_k": "MoE: experts per token",
-    "precision": "fp32, bf16, fp16 or fp8 (bytes of communicated values)",
-}
-_SUFFIX = {"k": 1e3, "m": 1e6, "b": 1e9, "t": 1e12}
-
-
-def _number(doc: dict[str, Any], key: str, where: str, integer: bool = True, default: float | None = None) -> float:
-    value = doc.get(key, default)
-    if value is None:
-        raise FabricCheckError(f"{where}: {key} is missing ({WORKLOAD_FIELDS[key]})")
-    number: float | None = None
-    if isinstance(value, bool):
-        number = None
-    elif isinstance(value, int | float):
-        number = float(value)
-    elif isinstance(value, str):
-        text = value.strip().lower().replace("_", "")
-        scale = _SUFFIX.get(text[-1:], 1.0) if text else 1.0
-        try:
-            number = float(text[:-1] if scale != 1.0 else text) * scale
-        except ValueError:
-            number = None
-    if number is None or not math.isfinite(number) or number <= 0 or (integer and number != int(number)):
-        kind = "a whole number above 0" if integer else "a number above 0"
-        raise FabricCheckError(f"{where}: {key} {value!r} is not {kind}")
-    return number
-
-
-def workload_from_file(path: Path, option: str = "--workload-file") -> penalty.Workload:
-    """A user's workload from a YAML or TOML file (fields: WORKLOAD_FIELDS). Bad input raises FabricCheckError
-    naming the option, the file and the field."""
-    where = f"{option} {path}"
-    text = textfiles.read_text(path, option)  # UTF-8 only: one line naming the file otherwise
-    try:
-        doc = textfiles.load_toml(text) if path.suffix.lower() == ".toml" else textfiles.load_yaml(text)
-    except (tomllib.TOMLDecodeError, yaml.YAMLError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        kind = "TOML" if path.suffix.lower() == ".toml" else "YAML"
-        raise FabricCheckError(f"{where}: not valid {kind}: {first}") from None
-    if not isinstance(doc, dict):
-        raise FabricCheckError(f"{where}: expected a mapping of workload fields ({', '.join(WORKLOAD_FIELDS)})")
-    unknown = sorted(str(k) for k in doc if k not in WORKLOAD_FIELDS)
-    if unknown:
-        raise FabricCheckError(f"{where}: unknown field {unknown[0]} (known: {', '.join(WORKLOAD_FIELDS)})")
-    layout = str(doc.get("parallelism", "fsdp")).strip().lower()
-    strategy = STRATEGIES.get(layout)
-    if strategy is None:
-        raise FabricCheckError(f"{where}: parallelism {layout!r}: choose from {', '.join(STRATEGIES)}")
-    precision = str(doc.get("precision", "bf16")).strip().lower()
-    if precision not in PRECISIONS:
-        raise FabricCheckError(f"{where}: precision {precision!r}: choose from {', '.join(PRECISIONS)}")
-    parameters = _number(doc, "parameters", where, integer=False)
-    active = _number(doc, "active_parameters", where, integer=False, default=parameters)
-    if active > parameters:
-        raise FabricCheckError(f"{where}: active_parameters exceeds parameters")
-    sized = {
-        key: int(_number(doc, key, where, default=default))
-        for key, default in (
-            ("layers", None),
-            ("hidden", None),
-            ("seq_len", None),
-            ("micro_batches", 1),
-            ("micro_batch", 1),
-            ("tensor_parallel", 1),
-            ("pipeline_parallel", 1),
-            ("expert_parallel", 1),
-            ("top_k", 2),
-        )
-    }
-    tokens = int(_number(doc, "tokens_per_gpu", where)) if strategy != "3d" or "tokens_per_gpu" in doc else 0
-    batch = int(_number(doc, "global_batch", where)) if strategy == "3d" and not tokens else 0
-    name = str(doc.get("name") or path.stem)
-    return penalty.Workload(
-        name=name,
-        description=str(doc.get("description") or f"{layout} workload from {path.name}"),
-        parameters=parameters,
-        layers=sized["layers"],
-        hidden=sized["hidden"],
-        seq_len=sized["seq_len"],
-        strategy=strategy,
-        tokens_per_gpu=tokens,
-        global_batch=batch,
-        tensor_parallel=sized["tensor_parallel"],
-        pipeline_parallel=sized["pipeline_parallel"],
-        micro_batch=sized["micro_batch"],
-        bytes_per_value=PRECISIONS[precision],
-        source=str(path),
-        micro_batches=sized["micro_batches"],
-        expert_parallel=sized["expert_parallel"],
-        top_k=sized["top_k"],
-        active_parameters=active,
-    )

@@ -77,6 +77,12 @@ CLUSTER_FACTS = {
     "topology.known": "every node's topology was collected",
     "topology.top_nodes": "distinct top-layer network nodes",
     "topology.top_node_names": "their names",
+    "nvlink": "multi-node NVLink domains (GB200/GB300 NVL72 racks)",
+    "nvlink.applies": "the nodes' accelerator comes in a multi-node NVLink domain",
+    "nvlink.known": "the cloud told every such node's domain",
+    "nvlink.domains": "distinct domains the nodes sit in",
+    "nvlink.needed": "the fewest domains that would hold the cluster",
+    "nvlink.names": "the domains' names",
     "choice": "instance choice",
     "choice.weaker": "all nodes are a type without fabric, where the same generation has one",
     "choice.suggestion": "that fabric type",
@@ -250,6 +256,7 @@ class FactBuilder:
         facts["id"] = cluster.id
         facts["signal"] = cluster.signal
         facts["topology"] = _topology(cluster)
+        facts["nvlink"] = self._nvlink(cluster, facts["types"])
         extra = support(cluster.provider).cluster_facts(cluster.nodes, every, self)
         facts["unknown"] = facts["unknown"] | extra.pop("unknown", {})
         facts.update(extra)
@@ -300,6 +307,7 @@ class FactBuilder:
             "types": types,
             "type_names": ", ".join(types),
             "topology": {},
+            "nvlink": {},
             "choice": self._choice(cluster, distinct),
             "unknown_types": unknown_types,
             "unknown": {},
@@ -315,6 +323,26 @@ class FactBuilder:
         if unzoned:
             facts["unknown"] = facts["unknown"] | dict.fromkeys(("zones", "zone_names"), unzoned[0])
         return facts
+
+    def _nvlink(self, cluster: Cluster, types: list[str]) -> Facts:
+        """Where the cluster's nodes sit among multi-node NVLink domains, for accelerators that come in them: a
+        domain holds `nvlink_domain_gpus` GPUs (72 on GB200/GB300 NVL72), so 18 nodes of 4."""
+        per_domain = 0
+        for name in types:
+            cap = self.type_capability(name)
+            if cap is None:
+                continue
+            accel = catalog.accelerator(cap.accelerator_name)
+            if accel is not None and accel.nvlink_domain_gpus and 0 < cap.accelerators < accel.nvlink_domain_gpus:
+                per_domain = accel.nvlink_domain_gpus // cap.accelerators
+        if not per_domain:
+            return {"applies": False, "known": False, "domains": 0, "needed": 0, "names": ""}
+        cloud = support(cluster.provider)
+        domains = [cloud.nvlink_domain(n) for n in cluster.nodes]
+        names = sorted({d for d in domains if d})
+        needed = max(1, -(-cluster.size // per_domain)) if cluster.size else 0
+        known = all(domains)
+        return {"applies": True, "known": known, "domains": len(names), "needed": needed, "names": ", ".join(names)}
 
     def _choice(self, cluster: Cluster, nodes: list[Facts]) -> Facts:
         """A multi-node accelerated cluster on a type without fabric, where its generation has one."""

@@ -24,7 +24,9 @@ Category = Literal[
     "software",
 ]
 # What a finding does to the cluster's fabric; the penalty model reads this, never a number in the rule.
-Effect = Literal["tcp-fallback", "partial-fabric", "unreachable", "loose-placement", "weaker-fabric", "none"]
+Effect = Literal[
+    "tcp-fallback", "partial-fabric", "unreachable", "loose-placement", "weaker-fabric", "split-nvlink-domain", "none"
+]
 # certain: the facts decide the finding; possible: the rule says it may be wrong (a custom image may carry its own
 # drivers), so its cost is counted apart from the headline.
 Confidence = Literal["certain", "possible"]

@@ -43,6 +43,10 @@ _CONTRADICTS: dict[str, tuple[tuple[re.Pattern[str], ...], str]] = {
     "weaker-fabric": ((UNREACHABLE,), "a type without the fabric trains over TCP (the penalty is a slowdown)"),
     "partial-fabric": ((FALLBACK, UNREACHABLE), "part of the fabric is used (the penalty is a slowdown)"),
     "loose-placement": ((FALLBACK, UNREACHABLE), "the fabric is used with more latency (the penalty is a slowdown)"),
+    "split-nvlink-domain": (
+        (FALLBACK, UNREACHABLE),
+        "traffic NVLink could carry crosses the scale-out fabric (the penalty is a slowdown)",
+    ),
     "none": ((FALLBACK, UNREACHABLE), "nothing the penalty counts"),
 }
 

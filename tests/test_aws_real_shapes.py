@@ -286,7 +286,7 @@ def test_a_selection_that_runs_no_rule_is_an_error(args: list[str], needle: str)
 def test_selection_is_case_insensitive() -> None:
     demo = str(ROOT / "fixtures" / "demo" / "aws")
     lower = json.loads(_cli("aws", "--from-dump", demo, "-f", "json", "--select", "aws110,Placement").stdout)
-    assert set(lower["rules"]) == {"AWS110", "AWS120", "AWS121", "AWS150"}
+    assert set(lower["rules"]) == {"AWS110", "AWS120", "AWS121", "AWS150", "AWS160"}
 
 
 def test_a_cluster_of_an_unknown_type_is_incomplete_and_fails_the_gate(tmp_path: Path) -> None:

@@ -5,7 +5,10 @@ and their counts in the summary), a finding's `confidence`, and the penalty of c
 each other (priced as a TCP slowdown before, now "cannot run": every GPU-hour lost), and nothing else: a change
 to a verdict, a message or another slowdown shows here. The cost of a slowdown changed on purpose (issue 17):
 the extra GPU-hours, GPUs x 24 x (slowdown - 1), claimed more than a cluster has; what a slowdown loses is
-1 - 1/slowdown of what is paid for, and that is checked against the slowdowns recorded then."""
+1 - 1/slowdown of what is paid for. The penalty model's figures changed on purpose too (issue 22: GPUDirect off as
+a host-staged path, NCCL's socket transport, the step model's SM overhead): a cluster's slowdown, step seconds,
+inter-node bandwidths and the reason that quotes them are held against tests/snapshots/demo-penalties.json, which
+`python tests/test_demo_snapshot.py --penalties` rewrites once the new figures are checked."""
 
 from __future__ import annotations
 
@@ -21,6 +24,11 @@ from fabriccheck.reports import render
 
 ROOT = Path(__file__).resolve().parent.parent
 BEFORE = Path(__file__).parent / "snapshots" / "demo-report-before-scope.json"
+PENALTIES = Path(__file__).parent / "snapshots" / "demo-penalties.json"
+# Rules added since, which the report lists among those it ran (issue 22: UltraServers spread over NVLink domains).
+RULES_SINCE = ("AWS160",)
+# The penalty model's own figures (issue 22 changed them): held against PENALTIES instead of BEFORE.
+MODEL_FIGURES = ("slowdown", "healthy_step_seconds", "degraded_step_seconds", "inter_node_gbytes_per_s", "reason")
 DEMO_ACCOUNT = "111122223333"
 
 
@@ -90,6 +98,7 @@ def _without_additions(report: dict[str, Any]) -> dict[str, Any]:
             item.pop("account")
     for key in ADDED_SINCE["report"]:
         stripped.pop(key)
+    stripped["rules"] = [r for r in stripped["rules"] if r not in RULES_SINCE]
     for cluster in stripped["clusters"]:
         for key in ADDED_SINCE["clusters"]:
             cluster.pop(key)
@@ -104,7 +113,7 @@ def _without_additions(report: dict[str, Any]) -> dict[str, Any]:
             cluster.pop("penalty")
         else:
             cluster["penalty"].pop("cannot_run")  # added with the cannot-run penalty
-            for key in COST_NOW:
+            for key in (*COST_NOW, *MODEL_FIGURES):
                 cluster["penalty"].pop(key)
     for key in SUMMARY_COST_NOW:
         stripped["summary"].pop(key)
@@ -120,7 +129,7 @@ def test_demo_report_differs_from_before_only_by_scope() -> None:
         if cluster["id"] in unreachable:
             cluster.pop("penalty")
         else:
-            for key in COST_THEN:
+            for key in (*COST_THEN, *MODEL_FIGURES):
                 cluster["penalty"].pop(key)
     for key in COST_THEN:
         before["summary"].pop(key)
@@ -131,6 +140,29 @@ def test_demo_report_differs_from_before_only_by_scope() -> None:
     for said, says in REWORDED.items():
         text = text.replace(said, says)
     assert _without_additions(report) == json.loads(text)
+
+
+def _penalties(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {c["id"]: {k: c["penalty"][k] for k in MODEL_FIGURES if k in c["penalty"]} for c in report["clusters"]}
+
+
+def test_the_penalty_models_figures_are_the_recorded_ones() -> None:
+    """Every cluster's slowdown, step seconds and inter-node bandwidths as recorded after issue 22's model was
+    checked (a change of the model shows here: regenerate with `python tests/test_demo_snapshot.py --penalties`)."""
+    recorded = _rounded(json.loads(PENALTIES.read_text()))
+    now = _rounded(_penalties(_demo_report()))
+    assert now.keys() == recorded.keys()
+    for cluster, figures in now.items():
+        assert figures == recorded[cluster], cluster
+
+
+def _rounded(value: Any) -> Any:
+    """Floats to 9 significant digits (the last bits of a sum differ between platforms), the rest as it is."""
+    if isinstance(value, float):
+        return float(f"{value:.9g}")
+    if isinstance(value, dict):
+        return {k: _rounded(v) for k, v in value.items()}
+    return value
 
 
 def test_clusters_whose_peers_cannot_reach_each_other_cannot_run() -> None:
@@ -165,7 +197,7 @@ def test_what_each_recorded_slowdown_loses_is_bounded_by_the_cluster() -> None:
         now = report[then["id"].replace("aws:", f"aws:{DEMO_ACCOUNT}:", 1)]["penalty"]
         paid = then["gpus"] * 24.0
         for bound in ("low", "high"):
-            share = 1 - 1 / then["penalty"]["slowdown"][bound]
+            share = 1 - 1 / now["slowdown"][bound]  # today's slowdown (issue 22), priced as a share
             assert now["lost_share"][bound] == pytest.approx(share)
             assert now["lost_gpu_hours_per_day"][bound] == pytest.approx(paid * share)
             assert now["lost_gpu_hours_per_day"][bound] <= paid
@@ -190,3 +222,11 @@ def test_the_demo_says_what_it_judged() -> None:
     assert report["summary"]["clusters_by_status"] == {"clean": 1, "findings": 9, "incomplete": 0}
     assert report["summary"]["nodes_by_state"] == {"running": 34, "terminated": 1}
     assert report["skipped_clusters"] == [] and report["summary"]["skipped_clusters"] == 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    if sys.argv[1:] == ["--penalties"]:
+        PENALTIES.write_text(json.dumps(_penalties(_demo_report()), indent=2, sort_keys=True) + "\n")
+        print(f"wrote {PENALTIES}")

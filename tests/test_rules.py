@@ -186,7 +186,8 @@ def test_rule_explanations_show_examples_without_yaml_anchors() -> None:
 
 def test_select_and_ignore() -> None:
     placement = {r.id for r in rulebook.select_rules(RULES, ["placement"], [])}
-    assert {i for i in placement if i.startswith("AWS")} == {"AWS120", "AWS121", "AWS150"} and "GCP130" in placement
+    assert {i for i in placement if i.startswith("AWS")} == {"AWS120", "AWS121", "AWS150", "AWS160"}
+    assert "GCP130" in placement and "GCP160" in placement
     assert rulebook.active_ids(rulebook.select_rules(RULES, ["AWS14"], ["AWS141"])) == ["AWS140", "AWS142"]
     assert "AWS110" not in {r.id for r in rulebook.select_rules(RULES, [], ["fabric-isolated"])}
     # Ignoring the template id silences AWS101 on templates only; running nodes are still judged.

@@ -207,6 +207,7 @@ def _compare(run: Run, table: _Table, label: str, detail: dict[str, Any], cluste
             table.ev.notes.append(f"{label}: no healthy expectation: {exc}")
             return
         tcp = expect.tcp_busbw(fabric, nodes, op, float(row.size))
+        tcp_worst = expect.tcp_busbw_worst(fabric, nodes, op, float(row.size))
         measured = row.best_busbw or 0.0
         ratio = measured / expected if expected > 0 else 0.0
         detail["comparisons"].append({
@@ -214,6 +215,7 @@ def _compare(run: Run, table: _Table, label: str, detail: dict[str, Any], cluste
             "busbw_gbytes_per_s": measured,
             "expected_busbw_gbytes_per_s": round(expected, 3),
             "tcp_busbw_gbytes_per_s": round(tcp, 3) if tcp is not None else None,
+            "tcp_busbw_worst_gbytes_per_s": round(tcp_worst, 3) if tcp_worst is not None else None,
             "ratio": round(ratio, 3),
         })  # fmt: skip
         if row.size in top_sizes and (best is None or measured > best["measured"]):

@@ -131,3 +131,13 @@ def tcp_busbw(fabric: penalty.FabricDescription, nodes: int, op: str, size: floa
         return None
     found = model()(fabric, nodes, op, size, penalty.FabricState.tcp_fallback())
     return found[1] if found is not None else None
+
+
+def tcp_busbw_worst(fabric: penalty.FabricDescription, nodes: int, op: str, size: float) -> float | None:
+    """The worst end of `tcp_busbw`'s range (fewer sockets' worth of streams than the best end assumes); the best
+    end when another bandwidth model is in use (tests), None when unknown."""
+    best = tcp_busbw(fabric, nodes, op, size)
+    if best is None or _model is not None:
+        return best
+    found = penalty.collective_bandwidth(fabric, nodes, op, size, penalty.FabricState.tcp_fallback(), worst=True)
+    return found[1] if found is not None else best

@@ -163,11 +163,19 @@ def _tests_rows(ev: Evidence) -> list[list[str]]:
                     f"{c['bytes']:,}",
                     f"{c['busbw_gbytes_per_s']:.2f}",
                     f"{c['expected_busbw_gbytes_per_s']:.2f}",
-                    f"{c['tcp_busbw_gbytes_per_s']:.2f}" if c["tcp_busbw_gbytes_per_s"] is not None else "-",
+                    _tcp_cell(c),
                     f"{c['ratio']:.0%}",
                 ]
             )
     return rows
+
+
+def _tcp_cell(comparison: dict[str, Any]) -> str:
+    """The TCP busbw range, worst–best (one figure when they agree)."""
+    best, worst = comparison["tcp_busbw_gbytes_per_s"], comparison.get("tcp_busbw_worst_gbytes_per_s")
+    if best is None:
+        return "-"
+    return f"{best:.2f}" if worst is None or f"{worst:.2f}" == f"{best:.2f}" else f"{worst:.2f}–{best:.2f}"
 
 
 LOG_HEADS = ["process", "ranks", "NCCL", "transport", "GDR", "NICs", "plugin"]

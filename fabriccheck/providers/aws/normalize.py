@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from fabriccheck.catalog import catalog_entry
+from fabriccheck.cloud import NVLINK_DOMAIN
 from fabriccheck.errors import FabricCheckError
 from fabriccheck.inventory import Inventory
 from fabriccheck.model import (
@@ -24,6 +25,7 @@ from fabriccheck.model import (
     FabricKind,
     FlatInterface,
     Node,
+    NodeShape,
     NodeSpec,
     Placement,
     fact_key,
@@ -429,10 +431,21 @@ class Normalizer:
                 inventory.capabilities[cap.instance_type] = cap
             return self._node_scopes()  # type facts are the same for every account
         if call is TOPOLOGY:
-            topology = {item["InstanceId"]: [str(n) for n in item.get("NetworkNodes") or ()] for _, item in items}
+            read = [item for _, item in items]  # items arrive once
+            topology = {item["InstanceId"]: [str(n) for n in item.get("NetworkNodes") or ()] for item in read}
+            # An UltraServer instance's topology names its Capacity Block, which "identifies instances within the
+            # UltraServer domain" (EC2 API reference, InstanceTopology.capacityBlockId): its NVLink domain.
+            domains = {i["InstanceId"]: str(i["CapacityBlockId"]) for i in read if i.get("CapacityBlockId")}
+            placed: dict[tuple[NodeShape, str], NodeShape] = {}  # the nodes of a pool in one domain share a shape
             for node in inventory.nodes:
                 if node.region == region and node.id in topology:
                     node.network_nodes = topology[node.id]
+                    if node.id in domains:
+                        pooled = (node.shape, domains[node.id])
+                        if pooled not in placed:
+                            placement = (*node.placement, Placement(kind=NVLINK_DOMAIN, id=domains[node.id]))
+                            placed[pooled] = node.shape.model_copy(update={"placement": placement})
+                        node.shape = placed[pooled]
             return self._node_scopes()
         owned: set[str] = set()
         if call is PLACEMENT_GROUPS:

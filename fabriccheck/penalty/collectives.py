@@ -1,0 +1,198 @@
+"""Collectives as NCCL runs them: algorithm and protocol choice, the time for a buffer, nccl-tests' bandwidths.
+
+Inside one node (or one multi-node NVLink domain) a collective runs at the accelerator's measured single-node busbw
+(NVLink / NVLS). Across nodes NCCL picks, per operation, size and node count, the faster of a ring (every byte
+crosses each node boundary once, so busbw is the node's achieved NIC bandwidth) and a double binary tree (log
+latency; at 2 nodes each node moves the buffer once, which is why 2-node busbw can exceed the line rate), as its
+tuning model does (NVIDIA/nccl src/graph/tuning.cc).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+from fabriccheck import catalog
+from fabriccheck.penalty.links import (
+    GB,
+    HEALTHY,
+    INTRA_LATENCY_S,
+    INTRA_RING_EFFICIENCY,
+    FabricDescription,
+    FabricState,
+    Link,
+    degraded_link_of,
+    domain_nodes,
+    domains_spanned,
+    ecmp_share,
+    healthy_link_of,
+)
+
+# NCCL's protocols (tuning.cc): LL keeps the small-message latency at a fraction of the bandwidth; Simple reaches
+# full bandwidth after a start-up. Fitted on the mid-size rows of data/calibration.yaml: 2 x p5 all_reduce reaches
+# 0.23 of its large-message algbw at 8 MiB and 2 x p4de 0.17 at 1 MiB (LL), and Simple's start-up is ~300 us on
+# p5 (4.3 x its 70 us latency) and ~600 us on p4de (3.7 x 161 us).
+LL_BANDWIDTH_FRACTION = 0.2
+SIMPLE_STARTUP_HOPS = 4.0
+COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast", "reduce")
+
+
+def bus_factor(op: str, ranks: int) -> float:
+    """nccl-tests' bus bandwidth factor on `ranks` ranks (nccl-tests doc/PERFORMANCE.md): busbw = algbw x it."""
+    if ranks <= 1:
+        return 1.0 if op in ("broadcast", "reduce") else 0.0
+    if op == "all_reduce":
+        return 2 * (ranks - 1) / ranks
+    if op in ("all_gather", "reduce_scatter", "alltoall"):
+        return (ranks - 1) / ranks
+    return 1.0
+
+
+def intra_bandwidth(accel: catalog.Accelerator) -> float:
+    """Bytes/s a collective reaches inside one node: the measured single-node busbw, else NVLink x ring efficiency
+    (0 when the accelerator has neither figure: callers check `Accelerator.missing` first)."""
+    measured = accel.allreduce_busbw_gbytes
+    return (measured if measured else (accel.nvlink_gbytes or 0.0) * INTRA_RING_EFFICIENCY) * GB
+
+
+def algorithm(
+    op: str, size: float, nodes: int, gpus: int, link: Link, intra: float, two_node_tree: bool = True
+) -> tuple[str, float]:
+    """The algorithm NCCL would pick for one collective of `size` bytes and its time in seconds.
+
+    One node: the NVLink domain at its measured busbw. Across nodes, alltoall is point-to-point; the others take
+    the faster of
+    - ring: 2(N-1) (all_reduce) or N-1 inter-node steps; every byte crosses each node boundary once, so busbw is
+      the node's achieved NIC bandwidth (or NVLink, if slower);
+    - tree (all_reduce only; double binary tree): log2(N) latency; each node sends and receives the buffer once
+      at 2 nodes and twice beyond, while the chain inside the node moves 2(g-1)/g of it over NVLink.
+    Trees win small messages at scale; at 2 nodes they also win large ones, where NCCL runs them: with NVLSTree
+    (NVLS accelerators) or a plugin's tuner (`two_node_tree`); otherwise NCCL's model keeps rings there."""
+    ranks = nodes * gpus
+    factor = bus_factor(op, ranks)
+    if ranks <= 1 or size <= 0:
+        return "none", 0.0
+    if nodes <= 1:
+        return "nvlink", _protocol(INTRA_LATENCY_S, INTRA_LATENCY_S, factor * size / intra)
+    steps = 2 * (nodes - 1) if op == "all_reduce" else nodes - 1
+    if op == "alltoall":
+        # Point-to-point sends, no ring: each GPU sends (N-1)/N of its buffer off the node, so the node's NICs
+        # carry g x (N-1)/N x size and busbw is N/(N-1) x the per-GPU share of the NICs (NVIDIA/nccl-tests#130).
+        off_node = gpus * (nodes - 1) / nodes * size / link.bandwidth
+        on_node = (gpus - 1) / ranks * size / intra if gpus > 1 else 0.0
+        return "p2p", _protocol(steps * link.latency / 2, link.latency, max(off_node, on_node))
+    ring_bandwidth = min(link.bandwidth, intra) if gpus > 1 else link.bandwidth
+    ring = _protocol(steps * link.latency / 2, link.latency, factor * size / ring_bandwidth)
+    if op != "all_reduce":
+        return "ring", ring
+    if nodes == 2 and not two_node_tree:
+        return "ring", ring
+    inter = (1.0 if nodes == 2 else 2.0) * size / link.bandwidth
+    chain = 2 * (gpus - 1) / gpus * size / intra if gpus > 1 else 0.0
+    tree = _protocol(link.latency * math.log2(nodes), link.latency, max(inter, chain))
+    return ("tree", tree) if tree < ring else ("ring", ring)
+
+
+def _protocol(latency: float, hop: float, transfer: float) -> float:
+    """Seconds for an algorithm whose latency is `latency` and whose bytes take `transfer` at full bandwidth, under
+    the faster of NCCL's protocols (tuning.cc): LL, at the measured small-message latency but a fraction of the
+    bandwidth, or Simple, at full bandwidth after a start-up of a few per-hop latencies (`hop`)."""
+    return latency + min(transfer / LL_BANDWIDTH_FRACTION, SIMPLE_STARTUP_HOPS * hop + transfer)
+
+
+def collective_seconds(
+    op: str, size: float, nodes: int, gpus: int, link: Link, intra: float, two_node_tree: bool = True
+) -> float:
+    """Seconds one collective of `size` bytes takes on `nodes` x `gpus` ranks (see `algorithm`)."""
+    return algorithm(op, size, nodes, gpus, link, intra, two_node_tree)[1]
+
+
+def two_node_trees(accel: catalog.Accelerator, link: Link) -> bool:
+    """Whether NCCL runs a tree for large all_reduces at 2 nodes: NVLSTree on NVLS accelerators, or a tuner."""
+    return accel.nvls or link.tuned_trees
+
+
+@dataclass(frozen=True)
+class Units:
+    """What a collective sees as its nodes: the nodes themselves, or the multi-node NVLink domains they fill
+    (every GPU of a domain reaches the others over NVLink; only traffic between domains uses the NICs, all of
+    the domain's NICs at once)."""
+
+    count: int
+    gpus: int
+    link: Link
+
+
+def units(nodes: int, gpus: int, link: Link, per_domain: int, domains: int | None) -> Units:
+    """`nodes` of `gpus` each, grouped into NVLink domains of `per_domain` nodes (1: no domain beyond the node)."""
+    if per_domain <= 1 or nodes <= 1:
+        return Units(nodes, gpus, link)
+    spanned = domains_spanned(nodes, per_domain, domains)
+    per_unit = max(1, nodes // spanned)
+    return Units(spanned, gpus * per_unit, replace(link, bandwidth=link.bandwidth * per_unit))
+
+
+@dataclass(frozen=True)
+class CollectiveEstimate:
+    algorithm: str  # nvlink (one node or one NVLink domain), ring, tree or p2p (alltoall)
+    algbw: float  # GB/s, 1e9 bytes/s
+    busbw: float
+
+
+def collective_estimate(
+    fabric: FabricDescription,
+    nodes: int,
+    op: str,
+    size_bytes: float,
+    state: FabricState | None = None,
+    worst: bool = False,
+) -> CollectiveEstimate | None:
+    """One collective over `nodes` nodes of `fabric` in `state` (the best end of its range, or the worst), as
+    nccl-tests reports it for a buffer of `size_bytes`, with the algorithm NCCL would run; None when the model
+    cannot say (unknown accelerator or bandwidth, peers unreachable). Same model as the step times of `estimate`."""
+    accel = catalog.accelerator(fabric.accelerator)
+    if accel is None or not accel.nvlink_gbytes or op not in COLLECTIVES:
+        return None  # no figure for the links inside the node: nothing to say
+    if fabric.gpus_per_node <= 0 or nodes < 1 or size_bytes <= 0:
+        return None
+    state = state or HEALTHY
+    if state.fabric == "unreachable" and nodes > 1:
+        return None
+    link = _link(fabric, accel, state, nodes, worst)
+    if link is None and nodes > 1:
+        return None
+    link = link or Link(1.0, 0.0)
+    group = units(nodes, fabric.gpus_per_node, link, domain_nodes(fabric, accel), state.nvlink_domains)
+    intra = intra_bandwidth(accel)
+    name, seconds = algorithm(op, size_bytes, group.count, group.gpus, group.link, intra, two_node_trees(accel, link))
+    if seconds <= 0:
+        return None
+    algbw = size_bytes / seconds / GB
+    return CollectiveEstimate(name, algbw, algbw * bus_factor(op, nodes * fabric.gpus_per_node))
+
+
+def _link(
+    fabric: FabricDescription, accel: catalog.Accelerator, state: FabricState, nodes: int, worst: bool
+) -> Link | None:
+    healthy = healthy_link_of(fabric, accel, state, best=not worst)
+    if isinstance(healthy, str):
+        return None
+    degraded = state != HEALTHY and (state.fabric != "healthy" or state.loose_placement or state != HEALTHY)
+    link = degraded_link_of(fabric, accel, state, healthy, best=not worst) if degraded else healthy
+    if isinstance(link, str):
+        return None
+    share = ecmp_share(fabric, nodes, best=not worst)
+    return replace(link, bandwidth=link.bandwidth * share) if share != 1.0 else link
+
+
+def collective_bandwidth(
+    fabric: FabricDescription,
+    nodes: int,
+    op: str,
+    size_bytes: float,
+    state: FabricState | None = None,
+    worst: bool = False,
+) -> tuple[float, float] | None:
+    """(algbw, busbw) in GB/s of `collective_estimate`, or None."""
+    found = collective_estimate(fabric, nodes, op, size_bytes, state, worst)
+    return (found.algbw, found.busbw) if found is not None else None

@@ -1,0 +1,228 @@
+"""The slowdown of a workload on a set of nodes in their fabric states: the penalty core's entry point.
+
+A node's fabric state changes its inter-node link (no fabric -> TCP over the ordinary NIC on its socket path, k
+of N NICs, GPUDirect RDMA off, looser placement, a job spread over more NVLink domains than it needs); the
+slowdown is the ratio of degraded to healthy step time, as a range: low, the modelled overlap with the state's best
+link; high, the extra traffic of its worst link fully exposed. One node uses no inter-node fabric: its step is
+still priced (so that scaling ratios can be formed) and it loses nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from fabriccheck import catalog
+from fabriccheck.penalty.collectives import Units, units
+from fabriccheck.penalty.links import (
+    GB,
+    FabricDescription,
+    FabricState,
+    Link,
+    bottleneck,
+    degraded_link_of,
+    domain_nodes,
+    healthy_ends,
+    healthy_link_of,
+)
+from fabriccheck.penalty.steps import StepTimes, degraded_step_range, step_times
+from fabriccheck.penalty.workloads import Workload
+
+# Peers that cannot reach each other over the fabric do not fall back to TCP one pair at a time: NCCL picks its
+# network at start, and on EFA a blocked security group or a cross-zone peer fails the connection ("Unable to
+# insert remote address into address vector", aws/aws-ofi-nccl#663) or hangs (fabric-requirements A5, A6, A8).
+CANNOT_RUN = (
+    "peers cannot reach each other over the fabric: NCCL fails or hangs at start, every reserved GPU-hour is lost"
+)
+ONE_NODE = "a single node does not use the inter-node fabric"
+
+
+@dataclass(frozen=True)
+class Slowdown:
+    """Degraded over healthy step time for one workload on a set of nodes; 1.0 when not estimated."""
+
+    estimated: bool
+    reason: str | None = None  # why nothing was estimated, or what limits the estimate
+    cannot_run: bool = False  # some peers cannot reach each other: the job does not run at all
+    low: float = 1.0
+    high: float = 1.0
+    healthy_step_seconds: float | None = None
+    degraded_step_seconds_low: float | None = None
+    degraded_step_seconds_high: float | None = None
+    healthy_gbytes_per_s: float | None = None  # inter-node link, one direction
+    degraded_best_gbytes_per_s: float | None = None
+    degraded_worst_gbytes_per_s: float | None = None
+
+
+@dataclass(frozen=True)
+class _Links:
+    """The cluster's bottleneck links: healthy and in the state, each at the best and worst end. A fabric whose
+    healthy link has a range itself (no GPUDirect RDMA, or TCP) is compared end with end: the uncertainty of the
+    healthy path is no cost of the state."""
+
+    healthy: Link
+    healthy_worst: Link
+    best: Link
+    worst: Link
+
+
+def estimate_members(members: Sequence[tuple[FabricDescription, FabricState]], workload: Workload) -> Slowdown:
+    """Slowdown of `workload` on one node per member. Nodes may differ (mixed types, some degraded): the
+    cluster runs at the bottleneck link, with the fewest GPUs per node and the first node's accelerator."""
+    return _estimate_distinct(list(dict.fromkeys(members)), len(members), workload)  # identical nodes once
+
+
+def estimate(fabric: FabricDescription, nodes: int, state: FabricState, workload: Workload) -> Slowdown:
+    """Slowdown of `workload` on `nodes` identical nodes, all in `state`."""
+    return _estimate_distinct([(fabric, state)], max(0, nodes), workload)
+
+
+def _accelerator(
+    distinct: Sequence[tuple[FabricDescription, FabricState]],
+) -> catalog.Accelerator | str:
+    name = distinct[0][0].accelerator
+    accel = catalog.accelerator(name)
+    if accel is None:
+        return f"no sourced peak throughput for {name or '?'} accelerators"
+    if accel.missing:
+        return f"no sourced {' or '.join(accel.missing)} for {name} accelerators"
+    return accel
+
+
+def _links(distinct: Sequence[tuple[FabricDescription, FabricState]], accel: catalog.Accelerator) -> _Links | str:
+    healthy_of: list[dict[FabricDescription, Link]] = [{}, {}]
+    sides: list[list[Link]] = [[], []]
+    for fabric, state in distinct:
+        ends = healthy_ends(fabric, accel, state)
+        for side, best in enumerate((True, False)):
+            healthy = ends[side]
+            if isinstance(healthy, str):
+                return healthy
+            healthy_of[side].setdefault(fabric, healthy)
+            degraded = degraded_link_of(fabric, accel, state, healthy, best)
+            if isinstance(degraded, str):
+                return degraded
+            sides[side].append(degraded)
+    healthy_best, healthy_worst = (bottleneck(list(of.values())) for of in healthy_of)
+    return _Links(healthy_best, healthy_worst, bottleneck(sides[0]), bottleneck(sides[1]))
+
+
+def _estimate_distinct(
+    distinct: Sequence[tuple[FabricDescription, FabricState]], nodes: int, workload: Workload
+) -> Slowdown:
+    """`estimate_members` for `nodes` nodes whose distinct (fabric, state) pairs are `distinct`, first node first."""
+    if not distinct or nodes < 1:
+        return Slowdown(estimated=False, reason="no nodes")
+    gpus = min(fabric.gpus_per_node for fabric, _ in distinct)
+    if gpus <= 0:
+        return Slowdown(estimated=False, reason="no accelerators: not a training cluster")
+    if nodes >= 2 and any(state.fabric == "unreachable" for _, state in distinct):
+        return Slowdown(estimated=True, cannot_run=True, reason=CANNOT_RUN)  # known whatever the accelerator
+    accel = _accelerator(distinct)
+    if isinstance(accel, str):
+        return Slowdown(estimated=False, reason=ONE_NODE if nodes < 2 else accel)
+    if nodes < 2:
+        step = one_node_step(distinct[0][0], workload)
+        return Slowdown(estimated=False, reason=ONE_NODE, healthy_step_seconds=step)
+    links = _links(distinct, accel)
+    if isinstance(links, str):
+        return Slowdown(estimated=False, reason=links)
+    fabric = distinct[0][0]
+    per_domain = domain_nodes(fabric, accel)
+    asked = max((s.nvlink_domains or 0 for _, s in distinct), default=0) or None
+    scale = compute_scale(fabric, workload, accel)
+    made: dict[Units, StepTimes] = {}  # the four ends often share links: each step priced once
+
+    def steps_on(link: Link, domains: int | None) -> StepTimes:
+        group = units(nodes, gpus, link, per_domain, domains)
+        found = made.get(group)
+        if found is None:
+            found = made[group] = step_times(workload, group.count, group.gpus, accel, group.link, scale)
+        return found
+
+    healthy, healthy_worst = steps_on(links.healthy, None), steps_on(links.healthy_worst, None)
+    best, worst = steps_on(links.best, asked), steps_on(links.worst, asked)
+    healthy_step, low, _ = degraded_step_range(healthy, best, best)
+    worst_base, _, high = degraded_step_range(healthy_worst, worst, worst)
+    slow_low, slow_high = low / healthy_step, high / worst_base
+    slow_high = max(slow_low, slow_high)
+    return Slowdown(
+        estimated=True,
+        reason=_placement_note(distinct, slow_high),
+        low=slow_low,
+        high=slow_high,
+        healthy_step_seconds=healthy_step,
+        degraded_step_seconds_low=healthy_step * slow_low,
+        degraded_step_seconds_high=healthy_step * slow_high,
+        healthy_gbytes_per_s=links.healthy.bandwidth / GB,
+        degraded_best_gbytes_per_s=links.best.bandwidth / GB,
+        degraded_worst_gbytes_per_s=links.worst.bandwidth / GB,
+    )
+
+
+def _placement_note(distinct: Sequence[tuple[FabricDescription, FabricState]], high: float) -> str | None:
+    states = [state for _, state in distinct]
+    if any(s.loose_placement for s in states) and all(s.fabric == "healthy" for s in states):
+        # No cloud publishes what looser placement costs RDMA bandwidth (penalty-model F: AWS, Azure, GCP alike).
+        return f"loose placement: no published bandwidth cost; latency-only estimate, {high:.3f}x at most"
+    return None
+
+
+def one_node_step(fabric: FabricDescription, workload: Workload) -> float | None:
+    """Seconds of one step of `workload` on one node of `fabric` (NVLink only), or None without the figures."""
+    accel = catalog.accelerator(fabric.accelerator)
+    if accel is None or accel.missing or fabric.gpus_per_node <= 0:
+        return None
+    scale = compute_scale(fabric, workload, accel)
+    return step_times(workload, 1, fabric.gpus_per_node, accel, Link(1.0, 0.0), scale).step(overlap=True)
+
+
+def compute_scale(fabric: FabricDescription, workload: Workload, accel: catalog.Accelerator) -> float:
+    """How much longer (or shorter) the job's compute is than the MFU prior says: 1.0 unless the workload carries
+    a step time measured on `measured_nodes` healthy nodes, which this reproduces."""
+    nodes = workload.measured_nodes
+    if workload.measured_step_seconds <= 0 or nodes < 1 or fabric.gpus_per_node <= 0:
+        return 1.0
+    link = healthy_link_of(fabric, accel)
+    if isinstance(link, str) and nodes > 1:
+        return 1.0
+    link = link if isinstance(link, Link) else Link(1.0, 0.0)
+    group = units(nodes, fabric.gpus_per_node, link, domain_nodes(fabric, accel), None)
+    modelled = step_times(workload, group.count, group.gpus, accel, group.link)
+    communication = modelled.step(overlap=True) - modelled.compute
+    compute = workload.measured_step_seconds - communication
+    return max(0.05, compute / modelled.compute) if modelled.compute > 0 else 1.0
+
+
+@dataclass(frozen=True)
+class Scaling:
+    """Per-GPU throughput on `nodes` nodes in a state, over one healthy node's (weak or strong scaling alike)."""
+
+    one_node_step_seconds: float
+    low: float  # at the degraded step's high end
+    high: float  # at its low end
+
+
+def scaling(fabric: FabricDescription, nodes: int, state: FabricState, workload: Workload) -> Scaling | None:
+    """The scaling efficiency of `workload` from one node to `nodes` nodes of `fabric` in `state`, or None."""
+    one = one_node_step(fabric, workload)
+    if one is None or nodes < 1:
+        return None
+    if nodes == 1:
+        return Scaling(one, 1.0, 1.0)
+    found = estimate(fabric, nodes, state, workload)
+    if not found.estimated or found.cannot_run or found.degraded_step_seconds_low is None:
+        return None
+    assert found.degraded_step_seconds_high is not None
+    work = _work_ratio(workload, nodes)
+    return Scaling(
+        one,
+        one * work / found.degraded_step_seconds_high,
+        one * work / found.degraded_step_seconds_low,
+    )
+
+
+def _work_ratio(workload: Workload, nodes: int) -> float:
+    """Per-GPU work on `nodes` nodes over one node's: 1 under weak scaling (tokens per GPU), 1/nodes under strong
+    scaling (a global batch shared by more GPUs)."""
+    return 1.0 if workload.tokens_per_gpu else 1.0 / nodes

@@ -1,0 +1,403 @@
+"""Links: what one node's inter-node path carries, by transport and fabric state (penalty-model A.4).
+
+Every constant is fitted on rows of data/calibration.yaml (each row names the constant it fits; rows marked
+held_out fitted none) or quoted from the source named beside it. A link has two ends where the physics leaves a
+choice the cloud API does not show (socket threads, GPU-NIC PCIe layout, ECMP hashing): `best` and `worst`.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass, replace
+from typing import Literal
+
+from fabriccheck import catalog
+from fabriccheck.model import Capability, FabricKind
+
+GB = 1e9
+
+# Achieved fraction of nominal inter-node bandwidth, by transport, fitted on the calibration rows that name it:
+# ring busbw at 4+ nodes, or algbw at 2 nodes, over the node's line rate.
+EFFICIENCY = {
+    # EFA: 2-node all_reduce algbw over 4 x 100 Gbps (50 GB/s): p4de 41.78 (penalty-model B row 5), p4d VMs 41.55
+    # and p4d on EKS 41.25 (skypilot examples/aws_efa): 0.836, 0.831, 0.825; their mean.
+    FabricKind.EFA: 0.83,
+    # InfiniBand: ring busbw over line rate at 4+ nodes: Voltage Park 4 x 8 H100 330.93 of 400 GB/s (row 15) = 0.83,
+    # DGX-A100 8 x 200 Gbps 192 of 200 (row 11) = 0.96, Dell XE9680 4 x 8 H100 365.84 of 400 (NVIDIA/nccl-tests#309)
+    # = 0.91, DGX-1 4 x 100 Gbps 47 of 50 (NVIDIA/nccl#307) = 0.94; their mean.
+    FabricKind.INFINIBAND: 0.91,
+    # RoCE/MRDMA: tuned RoCE performs within about 1% of InfiniBand at equal line rate (penalty-model D); at scale
+    # ECMP hashing takes its share (ECMP_WORST below).
+    FabricKind.RDMA: 0.91,
+    # GPUDirect-TCPXO: a3-megagpu-8g ~340 GB/s busbw at 2 nodes (row 1) = algbw 181 GB/s of 200 GB/s = 0.91.
+    FabricKind.TCPXO: 0.91,
+    # GPUDirect-TCPX: a3-highgpu-8g, algbw 35 GB/s of 100 (skypilot examples/gcp_gpu_direct_tcpx, 65.72 busbw at
+    # 2 nodes) and "up to 50" (dstackai/dstack#2447): their geometric mean.
+    FabricKind.TCPX: 0.42,
+}
+# Transports that move GPU memory by RDMA: without GPUDirect RDMA they stage every byte through host memory.
+RDMA_TRANSPORTS = frozenset({FabricKind.EFA, FabricKind.INFINIBAND, FabricKind.RDMA})
+# Latency of one all_reduce between 2 nodes (8-byte nccl-tests rows): p5 EFA 65-74 us (row 4), IB ~30 us
+# (row 16), TCPXO ~123 us (penalty-model A.2).
+LATENCY_S = {
+    FabricKind.EFA: 70e-6,
+    FabricKind.INFINIBAND: 30e-6,
+    FabricKind.RDMA: 30e-6,
+    FabricKind.TCPXO: 123e-6,
+    FabricKind.TCPX: 123e-6,
+}
+# NCCL over sockets, 8-byte all_reduce between 2 nodes: 98.8-112.9 us on EKS with EFA disabled
+# (aws-samples/aws-do-eks@509da3f Container-Root/eks/deployment/karpenter/README.md); 200 us kept as the high side.
+TCP_LATENCY_S = 200e-6
+# One collective inside a DGX H100 node: about 13 us (penalty-model A.2).
+INTRA_LATENCY_S = 13e-6
+# Loose placement: no published bandwidth cost for RDMA fabrics (penalty-model F); doubled latency on the high side.
+LOOSE_PLACEMENT_LATENCY_FACTOR = 2.0
+# Single-node all_reduce busbw over NVLink rings, as a fraction of nominal NVLink, for accelerators without a
+# measured figure: A100 231.58 of 300 (0.77) and GB200 679.61 of 900 (0.76) (Azure/AI-benchmarking-guide).
+INTRA_RING_EFFICIENCY = 0.77
+
+# ---- GPUDirect RDMA off: the host-staged path ----------------------------------------------------------------
+# Without GPUDirect RDMA, NCCL's proxy moves every byte through a host bounce buffer: the GPU kernel writes its
+# send data to pinned host memory and reads what the NIC wrote there across the GPU's host link (PCIe, or
+# NVLink-C2C on Grace). Two bounds, the lower wins:
+# - NIC-bound (a host link far faster than the NIC): the fabric's efficiency x STAGING_EFFICIENCY. 2 x GH200,
+#   4 x 200 Gbps, NCCL 2.24.3, all_reduce busbw at 2 GiB 79.72 GB/s without GDR vs 96.07 with (NVIDIA/nccl#1579).
+STAGING_EFFICIENCY = 0.83
+# - host-bound: each staging GPU reaches HOST_STAGED_FRACTION of its host link (kernel loads from host memory,
+#   the proxy's copies), and NCCL stages each NIC's channels through at most STAGED_GPUS_PER_NIC GPUs (its two
+#   channels per NIC: "2 coll channels" in every 1-NIC log of the samples, e.g. CCI-MOC/roce-testing). Fitted ends
+#   (best, worst): 2 x 1 H100 (PCIe Gen5, 64 GB/s) on one 400 Gbps RoCE NIC, GDR 0, all_reduce 15.0 GB/s
+#   (CCI-MOC/roce-testing@24e67d1 RHELAI/3_nccl_tests/logs/all_reduce_roce_1gpu.log): 15.0 / 64 = 0.23; 4 nodes x
+#   4 V100 (PCIe Gen3, 16 GB/s) on one 100 Gbps IB NIC without nv_peer_mem, 6 GB/s busbw (NVIDIA/nccl#465):
+#   6 / (2 x 16) = 0.19. A node's GPUs beyond that do not add: they are not on the NICs' rings.
+HOST_STAGED_FRACTION = (0.23, 0.094)  # (best, worst)
+STAGED_GPUS_PER_NIC = 4
+
+# ---- NCCL's socket transport --------------------------------------------------------------------------------
+# NCCL opens NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD sockets per connection and, when neither is set, reads
+# the NIC's PCI vendor: AWS ENA (0x1d0f) 2 threads x 8 sockets, Google gVNIC (0x1ae0) 4 x 1, anything else (an
+# Azure Mellanox VF, a pod's veth with no PCI device) no helper thread and one socket (NVIDIA/nccl@28189e2
+# src/transport/net_socket.cc, ncclNetSocketGetNsockNthread).
+SOCKET_AUTODETECT = {"aws": 16, "gcp": 4}
+# Channels per node over one socket NIC: "2 coll channels" in every socket log of the samples (a HyperPod EKS
+# socket run, aws-solutions-library-samples/guidance-for-protein-language-esm-model-training-with-sagemaker-
+# hyperpod@c1044ff; a g6e socket fallback, gnosia93/training-on-eks@7fb5c75).
+SOCKET_CHANNELS = 2
+# What one TCP stream carries (Gbps), fitted (best, worst) on 2-node runs over NCCL sockets divided by their
+# streams (channels x sockets): 2 x p4d on EKS pods, 4.13 GB/s busbw = 33 Gbps over 2 streams = 16.5
+# (skypilot examples/aws_efa); 2 x g4dn pods on EKS with EFA disabled, 2.00 GB/s = 16 Gbps over 2 = 8.0
+# (aws-samples/aws-do-eks@509da3f). Held out: a3-megagpu-8g pods on GKE, 2.13 GB/s algbw = 17 Gbps over 2 = 8.5
+# (NVIDIA/aicr, penalty-model B row 1); a3-highgpu-8g VMs over gVNIC (4 sockets), 10.34 GB/s algbw = 83 Gbps over
+# 8 = 10.3 (skypilot examples/gcp_gpu_direct_tcpx).
+STREAM_GBPS = (16.5, 8.0)  # (best, worst)
+# What kernel TCP reaches on a line-rate-bound path: 2 x p4d VMs, 16 sockets over one 100 Gbps ENA, 8.20 GB/s
+# busbw = 66 Gbps (skypilot examples/aws_efa).
+TCP_LINE_EFFICIENCY = 0.66
+# AWS caps a single flow at 5 Gbps between instances not in one cluster placement group, 10 Gbps inside one
+# (penalty-model B row 31, "Amazon EC2 instance network bandwidth"): a stream outside one is at most half as fast.
+AWS_LOOSE_FLOW_SHARE = 0.5
+# Default MTU of the path NCCL's sockets take: AWS VPC 9001 (jumbo frames inside a VPC; EKS VPC CNI pods keep it),
+# GCP VPC 1460 (its default network MTU; GKE pods keep it), Azure 1500 ("Azure virtual network MTU": 1500 default).
+DEFAULT_MTU = {"aws": 9001, "gcp": 1460, "azure": 1500}
+IP_TCP_HEADER_BYTES = 40
+# A VXLAN overlay (Calico VXLAN, Flannel, AKS overlay) wraps each frame in 50 more bytes (RFC 7348 section 5).
+OVERLAY_HEADER_BYTES = 50
+
+# ---- RoCE at scale --------------------------------------------------------------------------------------------
+# Beyond the nodes under one switch a RoCE ring's flows are spread by ECMP hashing, and a few large flows collide
+# on uplinks. Meta, "RDMA over Ethernet for Distributed AI Training at Meta Scale" (SIGCOMM 2024; Engineering at
+# Meta, 2024-08-05): enhanced ECMP with QP scaling improved AllReduce by up to 40% over baseline ECMP. Worst end:
+# baseline ECMP at 1/1.4 of a tuned fabric; best end: adaptive routing or E-ECMP (no loss).
+ECMP_WORST = 1 / 1.4
+ECMP_FREE_NODES = 2  # a 2-node ring's flows run between two NIC pairs: nothing to hash onto shared uplinks
+
+
+@dataclass(frozen=True)
+class Link:
+    """One direction of a node's inter-node path: achieved bandwidth (bytes/s) and the latency of a 2-node
+    all_reduce (two inter-node steps)."""
+
+    bandwidth: float
+    latency: float
+    # The fabric's NCCL plugin ships a tuner that picks tree algorithms for large all_reduces on few nodes:
+    # aws-ofi-nccl (EFA) does (aws/aws-ofi-nccl src/tuner/nccl_ofi_regions.cpp); NCCL's own model on its own
+    # picks rings at 2 nodes unless NVLSTree applies (tuning.cc).
+    tuned_trees: bool = False
+
+
+FabricHealth = Literal["healthy", "tcp-fallback", "partial", "gpudirect-off", "unreachable"]
+# How NCCL's sockets reach the network: the VM's own NIC (or a pod with host networking), a Kubernetes pod network
+# (a veth: no PCI vendor for NCCL to tune for), or a pod network through a VXLAN overlay.
+SocketPath = Literal["host", "pod", "overlay"]
+# The cluster signals that name Kubernetes node groups (each cloud's support.py). Their training pods run on the
+# pod network unless a manifest asks for host networking, which the cloud API does not show; every published
+# Kubernetes fallback of the calibration table ran there (EKS p4d and g4dn, GKE a3-megagpu-8g).
+KUBERNETES_SIGNALS = frozenset({"EKS node group", "Karpenter node pool", "AKS node pool", "GKE node pool"})
+
+
+def socket_path_of(signal: str) -> SocketPath:
+    """How a scanned cluster's sockets reach the network, from what grouped it."""
+    return "pod" if signal in KUBERNETES_SIGNALS else "host"
+
+
+@dataclass(frozen=True)
+class FabricDescription:
+    """What one node's inter-node path offers when nothing is wrong with it."""
+
+    accelerator: str  # a name catalog.accelerator() knows, e.g. "H100"
+    gpus_per_node: int
+    fabric: FabricKind
+    nics: int  # fabric NICs per node
+    gbps_per_nic: float  # one direction
+    gpudirect_rdma: bool | None
+    ethernet_gbps: float | None  # the ordinary NIC that NCCL sockets fall back to
+    instance_type: str | None = None  # only names the node in messages; the model does not use it
+    provider: str | None = None  # the cloud: NCCL's socket defaults and per-flow limits follow it
+    # A measured healthy baseline (estimate --calibrate): the fabric's efficiency times this.
+    calibration: float = 1.0
+
+    @functools.cached_property
+    def fabric_gbps(self) -> float:
+        """Total fabric bandwidth of the node, one direction (0 when unknown)."""
+        return max(0, self.nics) * max(0.0, self.gbps_per_nic)
+
+    @classmethod
+    def from_capability(cls, cap: Capability) -> FabricDescription:
+        nics = cap.fabric_interfaces
+        per_nic = cap.fabric_gbps / nics if cap.fabric_gbps and nics > 0 else 0.0
+        return cls(
+            accelerator=cap.accelerator_name or "",
+            gpus_per_node=cap.accelerators,
+            fabric=cap.fabric,
+            nics=nics,
+            gbps_per_nic=per_nic,
+            gpudirect_rdma=cap.gpudirect_rdma,
+            ethernet_gbps=cap.ethernet_gbps,
+            instance_type=cap.instance_type,
+            provider=cap.provider,
+        )
+
+    def scaled(self, share: float) -> FabricDescription:
+        """The same fabric with `share` of its bandwidth (same NIC count, each NIC `share` as fast)."""
+        return replace(self, gbps_per_nic=self.gbps_per_nic * share)
+
+    @classmethod
+    def borrowed(cls, cap: Capability, sibling: Capability) -> FabricDescription:
+        """A node of type `cap` judged against the fabric of `sibling` (a same-generation type that has one):
+        the sibling's fabric scaled per accelerator (cap.accelerators / sibling.accelerators), with this
+        node's accelerator, GPU count and ordinary Ethernet. Pair it with a tcp-fallback state for a type
+        whose fabric is weaker than its generation's."""
+        own = cls.from_capability(cap)
+        share = cap.accelerators / sibling.accelerators if sibling.accelerators > 0 else 0.0
+        return replace(
+            cls.from_capability(sibling).scaled(share),
+            accelerator=own.accelerator,
+            gpus_per_node=own.gpus_per_node,
+            ethernet_gbps=own.ethernet_gbps,
+            instance_type=own.instance_type,
+        )
+
+
+@dataclass(frozen=True)
+class FabricState:
+    """What is wrong with one node's fabric. `partial` uses `nics_used` of the description's `nics` (0 behaves
+    as tcp-fallback, more than `nics` as all of them); loose placement combines with any fabric state. The socket
+    fields describe NCCL's TCP path (used in tcp-fallback, and by a type without a fabric): `socket_path`, the
+    sockets per connection (NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD; None: NCCL's default for the NIC), the
+    MTU (None: the cloud's default) and whether peers sit in different zones. `nvlink_domains`: how many
+    multi-node NVLink domains (GB200/GB300 NVL72) the job spans; None: as few as hold it."""
+
+    fabric: FabricHealth
+    nics_used: int | None = None
+    loose_placement: bool = False
+    socket_path: SocketPath = "host"
+    sockets: int | None = None
+    mtu: int | None = None
+    cross_zone: bool = False
+    nvlink_domains: int | None = None
+
+    @classmethod
+    def healthy(cls, loose_placement: bool = False) -> FabricState:
+        return cls("healthy", loose_placement=loose_placement)
+
+    @classmethod
+    def tcp_fallback(cls, loose_placement: bool = False, socket_path: SocketPath = "host") -> FabricState:
+        return cls("tcp-fallback", loose_placement=loose_placement, socket_path=socket_path)
+
+    @classmethod
+    def unreachable(cls, loose_placement: bool = False) -> FabricState:
+        return cls("unreachable", loose_placement=loose_placement)
+
+    @classmethod
+    def partial(cls, nics_used: int, loose_placement: bool = False) -> FabricState:
+        return cls("partial", nics_used=nics_used, loose_placement=loose_placement)
+
+    @classmethod
+    def gpudirect_off(cls, loose_placement: bool = False) -> FabricState:
+        return cls("gpudirect-off", loose_placement=loose_placement)
+
+
+HEALTHY = FabricState.healthy()
+
+
+def uses_fabric(fabric: FabricDescription) -> bool:
+    return fabric.fabric is not FabricKind.NONE and fabric.fabric_gbps > 0
+
+
+def socket_streams(fabric: FabricDescription, state: FabricState) -> int:
+    """TCP streams one node's sockets run at once: channels x sockets per connection (at least one)."""
+    if state.sockets is not None:
+        sockets = state.sockets
+    elif state.socket_path == "host":
+        sockets = SOCKET_AUTODETECT.get(fabric.provider or "", 1)
+    else:
+        sockets = 1  # a pod's veth has no PCI vendor for NCCL to read
+    return SOCKET_CHANNELS * max(1, sockets)
+
+
+def _payload_share(fabric: FabricDescription, state: FabricState) -> float:
+    """The share of each frame that is NCCL's data on this path (headers, and an overlay's encapsulation)."""
+    mtu = state.mtu or DEFAULT_MTU.get(fabric.provider or "", 1500)
+    overhead = IP_TCP_HEADER_BYTES + (OVERLAY_HEADER_BYTES if state.socket_path == "overlay" else 0)
+    return max(0.0, mtu - overhead) / mtu if mtu > overhead else 0.0
+
+
+def tcp_link(fabric: FabricDescription, state: FabricState, best: bool) -> Link | None:
+    """NCCL's socket transport over the ordinary NIC: the lesser of what the line carries and what the streams
+    carry, on this socket path. None without an Ethernet figure."""
+    if fabric.ethernet_gbps is None or not fabric.ethernet_gbps > 0:
+        return None
+    per_stream = STREAM_GBPS[0 if best else 1]
+    if fabric.provider == "aws" and (state.loose_placement or state.cross_zone):
+        per_stream *= AWS_LOOSE_FLOW_SHARE
+    share = _payload_share(fabric, state)
+    gbps = min(fabric.ethernet_gbps * TCP_LINE_EFFICIENCY, socket_streams(fabric, state) * per_stream) * share
+    return Link(gbps / 8 * GB, TCP_LATENCY_S)
+
+
+def staged_bandwidth(fabric: FabricDescription, accel: catalog.Accelerator | None, rdma: float, best: bool) -> float:
+    """Bytes/s of an RDMA fabric without GPUDirect RDMA (`rdma`: its bandwidth with it): the NIC-bound and the
+    host-bound ends of the host-staged path, the lower of them."""
+    nic_bound = rdma * STAGING_EFFICIENCY
+    host = accel.host_link_gbytes if accel is not None else None
+    if not host or fabric.gpus_per_node <= 0:
+        return nic_bound
+    staging = min(fabric.gpus_per_node, STAGED_GPUS_PER_NIC * max(1, fabric.nics))
+    return min(nic_bound, HOST_STAGED_FRACTION[0 if best else 1] * host * staging * GB)
+
+
+def ecmp_share(fabric: FabricDescription, nodes: int, best: bool) -> float:
+    """What ECMP hashing leaves of a RoCE fabric's bandwidth on `nodes` nodes (1.0 at the best end)."""
+    if best or fabric.fabric is not FabricKind.RDMA or nodes <= ECMP_FREE_NODES:
+        return 1.0
+    return ECMP_WORST
+
+
+def fabric_link(fabric: FabricDescription, accel: catalog.Accelerator | None, best: bool) -> Link | str:
+    """The fabric itself with nothing wrong, at the best or worst end (they differ only without GPUDirect RDMA)."""
+    efficiency, latency = EFFICIENCY.get(fabric.fabric), LATENCY_S.get(fabric.fabric)
+    if efficiency is None or latency is None:
+        return f"no sourced efficiency for {fabric.fabric} fabrics"
+    bandwidth = fabric.fabric_gbps / 8 * GB * efficiency * fabric.calibration
+    if fabric.fabric in RDMA_TRANSPORTS and fabric.gpudirect_rdma is False:
+        bandwidth = staged_bandwidth(fabric, accel, bandwidth, best)  # a fabric that never had GPUDirect RDMA
+    return Link(bandwidth, latency, fabric.fabric is FabricKind.EFA)
+
+
+def healthy_link_of(
+    fabric: FabricDescription, accel: catalog.Accelerator | None, state: FabricState = HEALTHY, best: bool = True
+) -> Link | str:
+    """A node's inter-node link with nothing wrong with its fabric, or why there is none. Without a fabric, TCP
+    over the ordinary NIC on the state's socket path is the healthy state."""
+    if uses_fabric(fabric):
+        return fabric_link(fabric, accel, best)
+    link = _calibrated(tcp_link(fabric, state, best), fabric)
+    return link if link is not None else f"no bandwidth figure for {fabric.instance_type or 'this node type'}"
+
+
+def _calibrated(link: Link | None, fabric: FabricDescription) -> Link | None:
+    """TCP as a type's own healthy path (it has no fabric), scaled by a measured baseline."""
+    if link is None or fabric.calibration == 1.0:
+        return link
+    return replace(link, bandwidth=link.bandwidth * fabric.calibration)
+
+
+def healthy_ends(
+    fabric: FabricDescription, accel: catalog.Accelerator | None, state: FabricState = HEALTHY
+) -> tuple[Link | str, Link | str]:
+    """`healthy_link_of` at both ends; a path without a range of its own (a fabric with GPUDirect RDMA) is priced
+    once. A type without a fabric is healthy on the state's own socket path (a pod network is no finding)."""
+    best = healthy_link_of(fabric, accel, state)
+    if uses_fabric(fabric) and not (fabric.fabric in RDMA_TRANSPORTS and fabric.gpudirect_rdma is False):
+        return best, best
+    return best, healthy_link_of(fabric, accel, state, best=False)
+
+
+def degraded_link_of(
+    fabric: FabricDescription, accel: catalog.Accelerator | None, state: FabricState, healthy: Link, best: bool
+) -> Link | str:
+    """A node's link in `state` at the best or worst end of its range, or why it cannot be modelled."""
+    kind = state.fabric
+    used = state.nics_used
+    if kind == "partial":
+        if used is None:
+            return "partial fabric: how many fabric NICs are in use is unknown"
+        if used <= 0:
+            kind = "tcp-fallback"  # none of the fabric NICs: NCCL falls back to sockets
+    link = healthy
+    if kind in ("tcp-fallback", "unreachable"):
+        tcp = tcp_link(fabric, state, best)
+        if tcp is None:
+            return "no ordinary-Ethernet bandwidth figure for this type"
+        link = Link(min(link.bandwidth, tcp.bandwidth), tcp.latency)
+    elif kind == "partial" and used is not None and fabric.nics > 0 and uses_fabric(fabric):
+        link = replace(link, bandwidth=link.bandwidth * (min(used, fabric.nics) / fabric.nics))
+    elif kind == "gpudirect-off" and fabric.gpudirect_rdma and uses_fabric(fabric):
+        if fabric.fabric in RDMA_TRANSPORTS:
+            link = replace(link, bandwidth=staged_bandwidth(fabric, accel, link.bandwidth, best))
+    elif not uses_fabric(fabric):
+        link = _calibrated(tcp_link(fabric, state, best), fabric) or link  # the state's socket path sets it
+    if state.loose_placement and not best:
+        link = replace(link, latency=link.latency * LOOSE_PLACEMENT_LATENCY_FACTOR)
+    return link
+
+
+def healthy_link(fabric: FabricDescription) -> Link | None:
+    """A node's inter-node link with nothing wrong, or None when no bandwidth figure is known."""
+    link = healthy_link_of(fabric, catalog.accelerator(fabric.accelerator))
+    return link if isinstance(link, Link) else None
+
+
+def degraded_link(fabric: FabricDescription, state: FabricState, worst: bool = False) -> Link | None:
+    """A node's inter-node link in `state`, at the best (default) or worst end of the range; None when it
+    cannot be modelled."""
+    accel = catalog.accelerator(fabric.accelerator)
+    healthy = healthy_link_of(fabric, accel, state, best=not worst)
+    if isinstance(healthy, str):
+        return None
+    link = degraded_link_of(fabric, accel, state, healthy, best=not worst)
+    return link if isinstance(link, Link) else None
+
+
+def bottleneck(links: list[Link]) -> Link:
+    """A collective runs at its slowest member's pace: least bandwidth, most latency."""
+    if len(links) == 1:
+        return links[0]
+    return Link(min(x.bandwidth for x in links), max(x.latency for x in links), all(x.tuned_trees for x in links))
+
+
+def domain_nodes(fabric: FabricDescription, accel: catalog.Accelerator | None) -> int:
+    """Nodes one multi-node NVLink domain holds (GB200/GB300 NVL72: 72 GPUs, 18 nodes of 4); 1 without one."""
+    gpus = accel.nvlink_domain_gpus if accel is not None else None
+    if not gpus or fabric.gpus_per_node <= 0 or gpus <= fabric.gpus_per_node:
+        return 1
+    return gpus // fabric.gpus_per_node
+
+
+def domains_spanned(nodes: int, per_domain: int, asked: int | None) -> int:
+    """NVLink domains a job of `nodes` spans: as few as hold it, or as many as the state says (at most one per
+    node)."""
+    fewest = max(1, math.ceil(nodes / max(1, per_domain)))
+    return min(nodes, max(fewest, asked or fewest)) if nodes > 0 else 1

@@ -1,0 +1,97 @@
+"""GB200/GB300 NVL72 domains: the model prices a job spread over more domains than it needs, and the clouds whose
+APIs say where a node's domain is (AWS: an UltraServer instance's topology names its Capacity Block; GCP: the rack
+above the host in physicalHost) flag it. Azure's API tells no ND GB200 v6 VM's rack: nothing is flagged there."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ec2_shapes import answers, instance, write
+
+from fabriccheck import estimate, flow, penalty, report
+from fabriccheck.cloud import NVLINK_DOMAIN
+from fabriccheck.providers.aws.dump import load_dump
+
+GB200 = "p6e-gb200.36xlarge"
+FSDP = penalty.WORKLOADS["llm-70b-fsdp"]
+
+
+def _topology(nodes: list[dict[str, Any]], blocks: list[str | None]) -> dict[str, Any]:
+    return {
+        "Instances": [
+            {
+                "InstanceId": node["InstanceId"],
+                "InstanceType": node["InstanceType"],
+                "NetworkNodes": ["nn-1", "nn-2", f"nn-{index}"],
+                "AvailabilityZone": "us-east-1a",
+                **({"CapacityBlockId": block} if block else {}),
+            }
+            for index, (node, block) in enumerate(zip(nodes, blocks, strict=True))
+        ]
+    }
+
+
+def _report(tmp_path: Path, blocks: list[str | None] | None) -> report.Report:
+    nodes = [instance(f"i-0{n:016x}", GB200, efa=17) for n in range(4)]
+    docs = answers(nodes)
+    if blocks is not None:
+        docs["describe-instance-topology.json"] = _topology(nodes, blocks)
+    return flow.run(load_dump(write(tmp_path, docs)), flow.Options())
+
+
+def test_a_job_over_two_ultraservers_where_one_would_hold_it_is_flagged_and_priced(tmp_path: Path) -> None:
+    report = _report(tmp_path, ["cb-1", "cb-1", "cb-2", "cb-2"])
+    [cluster] = report.clusters
+    assert [f.rule for f in report.findings if f.rule == "AWS160"] == ["AWS160"]
+    [finding] = [f for f in report.findings if f.rule == "AWS160"]
+    assert "2 UltraServers (cb-1, cb-2) where 1 would hold them" in finding.message
+    # the penalty is the model's for the same nodes over two NVLink domains
+    fabric = estimate.fabric_of_type(GB200)
+    expected = penalty.estimate(fabric, 4, penalty.FabricState("healthy", nvlink_domains=2), FSDP)
+    assert cluster.penalty.slowdown is not None and expected.low > 1.0
+    assert (cluster.penalty.slowdown.low, cluster.penalty.slowdown.high) == pytest.approx((expected.low, expected.high))
+
+
+def test_one_ultraserver_or_no_topology_is_not_flagged(tmp_path: Path) -> None:
+    cases: list[tuple[str, list[str | None] | None]] = [("one", ["cb-1"] * 4), ("untold", None), ("none", [None] * 4)]
+    for name, blocks in cases:
+        report = _report(tmp_path / name, blocks)
+        assert not [f for f in report.findings if f.rule == "AWS160"], name
+
+
+def test_the_aws_normalizer_records_the_ultraserver_as_the_nodes_domain(tmp_path: Path) -> None:
+    nodes = [instance(f"i-0{n:016x}", GB200, efa=17) for n in range(2)]
+    docs = answers(nodes)
+    docs["describe-instance-topology.json"] = _topology(nodes, ["cb-7", None])
+    inventory = load_dump(write(tmp_path, docs))
+    domains = {n.id: n.placed_by(NVLINK_DOMAIN) for n in inventory.nodes}
+    assert domains == {nodes[0]["InstanceId"]: "cb-7", nodes[1]["InstanceId"]: None}
+
+
+@pytest.mark.parametrize("workload", sorted(penalty.WORKLOADS))
+def test_spreading_over_more_domains_costs_and_one_domain_costs_nothing(workload: str) -> None:
+    """Inside one NVL72 domain every byte rides NVLink; spread over two, the traffic between them takes the
+    scale-out NICs of half the nodes each. Spreading further never costs less."""
+    fabric = estimate.fabric_of_type("a4x-highgpu-4g")
+    w = penalty.WORKLOADS[workload]
+    one = penalty.estimate(fabric, 8, penalty.FabricState("healthy", nvlink_domains=1), w)
+    assert (one.low, one.high) == (1.0, 1.0)
+    costs = [penalty.estimate(fabric, 8, penalty.FabricState("healthy", nvlink_domains=k), w) for k in (2, 4, 8)]
+    assert all(c.low > 1.0 for c in costs)
+    assert all(a.high <= b.high * (1 + 1e-9) for a, b in itertools.pairwise(costs))
+    # 36 nodes need two domains at least: two is healthy there, four is not
+    assert penalty.estimate(fabric, 36, penalty.FabricState("healthy", nvlink_domains=2), w).high == 1.0
+    assert penalty.estimate(fabric, 36, penalty.FabricState("healthy", nvlink_domains=4), w).low > 1.0
+
+
+def test_a_domain_counts_its_nodes_nics_together() -> None:
+    """Two domains of 9 nodes: the traffic between them rides 9 nodes' NICs at once, where two domains of one node
+    each (2 nodes, each in its own rack) have one node's NICs; then NVLink inside the domain is the cap."""
+    fabric = estimate.fabric_of_type("a4x-highgpu-4g")
+    two = penalty.FabricState("healthy", nvlink_domains=2)
+    wide = penalty.collective_bandwidth(fabric, 18, "all_gather", 2**34, two)
+    narrow = penalty.collective_bandwidth(fabric, 2, "all_gather", 2**34, two)
+    assert wide is not None and narrow is not None and wide[0] > 3 * narrow[0]  # NVLink caps it then
