@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+import shutil
 import sys
 from pathlib import Path
 from types import UnionType
@@ -173,7 +174,7 @@ def _azure_answers() -> list[tuple[str, dict[str, list[Any]]]]:
     return out
 
 
-def test_the_azure_projections_keep_every_field_the_normalizer_reads() -> None:
+def test_the_azure_projections_keep_every_field_the_normalizer_reads(monkeypatch: pytest.MonkeyPatch) -> None:
     projected_calls = azure_normalize.PROJECTIONS
     assert {c.dump_file for c in projected_calls} == {
         "vm-list.json",
@@ -182,6 +183,11 @@ def test_the_azure_projections_keep_every_field_the_normalizer_reads() -> None:
     }
     for name, files in _azure_answers():
         logs: dict[Any, set[str]] = {call: set() for call in projected_calls}
+        # A VM's shape is read from a copy without its own fields (sources/pools.py): record reads there too.
+        vm_reads = logs[azure_normalize.VM_LIST] | logs[azure_normalize.SCALE_SET_VM_LIST]
+        monkeypatch.setattr(
+            azure_normalize, "without", lambda item, paths, log=vm_reads: _Reads(without(item, paths), "", log)
+        )
         normalizer = azure_normalize.Normalizer(Inventory(), None, lambda call: call.dump_file)
         for call in azure_normalize.CALLS:  # in reading order: scale sets before their VMs, NICs after
             items = files.get(call.dump_file, [])
@@ -191,6 +197,8 @@ def test_the_azure_projections_keep_every_field_the_normalizer_reads() -> None:
         for call, log in logs.items():
             if files.get(call.dump_file):
                 assert "id" in log, (name, call.dump_file)  # the recorder sees reads
+            if call in (azure_normalize.VM_LIST, azure_normalize.SCALE_SET_VM_LIST):
+                log |= vm_reads  # the VM lists share one projection
             kept = _projection_paths(projected_calls[call])
             assert {path for path in log if not _kept(path, kept)} == set(), (name, call.dump_file)
 
@@ -286,3 +294,92 @@ def test_a_gcp_instance_unlike_its_neighbours_keeps_its_own_node(
             patch.setattr(projected, "read", lambda path, item: None)
             full = gcp_dump.load_dump(folder)
         assert fast.model_dump_json() == full.model_dump_json(), path
+
+
+# ---------------------------------------------------------------------------------------------- AWS
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from ec2_shapes import answers as ec2_answers  # noqa: E402
+from ec2_shapes import instance as ec2_instance  # noqa: E402
+
+from fabriccheck.providers.aws import dump as aws_dump  # noqa: E402
+from fabriccheck.providers.aws import normalize as aws_normalize  # noqa: E402
+from fabriccheck.providers.aws.fields import ReservationFields  # noqa: E402
+
+AWS_DEMO = ROOT / "fixtures" / "demo" / "aws"
+
+
+def _aws_reservations() -> list[dict[str, Any]]:
+    """The demo's reservations, and instances with every optional shape the normalizer reads."""
+    doc = json.loads((AWS_DEMO / "describe-instances.json").read_text())
+    extra = copy.deepcopy(doc["Reservations"][0])
+    first = extra["Instances"][0]
+    first.update(
+        {"CapacityBlockId": "cr-1", "InstanceLifecycle": "capacity-block", "OutpostArn": "arn:aws:outposts:x",
+         "CapacityReservationId": "cr-1"}
+    )  # fmt: skip
+    first["NetworkInterfaces"][0]["Association"] = {"PublicIp": "203.0.113.9"}
+    return [*doc["Reservations"], extra]
+
+
+def test_the_aws_projection_keeps_every_field_the_normalizer_reads() -> None:
+    log: set[str] = set()
+    inventory = Inventory()
+    normalizer = aws_normalize.Normalizer(inventory, "us-east-1", None, lambda call: call.dump_file)
+    reservations = [_Reads(r, "", log) for r in _aws_reservations()]
+    normalizer.add(aws_normalize.INSTANCES, {"Reservations": reservations})
+    assert {"OwnerId", "Instances", "Instances[].InstanceId", "Instances[].NetworkInterfaces"} <= log
+    kept = _projection_paths(ReservationFields)
+    assert {path for path in log if not _kept(path, kept)} == set()
+
+
+def test_an_aws_dump_reads_the_same_projected_or_in_full(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    shutil.copytree(AWS_DEMO, tmp_path / "dump")
+    (tmp_path / "dump" / "describe-instances.json").write_text(
+        json.dumps({"Reservations": _aws_reservations()}, indent=4), encoding="utf-8"
+    )
+    fast = aws_dump.load_dump(tmp_path / "dump")
+    monkeypatch.setattr(aws_dump, "ReservationFields", None)
+    full = aws_dump.load_dump(tmp_path / "dump")
+    assert fast.model_dump_json() == full.model_dump_json()
+    assert len(fast.nodes) == sum(len(r["Instances"]) for r in _aws_reservations())
+
+
+def test_an_aws_instance_unlike_its_neighbours_keeps_its_own_node(tmp_path: Path) -> None:
+    """Each value an instance's shape is read from, changed on one instance of a pool: that node alone changes."""
+    changes: list[tuple[tuple[Any, ...], Any]] = [
+        (("InstanceType",), "p5.48xlarge"),
+        (("Placement", "AvailabilityZone"), "us-east-1b"),
+        (("Placement", "GroupName"), "other-pg"),
+        (("Tags",), [{"Key": "aws:autoscaling:groupName", "Value": "other"}]),
+        (("NetworkInterfaces", 1, "InterfaceType"), "interface"),
+        (("NetworkInterfaces", 1, "Attachment", "NetworkCardIndex"), 7),
+        (("NetworkInterfaces", 0, "Groups"), [{"GroupId": "sg-other"}]),
+        (("NetworkInterfaces", 0, "Association"), {"PublicIp": "203.0.113.7"}),
+        (("ImageId",), "ami-other"),
+    ]
+    for number, (path, value) in enumerate(changes):
+        pool = [ec2_instance(f"i-{i:017x}", efa=4) for i in range(6)]
+        _change(pool[3], path, value)
+        folder = tmp_path / str(number)
+        docs = ec2_answers(pool)
+        folder.mkdir()
+        for name, doc in docs.items():
+            (folder / name).write_text(json.dumps(doc, indent=2), encoding="utf-8")
+        nodes = aws_dump.load_dump(folder).nodes
+        alone = [aws_dump.load_dump(_single(tmp_path / f"{number}-{i}", docs, i)).nodes[0] for i in (2, 3)]
+        assert nodes[2].model_dump() == alone[0].model_dump(), path
+        assert nodes[3].model_dump() == alone[1].model_dump(), path
+        assert nodes[3].shape != nodes[2].shape and nodes[2].shape is nodes[4].shape, path
+
+
+def _single(folder: Path, docs: dict[str, Any], index: int) -> Path:
+    """The same answers with only instance `index` listed."""
+    folder.mkdir()
+    for name, doc in docs.items():
+        if name == "describe-instances.json":
+            reservation = copy.deepcopy(doc["Reservations"][0])
+            reservation["Instances"] = [reservation["Instances"][index]]
+            doc = {"Reservations": [reservation]}
+        (folder / name).write_text(json.dumps(doc, indent=2), encoding="utf-8")
+    return folder

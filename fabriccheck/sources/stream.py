@@ -9,7 +9,9 @@ C scanner, `JSONDecoder.raw_decode`), then handed to the normalizer and dropped.
 
 `walk(path, descend)` yields `(path, value)` for every value the walk does not descend into: `descend(path,
 opener)` says whether to step into the object (`{`) or list (`[`) at `path` (a tuple of keys and indexes)
-instead of parsing it whole. It must answer alike for every index of a list.
+instead of parsing it whole. It must answer alike for every index of a list. With `projection` (a type msgspec
+decodes, e.g. a TypedDict naming the fields a normalizer reads), the values of the list are parsed with those
+fields only, skipping the rest in C; a batch msgspec does not read as that is parsed whole instead.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
+import msgspec
 import orjson
 
 from fabriccheck.errors import FabricCheckError
@@ -42,9 +45,10 @@ _BOMS = {b"\xef\xbb\xbf": "utf-8", b"\xff\xfe": "utf-16-le", b"\xfe\xff": "utf-1
 class _Window:
     """The part of the file not yet parsed, as text, refilled from the file as parsing needs."""
 
-    def __init__(self, path: Path, file: BinaryIO) -> None:
+    def __init__(self, path: Path, file: BinaryIO, projection: Any = None) -> None:
         self.path = path
         self.file = file
+        self.projected = msgspec.json.Decoder(list[projection]) if projection is not None else None
         head = file.read(_CHUNK)
         encoding = "utf-8"
         for mark, name in _BOMS.items():  # Windows tools write a byte order mark; PowerShell 5 writes UTF-16
@@ -135,8 +139,18 @@ class _Window:
         if end < 0:
             return []
         end += len(closer)
+        batch = "[" + text[start:end] + "]"
+        values: list[Any]
+        if self.projected is not None:
+            try:
+                values = self.projected.decode(batch)
+            except (msgspec.DecodeError, RecursionError):  # not of the projection's types, or not JSON: read whole
+                pass
+            else:
+                self.at = end
+                return values
         try:
-            values: list[Any] = orjson.loads("[" + text[start:end] + "]")
+            values = orjson.loads(batch)
         except orjson.JSONDecodeError:
             # Valid JSON orjson declines (a lone surrogate escape, an integer past 64 bits) or bad JSON: the
             # C scanner reads the rest, value by value, and names the error if there is one.
@@ -146,11 +160,11 @@ class _Window:
         return values
 
 
-def walk(path: Path, descend: Descend) -> Iterator[tuple[Path_, Any]]:
+def walk(path: Path, descend: Descend, projection: Any = None) -> Iterator[tuple[Path_, Any]]:
     """The values of a JSON file, descending where `descend` says; one clear line for a bad file."""
     try:
         with open_dump_file(path) as file:  # a regular file only: never a FIFO or a device
-            window = _Window(path, file)
+            window = _Window(path, file, projection)
             if not window.peek():
                 raise window.invalid("the file is empty")
             yield from _walk(window, (), descend)

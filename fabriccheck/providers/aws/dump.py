@@ -14,6 +14,7 @@ from typing import Any
 from fabriccheck.errors import DumpShapeError, FabricCheckError
 from fabriccheck.inventory import Inventory
 from fabriccheck.model import UNKNOWN_ACCOUNT
+from fabriccheck.providers.aws.fields import ReservationFields
 from fabriccheck.providers.aws.normalize import (
     ACCOUNT_ID,
     CALLS,
@@ -169,7 +170,9 @@ class _Answer:
     def items(self) -> Iterator[tuple[str, dict[str, Any]]]:
         shape = Shape(str(self.path))
         key = self.call.result_key
-        for at, value in walk(self.path, self._descend):
+        # Reservations are parsed with the fields the normalizer reads (fields.py); other answers are small.
+        projection = ReservationFields if self.call is INSTANCES else None
+        for at, value in walk(self.path, self._descend, projection):
             if not at:
                 raise self._not_the_answer(_what_it_holds(value, key))
             if at[0] != key:

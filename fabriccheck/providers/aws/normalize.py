@@ -7,6 +7,7 @@ dumps are named after them, and the IAM policy lists them.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -41,6 +42,8 @@ from fabriccheck.resources.aws import (
 )
 from fabriccheck.sources.common import BAD_RESPONSE, Scope, Shape, describe, unexpected_shape
 from fabriccheck.sources.items import INTERFACE_FACTS, ITEM_ERRORS, named, salvage, unknown_because
+from fabriccheck.sources.pools import Pools
+from fabriccheck.sources.pools import node as node_of
 
 
 @dataclass(frozen=True)
@@ -170,7 +173,7 @@ def _placement(placement: dict[str, Any], inst: dict[str, Any]) -> list[dict[str
         found.append({"kind": CAPACITY_BLOCK, "id": inst["CapacityBlockId"]})
     elif inst.get("InstanceLifecycle") == "capacity-block":
         # A Capacity Block instance says so itself, even when its reservation is not listed.
-        found.append({"kind": CAPACITY_BLOCK, "id": inst.get("CapacityReservationId") or inst["InstanceId"]})
+        found.append({"kind": CAPACITY_BLOCK, "id": inst.get("CapacityReservationId") or inst["CapacityBlockOf"]})
     if inst.get("CapacityReservationId"):
         found.append({"kind": CAPACITY_RESERVATION, "id": inst["CapacityReservationId"]})
     if inst.get("OutpostArn"):
@@ -178,47 +181,107 @@ def _placement(placement: dict[str, Any], inst: dict[str, Any]) -> list[dict[str
     return found
 
 
-def _node(inst: dict[str, Any], region_hint: str | None, account: str) -> Node:
-    state = (inst.get("State") or {}).get("Name", "running")
-    placement = inst.get("Placement") or {}
+def _node(inst: dict[str, Any], region_hint: str | None, account: str, pools: Pools) -> Node:
+    """An instance: its id, state and NIC ids are its own; its shape is read from what else the normalizer reads of
+    it (`_shape_source`), once per pool (sources/pools.py)."""
+    instance_id = _text(inst["InstanceId"], "InstanceId")
+    state = _text((inst.get("State") or {}).get("Name", "running"), "State.Name")
+    nics = inst.get("NetworkInterfaces") or ()
+    interface_ids = tuple(_text(nic["NetworkInterfaceId"], "NetworkInterfaceId") for nic in nics)
+    read = functools.partial(_shape, region_hint=region_hint, account=account)
+    shape = pools.shape(_shape_source(inst), read, (account, region_hint))
+    unknown = {} if nics else _unlisted_interfaces(instance_id, state, inst.get("VpcId"))
+    return node_of(instance_id, shape, state=state, interface_ids=interface_ids, unknown=unknown)
+
+
+def _text(value: Any, field: str) -> str:
+    if type(value) is not str:
+        raise TypeError(f"field {field} is {type(value).__name__}, not a string")
+    return value
+
+
+def _shape_source(inst: dict[str, Any]) -> dict[str, Any]:
+    """What an instance's shape is read from: the fields `_shape` reads, a public address only as whether there is
+    one (the address itself is the instance's own)."""
+    nics = inst.get("NetworkInterfaces")
+    source = {
+        "InstanceType": inst["InstanceType"],
+        "ImageId": inst.get("ImageId"),
+        "VpcId": inst.get("VpcId"),
+        "Placement": _placement_source(inst.get("Placement")),
+        "Tags": inst.get("Tags"),
+        "CapacityBlockId": inst.get("CapacityBlockId"),
+        "InstanceLifecycle": inst.get("InstanceLifecycle"),
+        "CapacityReservationId": inst.get("CapacityReservationId"),
+        "OutpostArn": inst.get("OutpostArn"),
+        "NetworkInterfaces": [_nic_source(nic) for nic in nics] if isinstance(nics, list) else nics,
+    }
+    if inst.get("InstanceLifecycle") == "capacity-block" and not inst.get("CapacityReservationId"):
+        source["CapacityBlockOf"] = inst["InstanceId"]  # a Capacity Block that names no reservation: its own
+    return source
+
+
+def _nic_source(nic: Any) -> Any:
+    """What a NIC's part of the shape is read from, in `_shape`'s order: type, VPC, subnet, groups, whether it has a
+    public address, network card and device (its id, addresses and attachment id are its own)."""
+    if not isinstance(nic, dict):
+        return nic
+    association = nic.get("Association")
+    attachment = nic.get("Attachment") or {}
+    get = attachment.get if isinstance(attachment, dict) else {}.get
+    return (
+        nic.get("InterfaceType"),
+        nic.get("VpcId"),
+        nic.get("SubnetId"),
+        nic.get("Groups"),
+        bool(association.get("PublicIp")) if association else False,
+        get("NetworkCardIndex"),
+        get("DeviceIndex"),
+    )
+
+
+def _placement_source(placement: Any) -> Any:
+    """Where an instance is placed (its zone and placement group); a dedicated host's id is its own."""
+    if not isinstance(placement, dict):
+        return placement
+    return {"AvailabilityZone": placement.get("AvailabilityZone"), "GroupName": placement.get("GroupName")}
+
+
+def _shape(source: dict[str, Any], region_hint: str | None, account: str) -> NodeShape:
+    placement = source.get("Placement") or {}
     zone = placement.get("AvailabilityZone")
-    vpc = inst.get("VpcId")
+    vpc = source.get("VpcId")
     interfaces = []
-    for nic in inst.get("NetworkInterfaces") or ():
-        attachment = nic.get("Attachment") or {}
-        groups = nic.get("Groups")
-        association = nic.get("Association")
+    for nic in source.get("NetworkInterfaces") or ():
+        if not isinstance(nic, tuple):
+            raise TypeError(f"a network interface is {type(nic).__name__}, not an object")
+        interface_type, nic_vpc, subnet, groups, public, card, device = nic
         interfaces.append(
             {
-                "id": nic["NetworkInterfaceId"],
-                "interface_type": nic.get("InterfaceType") or "interface",
-                "network": nic.get("VpcId") or vpc,
-                "subnet": nic.get("SubnetId"),
+                "interface_type": interface_type or "interface",
+                "network": nic_vpc or vpc,
+                "subnet": subnet,
                 "security_groups": [g["GroupId"] for g in groups] if groups else [],
-                "public_ip": bool(association.get("PublicIp")) if association else False,
-                "network_card_index": attachment.get("NetworkCardIndex") or 0,
-                "device_index": attachment.get("DeviceIndex") or 0,
+                "public_ip": public,
+                "network_card_index": card or 0,
+                "device_index": device or 0,
             }
         )
-    # One validation of the whole node (pydantic-core checks the nested interfaces in one pass): a dump of
-    # 10,000 instances holds some 100,000 interfaces, and one model call per interface doubled normalize time.
-    return Node.model_validate(
+    # One validation of the whole shape (pydantic-core checks the nested interfaces in one pass).
+    return NodeShape.model_validate(
         {
-            "id": inst["InstanceId"],
             "provider": "aws",
             "account": account,
             "region": region_of_zone(zone) or region_hint or "unknown",
             "zone": zone,
-            "instance_type": inst["InstanceType"],
-            "state": state,
-            "image": inst.get("ImageId"),
-            "tags": _tags(inst.get("Tags")),
+            "instance_type": source["InstanceType"],
+            "image": source.get("ImageId"),
+            "tags": _tags(source.get("Tags")),
             "interfaces": interfaces,
-            "placement": _placement(placement, inst),
+            "placement": _placement(placement, source),
             # An instance listed without interfaces (a pending launch) keeps its own VpcId: its primary
             # interface's, which the interfaces it would name will have.
             "network": None if interfaces or not isinstance(vpc, str) or not vpc else vpc,
-            "unknown": {} if interfaces else _unlisted_interfaces(inst["InstanceId"], state, vpc),
         }
     )
 
@@ -335,6 +398,7 @@ class Normalizer:
         self.where = where
         # A live answer is read item by item: a misshapen instance is recorded and the others stand.
         self.per_item = False
+        self._pools = Pools()
 
     def add(self, call: Ec2Call, doc: Any, collected: bool = True) -> None:
         shape = Shape(self.where(call))
@@ -365,7 +429,7 @@ class Normalizer:
         instance = named(inst, "InstanceId")
         what = f"instance {instance} ({path})" if instance else path
         scope = Scope("aws", owner, self.region)
-        kept = salvage(lambda trimmed: _node(trimmed, self.region, owner), inst, _NIC_FIELDS)
+        kept = salvage(lambda trimmed: _node(trimmed, self.region, owner, self._pools), inst, _NIC_FIELDS)
         if kept is None:
             self.inventory.errors.append(
                 scope.error(INSTANCES.operation, BAD_RESPONSE, f"{where}: {what}: {describe(exc)}")
@@ -406,7 +470,7 @@ class Normalizer:
                 owner = self._owner(reservation)
                 for i, inst in enumerate(shape.items(reservation, "Instances", path)):
                     try:
-                        node = _node(shape.obj(inst, f"{path}.Instances[{i}]"), self.region, owner)
+                        node = _node(shape.obj(inst, f"{path}.Instances[{i}]"), self.region, owner, self._pools)
                     except ITEM_ERRORS as exc:
                         if not self.per_item:
                             if isinstance(exc, (KeyError, TypeError, AttributeError, ValidationError)):
