@@ -18,7 +18,7 @@ from ec2_shapes import ACCOUNT, answers, instance, placement_group, security_gro
 from fabriccheck import catalog, flow, penalty, report
 from fabriccheck.errors import FabricCheckError
 from fabriccheck.providers.aws.dump import load_dump
-from fabriccheck.providers.aws.normalize import capability_from_instance_type
+from fabriccheck.providers.aws.instance_types import capability_from_instance_type
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -13,7 +13,7 @@ from botocore.stub import Stubber
 from fabriccheck import catalog
 from fabriccheck.inventory import Inventory
 from fabriccheck.model import Capability, FabricKind, Node
-from fabriccheck.providers.aws import normalize
+from fabriccheck.providers.aws import instance_types, normalize
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / "fixtures" / "demo" / "aws"
@@ -108,7 +108,7 @@ def test_recorded_api_table_agrees_with_the_documented_catalog() -> None:
 def test_live_mapping_reads_the_api_fields() -> None:
     """One DescribeInstanceTypes item from the demo account, checked against AWS's published p5 figures."""
     types = json.loads((DEMO / "describe-instance-types.json").read_text())["InstanceTypes"]
-    p5 = normalize.capability_from_instance_type(next(t for t in types if t["InstanceType"] == "p5.48xlarge"), "x")
+    p5 = instance_types.capability_from_instance_type(next(t for t in types if t["InstanceType"] == "p5.48xlarge"), "x")
     assert (p5.fabric, p5.fabric_interfaces, p5.accelerators, p5.accelerator_name) == (FabricKind.EFA, 32, 8, "H100")
     assert p5.network_cards == 32
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import moto
 
-from fabriccheck.providers.aws.normalize import capability_from_instance_type
+from fabriccheck.providers.aws.instance_types import capability_from_instance_type
 
 SOURCE = f"EC2 DescribeInstanceTypes answer recorded in moto {version('moto')} (ec2/resources/instance_types.json.gz)"
 AS_OF = "2026-10"  # moto 5.2.5's release month

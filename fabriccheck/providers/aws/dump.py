@@ -15,11 +15,11 @@ from fabriccheck.errors import DumpShapeError, FabricCheckError
 from fabriccheck.inventory import Inventory
 from fabriccheck.model import UNKNOWN_ACCOUNT
 from fabriccheck.providers.aws.fields import ReservationFields
+from fabriccheck.providers.aws.instances import REGION
 from fabriccheck.providers.aws.normalize import (
     ACCOUNT_ID,
     CALLS,
     INSTANCES,
-    REGION,
     SECURITY_GROUPS,
     TOPOLOGY,
     Ec2Call,

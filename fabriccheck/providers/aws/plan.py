@@ -16,7 +16,7 @@ from typing import Any
 
 from fabriccheck.inventory import Inventory
 from fabriccheck.model import UNKNOWN_ACCOUNT, FlatInterface, Node, NodeSpec, Placement, SourceLocation, fact_key
-from fabriccheck.providers.aws.normalize import region_of_zone
+from fabriccheck.providers.aws.instances import region_of_zone
 from fabriccheck.providers.aws.support import CAPACITY_BLOCK, CAPACITY_RESERVATION, PLACEMENT_GROUP
 from fabriccheck.resources.aws import CapacityReservation, PlacementGroup, SecurityGroup, SecurityRule, Subnet
 from fabriccheck.sources.terraform import Plan
