@@ -18,7 +18,7 @@ from fabriccheck import baseline as baselines
 from fabriccheck import waivers as waiving
 from fabriccheck.baseline import Baseline
 from fabriccheck.cloud import resolve, support
-from fabriccheck.clusters import JUDGED_STATES, ROLES, build_clusters, spec_clusters
+from fabriccheck.clusters import JUDGED_STATES, ROLES, Cluster, build_clusters, spec_clusters
 from fabriccheck.errors import FabricCheckError
 from fabriccheck.facts import FactBuilder
 from fabriccheck.findings import Finding
@@ -85,27 +85,7 @@ def run(inventory: Inventory, options: Options) -> Report:
 def _run(inventory: Inventory, options: Options) -> Report:
     workload = workload_named(options.workload)
     resolve(inventory)  # every source has; an inventory a caller made itself may not have
-    # Only the rules of the clouds in this inventory are loaded, run and listed: an AWS account's report does not
-    # list GCP rules as run, and a selection that leaves none of its clouds' rules is the same error as none.
-    clouds = frozenset(
-        {*map(_PROVIDER, inventory.nodes), *map(_PROVIDER, inventory.specs)}
-        | {e.provider for e in inventory.errors}
-        | {c.split(":", 1)[0] for c in inventory.collected}
-    )
-    loaded = _rules(options, clouds or None)
-    try:
-        rules = rulebook.select_rules(loaded, options.select, options.ignore)
-    except FabricCheckError:
-        if not clouds:
-            raise
-        rulebook.select_rules(_rules(options, None), options.select, options.ignore)  # names a token of no cloud
-        raise FabricCheckError(
-            f"--select / --ignore leave no rule to run on {', '.join(sorted(clouds))} (see: fabriccheck rules)"
-        ) from None
-    if clouds:
-        rules = [r for r in rules if r.provider in clouds]  # a --rules-dir may hold other clouds' rules
-        if not rules:
-            raise FabricCheckError(f"no rule to run on {', '.join(sorted(clouds))} (see: fabriccheck rules)")
+    loaded, rules = _chosen_rules(inventory, options)
     every_cluster = build_clusters(inventory, options.cluster_tag)
     specs = spec_clusters(inventory)
     # The config names clusters outright: templates and planned groups (specs) as well as running ones.
@@ -118,61 +98,13 @@ def _run(inventory: Inventory, options: Options) -> Report:
         config.override_severity(findings, options.severity, _rules(options, None))
     for finding in findings:
         finding.fingerprint = baselines.fingerprint(finding)
-    deselected = _deselected(loaded, rules)
-
-    by_cluster: dict[str, list[Finding]] = {}
-    for finding in findings:
-        if finding.cluster:
-            by_cluster.setdefault(finding.cluster, []).append(finding)
-    reported: list[ClusterReport] = []
-    judged_nodes = 0
-    for cluster in clusters:
-        cluster_findings = by_cluster.get(cluster.id, [])
-        unjudged = evaluation.unjudged.get(cluster.id, [])
-        if not cluster_findings and not unjudged and not facts.cluster(cluster)["fabric_cluster"]:
-            continue  # trains alone, or has no fabric to use (and that much is known)
-        judged_nodes += cluster.size
-        not_judged = [NotJudged(rule=u.rule, reason=u.reason, resources=u.resources) for u in unjudged]
-        status: Literal["clean", "findings", "incomplete"] = (
-            "findings" if cluster_findings else "incomplete" if not_judged else "clean"
-        )
-        complete = not not_judged  # before the deselected rules are listed: they were not asked for
-        not_judged += [NotJudged(rule=rule_id, reason=DESELECTED) for rule_id in deselected.get(cluster.provider, [])]
-        reported.append(
-            ClusterReport(
-                id=cluster.id,
-                provider=cluster.provider,
-                account=cluster.account,
-                grouped_by=cluster.signal,
-                nodes=list(map(_ID, cluster.nodes)),
-                instance_types=list(facts.cluster(cluster)["types"]),
-                gpus=int(facts.cluster(cluster)["gpus"]),
-                findings=len(cluster_findings),
-                status=status,
-                complete=complete,
-                not_judged=not_judged,
-                penalty=cost.cluster_cost(cluster, cluster_findings, workload, options.price_per_gpu_hour, facts),
-            )
-        )
-    skipped = [
-        SkippedCluster(
-            id=c.id,
-            provider=c.provider,
-            account=c.account,
-            nodes=[n.id for n in c.nodes],
-            instance_types=sorted({n.instance_type or "" for n in c.nodes}),
-            role=c.role,
-            reason=c.role_reason,
-        )
-        for c in [*every_cluster, *specs]
-        if not c.judged
-    ]
-
-    # A capability is a type's: each type of the judged nodes (the clusters' nodes, each cluster's read in C) is
-    # looked up once, not each node. Every node's state is counted in C.
+    reported = _cluster_reports(clusters, evaluation, _deselected(loaded, rules), workload, options, facts)
+    skipped = [_skipped(c) for c in [*every_cluster, *specs] if not c.judged]
+    # A capability is a type's: each type of the judged nodes is looked up once, not each node.
     judged_types = {kind or "" for c in every_cluster for kind in dict.fromkeys(map(_TYPE, c.nodes))}
     states = Counter(map(_STATE, inventory.nodes))
     unknown = sorted(t for t in judged_types if facts.type_capability(t) is None)
+    judged_nodes = sum(len(c.nodes) for c in reported)
     report = Report(
         tool={"name": "fabriccheck", "version": __version__},
         source=inventory.source,
@@ -192,6 +124,89 @@ def _run(inventory: Inventory, options: Options) -> Report:
     )
     _settle(report, options)
     return report
+
+
+def _chosen_rules(inventory: Inventory, options: Options) -> tuple[list[rulebook.Rule], list[rulebook.Rule]]:
+    """(the rules loaded, the rules chosen to run). Only the rules of the clouds in this inventory are loaded, run
+    and listed: an AWS account's report does not list GCP rules as run, and a selection that leaves none of its
+    clouds' rules is the same error as none."""
+    clouds = frozenset(
+        {*map(_PROVIDER, inventory.nodes), *map(_PROVIDER, inventory.specs)}
+        | {e.provider for e in inventory.errors}
+        | {c.split(":", 1)[0] for c in inventory.collected}
+    )
+    loaded = _rules(options, clouds or None)
+    try:
+        rules = rulebook.select_rules(loaded, options.select, options.ignore)
+    except FabricCheckError:
+        if not clouds:
+            raise
+        rulebook.select_rules(_rules(options, None), options.select, options.ignore)  # names a token of no cloud
+        raise FabricCheckError(
+            f"--select / --ignore leave no rule to run on {', '.join(sorted(clouds))} (see: fabriccheck rules)"
+        ) from None
+    if clouds:
+        rules = [r for r in rules if r.provider in clouds]  # a --rules-dir may hold other clouds' rules
+        if not rules:
+            raise FabricCheckError(f"no rule to run on {', '.join(sorted(clouds))} (see: fabriccheck rules)")
+    return loaded, rules
+
+
+def _cluster_reports(
+    clusters: list[Cluster],
+    evaluation: judge.Evaluation,
+    deselected: dict[str, list[str]],
+    workload: penalty.Workload,
+    options: Options,
+    facts: FactBuilder,
+) -> list[ClusterReport]:
+    """A report per judged cluster whose fabric matters, or that has a finding or a rule not judged."""
+    by_cluster: dict[str, list[Finding]] = {}
+    for finding in evaluation.findings:
+        if finding.cluster:
+            by_cluster.setdefault(finding.cluster, []).append(finding)
+    reported: list[ClusterReport] = []
+    for cluster in clusters:
+        cluster_findings = by_cluster.get(cluster.id, [])
+        unjudged = evaluation.unjudged.get(cluster.id, [])
+        cluster_facts = facts.cluster(cluster)
+        if not cluster_findings and not unjudged and not cluster_facts["fabric_cluster"]:
+            continue  # trains alone, or has no fabric to use (and that much is known)
+        not_judged = [NotJudged(rule=u.rule, reason=u.reason, resources=u.resources) for u in unjudged]
+        status: Literal["clean", "findings", "incomplete"] = (
+            "findings" if cluster_findings else "incomplete" if not_judged else "clean"
+        )
+        complete = not not_judged  # before the deselected rules are listed: they were not asked for
+        not_judged += [NotJudged(rule=rule_id, reason=DESELECTED) for rule_id in deselected.get(cluster.provider, [])]
+        reported.append(
+            ClusterReport(
+                id=cluster.id,
+                provider=cluster.provider,
+                account=cluster.account,
+                grouped_by=cluster.signal,
+                nodes=list(map(_ID, cluster.nodes)),
+                instance_types=list(cluster_facts["types"]),
+                gpus=int(cluster_facts["gpus"]),
+                findings=len(cluster_findings),
+                status=status,
+                complete=complete,
+                not_judged=not_judged,
+                penalty=cost.cluster_cost(cluster, cluster_findings, workload, options.price_per_gpu_hour, facts),
+            )
+        )
+    return reported
+
+
+def _skipped(cluster: Cluster) -> SkippedCluster:
+    return SkippedCluster(
+        id=cluster.id,
+        provider=cluster.provider,
+        account=cluster.account,
+        nodes=[n.id for n in cluster.nodes],
+        instance_types=sorted({n.instance_type or "" for n in cluster.nodes}),
+        role=cluster.role,
+        reason=cluster.role_reason,
+    )
 
 
 def _locations(inventory: Inventory) -> dict[str, SourceLocation]:

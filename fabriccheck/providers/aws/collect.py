@@ -428,8 +428,6 @@ def collect_live(
     or a region that cannot be read, is recorded as incomplete and the rest goes on."""
     from botocore.exceptions import NoCredentialsError, NoRegionError
 
-    progress = progress or Progress()
-    plan = accounts or fleet.Fleet()
     session = session or _session(profile)
     if session.get_credentials() is None:
         raise FabricCheckError(
@@ -441,31 +439,96 @@ def collect_live(
         regions = [home] if home else []
     if not regions and not every_region:
         raise FabricCheckError("no region: pass --region REGION (repeatable) or --all-regions")
-    home = home or "us-east-1"
     clients = _Clients(session, endpoint_url, retry or retry_policy(), limits or RateLimits())
-    types = InstanceTypes()
-    listing = CallCount()  # ListAccounts: made before any scope, paced and counted apart from them
+    run = _Run(clients, accounts or fleet.Fleet(), home or "us-east-1", regions, every_region, topology, progress)
     try:
-        partition = session.get_partition_for_region(home)
-        organizations = clients.make("organizations", home, "org", listing) if plan.org_role else None
-        targets = fleet.accounts(plan, organizations, partition)
+        return run.collect(session, concurrency)
     except NoRegionError:
         raise FabricCheckError("no region: pass --region REGION") from None
     except NoCredentialsError:
         raise FabricCheckError("no AWS credentials found; set them or use --from-dump DIR") from None
 
-    def prepare(account: fleet.Account) -> tuple[list[str], list[CollectionError], CallCount]:
+
+class _Run:
+    """One live collection: its accounts (assumed roles), their regions, and each scope's answers."""
+
+    def __init__(
+        self,
+        clients: _Clients,
+        plan: fleet.Fleet,
+        home: str,
+        regions: list[str],
+        every_region: bool,
+        topology: bool,
+        progress: Progress | None,
+    ) -> None:
+        self.clients = clients
+        self.plan = plan
+        self.home = home
+        self.regions = regions
+        self.every_region = every_region
+        self.topology = topology
+        self.progress = progress or Progress()
+        self.types = InstanceTypes()
+
+    def collect(self, session: Any, concurrency: int) -> Inventory:
+        listing = CallCount()  # ListAccounts: made before any scope, paced and counted apart from them
+        partition = session.get_partition_for_region(self.home)
+        organizations = self.clients.make("organizations", self.home, "org", listing) if self.plan.org_role else None
+        targets = fleet.accounts(self.plan, organizations, partition)
+        prepared = list(in_parallel(targets, self.prepare, concurrency))
+        scopes = [(a, r) for a, (found, _, _) in zip(targets, prepared, strict=True) for r in found]
+        self.progress.planned(len(scopes) + sum(1 for _, errors, _ in prepared if errors))
+        inventory = Inventory(source=_source(self.plan, targets, self.regions, self.every_region))
+        for account, (_, errors, count) in zip(targets, prepared, strict=True):
+            if self.plan.assumes or errors:
+                status = _status(account.id or UNKNOWN_ACCOUNT, None, count, 0, errors)
+                inventory.errors += errors
+                inventory.scopes.append(status)
+                if errors:
+                    self.progress.finished(status)
+        fetched = in_parallel(scopes, self.fetch_scope, concurrency)
+        if self.plan.assumes:
+            # Each account is known: normalize every scope as it arrives and let its raw answers go.
+            for (account, region), (answers, errors, count) in zip(scopes, fetched, strict=True):
+                part = _safe_normalized(region, answers, errors, account.id or UNKNOWN_ACCOUNT)
+                del answers
+                part.scopes.append(_status(account.id or UNKNOWN_ACCOUNT, region, count, len(part.nodes), part.errors))
+                inventory.merge(part)
+        else:
+            self._one_account(inventory, scopes, list(fetched))
+        settle_gc()
+        return inventory
+
+    def _one_account(
+        self,
+        inventory: Inventory,
+        scopes: list[tuple[fleet.Account, str]],
+        done: list[tuple[dict[Ec2Call, Any], list[CollectionError], CallCount]],
+    ) -> None:
+        """One session is one account: a region that named no owner (no instances, no groups) is still that
+        account."""
+        found = {a for answers, _, _ in done if (a := _account_of(answers))}
+        own = found.pop() if len(found) == 1 else UNKNOWN_ACCOUNT
+        for (_, region), (answers, errors, count) in zip(scopes, done, strict=True):
+            named = _account_of(answers) or own
+            part = _safe_normalized(region, answers, errors, named)
+            part.scopes.append(_status(named, region, count, len(part.nodes), part.errors))
+            self.progress.finished(part.scopes[-1])
+            inventory.merge(part)
+
+    def prepare(self, account: fleet.Account) -> tuple[list[str], list[CollectionError], CallCount]:
         """Assume the account's role and find its regions; an error here is the whole account's."""
         count = CallCount()
-        progress.step(account.id or "aws", "AssumeRole" if account.role_arn else "DescribeRegions")
-        sts = clients.make("sts", home, "sts", count) if account.role_arn else None
-        failed = fleet.assume(sts, account, plan.external_id)
+        self.progress.step(account.id or "aws", "AssumeRole" if account.role_arn else "DescribeRegions")
+        sts = self.clients.make("sts", self.home, "sts", count) if account.role_arn else None
+        failed = fleet.assume(sts, account, self.plan.external_id)
         if failed is not None:
             return [], [failed], count
-        if not every_region:
-            return regions, [], count
-        domain = f"{account.id}/{home}"
-        client = clients.make("ec2", home, domain, count, account.credentials)
+        if not self.every_region:
+            return self.regions, [], count
+        domain = f"{account.id}/{self.home}"
+        client = self.clients.make("ec2", self.home, domain, count, account.credentials)
         try:
             return all_regions_of(client), [], count
         except FabricCheckError as exc:
@@ -473,57 +536,23 @@ def collect_live(
                 raise
             return [], [Scope("aws", account.id or UNKNOWN_ACCOUNT).error("DescribeRegions", "Failed", str(exc))], count
 
-    prepared = list(in_parallel(targets, prepare, concurrency))
-    scopes = [(a, r) for a, (found, _, _) in zip(targets, prepared, strict=True) for r in found]
-    progress.planned(len(scopes) + sum(1 for _, errors, _ in prepared if errors))
-    inventory = Inventory(source=_source(plan, targets, regions, every_region))
-    for account, (_, errors, count) in zip(targets, prepared, strict=True):
-        if plan.assumes or errors:
-            status = _status(account.id or UNKNOWN_ACCOUNT, None, count, 0, errors)
-            inventory.errors += errors
-            inventory.scopes.append(status)
-            if errors:
-                progress.finished(status)
-
-    def fetch_scope(scope: tuple[fleet.Account, str]) -> tuple[dict[Ec2Call, Any], list[CollectionError], CallCount]:
+    def fetch_scope(
+        self, scope: tuple[fleet.Account, str]
+    ) -> tuple[dict[Ec2Call, Any], list[CollectionError], CallCount]:
         account, region = scope
         count = CallCount()
-        stale = fleet.refreshed(lambda: clients.make("sts", home, "sts", count), account, plan.external_id)
+        stale = fleet.refreshed(
+            lambda: self.clients.make("sts", self.home, "sts", count), account, self.plan.external_id
+        )
         if stale is not None:
             return {}, [stale.model_copy(update={"region": region})], count
-        client = clients.make("ec2", region, f"{account.id}/{region}", count, account.credentials)
-        answers, errors = fetch_region(client, region, topology, progress, account.id, types)
+        client = self.clients.make("ec2", region, f"{account.id}/{region}", count, account.credentials)
+        answers, errors = fetch_region(client, region, self.topology, self.progress, account.id, self.types)
         if account.role_arn is None:
             _credential_failure(errors)
         if account.id is not None:
-            progress.finished(_status(account.id, region, count, _instances_in(answers), errors))
+            self.progress.finished(_status(account.id, region, count, _instances_in(answers), errors))
         return answers, errors, count
-
-    try:
-        fetched = in_parallel(scopes, fetch_scope, concurrency)
-        if plan.assumes:
-            # Each account is known: normalize every scope as it arrives and let its raw answers go.
-            for (account, region), (answers, errors, count) in zip(scopes, fetched, strict=True):
-                part = _safe_normalized(region, answers, errors, account.id or UNKNOWN_ACCOUNT)
-                del answers
-                part.scopes.append(_status(account.id or UNKNOWN_ACCOUNT, region, count, len(part.nodes), part.errors))
-                inventory.merge(part)
-            settle_gc()
-            return inventory
-        done = list(fetched)
-    except NoCredentialsError:
-        raise FabricCheckError("no AWS credentials found; set them or use --from-dump DIR") from None
-    # One session is one account: a region that named no owner (no instances, no groups) is still that account.
-    found = {a for answers, _, _ in done if (a := _account_of(answers))}
-    own = found.pop() if len(found) == 1 else UNKNOWN_ACCOUNT
-    for (_, region), (answers, errors, count) in zip(scopes, done, strict=True):
-        named = _account_of(answers) or own
-        part = _safe_normalized(region, answers, errors, named)
-        part.scopes.append(_status(named, region, count, len(part.nodes), part.errors))
-        progress.finished(part.scopes[-1])
-        inventory.merge(part)
-    settle_gc()
-    return inventory
 
 
 def all_regions_of(client: Any) -> list[str]:
