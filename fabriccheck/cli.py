@@ -21,6 +21,7 @@ import typer
 from fabriccheck.stdout import write_stdout as _stdout
 
 if TYPE_CHECKING:
+    from fabriccheck import gate
     from fabriccheck.flow import Options
     from fabriccheck.inventory import Inventory
     from fabriccheck.report import Report
@@ -327,7 +328,7 @@ def _options(
 
     ctx = _context()
     if ctx is not None:
-        ctx.meta[_GATE] = gate.settle(ctx, options, FailOn.error.value)
+        ctx.meta[_GATE] = gate.settle(_invocation(ctx))
     return options
 
 
@@ -351,7 +352,7 @@ def _finish(
     from fabriccheck.sources.common import API_CALLS, Outputs
 
     ctx = _context()
-    settled = (ctx.meta.get(_GATE) if ctx is not None else None) or gate.settle(ctx, options, fail_on.value)
+    settled = (ctx.meta.get(_GATE) if ctx is not None else None) or gate.settle(_invocation(ctx))
     options, fail_on, write_baseline = settled.options, FailOn(settled.fail_on), settled.write_baseline
     # Every file this run writes is staged, and all are put in place together once the report is out: a run
     # stopped before that (SIGTERM, Ctrl-C, an error) leaves none of them (the inventory stands alone only when
@@ -591,9 +592,21 @@ def aws(
 
 
 def _given(ctx: typer.Context, name: str | None) -> bool:
-    from fabriccheck.gate import given
+    source = ctx.get_parameter_source(name) if name else None
+    return source is not None and source.name in ("COMMANDLINE", "ENVIRONMENT")
 
-    return given(ctx, name)
+
+def _invocation(ctx: Any) -> gate.Invocation:
+    """The running command as the gate reads it (gate.Invocation), from its click context."""
+    from fabriccheck import gate
+
+    params = [p for p in ctx.command.params if p.name] if ctx is not None else []
+    return gate.Invocation(
+        params=dict(ctx.params) if ctx is not None else {},
+        given=tuple(p.name for p in params if _given(ctx, p.name)),
+        defaults={p.name: p.default for p in params},
+        flags={p.name: _option_name(p) for p in params},
+    )
 
 
 def _option_name(param: Any) -> str:
@@ -951,7 +964,7 @@ def merge(
     if output is not None and any(_same_file(output, r) for r in reports):
         raise FabricCheckError(f"--output {output} is one of the reports being merged: write it elsewhere")
     report = merge_files(reports)
-    report.gate = gate.with_exit_flags(_context(), report.gate)
+    report.gate = gate.with_exit_flags(_invocation(_context()), report.gate)
     _write_report(report, fmt, output, fail_on, verbose)
     _exit_for(report, fail_on, allow_incomplete)
 
@@ -1149,7 +1162,7 @@ def show_config(
 
     if fmt not in ("text", "json"):
         raise FabricCheckError(f"--format {fmt}: the config is shown as text or json")
-    effective, _ = gate.effective(_context(), FailOn.error.value, "llm-70b-fsdp")
+    effective, _ = gate.effective(_invocation(_context()))
     path: Path | None = effective.value("waivers")
     loaded = waiving.load(path) if path is not None else []
     gate.check_rule_names(effective, loaded, path)
