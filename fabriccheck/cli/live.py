@@ -115,9 +115,14 @@ def check_live_options(provider: str, scan: ScanOptions, endpoint_url: str | Non
 
 
 def collected(
-    provider: str, scan: ScanOptions, from_dump: Path | None, dump_scope: object, scopes: list[str], live: object,
+    provider: str,
+    scan: ScanOptions,
+    from_dump: Path | None,
+    dump_scope: object,
+    scopes: list[str],
+    live: object,
     **extra: Any,
-) -> Inventory:  # fmt: skip
+) -> Inventory:
     """The inventory of --from-dump DIR, read by the provider's `dump.load_dump(DIR, dump_scope)`; else collected
     live by its `collect.collect_live(scopes, ...)` with the progress display, the fields of `live` (a command's
     live options, named as collect_live names them; None: collect_live's default) and `extra`. The provider's
