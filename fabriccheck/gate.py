@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,6 +30,30 @@ if TYPE_CHECKING:
     from fabriccheck.sources.common import Outputs
 
 
+@dataclasses.dataclass(frozen=True)
+class Invocation:
+    """A command as it was run, all the gate needs of it (the CLI makes one from its context; a library caller
+    may build one): every parameter's value; the ones given on the command line or from the environment, not
+    left at their defaults, in the command's order; each parameter's default in this command (`demo`'s --fail-on
+    is never); and the option that sets each parameter (`--format` for `fmt`)."""
+
+    params: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    given: tuple[str, ...] = ()
+    defaults: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    flags: Mapping[str, str] = dataclasses.field(default_factory=dict)
+
+    def was_given(self, name: str) -> bool:
+        """Whether an option was given on the command line (or from the environment), not left at its default."""
+        return name in self.given
+
+    def default(self, name: str, fallback: str) -> str:
+        """A parameter's default in this command, else `fallback`."""
+        default = self.defaults.get(name)
+        if default is None:
+            return fallback
+        return str(default.value if isinstance(default, StrEnum) else default)
+
+
 @dataclasses.dataclass
 class Settled:
     options: Options  # the gate recorded in options.gate
@@ -37,34 +61,27 @@ class Settled:
     write_baseline: Path | None
 
 
-def given(ctx: Any, name: str | None) -> bool:
-    """Whether an option was given on the command line (or from the environment), not left at its default."""
-    source = ctx.get_parameter_source(name) if ctx is not None and name else None
-    return source is not None and source.name in ("COMMANDLINE", "ENVIRONMENT")
+# The command's own defaults when it has no such parameter: a scan fails on errors and prices this workload.
+FAIL_ON = "error"
+WORKLOAD = "llm-70b-fsdp"
 
 
-def default_of(ctx: Any, name: str, fallback: str) -> str:
-    """A parameter's default in the running command (`demo`'s --fail-on is never), else `fallback`."""
-    for param in ctx.command.params if ctx is not None else ():
-        if param.name == name and param.default is not None:
-            default = param.default
-            return str(default.value if isinstance(default, StrEnum) else default)
-    return fallback
-
-
-def effective(ctx: Any, fail_on: str, workload: str) -> tuple[Config, dict[str, Any]]:
-    """The effective settings of the running command (and its parameters): the command's own defaults, the
-    config file (none with --isolated), FABRICCHECK_* variables, then the flags given on its command line."""
+def effective(invocation: Invocation) -> tuple[Config, dict[str, Any]]:
+    """The effective settings of a command (and its parameters): its own defaults, the config file (none with
+    --isolated), FABRICCHECK_* variables, then the flags given on its command line."""
     from fabriccheck import config
 
-    params: dict[str, Any] = dict(ctx.params) if ctx is not None else {}
+    params = dict(invocation.params)
     flags: dict[str, Any] = {}
     for key in config.KEYS:
-        if key.param in params and given(ctx, key.param):  # a command without the flag: file and env only
+        if key.param in params and invocation.was_given(key.param):  # a command without the flag: file and env only
             value = params[key.param]
             flags[key.name] = value.value if isinstance(value, StrEnum) else value
     # The command's own defaults: `demo` never fails unless told to.
-    defaults = {"fail-on": fail_on, "workload": workload}
+    defaults = {
+        "fail-on": invocation.default("fail_on", FAIL_ON),
+        "workload": invocation.default("workload", WORKLOAD),
+    }
     found = config.resolve(
         defaults,
         flags,
@@ -76,12 +93,14 @@ def effective(ctx: Any, fail_on: str, workload: str) -> tuple[Config, dict[str, 
     return found, params
 
 
-def settle(ctx: Any, options: Options, fail_on: str) -> Settled:
-    """The shared gate layer of every scanning command (see the module's docstring)."""
+def settle(invocation: Invocation) -> Settled:
+    """The shared gate layer of every scanning command (see the module's docstring): the options to judge with,
+    --fail-on, and the baseline to write."""
     from fabriccheck import config, waivers
+    from fabriccheck.flow import Options
     from fabriccheck.sources.common import reading
 
-    found, params = effective(ctx, default_of(ctx, "fail_on", fail_on), default_of(ctx, "workload", options.workload))
+    found, params = effective(invocation)
     value = found.value
     waivers_path: Path | None = value("waivers")
     with reading(waivers_path or "the waivers"):  # a value nested too deeply even to quote: one line naming it
@@ -92,18 +111,15 @@ def settle(ctx: Any, options: Options, fail_on: str) -> Settled:
     check_outputs(params, found, baseline_path)
     judged_against = baseline_path or write_baseline  # --write-baseline alone judges against what it writes
     against = "flag --baseline" if baseline_path else "flag --write-baseline"
+    allow_incomplete = "flag --allow-incomplete" if invocation.was_given("allow_incomplete") else "default"
     gate = config.Gate.of(
         found,
         {
-            "allow-incomplete": (
-                bool(params.get("allow_incomplete")),
-                "flag --allow-incomplete" if given(ctx, "allow_incomplete") else "default",
-            ),
+            "allow-incomplete": (bool(params.get("allow_incomplete")), allow_incomplete),
             "baseline": (judged_against, "default" if judged_against is None else against),
         },
     )
-    options = dataclasses.replace(
-        options,
+    options = Options(
         workload=value("workload"),
         price_per_gpu_hour=value("price-per-gpu-hour"),
         cluster_tag=value("cluster-tag"),
@@ -183,15 +199,14 @@ def carried(parts: list[tuple[str, Gate | None]]) -> Gate:
     return Gate(settings=settings)
 
 
-def with_exit_flags(ctx: Any, gate: Gate | None) -> Gate:
-    """`gate` with the running command's own --fail-on and --allow-incomplete (merge's: they decide its exit)."""
+def with_exit_flags(invocation: Invocation, gate: Gate | None) -> Gate:
+    """`gate` with the command's own --fail-on and --allow-incomplete (merge's: they decide its exit)."""
     from fabriccheck.config import Gate, GateSetting
 
-    params: dict[str, Any] = dict(ctx.params) if ctx is not None else {}
     settings = dict(gate.settings) if gate is not None else {}
     for name, param in (("fail-on", "fail_on"), ("allow-incomplete", "allow_incomplete")):
-        value = params.get(param)
-        source = f"flag --{name}" if given(ctx, param) else "default"
+        value = invocation.params.get(param)
+        source = f"flag --{name}" if invocation.was_given(param) else "default"
         settings[name] = GateSetting(value=value.value if isinstance(value, StrEnum) else value, source=source)
     return Gate(settings=settings)
 

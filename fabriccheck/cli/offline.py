@@ -1,0 +1,235 @@
+"""The commands that judge no inventory: `merge` (saved reports), `estimate` (a hypothetical cluster), `nccl-tests`
+and `nccl-log` (evidence from a running cluster), `rules` (the rule book) and `config` (the settings in effect)."""
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, NoReturn
+
+import typer
+
+from fabriccheck.cli.app import Command, app, emit
+from fabriccheck.cli.finish import exit_for, write_report
+from fabriccheck.cli.options import (
+    REPORT,
+    FabricOptions,
+    OutputOpt,
+    PriceOpt,
+    ProviderOpt,
+    RulesDirOpt,
+    ScanOptions,
+    WorkloadOpt,
+    options,
+)
+from fabriccheck.stdout import write_stdout
+
+if TYPE_CHECKING:
+    from fabriccheck.evidence.judge import Evidence
+
+TextOrJson = Annotated[str, typer.Option("--format", "-f", metavar="FORMAT", help="text or json.")]
+
+
+@app.command(cls=Command)
+@options("scan", ScanOptions, only=(*REPORT, "allow_incomplete"))
+def merge(
+    reports: Annotated[
+        list[Path], typer.Argument(metavar="FILE", help="JSON reports (--format json) of separate runs.")
+    ],
+    *,
+    scan: ScanOptions,
+) -> None:
+    """Merge the JSON reports of separately run jobs (one per account, subscription or project) into one
+    report. It is complete only if every part is; the exit code follows the same rules as a single run."""
+    from fabriccheck import gate
+    from fabriccheck.errors import FabricCheckError
+    from fabriccheck.merge import merge_files
+
+    output = scan.output
+    if output is not None and any(gate.same_file(output, r) for r in reports):
+        raise FabricCheckError(f"--output {output} is one of the reports being merged: write it elsewhere")
+    report = merge_files(reports)
+    report.gate = gate.with_exit_flags(scan.invocation, report.gate)
+    write_report(report, scan.fmt, output, scan.fail_on, scan.verbose)
+    exit_for(report, scan.fail_on, scan.allow_incomplete)
+
+
+@app.command(cls=Command)
+@options("fabric", FabricOptions)
+def estimate(
+    nodes: Annotated[int, typer.Option(metavar="N", help="Nodes in the cluster.")],
+    fabric: FabricOptions,
+    state: Annotated[
+        str,
+        typer.Option(
+            metavar="STATE",
+            help="healthy, tcp, nics=K, no-gdr, no-placement or unreachable, then comma-separated modifiers: host,"
+            " pod or overlay (how NCCL's sockets reach the network), sockets=N, mtu=N, cross-zone, domains=K.",
+        ),
+    ] = "healthy",
+    workload: WorkloadOpt = "llm-70b-fsdp",
+    workload_file: Annotated[
+        Path | None,
+        typer.Option(
+            metavar="FILE",
+            help="Your workload (YAML or TOML): parameters, layers, hidden, seq_len, tokens_per_gpu, micro_batches,"
+            " parallelism (ddp, zero1-3, fsdp, 3d), tensor/pipeline/expert_parallel, precision. Replaces --workload.",
+        ),
+    ] = None,
+    price_per_gpu_hour: PriceOpt = None,
+    calibrate: Annotated[
+        Path | None,
+        typer.Option(
+            metavar="FILE",
+            help="nccl-tests output from this fabric (multi-node runs, 128 MiB and up): its healthy baseline is"
+            " recalibrated to what was measured, and every state priced from it.",
+        ),
+    ] = None,
+    fmt: TextOrJson = "text",
+    output: OutputOpt = None,
+) -> None:
+    """What a fabric should do (nccl-tests bandwidths) and what a fabric state costs, for a catalog type or a
+    fabric described by hand (unless told otherwise: 8 GPUs and 8 NICs of 400 Gbps per node, over ib)."""
+    from fabriccheck import estimate as estimating
+    from fabriccheck.evidence.failures import usage
+    from fabriccheck.flow import workload_named
+
+    if fmt not in ("text", "json"):
+        raise usage(f"--format {fmt}: estimates are shown as text or json")
+    f = fabric
+    if (f.instance_type is None) == (f.gpu is None):
+        raise usage("give --instance-type TYPE, or describe the fabric with --gpu NAME (and --nics ...)")
+    if f.instance_type is not None:
+        described = estimating.with_overrides(estimating.fabric_of_type(f.instance_type), f.ethernet_gbps, f.no_gdr)
+    else:
+        described = estimating.custom_fabric(
+            estimating.accelerator_named(f.gpu or ""),
+            8 if f.gpus_per_node is None else f.gpus_per_node,
+            8 if f.nics is None else f.nics,
+            400.0 if f.nic_gbps is None else f.nic_gbps,
+            f.transport or "ib",
+            not f.no_gdr,
+            f.ethernet_gbps,
+        )
+    chosen = estimating.workload_from_file(workload_file) if workload_file else workload_named(workload)
+    measured: list[str] = []
+    if calibrate is not None:
+        from fabriccheck.calibrate import calibrated
+
+        described, measured = calibrated(described, calibrate)
+    result = estimating.run(described, nodes, state, chosen, price_per_gpu_hour, measured)
+    emit(result.model_dump_json(indent=2) + "\n" if fmt == "json" else estimating.render_text(result), output)
+
+
+@app.command("nccl-tests", cls=Command)
+@options("scan", ScanOptions, only=REPORT)
+@options("fabric", FabricOptions)
+def nccl_tests(
+    file: Annotated[Path, typer.Argument(metavar="FILE", help="Output of all_reduce_perf and friends.")],
+    fabric: FabricOptions,
+    nodes: Annotated[
+        int | None, typer.Option(metavar="N", min=1, help="Nodes the test ran on (default: the hosts the file names).")
+    ] = None,
+    op: Annotated[
+        str | None,
+        typer.Option(metavar="OP", help="The collective, when the file does not say: all_reduce, all_gather, ..."),
+    ] = None,
+    provider: ProviderOpt = None,
+    *,
+    scan: ScanOptions,
+) -> None:
+    """Compare nccl-tests bus bandwidth with what the fabric should give (TCP fallback, slower than expected), and
+    judge the NCCL lines the same file holds."""
+    import dataclasses
+
+    from fabriccheck.evidence import command
+
+    described = command.FabricOptions(**dataclasses.asdict(fabric))
+    _evidence("nccl-tests", file, scan, provider, lambda: command.nccl_tests(file, described, nodes, op, provider))
+
+
+@app.command("nccl-log", cls=Command)
+@options("scan", ScanOptions, only=REPORT)
+def nccl_log(
+    file: Annotated[Path, typer.Argument(metavar="FILE", help="A log of a run with NCCL_DEBUG=INFO.")],
+    provider: ProviderOpt = None,
+    *,
+    scan: ScanOptions,
+) -> None:
+    """Report the transport each NCCL rank used (IB, EFA/OFI, sockets), GPUDirect RDMA and plugin failures."""
+    from fabriccheck.evidence import command
+
+    _evidence("nccl-log", file, scan, provider, lambda: command.nccl_log(file, provider))
+
+
+def _evidence(
+    kind: str, file: Path, scan: ScanOptions, provider: str | None, judged: Callable[[], "Evidence"]
+) -> NoReturn:
+    from fabriccheck.evidence import command
+
+    out = command.Output(scan.fmt.value, scan.output, scan.fail_on.value, scan.verbose)
+    raise typer.Exit(command.run(kind, file, out, provider, judged))
+
+
+@app.command(cls=Command)
+def rules(
+    rule_id: Annotated[str | None, typer.Argument(metavar="ID", help="Explain one rule.")] = None,
+    rules_dir: RulesDirOpt = None,
+    fmt: TextOrJson = "text",
+    facts: Annotated[bool, typer.Option("--facts", help="List the facts rule conditions may read.")] = False,
+    provider: Annotated[str, typer.Option(metavar="PROVIDER", help="With --facts: aws, azure or gcp.")] = "aws",
+) -> None:
+    """List the rules, or explain one with its passing and failing examples."""
+    from fabriccheck import examples
+    from fabriccheck.errors import FabricCheckError
+    from fabriccheck.reports import rules as rules_report
+
+    if fmt not in ("text", "json"):
+        raise FabricCheckError(f"--format {fmt}: rules are shown as text or json")
+    if facts:
+        from fabriccheck import facts as derived
+        from fabriccheck.model import PROVIDERS
+
+        if provider not in PROVIDERS:
+            raise FabricCheckError(f"--provider {provider}: choose from {', '.join(PROVIDERS)}")
+        node, cluster = derived.described(provider)
+        write_stdout(rules_report.facts(provider, node, cluster, fmt))
+        return
+    loaded = examples.load_rules(rules_dir or [])
+    if rule_id is None:
+        write_stdout(rules_report.listing(loaded, fmt))
+        return
+    match = [r for r in loaded if rule_id.upper() in r.finding_ids()]
+    if not match:
+        raise FabricCheckError(f"no rule {rule_id} (see: fabriccheck rules)")
+    write_stdout(rules_report.explain(match[0], fmt))
+
+
+# The settings a scan would use (the gate's, without the report and the baselines).
+_SETTINGS = ("config", "isolated", "fail_on", "select", "ignore", "severity", "cluster_tag", "role", "workload")
+
+
+@app.command("config", cls=Command)
+@options("scan", ScanOptions, only=(*_SETTINGS, "price_per_gpu_hour", "rules_dir", "waivers"))
+def show_config(*, scan: ScanOptions, fmt: TextOrJson = "text") -> None:
+    """Print the settings a scan run here would use, and where each came from (default, config file,
+    FABRICCHECK_* variable, flag). The waivers file they name is read and checked too."""
+    import json
+
+    from fabriccheck import config as settings
+    from fabriccheck import gate
+    from fabriccheck import waivers as waiving
+    from fabriccheck.errors import FabricCheckError
+
+    if fmt not in ("text", "json"):
+        raise FabricCheckError(f"--format {fmt}: the config is shown as text or json")
+    effective, _ = gate.effective(scan.invocation)
+    path: Path | None = effective.value("waivers")
+    loaded = waiving.load(path) if path is not None else []
+    gate.check_rule_names(effective, loaded, path)
+    if fmt == "json":
+        document = effective.as_dict() | {"waivers": [w.model_dump(mode="json") for w in loaded]}
+        write_stdout(json.dumps(document, indent=2) + "\n")
+        return
+    text = settings.render_text(effective)
+    if path is not None:
+        text += f"waivers file {path}: {len(loaded)} waiver{'s' if len(loaded) != 1 else ''}, valid\n"
+    write_stdout(text)

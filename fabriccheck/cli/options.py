@@ -1,0 +1,376 @@
+"""The options more than one command takes, each declared once: its flag, metavar, default and help.
+
+Two groups gather them: `ScanOptions` (report, gate and judging options of every scanning command, and the report
+options of the evidence commands) and `FabricOptions` (the fabric `estimate` and `nccl-tests` compare with).
+`options(name, Group, ...)` puts a group's options in place of a command's parameter `name`, and calls the command
+with them gathered into one `Group` value."""
+
+import dataclasses
+import functools
+import inspect
+import math
+import typing
+from collections.abc import Callable, Iterable, Mapping
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+
+import typer
+
+if TYPE_CHECKING:
+    from fabriccheck.gate import Invocation, Settled
+
+
+class Format(StrEnum):
+    text = "text"
+    json = "json"
+    sarif = "sarif"
+    junit = "junit"
+    markdown = "markdown"
+    prometheus = "prometheus"
+
+
+class FailOn(StrEnum):
+    error = "error"
+    warning = "warning"
+    info = "info"
+    never = "never"
+
+
+def _price(value: float | None) -> float | None:
+    if value is not None and not (math.isfinite(value) and value >= 0):
+        raise typer.BadParameter(f"{value}: not a price (a finite number of dollars, 0 or more)")
+    return value
+
+
+def _cluster_tag(value: str | None) -> str | None:
+    if value is not None and not value.strip():
+        raise typer.BadParameter("an empty tag key groups nothing (give the key, e.g. --cluster-tag job)")
+    return value
+
+
+def _concurrency(value: int | None) -> int | None:
+    from fabriccheck.sources.fleet import MAX_CONCURRENCY
+
+    if value is not None and not 1 <= value <= MAX_CONCURRENCY:
+        raise typer.BadParameter(f"{value}: give 1 to {MAX_CONCURRENCY} scopes at once")
+    return value
+
+
+# ---------------------------------------------------------------------------------- report, judging and the gate
+
+FormatOpt = Annotated[
+    Format,
+    typer.Option(
+        "--format", "-f", metavar="FORMAT", help="Report format: text, json, sarif, junit, markdown or prometheus."
+    ),
+]
+OutputOpt = Annotated[Path | None, typer.Option("--output", "-o", metavar="FILE", help="Write the report to FILE.")]
+FailOnOpt = Annotated[
+    FailOn,
+    typer.Option(
+        metavar="SEVERITY", help="Exit 1 when a finding is at or above this severity: error, warning, info or never."
+    ),
+]
+WorkloadOpt = Annotated[
+    str,
+    typer.Option(
+        metavar="NAME|FILE",
+        help="Workload for the penalty: a preset (llm-70b-fsdp, llm-8b-ddp, llm-175b-3d) or your own in a .yaml/.toml"
+        " file (the fields of estimate --workload-file).",
+    ),
+]
+PriceOpt = Annotated[
+    float | None,
+    typer.Option(metavar="N", callback=_price, help="Dollars per GPU-hour, to price the GPU-hours the penalty loses."),
+]
+RulesDirOpt = Annotated[
+    list[Path] | None, typer.Option("--rules-dir", metavar="DIR", help="Add rules from DIR (repeatable).")
+]
+SelectOpt = Annotated[
+    list[str] | None,
+    typer.Option(metavar="RULE", help="Run only these rule ids, id prefixes or categories (repeatable)."),
+]
+IgnoreOpt = Annotated[
+    list[str] | None,
+    typer.Option(metavar="RULE", help="Skip these rule ids, id prefixes or categories (repeatable)."),
+]
+VerboseOpt = Annotated[
+    bool,
+    typer.Option(
+        "--verbose",
+        "-v",
+        help="Text: list every clean and skipped cluster and every resource (live runs: log each scope on stderr).",
+    ),
+]
+SaveOpt = Annotated[Path | None, typer.Option(metavar="FILE", help="Also save the collected inventory to FILE (JSON).")]
+AllowIncompleteOpt = Annotated[
+    bool,
+    typer.Option(
+        "--allow-incomplete",
+        help="An incomplete collection does not by itself exit 2: the findings decide (the report still says so).",
+    ),
+]
+ClusterTagOpt = Annotated[
+    str | None,
+    typer.Option(metavar="KEY", callback=_cluster_tag, help="Group nodes that share this tag's value into a cluster."),
+]
+# The gate's own options (config.py, waivers.py, baseline.py): gate.settle reads them, with the config file and
+# FABRICCHECK_* variables under them, from the command's Invocation.
+ConfigOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--config",
+        metavar="FILE",
+        help="Config file (default: ./fabriccheck.toml, else ./pyproject.toml's "
+        "[tool.fabriccheck]; see: fabriccheck config).",
+    ),
+]
+IsolatedOpt = Annotated[
+    bool,
+    typer.Option(
+        "--isolated",
+        envvar="FABRICCHECK_ISOLATED",
+        help="Read no config file (FABRICCHECK_ISOLATED=1 too): only defaults, FABRICCHECK_* variables and flags.",
+    ),
+]
+WaiversOpt = Annotated[
+    Path | None,
+    typer.Option(metavar="FILE", help="Waivers (YAML or TOML): findings reported as waived, not failing the gate."),
+]
+BaselineOpt = Annotated[
+    Path | None, typer.Option(metavar="FILE", help="Fail only on findings this baseline does not hold.")
+]
+WriteBaselineOpt = Annotated[
+    Path | None,
+    typer.Option(metavar="FILE", help="Record this run's findings as the baseline in FILE (and judge against it)."),
+]
+SeverityOverrideOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--severity", metavar="RULE=LEVEL", help="Report a rule (or category) at error, warning or info (repeatable)."
+    ),
+]
+RoleOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--role", metavar="CLUSTER=ROLE", help="Cluster id (glob) is training, inference or ignore (repeatable)."
+    ),
+]
+
+
+def _invocation(**fields: Any) -> "Invocation":
+    from fabriccheck.gate import Invocation
+
+    return Invocation(**fields)
+
+
+@dataclasses.dataclass(frozen=True)
+class ScanOptions:
+    """The options every scanning command takes (a command may leave some out: `demo` --allow-incomplete), in the
+    order its help lists them. The judging and gate options are settled by `gate.settle(invocation)`, with the
+    config file and FABRICCHECK_* variables; the report options are used as given."""
+
+    cluster_tag: ClusterTagOpt = None
+    fmt: FormatOpt = Format.text
+    output: OutputOpt = None
+    fail_on: FailOnOpt = FailOn.error
+    workload: WorkloadOpt = "llm-70b-fsdp"
+    price_per_gpu_hour: PriceOpt = None
+    rules_dir: RulesDirOpt = None
+    select: SelectOpt = None
+    ignore: IgnoreOpt = None
+    verbose: VerboseOpt = False
+    save_inventory: SaveOpt = None
+    config: ConfigOpt = None
+    isolated: IsolatedOpt = False
+    waivers: WaiversOpt = None
+    baseline: BaselineOpt = None
+    write_baseline: WriteBaselineOpt = None
+    severity: SeverityOverrideOpt = None
+    role: RoleOpt = None
+    allow_incomplete: AllowIncompleteOpt = False
+    # Not an option: the command as run (every parameter, which were given), for the gate.
+    invocation: "Invocation" = dataclasses.field(default_factory=_invocation)
+
+    def settle(self) -> "Settled":
+        """The gate of this run, settled before anything is collected (gate.settle): the config file, the
+        FABRICCHECK_* variables and these options resolved, the waivers and baseline read, the rule names and the
+        outputs checked, so that a bad file fails in a second, not after a long scan."""
+        from fabriccheck import gate
+
+        return gate.settle(self.invocation)
+
+
+# The report options alone (the evidence commands, merge).
+REPORT = ("fmt", "output", "fail_on", "verbose")
+
+
+# ------------------------------------------------------------------------------------------- a cloud's own
+
+ConcurrencyOpt = Annotated[
+    int | None,
+    typer.Option(
+        metavar="N",
+        callback=_concurrency,
+        help="Collect N scopes (account x region, subscription, project) at once (default 16).",
+    ),
+]
+
+
+@dataclasses.dataclass(frozen=True)
+class CloudOptions:
+    """The options of every cloud command beside its live ones: read a dump instead, or print the least privilege
+    (one option, two spellings: each cloud's documents call it a policy (AWS) or a role (Azure, Google Cloud))."""
+
+    from_dump: Annotated[
+        Path | None,
+        typer.Option(
+            "--from-dump",
+            metavar="DIR",
+            help="Read the cloud CLI's own JSON (aws ec2 describe-*, az, gcloud compute) from DIR instead of calling "
+            "the cloud; one folder per region, subscription or project allowed.",
+        ),
+    ] = None
+    print_role: Annotated[
+        bool,
+        typer.Option(
+            "--print-role",
+            help="Print the least-privilege IAM policy (AWS) or custom role (Azure, Google Cloud) the command needs, "
+            "or write it to --output FILE, and exit.",
+        ),
+    ] = False
+    print_iam_policy: Annotated[bool, typer.Option("--print-iam-policy", help="The same as --print-role.")] = False
+
+
+EndpointOpt = Annotated[
+    str | None,
+    typer.Option(
+        metavar="URL",
+        help="The cloud API's endpoint (a VPC endpoint, sovereign cloud, Azure Stack, Private Service Connect or an "
+        "emulator): https://, or http:// to this machine only.",
+    ),
+]
+ProviderOpt = Annotated[
+    str | None,
+    typer.Option(
+        metavar="PROVIDER", help="The cloud the run was on (aws, azure, gcp), when the evidence does not say."
+    ),
+]
+
+
+# ---------------------------------------------------------------------------------- a fabric, by type or by hand
+
+CORRECTS = "with --instance-type: corrects the catalog"
+
+
+@dataclasses.dataclass(frozen=True)
+class FabricOptions:
+    """The fabric `estimate` and `nccl-tests` compare with: a catalog type, or one described by hand."""
+
+    instance_type: Annotated[
+        str | None,
+        typer.Option(metavar="TYPE", help="Instance type / VM size / machine type of the nodes, from the catalog."),
+    ] = None
+    gpu: Annotated[str | None, typer.Option(metavar="NAME", help="Custom fabric: accelerator, e.g. H100.")] = None
+    gpus_per_node: Annotated[int | None, typer.Option(metavar="N", help="Custom fabric: GPUs per node.")] = None
+    nics: Annotated[int | None, typer.Option(metavar="N", help="Custom fabric: fabric NICs per node.")] = None
+    nic_gbps: Annotated[float | None, typer.Option(metavar="GBPS", help="Custom fabric: Gbps per fabric NIC.")] = None
+    transport: Annotated[
+        str | None, typer.Option(metavar="KIND", help="Custom fabric: ib, roce, efa, tcpx, tcpxo or tcp.")
+    ] = None
+    no_gdr: Annotated[bool, typer.Option("--no-gdr", help=f"Without GPUDirect RDMA ({CORRECTS}).")] = False
+    ethernet_gbps: Annotated[
+        float | None,
+        typer.Option(metavar="GBPS", help=f"Gbps of the ordinary NIC NCCL sockets would use ({CORRECTS})."),
+    ] = None
+
+
+# --------------------------------------------------------------------------------------------- the decorator
+
+_CONTEXT = "fabriccheck_context"  # the context parameter `options` adds for a group's invocation
+Command = TypeVar("Command", bound=Callable[..., Any])
+
+
+def invocation_of(ctx: Any) -> "Invocation":
+    """The running command as the gate reads it (gate.Invocation), from its click context."""
+    params = [p for p in ctx.command.params if p.name]
+
+    def given(name: str) -> bool:
+        source = ctx.get_parameter_source(name)
+        return source is not None and source.name in ("COMMANDLINE", "ENVIRONMENT")
+
+    return _invocation(
+        params=dict(ctx.params),
+        given=tuple(p.name for p in params if given(p.name)),
+        defaults={p.name: p.default for p in params},
+        flags={p.name: str(max(p.opts, key=len)) for p in params},
+    )
+
+
+_HINTS: dict[type[Any], dict[str, Any]] = {}
+
+
+def _hints(group: type[Any]) -> dict[str, Any]:
+    """The types of the group's options (evaluated once, for a group declared under postponed annotations)."""
+    if group not in _HINTS:
+        types = {f.name: f.type for f in dataclasses.fields(group) if f.name != "invocation"}
+        postponed = any(isinstance(t, str) for t in types.values())
+        _HINTS[group] = typing.get_type_hints(group, include_extras=True) if postponed else types
+    return _HINTS[group]
+
+
+def options(
+    name: str,
+    group: type[Any],
+    *,
+    only: Iterable[str] | None = None,
+    without: Iterable[str] = (),
+    defaults: Mapping[str, Any] | None = None,
+) -> Callable[[Command], Command]:
+    """Put the options of `group` (a dataclass whose fields are typer options; `only` some of them, or all
+    `without` some) in place of the command's parameter `name`, with `defaults` over the group's own, and call the
+    command with them gathered into one `group` value. A group with an `invocation` field gets the command as run
+    (from its context)."""
+    hints = _hints(group)
+    only, without = None if only is None else tuple(only), tuple(without)
+    chosen = [
+        f
+        for f in dataclasses.fields(group)
+        if f.name != "invocation" and (only is None or f.name in only) and f.name not in without
+    ]
+    wants_invocation = any(f.name == "invocation" for f in dataclasses.fields(group))
+
+    def decorate(command: Command) -> Command:
+        signature = inspect.signature(command, eval_str=True)
+        added = [
+            inspect.Parameter(
+                f.name,
+                inspect.Parameter.KEYWORD_ONLY,
+                annotation=hints[f.name],
+                default=(defaults or {}).get(f.name, f.default),
+            )
+            for f in chosen
+        ]
+        if wants_invocation:
+            added.append(inspect.Parameter(_CONTEXT, inspect.Parameter.KEYWORD_ONLY, annotation=typer.Context))
+        own = list(signature.parameters.values())
+        clash = {p.name for p in own} & {p.name for p in added}
+        if clash:
+            raise TypeError(f"{command.__name__}: {', '.join(sorted(clash))} is both its own and {group.__name__}'s")
+        at = [p.name for p in own].index(name)
+        kinds = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in own]
+        parameters = [*kinds[:at], *added, *kinds[at + 1 :]]
+
+        @functools.wraps(command)
+        def run(**kwargs: Any) -> Any:
+            values = {f.name: kwargs.pop(f.name) for f in chosen}
+            if wants_invocation:
+                values["invocation"] = invocation_of(kwargs.pop(_CONTEXT))
+            return command(**kwargs, **{name: group(**values)})
+
+        run.__signature__ = signature.replace(parameters=parameters)  # type: ignore[attr-defined]
+        run.__annotations__ = {p.name: p.annotation for p in parameters} | {"return": signature.return_annotation}
+        return typing.cast(Command, run)
+
+    return decorate
