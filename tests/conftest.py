@@ -28,8 +28,11 @@ SAFE_ENV = {
     "AWS_EC2_METADATA_DISABLED": "true",
     "AWS_CONFIG_FILE": os.devnull,
     "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
-    "NO_GCE_CHECK": "True",
+    # google-auth compares NO_GCE_CHECK with "true" exactly: "True" left its metadata ping on, which went to
+    # GCE_METADATA_IP (169.254.169.254 by default) from every subprocess run of `fabriccheck gcp` without a key.
+    "NO_GCE_CHECK": "true",
     "GCE_METADATA_HOST": "127.0.0.1:9",
+    "GCE_METADATA_IP": "127.0.0.1:9",
     "AZURE_TOKEN_CREDENTIALS": "AzureCliCredential",
     # Every SDK's retry back-off at a hundredth of the production waits (sources.common.RetryPolicy): the fault
     # scenarios make the same attempts without sleeping through seconds of jitter each.
