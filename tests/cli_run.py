@@ -10,6 +10,8 @@ the installed script would have and give back:
 - library warnings and log records as a fresh process shows them: on stderr (pytest would otherwise catch them);
 - the exit code the console script would exit with (`sys.exit(main())`; a traceback and 1 for an uncaught error;
   the code given to `os._exit`).
+The click command typer builds from the app is built once and invoked for every call (typer.main.get_command
+memoized during calls), as click's own test runner invokes one command object again and again.
 Process-global state is put back after each call: environment, working folder, streams, descriptors, signal
 handlers (importing fabriccheck.console takes SIGTERM and Ctrl-C), logging, warnings, and the cyclic collector
 (the command pauses and freezes it: sources.common.paused_gc, sources.fleet.settle_gc).
@@ -37,7 +39,10 @@ import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import TracebackType
-from typing import NoReturn, TextIO
+from typing import Any, NoReturn, TextIO
+
+import typer
+import typer.main
 
 from fabriccheck.sources.common import API_CALLS
 
@@ -120,6 +125,20 @@ def _entry_point() -> Callable[[list[str]], int]:
             signal.signal(signum, handler)
     main: Callable[[list[str]], int] = console.main
     return main
+
+
+_real_get_command = typer.main.get_command
+_commands: dict[int, tuple[typer.Typer, Any]] = {}
+
+
+def _get_command(typer_instance: typer.Typer) -> Any:
+    """typer.main.get_command, built once per app: a process builds it once, at start-up (about 80 ms of typing
+    introspection); click invokes a command object any number of times, each with a context of its own (as
+    click's own CliRunner does)."""
+    built = _commands.get(id(typer_instance))
+    if built is None or built[0] is not typer_instance:
+        built = _commands[id(typer_instance)] = (typer_instance, _real_get_command(typer_instance))
+    return built[1]
 
 
 def _show_warning(
@@ -251,6 +270,7 @@ def _call(main: Callable[[list[str]], int], argv: list[str]) -> int:
     """`sys.exit(main())` as the console script does it, and what the interpreter makes of how it ended."""
     real_exit = os._exit
     os._exit = _exit_now
+    typer.main.get_command = _get_command
     try:
         try:
             raise SystemExit(main(argv))
@@ -268,6 +288,7 @@ def _call(main: Callable[[list[str]], int], argv: list[str]) -> int:
                     stream.flush()
     finally:
         os._exit = real_exit
+        typer.main.get_command = _real_get_command
 
 
 def _print_traceback(exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
