@@ -184,8 +184,9 @@ def planted(tmp_path: Path) -> Iterator[dict[str, str]]:
         "PATH": f"{az_bin}{os.pathsep}{os.environ['PATH']}",
         "GOOGLE_APPLICATION_CREDENTIALS": str(tmp_path / "gcp-key.json"),
         "CLOUDSDK_CONFIG": str(tmp_path / "gcloud"),
-        "NO_GCE_CHECK": "True",
+        "NO_GCE_CHECK": "true",  # google-auth compares it with "true" exactly (conftest.SAFE_ENV)
         "GCE_METADATA_HOST": "127.0.0.1:9",
+        "GCE_METADATA_IP": "127.0.0.1:9",
     }
     env.pop("GOOGLE_CLOUD_PROJECT", None)
     env["PLANTED_TEST_PEM"] = key["private_key"]
