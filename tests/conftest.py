@@ -7,7 +7,7 @@ import socket
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -41,6 +41,29 @@ SAFE_ENV = {
 os.environ.update(SAFE_ENV)
 for leaking in ("AWS_PROFILE", "AWS_ENDPOINT_URL", "AWS_SESSION_TOKEN"):
     os.environ.pop(leaking, None)
+
+
+
+def _share_botocore_models() -> None:
+    """botocore parses its JSON data files (the EC2 model is several MB, read through an OrderedDict hook) once per
+    Session: about 0.3 s of each new session's first client. A process builds one session; this suite builds
+    hundreds in one process (in-process CLI runs, collector tests). Each file is parsed once here and the same
+    object handed to every session, as botocore already hands it to every client of one session (a fleet's many
+    clients share their session's models). Only this process: a subprocess reads the files itself."""
+    import functools
+
+    from botocore import loaders
+
+    read = loaders.JSONFileLoader().load_file
+
+    @functools.cache
+    def parsed(file_path: str) -> Any:
+        return read(file_path)
+
+    loaders.JSONFileLoader.load_file = lambda self, file_path: parsed(file_path)
+
+
+_share_botocore_models()
 
 _real_connect = socket.socket.connect
 
