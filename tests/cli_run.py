@@ -220,12 +220,19 @@ class _Drain:
         return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
+def _dup(fd: int) -> int | None:
+    try:
+        return os.dup(fd)
+    except OSError:  # not open
+        return None
+
+
 @contextlib.contextmanager
 def _captured(out: _Drain, err: _Drain) -> Iterator[None]:
     """Descriptors 0, 1, 2 and sys.stdin/stdout/stderr pointed at /dev/null and the two pipes for the call: stdout
     is a pipe as in a subprocess (isatty false, /dev/stdout a FIFO written directly, never a file to replace)."""
     streams = sys.stdin, sys.stdout, sys.stderr
-    saved = [os.dup(fd) for fd in (0, 1, 2)]
+    saved = [_dup(fd) for fd in (0, 1, 2)]
     null = os.open(os.devnull, os.O_RDONLY)
     try:
         for source, fd in ((null, 0), (out.write_end, 1), (err.write_end, 2)):
@@ -244,8 +251,11 @@ def _captured(out: _Drain, err: _Drain) -> Iterator[None]:
                 stream.close()
         sys.stdin, sys.stdout, sys.stderr = streams
         for fd, copy in enumerate(saved):
-            os.dup2(copy, fd)
-            os.close(copy)
+            if copy is None:  # closed before the call (pytest -s with stdin closed): closed again
+                os.close(fd)
+            else:
+                os.dup2(copy, fd)
+                os.close(copy)
         os.close(null)
         out.close_write_end()
         err.close_write_end()
