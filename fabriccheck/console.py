@@ -12,7 +12,9 @@ from fabriccheck import stopping
 stopping.install()
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    """The console script calls it without arguments (the command line is sys.argv); a caller in its own process
+    (the tests) passes argv, and gets its signal handlers back when the command returns (fabriccheck.cli.main)."""
     from fabriccheck.cli import main as run
 
-    return run()
+    return run(argv)

@@ -7,7 +7,7 @@ import socket
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -28,8 +28,11 @@ SAFE_ENV = {
     "AWS_EC2_METADATA_DISABLED": "true",
     "AWS_CONFIG_FILE": os.devnull,
     "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
-    "NO_GCE_CHECK": "True",
+    # google-auth compares NO_GCE_CHECK with "true" exactly: "True" left its metadata ping on, which went to
+    # GCE_METADATA_IP (169.254.169.254 by default) from every subprocess run of `fabriccheck gcp` without a key.
+    "NO_GCE_CHECK": "true",
     "GCE_METADATA_HOST": "127.0.0.1:9",
+    "GCE_METADATA_IP": "127.0.0.1:9",
     "AZURE_TOKEN_CREDENTIALS": "AzureCliCredential",
     # Every SDK's retry back-off at a hundredth of the production waits (sources.common.RetryPolicy): the fault
     # scenarios make the same attempts without sleeping through seconds of jitter each.
@@ -38,6 +41,29 @@ SAFE_ENV = {
 os.environ.update(SAFE_ENV)
 for leaking in ("AWS_PROFILE", "AWS_ENDPOINT_URL", "AWS_SESSION_TOKEN"):
     os.environ.pop(leaking, None)
+
+
+
+def _share_botocore_models() -> None:
+    """botocore parses its JSON data files (the EC2 model is several MB, read through an OrderedDict hook) once per
+    Session: about 0.3 s of each new session's first client. A process builds one session; this suite builds
+    hundreds in one process (in-process CLI runs, collector tests). Each file is parsed once here and the same
+    object handed to every session, as botocore already hands it to every client of one session (a fleet's many
+    clients share their session's models). Only this process: a subprocess reads the files itself."""
+    import functools
+
+    from botocore import loaders
+
+    read = loaders.JSONFileLoader().load_file
+
+    @functools.cache
+    def parsed(file_path: str) -> Any:
+        return read(file_path)
+
+    loaders.JSONFileLoader.load_file = lambda self, file_path: parsed(file_path)
+
+
+_share_botocore_models()
 
 _real_connect = socket.socket.connect
 

@@ -10,6 +10,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import cli_run
 import moto
 import pytest
 import yaml
@@ -171,7 +172,7 @@ def test_a_security_group_not_collected_is_unknown_and_named(tmp_path: Path) -> 
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["fabriccheck", *args], capture_output=True, text=True, timeout=120, cwd="/")
+    return cli_run.run(*args)
 
 
 def test_a_truncated_dump_is_incomplete_and_says_how_to_redo_it(tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from arm_replay import ArmReplay, fake_az, make_certificate, serve
-from cli_run import one_clean_line, run
+from cli_run import one_clean_line, run, run_installed
 
 from fabriccheck import flow
 from fabriccheck.errors import FabricCheckError
@@ -191,7 +191,7 @@ def test_installed_command_against_the_local_endpoint(
 ) -> None:
     replay = ArmReplay(_answers(SUB), page_size=4)
     with serve(replay, *certificate) as url:
-        result = run("azure", "--endpoint-url", url, "--subscription", SUB, "--format", "json", env=azure_env)
+        result = run_installed("azure", "--endpoint-url", url, "--subscription", SUB, "--format", "json", env=azure_env)
     assert result.returncode == 1, result.stderr  # error findings
     report = json.loads(result.stdout)
     assert report["complete"] is True

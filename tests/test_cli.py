@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_run import one_clean_line, run
+from cli_run import one_clean_line, run, run_installed
 from ec2_replay import Ec2Replay, serve
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -166,7 +166,7 @@ def test_live_command_against_a_local_endpoint() -> None:
     """`fabriccheck aws --endpoint-url` as a subprocess, boto3 speaking EC2's protocol to 127.0.0.1."""
     replay = Ec2Replay.from_dump(DEMO)
     with serve(replay) as url:
-        live = run(
+        live = run_installed(
             "aws", "--endpoint-url", url, "--region", "us-east-1", "--topology", "-f", "json", "--fail-on", "never"
         )
     assert live.returncode == 0, live.stderr

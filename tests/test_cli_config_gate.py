@@ -59,7 +59,8 @@ def test_a_config_file_that_turns_the_gate_off_is_in_every_report(repo: Path) ->
     assert settings["allow-incomplete"] == {"value": False, "source": "default"}
     sarif = _json(run(*scan, "-f", "sarif", cwd=repo, env=_env()))
     assert sarif["runs"][0]["properties"]["gate"] == gate
-    text = run(*scan, cwd=repo, env=_env()).stdout
+    # Wide enough that no word is broken: the config file's path (a worker's tmp_path under pytest-xdist) is one.
+    text = run(*scan, cwd=repo, env=_env(COLUMNS="400")).stdout
     header = " ".join(text.split("Clusters")[0].split())  # the header, unwrapped
     assert f"gate: fail-on never ({source}); select AWS150 ({source}); ignore none;" in header
     assert "severity AWS150=info (flag --severity); roles *=ignore" in header

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_run import one_clean_line, run
+from cli_run import one_clean_line, run, run_installed
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / "fixtures" / "demo" / "aws"
@@ -304,7 +304,8 @@ def test_ctrl_c_during_collection_stops_at_once_and_writes_nothing(tmp_path: Pat
 
 
 def test_version() -> None:
-    result = run("--version")
+    """The installed package's console script and the version its metadata gives."""
+    result = run_installed("--version")
     assert result.returncode == 0, result.stderr
     assert result.stdout == f"fabriccheck {importlib.metadata.version('fabriccheck')}\n"
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_run import one_clean_line, run
+from cli_run import one_clean_line, run, run_installed
 from gce_replay import ComputeReplay, fake_service_account_key, serve
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
@@ -205,7 +205,7 @@ def test_installed_command_against_the_local_endpoint(google_key: Path) -> None:
     replay = replay_of(demo_project(), page_size=10)
     env = {**os.environ, "GOOGLE_APPLICATION_CREDENTIALS": str(google_key)}
     with serve(replay) as url:
-        result = run("gcp", "--endpoint-url", url, "--project", PROJECT, "-f", "json", env=env)
+        result = run_installed("gcp", "--endpoint-url", url, "--project", PROJECT, "-f", "json", env=env)
     assert result.returncode == 1, result.stderr  # errors found
     report = json.loads(result.stdout)
     assert report["complete"] is True

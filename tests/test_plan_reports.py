@@ -11,7 +11,7 @@ import os
 import re
 from pathlib import Path
 
-from cli_run import one_clean_line, run
+from cli_run import one_clean_line, run, run_installed
 
 ROOT = Path(__file__).resolve().parent.parent
 PLANS = ROOT / "fixtures" / "demo" / "plans"
@@ -85,10 +85,10 @@ def test_terraform_dir_without_the_plan_extra_says_how_to_install_it(tmp_path: P
         "        return None\n\n\n"
         "sys.meta_path.insert(0, _NoPlanExtra())\n"
     )
-    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
-    line = one_clean_line(run("plan", str(PLAN), "--terraform-dir", str(CONFIG), env=env))
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}  # sitecustomize runs at start-up: a fresh process
+    line = one_clean_line(run_installed("plan", str(PLAN), "--terraform-dir", str(CONFIG), env=env))
     assert line == (
         "fabriccheck: error: --terraform-dir needs the plan extra (python-hcl2): pip install 'fabriccheck[plan]'"
     )
     # Without --terraform-dir the plan extra is not needed.
-    assert run("plan", str(PLAN), env=env).returncode == 1
+    assert run_installed("plan", str(PLAN), env=env).returncode == 1

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+import cli_run
 import pytest
 
 from fabriccheck import losses, reports
@@ -573,18 +574,22 @@ def test_render_dispatch_passes_options() -> None:
 # ---------------------------------------------------------------------------------------------- the demo
 
 
-def run_demo(*args: str, columns: int = 80) -> str:
+def run_demo(*args: str, columns: int = 80, module: bool = False) -> str:
+    """`fabriccheck demo ARGS` (in this process, cli_run.run), or `python -m fabriccheck demo ARGS` (module)."""
     env = {**os.environ, "COLUMNS": str(columns)}
     env.pop("NO_COLOR", None)
-    result = subprocess.run(
-        [sys.executable, "-m", "fabriccheck", "demo", *args], capture_output=True, text=True, env=env, timeout=120
-    )
+    if module:
+        result = subprocess.run(
+            [sys.executable, "-m", "fabriccheck", "demo", *args], capture_output=True, text=True, env=env, timeout=120
+        )
+    else:
+        result = cli_run.run("demo", *args, cwd=Path.cwd(), env=env)
     assert result.returncode == 0, result.stderr
     return result.stdout
 
 
 def test_demo_end_to_end() -> None:
-    data = json.loads(run_demo("-f", "json"))
+    data = json.loads(run_demo("-f", "json", module=True))
     for columns in (80, 120):
         out = run_demo(columns=columns)
         assert not lines_too_long(out, columns) and ESC not in out

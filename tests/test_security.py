@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,6 +23,7 @@ from arm_replay import ArmReplay, make_certificate
 from arm_replay import serve as serve_arm
 from aws_fleet_replay import FleetReplay
 from aws_fleet_replay import serve as serve_aws
+from cli_run import run
 from gce_replay import ComputeReplay, fake_service_account_key, rm_folder, rm_project
 from gce_replay import serve as serve_gce
 
@@ -184,8 +184,9 @@ def planted(tmp_path: Path) -> Iterator[dict[str, str]]:
         "PATH": f"{az_bin}{os.pathsep}{os.environ['PATH']}",
         "GOOGLE_APPLICATION_CREDENTIALS": str(tmp_path / "gcp-key.json"),
         "CLOUDSDK_CONFIG": str(tmp_path / "gcloud"),
-        "NO_GCE_CHECK": "True",
+        "NO_GCE_CHECK": "true",  # google-auth compares it with "true" exactly (conftest.SAFE_ENV)
         "GCE_METADATA_HOST": "127.0.0.1:9",
+        "GCE_METADATA_IP": "127.0.0.1:9",
     }
     env.pop("GOOGLE_CLOUD_PROJECT", None)
     env["PLANTED_TEST_PEM"] = key["private_key"]
@@ -242,7 +243,7 @@ def _gcp_estate(denied: str | None = None) -> ComputeReplay:
 
 def _run(args: list[str], env: dict[str, str], out: Path) -> list[tuple[str, str]]:
     """Run the installed command; every output it made, as (what, text)."""
-    result = subprocess.run(["fabriccheck", *args], capture_output=True, text=True, env=env, cwd=out, timeout=180)
+    result = run(*args, env=env, cwd=out)
     assert "Traceback" not in result.stderr, result.stderr
     outputs = [(f"{args[0]} stdout", result.stdout), (f"{args[0]} stderr", result.stderr)]
     outputs += [(f"{args[0]} {p.name}", p.read_text()) for p in sorted(out.iterdir()) if p.is_file()]
