@@ -10,9 +10,6 @@ role lists their `Microsoft.*/read` actions.
 
 from __future__ import annotations
 
-import functools
-import re
-import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +21,21 @@ from fabriccheck.errors import DumpShapeError, FabricCheckError
 from fabriccheck.inventory import Inventory
 from fabriccheck.model import UNKNOWN_ACCOUNT, Node, NodeShape, fact_key
 from fabriccheck.providers.azure.fields import NicFields, VmFields
+from fabriccheck.providers.azure.items import (
+    SCALE_SET_OF_VM,
+    config_names,
+    extensions_of,
+    image_of,
+    interface,
+    nic_configs,
+    props_of,
+    ref_id,
+    region_name,
+    scale_set_spec,
+    subscription_of,
+    tags_of,
+    uniform_interface,
+)
 from fabriccheck.providers.azure.kinds import RESOURCE_TYPES, WrongKind, check, resource_type
 from fabriccheck.providers.azure.skus import read_sku, unreadable_errors
 from fabriccheck.providers.azure.states import RUNNING, power_state, stateless_note
@@ -38,11 +50,9 @@ from fabriccheck.providers.azure.support import (
     SKUS,
     VIRTUAL_NETWORKS,
     VMS,
-    vnet_of_subnet,
 )
 from fabriccheck.resources.azure import (
     AvailabilitySet,
-    Extension,
     Nic,
     NicConfig,
     ProximityPlacementGroup,
@@ -90,97 +100,11 @@ VNET_LIST = ArmCall("VirtualNetworks.ListAll", "az network vnet list", VIRTUAL_N
                     "Microsoft.Network/virtualNetworks/read", True)  # fmt: skip
 
 # In reading order: sizes and scale-set models before the VMs that use them, NICs after the VMs they fill in.
+# The large lists, parsed with the fields fields.py names only.
+PROJECTIONS: dict[ArmCall, Any] = {VM_LIST: VmFields, SCALE_SET_VM_LIST: VmFields, NIC_LIST: NicFields}
 CALLS = (SKU_LIST, SCALE_SET_LIST, VM_LIST, SCALE_SET_VM_LIST, AVAILABILITY_SET_LIST, PPG_LIST, NIC_LIST, VNET_LIST)
 # Listing the subscriptions a credential can see (when no --subscription is given).
 SUBSCRIPTIONS_PERMISSION = "Microsoft.Resources/subscriptions/read"
-
-_SUBSCRIPTION = re.compile(r"^/subscriptions/([^/]+)/", re.IGNORECASE)
-_SCALE_SET_OF_VM = re.compile(r"^(.*/virtualmachinescalesets/[^/]+)/virtualmachines/[^/]+$", re.IGNORECASE)
-
-
-# The large lists, parsed with the fields fields.py names only.
-PROJECTIONS: dict[ArmCall, Any] = {VM_LIST: VmFields, SCALE_SET_VM_LIST: VmFields, NIC_LIST: NicFields}
-
-
-def subscription_of(resource_id: Any) -> str | None:
-    match = _SUBSCRIPTION.match(resource_id) if isinstance(resource_id, str) else None
-    return match.group(1).lower() if match else None
-
-
-def region_name(location: Any) -> str:
-    """'East US' or 'eastus' -> 'eastus' (ARM answers say eastus; people type the display name)."""
-    return _region(location) if isinstance(location, str) and location else "unknown"
-
-
-@functools.lru_cache(maxsize=1024)
-def _region(location: str) -> str:
-    # Every VM names its region: one string object per region, for all of them.
-    return sys.intern(location.replace(" ", "").lower())
-
-
-def _props(item: dict[str, Any]) -> dict[str, Any]:
-    """ARM keeps a resource's settings under `properties`; `az -o json` flattens them to the top level."""
-    inner = item.get("properties")
-    return inner if isinstance(inner, dict) else item
-
-
-def _id(value: Any) -> str | None:
-    """A sub-resource reference ({"id": ...}) -> its id, lower-cased (ARM ids are case-insensitive)."""
-    if value is None:
-        return None
-    found = value.get("id") if isinstance(value, dict) else None
-    return found.lower() if isinstance(found, str) and found else None
-
-
-def _tags(raw: Any) -> dict[str, str]:
-    return {str(k): str(v) for k, v in raw.items()} if isinstance(raw, dict) else {}
-
-
-def _image(reference: Any) -> str | None:
-    """storageProfile.imageReference -> publisher:offer:sku:version, or the custom image's id."""
-    if not isinstance(reference, dict):
-        return None
-    publisher, offer = reference.get("publisher"), reference.get("offer")
-    if publisher and offer:
-        return f"{publisher!s}:{offer!s}:{reference.get('sku') or ''!s}:{reference.get('version') or ''!s}"
-    for key in ("id", "sharedGalleryImageId", "communityGalleryImageId"):
-        if reference.get(key):
-            return str(reference[key])
-    return None
-
-
-def _extensions(raw: Any) -> list[Extension]:
-    found = []
-    for ext in raw or ():
-        if not isinstance(ext, dict):
-            continue
-        inner: dict[str, Any] = ext["properties"] if isinstance(ext.get("properties"), dict) else {}
-        publisher = ext.get("publisher") or inner.get("publisher")
-        kind = ext.get("typePropertiesType") or inner.get("type")
-        if not kind and "/" not in str(ext.get("type") or "/"):
-            kind = ext.get("type")  # a flattened extension whose own type kept its name
-        if publisher and kind:
-            found.append(Extension(publisher=str(publisher), type=str(kind)))
-        elif isinstance(ext.get("id"), str) and "/extensions/" in ext["id"].lower():
-            # A VM list may name an extension by id only: its name (which `az vm extension set --name` makes
-            # the extension's type) is all there is; the publisher is left unknown.
-            found.append(Extension(publisher="", type=ext["id"].rstrip("/").rsplit("/", 1)[-1]))
-    return found
-
-
-def _nic_configs(profile: Any) -> list[NicConfig]:
-    configs = []
-    for raw in (profile or {}).get("networkInterfaceConfigurations") or ():
-        props = _props(raw)
-        subnet = None
-        for ip in props.get("ipConfigurations") or ():
-            subnet = _id(_props(ip).get("subnet"))
-            if subnet:
-                break
-        accelerated = props.get("enableAcceleratedNetworking")
-        configs.append(NicConfig(name=str(raw.get("name") or "nic"), accelerated_networking=accelerated, subnet=subnet))
-    return configs
-
 
 def _each(raw: Any, where: str) -> Iterator[tuple[str, dict[str, Any]]]:
     """The items of an answer: a list (az -o json) or an ARM page ({"value": [...]})."""
@@ -306,88 +230,95 @@ class Normalizer:
         )
 
     def _item(self, call: ArmCall, item: dict[str, Any], account: str) -> None:
-        azure = self.inventory.azure
-        props = _props(item)
-        region = region_name(item.get("location"))
         resource_id = raw.lower() if type(raw := item.get("id")) is str else ""  # none: no ARM resource (kinds)
         check(call.name, item, resource_id)
-        if call is SCALE_SET_LIST:
-            profile = props.get("virtualMachineProfile") or {}
-            scale_set = ScaleSet(
+        _READERS[call.name](self, item, props_of(item), account, region_name(item.get("location")), resource_id)
+
+    def _scale_set(self, item: dict[str, Any], props: dict[str, Any], account: str, region: str, rid: str) -> None:
+        profile = props.get("virtualMachineProfile") or {}
+        scale_set = ScaleSet(
+            account=account,
+            region=region,
+            id=rid,
+            name=str(item.get("name") or rid.rsplit("/", 1)[-1]),
+            orchestration_mode=str(props.get("orchestrationMode") or "Uniform"),
+            single_placement_group=props.get("singlePlacementGroup"),
+            platform_fault_domain_count=props.get("platformFaultDomainCount"),
+            capacity=(item.get("sku") or {}).get("capacity"),
+            size=(item.get("sku") or {}).get("name"),
+            image=image_of((profile.get("storageProfile") or {}).get("imageReference")),
+            extensions=extensions_of((profile.get("extensionProfile") or {}).get("extensions")),
+            nics=nic_configs(profile.get("networkProfile")),
+            tags=tags_of(item.get("tags")),
+        )
+        self.inventory.azure.scale_sets.append(scale_set)
+        self._scale_sets[(account, rid)] = scale_set
+        # A proximity placement group of the scale set is the VMs' too.
+        scale_set_ppg = ref_id(props.get("proximityPlacementGroup"))
+        if scale_set_ppg:
+            self._scale_set_ppg[(account, rid)] = scale_set_ppg
+
+    def _listed_vm(self, item: dict[str, Any], props: dict[str, Any], account: str, region: str, rid: str) -> None:
+        self._vm(item, props, account, region, rid, ref_id(props.get("virtualMachineScaleSet")), False)
+
+    def _scale_set_vm(self, item: dict[str, Any], props: dict[str, Any], account: str, region: str, rid: str) -> None:
+        match = SCALE_SET_OF_VM.match(rid)
+        self._vm(item, props, account, region, rid, match.group(1) if match else None, True)
+
+    def _availability_set(
+        self, item: dict[str, Any], props: dict[str, Any], account: str, region: str, rid: str
+    ) -> None:
+        self.inventory.azure.availability_sets.append(
+            AvailabilitySet(
                 account=account,
                 region=region,
-                id=resource_id,
-                name=str(item.get("name") or resource_id.rsplit("/", 1)[-1]),
-                orchestration_mode=str(props.get("orchestrationMode") or "Uniform"),
-                single_placement_group=props.get("singlePlacementGroup"),
+                id=rid,
+                name=str(item.get("name") or ""),
                 platform_fault_domain_count=props.get("platformFaultDomainCount"),
-                capacity=(item.get("sku") or {}).get("capacity"),
-                size=(item.get("sku") or {}).get("name"),
-                image=_image((profile.get("storageProfile") or {}).get("imageReference")),
-                extensions=_extensions((profile.get("extensionProfile") or {}).get("extensions")),
-                nics=_nic_configs(profile.get("networkProfile")),
-                tags=_tags(item.get("tags")),
+                virtual_machines=len(props.get("virtualMachines") or ()),
             )
-            # A proximity placement group of the scale set is the VMs' too.
-            scale_set_ppg = _id(props.get("proximityPlacementGroup"))
-            azure.scale_sets.append(scale_set)
-            self._scale_sets[(account, resource_id)] = scale_set
-            if scale_set_ppg:
-                self._scale_set_ppg[(account, resource_id)] = scale_set_ppg
-        elif call is VM_LIST:
-            self._vm(item, props, account, region, resource_id, _id(props.get("virtualMachineScaleSet")), False)
-        elif call is SCALE_SET_VM_LIST:
-            match = _SCALE_SET_OF_VM.match(resource_id)
-            self._vm(item, props, account, region, resource_id, match.group(1) if match else None, True)
-        elif call is AVAILABILITY_SET_LIST:
-            azure.availability_sets.append(
-                AvailabilitySet(
-                    account=account,
-                    region=region,
-                    id=resource_id,
-                    name=str(item.get("name") or ""),
-                    platform_fault_domain_count=props.get("platformFaultDomainCount"),
-                    virtual_machines=len(props.get("virtualMachines") or ()),
-                )
+        )
+
+    def _ppg(self, item: dict[str, Any], props: dict[str, Any], account: str, region: str, rid: str) -> None:
+        self.inventory.azure.proximity_placement_groups.append(
+            ProximityPlacementGroup(
+                account=account,
+                region=region,
+                id=rid,
+                name=str(item.get("name") or ""),
+                group_type=props.get("proximityPlacementGroupType"),
             )
-        elif call is PPG_LIST:
-            azure.proximity_placement_groups.append(
-                ProximityPlacementGroup(
-                    account=account,
-                    region=region,
-                    id=resource_id,
-                    name=str(item.get("name") or ""),
-                    group_type=props.get("proximityPlacementGroupType"),
-                )
+        )
+
+    def _nic(self, item: dict[str, Any], props: dict[str, Any], account: str, region: str, rid: str) -> None:
+        subnet = None
+        for ip in props.get("ipConfigurations") or ():
+            subnet = ref_id(props_of(ip).get("subnet"))
+            if subnet:
+                break
+        # The VMs' NICs take their subnet and accelerated networking from these records (support.resolve).
+        self.inventory.azure.nics.append(
+            Nic(
+                account=account,
+                region=region,
+                id=rid,
+                accelerated_networking=props.get("enableAcceleratedNetworking"),
+                subnet=subnet,
+                virtual_machine=ref_id(props.get("virtualMachine")),
             )
-        elif call is NIC_LIST:
-            subnet = None
-            for ip in props.get("ipConfigurations") or ():
-                subnet = _id(_props(ip).get("subnet"))
-                if subnet:
-                    break
-            # The VMs' NICs take their subnet and accelerated networking from these records (support.resolve).
-            azure.nics.append(
-                Nic(
-                    account=account,
-                    region=region,
-                    id=resource_id,
-                    accelerated_networking=props.get("enableAcceleratedNetworking"),
-                    subnet=subnet,
-                    virtual_machine=_id(props.get("virtualMachine")),
-                )
+        )
+
+    def _vnet(self, item: dict[str, Any], props: dict[str, Any], account: str, region: str, rid: str) -> None:
+        prefixes = [str(p) for p in (props.get("addressSpace") or {}).get("addressPrefixes") or ()]
+        for subnet in props.get("subnets") or ():
+            sub = props_of(subnet)
+            prefixes += [str(p) for p in (sub.get("addressPrefix"), *(sub.get("addressPrefixes") or ())) if p]
+        self.inventory.azure.virtual_networks.append(
+            VirtualNetwork(
+                account=account, region=region, id=rid, name=str(item.get("name") or ""),
+                address_prefixes=sorted(set(prefixes)),
             )
-        elif call is VNET_LIST:
-            prefixes = [str(p) for p in (props.get("addressSpace") or {}).get("addressPrefixes") or ()]
-            for subnet in props.get("subnets") or ():
-                sub = _props(subnet)
-                prefixes += [str(p) for p in (sub.get("addressPrefix"), *(sub.get("addressPrefixes") or ())) if p]
-            azure.virtual_networks.append(
-                VirtualNetwork(
-                    account=account, region=region, id=resource_id, name=str(item.get("name") or ""),
-                    address_prefixes=sorted(set(prefixes)),
-                )
-            )  # fmt: skip
+        )  # fmt: skip
 
     def _vm(
         self,
@@ -408,14 +339,14 @@ class Normalizer:
         if uniform:
             # A Uniform scale set's VM: its NICs live under the scale set, not in the subscription's NIC list;
             # their settings are the VM's networkProfileConfiguration, else the scale set's model.
-            names = _config_names(props) or [c.name for c in self._scale_set_nics(account, scale_set_id)]
+            names = config_names(props) or [c.name for c in self._scale_set_nics(account, scale_set_id)]
             interface_ids = tuple(f"{resource_id}/networkinterfaces/{name.lower()}" for name in names)
         else:
             refs = (props.get("networkProfile") or {}).get("networkInterfaces") or []
-            if self.per_item and not (isinstance(refs, list) and all(_id(ref) for ref in refs)):
+            if self.per_item and not (isinstance(refs, list) and all(ref_id(ref) for ref in refs)):
                 # A reference without an id would be skipped: the VM would look as if it had fewer NICs.
                 raise TypeError("networkProfile.networkInterfaces is not a list of NIC references with ids")
-            interface_ids = tuple(ref_id for ref in refs if (ref_id := _id(ref)))
+            interface_ids = tuple(found for ref in refs if (found := ref_id(ref)))
         shape = self._pools.shape(
             without(item, _OWN_FIELDS),
             lambda rest: self._vm_shape(rest, account, scale_set_id, uniform),
@@ -427,7 +358,7 @@ class Normalizer:
         if state is None:
             self._stateless.add(SCALE_SET_VM_LIST if uniform else VM_LIST)
         self.inventory.nodes.append(node)
-        extensions = _extensions(item.get("resources"))
+        extensions = extensions_of(item.get("resources"))
         if extensions:
             self.inventory.azure.extensions.append(
                 VmExtensions(account=account, region=region, vm=resource_id, extensions=extensions)
@@ -449,16 +380,16 @@ class Normalizer:
 
     def _vm_shape(self, item: dict[str, Any], account: str, scale_set_id: str | None, uniform: bool) -> NodeShape:
         """What a VM's answer says that the other VMs of its scale set or availability set say alike."""
-        props = _props(item)
+        props = props_of(item)
         region = region_name(item.get("location"))
         scale_set = self._scale_sets.get((account, scale_set_id)) if scale_set_id else None
         placement = []
         if scale_set_id:
             placement.append({"kind": SCALE_SET, "id": scale_set_id})
-        availability_set = _id(props.get("availabilitySet"))
+        availability_set = ref_id(props.get("availabilitySet"))
         if availability_set:
             placement.append({"kind": AVAILABILITY_SET, "id": availability_set})
-        ppg = _id(props.get("proximityPlacementGroup")) or self._scale_set_ppg.get((account, scale_set_id or ""))
+        ppg = ref_id(props.get("proximityPlacementGroup")) or self._scale_set_ppg.get((account, scale_set_id or ""))
         if ppg:
             placement.append({"kind": PROXIMITY_PLACEMENT_GROUP, "id": ppg})
         size = (props.get("hardwareProfile") or {}).get("vmSize") or (item.get("sku") or {}).get("name")
@@ -466,12 +397,12 @@ class Normalizer:
             size = scale_set.size
         zones = item.get("zones") or []
         if uniform:
-            configs = _nic_configs(props.get("networkProfileConfiguration")) or (scale_set.nics if scale_set else [])
-            interfaces = [_uniform_interface(config, index) for index, config in enumerate(configs)]
+            configs = nic_configs(props.get("networkProfileConfiguration")) or (scale_set.nics if scale_set else [])
+            interfaces = [uniform_interface(config, index) for index, config in enumerate(configs)]
         else:
             refs = (props.get("networkProfile") or {}).get("networkInterfaces") or []
             interfaces = [
-                _interface(None, None, 0 if _props(ref).get("primary") else index + 1)
+                interface(None, None, 0 if props_of(ref).get("primary") else index + 1)
                 for index, ref in enumerate(refs)
                 if isinstance(ref, dict)
             ]
@@ -482,9 +413,9 @@ class Normalizer:
                 "region": region,
                 "zone": f"{region}-{zones[0]}" if zones else None,
                 "instance_type": size,
-                "image": _image((props.get("storageProfile") or {}).get("imageReference"))
+                "image": image_of((props.get("storageProfile") or {}).get("imageReference"))
                 or (scale_set.image if scale_set else None),
-                "tags": _tags(item.get("tags")),
+                "tags": tags_of(item.get("tags")),
                 "interfaces": interfaces,
                 "placement": placement,
             }
@@ -513,31 +444,16 @@ class Normalizer:
                         self.inventory.collected.append(recorded)
 
 
-def scale_set_spec(scale_set: ScaleSet) -> Node:
-    """A scale set's model -> the VM it would launch (origin template)."""
-    interfaces = [
-        {
-            "id": f"{scale_set.id}/model/networkinterfaces/{config.name.lower()}",
-            **_uniform_interface(config, index),
-        }
-        for index, config in enumerate(scale_set.nics)
-    ]
-    return Node.model_validate(
-        {
-            "id": scale_set.id,
-            "provider": "azure",
-            "account": scale_set.account,
-            "region": scale_set.region,
-            "origin": "template",
-            "spec": {"kind": "scale-set-model", "name": scale_set.name, "role": f"{scale_set.orchestration_mode} "
-                     "scale set with no VMs running"},
-            "instance_type": scale_set.size,
-            "image": scale_set.image,
-            "tags": scale_set.tags,
-            "interfaces": interfaces,
-            "placement": [{"kind": SCALE_SET, "id": scale_set.id}],
-        }
-    )  # fmt: skip
+# How each answer's items are read, by the call's name (SKUs are read apart: they name no subscription).
+_READERS: dict[str, Callable[[Normalizer, dict[str, Any], dict[str, Any], str, str, str], None]] = {
+    SCALE_SET_LIST.name: Normalizer._scale_set,
+    VM_LIST.name: Normalizer._listed_vm,
+    SCALE_SET_VM_LIST.name: Normalizer._scale_set_vm,
+    AVAILABILITY_SET_LIST.name: Normalizer._availability_set,
+    PPG_LIST.name: Normalizer._ppg,
+    NIC_LIST.name: Normalizer._nic,
+    VNET_LIST.name: Normalizer._vnet,
+}
 
 
 def normalize(
@@ -568,24 +484,6 @@ def role_definition() -> dict[str, Any]:
         "NotDataActions": [],
         "AssignableScopes": ["/subscriptions/SUBSCRIPTION_ID"],
     }
-
-
-def _interface(network: str | None, subnet: str | None, device_index: int) -> dict[str, Any]:
-    """A VM's NIC as its shape holds it: the subnet and accelerated networking of a NIC the VM only references
-    come from the NIC's own record (support.resolve)."""
-    return {"interface_type": "nic", "network": network, "subnet": subnet, "device_index": device_index}
-
-
-def _uniform_interface(config: NicConfig, index: int) -> dict[str, Any]:
-    """A Uniform scale-set VM's NIC, from its configuration (absent accelerated networking is ARM's default: off)."""
-    interface = _interface(vnet_of_subnet(config.subnet), config.subnet, index)
-    return {**interface, "accelerated": bool(config.accelerated_networking)}
-
-
-def _config_names(props: dict[str, Any]) -> list[str]:
-    """The names of a VM's own NIC configurations (networkProfileConfiguration), as _nic_configs reads them."""
-    configs = (props.get("networkProfileConfiguration") or {}).get("networkInterfaceConfigurations") or ()
-    return [str(config.get("name") or "nic") for config in configs]
 
 
 # A VM's own values (Normalizer._vm): its id and name, power state, NIC references' ids and extensions (kept as

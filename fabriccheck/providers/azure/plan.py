@@ -15,7 +15,7 @@ from typing import Any
 
 from fabriccheck.inventory import Inventory
 from fabriccheck.model import UNKNOWN_ACCOUNT, FlatInterface, Node, NodeSpec, Placement, SourceLocation, fact_key
-from fabriccheck.providers.azure.normalize import region_name, subscription_of
+from fabriccheck.providers.azure.items import region_name, subscription_of
 from fabriccheck.providers.azure.support import (
     AKS_CLUSTER_SUFFIX_TAG,
     AKS_POOL_TAG,
