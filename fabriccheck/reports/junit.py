@@ -22,8 +22,8 @@ import xml.etree.ElementTree as ET
 
 from fabriccheck.findings import SEVERITY_RANK, Finding
 from fabriccheck.report import Report, unjudged_rules
+from fabriccheck.reports.outline import suppressed
 from fabriccheck.reports.safe import visible
-from fabriccheck.reports.text import suppressed
 from fabriccheck.reports.wording import penalty_line
 
 FAIL_ON = ("error", "warning", "info", "never")

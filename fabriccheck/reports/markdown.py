@@ -15,8 +15,7 @@ from fabriccheck.model import UNKNOWN_ACCOUNT, SourceLocation
 from fabriccheck.report import ClusterReport, Report
 from fabriccheck.reports import planned
 from fabriccheck.reports.names import DisplayName
-from fabriccheck.reports.safe import md_code, md_text
-from fabriccheck.reports.text import (
+from fabriccheck.reports.outline import (
     cluster_names,
     findings_by_cluster,
     needs_attention,
@@ -27,6 +26,7 @@ from fabriccheck.reports.text import (
     worst,
     worst_cell,
 )
+from fabriccheck.reports.safe import md_code, md_text
 from fabriccheck.reports.wording import (
     cost_lines,
     lost_cell,

@@ -14,22 +14,32 @@ import io
 import os
 import sys
 import textwrap
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 from rich.console import Console
 from rich.text import Text
 
 from fabriccheck.config import Gate
-from fabriccheck.findings import SEVERITY_RANK, Finding
+from fabriccheck.findings import Finding
 from fabriccheck.model import UNKNOWN_ACCOUNT, SourceLocation
-from fabriccheck.report import ClusterReport, NotJudged, Report
+from fabriccheck.report import ClusterReport, Report
 from fabriccheck.reports import planned
-from fabriccheck.reports.names import DisplayName, display_names, shared_scopes
+from fabriccheck.reports.names import DisplayName, shared_scopes
+from fabriccheck.reports.outline import (
+    cluster_names,
+    findings_by_cluster,
+    needs_attention,
+    not_judged_groups,
+    ranked,
+    status_counts,
+    suppressed,
+    worst,
+    worst_cell,
+)
 from fabriccheck.reports.safe import visible
 from fabriccheck.reports.wording import (
     cost_lines,
     lost_cell,
-    lost_hours,
     penalty_line,
     plural,
     possible_line,
@@ -39,97 +49,13 @@ from fabriccheck.reports.wording import (
 
 STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan", "incomplete": "bold magenta", "clean": "green"}
 MIN_WIDTH = 60
+_JUDGED_STATES = ("running", "pending", "planned")
 DEFAULT_WIDTH = 100  # when the output is not a terminal and COLUMNS is not set
 TOP = 10  # rows of the "cost most" table
 CLEAN_SHOWN = 3  # clean clusters shown as blocks (and named in the count line) without --verbose
 RESOURCES_SHOWN = 6
 ERRORS_SHOWN = 10
 SKIPPED_SHOWN = 10
-_STATUS_RANK = {"findings": 0, "incomplete": 1, "clean": 2}
-_JUDGED_STATES = ("running", "pending", "planned")
-
-
-# ---------------------------------------------------------------------------------------------- shared
-
-
-def findings_by_cluster(report: Report) -> dict[str | None, list[Finding]]:
-    groups: dict[str | None, list[Finding]] = {}
-    for f in report.findings:
-        groups.setdefault(f.cluster, []).append(f)
-    return groups
-
-
-def suppressed(finding: Finding) -> str | None:
-    """Why a finding does not fail the gate though it is reported: its waiver, or the baseline that holds it."""
-    if finding.waiver is not None:
-        until = f" (until {finding.waiver.expires})" if finding.waiver.expires else ""
-        return f"waived: {finding.waiver.reason}{until}"
-    if finding.baseline == "existing":
-        return "in the baseline: not new, not failing the gate"
-    return None
-
-
-def worst(findings: Iterable[Finding]) -> str | None:
-    return max((f.severity for f in findings), key=SEVERITY_RANK.__getitem__, default=None)
-
-
-def worst_cell(c: ClusterReport, findings: list[Finding]) -> str:
-    """A cluster's "worst" column: the worst severity among findings that fail the gate. A cluster whose every
-    finding is waived or in the baseline says so, rather than showing an error nobody is asked to act on."""
-    gating = worst(f for f in findings if f.gates)
-    if gating:
-        return gating
-    if findings:
-        return "waived" if all(f.waiver for f in findings) else "accepted"  # waived or in the baseline
-    return "incomplete" if c.status == "incomplete" else "—"
-
-
-def ranked(report: Report) -> list[ClusterReport]:
-    """Clusters worst first: those that cannot run, then most GPU-hours lost a day (high end, to the hour; the
-    findings marked possible do not count), then worst severity, then findings before incomplete before clean,
-    then id. The text and markdown reports share this order."""
-    by_cluster = findings_by_cluster(report)
-
-    def key(c: ClusterReport) -> tuple[bool, int, int, int, str]:
-        severity = worst(f for f in by_cluster.get(c.id, []) if f.gates)
-        return (
-            not c.penalty.cannot_run,
-            -round(lost_hours(c.penalty)),
-            -SEVERITY_RANK.get(severity or "", -1),
-            _STATUS_RANK.get(c.status, 0),
-            c.id,
-        )
-
-    return sorted(report.clusters, key=key)
-
-
-def cluster_names(report: Report) -> dict[str, DisplayName]:
-    """Short names for the report's clusters and skipped clusters, unique within it (names.py)."""
-    return display_names(
-        [(c.id, c.nodes) for c in report.clusters] + [(s.id, s.nodes) for s in report.skipped_clusters]
-    )
-
-
-def needs_attention(c: ClusterReport) -> bool:
-    return c.status != "clean" or c.findings > 0 or bool(c.not_judged)
-
-
-def status_counts(report: Report) -> dict[str, int]:
-    counts = {"clean": 0, "findings": 0, "incomplete": 0}
-    for c in report.clusters:
-        counts[c.status] = counts.get(c.status, 0) + 1
-    return counts
-
-
-def not_judged_groups(items: Sequence[NotJudged]) -> list[tuple[str, list[str], list[str]]]:
-    """Not-judged entries grouped by reason: (reason, rules, resources concerned; empty = whole cluster)."""
-    groups: dict[str, tuple[list[str], list[str]]] = {}
-    for item in items:
-        rules, resources = groups.setdefault(item.reason, ([], []))
-        if item.rule not in rules:
-            rules.append(item.rule)
-        resources.extend(r for r in item.resources if r not in resources)
-    return [(reason, rules, resources) for reason, (rules, resources) in groups.items()]
 
 
 def terminal_width() -> int:
