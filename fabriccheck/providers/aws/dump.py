@@ -27,53 +27,22 @@ from fabriccheck.providers.aws.normalize import (
     owners,
 )
 from fabriccheck.providers.aws.values import shown
-from fabriccheck.sources.common import TRUNCATED, Scope, Shape, paused_gc, read_json
+from fabriccheck.sources import dumps
+from fabriccheck.sources.common import Shape, paused_gc, read_json
 from fabriccheck.sources.stream import walk
 
-
-def _has_answers(folder: Path) -> bool:
-    return any((folder / c.dump_file).exists() for c in CALLS)
-
-
-def _folders(directory: Path) -> list[Path]:
-    # Hidden folders (.git, .cache) are not part of a dump.
-    return sorted(p for p in directory.iterdir() if p.is_dir() and not p.name.startswith("."))
-
-
-def _not_a_dump_folder(folder: Path, within: str) -> FabricCheckError:
-    return FabricCheckError(
-        f"--from-dump: {folder} is neither a region (e.g. us-east-1) nor a 12-digit account folder{within}; "
-        "move it out of the dump or rename it"
-    )
-
-
-def dump_folders(directory: Path) -> list[tuple[Path, str | None, str | None]]:
-    """(folder of answers, its account if the layout says, its region if the layout says). A folder that is
-    neither a region nor an account is an error, never skipped: its answers would be silently missing."""
-    if not directory.is_dir():
-        raise FabricCheckError(f"--from-dump {directory}: not a folder")
-    if _has_answers(directory):
-        return [(directory, None, None)]
-    found: list[tuple[Path, str | None, str | None]] = []
-    for sub in _folders(directory):
-        if REGION.fullmatch(sub.name):
-            found.append((sub, None, sub.name))
-        elif ACCOUNT_ID.fullmatch(sub.name):
-            if _has_answers(sub):
-                found.append((sub, sub.name, None))
-            for region in _folders(sub):
-                if not REGION.fullmatch(region.name):
-                    raise _not_a_dump_folder(region, f" inside account folder {sub.name}")
-                found.append((region, sub.name, region.name))
-        else:
-            raise _not_a_dump_folder(sub, "")
-    if not found:
-        expected = ", ".join(c.dump_file for c in CALLS if c.required)
-        raise FabricCheckError(
-            f"--from-dump {directory}: no EC2 answers found (expected files such as {expected}, "
-            "or region or 12-digit account folders holding them)"
-        )
-    return found
+LAYOUT: dumps.Layout[Ec2Call] = dumps.Layout(
+    provider="aws",
+    calls=CALLS,
+    answers="EC2 answers",
+    scope_folder=ACCOUNT_ID,
+    not_a_scope="is neither a region (e.g. us-east-1) nor a 12-digit account folder",
+    scope_folders="or region or 12-digit account folders holding them",
+    page_token="NextToken",
+    cut_note=" (the CLI writes one under --max-items or --no-paginate)",
+    remake=lambda call, _account: f"aws ec2 {call.dump_file[:-5]} --output json",
+    region_folder=REGION,
+)
 
 
 def _single(accounts: set[str]) -> str | None:
@@ -82,15 +51,14 @@ def _single(accounts: set[str]) -> str | None:
 
 def load_dump(directory: Path, region: str | None = None) -> Inventory:
     inventory = Inventory(source=f"aws dump {directory}")
-    for folder, account, folder_region in dump_folders(directory):
-        inventory.merge(_load_folder(folder, account, folder_region or region))
+    for folder in dumps.folders(directory, LAYOUT):
+        inventory.merge(_load_folder(folder.path, folder.account, folder.region or region))
     return inventory
 
 
 def _load_folder(folder: Path, account: str | None, region: str | None) -> Inventory:
     part = Inventory()
-    present = [c for c in CALLS if (folder / c.dump_file).exists()]
-    missing = [c for c in CALLS if c.required and c not in present]
+    present, missing = LAYOUT.present(folder)
 
     def where(call: Ec2Call) -> str:
         return str(folder / call.dump_file)
@@ -125,26 +93,7 @@ def _load_folder(folder: Path, account: str | None, region: str | None) -> Inven
     if INSTANCES not in present and account is None:
         normalizer.account = _security_group_owner(folder, present)
     scopes = [normalizer.account] if normalizer.account else sorted({n.account for n in part.nodes})
-    for call in truncated:
-        for scope_account in scopes or [UNKNOWN_ACCOUNT]:
-            part.errors.append(
-                Scope("aws", scope_account, normalizer.region).error(
-                    call.dump_file,
-                    TRUNCATED,
-                    f"{folder / call.dump_file} ends with a NextToken, so the answer is cut short (the CLI "
-                    f"writes one under --max-items or --no-paginate); make it again with: "
-                    f"aws ec2 {call.dump_file[:-5]} --output json",
-                )
-            )
-    for call in missing:
-        for scope_account in scopes or [UNKNOWN_ACCOUNT]:
-            part.errors.append(
-                Scope("aws", scope_account, normalizer.region).missing_dump(
-                    folder / call.dump_file,
-                    call.fact.replace("_", " "),
-                    f"aws ec2 {call.dump_file[:-5]} --output json",
-                )
-            )
+    dumps.record_gaps(part, LAYOUT, folder, scopes or [UNKNOWN_ACCOUNT], normalizer.region, truncated, missing)
     return part
 
 

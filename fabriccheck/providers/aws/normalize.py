@@ -356,6 +356,7 @@ _RESOURCES: dict[str, Callable[[Normalizer, dict[str, Any], str, Shape, str], st
     CAPACITY_RESERVATIONS.operation: Normalizer._capacity_reservation,
 }
 
+
 def normalize(
     answers: dict[Ec2Call, Any],
     region: str | None,

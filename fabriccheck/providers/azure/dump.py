@@ -17,45 +17,32 @@ from fabriccheck.inventory import Inventory
 from fabriccheck.model import UNKNOWN_ACCOUNT
 from fabriccheck.providers.azure.kinds import what_the_document_is
 from fabriccheck.providers.azure.normalize import CALLS, PROJECTIONS, ArmCall, Normalizer
-from fabriccheck.sources import projected
-from fabriccheck.sources.common import TRUNCATED, Scope, paused_gc
+from fabriccheck.sources import dumps, projected
+from fabriccheck.sources.common import paused_gc
 from fabriccheck.sources.stream import walk
 
 SUBSCRIPTION_ID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
 
 
-def _has_answers(folder: Path) -> bool:
-    return any((folder / c.dump_file).exists() for c in CALLS)
-
-
-def dump_folders(directory: Path) -> list[tuple[Path, str | None]]:
-    """(folder of answers, its subscription if the layout says). A folder that is not a subscription is an
-    error, never skipped: its answers would be silently missing."""
-    if not directory.is_dir():
-        raise FabricCheckError(f"--from-dump {directory}: not a folder")
-    if _has_answers(directory):
-        return [(directory, None)]
-    found: list[tuple[Path, str | None]] = []
-    for sub in sorted(p for p in directory.iterdir() if p.is_dir() and not p.name.startswith(".")):
-        if not SUBSCRIPTION_ID.fullmatch(sub.name):
-            raise FabricCheckError(
-                f"--from-dump: {sub} is not a subscription folder (named after the subscription id, e.g. "
-                "00000000-0000-0000-0000-000000000000); move it out of the dump or rename it"
-            )
-        found.append((sub, sub.name.lower()))
-    if not found:
-        expected = ", ".join(c.dump_file for c in CALLS if c.required)
-        raise FabricCheckError(
-            f"--from-dump {directory}: no Azure answers found (expected files such as {expected}, "
-            "or subscription folders holding them)"
-        )
-    return found
+LAYOUT: dumps.Layout[ArmCall] = dumps.Layout(
+    provider="azure",
+    calls=CALLS,
+    answers="Azure answers",
+    scope_folder=SUBSCRIPTION_ID,
+    not_a_scope="is not a subscription folder (named after the subscription id, e.g. "
+    "00000000-0000-0000-0000-000000000000)",
+    scope_folders="or subscription folders holding them",
+    page_token="nextLink",
+    cut_note="",
+    remake=lambda call, _account: f"{call.command} -o json",
+    lower=True,
+)
 
 
 def load_dump(directory: Path, subscriptions: list[str] | None = None) -> Inventory:
     """Every subscription of the dump, or only `subscriptions` (an unknown one is an error)."""
     inventory = Inventory(source=f"azure dump {directory}")
-    folders = dump_folders(directory)
+    folders = [(f.path, f.account) for f in dumps.folders(directory, LAYOUT)]
     wanted = {s.lower() for s in subscriptions or ()}
     parts = [_load_folder(folder, subscription) for folder, subscription in folders]
     if wanted:
@@ -84,8 +71,7 @@ def _only(part: Inventory, wanted: set[str]) -> Inventory:
 
 def _load_folder(folder: Path, subscription: str | None) -> Inventory:
     part = Inventory()
-    present = [c for c in CALLS if (folder / c.dump_file).exists()]
-    missing = [c for c in CALLS if c.required and c not in present]
+    present, missing = LAYOUT.present(folder)
 
     def where(call: ArmCall) -> str:
         return str(folder / call.dump_file)
@@ -104,23 +90,7 @@ def _load_folder(folder: Path, subscription: str | None) -> Inventory:
             normalizer.record(call, accounts)
     normalizer.finish()
     scopes = [subscription] if subscription else sorted({n.account for n in part.nodes}) or [UNKNOWN_ACCOUNT]
-    for call in truncated:
-        for account in scopes:
-            part.errors.append(
-                Scope("azure", account).error(
-                    call.dump_file,
-                    TRUNCATED,
-                    f"{folder / call.dump_file} ends with a nextLink, so the answer is cut short; make it again "
-                    f"with: {call.command} -o json",
-                )
-            )
-    for call in missing:
-        for account in scopes:
-            part.errors.append(
-                Scope("azure", account).missing_dump(
-                    folder / call.dump_file, call.fact.replace("_", " "), f"{call.command} -o json"
-                )
-            )
+    dumps.record_gaps(part, LAYOUT, folder, scopes, None, truncated, missing)
     return part
 
 

@@ -139,5 +139,3 @@ def scale_set_spec(scale_set: ScaleSet) -> Node:
             "placement": [{"kind": SCALE_SET, "id": scale_set.id}],
         }
     )  # fmt: skip
-
-

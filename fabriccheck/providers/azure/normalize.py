@@ -106,6 +106,7 @@ CALLS = (SKU_LIST, SCALE_SET_LIST, VM_LIST, SCALE_SET_VM_LIST, AVAILABILITY_SET_
 # Listing the subscriptions a credential can see (when no --subscription is given).
 SUBSCRIPTIONS_PERMISSION = "Microsoft.Resources/subscriptions/read"
 
+
 def _each(raw: Any, where: str) -> Iterator[tuple[str, dict[str, Any]]]:
     """The items of an answer: a list (az -o json) or an ARM page ({"value": [...]})."""
     items = raw.get("value") if isinstance(raw, dict) else raw

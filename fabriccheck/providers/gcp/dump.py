@@ -28,37 +28,22 @@ from fabriccheck.providers.gcp.normalize import (
     project_of,
 )
 from fabriccheck.resources.gcp import GLOBAL
-from fabriccheck.sources import projected
-from fabriccheck.sources.common import TRUNCATED, Scope, Shape, paused_gc
+from fabriccheck.sources import dumps, projected
+from fabriccheck.sources.common import Shape, paused_gc
 from fabriccheck.sources.stream import walk
 
-
-def _has_answers(folder: Path) -> bool:
-    return any((folder / c.dump_file).exists() for c in CALLS)
-
-
-def dump_folders(directory: Path) -> list[tuple[Path, str | None]]:
-    """(folder of answers, its project if the layout says). A folder that is not a project is an error, never
-    skipped: its answers would be silently missing."""
-    if not directory.is_dir():
-        raise FabricCheckError(f"--from-dump {directory}: not a folder")
-    if _has_answers(directory):
-        return [(directory, None)]
-    found: list[tuple[Path, str | None]] = []
-    for sub in sorted(p for p in directory.iterdir() if p.is_dir() and not p.name.startswith(".")):
-        if not PROJECT_ID.fullmatch(sub.name) or not _has_answers(sub):
-            raise FabricCheckError(
-                f"--from-dump: {sub} is not a project folder (a project id holding files such as "
-                f"{INSTANCES.dump_file}); move it out of the dump or rename it"
-            )
-        found.append((sub, sub.name))
-    if not found:
-        expected = ", ".join(c.dump_file for c in CALLS)
-        raise FabricCheckError(
-            f"--from-dump {directory}: no gcloud answers found (expected files such as {expected}, "
-            "or project folders holding them)"
-        )
-    return found
+LAYOUT: dumps.Layout[GcpCall] = dumps.Layout(
+    provider="gcp",
+    calls=CALLS,
+    answers="gcloud answers",
+    scope_folder=PROJECT_ID,
+    not_a_scope=f"is not a project folder (a project id holding files such as {INSTANCES.dump_file})",
+    scope_folders="or project folders holding them",
+    page_token="nextPageToken",
+    cut_note=" (an API page, not the whole list)",
+    remake=lambda call, account: f"{call.command.replace('PROJECT', account)} > {call.dump_file}",
+    scope_needs_answers=True,
+)
 
 
 _SCOPE = operator.attrgetter("account", "region")
@@ -68,23 +53,22 @@ def load_dump(directory: Path, project: str | None = None) -> Inventory:
     """Every project folder of `directory`; `project` (--project) names the project of a flat folder, whose files
     may not say it (a list with no resource names no project)."""
     inventory = Inventory(source=f"gcp dump {directory}")
-    folders = dump_folders(directory)
-    if project is not None and folders[0][1] is not None:
+    folders = dumps.folders(directory, LAYOUT)
+    if project is not None and folders[0].account is not None:
         raise FabricCheckError(
             f"--project {project}: {directory} holds project folders, each named for its project; --project names "
             "the project of a flat folder of gcloud answers"
         )
     if project is not None and not PROJECT_ID.fullmatch(project):
         raise FabricCheckError(f"--project {project}: not a Google Cloud project id")
-    for folder, named in folders:
-        inventory.merge(_load_folder(folder, named or project))
+    for folder in folders:
+        inventory.merge(_load_folder(folder.path, folder.account or project))
     return inventory
 
 
 def _load_folder(folder: Path, project: str | None) -> Inventory:
     part = Inventory()
-    present = [c for c in CALLS if (folder / c.dump_file).exists()]
-    missing = [c for c in CALLS if c.required and c not in present]
+    present, missing = LAYOUT.present(folder)
 
     def where(call: GcpCall) -> str:
         return str(folder / call.dump_file)
@@ -116,27 +100,7 @@ def _load_folder(folder: Path, project: str | None) -> Inventory:
         for account in sorted(owners or {UNKNOWN_ACCOUNT}):
             regions = {region for owner, region in scopes_seen if owner == account} | {GLOBAL}
             part.collected += [fact_key("gcp", account, r, "max_distance") for r in sorted(regions)]
-    scopes = sorted(owners) or [UNKNOWN_ACCOUNT]
-    for call in truncated:
-        for account in scopes:
-            part.errors.append(
-                Scope("gcp", account, None).error(
-                    call.dump_file,
-                    TRUNCATED,
-                    f"{folder / call.dump_file} ends with a nextPageToken, so the answer is cut short (an API page, "
-                    f"not the whole list); make it again with: {call.command.replace('PROJECT', account)} > "
-                    f"{call.dump_file}",
-                )
-            )
-    for call in missing:
-        for account in scopes:
-            part.errors.append(
-                Scope("gcp", account, None).missing_dump(
-                    folder / call.dump_file,
-                    call.fact.replace("_", " "),
-                    f"{call.command.replace('PROJECT', account)} > {call.dump_file}",
-                )
-            )
+    dumps.record_gaps(part, LAYOUT, folder, sorted(owners) or [UNKNOWN_ACCOUNT], None, truncated, missing)
     return part
 
 
