@@ -46,7 +46,7 @@ def cluster_penalty(
     facts: FactBuilder,
 ) -> penalty.Penalty:
     """Map a cluster's findings to a fabric state per node, and ask the penalty core what that costs."""
-    capabilities = {t: facts.type_capability(t) for t in {n.instance_type or "" for n in cluster.nodes}}
+    capabilities = {_type_of(n): facts.capability(n.shape) for n in cluster.nodes}
     known = [c for c in capabilities.values() if c is not None]
     if len(known) < len(capabilities):
         return penalty.Penalty(
@@ -84,7 +84,8 @@ def _slowdown(members: tuple[Member, ...], workload: penalty.Workload) -> penalt
     return penalty.estimate_members(members, workload)
 
 
-_MemberKey = tuple[str, frozenset[str], int | None]  # a node's type, its findings' effects, NICs attached if partial
+# A node's type (with the GPUs attached to it, GCP N1), its findings' effects, fabric NICs attached if partial.
+_MemberKey = tuple[tuple[str, int | None, str | None], frozenset[str], int | None]
 # Effects that decide a node's state ahead of partial-fabric (see _member): its attached NICs do not matter then.
 _DOWN_EFFECTS = frozenset({"unreachable", *_TCP_EFFECTS})
 
@@ -92,19 +93,24 @@ _DOWN_EFFECTS = frozenset({"unreachable", *_TCP_EFFECTS})
 def _key(node: Node, effects: frozenset[str], facts: FactBuilder) -> _MemberKey:
     partial = "partial-fabric" in effects and not effects & _DOWN_EFFECTS
     attached = int(facts.of(fact_key_of(node))["fabric"]["attached"]) if partial else None
-    return (node.instance_type or "", effects, attached)
+    return (_type_of(node), effects, attached)
+
+
+def _type_of(node: Node) -> tuple[str, int | None, str | None]:
+    """What decides a node's capability: its type, and the GPUs attached to it when it says (facts.capability)."""
+    return (node.instance_type or "", node.shape.accelerators, node.shape.accelerator)
 
 
 def _member(
     key: _MemberKey,
     provider: str,
-    capabilities: dict[str, Capability | None],
+    capabilities: dict[tuple[str, int | None, str | None], Capability | None],
     facts: FactBuilder,
     where: tuple[penalty.SocketPath, int],
 ) -> Member:
     """A node's fabric and its state, from its (type, findings' effects, fabric NICs attached if partial)."""
-    instance_type, effects, attached = key
-    cap = capabilities[instance_type]
+    type_key, effects, attached = key
+    cap = capabilities[type_key]
     assert cap is not None  # cluster_penalty estimates only clusters whose types are all known
     fabric = penalty.FabricDescription.from_capability(cap)
     if "weaker-fabric" in effects and not fabric.fabric_gbps:

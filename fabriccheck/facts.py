@@ -127,6 +127,7 @@ class FactBuilder:
         self.inventory = inventory
         self.collected = set(inventory.collected)
         self._capabilities: dict[str, Capability | None] = {}
+        self._attached: dict[str, Capability] = {}  # a type's capability with a node's attached GPUs
         self._attachments: dict[NodeShape, FabricAttachment] = {}
         self._facts: dict[FactKey, Facts] = {}
         self._neutral_clusters: dict[tuple[Any, ...], Facts] = {}
@@ -137,7 +138,16 @@ class FactBuilder:
     # ---------------------------------------------------------------------------------------- context
 
     def capability(self, shape: NodeShape) -> Capability | None:
-        return self.type_capability(shape.instance_type)
+        """The capability of the shape's type, with the GPUs attached to the node when it says (GCP N1)."""
+        cap = self.type_capability(shape.instance_type)
+        if cap is None or shape.accelerators is None:
+            return cap
+        key = f"{shape.instance_type}+{shape.accelerators}x{shape.accelerator}"
+        found = self._attached.get(key)
+        if found is None:
+            update = {"accelerators": shape.accelerators, "accelerator_name": shape.accelerator}
+            found = self._attached[key] = cap.model_copy(update=update)
+        return found
 
     def type_capability(self, instance_type: str | None) -> Capability | None:
         if not instance_type:

@@ -189,6 +189,10 @@ class NodeShape(Frozen):
     placement: tuple[Placement, ...] = ()
     network: str | None = None  # the node's own network when it lists no interfaces (AWS VpcId of a pending launch)
     software: tuple[str, ...] = ()  # agents the cloud installed on it (Azure VM extensions: publisher/type)
+    # GPUs attached to this node beside what its type has (GCP N1 guestAccelerators: instances of one N1 type attach
+    # none, one or several GPUs of a kind they choose); None: the type says (the capability's accelerators).
+    accelerators: Count | None = None
+    accelerator: str | None = None  # their kind, as the accelerator table names it ("V100"), else as the API does
 
     def placed_by(self, kind: str) -> str | None:
         """The id of this node's placement of `kind`, if any."""
@@ -225,8 +229,10 @@ _OWN_FIELDS = frozenset({"id", "state", "network_nodes", "source", "unknown", "i
 # The order a flat node's fields are written in (saved inventories).
 _FLAT_ORDER = (
     "account", "region", "id", "provider", "origin", "spec", "zone", "instance_type", "state", "image", "tags",
-    "interfaces", "placement", "network", "software", "network_nodes", "source", "unknown",
+    "interfaces", "placement", "network", "software", "accelerators", "accelerator", "network_nodes", "source",
+    "unknown",
 )  # fmt: skip
+_WRITTEN_WHEN_SET = frozenset({"accelerators", "accelerator"})  # absent from nodes whose type says it all
 
 
 class Node(Model):
@@ -273,7 +279,9 @@ class Node(Model):
         values: dict[str, Any] = {**own.pop("shape"), **own}
         ids = values.pop("interface_ids")
         values["interfaces"] = [{"id": i, **nic} for i, nic in zip(ids, values["interfaces"], strict=True)]
-        return {name: values[name] for name in _FLAT_ORDER}
+        return {
+            name: values[name] for name in _FLAT_ORDER if name not in _WRITTEN_WHEN_SET or values[name] is not None
+        }
 
     @model_validator(mode="after")
     def _one_id_per_interface(self) -> Node:

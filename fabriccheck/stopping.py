@@ -2,14 +2,17 @@
 
 A scheduler's stop (`timeout`, Kubernetes, systemd) sends SIGTERM; a person presses Ctrl-C. Either may come
 while the command is still importing its libraries, parsing options, collecting, judging or writing. The
-handlers are installed by the entry point (fabriccheck.console) before anything else is imported:
-- while the command starts (imports, before the CLI runs it) and once it is finishing, a signal ends the
-  process at once, with its line: there is nothing to undo;
-- while the command runs (`running()`), the first signal raises (Terminated, or KeyboardInterrupt for Ctrl-C)
-  in the main thread, so that what is under way unwinds: a file being written is removed, staged outputs are
-  dropped (sources.common.Outputs), and the CLI prints the line;
-- a second signal, or one while that unwinding is under way, ends the process at once.
-Worker threads are daemons: they end with the process. Only the standard library is imported here.
+handlers are installed by the entry point (fabriccheck.console) before anything else is imported, and they never
+raise into the code they interrupt: an exception thrown from a signal handler lands in whatever bytecode runs at
+that moment, and library code does not expect it there (pydantic-core building a validator turned it into a
+SchemaError, an "internal error" and exit 2; a C extension may even crash). Instead the handler
+- removes every file this run has staged and not yet put in place (track(), from sources.common.stage), so
+  that nothing half-written is left and every file an output would replace is as it was;
+- writes its line and ends the process at once (os._exit: no interpreter teardown, which with a cloud SDK
+  loaded takes most of a second, and no flush of a half-written report).
+Once a run's outputs are all in place (settle(), under held() with the renames), the run has its verdict: a
+signal from then on lets it end with that verdict (a few milliseconds later) instead of claiming that nothing
+was written. Worker threads are daemons: they end with the process. Only the standard library is imported here.
 """
 
 from __future__ import annotations
@@ -27,11 +30,12 @@ LINES = {INTERRUPTED: "fabriccheck: interrupted\n", TERMINATED: "fabriccheck: te
 
 
 class Terminated(BaseException):
-    """SIGTERM, raised in the main thread like KeyboardInterrupt for Ctrl-C."""
+    """SIGTERM, for code that wants to stop a run as the handler would (the handler itself never raises)."""
 
 
-_running = False  # a first signal raises (inside running())
-_raised = False  # it has: the next one ends the process
+_temporaries: set[str] = set()  # staged files not yet put in place: removed when a signal ends the run
+_settled = False  # the run's outputs are in place: a signal lets it end with its verdict
+_pending: list[int] = []  # signals that came after that
 
 
 def code_of(signum: int) -> int:
@@ -39,20 +43,20 @@ def code_of(signum: int) -> int:
 
 
 def exit_now(code: int) -> NoReturn:
-    """Say so and end the process: no interpreter teardown (with a cloud SDK loaded it takes most of a second), no
-    flush of a half-written report: what was staged is never put in place."""
+    """Drop what was staged, say so and end the process: nothing half-written is ever put in place."""
+    for temporary in list(_temporaries):
+        with suppress(OSError):
+            os.unlink(temporary)
+    _temporaries.clear()
     with suppress(OSError):
         os.write(2, LINES[code].encode())
     os._exit(code)
 
 
 def _handler(signum: int, frame: FrameType | None) -> None:
-    global _raised
-    if _running and not _raised:
-        _raised = True
-        if signum == signal.SIGTERM:
-            raise Terminated
-        raise KeyboardInterrupt
+    if _settled:
+        _pending.append(signum)
+        return
     exit_now(code_of(signum))
 
 
@@ -73,15 +77,29 @@ def restore(previous: dict[int, object]) -> None:
             signal.signal(signum, handler)  # type: ignore[arg-type]  # what signal.signal returned
 
 
+def track(temporary: str) -> None:
+    """`temporary` is about to be created: a signal from now on removes it."""
+    _temporaries.add(temporary)
+
+
+def untrack(temporary: str) -> None:
+    """`temporary` was renamed into place or removed."""
+    _temporaries.discard(temporary)
+
+
+def settle() -> None:
+    """The run's outputs are in place (called under held()): a later signal no longer stops it."""
+    global _settled
+    _settled = True
+
+
 @contextmanager
 def running() -> Iterator[None]:
-    """The stretch where a first signal raises, to unwind what is under way (see the module's docstring)."""
-    global _running, _raised
-    _running, _raised = True, False
-    try:
-        yield
-    finally:
-        _running = False
+    """One run of the command: it starts unsettled, with nothing staged."""
+    global _settled
+    _settled = False
+    _pending.clear()
+    yield  # still settled afterwards: the process (or the caller) ends with the verdict the run earned
 
 
 @contextmanager

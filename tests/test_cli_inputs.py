@@ -100,6 +100,35 @@ def test_json_nested_a_thousand_deep_in_a_dump_is_read_or_one_line_naming_the_fi
         assert report["summary"]["nodes"] == undamaged["summary"]["nodes"]
 
 
+EVERY_DUMP_FILE = [(c, p.relative_to(DEMO / c)) for c in sorted(LIST_FILES) for p in sorted((DEMO / c).rglob("*.json"))]
+
+
+@pytest.mark.parametrize("indent", [2, None], ids=["as the CLI writes it", "on one line"])
+@pytest.mark.parametrize(("cloud", "name"), EVERY_DUMP_FILE, ids=[f"{c}-{n}" for c, n in EVERY_DUMP_FILE])
+def test_every_dump_file_nested_too_deep_is_read_or_names_itself(
+    tmp_path: Path, cloud: str, name: Path, indent: int | None
+) -> None:
+    """Each file of a dump is read under its own name: a value too deep to read is a line naming the file, never
+    only its folder (a subscription's or project's folder holds several files: the line says which to fix)."""
+    folder = _dump(tmp_path, cloud)
+    undamaged = json.loads(run(cloud, "--from-dump", str(folder), "-f", "json").stdout)
+    path = folder / name
+    document = json.loads(path.read_text())
+    items = document if isinstance(document, list) else next(v for v in document.values() if isinstance(v, list))
+    assert items and isinstance(items[0], dict), f"{name}: the demo's file has no item to damage"
+    items[0]["Deep"] = "DEEP"
+    path.write_text(json.dumps(document, indent=indent).replace('"DEEP"', DEEP))
+    result = run(cloud, "--from-dump", str(folder), "-f", "json")
+    if result.returncode == 2:
+        assert one_clean_line(result) == (
+            f"fabriccheck: error: {path}: nested too deeply to read (more than about 1,000 levels of lists or objects)"
+        )
+    else:
+        report = json.loads(result.stdout)
+        assert [f["fingerprint"] for f in report["findings"]] == [f["fingerprint"] for f in undamaged["findings"]]
+        assert report["summary"]["nodes"] == undamaged["summary"]["nodes"]
+
+
 def test_json_nested_too_deep_in_a_plan_or_an_inventory_is_one_line(tmp_path: Path) -> None:
     plan = tmp_path / "plan.json"
     original = (DEMO / "plans" / "aws-wrong.json").read_text()

@@ -25,6 +25,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
 from build_demo_gcp import Project, gke, slurm
 
 from fabriccheck import flow
+from fabriccheck.clusters import build_clusters
+from fabriccheck.facts import FactBuilder, fact_key_of
 from fabriccheck.providers.gcp.dump import load_dump
 from fabriccheck.providers.gcp.machines import accelerator_count, named_capability
 
@@ -179,3 +181,52 @@ def test_a_nic_type_the_api_does_not_define_is_unknown_never_no_fabric(tmp_path:
     [cluster] = report["clusters"]
     reasons = {u["rule"]: u["reason"] for u in cluster["not_judged"]}
     assert "nicType 'RDMA' is none the Compute API defines" in reasons["GCP120"]
+
+
+def n1_gpus(project: Project, count: Any, kind: str = "nvidia-tesla-v100") -> list[dict[str, Any]]:
+    """An N1 instance's attached GPUs as the Compute API lists them (Instance.guestAccelerators; an n1-standard-8
+    with 4 x nvidia-tesla-v100 in a recorded answer of a public test, code-index excerpt 43591357074)."""
+    return [{"acceleratorType": project.url(f"zones/{ZONE}/acceleratorTypes/{kind}"), "acceleratorCount": count}]
+
+
+def test_n1_nodes_with_attached_gpus_are_gpu_nodes_from_their_answer_and_n1_without_stays_cpu(tmp_path: Path) -> None:
+    """Issue 17, item 5: an N1 type is a CPU series by name, but each instance attaches its own GPUs: the node's
+    GPUs are what its guestAccelerators lists. Two N1 pools of one type, one with 4 x V100 each, one with none."""
+    project = Project()
+    project.network("default", mtu=None)
+    for i in range(2):
+        gpus = n1_gpus(project, 4)
+        project.instance(f"train-{i}", "n1-standard-32", [("default", "GVNIC")], gke("c", "v100"), accelerators=gpus)
+        project.instance(f"web-{i}", "n1-standard-32", [("default", "GVNIC")], gke("c", "web"))
+    project.write(tmp_path / "dump")
+    inventory = load_dump(tmp_path / "dump")
+    shapes = {n.id: (n.shape.accelerators, n.shape.accelerator) for n in inventory.nodes}
+    assert shapes == {"train-0": (4, "V100"), "train-1": (4, "V100"), "web-0": (None, None), "web-1": (None, None)}
+    facts = FactBuilder(inventory)
+    node_gpus = {
+        n.id: (facts.of(fact_key_of(n))["accelerators"], facts.of(fact_key_of(n))["accelerator"])
+        for n in inventory.nodes
+    }
+    assert node_gpus == {"train-0": (4, "V100"), "train-1": (4, "V100"), "web-0": (0, ""), "web-1": (0, "")}
+    [train] = [c for c in build_clusters(inventory, None) if {n.id for n in c.nodes} == {"train-0", "train-1"}]
+    assert facts.cluster(train)["gpus"] == 8
+    report = flow.run(inventory, flow.Options())
+    assert (report.complete, report.summary.unknown_instance_types, report.errors) == (True, [], [])
+
+
+def test_n1_guest_accelerators_survive_a_saved_inventory_and_an_unreadable_count_is_refused(tmp_path: Path) -> None:
+    project = Project()
+    project.network("default", mtu=None)
+    for i in range(2):
+        gpus = n1_gpus(project, 2, "nvidia-tesla-t4")
+        project.instance(f"t4-{i}", "n1-highmem-8", [("default", "GVNIC")], gke("c", "t4"), accelerators=gpus)
+    project.write(tmp_path / "dump")
+    saved = tmp_path / "inventory.json"
+    assert run("gcp", "--from-dump", str(tmp_path / "dump"), "--save-inventory", str(saved)).returncode in (0, 1)
+    node = json.loads(saved.read_text())["nodes"][0]
+    assert (node["accelerators"], node["accelerator"]) == (2, "T4")
+    project.instances[0]["guestAccelerators"] = n1_gpus(project, "two")
+    project.write(tmp_path / "bad")
+    result = run("gcp", "--from-dump", str(tmp_path / "bad"), "-f", "json")
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "instances-list.json" in result.stderr and "guestAccelerators" in result.stderr

@@ -23,7 +23,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with stopping.running():
             code = _run(argv)
-    except (stopping.Terminated, KeyboardInterrupt) as exc:  # it landed outside _run's own handlers
+    except (stopping.Terminated, KeyboardInterrupt) as exc:  # raised by other means than our handlers (they exit)
         code = stopping.TERMINATED if isinstance(exc, stopping.Terminated) else stopping.INTERRUPTED
         say(stopping.LINES[code].strip())
     if argv is None and code in stopping.LINES:

@@ -25,6 +25,7 @@ from typing import Any, BinaryIO, TypeVar
 import orjson
 from pydantic import ValidationError
 
+from fabriccheck import stopping
 from fabriccheck.errors import DumpShapeError, FabricCheckError
 from fabriccheck.model import UNKNOWN_ACCOUNT, CollectionError, Provider, ScopeStatus
 
@@ -371,6 +372,7 @@ class Staged:
             if self.mode is not None and stat.S_ISREG(self.mode):
                 os.chmod(self.temporary, stat.S_IMODE(self.mode))  # replacing a file keeps its permissions
             os.replace(self.temporary, Path(os.path.realpath(self.path)))
+            stopping.untrack(str(self.temporary))
         except BaseException as exc:
             self.discard()
             if isinstance(exc, OSError):
@@ -382,6 +384,7 @@ class Staged:
         if self.temporary is not None:
             with suppress(OSError):
                 os.unlink(self.temporary)
+            stopping.untrack(str(self.temporary))
             self.temporary = None
 
 
@@ -397,9 +400,11 @@ def stage(path: Path, data: bytes, option: str) -> Staged:
         return Staged(path, option, data=data)
     target = Path(os.path.realpath(path))
     temporary = target.with_name(f".{target.name[:200]}.{secrets.token_hex(4)}.tmp")  # within NAME_MAX
+    stopping.track(str(temporary))  # before it exists: a signal from here on removes it
     try:
         fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the umask applies, as for open()
     except OSError as exc:
+        stopping.untrack(str(temporary))
         raise FabricCheckError(f"{option} {path}: cannot write ({exc.strerror})") from None
     staged = Staged(path, option, temporary, mode)
     try:
@@ -430,13 +435,12 @@ class Outputs:
         self._staged.append(stage(path, data, option))
 
     def commit(self) -> None:
-        from fabriccheck import stopping
-
         try:
             with stopping.held():
                 while self._staged:
                     self._staged[0].commit()
                     self._staged.pop(0)
+                stopping.settle()  # all in place: a signal from now on lets the run end with its verdict
         finally:
             self.discard()
 

@@ -18,7 +18,7 @@ from fabriccheck.model import UNKNOWN_ACCOUNT
 from fabriccheck.providers.azure.kinds import what_the_document_is
 from fabriccheck.providers.azure.normalize import CALLS, PROJECTIONS, ArmCall, Normalizer
 from fabriccheck.sources import dumps, projected
-from fabriccheck.sources.common import paused_gc
+from fabriccheck.sources.common import paused_gc, reading
 from fabriccheck.sources.stream import walk
 
 SUBSCRIPTION_ID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
@@ -81,7 +81,7 @@ def _load_folder(folder: Path, subscription: str | None) -> Inventory:
     # Each file parsed with the fields read (a projection), else read as a stream, one item at a time.
     for call in present:
         answer = _Answer(folder / call.dump_file, PROJECTIONS.get(call), call.command)
-        with paused_gc():
+        with paused_gc(), reading(answer.path):  # an error while reading this file names it
             flat = answer.projected()
             accounts = normalizer.add_items(call, flat if flat is not None else answer.items())
         if answer.rest.get("nextLink"):

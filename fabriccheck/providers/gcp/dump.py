@@ -29,7 +29,7 @@ from fabriccheck.providers.gcp.normalize import (
 )
 from fabriccheck.resources.gcp import GLOBAL
 from fabriccheck.sources import dumps, projected
-from fabriccheck.sources.common import Shape, paused_gc
+from fabriccheck.sources.common import Shape, paused_gc, reading
 from fabriccheck.sources.stream import walk
 
 LAYOUT: dumps.Layout[GcpCall] = dumps.Layout(
@@ -81,7 +81,7 @@ def _load_folder(folder: Path, project: str | None) -> Inventory:
     # read (a projection), else read as a stream, one resource at a time.
     for call in present:
         answer = _Answer(folder / call.dump_file, call)
-        with paused_gc():
+        with paused_gc(), reading(answer.path):  # an error while reading this file names it
             projects = _read(normalizer, answer, part)
         seen |= projects | answer.projects
         if answer.rest.get("nextPageToken"):

@@ -3,7 +3,9 @@
 Lookup order for a machine type the catalog does not hold (catalog.yaml has the GPU and H4D series):
 - a series without GPUs or a fabric, by its name (general-purpose, compute-, memory- and storage-optimized: Google
   Cloud, "Machine families resource and comparison guide", cloud.google.com/compute/docs/machine-resource). N1
-  can carry attached GPUs (guestAccelerators); those have no GPU NICs either, and are not counted;
+  takes attached GPUs (guestAccelerators: T4, V100, P100, P4; Google Cloud "GPU machine types", N1 general-purpose
+  with attached GPUs): each instance chooses its own, so they are the node's (`attached`), read from the answer,
+  and its type keeps no fabric and no GPU NIC;
 - a Cloud TPU machine type, by its name (ct5lp-hightpu-4t, ct5p-hightpu-4t, ct6e-standard-8t, tpu7x-standard-4t:
   GKE "Plan TPUs in GKE"; the machine type list as recorded by Cyclenerd/google-cloud-pricing-cost-calculator
   issue 89). Its chips reach each other over inter-chip interconnect (ICI) within a slice, not over a NIC fabric,
@@ -92,6 +94,35 @@ def accelerator_count(value: Any) -> int | None:
             return None
         count += number
     return count
+
+
+# Series whose instances attach GPUs of their choosing (guestAccelerators): the GPUs are the node's, not the type's.
+ATTACHING_SERIES = frozenset({"n1"})
+
+
+def attached(machine_type: str, value: Any) -> tuple[int, str | None] | None:
+    """The GPUs an instance of an attaching series (N1) lists in guestAccelerators: (count, kind as the accelerator
+    table names it, else as the API does; None for several kinds), or None for another series or no GPU. A value
+    that is not a list of counts is a ValueError (the instance is unreadable, never "no GPU")."""
+    if machine_type.split("-", 1)[0] not in ATTACHING_SERIES:
+        return None
+    count = accelerator_count(value)
+    if count is None:
+        raise ValueError(f"field guestAccelerators: {value!r} is not a list of accelerator counts")
+    if not count:
+        return None
+    kinds = {_kind(entry.get("acceleratorType")) for entry in value if entry.get("acceleratorCount")}
+    return count, (kinds.pop() if len(kinds) == 1 else None)
+
+
+def _kind(url: Any) -> str | None:
+    """nvidia-tesla-v100 (the last part of an acceleratorType URL) -> V100, as the accelerator table names it."""
+    if not isinstance(url, str) or not url:
+        return None
+    name = url.rsplit("/", 1)[-1]
+    words = name.removeprefix("nvidia-").removeprefix("tesla-")
+    found = catalog.accelerator(words.upper()) or catalog.accelerator(words.split("-", 1)[0].upper())
+    return found.name if found is not None else name
 
 
 _TABLE, _NO_GPU, _GPU, _UNREADABLE = "table", "no-gpu", "gpu", "unreadable"

@@ -22,7 +22,7 @@ from fabriccheck.errors import FabricCheckError
 from fabriccheck.inventory import Inventory
 from fabriccheck.model import UNKNOWN_ACCOUNT, Node, NodeShape, fact_key
 from fabriccheck.providers.gcp.listing import items_of
-from fabriccheck.providers.gcp.machines import MachineTypes
+from fabriccheck.providers.gcp.machines import MachineTypes, attached
 from fabriccheck.providers.gcp.support import (
     FLEX_START,
     MIG_METADATA_KEY,
@@ -248,7 +248,7 @@ class InstanceFields(TypedDict, total=False):
     labels: dict[str, str] | None
     metadata: _MetadataFields | None
     resourceStatus: Any
-    guestAccelerators: Any  # read by machines.MachineTypes, for types outside the catalog
+    guestAccelerators: Any  # read by machines: an N1 node's attached GPUs; for types outside the catalog, GPUs or not
 
 
 _SCOPE = operator.attrgetter("account", "region")
@@ -453,8 +453,11 @@ class Normalizer:
 
     def _shape(self, inst: dict[str, Any], project: str) -> NodeShape:
         zone = last(inst["zone"]) if inst.get("zone") else None
+        gpus = attached(last(inst["machineType"]), inst.get("guestAccelerators"))
         return NodeShape.model_validate(
             {
+                "accelerators": gpus[0] if gpus else None,
+                "accelerator": gpus[1] if gpus else None,
                 "provider": "gcp",
                 "account": project,
                 "region": region_of_zone(zone) or "unknown",
