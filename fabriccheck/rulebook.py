@@ -260,7 +260,15 @@ def _validated(kind: type[Meta], doc: dict[str, Any], path: Path) -> Meta:
     return rule
 
 
-def _load_file(path: Path) -> Rule | EvidenceRule:
+def _load_file(path: Path) -> Rule:
+    """An inventory rule's file."""
+    rule = _load_entry(path)
+    if not isinstance(rule, Rule):
+        raise FabricCheckError(f"{path}: an evidence rule, not an inventory rule")
+    return rule
+
+
+def _load_entry(path: Path) -> Rule | EvidenceRule:
     """A rule file: an evidence rule when it says which `evidence` it judges, else an inventory rule."""
     try:
         doc = shipped.load_yaml(textfiles.read_text(path))  # UTF-8 only: one line naming the file otherwise
@@ -366,7 +374,7 @@ def load_book(
         if not directory.is_dir():
             raise FabricCheckError(f"--rules-dir {directory}: not a folder")
         for path in sorted(directory.rglob("*.yaml")) + sorted(directory.rglob("*.yml")):
-            rule = _load_file(path)
+            rule = _load_entry(path)
             for finding_id in rule.finding_ids():
                 if finding_id in owners:
                     field = "id" if finding_id == rule.id else "by_origin"
@@ -403,7 +411,7 @@ def builtin_rules(providers: frozenset[str] | None = None) -> tuple[Rule, ...]:
     return tuple(load_rules(providers=providers))
 
 
-def select_rules(rules: list[Meta], select: list[str], ignore: list[str]) -> list[Meta]:
+def select_rules(rules: Sequence[Meta], select: list[str], ignore: list[str]) -> list[Meta]:
     """--select / --ignore take finding ids (a rule's own id, or the id it reports on templates, e.g.
     AWS140), id prefixes (AWS1) or categories, in any case. Ignoring AWS140 silences AWS101 on templates only.
     A token that matches nothing, an empty token, and a selection that leaves no rule are errors: a gate
