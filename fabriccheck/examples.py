@@ -19,7 +19,7 @@ from fabriccheck.errors import FabricCheckError
 from fabriccheck.inventory import Inventory
 from fabriccheck.judge import evaluate
 from fabriccheck.model import PROVIDERS, fact_key, field_path
-from fabriccheck.rulebook import Example, Rule
+from fabriccheck.rulebook import EvidenceExample, EvidenceRule, Example, Rule
 
 EXAMPLE_ACCOUNT = "example-account"
 
@@ -73,11 +73,15 @@ def _mappings(rule: Rule, example: Example, field: str, items: Any) -> list[dict
     return cast(list[dict[str, Any]], items)
 
 
-def check_examples(rule: Rule) -> None:
+def check_examples(rule: Rule | EvidenceRule) -> None:
     """A rule whose examples do not give what they declare is broken: an error naming the file and example."""
-    for kind, examples in (("passing", rule.examples.passing), ("failing", rule.examples.failing)):
+    pairs: list[tuple[str, list[Example] | list[EvidenceExample]]] = [
+        ("passing", rule.examples.passing),
+        ("failing", rule.examples.failing),
+    ]
+    for kind, examples in pairs:
         for example in examples:
-            flagged = run_example(rule, example)
+            flagged = run_any_example(rule, example)
             expected = sorted(example.flags) if kind == "failing" else []
             if kind == "failing" and not expected:
                 raise FabricCheckError(
@@ -90,6 +94,17 @@ def check_examples(rule: Rule) -> None:
                 )
 
 
+def run_any_example(rule: Rule | EvidenceRule, example: Example | EvidenceExample) -> list[str]:
+    """The resources an inventory rule or an evidence rule flags in one of its examples, sorted."""
+    if isinstance(rule, EvidenceRule):
+        from fabriccheck.evidence import registry
+
+        assert isinstance(example, EvidenceExample)
+        return registry.run_example(rule, example)
+    assert isinstance(example, Example)
+    return run_example(rule, example)
+
+
 def run_example(rule: Rule, example: Example) -> list[str]:
     """The resources `rule` flags in `example`, sorted."""
     inventory = example_inventory(rule, example)
@@ -98,5 +113,11 @@ def run_example(rule: Rule, example: Example) -> list[str]:
 
 
 def load_rules(extra_dirs: Iterable[Path] = (), providers: Collection[str] | None = None) -> list[Rule]:
-    """The rule book's rules (rulebook.load_rules), the user's checked against their own examples."""
+    """The rule book's inventory rules (rulebook.load_rules), the user's checked against their own examples."""
     return rulebook.load_rules(extra_dirs, providers, check=check_examples)
+
+
+def load_book(extra_dirs: Iterable[Path] = ()) -> rulebook.Book:
+    """The whole rule book, inventory and evidence rules (rulebook.load_book), the user's checked against their own
+    examples."""
+    return rulebook.load_book(extra_dirs, check=check_examples)

@@ -24,8 +24,16 @@ Category = Literal[
     "software",
 ]
 # What a finding does to the cluster's fabric; the penalty model reads this, never a number in the rule.
+# gpudirect-off is said by evidence only (NCCL204, penalty.FabricState's word): no inventory shows it.
 Effect = Literal[
-    "tcp-fallback", "partial-fabric", "unreachable", "loose-placement", "weaker-fabric", "split-nvlink-domain", "none"
+    "tcp-fallback",
+    "partial-fabric",
+    "unreachable",
+    "loose-placement",
+    "weaker-fabric",
+    "split-nvlink-domain",
+    "gpudirect-off",
+    "none",
 ]
 # certain: the facts decide the finding; possible: the rule says it may be wrong (a custom image may carry its own
 # drivers), so its cost is counted apart from the headline.
@@ -65,7 +73,5 @@ class Finding(BaseModel):
         return self.waiver is None and self.baseline != "existing"
 
 
-
 def sort_findings(findings: list[Finding]) -> list[Finding]:
     return sorted(findings, key=lambda f: (-SEVERITY_RANK[f.severity], f.rule, f.account, f.cluster or "", f.resources))
-

@@ -3,6 +3,12 @@
 A rule file carries everything about a rule (id, severity, category, condition, effect, message,
 remediation, references, passing and failing examples), so docs, reports and tests share one source.
 Conditions are compiled once when a file is loaded; the judge (judge.py) evaluates them over derived facts.
+
+Two kinds of rule share the metadata (`RuleMeta`) and the files: an inventory rule (`Rule`, rules/<cloud>/) judges
+an inventory with a CEL `condition`; an evidence rule (`EvidenceRule`, rules/evidence/) judges the output of a
+running cluster (`evidence: nccl-log` or `nccl-tests`) with the Python check registered under its id
+(evidence/registry.py), and its examples are evidence text. Selection, severity overrides, waivers and baselines
+read only the shared metadata, so they treat both alike.
 """
 
 from __future__ import annotations
@@ -10,11 +16,12 @@ from __future__ import annotations
 import functools
 import re
 import sys
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Sequence
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Literal, cast
+from typing import Any, Literal, TypeVar, cast
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
@@ -83,24 +90,69 @@ class Examples(RuleModel):
     failing: list[Example] = Field(min_length=1)
 
 
-class Rule(RuleModel):
+class RuleMeta(RuleModel):
+    """What every rule says about itself, whatever judges it: the fields selection, severity overrides, waivers,
+    baselines, reports and `fabriccheck rules` read."""
+
     id: str = Field(pattern=r"^[A-Z]+[0-9]{3}$")
     title: str
     severity: Severity
     category: Category
+    effect: Effect
+    confidence: Confidence = "certain"
+    remediation: Remediation
+    references: list[str] = Field(min_length=1)
+    _path: str = PrivateAttr(default="")
+    _origins: frozenset[str] = PrivateAttr(default=frozenset(ORIGINS))  # what --select/--ignore left on
+
+    def finding_ids(self) -> dict[str, set[str]]:
+        """Each id this rule's findings can carry, with the origins it covers."""
+        return {self.id: set(ORIGINS)}
+
+    def judges(self, origin: str) -> bool:
+        return origin in self._origins
+
+    @field_validator("references")
+    @classmethod
+    def _urls(cls, refs: list[str]) -> list[str]:
+        return _urls(refs)
+
+    @property
+    def path(self) -> str:
+        return self._path
+
+
+class EvidenceExample(RuleModel):
+    """Evidence an evidence rule judges: the text of a file (an NCCL log, or nccl-tests output with or without
+    NCCL lines) and the command's options (`instance_type`, `nodes`, `provider`, ...)."""
+
+    name: str
+    text: str
+    options: dict[str, Any] = Field(default_factory=dict)
+    flags: list[str] = Field(default_factory=list)  # resources a failing example must flag, exactly
+
+
+class EvidenceExamples(RuleModel):
+    passing: list[EvidenceExample] = Field(min_length=1)
+    failing: list[EvidenceExample] = Field(min_length=1)
+
+
+class EvidenceRule(RuleMeta):
+    """A rule judged on evidence from a running cluster by the check registered under its id
+    (evidence/registry.py); its findings' messages are the check's, its provider the evidence's."""
+
+    evidence: Literal["nccl-log", "nccl-tests"]
+    examples: EvidenceExamples
+
+
+class Rule(RuleMeta):
     provider: Provider
     scope: Literal["node", "cluster"]
     condition: str
-    effect: Effect
-    confidence: Confidence = "certain"
     message: str
-    remediation: Remediation
-    references: list[str] = Field(min_length=1)
     by_origin: dict[Origin, Variant] = Field(default_factory=dict)
     examples: Examples
     _program: Any = PrivateAttr(default=None)
-    _path: str = PrivateAttr(default="")
-    _origins: frozenset[str] = PrivateAttr(default=frozenset(ORIGINS))  # what --select/--ignore left on
     _reads: frozenset[str] = PrivateAttr(default=frozenset())  # top-level facts read: "node.efa_security"
     _cost: celbudget.Cost | None = PrivateAttr(default=None)  # what an evaluation can cost (None: nothing loops)
 
@@ -120,18 +172,6 @@ class Rule(RuleModel):
     @property
     def aliases(self) -> list[str]:
         return sorted(i for i in self.finding_ids() if i != self.id)
-
-    def judges(self, origin: str) -> bool:
-        return origin in self._origins
-
-    @field_validator("references")
-    @classmethod
-    def _urls(cls, refs: list[str]) -> list[str]:
-        return _urls(refs)
-
-    @property
-    def path(self) -> str:
-        return self._path
 
     def matches(self, variables: Any) -> bool:
         celbudget.check(self._cost, variables, f"{self._path}: rule {self.id}")  # before CEL holds the process
@@ -206,9 +246,30 @@ def cel_module() -> Any:
     return cel
 
 
-def _load_file(path: Path) -> Rule:
-    cel = cel_module()
+Meta = TypeVar("Meta", bound=RuleMeta)
 
+
+def _validated(kind: type[Meta], doc: dict[str, Any], path: Path) -> Meta:
+    try:
+        rule = kind.model_validate(doc)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(p) for p in first["loc"]) or "(top level)"
+        raise FabricCheckError(f"{path}: field {field}: {first['msg']}") from None
+    rule._path = str(path)
+    return rule
+
+
+def _load_file(path: Path) -> Rule:
+    """An inventory rule's file."""
+    rule = _load_entry(path)
+    if not isinstance(rule, Rule):
+        raise FabricCheckError(f"{path}: an evidence rule, not an inventory rule")
+    return rule
+
+
+def _load_entry(path: Path) -> Rule | EvidenceRule:
+    """A rule file: an evidence rule when it says which `evidence` it judges, else an inventory rule."""
     try:
         doc = shipped.load_yaml(textfiles.read_text(path))  # UTF-8 only: one line naming the file otherwise
     except yaml.YAMLError as exc:
@@ -217,13 +278,14 @@ def _load_file(path: Path) -> Rule:
         raise FabricCheckError(f"{path}: {where}not valid YAML ({getattr(exc, 'problem', exc)})") from None
     if not isinstance(doc, dict):
         raise FabricCheckError(f"{path}: a rule file must be a mapping of fields")
-    try:
-        rule = Rule.model_validate(doc)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        field = ".".join(str(p) for p in first["loc"]) or "(top level)"
-        raise FabricCheckError(f"{path}: field {field}: {first['msg']}") from None
-    rule._path = str(path)
+    if "evidence" in doc:
+        return _validated(EvidenceRule, doc, path)
+    return _load_cel(path, _validated(Rule, doc, path))
+
+
+def _load_cel(path: Path, rule: Rule) -> Rule:
+    """An inventory rule's condition compiled and checked against the facts of its provider and scope."""
+    cel = cel_module()
     try:
         rule._program = cel.compile(rule.condition)
     except ValueError as exc:
@@ -280,17 +342,29 @@ def fact_paths(condition: str) -> set[str]:
     return found
 
 
-def load_rules(
+@dataclass(frozen=True)
+class Book:
+    """The rule book: inventory rules (CEL) and evidence rules, ids unique across both."""
+
+    rules: list[Rule]
+    evidence: list[EvidenceRule]
+
+    @property
+    def every(self) -> list[RuleMeta]:
+        return sorted([*self.rules, *self.evidence], key=lambda r: r.id)
+
+
+def load_book(
     extra_dirs: Iterable[Path] = (),
     providers: Collection[str] | None = None,
-    check: Callable[[Rule], None] | None = None,
-) -> list[Rule]:
-    """The built-in rules (of `providers` only, when given: rules/<provider>/) and the user's, each checked, and
-    `check` run on each of the user's (examples.load_rules runs their examples). The built-in rules' examples are
-    run by the test suite (tests/test_rules.py) for the rules as shipped; running them again on every audit cost
-    more than judging a thousand nodes."""
-    rules: dict[str, Rule] = {}
-    owners: dict[str, Rule] = {}  # every id a finding can carry, and the rule that defines it
+    check: Callable[[Rule | EvidenceRule], None] | None = None,
+) -> Book:
+    """The built-in rules (of `providers` only, when given: rules/<provider>/; every folder, rules/evidence/ too,
+    when not) and the user's, each checked, and `check` run on each of the user's (examples.load_rules runs their
+    examples). The built-in rules' examples are run by the test suite (tests/test_rules.py) for the rules as
+    shipped; running them again on every audit cost more than judging a thousand nodes."""
+    rules: dict[str, Rule | EvidenceRule] = {}
+    owners: dict[str, RuleMeta] = {}  # every id a finding can carry, and the rule that defines it
     builtin = builtin_rules_dir()
     # Only providers the model knows (a saved inventory's `collected` names them), and only those with rules.
     chosen = [builtin / p for p in sorted(providers or ()) if p in PROVIDERS and (builtin / p).is_dir()]
@@ -300,7 +374,7 @@ def load_rules(
         if not directory.is_dir():
             raise FabricCheckError(f"--rules-dir {directory}: not a folder")
         for path in sorted(directory.rglob("*.yaml")) + sorted(directory.rglob("*.yml")):
-            rule = _load_file(path)
+            rule = _load_entry(path)
             for finding_id in rule.finding_ids():
                 if finding_id in owners:
                     field = "id" if finding_id == rule.id else "by_origin"
@@ -312,7 +386,24 @@ def load_rules(
             if users and check is not None:
                 check(rule)
             rules[rule.id] = rule
-    return sorted(rules.values(), key=lambda r: r.id)
+    ordered = sorted(rules.values(), key=lambda r: r.id)
+    return Book([r for r in ordered if isinstance(r, Rule)], [r for r in ordered if isinstance(r, EvidenceRule)])
+
+
+def load_rules(
+    extra_dirs: Iterable[Path] = (),
+    providers: Collection[str] | None = None,
+    check: Callable[[Rule | EvidenceRule], None] | None = None,
+) -> list[Rule]:
+    """The inventory rules of the rule book (`load_book`)."""
+    return load_book(extra_dirs, providers, check).rules
+
+
+@functools.cache
+def builtin_evidence_rules() -> tuple[EvidenceRule, ...]:
+    """The built-in evidence rules (rules/evidence/)."""
+    folder = builtin_rules_dir() / "evidence"
+    return tuple(load_book([folder], providers=()).evidence) if folder.is_dir() else ()
 
 
 @functools.cache
@@ -320,13 +411,13 @@ def builtin_rules(providers: frozenset[str] | None = None) -> tuple[Rule, ...]:
     return tuple(load_rules(providers=providers))
 
 
-def select_rules(rules: list[Rule], select: list[str], ignore: list[str]) -> list[Rule]:
+def select_rules(rules: Sequence[Meta], select: list[str], ignore: list[str]) -> list[Meta]:
     """--select / --ignore take finding ids (a rule's own id, or the id it reports on templates, e.g.
     AWS140), id prefixes (AWS1) or categories, in any case. Ignoring AWS140 silences AWS101 on templates only.
     A token that matches nothing, an empty token, and a selection that leaves no rule are errors: a gate
     that runs no rule must not pass."""
 
-    def hits(option: str, token: str) -> list[tuple[Rule, set[str]]]:
+    def hits(option: str, token: str) -> list[tuple[Meta, set[str]]]:
         wanted = token.upper()
         found = [
             (rule, origins)
@@ -352,16 +443,15 @@ def select_rules(rules: list[Rule], select: list[str], ignore: list[str]) -> lis
     for rule in rules:
         origins = on.get(rule.id, set())
         if origins:
-            copy = rule.model_copy()
-            copy._program, copy._path, copy._origins = rule._program, rule._path, frozenset(origins)
-            copy._reads, copy._cost = rule._reads, rule._cost
+            copy = rule.model_copy()  # private attributes (the compiled condition, the path) come along
+            copy._origins = frozenset(origins)
             chosen.append(copy)
     if not chosen:
         raise FabricCheckError("--select / --ignore leave no rule to run (see: fabriccheck rules)")
     return chosen
 
 
-def active_ids(rules: list[Rule]) -> list[str]:
+def active_ids(rules: Sequence[RuleMeta]) -> list[str]:
     """The finding ids the chosen rules can report, for the report's `rules` list."""
     return sorted({i for r in rules for i, origins in r.finding_ids().items() if origins & r._origins})
 

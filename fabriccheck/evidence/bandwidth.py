@@ -4,6 +4,8 @@ Each run's large messages are compared with the penalty model's healthy busbw fo
 what TCP over the ordinary NIC would give. When the same file holds NCCL_DEBUG=INFO lines, they are judged too
 (`judge.judge_log`) and say which transport carried the traffic: a run whose NCCL lines show the fabric in use is
 never called a TCP fallback, however low its bandwidth, and one whose lines show sockets is, whatever the ratio.
+The checks of the nccl-tests rules (NCCL210-212, rules/evidence/) are here, one registered function per rule id,
+each reading one run (`RunCheck`).
 Without such lines, "TCP fallback" needs the bandwidth at or below the TCP figure and that figure clearly below
 the fabric's; where the ordinary NIC is about as fast as the fabric (p3dn, g4dn: 100 Gbps of each) low bandwidth
 alone is "slower than expected".
@@ -14,15 +16,18 @@ and makes the run incomplete: a damaged table never reads as healthy.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from fabriccheck import catalog, penalty
-from fabriccheck.evidence import expect
-from fabriccheck.evidence.judge import Evidence, finding, infer_provider, judge_log, transport_seen
+from fabriccheck.evidence import expect, registry
+from fabriccheck.evidence.judge import Evidence, infer_provider, judge_log, transport_seen
 from fabriccheck.evidence.nccl_log import Log
 from fabriccheck.evidence.nccl_tests import Parsed, Row, Run
+from fabriccheck.evidence.registry import Hit, evidence_check
+from fabriccheck.rulebook import EvidenceRule
 
 # nccl-tests judging thresholds (measured / modelled healthy busbw at the largest bandwidth-bound size).
 # TCP: on 2 x p4d all_reduce busbw falls from ~77 GB/s (4 EFA) to 4-8 GB/s over TCP (skypilot-org/skypilot
@@ -66,8 +71,33 @@ class _Table:
     nodes: int | None
     op: str | None
     ev: Evidence
+    rules: Sequence[EvidenceRule] | None = None  # the rules chosen (None: every built-in one)
     fabric_seen: list[str] = field(default_factory=list)
     sockets_seen: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """A run's best large-message row against the fabric, and the verdict it gives (NCCL210 and NCCL211 read it)."""
+
+    table: _Table
+    verdict: str  # tcp-fallback, slower-than-expected, healthy
+    against: str  # "all_reduce busbw peaks at ... where ... is expected on ..."
+    tcp_text: str
+    two: str  # the 2-node caveat, or ""
+    ratio: float
+    tcp: float | None
+    tcp_level: bool
+
+
+@dataclass(frozen=True)
+class RunCheck:
+    """What the checks of one nccl-tests run read."""
+
+    run: Run
+    label: str
+    cluster: str
+    comparison: Comparison | None  # None: the bandwidth was not compared
 
 
 def _suspect(run: Run, table: _Table, label: str) -> list[Row]:
@@ -121,59 +151,76 @@ def _op(run: Run, table: _Table, label: str) -> str | None:
     return None
 
 
-def _verdict(table: _Table, cluster: str, best: dict[str, Any], op: str, nodes: int) -> str:
-    """The run's verdict from its best large-message row, with the finding it makes (NCCL210 or NCCL211)."""
+def _comparison(table: _Table, best: dict[str, Any], op: str, nodes: int) -> Comparison:
+    """The run's verdict from its best large-message row, with the words its finding (NCCL210 or NCCL211) uses."""
     fabric = table.fabric
     assert fabric is not None
     size, measured, expected, tcp = best["bytes"], best["measured"], best["expected"], best["tcp"]
     ratio = measured / expected if expected > 0 else 0.0
     two = " (at 2 nodes nccl-tests' busbw formula overstates what the network carries; read algbw too)"
-    two = two if nodes == 2 else ""
     name = fabric.instance_type or f"{fabric.gpus_per_node} {fabric.accelerator}"
     where = f"{nodes} x {name} ({fabric.fabric.value})"
     tcp_text = f"; TCP on the ordinary NIC would give about {tcp:.1f}" if tcp is not None else ""
     against = f"{op} busbw peaks at {measured:.1f} GB/s ({size:,} B) where {expected:.1f} GB/s is expected on {where}"
-
-    def add(rule: str, message: str) -> None:
-        table.ev.findings.append(finding(rule, table.ev.provider, cluster, [cluster], message))
-
     tcp_level = tcp is not None and measured <= tcp * TCP_MARGIN
     fabric_faster = tcp is not None and tcp * TCP_MARGIN <= expected * PARTIAL_RATIO
+    said_sockets = bool(table.sockets_seen and not table.fabric_seen)
+    if said_sockets or (not table.fabric_seen and tcp_level and fabric_faster):
+        verdict = "tcp-fallback"
+    else:
+        verdict = "healthy" if ratio >= PARTIAL_RATIO else "slower-than-expected"
+    return Comparison(table, verdict, against, tcp_text, two if nodes == 2 else "", ratio, tcp, tcp_level)
+
+
+@evidence_check("NCCL212")
+def wrong_results(check: RunCheck) -> list[Hit]:
+    run = check.run
+    # An integer cell is a count (#wrong); old versions print a max error as a float (5e-07), never counted.
+    wrong = run.wrong if run.error_column != "error" else 0
+    if not (wrong or run.out_of_bounds_failed):
+        return []
+    what = f"{wrong} wrong value(s)" if wrong else f"{run.out_of_bounds} out-of-bounds value(s) FAILED"
+    return [([check.cluster], f"{check.label} reported {what}.")]
+
+
+@evidence_check("NCCL210")
+def tcp_fallback(check: RunCheck) -> list[Hit]:
+    c = check.comparison
+    if c is None or c.verdict != "tcp-fallback":
+        return []
+    table = c.table
     if table.sockets_seen and not table.fabric_seen:
         said = ", ".join(table.sockets_seen)
-        add("NCCL210", f"{against}{tcp_text}: the NCCL lines in the file say {said}: the fabric is not used{two}.")
-        return "tcp-fallback"
-    if not table.fabric_seen and tcp_level and fabric_faster:
-        add("NCCL210", f"{against}{tcp_text}: the fabric is not used{two}.")
-        return "tcp-fallback"
-    if ratio >= PARTIAL_RATIO:
-        return "healthy"
-    if table.fabric_seen:
-        why = f", although the NCCL lines in the file show the fabric in use ({', '.join(table.fabric_seen)})"
-    elif tcp_level or ratio < TCP_RATIO:
-        unknown = "TCP on the ordinary NIC would be about as fast here" if tcp is not None else "no ordinary-NIC figure"
+        message = f"{c.against}{c.tcp_text}: the NCCL lines in the file say {said}: the fabric is not used{c.two}."
+    else:
+        message = f"{c.against}{c.tcp_text}: the fabric is not used{c.two}."
+    return [([check.cluster], message)]
+
+
+@evidence_check("NCCL211")
+def slower_than_expected(check: RunCheck) -> list[Hit]:
+    c = check.comparison
+    if c is None or c.verdict != "slower-than-expected":
+        return []
+    if c.table.fabric_seen:
+        why = f", although the NCCL lines in the file show the fabric in use ({', '.join(c.table.fabric_seen)})"
+    elif c.tcp_level or c.ratio < TCP_RATIO:
+        unknown = (
+            "TCP on the ordinary NIC would be about as fast here" if c.tcp is not None else "no ordinary-NIC figure"
+        )
         why = (
             f": {unknown}, so the bandwidth alone cannot tell a TCP fallback; rerun with NCCL_DEBUG=INFO and read the "
             "log with `fabriccheck nccl-log`"
         )
     else:
         why = ""
-    add("NCCL211", f"{against} ({ratio:.0%} of it){tcp_text}{why}{two}.")
-    return "slower-than-expected"
+    return [([check.cluster], f"{c.against} ({c.ratio:.0%} of it){c.tcp_text}{why}{c.two}.")]
 
 
-def _compare(run: Run, table: _Table, label: str, detail: dict[str, Any], cluster: str, bad: list[Row]) -> None:
-    """Compare each judged size; the verdict reads the two largest sizes: the most bandwidth-bound, and where a
-    fallback shows (a run can look healthy at 32 MiB and collapse above it, NVIDIA/nccl#1453)."""
+def _fabric_of_run(run: Run, table: _Table, label: str, nodes: int) -> penalty.FabricDescription:
+    """The fabric, with the ranks per node the test used when they are not the fabric's GPUs."""
     fabric = table.fabric
     assert fabric is not None
-    nodes = _nodes(run, table, label)
-    if nodes is None:
-        return
-    detail["nodes"] = nodes
-    if nodes < 2:
-        table.ev.notes.append(f"{label}: one node: NVLink only, the inter-node fabric was not exercised")
-        return
     if (
         run.ranks
         and not run.duplicate_rank_zero
@@ -185,9 +232,23 @@ def _compare(run: Run, table: _Table, label: str, detail: dict[str, Any], cluste
             "with the ranks the test used"
         )
         fabric = replace(fabric, gpus_per_node=run.ranks // nodes)
+    return fabric
+
+
+def _compare(run: Run, table: _Table, label: str, detail: dict[str, Any], bad: list[Row]) -> Comparison | None:
+    """Compare each judged size; the verdict reads the two largest sizes: the most bandwidth-bound, and where a
+    fallback shows (a run can look healthy at 32 MiB and collapse above it, NVIDIA/nccl#1453)."""
+    nodes = _nodes(run, table, label)
+    if nodes is None:
+        return None
+    detail["nodes"] = nodes
+    if nodes < 2:
+        table.ev.notes.append(f"{label}: one node: NVLink only, the inter-node fabric was not exercised")
+        return None
+    fabric = _fabric_of_run(run, table, label, nodes)
     op = _op(run, table, label)
     if op is None:
-        return
+        return None
     judged = [r for r in run.rows if r.size >= MIN_JUDGED_BYTES and r.best_busbw is not None and r not in bad]
     if not judged:
         if not bad:
@@ -196,7 +257,26 @@ def _compare(run: Run, table: _Table, label: str, detail: dict[str, Any], cluste
                 f"{label}: largest message {max(r.size for r in run.rows):,} B is latency-bound; rerun with -e 1G or "
                 f"more (at least {MIN_JUDGED_BYTES:,} B is judged)"
             )
-        return
+        return None
+    best = _best_row(judged, table, label, detail, fabric, nodes, op)
+    if best is None:
+        return None
+    comparison = _comparison(replace(table, fabric=fabric), best, op, nodes)
+    detail["verdict"] = "suspect" if bad else comparison.verdict  # a damaged table is never healthy
+    return comparison
+
+
+def _best_row(
+    judged: list[Row],
+    table: _Table,
+    label: str,
+    detail: dict[str, Any],
+    fabric: penalty.FabricDescription,
+    nodes: int,
+    op: str,
+) -> dict[str, Any] | None:
+    """Each judged size against the fabric (in `detail`); the best row of the two largest sizes, None when the
+    fabric has no healthy expectation."""
     top_sizes = sorted({r.size for r in judged})[-2:]
     best: dict[str, Any] | None = None
     for row in judged:
@@ -205,7 +285,7 @@ def _compare(run: Run, table: _Table, label: str, detail: dict[str, Any], cluste
         except ValueError as exc:
             table.ev.complete = False
             table.ev.notes.append(f"{label}: no healthy expectation: {exc}")
-            return
+            return None
         tcp = expect.tcp_busbw(fabric, nodes, op, float(row.size))
         tcp_worst = expect.tcp_busbw_worst(fabric, nodes, op, float(row.size))
         measured = row.best_busbw or 0.0
@@ -220,9 +300,7 @@ def _compare(run: Run, table: _Table, label: str, detail: dict[str, Any], cluste
         })  # fmt: skip
         if row.size in top_sizes and (best is None or measured > best["measured"]):
             best = {"bytes": row.size, "measured": measured, "expected": expected, "tcp": tcp}
-    assert best is not None
-    verdict = _verdict(replace(table, fabric=fabric), cluster, best, op, nodes)
-    detail["verdict"] = "suspect" if bad else verdict  # a damaged table is never healthy
+    return best
 
 
 def _judge_run(run: Run, index: int, table: _Table) -> dict[str, Any]:
@@ -252,23 +330,21 @@ def _judge_run(run: Run, index: int, table: _Table) -> dict[str, Any]:
             f"{label}: several processes each call themselves Rank 0: nccl-tests was built without MPI=1 and "
             "started by mpirun, so each process tested alone and no inter-node traffic was measured"
         )
-    # An integer cell is a count (#wrong); old versions print a max error as a float (5e-07), never counted.
-    wrong = run.wrong if run.error_column != "error" else 0
-    if wrong or run.out_of_bounds_failed:
-        what = f"{wrong} wrong value(s)" if wrong else f"{run.out_of_bounds} out-of-bounds value(s) FAILED"
-        table.ev.findings.append(finding("NCCL212", table.ev.provider, cluster, [cluster], f"{label} reported {what}."))
     bad = _suspect(run, table, label)
     if bad:
         detail["verdict"] = "suspect"
-    if table.fabric is not None:
-        _compare(run, table, label, detail, cluster, bad)
+    comparison = _compare(run, table, label, detail, bad) if table.fabric is not None else None
+    check = RunCheck(run, label, cluster, comparison)
+    for rule, run_check in registry.chosen("nccl-tests", table.rules):
+        found = run_check(check)
+        table.ev.findings += [registry.finding(rule, table.ev.provider, cluster, r, m) for r, m in found]
     return detail
 
 
 def _with_log(ev: Evidence, table: _Table, log: Log) -> None:
     """Judge the NCCL lines of the table's own file, and keep what they say about the transport."""
     cluster = f"nccl-tests:{Path(table.parsed.path).name}"
-    found = judge_log(log, ev.provider, cluster, table.fabric.instance_type if table.fabric else None)
+    found = judge_log(log, ev.provider, cluster, table.fabric.instance_type if table.fabric else None, table.rules)
     ev.findings.extend(found.findings)
     table.fabric_seen, table.sockets_seen = transport_seen(log)
     ev.details["nccl_log"] = {
@@ -289,12 +365,14 @@ def judge_tests(
     provider: str,
     op: str | None = None,
     log: Log | None = None,
+    rules: Sequence[EvidenceRule] | None = None,
 ) -> Evidence:
-    """Findings from an nccl-tests file: each run's bandwidth, and the NCCL lines of the same file (`log`)."""
+    """Findings from an nccl-tests file: each run's bandwidth, and the NCCL lines of the same file (`log`), by the
+    rules among `rules` (None: every built-in one)."""
     if log is not None and log.processes and provider == "unknown":
         provider = infer_provider(log)
     ev = Evidence("nccl-tests", parsed.path, provider)
-    table = _Table(parsed, fabric, nodes, op, ev)
+    table = _Table(parsed, fabric, nodes, op, ev, rules)
     if log is not None and log.processes:
         _with_log(ev, table, log)
     if parsed.skipped_partial:

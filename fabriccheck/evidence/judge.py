@@ -1,5 +1,8 @@
-"""NCCL logs -> `findings.Finding`s, with the facts behind them (per process) and notes; the finding and report
-shapes both evidence commands share (`finding`, `Evidence`). nccl-tests tables are judged in `bandwidth`.
+"""NCCL logs -> `findings.Finding`s, with the facts behind them (per process) and notes; the report shape both
+evidence commands share (`Evidence`). nccl-tests tables are judged in `bandwidth`.
+
+The checks of the nccl-log rules (NCCL201-206, rules/evidence/) are here, one registered function per rule id
+(`registry.evidence_check`), each reading what the checks of one log share (`LogRun`).
 
 A finding's `provider` is the cloud the evidence points to: the instance type's, or the transport's (OFI on the
 EFA provider: aws; gIB, FastSocket, GPUDirect-TCPX: gcp), or the `--provider` the user gave; otherwise `unknown`
@@ -9,17 +12,18 @@ aws-ofi-nccl also runs on HPE Slingshot (`cxi`) and on verbs).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from fabriccheck import catalog
-from fabriccheck.evidence.checks import CHECKS
+from fabriccheck.evidence import registry
 from fabriccheck.evidence.nccl_log import Log, Process
 from fabriccheck.evidence.nccl_messages import failure_cause
+from fabriccheck.evidence.registry import Hit, evidence_check
 from fabriccheck.findings import Finding
-from fabriccheck.model import UNKNOWN_ACCOUNT
+from fabriccheck.rulebook import EvidenceRule
 
 UNKNOWN_PROVIDER = "unknown"
 FAMILY_PROVIDER = {"gib": "gcp", "tcpx": "gcp", "fastsocket": "gcp"}
@@ -31,24 +35,6 @@ LOCAL_INTERFACES = ("lo", "docker", "virbr", "veth", "cni", "flannel", "cali", "
 # src/platform-aws.cpp sets gdr_required false for p3dn.24xlarge and g5.48xlarge and lists no g type as needing it
 # (fabriccheck/data/catalog.yaml carries gpudirect_rdma: false for the rows it knows).
 EFA_WITHOUT_GDR = "p3dn, g5 and the other g types"
-
-
-def finding(check_id: str, provider: str, cluster: str, resources: list[str], message: str) -> Finding:
-    check = CHECKS[check_id]
-    return Finding(
-        rule=check.id,
-        title=check.title,
-        severity=check.severity,
-        category=check.category,
-        provider=provider,
-        account=UNKNOWN_ACCOUNT,
-        cluster=cluster,
-        resources=resources,
-        message=message,
-        remediation=check.remediation,
-        effect=check.effect,
-        references=list(check.references),
-    )
 
 
 @dataclass
@@ -160,7 +146,7 @@ def process_summary(proc: Process) -> dict[str, Any]:
 
 
 @dataclass
-class _LogRun:
+class LogRun:
     """What the checks of one log share."""
 
     log: Log
@@ -171,64 +157,68 @@ class _LogRun:
     multi: bool
     instance_type: str | None = None  # the type the nodes are, when the user says (nccl-tests)
 
-    def add(self, check_id: str, resources: list[str], message: str) -> None:
-        self.ev.findings.append(finding(check_id, self.ev.provider, self.cluster, resources, message))
 
-
-def _mixed_networks(run: _LogRun) -> None:
+@evidence_check("NCCL206")
+def mixed_networks(run: LogRun) -> list[Hit]:
     families = {p.transport_family for p in run.procs if p.transport_family is not None}
     if not run.multi or len(families) < 2:
-        return
+        return []
     by_family: dict[str, list[str]] = {}
     for p in run.procs:
         if p.transport_family:
             by_family.setdefault(p.transport_family, []).append(p.key)
     parts = [f"{fam}: {_shown(keys, 3)}" for fam, keys in sorted(by_family.items())]
     minority = min(by_family.values(), key=len)
-    run.add("NCCL206", minority, "ranks of one run chose different networks (" + "; ".join(parts) + ")")
+    return [(minority, "ranks of one run chose different networks (" + "; ".join(parts) + ")")]
 
 
-def _sockets(run: _LogRun) -> None:
+@evidence_check("NCCL201")
+def sockets(run: LogRun) -> list[Hit]:
     socket = [p for p in run.procs if p.transport_family == "socket"]
     if not run.multi or not socket:
-        return
+        return []
     causes = list(dict.fromkeys(c for p in socket for c in _socket_causes(p, run.log)))
     why = f" Causes seen: {'; '.join(causes)}." if causes else " The log does not say why."
     hosts = sorted({p.host for p in socket})
     span = f"{run.nodes}-node" if run.nodes > 1 else "multi-node"
     how = "libfabric's TCP provider" if all(p.ofi_tcp for p in socket) else "NET/Socket"
-    run.add(
-        "NCCL201",
-        [p.key for p in socket],
-        f"{len(socket)} NCCL process(es) on {len(hosts)} host(s) ({_shown(hosts, 3)}) send inter-node traffic over "
-        f"TCP sockets ({how}) in a {span} run.{why}",
-    )
+    return [
+        (
+            [p.key for p in socket],
+            f"{len(socket)} NCCL process(es) on {len(hosts)} host(s) ({_shown(hosts, 3)}) send inter-node traffic over "
+            f"TCP sockets ({how}) in a {span} run.{why}",
+        )
+    ]
 
 
-def _plugin_failed(run: _LogRun) -> None:
+@evidence_check("NCCL202")
+def plugin_failed(run: LogRun) -> list[Hit]:
     failed = [p for p in run.procs if p.transport_family not in PLUGIN_FAMILIES and _plugin_failure(p, run.log)]
     if not failed:
-        return
+        return []
     first = next(f for p in failed if (f := _plugin_failure(p, run.log)))
-    run.add(
-        "NCCL202",
-        [p.key for p in failed],
-        f"{len(failed)} NCCL process(es) wanted a network plugin that did not start: {first}",
-    )
+    return [
+        (
+            [p.key for p in failed],
+            f"{len(failed)} NCCL process(es) wanted a network plugin that did not start: {first}",
+        )
+    ]
 
 
-def _ib_disabled(run: _LogRun) -> None:
+@evidence_check("NCCL203")
+def ib_disabled(run: LogRun) -> list[Hit]:
     disabled = [
         p for p in run.procs if p.env.get("NCCL_IB_DISABLE") == "1" and p.transport_family not in PLUGIN_FAMILIES
     ]
     if not run.multi or not disabled:
-        return
-    run.add(
-        "NCCL203",
-        [p.key for p in disabled],
-        f"NCCL_IB_DISABLE=1 is set for {len(disabled)} process(es) of a {run.nodes}-node run "
-        f"({_shown([p.key for p in disabled], 3)}): NCCL's built-in transport then uses TCP sockets.",
-    )
+        return []
+    return [
+        (
+            [p.key for p in disabled],
+            f"NCCL_IB_DISABLE=1 is set for {len(disabled)} process(es) of a {run.nodes}-node run "
+            f"({_shown([p.key for p in disabled], 3)}): NCCL's built-in transport then uses TCP sockets.",
+        )
+    ]
 
 
 def _gdr_expected_off(proc: Process, instance_type: str | None) -> bool:
@@ -241,10 +231,11 @@ def _gdr_expected_off(proc: Process, instance_type: str | None) -> bool:
     return cap is not None and cap.gpudirect_rdma is False
 
 
-def _gdr_off(run: _LogRun) -> None:
+@evidence_check("NCCL204")
+def gdr_off(run: LogRun) -> list[Hit]:
     no_gdr = [p for p in run.procs if p.gdr is False and p.transport_family in FABRIC_FAMILIES]
     if not run.multi or not no_gdr:
-        return
+        return []
     expected = [p for p in no_gdr if p.transport_family == "ofi" and _gdr_expected_off(p, run.instance_type)]
     if expected:
         platforms = sorted({t for p in expected if (t := p.ofi_platform or run.instance_type)})
@@ -255,19 +246,21 @@ def _gdr_off(run: _LogRun) -> None:
         )
     judged = [p for p in no_gdr if p not in expected]
     if not judged:
-        return
+        return []
     on_efa = any(p.transport_family == "ofi" for p in judged)
     ofi = f" EFA on {EFA_WITHOUT_GDR} has none: there this is expected." if on_efa else ""
-    run.add(
-        "NCCL204",
-        [p.key for p in judged],
-        f"GPUDirect RDMA is off for {len(judged)} process(es) on {p_hosts(judged)}: fabric traffic is staged "
-        "through host memory (the log says `GPU Direct RDMA Disabled`, `disabling GDR`, or its network channels "
-        f"lack /GDRDMA).{ofi}",
-    )
+    return [
+        (
+            [p.key for p in judged],
+            f"GPUDirect RDMA is off for {len(judged)} process(es) on {p_hosts(judged)}: fabric traffic is staged "
+            "through host memory (the log says `GPU Direct RDMA Disabled`, `disabling GDR`, or its network channels "
+            f"lack /GDRDMA).{ofi}",
+        )
+    ]
 
 
-def _local_interfaces(run: _LogRun) -> None:
+@evidence_check("NCCL205")
+def local_interfaces(run: LogRun) -> list[Hit]:
     local = []
     for p in run.procs:
         names = [n for n in (p.bootstrap, *p.socket_nics, p.env.get("NCCL_SOCKET_IFNAME")) if n]
@@ -275,31 +268,27 @@ def _local_interfaces(run: _LogRun) -> None:
         if bad:
             local.append((p, bad))
     if not run.multi or not local:
-        return
+        return []
     names = sorted({n for _, bad in local for n in bad})
-    run.add(
-        "NCCL205",
-        [p.key for p, _ in local],
-        f"NCCL sockets use {', '.join(names)} on {len(local)} process(es): peers on other hosts cannot reach such "
-        "an interface.",
-    )
-
-
-CHECK_ORDER: tuple[Callable[[_LogRun], None], ...] = (
-    _mixed_networks,
-    _sockets,
-    _plugin_failed,
-    _ib_disabled,
-    _gdr_off,
-    _local_interfaces,
-)
+    return [
+        (
+            [p.key for p, _ in local],
+            f"NCCL sockets use {', '.join(names)} on {len(local)} process(es): peers on other hosts cannot reach such "
+            "an interface.",
+        )
+    ]
 
 
 def judge_log(
-    log: Log, provider: str | None = None, cluster: str | None = None, instance_type: str | None = None
+    log: Log,
+    provider: str | None = None,
+    cluster: str | None = None,
+    instance_type: str | None = None,
+    rules: Sequence[EvidenceRule] | None = None,
 ) -> Evidence:
-    """Findings from a log. A multi-node log that never says which network NCCL used between nodes is not
-    judged (incomplete, exit 2): a cut log must not read as "no findings"."""
+    """Findings from a log, by the nccl-log rules among `rules` (None: every built-in one). A multi-node log that
+    never says which network NCCL used between nodes is not judged (incomplete, exit 2): a cut log must not read as
+    "no findings"."""
     chosen = provider if provider and provider != UNKNOWN_PROVIDER else infer_provider(log)
     ev = Evidence("nccl-log", log.path, chosen)
     procs = list(log.processes.values())
@@ -329,9 +318,9 @@ def judge_log(
             "network` line, no `Channel ... via NET/` line, no OFI provider): it was cut short, or NCCL_DEBUG_SUBSYS "
             "left out INIT and NET; the transport is not judged"
         )
-    run = _LogRun(log, ev, cluster or f"nccl-log:{Path(log.path).name}", procs, nodes, multi, instance_type)
-    for check in CHECK_ORDER:
-        check(run)
+    run = LogRun(log, ev, cluster or f"nccl-log:{Path(log.path).name}", procs, nodes, multi, instance_type)
+    for rule, check in registry.chosen("nccl-log", rules):
+        ev.findings += [registry.finding(rule, ev.provider, run.cluster, res, message) for res, message in check(run)]
     return ev
 
 

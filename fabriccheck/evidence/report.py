@@ -17,11 +17,11 @@ from xml.sax.saxutils import escape, quoteattr
 import orjson
 
 from fabriccheck import __version__
-from fabriccheck.evidence.checks import CHECKS
 from fabriccheck.evidence.judge import Evidence
 from fabriccheck.findings import SEVERITY_RANK
 from fabriccheck.reports.machine import sarif_document
 from fabriccheck.reports.safe import visible
+from fabriccheck.rulebook import builtin_evidence_rules
 
 SCHEMA_VERSION = 1
 SARIF_LEVEL = {"error": "error", "warning": "warning", "info": "note"}
@@ -55,16 +55,17 @@ def render_json(ev: Evidence) -> str:
 
 def render_sarif(ev: Evidence) -> str:
     used = sorted({f.rule for f in ev.findings})
+    known = {r.id: r for r in builtin_evidence_rules()}
     rules = [
         {
             "id": rule,
-            "name": CHECKS[rule].title,
-            "shortDescription": {"text": CHECKS[rule].title},
-            "fullDescription": {"text": CHECKS[rule].remediation},
-            "helpUri": CHECKS[rule].references[0],
-            "help": {"text": CHECKS[rule].remediation},
-            "defaultConfiguration": {"level": SARIF_LEVEL[CHECKS[rule].severity]},
-            "properties": {"category": CHECKS[rule].category},
+            "name": known[rule].title,
+            "shortDescription": {"text": known[rule].title},
+            "fullDescription": {"text": known[rule].remediation.as_text()},
+            "helpUri": known[rule].references[0],
+            "help": {"text": known[rule].remediation.as_text()},
+            "defaultConfiguration": {"level": SARIF_LEVEL[known[rule].severity]},
+            "properties": {"category": known[rule].category},
         }
         for rule in used
     ]
