@@ -99,7 +99,9 @@ def audit(
     if provider not in (*PROVIDERS, ALL):
         raise FabricCheckError(f"provider {provider!r}: choose from {', '.join(PROVIDERS)} (or {ALL!r})")
     if provider == ALL and isinstance(chosen, Dump | Live):
-        raise FabricCheckError(f"provider {ALL!r} reads a plan or a saved inventory; a dump or live run names its cloud")
+        raise FabricCheckError(
+            f"provider {ALL!r} reads a plan or a saved inventory; a dump or live run names its cloud"
+        )
     defaults = (workload, price_per_gpu_hour, cluster_tag, tuple(select), tuple(ignore), tuple(rules_dirs))
     if options is not None and defaults != ("llm-70b-fsdp", None, None, (), (), ()):
         raise FabricCheckError("give options=Options(...) or the keyword settings, not both")
