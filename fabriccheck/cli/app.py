@@ -67,7 +67,9 @@ app = typer.Typer(
     help="Find cloud GPU-cluster settings that leave the training fabric (EFA, InfiniBand, GPUDirect) "
     "unused, and estimate what they cost.",
     no_args_is_help=True,
-    add_completion=False,
+    # --install-completion / --show-completion (bash, zsh, fish, PowerShell), and -h beside --help everywhere.
+    add_completion=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
     rich_markup_mode=None,
     pretty_exceptions_enable=False,
     cls=_Group,

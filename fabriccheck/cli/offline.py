@@ -233,3 +233,18 @@ def show_config(*, scan: ScanOptions, fmt: TextOrJson = "text") -> None:
     if path is not None:
         text += f"waivers file {path}: {len(loaded)} waiver{'s' if len(loaded) != 1 else ''}, valid\n"
     write_stdout(text)
+
+
+@app.command(cls=Command)
+def schema(
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", metavar="FILE", help="Write the schema to FILE.")
+    ] = None,
+) -> None:
+    """Print the JSON Schema (draft 2020-12) of the JSON report (--format json), made from the report's own models.
+    Its version is the report's schema_version."""
+    import json
+
+    from fabriccheck.schema import report_schema
+
+    emit(json.dumps(report_schema(), indent=2) + "\n", output)
