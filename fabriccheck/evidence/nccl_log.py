@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -360,67 +360,116 @@ def read_chunks(chunks: Iterable[bytes | str], path: str = "<input>") -> Log:
     return reader.log(path)
 
 
+def _channel(proc: Process, event: Event, times: int) -> None:
+    proc.channels[event[1]] += times
+    proc.channels_net += times
+    if event[2]:
+        proc.channels_gdr += times
+
+
+def _env(proc: Process, event: Event, times: int) -> None:
+    proc.env[event[1]] = event[2]
+
+
+def _network(proc: Process, event: Event, times: int) -> None:
+    proc.networks[event[1]] = None
+
+
+def _version(proc: Process, event: Event, times: int) -> None:
+    proc.version = event[1]
+
+
+def _rank(proc: Process, event: Event, times: int) -> None:
+    proc.ranks.add(event[1])
+    proc.nranks = event[2]
+    if event[3] is not None:
+        proc.nnodes = event[3]
+
+
+def _gdr(proc: Process, event: Event, times: int) -> None:
+    if event[1]:
+        proc.gdr_enabled += times
+    else:
+        proc.gdr_disabled += times
+
+
+def _no_ib_device(proc: Process, event: Event, times: int) -> None:
+    proc.no_ib_device = True
+
+
+def _ib_nics(proc: Process, event: Event, times: int) -> None:
+    for nic in event[1]:
+        if len(proc.ib_nics) < MAX_NICS:
+            proc.ib_nics[nic] = None
+
+
+def _socket_nics(proc: Process, event: Event, times: int) -> None:
+    for name, address in event[1]:
+        if len(proc.socket_nics) < MAX_NICS:
+            proc.socket_nics[name] = None
+        if proc.address is None:
+            proc.address = address
+
+
+def _bootstrap(proc: Process, event: Event, times: int) -> None:
+    proc.bootstrap = event[1]
+    proc.address = proc.address or event[2]
+
+
+def _ofi(proc: Process, event: Event, times: int) -> None:
+    _, provider, nics, version, gdr_off, failure, platform, unsupported, aws = event
+    if provider:
+        proc.ofi_provider = provider
+    if nics is not None:
+        proc.ofi_nics = nics
+    if version:
+        proc.plugin_loaded[f"aws-ofi-nccl {version}"] = None
+    if gdr_off:
+        proc.ofi_gdr_off = True
+    if failure:
+        proc.note_failure(failure)
+    proc.ofi_platform = platform or proc.ofi_platform
+    proc.gdr_unsupported = proc.gdr_unsupported or unsupported
+    proc.ofi_aws = proc.ofi_aws or aws
+
+
+def _plugin(proc: Process, event: Event, times: int) -> None:
+    proc.plugin_loaded[event[1]] = None
+
+
+def _plugin_missing(proc: Process, event: Event, times: int) -> None:
+    proc.plugin_missing = True
+    if event[1]:
+        proc.note_failure(event[1])
+
+
+def _no_verbs(proc: Process, event: Event, times: int) -> None:
+    proc.no_verbs = True
+
+
+# What each kind of event does to its process's record; `times`: how many alike lines the event stands for.
+_EVENTS: dict[str, Callable[[Process, Event, int], None]] = {
+    "channel": _channel,
+    "env": _env,
+    "network": _network,
+    "version": _version,
+    "rank": _rank,
+    "gdr": _gdr,
+    "no-ib-device": _no_ib_device,
+    "ib-nics": _ib_nics,
+    "socket-nics": _socket_nics,
+    "bootstrap": _bootstrap,
+    "ofi": _ofi,
+    "plugin": _plugin,
+    "plugin-missing": _plugin_missing,
+    "no-verbs": _no_verbs,
+}
+
+
 def _apply(proc: Process, event: Event, times: int = 1) -> None:
-    kind = event[0]
-    if kind == "channel":
-        proc.channels[event[1]] += times
-        proc.channels_net += times
-        if event[2]:
-            proc.channels_gdr += times
-    elif kind == "env":
-        proc.env[event[1]] = event[2]
-    elif kind == "network":
-        proc.networks[event[1]] = None
-    elif kind == "version":
-        proc.version = event[1]
-    elif kind == "rank":
-        proc.ranks.add(event[1])
-        proc.nranks = event[2]
-        if event[3] is not None:
-            proc.nnodes = event[3]
-    elif kind == "gdr":
-        if event[1]:
-            proc.gdr_enabled += times
-        else:
-            proc.gdr_disabled += times
-    elif kind == "no-ib-device":
-        proc.no_ib_device = True
-    elif kind == "ib-nics":
-        for nic in event[1]:
-            if len(proc.ib_nics) < MAX_NICS:
-                proc.ib_nics[nic] = None
-    elif kind == "socket-nics":
-        for name, address in event[1]:
-            if len(proc.socket_nics) < MAX_NICS:
-                proc.socket_nics[name] = None
-            if proc.address is None:
-                proc.address = address
-    elif kind == "bootstrap":
-        proc.bootstrap = event[1]
-        proc.address = proc.address or event[2]
-    elif kind == "ofi":
-        _, provider, nics, version, gdr_off, failure, platform, unsupported, aws = event
-        if provider:
-            proc.ofi_provider = provider
-        if nics is not None:
-            proc.ofi_nics = nics
-        if version:
-            proc.plugin_loaded[f"aws-ofi-nccl {version}"] = None
-        if gdr_off:
-            proc.ofi_gdr_off = True
-        if failure:
-            proc.note_failure(failure)
-        proc.ofi_platform = platform or proc.ofi_platform
-        proc.gdr_unsupported = proc.gdr_unsupported or unsupported
-        proc.ofi_aws = proc.ofi_aws or aws
-    elif kind == "plugin":
-        proc.plugin_loaded[event[1]] = None
-    elif kind == "plugin-missing":
-        proc.plugin_missing = True
-        if event[1]:
-            proc.note_failure(event[1])
-    elif kind == "no-verbs":
-        proc.no_verbs = True
+    handler = _EVENTS.get(event[0])
+    if handler is not None:
+        handler(proc, event, times)
 
 
 BLOCK = 2 << 20  # bytes per block read (2 MiB measured faster than 8: the block stays in cache)
