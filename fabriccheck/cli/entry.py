@@ -26,9 +26,11 @@ def main(argv: list[str] | None = None) -> int:
     except (stopping.Terminated, KeyboardInterrupt) as exc:  # raised by other means than our handlers (they exit)
         code = stopping.TERMINATED if isinstance(exc, stopping.Terminated) else stopping.INTERRUPTED
         say(stopping.LINES[code].strip())
-    if argv is None and code in stopping.LINES:
-        # The process itself: leave at once. Tearing down an interpreter that has loaded a cloud SDK takes most of a
-        # second, and a stopped run has nothing left to finish or write.
+    if argv is None:
+        # The process itself: leave at once, whatever the verdict. Tearing down an interpreter that has loaded a
+        # cloud SDK takes most of a second, a finished or stopped run has nothing left to do, and late in the
+        # teardown Python puts the default signal handlers back, so a SIGTERM there would kill the process
+        # silently (-15) after its report was written.
         with suppress(OSError, ValueError, AttributeError):
             sys.stdout.flush()
             sys.stderr.flush()
