@@ -21,7 +21,7 @@ from fabriccheck.findings import Finding
 from fabriccheck.model import CollectionError
 from fabriccheck.penalty import Penalty, Range
 from fabriccheck.report import ClusterReport, NotJudged, Report, SkippedCluster, Summary
-from fabriccheck.reports import junit, markdown, names, text, wording
+from fabriccheck.reports import junit, markdown, names, outline, text, wording
 from fabriccheck.reports.safe import md_code, md_text, visible
 
 Severity = Literal["error", "warning", "info"]
@@ -625,7 +625,7 @@ def test_the_demo_ranks_what_cannot_run_first_then_by_gpu_hours_lost() -> None:
             c["id"],
         ),
     )
-    names = text.cluster_names(Report.model_validate(data))
+    names = outline.cluster_names(Report.model_validate(data))
     out = run_demo("--verbose", columns=200)
     blocks = re.findall(r"^Cluster (.+?)  \S", out, flags=re.M)
     assert blocks == [str(names[c["id"]]) for c in expected]

@@ -12,6 +12,8 @@ from fabriccheck.cli.finish import exit_for, write_report
 from fabriccheck.cli.options import (
     REPORT,
     FabricOptions,
+    FailOn,
+    FailOnOpt,
     OutputOpt,
     PriceOpt,
     ProviderOpt,
@@ -233,6 +235,40 @@ def show_config(*, scan: ScanOptions, fmt: TextOrJson = "text") -> None:
     if path is not None:
         text += f"waivers file {path}: {len(loaded)} waiver{'s' if len(loaded) != 1 else ''}, valid\n"
     write_stdout(text)
+
+
+DiffFormat = Annotated[str, typer.Option("--format", "-f", metavar="FORMAT", help="text, json or markdown.")]
+
+
+@app.command(cls=Command)
+def diff(
+    previous: Annotated[Path, typer.Argument(metavar="OLD", help="The earlier JSON report (--format json).")],
+    current: Annotated[Path, typer.Argument(metavar="NEW", help="The later JSON report.")],
+    fmt: DiffFormat = "text",
+    output: OutputOpt = None,
+    fail_on: FailOnOpt = FailOn.error,
+    allow_incomplete: Annotated[
+        bool, typer.Option(help="Let the new findings decide even when NEW could not see everything.")
+    ] = False,
+) -> None:
+    """What changed between two JSON reports: new, fixed and unchanged findings (by fingerprint) and the change in
+    lost GPU-hours. Exit 1 when a new finding that fails the gate is at or above --fail-on; 2 when NEW is
+    incomplete (unless --allow-incomplete), since what it did not see cannot be called fixed."""
+    from fabriccheck import trend
+    from fabriccheck.errors import FabricCheckError
+    from fabriccheck.merge import load_report
+
+    if fmt not in ("text", "json", "markdown"):
+        raise FabricCheckError(f"--format {fmt}: diff writes text, json or markdown")
+    old, new = load_report(previous), load_report(current)
+    found = trend.compare(old, new, str(previous))
+    if fmt == "json":
+        emit(found.model_dump_json(indent=2) + "\n", output)
+    else:
+        emit(trend.render(found, str(current), markdown=fmt == "markdown"), output)
+    if not allow_incomplete and not new.fully_judged():
+        raise typer.Exit(2)
+    raise typer.Exit(1 if trend.fails(found, fail_on.value) else 0)
 
 
 @app.command(cls=Command)

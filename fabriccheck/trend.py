@@ -1,0 +1,183 @@
+"""What changed since an earlier report: findings new, fixed and unchanged (by fingerprint, baseline.py) and the
+change in what the clusters lose a day. `--previous OLD.json` records it in a scan's report (`trend`), which the
+text and HTML reports show; `fabriccheck diff OLD.json NEW.json` prints it on its own."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel
+
+from fabriccheck.baseline import fingerprint
+from fabriccheck.findings import SEVERITY_RANK, Finding
+from fabriccheck.penalty import Range
+
+if TYPE_CHECKING:
+    from fabriccheck.report import Report
+
+
+class TrendFinding(BaseModel):
+    """A finding as the trend names it: enough to say what it is and where, without its message."""
+
+    fingerprint: str
+    rule: str
+    severity: str
+    category: str
+    title: str
+    provider: str
+    account: str
+    cluster: str | None
+    resources: list[str]
+    gates: bool = True  # not waived and not in a baseline (in the report that has it)
+
+
+class Change(BaseModel):
+    """A figure in the earlier report and now (low and high bounds), and now minus then."""
+
+    previous: Range | None
+    current: Range | None
+    change: Range
+
+
+class ClusterChange(BaseModel):
+    id: str
+    lost_gpu_hours_per_day: Change
+
+
+class Trend(BaseModel):
+    previous: str  # the earlier report's file
+    previous_generated_at: str
+    new: list[TrendFinding]
+    fixed: list[TrendFinding]
+    unchanged: list[TrendFinding]
+    lost_gpu_hours_per_day: Change
+    lost_dollars_per_day: Change | None  # when both reports were priced
+    clusters: list[ClusterChange]  # clusters whose lost GPU-hours changed, most changed first
+    notes: list[str] = []
+
+
+def _key(finding: Finding) -> str:
+    return finding.fingerprint or fingerprint(finding)
+
+
+def _named(finding: Finding) -> TrendFinding:
+    return TrendFinding(
+        fingerprint=_key(finding),
+        rule=finding.rule,
+        severity=finding.severity,
+        category=finding.category,
+        title=finding.title,
+        provider=finding.provider,
+        account=finding.account,
+        cluster=finding.cluster,
+        resources=finding.resources,
+        gates=finding.gates,
+    )
+
+
+def _change(previous: Range | None, current: Range | None) -> Change:
+    zero = Range(low=0.0, high=0.0)
+    before, now = previous or zero, current or zero
+    return Change(
+        previous=previous, current=current, change=Range(low=now.low - before.low, high=now.high - before.high)
+    )
+
+
+def _lost(report: Report) -> dict[str, Range | None]:
+    return {c.id: c.penalty.lost_gpu_hours_per_day if c.penalty.estimated else None for c in report.clusters}
+
+
+def _clusters(previous: Report, current: Report) -> list[ClusterChange]:
+    before, now = _lost(previous), _lost(current)
+    changes = [
+        ClusterChange(id=cluster, lost_gpu_hours_per_day=_change(before.get(cluster), now.get(cluster)))
+        for cluster in dict.fromkeys([*now, *before])
+    ]
+    changed = [c for c in changes if c.lost_gpu_hours_per_day.change != Range(low=0.0, high=0.0)]
+    return sorted(changed, key=lambda c: (-abs(c.lost_gpu_hours_per_day.change.high), c.id))
+
+
+def _order(found: list[TrendFinding]) -> list[TrendFinding]:
+    return sorted(found, key=lambda f: (-SEVERITY_RANK.get(f.severity, 0), f.rule, f.cluster or "", f.resources))
+
+
+def compare(previous: Report, current: Report, where: str) -> Trend:
+    """The trend from `previous` (read from `where`) to `current`."""
+    before = {_key(f): f for f in previous.findings}
+    now = {_key(f): f for f in current.findings}
+    notes = []
+    if previous.workload.get("name") != current.workload.get("name"):
+        notes.append(
+            f"the earlier report assumed workload {previous.workload.get('name')}, this one "
+            f"{current.workload.get('name')}: the change in cost mixes the two"
+        )
+    dollars = None
+    old_dollars, new_dollars = previous.summary.lost_dollars_per_day, current.summary.lost_dollars_per_day
+    if old_dollars is not None and new_dollars is not None:
+        dollars = _change(old_dollars, new_dollars)
+    return Trend(
+        previous=where,
+        previous_generated_at=previous.generated_at,
+        new=_order([_named(f) for k, f in now.items() if k not in before]),
+        fixed=_order([_named(f) for k, f in before.items() if k not in now]),
+        unchanged=_order([_named(f) for k, f in now.items() if k in before]),
+        lost_gpu_hours_per_day=_change(previous.summary.lost_gpu_hours_per_day, current.summary.lost_gpu_hours_per_day),
+        lost_dollars_per_day=dollars,
+        clusters=_clusters(previous, current),
+        notes=notes,
+    )
+
+
+def fails(trend: Trend, fail_on: str) -> bool:
+    """A new finding that fails the gate (not waived, not in a baseline) is at or above `fail_on`."""
+    if fail_on == "never":
+        return False
+    return any(f.gates and SEVERITY_RANK[f.severity] >= SEVERITY_RANK[fail_on] for f in trend.new)
+
+
+def _span(r: Range | None) -> str:
+    if r is None:
+        return "not estimated"
+    return f"{r.low:,.0f}" if round(r.low) == round(r.high) else f"{r.low:,.0f}-{r.high:,.0f}"
+
+
+def _signed(r: Range) -> str:
+    low, high = f"{r.low:+,.0f}", f"{r.high:+,.0f}"
+    return low if low == high else f"{low} to {high}"
+
+
+def _line(f: TrendFinding) -> str:
+    where = f.cluster or f.account
+    waived = "" if f.gates else " (waived or in the baseline)"
+    return f"{f.severity} {f.rule} {where}: {f.title}{waived} [{', '.join(f.resources[:3])}]"
+
+
+def render(trend: Trend, current: str, markdown: bool = False) -> str:
+    """The trend for people: counts, the change in cost, then the new and fixed findings (new first)."""
+    from fabriccheck.reports.safe import md_text, visible
+
+    def show(text: str) -> str:
+        return md_text(text) if markdown else visible(text)
+
+    lost = trend.lost_gpu_hours_per_day
+    lines = [
+        ("# " if markdown else "")
+        + f"fabriccheck diff: {show(trend.previous)} ({show(trend.previous_generated_at)}) -> {show(current)}",
+        "",
+        f"{len(trend.new)} new, {len(trend.fixed)} fixed, {len(trend.unchanged)} unchanged findings.",
+        f"Lost GPU-hours a day: {_span(lost.previous)} -> {_span(lost.current)} ({_signed(lost.change)}).",
+    ]
+    if trend.lost_dollars_per_day is not None:
+        d = trend.lost_dollars_per_day
+        lines.append(f"Lost dollars a day: {_span(d.previous)} -> {_span(d.current)} ({_signed(d.change)}).")
+    lines += [f"Note: {show(n)}" for n in trend.notes]
+    for title, found in (("New findings", trend.new), ("Fixed findings", trend.fixed)):
+        if found:
+            lines += ["", ("## " if markdown else "") + f"{title} ({len(found)})"]
+            lines += [("- " if markdown else "  ") + show(_line(f)) for f in found]
+    if trend.clusters:
+        lines += ["", ("## " if markdown else "") + "Clusters whose lost GPU-hours changed"]
+        bullet = "- " if markdown else "  "
+        for c in trend.clusters:
+            lines.append(f"{bullet}{show(c.id)}: {_signed(c.lost_gpu_hours_per_day.change)} a day")
+    return "\n".join(lines) + "\n"
