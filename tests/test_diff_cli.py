@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 from pathlib import Path
 
 from cli_run import one_clean_line, run
@@ -68,3 +69,15 @@ def test_bad_input_is_one_line_naming_it(tmp_path: Path) -> None:
     assert one_clean_line(run("diff", str(old), str(new), "-f", "sarif")) == (
         "fabriccheck: error: --format sarif: diff writes text, json or markdown"
     )
+
+
+def test_a_report_read_from_standard_input(tmp_path: Path) -> None:
+    """`-` is standard input, for diff and merge alike: a scheduled job pipes this week's report in."""
+    old, new = _reports(tmp_path)
+    piped = subprocess.run(
+        ["fabriccheck", "diff", str(old), "-"], input=new.read_bytes(), capture_output=True, timeout=120
+    )
+    assert piped.returncode == 1 and b"2 new, 0 fixed, 17 unchanged findings." in piped.stdout, piped.stderr
+    broken = subprocess.run(["fabriccheck", "merge", "-"], input=b"{", capture_output=True, timeout=120)
+    assert broken.returncode == 2
+    assert broken.stderr.decode().startswith("fabriccheck: error: standard input (-): not valid JSON")

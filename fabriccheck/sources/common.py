@@ -14,6 +14,7 @@ import os
 import re
 import secrets
 import stat
+import sys
 import threading
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from concurrent.futures import Future
@@ -316,28 +317,32 @@ def read_json(path: Path, dump_file: bool = False) -> Any:
     """A JSON file, parsed; a bad file is one line naming it. A byte order mark at the start is accepted:
     UTF-8's (Windows tools write one) is skipped, and a UTF-16 file is read as such. `dump_file`: a file of a dump
     folder, which must be a regular file (open_dump_file); a file named on the command line may be a pipe
-    (`fabriccheck check <(...)`)."""
+    (`fabriccheck check <(...)`), or `-`: standard input."""
+    stdin = not dump_file and str(path) == "-"
+    name = "standard input (-)" if stdin else str(path)
     try:
-        if dump_file:
+        if stdin:
+            data = sys.stdin.buffer.read() if sys.stdin is not None else b""
+        elif dump_file:
             with open_dump_file(path) as file:
                 data = file.read()
         else:
             data = path.read_bytes()
     except OSError as exc:
-        raise FabricCheckError(f"{path}: cannot read ({exc.strerror})") from None
+        raise FabricCheckError(f"{name}: cannot read ({exc.strerror})") from None
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
     elif data.startswith(_BOMS):
         try:
             data = data.decode("utf-16").encode()
         except UnicodeDecodeError as exc:
-            raise FabricCheckError(f"{path}: not valid JSON (a UTF-16 byte order mark, then {exc.reason})") from None
+            raise FabricCheckError(f"{name}: not valid JSON (a UTF-16 byte order mark, then {exc.reason})") from None
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError as exc:
         if "recursion" in str(exc).lower() or "depth" in str(exc).lower():
-            raise too_deep(path) from None
-        raise FabricCheckError(f"{path}: not valid JSON ({exc})") from None
+            raise too_deep(name) from None
+        raise FabricCheckError(f"{name}: not valid JSON ({exc})") from None
 
 
 def write_atomic(path: Path, data: bytes, option: str) -> None:
