@@ -174,3 +174,24 @@ def test_nccl_tests_reads_the_nccl_lines_of_its_own_file() -> None:
     socket = run("nccl-tests", str(FIXTURES / "tests_with_log_g4dn_socket.txt"), "--instance-type", "g4dn.8xlarge",
                  "--nodes", "2", "--op", "all_reduce")  # fmt: skip
     assert socket.returncode == 1 and "NCCL210" in socket.stdout and "`Using network Socket`" in socket.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "needle"),
+    [
+        (["--nodes", "2"], "usage", "give --instance-type"),
+        (["--nodes", "2", "--instance-type", "p5.48xlarge", "--state", "fast"], "usage", "--state fast"),
+        (["--nodes", "2", "--instance-type", "x9.huge"], "unknown-model", "x9.huge"),
+        (["--nodes", "2", "--gpu", "Z9000"], "unknown-model", "--gpu Z9000: unknown accelerator"),
+        (["--nodes", "2", "--instance-type", "p5.48xlarge", "--calibrate", "/nonexistent/t.txt"],
+         "unreadable-input", "/nonexistent/t.txt"),
+    ],
+)  # fmt: skip
+def test_estimate_json_says_why_there_is_no_estimate(args: list[str], code: str, needle: str) -> None:
+    result = run("estimate", *args, "--format", "json")
+    line = one_clean_line(result)
+    assert needle in line
+    failure = json.loads(result.stdout)
+    assert failure["kind"] == "estimate" and failure["complete"] is False
+    assert [e["code"] for e in failure["errors"]] == [code] and needle in failure["errors"][0]["message"]
+    assert run("estimate", *args).stdout == ""  # text has no failure report: the one line says it

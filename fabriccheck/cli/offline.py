@@ -3,7 +3,7 @@ and `nccl-log` (evidence from a running cluster), `rules` (the rule book) and `c
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
@@ -25,6 +25,8 @@ from fabriccheck.cli.options import (
 from fabriccheck.stdout import write_stdout
 
 if TYPE_CHECKING:
+    from fabriccheck.errors import FabricCheckError
+    from fabriccheck.estimate import EstimateReport
     from fabriccheck.evidence.judge import Evidence
 
 TextOrJson = Annotated[str, typer.Option("--format", "-f", metavar="FORMAT", help="text or json.")]
@@ -90,12 +92,54 @@ def estimate(
 ) -> None:
     """What a fabric should do (nccl-tests bandwidths) and what a fabric state costs, for a catalog type or a
     fabric described by hand (unless told otherwise: 8 GPUs and 8 NICs of 400 Gbps per node, over ib)."""
+    from fabriccheck.evidence.failures import usage
+
+    if fmt not in ("text", "json"):
+        raise usage(f"--format {fmt}: estimates are shown as text or json")
+    args = (nodes, fabric, state, workload, workload_file, price_per_gpu_hour, calibrate)
+    from fabriccheck.errors import FabricCheckError
+
+    if fmt == "text":
+        emit(_estimate_text(*args), output)
+        return
+    try:
+        emit(_estimate(*args).model_dump_json(indent=2) + "\n", output)
+    except FabricCheckError as error:
+        # A script reading the JSON sees why there is no estimate: the same errors[].code as the evidence reports.
+        if output is None:
+            emit(_failed_estimate(error), None)
+        raise
+
+
+def _estimate_text(*args: Any) -> str:
+    from fabriccheck import estimate as estimating
+
+    return estimating.render_text(_estimate(*args))
+
+
+def _failed_estimate(error: "FabricCheckError") -> str:
+    import json
+
+    from fabriccheck.evidence.failures import EvidenceError, code_of
+
+    detail = error.detail if isinstance(error, EvidenceError) else str(error)
+    failure = {"kind": "estimate", "complete": False, "errors": [{"code": code_of(error), "message": detail}]}
+    return json.dumps(failure, indent=2) + "\n"
+
+
+def _estimate(
+    nodes: int,
+    fabric: FabricOptions,
+    state: str,
+    workload: str,
+    workload_file: Path | None,
+    price_per_gpu_hour: float | None,
+    calibrate: Path | None,
+) -> "EstimateReport":
     from fabriccheck import estimate as estimating
     from fabriccheck.evidence.failures import usage
     from fabriccheck.flow import workload_named
 
-    if fmt not in ("text", "json"):
-        raise usage(f"--format {fmt}: estimates are shown as text or json")
     f = fabric
     if (f.instance_type is None) == (f.gpu is None):
         raise usage("give --instance-type TYPE, or describe the fabric with --gpu NAME (and --nics ...)")
@@ -117,8 +161,7 @@ def estimate(
         from fabriccheck.calibrate import calibrated
 
         described, measured = calibrated(described, calibrate)
-    result = estimating.run(described, nodes, state, chosen, price_per_gpu_hour, measured)
-    emit(result.model_dump_json(indent=2) + "\n" if fmt == "json" else estimating.render_text(result), output)
+    return estimating.run(described, nodes, state, chosen, price_per_gpu_hour, measured)
 
 
 @app.command("nccl-tests", cls=Command)
