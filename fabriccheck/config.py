@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import os
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, cast
@@ -25,7 +25,7 @@ from fabriccheck.errors import FabricCheckError
 if TYPE_CHECKING:
     from fabriccheck.clusters import Cluster
     from fabriccheck.findings import Finding
-    from fabriccheck.rulebook import Rule
+    from fabriccheck.rulebook import RuleMeta
 
 CONFIG_FILE = "fabriccheck.toml"
 PYPROJECT = "pyproject.toml"
@@ -376,7 +376,7 @@ def assign_roles(clusters: list[Cluster], roles: Mapping[str, str]) -> None:
                 break
 
 
-def override_severity(findings: list[Finding], overrides: Mapping[str, str], rules: list[Rule]) -> None:
+def override_severity(findings: list[Finding], overrides: Mapping[str, str], rules: Sequence[RuleMeta]) -> None:
     """Severity overrides by finding id (AWS101, or the id a template finding carries) or category. A name that
     is no rule's or category's is an error, as in --select: an override that silently does nothing hides a gate
     setting nobody chose."""
@@ -404,7 +404,7 @@ def override_severity(findings: list[Finding], overrides: Mapping[str, str], rul
     findings[:] = sort_findings(findings)  # worst first, as the engine orders them
 
 
-def check_rule_names(config: Config, rules: list[Rule]) -> None:
+def check_rule_names(config: Config, rules: Sequence[RuleMeta]) -> None:
     """The rule names in --select, --ignore and --severity, from wherever they were set, before anything is
     collected: a name no rule or category has is an error, so a typo fails in a second, not after a long scan.
     One set in a file or a variable says where (a flag's own error names the flag)."""

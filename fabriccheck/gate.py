@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from fabriccheck.config import Config, Gate
     from fabriccheck.flow import Options
     from fabriccheck.report import Report
-    from fabriccheck.rulebook import Rule
+    from fabriccheck.rulebook import RuleMeta
     from fabriccheck.sources.common import Outputs
 
 
@@ -162,11 +162,13 @@ def check_rule_names(found: Config, loaded: list[Any], waivers_path: Path | None
         waivers.check_rules(loaded, {i for rule in rules for i in rule.finding_ids()}, waivers_path)
 
 
-def _rule_book(found: Config) -> list[Rule]:
+def _rule_book(found: Config) -> list[RuleMeta]:
+    """Every rule a name may name: the inventory rules (built-in and --rules-dir's) and the evidence rules, so
+    one config or waivers file serves the scans and nccl-log / nccl-tests."""
     from fabriccheck import examples, rulebook
 
     dirs = found.value("rules-dir")
-    return examples.load_rules(dirs) if dirs else list(rulebook.builtin_rules())
+    return [*(examples.load_rules(dirs) if dirs else rulebook.builtin_rules()), *rulebook.builtin_evidence_rules()]
 
 
 def write_baseline(report: Report, path: Path, options: Options, outputs: Outputs) -> None:
@@ -245,6 +247,7 @@ def _inputs(params: dict[str, Any], found: Config, baseline_path: Path | None) -
         ("the baseline being read (--baseline)", baseline_path),
         ("the inventory being checked", params.get("inventory_file")),
         ("the plan being checked", params.get("plan_file")),
+        ("the evidence being judged", params.get("file")),  # nccl-log, nccl-tests
         ("the workload file being read (--workload)", workload_file),
     ]
     for label, path in files:

@@ -10,6 +10,7 @@ import typer
 from fabriccheck.cli.app import Command, app, emit
 from fabriccheck.cli.finish import exit_for, write_report
 from fabriccheck.cli.options import (
+    EVIDENCE,
     REPORT,
     FabricOptions,
     FailOn,
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
     from fabriccheck.errors import FabricCheckError
     from fabriccheck.estimate import EstimateReport
     from fabriccheck.evidence.judge import Evidence
+    from fabriccheck.rulebook import EvidenceRule
 
 TextOrJson = Annotated[str, typer.Option("--format", "-f", metavar="FORMAT", help="text or json.")]
 
@@ -165,7 +167,7 @@ def _estimate(
 
 
 @app.command("nccl-tests", cls=Command)
-@options("scan", ScanOptions, only=REPORT)
+@options("scan", ScanOptions, only=EVIDENCE)
 @options("fabric", FabricOptions)
 def nccl_tests(
     file: Annotated[Path, typer.Argument(metavar="FILE", help="Output of all_reduce_perf and friends.")],
@@ -188,11 +190,17 @@ def nccl_tests(
     from fabriccheck.evidence import command
 
     described = command.FabricOptions(**dataclasses.asdict(fabric))
-    _evidence("nccl-tests", file, scan, provider, lambda: command.nccl_tests(file, described, nodes, op, provider))
+    _evidence(
+        "nccl-tests",
+        file,
+        scan,
+        provider,
+        lambda rules: command.nccl_tests(file, described, nodes, op, provider, rules),
+    )
 
 
 @app.command("nccl-log", cls=Command)
-@options("scan", ScanOptions, only=REPORT)
+@options("scan", ScanOptions, only=EVIDENCE)
 def nccl_log(
     file: Annotated[Path, typer.Argument(metavar="FILE", help="A log of a run with NCCL_DEBUG=INFO.")],
     provider: ProviderOpt = None,
@@ -202,16 +210,20 @@ def nccl_log(
     """Report the transport each NCCL rank used (IB, EFA/OFI, sockets), GPUDirect RDMA and plugin failures."""
     from fabriccheck.evidence import command
 
-    _evidence("nccl-log", file, scan, provider, lambda: command.nccl_log(file, provider))
+    _evidence("nccl-log", file, scan, provider, lambda rules: command.nccl_log(file, provider, rules))
 
 
 def _evidence(
-    kind: str, file: Path, scan: ScanOptions, provider: str | None, judged: Callable[[], "Evidence"]
+    kind: str,
+    file: Path,
+    scan: ScanOptions,
+    provider: str | None,
+    judged: Callable[[list["EvidenceRule"]], "Evidence"],
 ) -> NoReturn:
     from fabriccheck.evidence import command
 
     out = command.Output(scan.fmt.value, scan.output, scan.fail_on.value, scan.verbose)
-    raise typer.Exit(command.run(kind, file, out, provider, judged))
+    raise typer.Exit(command.run(kind, file, out, provider, judged, scan.settle))
 
 
 @app.command(cls=Command)
@@ -238,7 +250,7 @@ def rules(
         node, cluster = derived.described(provider)
         write_stdout(rules_report.facts(provider, node, cluster, fmt))
         return
-    loaded = examples.load_rules(rules_dir or [])
+    loaded = examples.load_book(rules_dir or []).every
     if rule_id is None:
         write_stdout(rules_report.listing(loaded, fmt))
         return

@@ -202,8 +202,9 @@ class ScanOptions:
         return gate.settle(self.invocation)
 
 
-# The report options alone (the evidence commands, merge).
+# The report options alone (merge), and the evidence commands' (the report, and the gate a scan has).
 REPORT = ("fmt", "output", "fail_on", "verbose")
+EVIDENCE = (*REPORT, "select", "ignore", "severity", "config", "isolated", "waivers", "baseline", "write_baseline")
 
 
 # ------------------------------------------------------------------------------------------- a cloud's own

@@ -8,18 +8,25 @@ report whose `errors[]` carries the failure's code (`failures`), so a pipeline r
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from fabriccheck.errors import FabricCheckError
-from fabriccheck.evidence import bandwidth, expect, failures, judge, report
+from fabriccheck.evidence import bandwidth, expect, failures, gate, judge, report
 from fabriccheck.evidence import nccl_log as reader
 from fabriccheck.evidence import nccl_tests as parser
 from fabriccheck.evidence.judge import Evidence
 from fabriccheck.model import PROVIDERS
+from fabriccheck.rulebook import EvidenceRule
 from fabriccheck.sources.common import write_atomic
 from fabriccheck.stdout import write_stdout
+
+if TYPE_CHECKING:
+    from fabriccheck.flow import Options
+    from fabriccheck.gate import Settled
 
 FORMATS = ("text", "json", "sarif", "junit", "markdown")
 ERROR_REPORT_FORMATS = ("json", "sarif")
@@ -66,7 +73,12 @@ def check_input(path: Path, out: Output, provider: str | None) -> None:
 
 
 def nccl_tests(
-    path: Path, fabric_options: FabricOptions, nodes: int | None, op: str | None, provider: str | None
+    path: Path,
+    fabric_options: FabricOptions,
+    nodes: int | None,
+    op: str | None,
+    provider: str | None,
+    rules: list[EvidenceRule] | None = None,
 ) -> Evidence:
     """Judge an nccl-tests file: its tables against the fabric, and the NCCL lines it holds."""
     if op is not None and op not in parser.OPS:
@@ -81,11 +93,11 @@ def nccl_tests(
         )
     parsed = parser.parse_file(path)
     log = reader.read_file(path, required=False)
-    return bandwidth.judge_tests(parsed, fabric, nodes, provider or implied, op, log)
+    return bandwidth.judge_tests(parsed, fabric, nodes, provider or implied, op, log, rules)
 
 
-def nccl_log(path: Path, provider: str | None) -> Evidence:
-    return judge.judge_log(reader.read_file(path), provider)
+def nccl_log(path: Path, provider: str | None, rules: list[EvidenceRule] | None = None) -> Evidence:
+    return judge.judge_log(reader.read_file(path), provider, rules=rules)
 
 
 def failed(kind: str, path: Path, error: FabricCheckError) -> Evidence:
@@ -104,16 +116,40 @@ def _emit(ev: Evidence, out: Output) -> None:
         write_stdout(text)
 
 
-def run(kind: str, path: Path, out: Output, provider: str | None, judged: Callable[[], Evidence]) -> int:
-    """Check the input, judge it, write the report; the exit code. A failure raises (its one line, exit 2) after
-    its report is written in the formats that carry errors, never over the file being read."""
+def _defaults() -> Options:
+    from fabriccheck.flow import Options  # the judging flow's settings: loaded only by a library caller's run
+
+    return Options()
+
+
+def run(
+    kind: str,
+    path: Path,
+    out: Output,
+    provider: str | None,
+    judged: Callable[[list[EvidenceRule]], Evidence],
+    settle: Callable[[], Settled] | None = None,
+) -> int:
+    """Check the input, settle the gate (`settle`: gate.settle of the command as run; None: the defaults), judge
+    with the rules it leaves on, apply its severity overrides, waivers and baseline, write the report; the exit
+    code. A failure raises (its one line, exit 2) after its report is written in the formats that carry errors,
+    never over the file being read."""
     try:
         check_input(path, out, provider)
-        ev = judged()
+        settled = settle() if settle is not None else None
+        options = settled.options if settled is not None else _defaults()
+        chosen = gate.rules_for(kind, options)
+        ev = judged(chosen)
+        write_baseline = settled.write_baseline if settled is not None else None
+        recorded = gate.apply(ev, options, write_baseline, chosen)
     except FabricCheckError as error:
         if out.fmt in ERROR_REPORT_FORMATS and (out.path is None or not _same_file(out.path, path)):
             with contextlib.suppress(FabricCheckError):  # the failure itself is the line to print
                 _emit(failed(kind, path, error), out)
         raise
+    if settled is not None:
+        out = dataclasses.replace(out, fail_on=settled.fail_on)  # --fail-on, or the config file's
+    if write_baseline is not None and recorded is not None:
+        write_atomic(write_baseline, recorded, "--write-baseline")
     _emit(ev, out)
     return report.exit_code(ev, out.fail_on)

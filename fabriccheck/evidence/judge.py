@@ -18,12 +18,14 @@ from pathlib import Path
 from typing import Any
 
 from fabriccheck import catalog
+from fabriccheck.baseline import BaselineSummary
 from fabriccheck.evidence import registry
 from fabriccheck.evidence.nccl_log import Log, Process
 from fabriccheck.evidence.nccl_messages import failure_cause
 from fabriccheck.evidence.registry import Hit, evidence_check
 from fabriccheck.findings import Finding
 from fabriccheck.rulebook import EvidenceRule
+from fabriccheck.waivers import WaiverStatus
 
 UNKNOWN_PROVIDER = "unknown"
 FAMILY_PROVIDER = {"gib": "gcp", "tcpx": "gcp", "fastsocket": "gcp"}
@@ -47,6 +49,8 @@ class Evidence:
     complete: bool = True  # False: something the user asked for could not be judged
     details: dict[str, Any] = field(default_factory=dict)
     errors: list[dict[str, str]] = field(default_factory=list)  # {code, message}: why the command could not run
+    waivers: list[WaiverStatus] = field(default_factory=list)  # what each waiver did (evidence/gate.py)
+    baseline: BaselineSummary | None = None  # --baseline / --write-baseline, as a scan reports it
 
 
 # ---------------------------------------------------------------------------------------------- logs

@@ -3,8 +3,9 @@ findings that belong to a file rather than to a cluster of cloud resources.
 
 JSON (`schema_version` 1): `kind` (nccl-log | nccl-tests), `source`, `complete`, `errors` (`{code, message}`
 when the command could not run: `usage`, `unknown-model` or `unreadable-input`; empty otherwise), `provider`,
-`findings[]` with the audit's finding fields, `evidence` (per process for a log; per run and per message size
-for nccl-tests), `summary`, `notes`.
+`findings[]` with the audit's finding fields (`waiver`, `baseline` as in a scan), `evidence` (per process for a
+log; per run and per message size for nccl-tests), `waivers` (what each waiver did), `baseline` (its summary, or
+null), `summary`, `notes`. A waived finding, or one the baseline holds, is reported but does not fail the gate.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ import orjson
 from fabriccheck import __version__
 from fabriccheck.evidence.judge import Evidence
 from fabriccheck.findings import SEVERITY_RANK
-from fabriccheck.reports.machine import sarif_document
+from fabriccheck.reports.machine import sarif_document, tracking
+from fabriccheck.reports.outline import suppressed
 from fabriccheck.reports.safe import visible
 from fabriccheck.rulebook import builtin_evidence_rules
 
@@ -40,6 +42,8 @@ def as_dict(ev: Evidence) -> dict[str, Any]:
         "provider": ev.provider,
         "findings": findings,
         "evidence": ev.details,
+        "waivers": [w.model_dump(mode="json") for w in ev.waivers],
+        "baseline": ev.baseline.model_dump(mode="json") if ev.baseline is not None else None,
         "summary": {
             "findings": {s: sum(1 for f in ev.findings if f.severity == s) for s in ("error", "warning", "info")},
             "by_category": dict(sorted(Counter(f.category for f in ev.findings).items())),
@@ -84,6 +88,7 @@ def render_sarif(ev: Evidence) -> str:
                 }
             ],
             "properties": {"category": f.category, "cluster": f.cluster, "remediation": f.remediation},
+            **tracking(f),
         }
         for f in ev.findings
     ]
@@ -105,7 +110,7 @@ def render_junit(ev: Evidence, fail_on: str = "error") -> str:
     for f in ev.findings:
         name = quoteattr(f"{f.rule} {visible(', '.join(f.resources[:3]))}")
         body = escape(f"{f.message}\nfix: {f.remediation}")
-        if _fails(f.severity, fail_on):
+        if f.gates and _fails(f.severity, fail_on):
             failures += 1
             inner = f'<failure message={quoteattr(visible(f.message))} type="{f.severity}">{body}</failure>'
         else:
@@ -229,6 +234,8 @@ def render_text(ev: Evidence, verbose: bool = False) -> str:
             f"          {visible(f.message)}",
             f"          fix: {f.remediation}",
         ]
+        if (why := suppressed(f)) is not None:
+            out.append(f"          {visible(why)}")
     if not ev.findings:
         # An incomplete run never reads as "no findings": what was not judged may hold them.
         out.append("  no findings" if ev.complete else "  no findings in what could be judged: see the notes")
@@ -258,6 +265,8 @@ def render_markdown(ev: Evidence) -> str:
             out.append(f"\n… and {len(rows) - 50} more rows (see `--format json`)")
     for f in ev.findings:
         out += ["", f"### {f.severity}: {f.rule} {f.title}", "", visible(f.message), "", f"**Fix:** {f.remediation}"]
+        if (why := suppressed(f)) is not None:
+            out += ["", f"_{visible(why)}_"]
         out.append("References: " + ", ".join(f.references))
     if not ev.complete:
         out += ["", "**Incomplete:** something asked for could not be judged."]
@@ -281,7 +290,7 @@ def render(ev: Evidence, fmt: str, fail_on: str = "error", verbose: bool = False
 def exit_code(ev: Evidence, fail_on: str) -> int:
     if not ev.complete:
         return 2
-    worst = max((SEVERITY_RANK[f.severity] for f in ev.findings), default=None)
+    worst = max((SEVERITY_RANK[f.severity] for f in ev.findings if f.gates), default=None)
     if fail_on != "never" and worst is not None and worst >= SEVERITY_RANK[fail_on]:
         return 1
     return 0

@@ -59,7 +59,7 @@ def render_sarif(report: Report, color: bool = False) -> str:
                 "confidence": f.confidence,
                 **({"cluster_penalty": costs[f.cluster]} if f.cluster in costs else {}),
             },
-            **_tracking(f),
+            **tracking(f),
         }
         for f in report.findings
     ]
@@ -122,7 +122,7 @@ def _help(rule_id: str, fix: str, references: list[str]) -> dict[str, Any]:
     return out
 
 
-def _tracking(f: Finding) -> dict[str, Any]:
+def tracking(f: Finding) -> dict[str, Any]:
     """What lets code scanning follow a finding across runs: a fingerprint of rule + resource identity (never the
     message), the waiver that suppresses it, and whether a --baseline holds it."""
     out: dict[str, Any] = {"partialFingerprints": {"fabriccheck/v1": f.fingerprint or fingerprint(f)}}
