@@ -195,3 +195,17 @@ def test_estimate_json_says_why_there_is_no_estimate(args: list[str], code: str,
     assert failure["kind"] == "estimate" and failure["complete"] is False
     assert [e["code"] for e in failure["errors"]] == [code] and needle in failure["errors"][0]["message"]
     assert run("estimate", *args).stdout == ""  # text has no failure report: the one line says it
+
+
+def test_a_log_cut_mid_line_never_passes(tmp_path: Path) -> None:
+    # The first 95 bytes of a real two-host log (log_mixed_networks.txt): one host on IB, and the start of the
+    # line where the other host fails to load libibverbs. What was cut may hold more hosts and ranks on sockets.
+    cut = tmp_path / "cut.log"
+    cut.write_bytes((FIXTURES / "log_mixed_networks.txt").read_bytes()[:95])
+    result = run("nccl-log", str(cut), "--format", "json")
+    assert result.returncode == 2, result.stdout
+    report = json.loads(result.stdout)
+    assert report["complete"] is False and any("cut short" in n for n in report["notes"])
+    whole = tmp_path / "whole.log"
+    whole.write_bytes((FIXTURES / "log_mixed_networks.txt").read_bytes().split(b"\n", 1)[0] + b"\n")
+    assert run("nccl-log", str(whole)).returncode == 0  # one whole line of one host: nothing inter-node to judge

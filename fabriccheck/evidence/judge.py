@@ -309,7 +309,14 @@ def judge_log(
         "processes": [process_summary(p) for p in procs],
     }
     if log.ends_mid_line:
-        ev.notes.append("the log ends in the middle of a line: it was cut short; later lines are not judged")
+        ev.notes.append(
+            "the log ends in the middle of a line: it was cut short; later lines are not judged (and may hold more "
+            "hosts, or ranks on sockets)"
+        )
+    if log.ends_mid_line:
+        # Cut short: the lines that were not kept may name more hosts, and ranks on sockets. What is judged is
+        # reported, but a cut log cannot pass a gate.
+        ev.complete = False
     if not multi:
         ev.notes.append(
             "the log shows one host and no inter-node channel: there is no inter-node transport to judge "
