@@ -281,6 +281,11 @@ def _another_readable_log(target: Target, what: str) -> bool:
     return target.name.startswith("nccl") and not kept
 
 
+def _size(value: Any) -> int:
+    """A count, or the length of a list."""
+    return value if isinstance(value, int) else len(value or ())
+
+
 def _lost_evidence(report: dict[str, Any], base: dict[str, Any]) -> list[str]:
     """What a green evidence report judged less than the undamaged file's: findings, nodes, processes or runs."""
     lost = []
@@ -289,9 +294,8 @@ def _lost_evidence(report: dict[str, Any], base: dict[str, Any]) -> list[str]:
     had, has = base["evidence"], report["evidence"]
     for key in ("nodes", "processes", "runs"):
         before, after = had.get(key), has.get(key)
-        size = lambda v: v if isinstance(v, int) else len(v or ())  # noqa: E731 - counts or lists
-        if before is not None and size(after) < size(before):
-            lost.append(f"{key} {size(after)} < {size(before)}")
+        if before is not None and _size(after) < _size(before):
+            lost.append(f"{key} {_size(after)} < {_size(before)}")
     return lost
 
 
