@@ -187,9 +187,9 @@ def nccl_tests(
     judge the NCCL lines the same file holds."""
     import dataclasses
 
-    from fabriccheck.evidence import command
+    from fabriccheck.evidence import command, expect
 
-    described = command.FabricOptions(**dataclasses.asdict(fabric))
+    described = expect.FabricOptions(**dataclasses.asdict(fabric))
     _evidence(
         "nccl-tests",
         file,

@@ -18,6 +18,7 @@ from fabriccheck.errors import FabricCheckError
 from fabriccheck.evidence import bandwidth, expect, failures, gate, judge, report
 from fabriccheck.evidence import nccl_log as reader
 from fabriccheck.evidence import nccl_tests as parser
+from fabriccheck.evidence.expect import FabricOptions
 from fabriccheck.evidence.judge import Evidence
 from fabriccheck.model import PROVIDERS
 from fabriccheck.rulebook import EvidenceRule
@@ -38,20 +39,6 @@ class Output:
     path: Path | None
     fail_on: str
     verbose: bool
-
-
-@dataclass(frozen=True)
-class FabricOptions:
-    """The fabric the nccl-tests options describe (`expect.fabric_from_options`)."""
-
-    instance_type: str | None = None
-    gpu: str | None = None
-    gpus_per_node: int | None = None
-    nics: int | None = None
-    nic_gbps: float | None = None
-    transport: str | None = None
-    no_gdr: bool = False
-    ethernet_gbps: float | None = None
 
 
 def _same_file(a: Path, b: Path) -> bool:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from fabriccheck import catalog, estimate, penalty
 from fabriccheck.evidence.failures import unknown_model, usage
@@ -51,6 +51,20 @@ def _positive(value: float | None, option: str, integer: bool = False) -> None:
 
 
 accelerator_named = estimate.accelerator_named
+
+
+@dataclass(frozen=True)
+class FabricOptions:
+    """The fabric the nccl-tests options describe (`fabric_from_options`)."""
+
+    instance_type: str | None = None
+    gpu: str | None = None
+    gpus_per_node: int | None = None
+    nics: int | None = None
+    nic_gbps: float | None = None
+    transport: str | None = None
+    no_gdr: bool = False
+    ethernet_gbps: float | None = None
 
 
 def fabric_from_options(

@@ -83,7 +83,7 @@ def finding(rule: EvidenceRule, provider: str, cluster: str, resources: list[str
 def run_example(rule: EvidenceRule, example: EvidenceExample) -> list[str]:
     """The resources `rule` alone flags in `example`'s evidence, sorted. An option the command does not take is an
     error naming the rule file and the example."""
-    from fabriccheck.evidence import bandwidth, command, expect, judge, nccl_log, nccl_tests
+    from fabriccheck.evidence import bandwidth, expect, judge, nccl_log, nccl_tests
 
     lines = example.text.splitlines(keepends=True)
     options = dict(example.options)
@@ -96,7 +96,7 @@ def run_example(rule: EvidenceRule, example: EvidenceExample) -> list[str]:
             ev = judge.judge_log(nccl_log.read_lines(lines, "example"), provider, rules=[rule])
         else:
             nodes, op = options.pop("nodes", None), options.pop("op", None)
-            fabric, implied = expect.fabric_from_options(**dataclasses.asdict(command.FabricOptions(**options)))
+            fabric, implied = expect.fabric_from_options(**dataclasses.asdict(expect.FabricOptions(**options)))
             parsed = nccl_tests.parse_lines(lines, "example")
             log = nccl_log.read_lines(lines, "example")
             ev = bandwidth.judge_tests(parsed, fabric, nodes, provider or implied, op, log, rules=[rule])
