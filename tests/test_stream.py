@@ -159,3 +159,28 @@ def test_laid_out_and_minified_files_read_alike_even_where_orjson_declines(
     assert len(one_by_one) == 1
     _walked(tmp_path / "plain-min.json")
     assert len(one_by_one) == 1 + 1 + len(reservations)
+
+
+def test_items_across_the_window_edge_are_still_read_in_batches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A window that moves on keeps the line its next item starts on, so the item's indent still marks where a
+    batch ends: no item of a file laid out as the CLIs write it falls back to the one-by-one parser (whose failed
+    parse at the window's end counts the lines of the whole window)."""
+    monkeypatch.setattr(stream, "_CHUNK", 4096)
+    monkeypatch.setattr(stream, "_BATCH", 1024)
+    monkeypatch.setattr(stream, "_TAIL", 512)
+    items = [{"InstanceId": f"i-{n:08x}", "Tags": [{"Key": "k", "Value": "v" * (n % 97)}]} for n in range(400)]
+    path = tmp_path / "describe-instances.json"
+    path.write_text(json.dumps({"Reservations": items}, indent=4))
+    one_by_one: list[int] = []
+    real = stream._Window.value
+
+    def counted(window: stream._Window) -> Any:
+        one_by_one.append(window.at)
+        return real(window)
+
+    monkeypatch.setattr(stream._Window, "value", counted)
+    walked = _walked(path)
+    assert [value for _, value in walked] == items
+    assert len(one_by_one) == 1  # the key "Reservations" alone
