@@ -356,10 +356,11 @@ def test_demo_takes_rules_dir_as_readme_says(tmp_path: Path) -> None:
     assert "--rules-dir /nonexistent: not a folder" in one_clean_line(run("demo", "--rules-dir", "/nonexistent"))
 
 
-# Lines that show other tools' commands: the AWS, Azure and Google Cloud CLIs', kubectl, Terraform, pip, mkdocs,
-# mypy, and the options of the project's own scripts (benchmarks, tools).
+# Lines that show other tools' commands: the AWS, Azure and Google Cloud CLIs', kubectl, helm, docker, curl,
+# Terraform, pip, mkdocs, mypy, and the options of the project's own scripts (benchmarks, tools).
 OTHER_TOOLS = (
-    "aws ec2", "az ", "gcloud", "kubectl", "terraform ", "tofu ", "pip ", "mkdocs", "mypy", "benchmarks/", "tools/",
+    *("aws ec2", "az ", "gcloud", "kubectl", "helm ", "docker ", "curl ", "terraform ", "tofu "),
+    *("pip ", "mkdocs", "mypy", "benchmarks/", "tools/"),
 )
 # Options documented ahead of the branches that add them (repeatable outputs and the Pushgateway; the k8s
 # command). Each is exempt only while no --help shows it: once merged it is checked like any other, and this set
