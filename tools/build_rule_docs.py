@@ -103,9 +103,13 @@ def _example(kind: str, name: str, flags: list[str], body: str, lang: str) -> li
 def _examples(rule: RuleMeta) -> list[str]:
     out = ["**Examples** (the test suite runs each: a passing one flags nothing, a failing one exactly these).", ""]
     if isinstance(rule, Rule):
+        # The inventories as written in the file (id, region, zone, type ...), not in the sorted order of the
+        # parsed copy a run reads (fabriccheck/data/parsed.json).
+        written = yaml.safe_load(Path(rule.path).read_text(encoding="utf-8"))["examples"]
         for kind, items in (("Passing", rule.examples.passing), ("Failing", rule.examples.failing)):
-            for e in items:
-                body = yaml.dump(e.inventory, Dumper=_PlainDumper, sort_keys=False, default_flow_style=None, width=100)
+            for e, raw in zip(items, written[kind.lower()], strict=True):
+                inventory = raw["inventory"]
+                body = yaml.dump(inventory, Dumper=_PlainDumper, sort_keys=False, default_flow_style=None, width=100)
                 out += _example(kind, e.name, e.flags, body, "yaml")
     elif isinstance(rule, EvidenceRule):
         for kind, evidence in (("Passing", rule.examples.passing), ("Failing", rule.examples.failing)):
