@@ -88,7 +88,7 @@ def _fix(remediation: Remediation) -> list[str]:
     if remediation.console:
         out += ["- Console: " + _flat(remediation.console)]
     if remediation.cli:
-        out += ["- CLI:", "", *_fence(" ".join(remediation.cli.split()), "sh", "    ")]
+        out += ["- CLI:", "", *_fence(" ".join(remediation.cli.split()), "sh", "    "), ""]
     if remediation.terraform:
         out += ["- Terraform: " + _flat(remediation.terraform)]
     return [*out, ""] if len(out) > 2 else out
@@ -157,7 +157,8 @@ def rule_section(rule: RuleMeta) -> list[str]:
     if isinstance(rule, Rule):
         out += ["**Flags** (CEL over the derived facts; `fabriccheck rules --facts` lists them):", ""]
         out += _fence(rule.condition.strip(), "text")
-        out += ["", "**Why.** " + EFFECTS[rule.effect], "", "> " + _flat(rule.message), ""]
+        out += ["", "**Why.** " + EFFECTS[rule.effect], "", "Message (braces are filled from the finding):", ""]
+        out += ["> " + _flat(rule.message), ""]
     else:
         out += ["**Why.** " + EFFECTS[rule.effect], ""]
     if rule.confidence == "possible":
