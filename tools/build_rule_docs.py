@@ -34,6 +34,7 @@ PAGES: dict[str, str] = {
     "aws": "AWS rules",
     "azure": "Azure rules",
     "gcp": "GCP rules",
+    "k8s": "Kubernetes rules",  # a page only once rules/k8s/ holds rules (then add rules/k8s.md to mkdocs.yml's nav)
     "evidence": "Evidence rules (NCCL logs and nccl-tests)",
 }
 
