@@ -18,8 +18,9 @@ from fabriccheck.evidence import nccl_log as reader
 from fabriccheck.evidence import nccl_tests as parser
 from fabriccheck.evidence.judge import Evidence
 from fabriccheck.model import PROVIDERS
-from fabriccheck.sources.common import write_atomic
+from fabriccheck.sources.common import Outputs
 from fabriccheck.stdout import write_stdout
+from fabriccheck.targets import Target, resolve
 
 FORMATS = ("text", "json", "sarif", "junit", "markdown")
 ERROR_REPORT_FORMATS = ("json", "sarif")
@@ -27,10 +28,22 @@ ERROR_REPORT_FORMATS = ("json", "sarif")
 
 @dataclass(frozen=True)
 class Output:
+    """The report options: --format, the --output files (none: stdout), --fail-on, --verbose, and whether --format
+    was given (an output's suffix decides its format otherwise: fabriccheck.targets)."""
+
     fmt: str
-    path: Path | None
+    paths: list[Path] | None
     fail_on: str
     verbose: bool
+    fmt_given: bool = False
+
+    def targets(self) -> list[Target]:
+        try:
+            return resolve(self.paths, self.fmt, self.fmt_given, FORMATS, "evidence is shown as")
+        except failures.EvidenceError:
+            raise
+        except FabricCheckError as exc:
+            raise failures.usage(str(exc)) from None
 
 
 @dataclass(frozen=True)
@@ -54,15 +67,17 @@ def _same_file(a: Path, b: Path) -> bool:
         return a.resolve() == b.resolve()
 
 
-def check_input(path: Path, out: Output, provider: str | None) -> None:
-    if out.fmt not in FORMATS:
-        raise failures.usage(f"--format {out.fmt}: evidence is shown as text, json, sarif, junit or markdown")
+def check_input(path: Path, out: Output, provider: str | None) -> list[Target]:
+    """The report's targets, once the input and the options are checked."""
+    targets = out.targets()
     if provider is not None and provider not in PROVIDERS:
         raise failures.usage(f"--provider {provider}: choose from {', '.join(PROVIDERS)}")
-    if out.path is not None and _same_file(out.path, path):
-        raise failures.usage(f"--output {out.path} is the file being read: write the report elsewhere")
+    for target in targets:
+        if target.path is not None and _same_file(target.path, path):
+            raise failures.usage(f"--output {target.path} is the file being read: write the report elsewhere")
     if not path.is_file():
         raise failures.unreadable(f"{path}: no such file" if not path.exists() else f"{path}: not a regular file")
+    return targets
 
 
 def nccl_tests(
@@ -96,24 +111,50 @@ def failed(kind: str, path: Path, error: FabricCheckError) -> Evidence:
     return ev
 
 
-def _emit(ev: Evidence, out: Output) -> None:
-    text = report.render(ev, out.fmt, out.fail_on, out.verbose)
-    if out.path is not None:
-        write_atomic(out.path, text.encode(), "--output")
-    else:
-        write_stdout(text)
+def _emit(ev: Evidence, out: Output, targets: list[Target]) -> None:
+    """The report in every target: each format rendered once, the files put in place together, stdout first."""
+    rendered: dict[str, str] = {}
+    outputs = Outputs()
+    try:
+        for target in targets:
+            if target.fmt not in rendered:
+                rendered[target.fmt] = report.render(ev, target.fmt, out.fail_on, out.verbose)
+            if target.path is not None:
+                outputs.add(target.path, rendered[target.fmt].encode(), "--output")
+        for target in targets:
+            if target.path is None:
+                write_stdout(rendered[target.fmt])
+        outputs.commit()
+    except BaseException:
+        outputs.discard()
+        raise
+
+
+def _error_targets(out: Output, path: Path) -> list[Target]:
+    """Where a failed run's report goes: the targets in a format that carries errors, none over the input; none
+    at all when the options themselves are what failed."""
+    try:
+        targets = out.targets()
+    except FabricCheckError:
+        return []
+    return [
+        t
+        for t in targets
+        if t.fmt in ERROR_REPORT_FORMATS and (t.path is None or not _same_file(t.path, path))
+    ]
 
 
 def run(kind: str, path: Path, out: Output, provider: str | None, judged: Callable[[], Evidence]) -> int:
     """Check the input, judge it, write the report; the exit code. A failure raises (its one line, exit 2) after
     its report is written in the formats that carry errors, never over the file being read."""
     try:
-        check_input(path, out, provider)
+        targets = check_input(path, out, provider)
         ev = judged()
     except FabricCheckError as error:
-        if out.fmt in ERROR_REPORT_FORMATS and (out.path is None or not _same_file(out.path, path)):
-            with contextlib.suppress(FabricCheckError):  # the failure itself is the line to print
-                _emit(failed(kind, path, error), out)
+        with contextlib.suppress(FabricCheckError):  # the failure itself is the line to print
+            chosen = _error_targets(out, path)
+            if chosen:
+                _emit(failed(kind, path, error), out, chosen)
         raise
-    _emit(ev, out)
+    _emit(ev, out, targets)
     return report.exit_code(ev, out.fail_on)
