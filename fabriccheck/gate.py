@@ -224,9 +224,18 @@ def check_outputs(params: dict[str, Any], found: Config, baseline_path: Path | N
     """No output of the run is a file it reads: the report, saved inventory or baseline written over a dump
     file, the waivers, the config file, the baseline, a rule or workload file, the plan or the inventory being
     checked would destroy the input (or judge what it just wrote). Two outputs on one file are refused too."""
+    from fabriccheck.targets import STDOUT, check_writable
+
     inputs = list(_inputs(params, found, baseline_path))
-    outputs = [(o, flag, what) for name, flag, what in (*_OUTPUTS, _WRITE_BASELINE) if (o := params.get(name))]
+    outputs: list[tuple[Path, str, str]] = []
+    for name, flag, what in (*_OUTPUTS, _WRITE_BASELINE):
+        given = params.get(name)
+        for path in given if isinstance(given, list | tuple) else [given] if given else []:  # --output: repeatable
+            if str(path) != STDOUT:
+                outputs.append((Path(path), flag, what))
     for index, (path, flag, what) in enumerate(outputs):
+        if flag != "--output":  # the report's outputs are checked with their formats (targets.resolve)
+            check_writable(path, flag)
         for other, other_flag, _ in outputs[index + 1 :]:
             if same_file(path, other):
                 raise FabricCheckError(f"{flag} {path} and {other_flag} {other} name the same file: choose two")

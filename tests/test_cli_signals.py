@@ -117,3 +117,17 @@ def test_sigterm_at_any_moment_of_a_run_is_never_a_traceback_or_a_gate_verdict(t
         else:  # it finished as the signal came: a whole report, and its verdict
             assert proc.returncode == 1 and (tmp_path / "report.json").exists(), stderr
     assert landed >= 3
+
+
+def test_a_signal_between_two_outputs_leaves_neither(tmp_path: Path) -> None:
+    """Held while the markdown report is being made, after the JSON report was staged: SIGTERM leaves no output and
+    no temporary file, and an older report is as it was (the outputs are put in place together or not at all)."""
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "report.json").write_text("last week's report\n")
+    args = ["demo", "-o", str(out / "report.json"), "-o", str(out / "report.md"), "-o", str(out / "report.prom")]
+    result, took = _held(tmp_path, "fabriccheck.reports.markdown", args, signal.SIGTERM)
+    assert (result.returncode, result.stderr, result.stdout) == (*LINES[signal.SIGTERM], "")
+    assert took < 1.0, f"took {took:.2f} s"
+    assert sorted(p.name for p in out.iterdir()) == ["report.json"]
+    assert (out / "report.json").read_text() == "last week's report\n"

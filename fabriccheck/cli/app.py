@@ -119,8 +119,8 @@ def write(path: Path, text: str, option: str) -> None:
 
 
 def emit(text: str, output: Path | None) -> None:
-    """`text` on stdout, or in --output FILE."""
-    if output is not None:
+    """`text` on stdout, or in --output FILE (`-`: stdout)."""
+    if output is not None and str(output) != "-":
         write(output, text, "--output")
     else:
         write_stdout(text)

@@ -2,7 +2,8 @@
 together, and choose the exit code.
 
 Exit codes: 0 nothing at or above --fail-on; 1 findings at or above it; 2 the check could not be completed (bad
-input, bad usage, or an incomplete collection); 130 interrupted (Ctrl-C), with nothing written.
+input, bad usage, or an incomplete collection) or, the reports written, the --pushgateway push failed; 130
+interrupted (Ctrl-C), with nothing written.
 """
 
 from __future__ import annotations
@@ -10,20 +11,22 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
 import typer
 
-from fabriccheck.cli.app import STARTED, say, write
-from fabriccheck.cli.options import FailOn, Format, ScanOptions
+from fabriccheck.cli.app import STARTED, say
+from fabriccheck.cli.options import FailOn, ScanOptions
 from fabriccheck.stdout import write_stdout
 
 if TYPE_CHECKING:
+    from prometheus_client import CollectorRegistry
+
     from fabriccheck.gate import Settled
     from fabriccheck.inventory import Inventory
     from fabriccheck.report import Report
     from fabriccheck.sources.common import Outputs
+    from fabriccheck.targets import Target
 
 
 def loaded(where: object, load: Callable[[], Inventory]) -> Inventory:
@@ -66,7 +69,8 @@ def finish(inventory: Inventory, scan: ScanOptions, settled: Settled) -> NoRetur
             gate.write_baseline(report, settled.write_baseline, options, outputs)
         report.duration_seconds = round(time.perf_counter() - STARTED[-1], 3) if STARTED else None
         report.api_calls = API_CALLS.value
-        write_report(report, scan.fmt, scan.output, fail_on, scan.verbose, outputs)
+        metrics = metrics_to_push(report, scan)
+        write_reports(report, scan.targets(), fail_on, scan.verbose, outputs, metrics)
         outputs.commit()
     except BaseException:
         outputs.discard()
@@ -75,26 +79,74 @@ def finish(inventory: Inventory, scan: ScanOptions, settled: Settled) -> NoRetur
     if tag is not None and _untagged(inventory, tag):
         # After the report is out, so that a run that fails is still one line on stderr.
         say(f"fabriccheck: warning: no node carries the tag {tag}; grouping by the usual signals")
+    push(metrics, scan)
     exit_for(report, fail_on, scan.allow_incomplete)
 
 
-def write_report(
-    report: Report, fmt: Format, output: Path | None, fail_on: FailOn, verbose: bool, outputs: Outputs | None = None
+def write_reports(
+    report: Report,
+    targets: list[Target],
+    fail_on: FailOn,
+    verbose: bool,
+    outputs: Outputs | None = None,
+    metrics: CollectorRegistry | None = None,
 ) -> None:
-    """The report on stdout, or in --output FILE (staged in `outputs` when given, else written at once)."""
+    """The report in every target (fabriccheck.targets): each format rendered once, the files staged in `outputs`
+    (put in place by the caller's commit, with the run's other files) or, without `outputs`, put in place here all
+    together; stdout written first. `metrics`: the Prometheus registry already built for a push, so that the
+    textfile holds exactly what was pushed."""
     from fabriccheck import reports
+    from fabriccheck.sources.common import Outputs
 
     tty = sys.stdout is not None and sys.stdout.isatty()
-    color = output is None and fmt is Format.text and tty and "NO_COLOR" not in os.environ
-    # A file gets a fixed width; the terminal's own width applies to what goes to the terminal.
-    width = 100 if output is not None else None
-    text = reports.render(report, fmt.value, color, verbose=verbose, fail_on=fail_on.value, width=width)
-    if output is not None and outputs is not None:
-        outputs.add(output, text.encode(), "--output")
-    elif output is not None:
-        write(output, text, "--output")
-    else:
-        write_stdout(text)
+    rendered: dict[tuple[str, bool], str] = {}
+    staged = outputs if outputs is not None else Outputs()
+    stdout: str | None = None
+    try:
+        for target in targets:
+            key = (target.fmt, target.to_stdout)
+            if key in rendered:
+                pass
+            elif target.fmt == "prometheus" and metrics is not None:
+                from prometheus_client import generate_latest
+
+                rendered[key] = generate_latest(metrics).decode()
+            else:
+                color = target.to_stdout and target.fmt == "text" and tty and "NO_COLOR" not in os.environ
+                # A file gets a fixed width; the terminal's own width applies to what goes to the terminal.
+                width = None if target.to_stdout else 100
+                rendered[key] = reports.render(
+                    report, target.fmt, color, verbose=verbose, fail_on=fail_on.value, width=width
+                )
+            if target.path is None:
+                stdout = rendered[key]
+            else:
+                staged.add(target.path, rendered[key].encode(), "--output")
+        if stdout is not None:
+            write_stdout(stdout)
+        if outputs is None:
+            staged.commit()
+    except BaseException:
+        staged.discard()
+        raise
+
+
+def metrics_to_push(report: Report, scan: ScanOptions) -> CollectorRegistry | None:
+    """With --pushgateway: the report's Prometheus metrics, built once for the push and the textfile."""
+    if scan.pushgateway is None:
+        return None
+    from fabriccheck.reports.prometheus import registry_of
+
+    return registry_of(report)
+
+
+def push(metrics: CollectorRegistry | None, scan: ScanOptions) -> None:
+    """With --pushgateway: `metrics` pushed under --job, after every file is in place. A push that fails is one
+    line and exit 2 (FabricCheckError): a dashboard that was not fed must not look like a clean audit."""
+    if scan.pushgateway is not None and metrics is not None:
+        from fabriccheck.pushgateway import push as push_metrics
+
+        push_metrics(metrics, scan.pushgateway, scan.job)
 
 
 def exit_for(report: Report, fail_on: FailOn, allow_incomplete: bool = False) -> NoReturn:

@@ -165,6 +165,9 @@ def print_privilege(provider: str, scan: ScanOptions, common: CloudOptions, *sha
         )
     import json
 
+    outputs = scan.output or []
+    if len(outputs) > 1:
+        raise FabricCheckError(f"{asked[0]} writes one JSON document: give one --output FILE, not {len(outputs)}")
     document = getattr(importlib.import_module(f"fabriccheck.providers.{provider}.collect"), function)
-    emit(json.dumps(document(*shaped_by), indent=2) + "\n", scan.output)
+    emit(json.dumps(document(*shaped_by), indent=2) + "\n", outputs[0] if outputs else None)
     raise typer.Exit(0)

@@ -8,9 +8,10 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 import typer
 
 from fabriccheck.cli.app import Command, app, emit
-from fabriccheck.cli.finish import exit_for, write_report
+from fabriccheck.cli.finish import exit_for, metrics_to_push, push, write_reports
 from fabriccheck.cli.options import (
     EVIDENCE,
+    PUSH,
     REPORT,
     FabricOptions,
     FailOn,
@@ -35,10 +36,10 @@ TextOrJson = Annotated[str, typer.Option("--format", "-f", metavar="FORMAT", hel
 
 
 @app.command(cls=Command)
-@options("scan", ScanOptions, only=(*REPORT, "allow_incomplete"))
+@options("scan", ScanOptions, only=(*REPORT, *PUSH, "allow_incomplete"))
 def merge(
     reports: Annotated[
-        list[Path], typer.Argument(metavar="FILE", help="JSON reports (--format json) of separate runs.")
+        list[Path], typer.Argument(metavar="FILE", help="JSON reports (--format json) of separate runs; - reads stdin.")
     ],
     *,
     scan: ScanOptions,
@@ -49,12 +50,15 @@ def merge(
     from fabriccheck.errors import FabricCheckError
     from fabriccheck.merge import merge_files
 
-    output = scan.output
-    if output is not None and any(gate.same_file(output, r) for r in reports):
-        raise FabricCheckError(f"--output {output} is one of the reports being merged: write it elsewhere")
+    targets = scan.targets()
+    for target in targets:
+        if target.path is not None and any(str(r) != "-" and gate.same_file(target.path, r) for r in reports):
+            raise FabricCheckError(f"--output {target.path} is one of the reports being merged: write it elsewhere")
     report = merge_files(reports)
     report.gate = gate.with_exit_flags(scan.invocation, report.gate)
-    write_report(report, scan.fmt, output, scan.fail_on, scan.verbose)
+    metrics = metrics_to_push(report, scan)
+    write_reports(report, targets, scan.fail_on, scan.verbose, metrics=metrics)
+    push(metrics, scan)
     exit_for(report, scan.fail_on, scan.allow_incomplete)
 
 
@@ -220,10 +224,13 @@ def _evidence(
     provider: str | None,
     judged: Callable[[list["EvidenceRule"]], "Evidence"],
 ) -> NoReturn:
+    from fabriccheck import gate
     from fabriccheck.evidence import command
 
-    out = command.Output(scan.fmt.value, scan.output, scan.fail_on.value, scan.verbose)
-    raise typer.Exit(command.run(kind, file, out, provider, judged, scan.settle))
+    given = scan.invocation.was_given("fmt")
+    out = command.Output(scan.fmt.value, scan.output, scan.fail_on.value, scan.verbose, given)
+    # gate.settle, not scan.settle: the evidence command checks its outputs against its own formats.
+    raise typer.Exit(command.run(kind, file, out, provider, judged, lambda: gate.settle(scan.invocation)))
 
 
 @app.command(cls=Command)

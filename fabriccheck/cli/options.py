@@ -10,7 +10,7 @@ import functools
 import inspect
 import math
 import typing
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
@@ -19,6 +19,7 @@ import typer
 
 if TYPE_CHECKING:
     from fabriccheck.gate import Invocation, Settled
+    from fabriccheck.targets import Target
 
 
 class Format(StrEnum):
@@ -43,6 +44,32 @@ def _price(value: float | None) -> float | None:
     return value
 
 
+def _pushgateway(value: str | None) -> str | None:
+    """An http(s) URL with a host, and nothing the push would drop or send in the clear (credentials, a query)."""
+    from urllib.parse import urlsplit
+
+    if value is None:
+        return value
+    try:
+        url = urlsplit(value)
+        _ = url.port  # a port that is not a number raises here
+    except ValueError as exc:
+        raise typer.BadParameter(f"{value}: not a URL ({exc})") from None
+    if url.scheme not in ("http", "https") or not url.hostname:
+        raise typer.BadParameter(f"{value}: give the gateway's http:// or https:// URL, e.g. http://pushgateway:9091")
+    if url.username is not None or url.password is not None:
+        raise typer.BadParameter(f"{url.hostname}: credentials in the URL are not sent (give the gateway's plain URL)")
+    if url.query or url.fragment:
+        raise typer.BadParameter(f"{value}: a query or fragment has no place in the gateway's URL")
+    return value
+
+
+def _job(value: str) -> str:
+    if not value.strip():
+        raise typer.BadParameter("an empty job name groups nothing (the default is fabriccheck)")
+    return value
+
+
 def _cluster_tag(value: str | None) -> str | None:
     if value is not None and not value.strip():
         raise typer.BadParameter("an empty tag key groups nothing (give the key, e.g. --cluster-tag job)")
@@ -62,10 +89,40 @@ def _concurrency(value: int | None) -> int | None:
 FormatOpt = Annotated[
     Format,
     typer.Option(
-        "--format", "-f", metavar="FORMAT", help="Report format: text, json, sarif, junit, markdown or prometheus."
+        "--format",
+        "-f",
+        metavar="FORMAT",
+        help="Report format: text, json, sarif, junit, markdown or prometheus (of stdout, and of an --output whose "
+        "name has no suffix).",
     ),
 ]
-OutputOpt = Annotated[Path | None, typer.Option("--output", "-o", metavar="FILE", help="Write the report to FILE.")]
+# One file (estimate, diff, schema); `-` is stdout.
+OutputOpt = Annotated[
+    Path | None, typer.Option("--output", "-o", metavar="FILE", help="Write to FILE (- is stdout).")
+]
+# A report's outputs: as many as wanted, each in the format its suffix names (fabriccheck.targets has the rule).
+OutputsOpt = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--output",
+        "-o",
+        metavar="FILE",
+        help="Write the report to FILE (repeatable; - is stdout), in the format its suffix names: .json, .sarif, "
+        ".xml (JUnit), .md, .prom, .html, .txt; else in --format.",
+    ),
+]
+PushgatewayOpt = Annotated[
+    str | None,
+    typer.Option(
+        metavar="URL",
+        callback=_pushgateway,
+        help="Also push the Prometheus metrics to this Pushgateway (replacing the job's previous push).",
+    ),
+]
+JobOpt = Annotated[
+    str,
+    typer.Option(metavar="NAME", callback=_job, help="The job label the push is grouped under (with --pushgateway)."),
+]
 FailOnOpt = Annotated[
     FailOn,
     typer.Option(
@@ -173,7 +230,9 @@ class ScanOptions:
 
     cluster_tag: ClusterTagOpt = None
     fmt: FormatOpt = Format.text
-    output: OutputOpt = None
+    output: OutputsOpt = None
+    pushgateway: PushgatewayOpt = None
+    job: JobOpt = "fabriccheck"
     fail_on: FailOnOpt = FailOn.error
     workload: WorkloadOpt = "llm-70b-fsdp"
     price_per_gpu_hour: PriceOpt = None
@@ -199,12 +258,30 @@ class ScanOptions:
         outputs checked, so that a bad file fails in a second, not after a long scan."""
         from fabriccheck import gate
 
-        return gate.settle(self.invocation)
+        settled = gate.settle(self.invocation)
+        self.targets()
+        return settled
+
+    def targets(
+        self, formats: Collection[str] | None = None, written_as: str = "reports are written as"
+    ) -> list["Target"]:
+        """Where the report goes (--output, else stdout) and in which format (fabriccheck.targets.resolve), every
+        folder checked; `formats`: those the command writes (default: every report format). --job without
+        --pushgateway names nothing: an error."""
+        from fabriccheck import reports, targets
+        from fabriccheck.errors import FabricCheckError
+
+        if self.invocation.was_given("job") and self.pushgateway is None:
+            raise FabricCheckError("--job names the push to a Pushgateway: give --pushgateway URL too")
+        given = self.invocation.was_given("fmt")
+        chosen = reports.FORMATS if formats is None else formats
+        return targets.resolve(self.output, self.fmt.value, given, chosen, written_as)
 
 
-# The report options alone (merge), and the evidence commands' (the report, and the gate a scan has).
+# The report options alone (merge), the evidence commands' (the report, and the gate a scan has), the push (merge).
 REPORT = ("fmt", "output", "fail_on", "verbose")
 EVIDENCE = (*REPORT, "select", "ignore", "severity", "config", "isolated", "waivers", "baseline", "write_baseline")
+PUSH = ("pushgateway", "job")
 
 
 # ------------------------------------------------------------------------------------------- a cloud's own

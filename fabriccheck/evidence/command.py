@@ -22,8 +22,9 @@ from fabriccheck.evidence.expect import FabricOptions
 from fabriccheck.evidence.judge import Evidence
 from fabriccheck.model import PROVIDERS
 from fabriccheck.rulebook import EvidenceRule
-from fabriccheck.sources.common import write_atomic
+from fabriccheck.sources.common import Outputs
 from fabriccheck.stdout import write_stdout
+from fabriccheck.targets import Target, resolve
 
 if TYPE_CHECKING:
     from fabriccheck.flow import Options
@@ -35,10 +36,22 @@ ERROR_REPORT_FORMATS = ("json", "sarif")
 
 @dataclass(frozen=True)
 class Output:
+    """The report options: --format, the --output files (none: stdout), --fail-on, --verbose, and whether --format
+    was given (an output's suffix decides its format otherwise: fabriccheck.targets)."""
+
     fmt: str
-    path: Path | None
+    paths: list[Path] | None
     fail_on: str
     verbose: bool
+    fmt_given: bool = False
+
+    def targets(self) -> list[Target]:
+        try:
+            return resolve(self.paths, self.fmt, self.fmt_given, FORMATS, "evidence is shown as")
+        except failures.EvidenceError:
+            raise
+        except FabricCheckError as exc:
+            raise failures.usage(str(exc)) from None
 
 
 def _same_file(a: Path, b: Path) -> bool:
@@ -48,15 +61,17 @@ def _same_file(a: Path, b: Path) -> bool:
         return a.resolve() == b.resolve()
 
 
-def check_input(path: Path, out: Output, provider: str | None) -> None:
-    if out.fmt not in FORMATS:
-        raise failures.usage(f"--format {out.fmt}: evidence is shown as text, json, sarif, junit or markdown")
+def check_input(path: Path, out: Output, provider: str | None) -> list[Target]:
+    """The report's targets, once the input and the options are checked."""
+    targets = out.targets()
     if provider is not None and provider not in PROVIDERS:
         raise failures.usage(f"--provider {provider}: choose from {', '.join(PROVIDERS)}")
-    if out.path is not None and _same_file(out.path, path):
-        raise failures.usage(f"--output {out.path} is the file being read: write the report elsewhere")
+    for target in targets:
+        if target.path is not None and _same_file(target.path, path):
+            raise failures.usage(f"--output {target.path} is the file being read: write the report elsewhere")
     if not path.is_file():
         raise failures.unreadable(f"{path}: no such file" if not path.exists() else f"{path}: not a regular file")
+    return targets
 
 
 def nccl_tests(
@@ -95,12 +110,36 @@ def failed(kind: str, path: Path, error: FabricCheckError) -> Evidence:
     return ev
 
 
-def _emit(ev: Evidence, out: Output) -> None:
-    text = report.render(ev, out.fmt, out.fail_on, out.verbose)
-    if out.path is not None:
-        write_atomic(out.path, text.encode(), "--output")
-    else:
-        write_stdout(text)
+def _emit(ev: Evidence, out: Output, targets: list[Target], baseline: tuple[Path, bytes] | None = None) -> None:
+    """The report in every target: each format rendered once, the files (and the baseline --write-baseline
+    records) put in place together, stdout first."""
+    rendered: dict[str, str] = {}
+    outputs = Outputs()
+    try:
+        if baseline is not None:
+            outputs.add(baseline[0], baseline[1], "--write-baseline")
+        for target in targets:
+            if target.fmt not in rendered:
+                rendered[target.fmt] = report.render(ev, target.fmt, out.fail_on, out.verbose)
+            if target.path is not None:
+                outputs.add(target.path, rendered[target.fmt].encode(), "--output")
+        for target in targets:
+            if target.path is None:
+                write_stdout(rendered[target.fmt])
+        outputs.commit()
+    except BaseException:
+        outputs.discard()
+        raise
+
+
+def _error_targets(out: Output, path: Path) -> list[Target]:
+    """Where a failed run's report goes: the targets in a format that carries errors, none over the input; none
+    at all when the options themselves are what failed."""
+    try:
+        targets = out.targets()
+    except FabricCheckError:
+        return []
+    return [t for t in targets if t.fmt in ERROR_REPORT_FORMATS and (t.path is None or not _same_file(t.path, path))]
 
 
 def _defaults() -> Options:
@@ -122,7 +161,7 @@ def run(
     code. A failure raises (its one line, exit 2) after its report is written in the formats that carry errors,
     never over the file being read."""
     try:
-        check_input(path, out, provider)
+        targets = check_input(path, out, provider)
         settled = settle() if settle is not None else None
         options = settled.options if settled is not None else _defaults()
         chosen = gate.rules_for(kind, options)
@@ -130,13 +169,13 @@ def run(
         write_baseline = settled.write_baseline if settled is not None else None
         recorded = gate.apply(ev, options, write_baseline, chosen)
     except FabricCheckError as error:
-        if out.fmt in ERROR_REPORT_FORMATS and (out.path is None or not _same_file(out.path, path)):
-            with contextlib.suppress(FabricCheckError):  # the failure itself is the line to print
-                _emit(failed(kind, path, error), out)
+        with contextlib.suppress(FabricCheckError):  # the failure itself is the line to print
+            error_targets = _error_targets(out, path)
+            if error_targets:
+                _emit(failed(kind, path, error), out, error_targets)
         raise
     if settled is not None:
         out = dataclasses.replace(out, fail_on=settled.fail_on)  # --fail-on, or the config file's
-    if write_baseline is not None and recorded is not None:
-        write_atomic(write_baseline, recorded, "--write-baseline")
-    _emit(ev, out)
+    baseline = (write_baseline, recorded) if write_baseline is not None and recorded is not None else None
+    _emit(ev, out, targets, baseline)
     return report.exit_code(ev, out.fail_on)

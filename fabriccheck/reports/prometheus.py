@@ -1,4 +1,5 @@
-"""Prometheus metrics for node_exporter's textfile collector (`--format prometheus --output DIR/fabriccheck.prom`).
+"""Prometheus metrics for node_exporter's textfile collector (`--output DIR/fabriccheck.prom`) and for a
+Pushgateway (`--pushgateway URL`): one registry, built once, for both.
 
 A scheduled audit writes this file; node_exporter serves it; alerts key on the labels. The file is written
 atomically (`--output` always is: sources.common.write_atomic), so the collector never reads half a scrape.
@@ -70,6 +71,13 @@ def _cost(report: Report, registry: CollectorRegistry) -> None:
 
 
 def render(report: Report, color: bool = False) -> str:
+    """The textfile: the metrics of `registry_of(report)` in Prometheus' text exposition format."""
+    return generate_latest(registry_of(report)).decode()
+
+
+def registry_of(report: Report) -> CollectorRegistry:
+    """The report's metrics, built once for both ways out: the textfile (render) and a Pushgateway push
+    (fabriccheck.pushgateway). Their names and labels are a contract (docs/scheduled-audit.md lists them)."""
     registry = CollectorRegistry()
     findings = Gauge(
         "fabriccheck_findings",
@@ -113,4 +121,4 @@ def render(report: Report, color: bool = False) -> str:
         )
         for status, count in sorted(Counter(w.status for w in report.waivers).items()):
             waivers.labels(status).set(count)
-    return generate_latest(registry).decode()
+    return registry

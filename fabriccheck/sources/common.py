@@ -440,6 +440,9 @@ class Outputs:
         self._staged.append(stage(path, data, option))
 
     def commit(self) -> None:
+        # Devices and pipes (/dev/stdout) first: they are written, not renamed, and may fail (/dev/full); no file
+        # has been replaced yet when one does.
+        self._staged.sort(key=lambda staged: staged.temporary is not None)
         try:
             with stopping.held():
                 while self._staged:
