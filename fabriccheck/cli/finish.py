@@ -66,6 +66,11 @@ def finish(inventory: Inventory, scan: ScanOptions, settled: Settled) -> NoRetur
             gate.write_baseline(report, settled.write_baseline, options, outputs)
         report.duration_seconds = round(time.perf_counter() - STARTED[-1], 3) if STARTED else None
         report.api_calls = API_CALLS.value
+        if settled.previous is not None:
+            from fabriccheck import trend
+
+            where, previous = settled.previous
+            report.trend = trend.compare(previous, report, where)
         write_report(report, scan.fmt, scan.output, fail_on, scan.verbose, outputs)
         outputs.commit()
     except BaseException:

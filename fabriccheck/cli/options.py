@@ -28,6 +28,7 @@ class Format(StrEnum):
     junit = "junit"
     markdown = "markdown"
     prometheus = "prometheus"
+    html = "html"
 
 
 class FailOn(StrEnum):
@@ -62,10 +63,21 @@ def _concurrency(value: int | None) -> int | None:
 FormatOpt = Annotated[
     Format,
     typer.Option(
-        "--format", "-f", metavar="FORMAT", help="Report format: text, json, sarif, junit, markdown or prometheus."
+        "--format",
+        "-f",
+        metavar="FORMAT",
+        help="Report format: text, json, sarif, junit, markdown, prometheus or html.",
     ),
 ]
 OutputOpt = Annotated[Path | None, typer.Option("--output", "-o", metavar="FILE", help="Write the report to FILE.")]
+PreviousOpt = Annotated[
+    Path | None,
+    typer.Option(
+        metavar="OLD.json",
+        help="An earlier JSON report (--format json): the text, HTML and JSON reports add what changed since (new, "
+        "fixed and unchanged findings, lost GPU-hours); - reads stdin.",
+    ),
+]
 FailOnOpt = Annotated[
     FailOn,
     typer.Option(
@@ -174,6 +186,7 @@ class ScanOptions:
     cluster_tag: ClusterTagOpt = None
     fmt: FormatOpt = Format.text
     output: OutputOpt = None
+    previous: PreviousOpt = None
     fail_on: FailOnOpt = FailOn.error
     workload: WorkloadOpt = "llm-70b-fsdp"
     price_per_gpu_hour: PriceOpt = None
