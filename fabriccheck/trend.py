@@ -135,18 +135,18 @@ def fails(trend: Trend, fail_on: str) -> bool:
     return any(f.gates and SEVERITY_RANK[f.severity] >= SEVERITY_RANK[fail_on] for f in trend.new)
 
 
-def _span(r: Range | None) -> str:
+def span_text(r: Range | None) -> str:
     if r is None:
         return "not estimated"
     return f"{r.low:,.0f}" if round(r.low) == round(r.high) else f"{r.low:,.0f}-{r.high:,.0f}"
 
 
-def _signed(r: Range) -> str:
+def signed(r: Range) -> str:
     low, high = f"{r.low:+,.0f}", f"{r.high:+,.0f}"
     return low if low == high else f"{low} to {high}"
 
 
-def _line(f: TrendFinding) -> str:
+def finding_line(f: TrendFinding) -> str:
     where = f.cluster or f.account
     waived = "" if f.gates else " (waived or in the baseline)"
     return f"{f.severity} {f.rule} {where}: {f.title}{waived} [{', '.join(f.resources[:3])}]"
@@ -174,19 +174,19 @@ def lines(trend: Trend, markdown: bool = False) -> list[str]:
     lost = trend.lost_gpu_hours_per_day
     out = [
         f"{len(trend.new)} new, {len(trend.fixed)} fixed, {len(trend.unchanged)} unchanged findings.",
-        f"Lost GPU-hours a day: {_span(lost.previous)} -> {_span(lost.current)} ({_signed(lost.change)}).",
+        f"Lost GPU-hours a day: {span_text(lost.previous)} -> {span_text(lost.current)} ({signed(lost.change)}).",
     ]
     if trend.lost_dollars_per_day is not None:
         d = trend.lost_dollars_per_day
-        out.append(f"Lost dollars a day: {_span(d.previous)} -> {_span(d.current)} ({_signed(d.change)}).")
+        out.append(f"Lost dollars a day: {span_text(d.previous)} -> {span_text(d.current)} ({signed(d.change)}).")
     out += [f"Note: {show(n)}" for n in trend.notes]
     bullet = "- " if markdown else "  "
     for title, found in (("New findings", trend.new), ("Fixed findings", trend.fixed)):
         if found:
             out += ["", ("## " if markdown else "") + f"{title} ({len(found)})"]
-            out += [bullet + show(_line(f)) for f in found]
+            out += [bullet + show(finding_line(f)) for f in found]
     if trend.clusters:
         out += ["", ("## " if markdown else "") + "Clusters whose lost GPU-hours changed"]
         for c in trend.clusters:
-            out.append(f"{bullet}{show(c.id)}: {_signed(c.lost_gpu_hours_per_day.change)} a day")
+            out.append(f"{bullet}{show(c.id)}: {signed(c.lost_gpu_hours_per_day.change)} a day")
     return out
