@@ -11,6 +11,7 @@ DOM with `evaluate` and take screenshots.
 from __future__ import annotations
 
 import base64
+import contextlib
 import itertools
 import json
 import shutil
@@ -29,6 +30,7 @@ FLAGS = (
     "--headless",
     "--no-sandbox",  # root in a container: Chromium's sandbox needs user namespaces it may not have
     "--disable-gpu",
+    "--hide-scrollbars",  # a screenshot as wide as the window
     "--disable-quic",
     "--no-first-run",
     "--disable-background-networking",
@@ -83,7 +85,10 @@ class Browser:
                 stdout=log,
                 stderr=log,
             )
-        self.socket: ClientConnection = connect(self._address(), max_size=64 * 2**20, open_timeout=TIMEOUT)
+        self.stack = contextlib.ExitStack()  # websockets closes the connection on leaving its context
+        self.socket: ClientConnection = self.stack.enter_context(
+            connect(self._address(), max_size=64 * 2**20, open_timeout=TIMEOUT)
+        )
         self.ids = itertools.count(1)
         self.pages: dict[str, Page] = {}
 
@@ -160,8 +165,8 @@ class Browser:
         return page
 
     def close(self) -> None:
-        if getattr(self, "socket", None) is not None:
-            self.socket.close()
+        if getattr(self, "stack", None) is not None:
+            self.stack.close()
         self.process.terminate()
         try:
             self.process.wait(timeout=10)
