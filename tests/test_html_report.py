@@ -257,3 +257,25 @@ def test_the_demo_command_writes_the_page(tmp_path: Path) -> None:
     page = out.read_text(encoding="utf-8")
     assert page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>")
     assert 100_000 < len(page.encode()) < 1_000_000
+
+
+def test_what_a_run_could_not_see(tmp_path: Path) -> None:
+    """A dump without its placement groups: the error, the clusters not judged by the placement rules, and a page
+    that says at its top that the result cannot pass a gate."""
+    folder = tmp_path / "aws"
+    shutil.copytree(DEMO_AWS, folder)
+    (folder / "describe-placement-groups.json").unlink()
+    report = flow.run(load_dump(folder), flow.Options())
+    page = render(report, "html")
+    assert "<b>Incomplete:</b> some facts were not collected" in page
+    assert "<b>Incomplete:</b>" not in render(flow.run(load_dump(DEMO_AWS), flow.Options()), "html")
+    unseen = section(page, "unseen")
+    assert "describe-placement-groups.json in 111122223333 us-east-1: MissingDump: " in unseen
+    assert "9 clusters have a selected rule that could not be judged" in unseen
+    judged = section(page, "not-judged")
+    rows = re.findall(r"<tr><td class=\"wrap\"><a href=\"#cluster-\d+\">([^<]+)</a></td><td>([^<]+)</td>", judged)
+    assert len(rows) == 9 and {rules for _, rules in rows} == {"AWS120, AWS121"}
+    assert "aws/111122223333/us-east-1/asg llm-prod" in {name for name, _ in rows}  # findings or not
+    assert judged.count("placement groups were not collected for 111122223333 us-east-1") == 9
+    cards = dict(re.findall(r'data-status="([^"]+)"><b>(\d+)</b>', page))
+    assert cards["incomplete"] == "2"

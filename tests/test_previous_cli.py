@@ -92,3 +92,12 @@ def test_the_previous_report_from_standard_input(tmp_path: Path) -> None:
     assert both.stderr.decode() == (
         "fabriccheck: error: --previous - and the plan both read standard input: give one of them as a file\n"
     )
+
+
+def test_the_html_report_says_what_changed_since(tmp_path: Path) -> None:
+    old = _last_week(tmp_path)
+    page = run("aws", "--from-dump", str(DEMO_AWS), "--previous", str(old), "-f", "html").stdout
+    trend = page[page.index('id="trend"') : page.index("</section>", page.index('id="trend"'))]
+    assert "<b>2</b> new, <b>0</b> fixed, <b>17</b> unchanged findings." in trend
+    assert '1,938-1,944 → 2,124-2,134 (<span class="worse">+186 to +190</span>)' in trend
+    assert 'id="trend"' not in run("aws", "--from-dump", str(DEMO_AWS), "-f", "html").stdout

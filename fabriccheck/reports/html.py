@@ -256,6 +256,7 @@ def headline(report: Report) -> dict[str, Any]:
         "paid": f"{s.gpu_hours_per_day:,.0f}",
         "dollars": span(dollars.low, dollars.high, "${:,.0f}") if dollars is not None else None,
         "cannot_run": s.clusters_cannot_run,
+        "cannot_pass": not report.fully_judged(),
         "lines": cost_lines(report),
     }
 
@@ -322,14 +323,17 @@ def gate_rows(report: Report) -> list[tuple[str, str, str]]:
     if gate is None:
         return []
     rows = []
+    empty = {"select": "all rules"}
     for name in ("fail-on", "select", "ignore", "severity", "roles", "waivers", "baseline", "allow-incomplete"):
         setting = gate.setting(name)
         value = setting.value
-        if isinstance(value, dict):
+        if isinstance(value, bool):
+            value = "yes" if value else "no"
+        elif isinstance(value, dict):
             value = ", ".join(f"{k}={v}" for k, v in value.items())
         elif isinstance(value, list):
             value = ", ".join(map(str, value))
-        rows.append((name, str(value) if value not in (None, "") else "none", setting.source))
+        rows.append((name, str(value) if value not in (None, "") else empty.get(name, "none"), setting.source))
     rows.append(("config file", gate.config_file or ("none (--isolated)" if gate.isolated else "none"), ""))
     return rows
 
