@@ -279,3 +279,36 @@ def test_what_a_run_could_not_see(tmp_path: Path) -> None:
     assert judged.count("placement groups were not collected for 111122223333 us-east-1") == 9
     cards = dict(re.findall(r'data-status="([^"]+)"><b>(\d+)</b>', page))
     assert cards["incomplete"] == "2"
+
+
+def _copies(report: Report, times: int) -> Report:
+    """The report's clusters and findings `times` over (cluster ids made unique): a larger fleet of the same kinds."""
+    big = report.model_copy(deep=True)
+    big.clusters = [c.model_copy(update={"id": f"{c.id}-{i}"}) for i in range(times) for c in report.clusters]
+    big.findings = [
+        f.model_copy(update={"cluster": f"{f.cluster}-{i}" if f.cluster else None})
+        for i in range(times)
+        for f in report.findings
+    ]
+    return big
+
+
+def test_a_fix_shown_once_is_linked_after(demo: Report, page: str) -> None:
+    doubled = render(_copies(demo, 2), "html")
+    shown = re.findall(r'id="(fix-\d+)"', doubled)
+    assert shown == re.findall(r'id="(fix-\d+)"', page)  # the second copy of each cluster adds no fix
+    linked = re.findall(r'as <a href="#(fix-\d+)">above</a>', doubled)
+    assert len(shown) + len(linked) == doubled.count('<div class="finding"')  # every rule's block: one or the other
+    assert len(linked) >= 25 and set(linked) <= set(shown)
+    for anchor in set(linked):  # each link points up, to a fix shown before it
+        assert doubled.index(f'id="{anchor}"') < doubled.index(f'href="#{anchor}"')
+
+
+def test_a_large_fleet_draws_the_busbw_of_the_first_fifty(demo: Report) -> None:
+    big = _copies(demo, 5)
+    page = render(big, "html")
+    degraded = [c for c in ranked(big) if busbw.degraded(c)]
+    assert len(degraded) == 55
+    assert len(re.findall(r'<svg class="chart" id="busbw-\d+"', page)) == 50
+    assert page.count("No busbw chart: only the 50 degraded clusters that rank first have one; the figures: ") == 5
+    assert len(page.encode()) < 1_000_000 * 1.2  # 140 clusters, 200 findings

@@ -57,6 +57,7 @@ from fabriccheck.trend import TrendFinding
 RESOURCES_SHOWN = 8  # a rule's resources listed in full; the rest behind "more"
 RESOURCES_MAX = 200  # past this, --format json has them
 CHART_BARS = 15  # clusters in the lost GPU-hours chart
+BUSBW_CHARTS = 50  # degraded clusters drawn with their busbw (~7 KB each), worst first; the rest name the command
 TOP = 10
 _STEP_LABELS = ("Console", "CLI", "Terraform")
 _JUDGED_STATES = ("running", "pending", "planned")
@@ -120,6 +121,8 @@ class FindingGroup:
     suppressed: str | None
     steps: list[Step]
     references: list[str]
+    fix_anchor: str = ""  # where its fix is shown
+    fix_ref: str = ""  # the fix shown above, when it is the same
 
 
 @dataclass
@@ -156,14 +159,26 @@ def _steps(finding: Finding, locations: dict[str, SourceLocation]) -> list[Step]
     return steps
 
 
-def finding_groups(findings: Sequence[Finding], locations: dict[str, SourceLocation]) -> list[FindingGroup]:
-    """One group per rule (and per reason it does not gate), as the text report groups them."""
+Fixes = dict[tuple[str, ...], str]  # the steps of a fix shown on the page -> the anchor of where they are
+
+
+def finding_groups(
+    findings: Sequence[Finding], locations: dict[str, SourceLocation], fixes: Fixes | None = None
+) -> list[FindingGroup]:
+    """One group per rule (and per reason it does not gate), as the text report groups them. A fix already in
+    `fixes` (shown above, under another cluster) is linked rather than repeated: a rule that fires on 300 clusters
+    prints its console, CLI and Terraform steps once."""
+    fixes = {} if fixes is None else fixes
     groups: dict[tuple[str, str | None], list[Finding]] = {}
     for f in findings:
         groups.setdefault((f.rule, suppressed(f)), []).append(f)
     out = []
     for (_, why), found in groups.items():
         first = found[0]
+        steps = _steps(first, locations)
+        key = tuple(f"{step.label}: {step.text}" for step in steps)
+        seen = fixes.get(key, "")
+        anchor = "" if seen else fixes.setdefault(key, f"fix-{len(fixes) + 1}")
         every = list(dict.fromkeys(r for f in found for r in f.resources))
         listed = every[:RESOURCES_MAX]
         out.append(
@@ -178,7 +193,9 @@ def finding_groups(findings: Sequence[Finding], locations: dict[str, SourceLocat
                 message=first.message,
                 alike=len(found) - 1,
                 suppressed=why,
-                steps=_steps(first, locations),
+                steps=[] if seen else steps,
+                fix_anchor=anchor,
+                fix_ref=seen,
                 references=[r for r in first.references if r.startswith(("https://", "http://"))],
             )
         )
@@ -201,8 +218,15 @@ def _status(c: ClusterReport, findings: list[Finding]) -> tuple[str, str]:
 
 
 def cluster_view(
-    rank: int, c: ClusterReport, findings: list[Finding], name: DisplayName, report: Report
+    rank: int,
+    c: ClusterReport,
+    findings: list[Finding],
+    name: DisplayName,
+    report: Report,
+    draw: bool = True,
+    fixes: Fixes | None = None,
 ) -> ClusterView:
+    """A cluster's section; `draw`: with its busbw chart when it is degraded (else the command that gives it)."""
     status, css = _status(c, findings)
     caveat = " (from the rules that could be judged)" if c.not_judged and not findings else ""
     view = ClusterView(
@@ -220,7 +244,7 @@ def cluster_view(
         workload=c.penalty.workload,
         penalty=penalty_line(c.penalty) + caveat,
         possible=possible_line(c.penalty, possible_rules(findings)),
-        findings=finding_groups(findings, report.locations),
+        findings=finding_groups(findings, report.locations, fixes),
         not_judged=[g for g in not_judged_groups(c.not_judged) if g[0] != DESELECTED],
         cells={
             "worst": worst_cell(c, findings),
@@ -232,6 +256,10 @@ def cluster_view(
         drawn = busbw.curves(c, findings)
         if isinstance(drawn, str):
             view.chart_note = f"No busbw chart: {drawn}."
+        elif not draw:
+            view.chart_note = f"No busbw chart: only the {BUSBW_CHARTS} degraded clusters that rank first have one" + (
+                f"; the figures: {drawn.command}" if drawn.command else ""
+            )
         else:
             title = f"Expected all_reduce busbw on {drawn.nodes} × {drawn.instance_type}: healthy against {drawn.state}"
             view.chart = svg.busbw(f"busbw-{rank}", title, drawn)
@@ -384,7 +412,12 @@ def render(report: Report, color: bool = False) -> str:
     by_cluster = findings_by_cluster(report)
     order = ranked(report)
     names = cluster_names(report)
-    views = [cluster_view(rank, c, by_cluster.get(c.id, []), names[c.id], report) for rank, c in enumerate(order, 1)]
+    degraded = [c.id for c in order if busbw.degraded(c)][:BUSBW_CHARTS]
+    drawn, fixes = set(degraded), Fixes()
+    views = [
+        cluster_view(rank, c, by_cluster.get(c.id, []), names[c.id], report, c.id in drawn, fixes)
+        for rank, c in enumerate(order, 1)
+    ]
     attention = [v for v, c in zip(views, order, strict=True) if needs_attention(c)]
     deselected = sorted({n.rule for c in report.clusters for n in c.not_judged if n.reason == DESELECTED})
     context = {
@@ -401,7 +434,7 @@ def render(report: Report, color: bool = False) -> str:
         "starred": any(v.cells["lost"].endswith("*") for v in attention[:TOP]),
         "clusters": attention,
         "clean": [v for v, c in zip(views, order, strict=True) if not needs_attention(c)],
-        "templates": finding_groups(by_cluster.get(None, []), report.locations),
+        "templates": finding_groups(by_cluster.get(None, []), report.locations, fixes),
         "skipped": [(str(names[s.id]), s) for s in report.skipped_clusters],
         "not_judged": [v for v in views if v.not_judged],
         "deselected": deselected,
