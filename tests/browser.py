@@ -30,6 +30,7 @@ FLAGS = (
     "--headless",
     "--no-sandbox",  # root in a container: Chromium's sandbox needs user namespaces it may not have
     "--disable-gpu",
+    "--disable-dev-shm-usage",  # a container's /dev/shm may be 64 MB
     "--hide-scrollbars",  # a screenshot as wide as the window
     "--disable-quic",
     "--no-first-run",

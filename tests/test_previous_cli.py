@@ -8,7 +8,10 @@ import json
 import subprocess
 from pathlib import Path
 
+import jsonschema
 from cli_run import one_clean_line, run
+
+from fabriccheck.schema import report_schema
 
 DEMO_AWS = Path(__file__).resolve().parent.parent / "fixtures" / "demo" / "aws"
 
@@ -44,6 +47,10 @@ def test_the_json_report_carries_the_trend(tmp_path: Path) -> None:
     assert not trend["fixed"] and len(trend["unchanged"]) == 17
     assert trend["previous"] == str(old)
     assert json.loads(old.read_text())["trend"] is None  # made without --previous
+    validator = jsonschema.Draft202012Validator(report_schema())  # what `fabriccheck schema` prints
+    assert not [e.message for e in validator.iter_errors(report)][:3]
+    report["trend"]["new"][0]["fingerprint"] = 7
+    assert list(validator.iter_errors(report))  # the trend's own fields are in the schema
 
 
 def test_a_job_may_read_last_weeks_report_and_write_this_weeks_over_it(tmp_path: Path) -> None:
