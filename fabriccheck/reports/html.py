@@ -278,14 +278,16 @@ def headline(report: Report) -> dict[str, Any]:
     share = (
         span(lost.low / s.gpu_hours_per_day, lost.high / s.gpu_hours_per_day, "{:.0%}") if s.gpu_hours_per_day else ""
     )
+    losing = s.gpu_hours_per_day > 0 and (lost.high >= 0.5 or s.clusters_cannot_run > 0)
     return {
+        "losing": losing,
         "lost": span(lost.low, lost.high),
         "share": share,
         "paid": f"{s.gpu_hours_per_day:,.0f}",
         "dollars": span(dollars.low, dollars.high, "${:,.0f}") if dollars is not None else None,
         "cannot_run": s.clusters_cannot_run,
         "cannot_pass": not report.fully_judged(),
-        "lines": cost_lines(report),
+        "more": cost_lines(report)[1 if losing else 0 :],  # what the findings marked possible would add
     }
 
 
