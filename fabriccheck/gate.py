@@ -5,7 +5,9 @@ options and --fail-on (config.py). Here they are settled once per run, and every
 without a cloud is checked now, so that a bad file or a typo fails in a second, not after a long scan:
 - rule names in --select, --ignore, --severity and the waivers are names the rule book has;
 - the waivers and the baseline are read;
-- no output (--output, --save-inventory, --write-baseline) is one of the files the run reads.
+- no output (--output, --save-inventory, --write-baseline) is one of the files the run reads;
+- the earlier report of `--previous` is read (a scheduled job may name its last report as both --previous and
+  --output: it is read now, and the new one is written over it only once it is made).
 What was settled is also recorded as the report's `gate` (config.Gate): each setting with where it came from,
 so a config file a pull request adds (fail-on never, every cluster ignored, one harmless rule) shows in every
 report. `--isolated` (FABRICCHECK_ISOLATED=1) reads no config file at all.
@@ -59,6 +61,7 @@ class Settled:
     options: Options  # the gate recorded in options.gate
     fail_on: str
     write_baseline: Path | None
+    previous: tuple[str, Report] | None = None  # --previous: where the earlier report was read, and it
 
 
 # The command's own defaults when it has no such parameter: a scan fails on errors and prices this workload.
@@ -134,7 +137,26 @@ def settle(invocation: Invocation) -> Settled:
         baseline_file=str(baseline_path or ""),
         gate=gate,
     )
-    return Settled(options, str(value("fail-on")), write_baseline)
+    return Settled(options, str(value("fail-on")), write_baseline, previous_report(params))
+
+
+def previous_report(params: Mapping[str, Any]) -> tuple[str, Report] | None:
+    """The earlier JSON report of --previous (`-`: standard input), checked as `merge` checks its parts; one line
+    naming the option for a missing or bad file."""
+    from fabriccheck.merge import load_report
+
+    path: Path | None = params.get("previous")
+    if path is None:
+        return None
+    stdin = str(path) == "-"
+    readers = [f for f in ("plan_file", "inventory_file") if str(params.get(f)) == "-"]
+    if stdin and readers:
+        what = "the plan" if readers[0] == "plan_file" else "the inventory"
+        raise FabricCheckError(f"--previous - and {what} both read standard input: give one of them as a file")
+    try:
+        return ("standard input" if stdin else str(path)), load_report(path)
+    except FabricCheckError as exc:
+        raise FabricCheckError(f"--previous: {exc}") from None
 
 
 def _baseline(path: Path | None) -> Any:

@@ -16,6 +16,7 @@ from fabriccheck import config, losses, penalty
 from fabriccheck.baseline import BaselineSummary
 from fabriccheck.findings import SEVERITY_RANK, Finding
 from fabriccheck.model import CollectionError, ScopeStatus, SourceLocation
+from fabriccheck.trend import Trend
 from fabriccheck.waivers import WaiverStatus
 
 REPORT_SCHEMA_VERSION = 1
@@ -125,6 +126,8 @@ class Report(BaseModel):
     # The gate the findings were judged under, each setting with where it came from (set by the CLI; None for a
     # library caller's own Options).
     gate: config.Gate | None = None
+    # What changed since the earlier report of --previous (trend.compare; set by the CLI): None without one.
+    trend: Trend | None = None
 
     def fully_judged(self) -> bool:
         """Every fact collected and every selected rule judged on every cluster: only such a run can pass a gate,

@@ -135,18 +135,18 @@ def fails(trend: Trend, fail_on: str) -> bool:
     return any(f.gates and SEVERITY_RANK[f.severity] >= SEVERITY_RANK[fail_on] for f in trend.new)
 
 
-def _span(r: Range | None) -> str:
+def span_text(r: Range | None) -> str:
     if r is None:
         return "not estimated"
     return f"{r.low:,.0f}" if round(r.low) == round(r.high) else f"{r.low:,.0f}-{r.high:,.0f}"
 
 
-def _signed(r: Range) -> str:
+def signed(r: Range) -> str:
     low, high = f"{r.low:+,.0f}", f"{r.high:+,.0f}"
     return low if low == high else f"{low} to {high}"
 
 
-def _line(f: TrendFinding) -> str:
+def finding_line(f: TrendFinding) -> str:
     where = f.cluster or f.account
     waived = "" if f.gates else " (waived or in the baseline)"
     return f"{f.severity} {f.rule} {where}: {f.title}{waived} [{', '.join(f.resources[:3])}]"
@@ -156,28 +156,37 @@ def render(trend: Trend, current: str, markdown: bool = False) -> str:
     """The trend for people: counts, the change in cost, then the new and fixed findings (new first)."""
     from fabriccheck.reports.safe import md_text, visible
 
+    show = md_text if markdown else visible
+    head = ("# " if markdown else "") + (
+        f"fabriccheck diff: {show(trend.previous)} ({show(trend.previous_generated_at)}) -> {show(current)}"
+    )
+    return "\n".join([head, "", *lines(trend, markdown)]) + "\n"
+
+
+def lines(trend: Trend, markdown: bool = False) -> list[str]:
+    """The trend's body (render's, and the text report's section under --previous): every value from a report
+    escaped for plain text, or for markdown."""
+    from fabriccheck.reports.safe import md_text, visible
+
     def show(text: str) -> str:
         return md_text(text) if markdown else visible(text)
 
     lost = trend.lost_gpu_hours_per_day
-    lines = [
-        ("# " if markdown else "")
-        + f"fabriccheck diff: {show(trend.previous)} ({show(trend.previous_generated_at)}) -> {show(current)}",
-        "",
+    out = [
         f"{len(trend.new)} new, {len(trend.fixed)} fixed, {len(trend.unchanged)} unchanged findings.",
-        f"Lost GPU-hours a day: {_span(lost.previous)} -> {_span(lost.current)} ({_signed(lost.change)}).",
+        f"Lost GPU-hours a day: {span_text(lost.previous)} -> {span_text(lost.current)} ({signed(lost.change)}).",
     ]
     if trend.lost_dollars_per_day is not None:
         d = trend.lost_dollars_per_day
-        lines.append(f"Lost dollars a day: {_span(d.previous)} -> {_span(d.current)} ({_signed(d.change)}).")
-    lines += [f"Note: {show(n)}" for n in trend.notes]
+        out.append(f"Lost dollars a day: {span_text(d.previous)} -> {span_text(d.current)} ({signed(d.change)}).")
+    out += [f"Note: {show(n)}" for n in trend.notes]
+    bullet = "- " if markdown else "  "
     for title, found in (("New findings", trend.new), ("Fixed findings", trend.fixed)):
         if found:
-            lines += ["", ("## " if markdown else "") + f"{title} ({len(found)})"]
-            lines += [("- " if markdown else "  ") + show(_line(f)) for f in found]
+            out += ["", ("## " if markdown else "") + f"{title} ({len(found)})"]
+            out += [bullet + show(finding_line(f)) for f in found]
     if trend.clusters:
-        lines += ["", ("## " if markdown else "") + "Clusters whose lost GPU-hours changed"]
-        bullet = "- " if markdown else "  "
+        out += ["", ("## " if markdown else "") + "Clusters whose lost GPU-hours changed"]
         for c in trend.clusters:
-            lines.append(f"{bullet}{show(c.id)}: {_signed(c.lost_gpu_hours_per_day.change)} a day")
-    return "\n".join(lines) + "\n"
+            out.append(f"{bullet}{show(c.id)}: {signed(c.lost_gpu_hours_per_day.change)} a day")
+    return out

@@ -48,6 +48,7 @@ ADDED_SINCE = {
         "locations",
         "scopes",
         "gate",
+        "trend",  # what changed since --previous (None without it)
     ),
     "clusters": ("status", "complete", "not_judged"),
     "summary": (

@@ -69,6 +69,11 @@ def finish(inventory: Inventory, scan: ScanOptions, settled: Settled) -> NoRetur
             gate.write_baseline(report, settled.write_baseline, options, outputs)
         report.duration_seconds = round(time.perf_counter() - STARTED[-1], 3) if STARTED else None
         report.api_calls = API_CALLS.value
+        if settled.previous is not None:
+            from fabriccheck import trend
+
+            where, previous = settled.previous
+            report.trend = trend.compare(previous, report, where)
         metrics = metrics_to_push(report, scan)
         write_reports(report, scan.targets(), fail_on, scan.verbose, outputs, metrics)
         outputs.commit()

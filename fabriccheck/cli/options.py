@@ -29,6 +29,7 @@ class Format(StrEnum):
     junit = "junit"
     markdown = "markdown"
     prometheus = "prometheus"
+    html = "html"
 
 
 class FailOn(StrEnum):
@@ -92,8 +93,8 @@ FormatOpt = Annotated[
         "--format",
         "-f",
         metavar="FORMAT",
-        help="Report format: text, json, sarif, junit, markdown or prometheus (of stdout, and of an --output whose "
-        "name has no suffix).",
+        help="Report format: text, json, sarif, junit, markdown, prometheus or html (of stdout, and of an --output "
+        "whose name has no suffix).",
     ),
 ]
 # One file (estimate, diff, schema); `-` is stdout.
@@ -122,6 +123,14 @@ PushgatewayOpt = Annotated[
 JobOpt = Annotated[
     str,
     typer.Option(metavar="NAME", callback=_job, help="The job label the push is grouped under (with --pushgateway)."),
+]
+PreviousOpt = Annotated[
+    Path | None,
+    typer.Option(
+        metavar="OLD.json",
+        help="An earlier JSON report (--format json): the text, HTML and JSON reports add what changed since (new, "
+        "fixed and unchanged findings, lost GPU-hours); - reads stdin.",
+    ),
 ]
 FailOnOpt = Annotated[
     FailOn,
@@ -233,6 +242,7 @@ class ScanOptions:
     output: OutputsOpt = None
     pushgateway: PushgatewayOpt = None
     job: JobOpt = "fabriccheck"
+    previous: PreviousOpt = None
     fail_on: FailOnOpt = FailOn.error
     workload: WorkloadOpt = "llm-70b-fsdp"
     price_per_gpu_hour: PriceOpt = None

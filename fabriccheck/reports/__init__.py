@@ -1,4 +1,4 @@
-"""Reports: text for people; JSON, SARIF, JUnit, markdown and Prometheus for machines and pull requests.
+"""Reports: text and HTML for people; JSON, SARIF, JUnit, markdown and Prometheus for machines and pull requests.
 
 Each format's module is imported when that format is asked for: a JSON report of a large fleet does not
 wait for the text report's terminal library (rich) to load."""
@@ -20,6 +20,7 @@ FORMATS: dict[str, tuple[str, str]] = {
     "junit": ("junit", "render"),
     "markdown": ("markdown", "render"),
     "prometheus": ("prometheus", "render"),
+    "html": ("html", "render"),
 }
 
 

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from rich.console import Console
 from rich.text import Text
 
+from fabriccheck import trend
 from fabriccheck.config import Gate
 from fabriccheck.findings import Finding
 from fabriccheck.model import UNKNOWN_ACCOUNT, SourceLocation
@@ -468,6 +469,21 @@ def _cannot_pass(page: _Page, report: Report) -> None:
         )
 
 
+def _trend(page: _Page, report: Report) -> None:
+    """What changed since the earlier report of --previous (trend.lines, escaped there), after the summary."""
+    found = report.trend
+    if found is None:
+        return
+    page.blank()
+    page.para(f"Since the earlier report of {visible(found.previous_generated_at)}:", style="bold")
+    page.para(f"read from {visible(found.previous)}", "  ", "    ")
+    for line in trend.lines(found):
+        if line.startswith("  "):  # a finding or a cluster under its heading
+            page.para(line.strip(), "    ", "      ")
+        elif line:
+            page.para(line, "  ", "    ")
+
+
 # ---------------------------------------------------------------------------------------------- render
 
 
@@ -522,6 +538,7 @@ def render(report: Report, color: bool = False, verbose: bool = False, width: in
         _finding_blocks(page, templates, verbose, report.locations)
     _skipped(page, report, verbose, names)
     _summary(page, report)
+    _trend(page, report)
     for note in report.notes:
         page.para(f"note: {visible(note)}", "", "      ", style="dim")
     if report.findings:
