@@ -11,7 +11,7 @@ from typing import Any
 from fabriccheck.errors import FabricCheckError
 from fabriccheck.inventory import Inventory
 from fabriccheck.providers.k8s.objects import KINDS, REQUIRED, ClusterObjects, Normalizer
-from fabriccheck.sources.common import read_json
+from fabriccheck.sources.common import paused_gc, read_json
 
 LOOP = "for k in nodes pods daemonsets jobs jobsets; do kubectl get $k -A -o json > $k.json; done"
 
@@ -68,6 +68,9 @@ def load_dump(directory: Path, scope: object = None) -> Inventory:
     """Every cluster of the dump; `scope` (unused) keeps the signature the cloud dumps share."""
     inventory = Inventory(source=f"k8s dump {directory}")
     for folder in cluster_folders(directory):
-        part = Normalizer(read_cluster(folder)).inventory(f"k8s dump {folder}")
+        # Parsing and normalizing build a great many small objects: the cyclic collector would rescan the parsed
+        # files again and again (sources.common.paused_gc).
+        with paused_gc():
+            part = Normalizer(read_cluster(folder)).inventory(f"k8s dump {folder}")
         inventory.merge(part)
     return inventory

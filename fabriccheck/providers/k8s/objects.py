@@ -198,6 +198,21 @@ class _PodSpec:
     env: tuple[tuple[str, str], ...]
 
 
+_GPU_NAMES = frozenset(GPU_RESOURCES)
+
+
+def asks_accelerators(spec: dict[str, Any]) -> bool:
+    """Whether any container limits or requests an accelerator: most pods of a cluster do not, and are passed over
+    without being read further."""
+    for container in spec.get("containers") or ():
+        resources = container.get("resources") if isinstance(container, dict) else None
+        if resources:
+            for part in (resources.get("limits"), resources.get("requests")):
+                if isinstance(part, dict) and not _GPU_NAMES.isdisjoint(part):
+                    return True
+    return False
+
+
 def read_spec(spec: dict[str, Any]) -> _PodSpec:
     """What a pod spec (or a workload's pod template) asks for: accelerators and fabric resources (a limit stands
     for its request: extended resources must have equal ones), IPC_LOCK, its containers and their NCCL settings."""
@@ -324,8 +339,11 @@ class Normalizer:
 
     def pod(self, item: dict[str, Any], pod_id: str | None = None, state: str | None = None) -> Node | None:
         """A pod as a node, or None when it asks for no accelerator (CPU-only pods are never judged)."""
-        meta = item.get("metadata") or {}
         spec = item.get("spec") or {}
+        if not asks_accelerators(spec):
+            self.skipped += 1
+            return None
+        meta = item.get("metadata") or {}
         read = read_spec(spec)
         if read.gpus == 0:
             self.skipped += 1
