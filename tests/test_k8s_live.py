@@ -114,3 +114,29 @@ def test_help_does_not_import_the_client() -> None:
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False", out.stdout + out.stderr
+
+
+def test_the_python_api_runs_live_with_namespaces_as_scopes(tmp_path: Path) -> None:
+    from fabriccheck.api import Live, audit
+
+    replay = KubeReplay.from_dump(EKS)
+    with serve(replay) as url:
+        config = kubeconfig(tmp_path / "kubeconfig", url)
+        report = audit("k8s", Live("default", kubeconfig=str(config)))
+    assert report.complete and {f.rule for f in report.findings} == {"K8S101"}
+    assert any("/namespaces/default/pods" in r for r in replay.requests)
+
+
+def test_without_the_client_a_live_run_names_the_extra(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys; sys.modules['kubernetes'] = None\n"
+        "from fabriccheck.cli import main\n"
+        "sys.exit(main(['k8s']))"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert out.returncode == 2
+    assert out.stderr.strip().endswith("needs the Kubernetes extra for a live run: pip install 'fabriccheck[k8s]'")
+    assert len(out.stderr.strip().splitlines()) == 1

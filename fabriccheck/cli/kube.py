@@ -17,7 +17,6 @@ from fabriccheck.errors import FabricCheckError
 if TYPE_CHECKING:
     from fabriccheck.inventory import Inventory
 
-K8S_EXTRA = "fabriccheck k8s needs the Kubernetes extra for a live run: pip install 'fabriccheck[k8s]'"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -114,17 +113,14 @@ def k8s(
 
 
 def _live(source: K8sSource, scan: ScanOptions) -> "Inventory":
+    from fabriccheck.cli.live import cloud_sdk
     from fabriccheck.cli.progress import progress
 
-    try:
+    with cloud_sdk():  # the client not installed is the missing extra, in one line
         collect = importlib.import_module("fabriccheck.providers.k8s.collect")
-    except ModuleNotFoundError as exc:
-        if (exc.name or "").partition(".")[0] in ("kubernetes", "urllib3"):
-            raise FabricCheckError(K8S_EXTRA) from None
-        raise
     with progress(scan.verbose) as shown:
         inventory: Inventory = collect.collect_live(
-            source.context, source.kubeconfig, source.namespaces or [], progress=shown
+            source.namespaces or [], context=source.context, kubeconfig=source.kubeconfig, progress=shown
         )
         return inventory
 

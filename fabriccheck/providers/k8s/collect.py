@@ -145,9 +145,14 @@ def _wait(exc: ApiException, attempt: int, scale: float) -> float:
 
 
 def collect_live(
-    context: str | None, kubeconfig: Path | None, namespaces: list[str], progress: Progress | None = None
+    namespaces: list[str],
+    context: str | None = None,
+    kubeconfig: Path | str | None = None,
+    progress: Progress | None = None,
 ) -> Inventory:
-    """The cluster's objects, listed kind by kind, normalized as a dump's are."""
+    """The cluster's objects (in `namespaces`, or all), listed kind by kind, normalized as a dump's are. The
+    namespaces come first, as the scopes of the clouds' collect_live do (fabriccheck.api.Live)."""
+    kubeconfig = Path(kubeconfig) if kubeconfig is not None else None
     configuration, name = _configuration(context, kubeconfig)
     configuration.retries = False  # the collector retries, honouring Retry-After; urllib3 must not add its own
     shown = progress or Progress()
