@@ -4,7 +4,7 @@
 Cluster (default): 5,000 nodes (4,000 p5.48xlarge in node groups of 80 with 32 EFAs each, 1,000 CPU nodes) and
 50,000 pods: 4,000 training pods of 250 PyTorchJobs of 16 (every other job without its EFA request: findings to
 report), the rest CPU pods of Deployments and DaemonSets, each in the shape `kubectl get pods -A -o json` writes
-(fixtures/k8s/clusters). Both sides run as fresh processes; the fabriccheck time is the whole command (interpreter,
+(fixtures/demo/k8s). Both sides run as fresh processes; the fabriccheck time is the whole command (interpreter,
 imports, read, normalize, judge, penalty, JSON report), the baseline json.load alone inside its process.
 
 Targets: at most 1.5x json.load's time; `k8s --help` under 0.3 s.

@@ -1,4 +1,4 @@
-"""`fabriccheck k8s` from dumps and manifests: the EKS, GKE and AKS fixture clusters (fixtures/k8s/clusters, shapes
+"""`fabriccheck k8s` from dumps and manifests: the EKS, GKE and AKS fixture clusters (fixtures/demo/k8s, shapes
 named in fixtures/k8s/SOURCES.md), each with a right and a wrong training workload, judged through the same engine,
 penalty and gate as the clouds; workload grouping, what is never judged, what is unknown, and bad input."""
 
@@ -18,7 +18,7 @@ from fabriccheck.providers.k8s.manifests import load_manifests
 from fabriccheck.providers.k8s.objects import ClusterObjects, Normalizer, quantity
 
 ROOT = Path(__file__).resolve().parents[1]
-CLUSTERS = ROOT / "fixtures" / "k8s" / "clusters"
+CLUSTERS = ROOT / "fixtures" / "demo" / "k8s"
 MANIFESTS = ROOT / "fixtures" / "k8s" / "manifests"
 
 

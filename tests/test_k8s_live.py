@@ -16,7 +16,7 @@ from kube_replay import KubeReplay, kubeconfig, serve
 pytest.importorskip("kubernetes")
 
 ROOT = Path(__file__).resolve().parents[1]
-EKS = ROOT / "fixtures" / "k8s" / "clusters" / "eks-train"
+EKS = ROOT / "fixtures" / "demo" / "k8s" / "eks-train"
 
 
 def _live(replay: KubeReplay, tmp_path: Path, *args: str) -> tuple[int, dict[str, Any], str]:
