@@ -263,3 +263,44 @@ def test_dump_reader_is_the_one_the_cli_uses() -> None:
     assert {n.account for n in inventory.nodes} == {"eks-train", "gke-a3mega", "aks-ndv5"}
     instances = {n.shape.pod.instance for n in inventory.nodes if n.shape.pod and n.account == "eks-train"}
     assert all(i and i.startswith("i-") for i in instances)  # each pod names its node's EC2 instance
+
+
+def _jobset(name: str, status: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A JobSet of two A3 Mega workers whose pods map eight GPU networks (GoogleCloudPlatform/
+    container-engine-accelerators gpudirect-rdma nccl-test JobSet shape, TCPXO annotations)."""
+    interfaces = json.dumps(
+        [{"interfaceName": "eth0", "network": "default"}]
+        + [{"interfaceName": f"eth{i}", "network": f"vpc{i}"} for i in range(1, 9)]
+    )
+    annotations = {"networking.gke.io/default-interface": "eth0", "networking.gke.io/interfaces": interfaces}
+    pod_spec = {
+        "nodeSelector": {"cloud.google.com/gke-nodepool": "a3-mega-pool"},
+        "containers": [{"name": "main", "image": "megatron", "resources": {"limits": {"nvidia.com/gpu": 8}}}],
+        "initContainers": [
+            {"name": "tcpxo-daemon", "image": "gpudirect-tcpxo/tcpgpudmarxd-dev:v1.0.21", "restartPolicy": "Always"}
+        ],
+    }
+    job = {"parallelism": 2, "completions": 2, "template": {"metadata": {"annotations": annotations}, "spec": pod_spec}}
+    return {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": name, "namespace": "train"},
+        "spec": {"replicatedJobs": [{"name": "workers", "replicas": 1, "template": {"spec": job}}]},
+        "status": status or {},
+    }
+
+
+def test_a_workload_whose_pods_were_rejected_is_judged_from_its_template(tmp_path: Path) -> None:
+    dump = tmp_path / "gke-a3mega"
+    shutil.copytree(CLUSTERS / "gke-a3mega", dump)
+    networks = json.loads((dump / "networks.json").read_text())
+    networks["items"] = [n for n in networks["items"] if n["metadata"]["name"] not in ("vpc7", "vpc8")]
+    (dump / "networks.json").write_text(json.dumps(networks))
+    done = {"conditions": [{"type": "Completed", "status": "True"}], "completionTime": "2026-11-30T10:00:00Z"}
+    jobsets = {"kind": "List", "items": [_jobset("rejected"), _jobset("finished", done)]}
+    (dump / "jobsets.json").write_text(json.dumps(jobsets))
+    report = _report(dump)
+    flagged = {(f["rule"], r) for f in report["findings"] for r in f["resources"] if r.startswith("train/")}
+    assert flagged == {("K8S112", "train/rejected-workers-0"), ("K8S112", "train/rejected-workers-1")}
+    assert any("train/JobSet/rejected" in note and "no pods" in note for note in report["notes"])
+    assert not any("finished" in note for note in report["notes"])

@@ -24,6 +24,7 @@ from fabriccheck.providers.k8s.support import (
     GPU_RESOURCES,
     NODE_POOL,
     ROLE_TAG,
+    SERVING_KINDS,
     WORKLOAD_TAG,
     is_rdma_resource,
 )
@@ -300,6 +301,17 @@ class _Nodes:
         return found
 
 
+def _finished(owner: dict[str, Any]) -> bool:
+    """A Job or training job that completed or failed (its pods may be gone): nothing to judge."""
+    status = owner.get("status") or {}
+    if status.get("completionTime"):
+        return True
+    return any(
+        isinstance(c, dict) and c.get("type") in ("Complete", "Failed", "Succeeded") and c.get("status") == "True"
+        for c in status.get("conditions") or ()
+    )
+
+
 def _one(values: Iterable[str | None]) -> str | None:
     distinct = set(values)
     return distinct.pop() if len(distinct) == 1 else None
@@ -328,6 +340,13 @@ class Normalizer:
             made = self.pod(item)
             if made is not None:
                 inventory.nodes.append(made)
+        unstarted = self._unstarted({n.shape.pod.workload for n in inventory.nodes if n.shape.pod is not None})
+        for workload, nodes in unstarted.items():
+            inventory.nodes += nodes
+            inventory.notes.append(
+                f"{workload} (cluster {name}) has no pods (rejected at admission, or not created yet): judged as the "
+                f"{len(nodes)} pod(s) its template would create"
+            )
         inventory.k8s.daemonsets = [self._daemonset(i) for i in self.objects.items.get("daemonsets", [])]
         inventory.k8s.networks = [self._network(i) for i in self.objects.items.get("networks", [])]
         inventory.k8s.network_param_sets = [
@@ -395,6 +414,28 @@ class Normalizer:
         shape = self._shapes.setdefault(shape, shape)
         phase = str((item.get("status") or {}).get("phase") or "Pending").lower()
         return pooled_node(pod_id or f"{namespace}/{meta.get('name', '')}", shape, state or phase)
+
+    def _unstarted(self, seen: set[str]) -> dict[str, list[Node]]:
+        """The would-be accelerator pods of each top-level workload that has none, unless it has finished: a pod
+        the API refused (an annotation naming a network that does not exist) leaves only its workload to judge."""
+        from fabriccheck.providers.k8s.templates import pods_of
+
+        found: dict[str, list[Node]] = {}
+        for (namespace, kind, name), owner in self.owners.items():
+            key = f"{namespace}/{kind}/{name}"
+            meta = owner.get("metadata") or {}
+            if key in seen or kind in SERVING_KINDS or _controller(meta) is not None or _finished(owner):
+                continue
+            doc = {**owner, "kind": kind, "metadata": {**meta, "namespace": namespace}}
+            nodes = []
+            for pod_id, pod in pods_of(doc):
+                if asks_accelerators(pod["spec"]):
+                    made = self.pod(pod, pod_id, state="pending")
+                    if made is not None:
+                        nodes.append(made)
+            if nodes:
+                found[key] = nodes
+        return found
 
     def _daemonset(self, item: dict[str, Any]) -> DaemonSet:
         meta = item.get("metadata") or {}
