@@ -84,7 +84,7 @@ def _check(source: K8sSource, paths: list[Path], scan: ScanOptions) -> None:
 def k8s(
     paths: Annotated[
         list[Path] | None,
-        typer.Argument(metavar="PATH...", help="With --manifests: manifest files or folders (YAML or JSON)."),
+        typer.Argument(metavar="PATH", help="With --manifests: manifest files or folders (YAML or JSON)."),
     ] = None,
     *,
     source: K8sSource,
