@@ -391,6 +391,7 @@ class Normalizer:
             ipc_lock=read.ipc_lock,
             default_interface=default,
             networks=networks,
+            host_network=spec.get("hostNetwork") is True,
             containers=read.containers,
             env=read.env,
         )

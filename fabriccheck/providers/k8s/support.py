@@ -185,7 +185,8 @@ class K8sSupport(CloudSupport):
             devices, shared = rdma_requested(pod)
             got = most if shared else min(devices, most)
         elif cap.fabric in (FabricKind.TCPX, FabricKind.TCPXO, FabricKind.RDMA):
-            got = min(len(set(pod.networks)), most)
+            # On the host's network the pod sees every GPU NIC (GKE's first TCPX manifests ran so).
+            got = most if pod.host_network else min(len(set(pod.networks)), most)
         else:
             got = 0
         return FabricAttachment(got, got)
@@ -283,6 +284,8 @@ def _request_words(pod: PodPart, fabric: FabricKind) -> str:
         asked = [f"{name}: {quantity}" for name, quantity in pod.requests if is_rdma_resource(name)]
         return f"requests {', '.join(asked)}" if asked else "requests no RDMA resource (rdma/ib, rdma/shared_ib)"
     if fabric in (FabricKind.TCPX, FabricKind.TCPXO, FabricKind.RDMA):
+        if pod.host_network:
+            return "runs on the host's network (every NIC of its node)"
         if not pod.networks:
             return "maps no network beside its default one (no networking.gke.io/interfaces annotation)"
         return f"maps {len(set(pod.networks))} network(s) beside its default one ({', '.join(pod.networks)})"
