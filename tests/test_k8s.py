@@ -304,3 +304,15 @@ def test_a_workload_whose_pods_were_rejected_is_judged_from_its_template(tmp_pat
     assert flagged == {("K8S112", "train/rejected-workers-0"), ("K8S112", "train/rejected-workers-1")}
     assert any("train/JobSet/rejected" in note and "no pods" in note for note in report["notes"])
     assert not any("finished" in note for note in report["notes"])
+
+
+def test_an_empty_cluster_is_clean_and_complete(tmp_path: Path) -> None:
+    dump = tmp_path / "empty"
+    dump.mkdir()
+    for plural in ("nodes", "pods"):
+        (dump / f"{plural}.json").write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": []}))
+    result = run("k8s", "--from-dump", str(dump), "-f", "json")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["complete"] is True and report["findings"] == [] and report["clusters"] == []
+    assert any(rule.startswith("K8S") for rule in report["rules"])

@@ -13,6 +13,8 @@ import pytest
 from cli_run import one_clean_line, run
 from kube_replay import KubeReplay, kubeconfig, serve
 
+from fabriccheck.providers.k8s.role import KINDS
+
 pytest.importorskip("kubernetes")
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -42,6 +44,7 @@ def test_live_judges_as_the_dump_does(tmp_path: Path) -> None:
     # Only list calls (GET), one per kind: pods.json has five pods, one page each at the page size.
     assert all("/watch" not in r for r in replay.requests)
     assert sum(1 for r in replay.requests if r.startswith("/api/v1/pods")) == 1
+    assert len(replay.requests) == len(KINDS)  # one list call per kind, whatever the pod count
 
 
 def test_paging_follows_continue(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
