@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import importlib
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -129,6 +129,11 @@ class CloudSupport:
 
     def default_role(self, instance_type: str) -> str | None:
         """'inference' for types built only to serve models (their groups are no training clusters)."""
+        return None
+
+    def workload_role(self, shapes: Iterable[NodeShape]) -> tuple[str, str] | None:
+        """(role, why) when what the nodes run says they are no training cluster (a Kubernetes Deployment serves),
+        else None. The user's role tag comes first."""
         return None
 
     def is_hpc(self, instance_type: str) -> bool:

@@ -140,6 +140,9 @@ def _role(cluster: Cluster) -> tuple[str, str]:
             return role, "" if role == TRAINING else f"tagged {cloud.role_tag}={role}"
     if said:
         return TRAINING, ""
+    found = cloud.workload_role(shapes)
+    if found is not None:
+        return found
     types = sorted({shape.instance_type or "" for shape in shapes})
     if all(cloud.default_role(t) == INFERENCE for t in types):
         return INFERENCE, (

@@ -13,6 +13,7 @@ from fabriccheck.model import SCHEMA_VERSION, Capability, CollectionError, Model
 from fabriccheck.resources.aws import AwsResources
 from fabriccheck.resources.azure import AzureResources
 from fabriccheck.resources.gcp import GcpResources
+from fabriccheck.resources.k8s import K8sResources
 
 
 class Inventory(Model):
@@ -24,6 +25,7 @@ class Inventory(Model):
     aws: AwsResources = Field(default_factory=AwsResources)
     azure: AzureResources = Field(default_factory=AzureResources)
     gcp: GcpResources = Field(default_factory=GcpResources)
+    k8s: K8sResources = Field(default_factory=K8sResources)
     errors: list[CollectionError] = Field(default_factory=list)
     # Which kinds of facts were collected, as "provider:account:region:fact" (model.fact_key). A rule needing
     # facts that were not collected for a node's own account and region stays silent and the report says so,
@@ -48,6 +50,7 @@ class Inventory(Model):
         self.aws.merge(other.aws)
         self.azure.merge(other.azure)
         self.gcp.merge(other.gcp)
+        self.k8s.merge(other.k8s)
         self.errors.extend(other.errors)
         self.notes.extend(other.notes)
         self.collected = sorted(set(self.collected) | set(other.collected))

@@ -28,8 +28,9 @@ from pydantic import (
 
 SCHEMA_VERSION = 3
 
-Provider = Literal["aws", "azure", "gcp"]
-PROVIDERS: tuple[Provider, ...] = ("aws", "azure", "gcp")
+# k8s: a Kubernetes pod, judged against the node (of any cloud) it runs or would run on.
+Provider = Literal["aws", "azure", "gcp", "k8s"]
+PROVIDERS: tuple[Provider, ...] = ("aws", "azure", "gcp", "k8s")
 # running: it exists now. template: a launch template / scale-set model / instance template would launch it.
 # plan: a Terraform plan would create it.
 Origin = Literal["running", "template", "plan"]
@@ -170,6 +171,31 @@ class SourceLocation(Model):
     cloud_id: str | None = None
 
 
+Counts = tuple[tuple[str, int], ...]  # (resource name, quantity) pairs, sorted
+
+
+class PodPart(Frozen):
+    """What a Kubernetes pod (provider k8s) asks of the node it runs on, and what that node offers: the fabric is
+    opt-in a second time in Kubernetes, so the node's type alone does not say what the pod gets. The pod's node
+    (type, zone, pool) is the rest of its shape."""
+
+    workload: str  # namespace/Kind/name of the pod's top owner, or namespace/Pod/name for a bare pod
+    kind: str  # that owner's kind (PyTorchJob, JobSet, StatefulSet ...)
+    node: str | None = None  # the Kubernetes node it runs on; None: pending, or a manifest's pod
+    node_pool: str | None = None  # EKS node group, GKE node pool, AKS agent pool, Karpenter node pool
+    cloud: str | None = None  # aws | gcp | azure: the node's cloud (spec.providerID, else its type)
+    instance: str | None = None  # the node's cloud instance id (from spec.providerID), to join a cloud report
+    gpus: Count = 0  # accelerators the pod requests
+    requests: Counts = ()  # fabric resources it requests (vpc.amazonaws.com/efa, rdma/*, hugepages-*)
+    allocatable: Counts | None = None  # fabric resources its node advertises; None: not known (no node)
+    ipc_lock: bool = False  # some container adds IPC_LOCK (or runs privileged)
+    default_interface: str | None = None  # networking.gke.io/default-interface
+    networks: tuple[str, ...] = ()  # networks mapped in networking.gke.io/interfaces, default one excepted
+    host_network: bool = False  # spec.hostNetwork: the pod sees every NIC of its node (not its devices)
+    containers: tuple[tuple[str, str], ...] = ()  # (name, image) of its containers and native sidecars
+    env: tuple[tuple[str, str], ...] = ()  # NCCL_* and FI_* settings in its containers' env
+
+
 class NodeShape(Frozen):
     """Everything about a node but its name and its own values (state, topology, source location, unknown facts,
     interface ids): the nodes of one scale set, node pool or launch template share one shape, and every fact and
@@ -193,6 +219,7 @@ class NodeShape(Frozen):
     # none, one or several GPUs of a kind they choose); None: the type says (the capability's accelerators).
     accelerators: Count | None = None
     accelerator: str | None = None  # their kind, as the accelerator table names it ("V100"), else as the API does
+    pod: PodPart | None = None  # provider k8s: the pod this node stands for
 
     def placed_by(self, kind: str) -> str | None:
         """The id of this node's placement of `kind`, if any."""
@@ -229,10 +256,10 @@ _OWN_FIELDS = frozenset({"id", "state", "network_nodes", "source", "unknown", "i
 # The order a flat node's fields are written in (saved inventories).
 _FLAT_ORDER = (
     "account", "region", "id", "provider", "origin", "spec", "zone", "instance_type", "state", "image", "tags",
-    "interfaces", "placement", "network", "software", "accelerators", "accelerator", "network_nodes", "source",
-    "unknown",
+    "interfaces", "placement", "network", "software", "accelerators", "accelerator", "pod", "network_nodes",
+    "source", "unknown",
 )  # fmt: skip
-_WRITTEN_WHEN_SET = frozenset({"accelerators", "accelerator"})  # absent from nodes whose type says it all
+_WRITTEN_WHEN_SET = frozenset({"accelerators", "accelerator", "pod"})  # absent from nodes whose type says it all
 
 
 class Node(Model):

@@ -32,6 +32,8 @@ from fabriccheck.errors import FabricCheckError
 from fabriccheck.findings import Category, Confidence, Effect, Severity
 from fabriccheck.model import PROVIDERS, Origin, Provider
 
+# Letters (a digit may follow the first, as in K8S) then three digits: AWS101, K8S101.
+RULE_ID = r"^[A-Z][A-Z0-9]*[A-Z][0-9]{3}$|^[A-Z][0-9]{3}$"
 SCOPE_VARIABLES = {"node": {"node", "cluster"}, "cluster": {"cluster"}}
 ORIGINS: tuple[Origin, ...] = ("running", "template", "plan")
 
@@ -72,7 +74,7 @@ class Variant(RuleModel):
     would launch; the finding on a template keeps the id (and severity and wording) it had before the two
     were one rule, because dashboards, waivers and --ignore lists key on ids."""
 
-    id: str | None = Field(default=None, pattern=r"^[A-Z]+[0-9]{3}$")
+    id: str | None = Field(default=None, pattern=RULE_ID)
     severity: Severity | None = None
     title: str | None = None
     message: str | None = None
@@ -94,7 +96,7 @@ class RuleMeta(RuleModel):
     """What every rule says about itself, whatever judges it: the fields selection, severity overrides, waivers,
     baselines, reports and `fabriccheck rules` read."""
 
-    id: str = Field(pattern=r"^[A-Z]+[0-9]{3}$")
+    id: str = Field(pattern=RULE_ID)
     title: str
     severity: Severity
     category: Category

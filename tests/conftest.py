@@ -37,6 +37,8 @@ SAFE_ENV = {
     # Every SDK's retry back-off at a hundredth of the production waits (sources.common.RetryPolicy): the fault
     # scenarios make the same attempts without sleeping through seconds of jitter each.
     "FABRICCHECK_RETRY_BASE": "0.01",
+    # No test reads the user's clusters: `fabriccheck k8s` without --kubeconfig finds an empty kubeconfig.
+    "KUBECONFIG": os.devnull,
 }
 os.environ.update(SAFE_ENV)
 for leaking in ("AWS_PROFILE", "AWS_ENDPOINT_URL", "AWS_SESSION_TOKEN"):

@@ -24,7 +24,14 @@ if TYPE_CHECKING:
 AWS_EXTRA = "fabriccheck aws needs the AWS extra: pip install 'fabriccheck[aws]'"
 AZURE_EXTRA = "fabriccheck azure needs the Azure extra: pip install 'fabriccheck[azure]'"
 GCP_EXTRA = "fabriccheck gcp needs the GCP extra: pip install 'fabriccheck[gcp]'"
-_EXTRAS = {"boto3": AWS_EXTRA, "botocore": AWS_EXTRA, "azure": AZURE_EXTRA, "google": GCP_EXTRA}
+K8S_EXTRA = "fabriccheck k8s needs the Kubernetes extra for a live run: pip install 'fabriccheck[k8s]'"
+_EXTRAS = {
+    "boto3": AWS_EXTRA,
+    "botocore": AWS_EXTRA,
+    "azure": AZURE_EXTRA,
+    "google": GCP_EXTRA,
+    "kubernetes": K8S_EXTRA,
+}
 
 
 @contextmanager

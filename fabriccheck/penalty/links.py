@@ -134,7 +134,9 @@ SocketPath = Literal["host", "pod", "overlay"]
 # The cluster signals that name Kubernetes node groups (each cloud's support.py). Their training pods run on the
 # pod network unless a manifest asks for host networking, which the cloud API does not show; every published
 # Kubernetes fallback of the calibration table ran there (EKS p4d and g4dn, GKE a3-megagpu-8g).
-KUBERNETES_SIGNALS = frozenset({"EKS node group", "Karpenter node pool", "AKS node pool", "GKE node pool"})
+KUBERNETES_SIGNALS = frozenset(
+    {"EKS node group", "Karpenter node pool", "AKS node pool", "GKE node pool", "Kubernetes workload"}
+)
 
 
 def socket_path_of(signal: str) -> SocketPath:

@@ -1,0 +1,76 @@
+"""A dump of `kubectl get KIND -A -o json` files, one per kind, named after the plural resource (nodes.json,
+pods.json, daemonsets.json, jobsets.json, networks.json ...): one folder per cluster, or one sub-folder per cluster
+(named after it). nodes.json and pods.json are required; a missing optional kind leaves unknown only the facts
+that need it. Each file is a v1 List (kind: List, or the typed NodeList / PodList the API answers with)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from fabriccheck.errors import FabricCheckError
+from fabriccheck.inventory import Inventory
+from fabriccheck.providers.k8s.objects import KINDS, REQUIRED, ClusterObjects, Normalizer
+from fabriccheck.sources.common import paused_gc, read_json
+
+LOOP = "for k in nodes pods daemonsets jobs jobsets; do kubectl get $k -A -o json > $k.json; done"
+
+
+def read_list(path: Path, plural: str) -> list[dict[str, Any]]:
+    """The items of one kubectl List file, each of the kind its name says; anything else is one line naming it."""
+    doc = read_json(path, dump_file=True)
+    if not isinstance(doc, dict) or not isinstance(doc.get("items"), list):
+        raise FabricCheckError(f"{path}: not the output of kubectl get {plural} -A -o json (no items list)")
+    listed = str(doc.get("kind") or "List")
+    kind = KINDS[plural]
+    if not listed.endswith("List"):
+        raise FabricCheckError(f"{path}: a {listed}, not a List of {kind} (kubectl get {plural} -A -o json)")
+    items: list[dict[str, Any]] = doc["items"]
+    for index, item in enumerate(items):
+        if not isinstance(item, dict):
+            raise FabricCheckError(f"{path}: items[{index}] is not an object")
+        found = item.get("kind")
+        if found is not None and found != kind:
+            raise FabricCheckError(f"{path}: items[{index}] is a {found}, not a {kind} (kubectl get {plural})")
+        if not isinstance(item.get("metadata", {}), dict):
+            raise FabricCheckError(f"{path}: items[{index}].metadata is not an object")
+    return items
+
+
+def cluster_folders(directory: Path) -> list[Path]:
+    """The folders of a dump that hold one cluster each: the dump itself, or its sub-folders."""
+    if not directory.is_dir():
+        raise FabricCheckError(f"--from-dump {directory}: not a folder")
+    if any((directory / f"{plural}.json").exists() for plural in REQUIRED):
+        return [directory]
+    subs = sorted(p for p in directory.iterdir() if p.is_dir() and not p.name.startswith("."))
+    if not subs:
+        raise FabricCheckError(f"--from-dump {directory}: no nodes.json or pods.json (make them with: {LOOP})")
+    return subs
+
+
+def read_cluster(folder: Path, name: str | None = None) -> ClusterObjects:
+    """One cluster's files; nodes.json and pods.json must be there."""
+    for plural in REQUIRED:
+        if not (folder / f"{plural}.json").is_file():
+            raise FabricCheckError(
+                f"--from-dump {folder}: no {plural}.json (kubectl get {plural} -A -o json > {plural}.json)"
+            )
+    items = {
+        plural: read_list(folder / f"{plural}.json", plural)
+        for plural in KINDS
+        if (folder / f"{plural}.json").is_file()
+    }
+    return ClusterObjects(name=name or folder.resolve().name, items=items)
+
+
+def load_dump(directory: Path, scope: object = None) -> Inventory:
+    """Every cluster of the dump; `scope` (unused) keeps the signature the cloud dumps share."""
+    inventory = Inventory(source=f"k8s dump {directory}")
+    for folder in cluster_folders(directory):
+        # Parsing and normalizing build a great many small objects: the cyclic collector would rescan the parsed
+        # files again and again (sources.common.paused_gc).
+        with paused_gc():
+            part = Normalizer(read_cluster(folder)).inventory(f"k8s dump {folder}")
+        inventory.merge(part)
+    return inventory

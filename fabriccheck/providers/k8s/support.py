@@ -1,0 +1,364 @@
+"""Kubernetes' answers to the neutral stages: a pod (provider k8s) is judged against the node it runs, or would run,
+on. Its type, zone and pool are the node's and its capability comes from the same catalog the cloud audit uses; what
+the pod gets of that fabric is what it asks for (`model.PodPart`), because in Kubernetes the fabric is opt-in a second
+time. Imports no Kubernetes client: dumps, manifests and saved inventories are judged without it.
+
+Sources (copies in /work/shared/samples/k8s/, named beside each fact):
+- EKS: a pod gets EFA interfaces only by requesting `vpc.amazonaws.com/efa`, advertised by the EFA device plugin
+  DaemonSet (aws/eks-charts aws-efa-k8s-device-plugin; aws-samples/awsome-distributed-training MPIJob and PyTorchJob
+  request `vpc.amazonaws.com/efa: 32` on p5.48xlarge beside `hugepages-2Mi`).
+- GKE: an A3 High / A3 Mega pod sees its GPU NICs only through `networking.gke.io/default-interface` and
+  `networking.gke.io/interfaces` naming one `Network` per GPU NIC, runs the TCPX / TCPXO receive-data-path daemon
+  (`tcpgpudmarxd`) beside it, and the NCCL plugin installer DaemonSet puts the plugin on the node
+  (GoogleCloudPlatform/container-engine-accelerators gpudirect-tcpx / gpudirect-tcpxo / gpudirect-rdma manifests).
+- AKS: the NVIDIA Network Operator's device plugins advertise `rdma/ib` (SR-IOV, one per NIC) or `rdma/shared_ib`
+  (shared, every NIC); the pod requests one and adds IPC_LOCK, else `ulimit -l` is 64 (Azure/aks-rdma-infiniband).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from fabriccheck.cloud import CloudSupport, FabricAttachment, FactContext, Facts, FactSchema, Signal, TagSignal, support
+from fabriccheck.model import Capability, FabricKind, Node, NodeShape, PodPart
+
+if TYPE_CHECKING:
+    from fabriccheck.resources.k8s import DaemonSet
+
+WORKLOAD_TAG = "fabriccheck.io/workload"  # set by the reader: the pod's workload, namespace/Kind/name
+ROLE_TAG = "fabriccheck.io/role"  # a pod label or annotation: training | inference | ignore
+NODE_POOL = "node-pool"  # placement kind of the pod's node pool
+CLOUDS = ("aws", "azure", "gcp")
+
+EFA_RESOURCE = "vpc.amazonaws.com/efa"
+GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu", "aws.amazon.com/neuron", "aws.amazon.com/neurondevice")
+# Workload kinds that serve rather than train: judged only when labelled training.
+SERVING_KINDS = frozenset({"Deployment", "ReplicaSet"})
+
+# The facts that need an optional kind of object, and the kind (Inventory.collected, model.fact_key).
+DAEMONSETS = "daemonsets"
+NETWORKS = "networks"
+PARAM_SETS = "gkenetworkparamsets"
+
+# Images and names that mark a DaemonSet or container (sources in the module docstring).
+_EFA_PLUGIN: tuple[str, ...] = ("aws-efa-k8s-device-plugin", "efa-device-plugin", "efa-k8s-device-plugin")
+_RDMA_PLUGIN: tuple[str, ...] = (
+    "k8s-rdma-shared-dev-plugin",
+    "sriov-network-device-plugin",
+    "rdma-shared-dp",
+    "sriov-device-plugin",
+)
+_NCCL_INSTALLER = {
+    FabricKind.TCPX: ("nccl-tcpx-installer", "/gpudirect-tcpx/nccl-plugin"),
+    FabricKind.TCPXO: ("nccl-tcpxo-installer", "/gpudirect-tcpxo/nccl-plugin"),
+    FabricKind.RDMA: ("nccl-rdma-installer", "/gpudirect-gib/nccl-plugin-gib"),
+}
+_RXDM = ("tcpgpudmarxd", "rxdm", "tcpx-daemon", "tcpxo-daemon")
+# Settings that turn a fabric off, by the fabric they turn off (None: any). NCCL_IB_DISABLE turns off NCCL's own
+# InfiniBand transport only: on EFA (aws-ofi-nccl) it is common and harmless.
+_FABRIC_OFF: tuple[tuple[str, frozenset[str], frozenset[FabricKind] | None], ...] = (
+    ("NCCL_NET", frozenset({"socket"}), None),
+    ("NCCL_IB_DISABLE", frozenset({"1", "true"}), frozenset({FabricKind.INFINIBAND})),
+    ("FI_PROVIDER", frozenset({"tcp", "sockets", "tcp;ofi_rxm", "udp"}), frozenset({FabricKind.EFA})),
+)
+_ASK = {
+    FabricKind.EFA: "request vpc.amazonaws.com/efa equal to the node's {max} EFA interfaces",
+    FabricKind.INFINIBAND: "request an RDMA resource of the NVIDIA Network Operator (rdma/ib: {max}, or "
+    "rdma/shared_ib: 1) and add IPC_LOCK",
+    FabricKind.TCPX: "map the node's {max} GPU networks in networking.gke.io/interfaces (with "
+    "networking.gke.io/default-interface) and run the tcpgpudmarxd sidecar",
+    FabricKind.TCPXO: "map the node's {max} GPU networks in networking.gke.io/interfaces (with "
+    "networking.gke.io/default-interface) and run the TCPXO receive-data-path sidecar",
+    FabricKind.RDMA: "map the node's {max} RDMA networks in networking.gke.io/interfaces (with "
+    "networking.gke.io/default-interface)",
+}
+
+
+def count(pairs: Iterable[tuple[str, int]], name: str) -> int:
+    return sum(n for k, n in pairs if k == name)
+
+
+def rdma_requested(pod: PodPart) -> tuple[int, bool]:
+    """(RDMA devices the pod requests, whether a shared resource gives it every NIC)."""
+    devices, shared = 0, False
+    for name, quantity in pod.requests:
+        if is_rdma_resource(name) and quantity > 0:
+            devices += quantity
+            shared = shared or "shared" in name
+    return devices, shared
+
+
+def is_rdma_resource(name: str) -> bool:
+    """rdma/ib, rdma/shared_ib and the names a Network Operator configuration gives them (rdma/<anything>)."""
+    return name.startswith("rdma/") or name.endswith(("/ib", "_ib"))
+
+
+def _matches(names: Iterable[str], marks: Iterable[str]) -> bool:
+    lowered = [n.lower() for n in names]
+    return any(mark in name for name in lowered for mark in marks)
+
+
+def _daemonset_has(daemonsets: list[DaemonSet], marks: tuple[str, ...]) -> bool:
+    return any(_matches([d.name, *d.images], marks) for d in daemonsets)
+
+
+class K8sSupport(CloudSupport):
+    name = "k8s"
+    signals: tuple[Signal, ...] = (TagSignal((WORKLOAD_TAG,), "Kubernetes workload"),)
+    role_tag = ROLE_TAG
+    collected_facts = ("nodes", "pods", DAEMONSETS, NETWORKS, PARAM_SETS)
+    schema = FactSchema(
+        node={
+            "cloud": "the node's cloud: aws, gcp, azure, or empty when not known",
+            "workload": "the pod's workload: namespace/Kind/name",
+            "pod_node": "the Kubernetes node the pod runs on (empty: pending, or a manifest's pod)",
+            "node_pool": "the node's EKS node group, GKE node pool, AKS agent pool or Karpenter node pool",
+            "fabric_request": "what the pod asks of its node's fabric, in words",
+            "fabric_ask": "what it should ask for on its cloud, in words",
+            "device_plugin": "ok, no-daemonset (no EFA / RDMA device plugin DaemonSet and the node advertises no "
+            "fabric resource), not-advertised (the DaemonSet exists, the pod's node advertises none) or n/a",
+            "memlock": "ok, n/a, or what a pod using EFA / InfiniBand lacks to pin memory (hugepages, IPC_LOCK)",
+            "rxdm": "ok, missing (a TCPX / TCPXO pod without the receive-data-path daemon beside it) or n/a",
+            "nccl_plugin": "ok, missing (no NCCL plugin installer DaemonSet for the node's GKE fabric) or n/a",
+            "networks_missing": "networks the pod's networking.gke.io/interfaces names that no Network (or its "
+            "GKENetworkParamSet) defines, comma-separated",
+            "fabric_off": "an NCCL or libfabric setting in the pod that turns its node's fabric off, or empty",
+        },
+        cluster={
+            "training": "multi-node training: the workload's pods span more than one node, or request more "
+            "accelerators than one node has",
+            "workload": "the workload: namespace/Kind/name",
+            "k8s_nodes": "distinct Kubernetes nodes its scheduled pods run on",
+            "node_pools": "distinct node pools (node groups, agent pools) its pods run or would run on",
+            "node_pool_names": "their names",
+        },
+    )
+
+    # ---------------------------------------------------------------------------------------- naming
+
+    def _cloud(self, instance_type: str) -> CloudSupport | None:
+        for name in CLOUDS:
+            cloud = support(name)
+            if cloud.owns(instance_type):
+                return cloud
+        return None
+
+    def family(self, instance_type: str) -> str:
+        cloud = self._cloud(instance_type)
+        return cloud.family(instance_type) if cloud else instance_type
+
+    def generation(self, instance_type: str) -> str:
+        cloud = self._cloud(instance_type)
+        return cloud.generation(instance_type) if cloud else instance_type
+
+    def owns(self, instance_type: str) -> bool:
+        return False  # a node's type is its cloud's
+
+    def is_hpc(self, instance_type: str) -> bool:
+        cloud = self._cloud(instance_type)
+        return cloud.is_hpc(instance_type) if cloud else False
+
+    def workload_role(self, shapes: Iterable[NodeShape]) -> tuple[str, str] | None:
+        kinds = {s.pod.kind for s in shapes if s.pod is not None}
+        if kinds and kinds <= SERVING_KINDS:
+            return "inference", (
+                f"a {'/'.join(sorted(kinds))} serves; label its pods {ROLE_TAG}=training to judge it as training"
+            )
+        return None
+
+    # ---------------------------------------------------------------------------------------- fabric
+
+    def fabric_expected(self, instance_type: str, cap: Capability | None) -> bool:
+        return bool(cap and cap.fabric is not FabricKind.NONE and cap.accelerators > 0)
+
+    def fabric_attachment(self, shape: NodeShape, cap: Capability | None) -> FabricAttachment:
+        """What of its node's fabric the pod gets: the EFA devices it requests; the InfiniBand ports of its RDMA
+        resource (a shared one gives every port); the GPU or RDMA networks its annotation maps."""
+        pod = shape.pod
+        if cap is None or pod is None or not cap.fabric_interfaces:
+            return FabricAttachment(0, 0)
+        most = cap.fabric_interfaces
+        if cap.fabric is FabricKind.EFA:
+            got = min(count(pod.requests, EFA_RESOURCE), most)
+        elif cap.fabric is FabricKind.INFINIBAND:
+            devices, shared = rdma_requested(pod)
+            got = most if shared else min(devices, most)
+        elif cap.fabric in (FabricKind.TCPX, FabricKind.TCPXO, FabricKind.RDMA):
+            # On the host's network the pod sees every GPU NIC (GKE's first TCPX manifests ran so).
+            got = most if pod.host_network else min(len(set(pod.networks)), most)
+        else:
+            got = 0
+        return FabricAttachment(got, got)
+
+    # ---------------------------------------------------------------------------------------- facts
+
+    def node_facts(self, shape: NodeShape, context: FactContext) -> Facts:
+        pod = shape.pod or PodPart(workload="", kind="")
+        cap = context.capability(shape)
+        fabric = cap.fabric if cap else FabricKind.NONE
+        uses = context.attachment(shape).attached > 0
+        unknown: dict[str, str] = {}
+        if not shape.instance_type:
+            why = (
+                f"the node of pod {pod.workload} is not known (pending without a node selector that names one "
+                "type, or no node pool matches)"
+            )
+            unknown = dict.fromkeys(("fabric", "fabric_expected", "accelerators"), why)
+        daemonsets = self._daemonsets(shape, context)
+        facts: Facts = {
+            "cloud": pod.cloud or "",
+            "workload": pod.workload,
+            "pod_node": pod.node or "",
+            "node_pool": pod.node_pool or "",
+            "fabric_request": _request_words(pod, fabric),
+            "fabric_ask": _ASK.get(fabric, "").format(max=cap.fabric_interfaces if cap else 0),
+            "device_plugin": _device_plugin(pod, fabric, daemonsets or []),
+            "memlock": _memlock(pod, fabric) if uses else "n/a",
+            "rxdm": _rxdm(pod, fabric),
+            "nccl_plugin": _nccl_plugin(pod, fabric, daemonsets or []),
+            "networks_missing": "",
+            "fabric_off": _fabric_off(pod, fabric),
+            "unknown": unknown,
+        }
+        # Without the DaemonSets, only a verdict that needs them is unknown (a node that advertises EFA says enough).
+        if daemonsets is None:
+            for fact, bad in (("device_plugin", "no-daemonset"), ("nccl_plugin", "missing")):
+                if facts[fact] == bad:
+                    unknown[fact] = "daemonsets were not collected (no daemonsets.json in the dump)"
+        if pod.networks:
+            missing, why = _networks_missing(shape, pod, context)
+            facts["networks_missing"] = missing
+            if why:
+                unknown["networks_missing"] = why
+        return facts
+
+    def _daemonsets(self, shape: NodeShape, context: FactContext) -> list[DaemonSet] | None:
+        """The DaemonSets of the pod's cluster, or None when they were not collected."""
+        if not context.has(shape, DAEMONSETS):
+            return None
+        index = context.cached("k8s:daemonsets", lambda: _by_scope(context.inventory.k8s.daemonsets))
+        return index.get((shape.account, shape.region), [])
+
+    def cluster_facts(self, nodes: list[Node], node_facts: list[Facts], context: FactContext) -> Facts:
+        shapes = list(dict.fromkeys(n.shape for n in nodes))
+        scheduled = {n.shape.pod.node for n in nodes if n.shape.pod is not None and n.shape.pod.node}
+        gpus = sum(n.shape.pod.gpus for n in nodes if n.shape.pod is not None)
+        per_node = 0
+        unknown: dict[str, str] = {}
+        for shape in shapes:
+            cap = context.capability(shape.model_copy(update={"accelerators": None})) if shape.instance_type else None
+            if cap is None:
+                what = shape.instance_type or "not known"
+                why = f"the type of a node the workload runs on is {what}: the workload is not judged"
+                unknown = {"training": why, "fabric_cluster": why}
+            else:
+                per_node = max(per_node, cap.accelerators)
+        training = not unknown and (len(scheduled) > 1 or (per_node > 0 and gpus > per_node))
+        pools = sorted({s.pod.node_pool or "?" for s in shapes if s.pod is not None})
+        workload = next((s.pod.workload for s in shapes if s.pod is not None), "")
+        neutral = len(nodes) > 1 and sum(1 for f in node_facts if f["fabric_expected"]) > 1
+        return {
+            "training": training,
+            # Whether the fabric matters here: pods of one workload on one node exchange nothing over it.
+            "fabric_cluster": bool(training and neutral),
+            "workload": workload,
+            "k8s_nodes": len(scheduled),
+            "node_pools": len(pools),
+            "node_pool_names": ", ".join(pools),
+            "unknown": unknown,
+        }
+
+
+def _by_scope(daemonsets: list[DaemonSet]) -> dict[tuple[str, str], list[DaemonSet]]:
+    found: dict[tuple[str, str], list[DaemonSet]] = {}
+    for daemonset in daemonsets:
+        found.setdefault((daemonset.account, daemonset.region), []).append(daemonset)
+    return found
+
+
+def _request_words(pod: PodPart, fabric: FabricKind) -> str:
+    if fabric is FabricKind.EFA:
+        return f"requests {count(pod.requests, EFA_RESOURCE)} {EFA_RESOURCE}"
+    if fabric is FabricKind.INFINIBAND:
+        asked = [f"{name}: {quantity}" for name, quantity in pod.requests if is_rdma_resource(name)]
+        return f"requests {', '.join(asked)}" if asked else "requests no RDMA resource (rdma/ib, rdma/shared_ib)"
+    if fabric in (FabricKind.TCPX, FabricKind.TCPXO, FabricKind.RDMA):
+        if pod.host_network:
+            return "runs on the host's network (every NIC of its node)"
+        if not pod.networks:
+            return "maps no network beside its default one (no networking.gke.io/interfaces annotation)"
+        return f"maps {len(set(pod.networks))} network(s) beside its default one ({', '.join(pod.networks)})"
+    return "asks for no fabric"
+
+
+def _device_plugin(pod: PodPart, fabric: FabricKind, daemonsets: list[DaemonSet]) -> str:
+    """Whether a device plugin advertises the fabric the pod asks for: a pod that requests a resource no node
+    advertises never starts."""
+    if fabric is FabricKind.EFA:
+        asked, marks = count(pod.requests, EFA_RESOURCE), _EFA_PLUGIN
+        advertised = count(pod.allocatable or (), EFA_RESOURCE)
+    elif fabric is FabricKind.INFINIBAND:
+        asked, marks = rdma_requested(pod)[0], _RDMA_PLUGIN
+        advertised = sum(n for k, n in pod.allocatable or () if is_rdma_resource(k))
+    else:
+        return "n/a"
+    if not asked or advertised > 0:
+        return "n/a" if not asked else "ok"
+    if not _daemonset_has(daemonsets, marks):
+        return "no-daemonset"
+    return "not-advertised" if pod.allocatable is not None else "ok"
+
+
+def _memlock(pod: PodPart, fabric: FabricKind) -> str:
+    if fabric is FabricKind.EFA:
+        hugepages = any(name.startswith("hugepages-") and n > 0 for name, n in pod.requests)
+        return "ok" if hugepages else "no hugepages-2Mi request"
+    if fabric is FabricKind.INFINIBAND:
+        return "ok" if pod.ipc_lock else "no IPC_LOCK capability (ulimit -l stays 64 KiB)"
+    return "n/a"
+
+
+def _rxdm(pod: PodPart, fabric: FabricKind) -> str:
+    if fabric not in (FabricKind.TCPX, FabricKind.TCPXO):
+        return "n/a"
+    return "ok" if _matches([part for c in pod.containers for part in c], _RXDM) else "missing"
+
+
+def _nccl_plugin(pod: PodPart, fabric: FabricKind, daemonsets: list[DaemonSet]) -> str:
+    marks = _NCCL_INSTALLER.get(fabric)
+    if marks is None:
+        return "n/a"
+    # The pod may carry the plugin itself (the TCPXO NCCL test image is the plugin's).
+    if _daemonset_has(daemonsets, marks) or _matches([image for _, image in pod.containers], marks[1:]):
+        return "ok"
+    return "missing"
+
+
+def _fabric_off(pod: PodPart, fabric: FabricKind) -> str:
+    for name, value in pod.env:
+        for setting, values, fabrics in _FABRIC_OFF:
+            if name == setting and value.strip().lower() in values and (fabrics is None or fabric in fabrics):
+                return f"{name}={value}"
+    return ""
+
+
+def _networks_missing(shape: NodeShape, pod: PodPart, context: FactContext) -> tuple[str, str]:
+    """The networks the pod maps that no Network object defines (or whose GKENetworkParamSet is missing), and why
+    that could not be told."""
+    if not (context.has(shape, NETWORKS) and context.has(shape, PARAM_SETS)):
+        return "", (
+            "GKE Network and GKENetworkParamSet objects were not collected (networks.json, gkenetworkparamsets.json)"
+        )
+    k8s = context.inventory.k8s
+    networks = {(n.account, n.region, n.name): n for n in k8s.networks}
+    param_sets = {(p.account, p.region, p.name) for p in k8s.network_param_sets}
+    missing = []
+    for name in dict.fromkeys(pod.networks):
+        network = networks.get((shape.account, shape.region, name))
+        if network is None or (network.params and (shape.account, shape.region, network.params) not in param_sets):
+            missing.append(name)
+    return ", ".join(missing), ""
+
+
+SUPPORT = K8sSupport()

@@ -1,0 +1,119 @@
+"""A Kubernetes API server on 127.0.0.1 for the live `fabriccheck k8s` tests: it serves the objects of a dump folder
+(tests' own fixtures, fixtures/k8s/) at the paths the API serves them, as the API does: List answers with
+`metadata.continue` pages when a `limit` is given, per namespace or across all, 404 for a kind it does not hold as
+a custom resource, and faults on request (a 403 on one namespace, 429 with Retry-After a number of times).
+Every request is recorded, so a test can count the list calls and pages a run made.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlparse
+
+from fabriccheck.providers.k8s.role import KINDS, resource_of
+
+TOKEN = "fabriccheck-test-token"
+
+
+@dataclass
+class KubeReplay:
+    objects: dict[str, list[dict[str, Any]]]  # by plural
+    forbidden_namespaces: set[str] = field(default_factory=set)
+    forbidden_kinds: set[str] = field(default_factory=set)
+    throttle: dict[str, int] = field(default_factory=dict)  # plural -> 429 answers before the real one
+    requests: list[str] = field(default_factory=list)
+
+    @classmethod
+    def from_dump(cls, folder: Path, **kwargs: Any) -> KubeReplay:
+        objects = {p.stem: json.loads(p.read_text())["items"] for p in sorted(folder.glob("*.json"))}
+        return cls(objects, **kwargs)
+
+    def answer(self, raw: str, authorization: str | None) -> tuple[int, dict[str, Any], dict[str, str]]:
+        self.requests.append(raw)
+        if authorization != f"Bearer {TOKEN}":
+            return 401, _status(401, "Unauthorized"), {}
+        url = urlparse(raw)
+        parts = url.path.strip("/").split("/")
+        namespace = None
+        if "namespaces" in parts:
+            at = parts.index("namespaces")
+            namespace = parts[at + 1]
+            parts = parts[:at] + parts[at + 2 :]
+        resource = parts[-1]
+        group = "" if parts[0] == "api" else parts[1]
+        kind = next((k for k in KINDS if resource_of(k) == resource and k.group == group), None)
+        if kind is None:
+            return 404, _status(404, "NotFound"), {}
+        if kind.plural in self.forbidden_kinds or (namespace and namespace in self.forbidden_namespaces):
+            return 403, _status(403, "Forbidden"), {}
+        if self.throttle.get(kind.plural, 0) > 0:
+            self.throttle[kind.plural] -= 1
+            return 429, _status(429, "TooManyRequests"), {"Retry-After": "1"}
+        if kind.plural not in self.objects:
+            return (404, _status(404, "NotFound"), {}) if kind.group else (200, _list([], ""), {})
+        items = [
+            i for i in self.objects[kind.plural] if namespace is None or i["metadata"].get("namespace") == namespace
+        ]
+        query = parse_qs(url.query)
+        limit = int(query.get("limit", ["0"])[0])
+        start = int(query.get("continue", ["0"])[0] or 0)
+        if limit:
+            page, rest = items[start : start + limit], items[start + limit :]
+            return 200, _list(page, str(start + limit) if rest else ""), {}
+        return 200, _list(items, ""), {}
+
+
+def _list(items: list[dict[str, Any]], token: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "List", "items": items, "metadata": {"resourceVersion": "1", "continue": token}}
+
+
+def _status(code: int, reason: str) -> dict[str, Any]:
+    return {"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": reason, "code": code}
+
+
+@contextmanager
+def serve(replay: KubeReplay) -> Iterator[str]:
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            status, body, headers = replay.answer(self.path, self.headers.get("Authorization"))
+            data = json.dumps(body).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            for name, value in headers.items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, format: str, *args: Any) -> None:  # quiet
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def kubeconfig(path: Path, server: str, context: str = "eks-train") -> Path:
+    """A kubeconfig naming `server` with the test token, its one context current."""
+    doc = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": context, "cluster": {"server": server}}],
+        "users": [{"name": "tester", "user": {"token": TOKEN}}],
+        "contexts": [{"name": context, "context": {"cluster": context, "user": "tester"}}],
+        "current-context": context,
+    }
+    path.write_text(json.dumps(doc))
+    return path
