@@ -722,6 +722,12 @@ SUB = "11111111-2222-3333-4444-555555555555"
         ("aws:111122223333:tag/team=llm", [], "aws/111122223333/tag team=llm"),
         ("aws:unknown:us-east-1:placement-group/gpu-workers", [], "aws/us-east-1/pg gpu-workers"),  # a plan's
         ("aws:111122223333:us-east-1:i-0abc", [], "aws/111122223333/us-east-1/node i-0abc"),
+        # A Kubernetes workload (providers/k8s: NAMESPACE/KIND/NAME), named by its controller's kind.
+        (
+            "k8s:aks-ndv5:eastus:kubernetes-workload/default/MPIJob/nccl-tests-ipoib",
+            [],
+            "k8s/aks-ndv5/eastus/MPIJob default/nccl-tests-ipoib",
+        ),
         (
             f"azure:{SUB}:eastus:/subscriptions/{SUB}/resourceGroups/rg1/providers/Microsoft.Compute/virtualMachines/v",
             [],

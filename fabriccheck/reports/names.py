@@ -41,6 +41,7 @@ KINDS = {
     "cluster-toolkit-deployment": "ctk",
     "managed-instance-group": "mig",
     "compact-placement-policy": "policy",
+    # Kubernetes: "kubernetes-workload" is named by its controller's kind (`_what`)
     # any cloud
     "terraform": "terraform",
 }
@@ -79,6 +80,12 @@ def _what(kind: str, name: str) -> str:
     """The label of a grouping `kind` and the name in the id after it."""
     if name.startswith(("/subscriptions/", "projects/", "https://")):
         name = _last(name)  # an ARM id or a Compute selfLink: its last segment names it
+    elif kind == "kubernetes-workload":
+        # NAMESPACE/KIND/NAME (providers/k8s): the controller's kind is the word people know it by
+        namespace, _, rest = name.partition("/")
+        controller, _, workload = rest.partition("/")
+        if workload:
+            return f"{controller} {namespace}/{workload}"
     elif kind == "cyclecloud-node-array":
         # /sites/SITE/clusters/CLUSTER/nodearrays/ARRAY, and :scale-set/ARM-ID when the array's sets are judged apart
         array, _, scale_set = name.partition(":scale-set/")
