@@ -185,6 +185,7 @@ class PodPart(Frozen):
     node_pool: str | None = None  # EKS node group, GKE node pool, AKS agent pool, Karpenter node pool
     cloud: str | None = None  # aws | gcp | azure: the node's cloud (spec.providerID, else its type)
     instance: str | None = None  # the node's cloud instance id (from spec.providerID), to join a cloud report
+    cloud_account: str | None = None  # that instance's GCP project or Azure subscription (an AWS providerID names none)
     gpus: Count = 0  # accelerators the pod requests
     requests: Counts = ()  # fabric resources it requests (vpc.amazonaws.com/efa, rdma/*, hugepages-*)
     allocatable: Counts | None = None  # fabric resources its node advertises; None: not known (no node)

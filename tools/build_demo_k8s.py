@@ -15,7 +15,7 @@ from typing import Any
 
 OUT = str(Path(__file__).resolve().parent.parent / "fixtures" / "demo" / "k8s")
 Item = dict[str, Any]
-EKS_ECR = "602401143452.dkr.ecr.us-west-2.amazonaws.com"  # where EKS add-on images live in us-west-2
+EKS_ECR = "602401143452.dkr.ecr.us-east-1.amazonaws.com"  # where EKS add-on images live in us-east-1
 
 
 def lst(items: list[Item]) -> Item:
@@ -127,30 +127,32 @@ def write(cluster: str, files: dict[str, list[Item]]) -> None:
 
 
 # The nodes of the three clusters (fixtures/k8s/SOURCES.md names their shapes).
+# The EKS nodes are the AWS demo's llm-prod instances (fixtures/demo/aws: their ids, private DNS names and zone),
+# so that `fabriccheck merge` of the AWS and the Kubernetes demo reports joins their pods to that cloud cluster.
+EKS_INSTANCES = ("i-00000000000000001", "i-00000000000000046", "i-0000000000000008b", "i-000000000000000d0")
 eks_nodes: list[Item] = [
     node(
-        f"ip-10-1-{i}-{20 + i}.us-west-2.compute.internal",
+        f"ip-10-0-0-{4 + i}.ec2.internal",
         "p5.48xlarge",
-        "us-west-2",
-        "us-west-2a",
+        "us-east-1",
+        "us-east-1a",
         {
-            "eks.amazonaws.com/nodegroup": "p5-efa",
-            "eks.amazonaws.com/capacityType": "ON_DEMAND",
-            "topology.k8s.aws/zone-id": "usw2-az1",
+            "alpha.eksctl.io/nodegroup-name": "llm-prod",
+            "topology.k8s.aws/zone-id": "use1-az1",
         },
-        f"aws:///us-west-2a/i-0p5{i:014d}",
+        f"aws:///us-east-1a/{instance}",
         {"nvidia.com/gpu": "8", "vpc.amazonaws.com/efa": "32"},
     )
-    for i in range(4)
+    for i, instance in enumerate(EKS_INSTANCES)
 ]
 eks_nodes.append(
     node(
-        "ip-10-1-9-9.us-west-2.compute.internal",
+        "ip-10-0-9-9.ec2.internal",
         "m5.large",
-        "us-west-2",
-        "us-west-2b",
-        {"eks.amazonaws.com/nodegroup": "system"},
-        "aws:///us-west-2b/i-0sys00000000000001",
+        "us-east-1",
+        "us-east-1b",
+        {"alpha.eksctl.io/nodegroup-name": "system"},
+        "aws:///us-east-1b/i-0sys00000000000001",
         {},
     )
 )
@@ -212,7 +214,7 @@ def pytorch_worker(i: int, efa: bool) -> Item:
             "containers": [
                 {
                     "name": "pytorch",
-                    "image": "111122223333.dkr.ecr.us-west-2.amazonaws.com/fsdp:pytorch2.5.1",
+                    "image": "111122223333.dkr.ecr.us-east-1.amazonaws.com/fsdp:pytorch2.5.1",
                     "resources": {"requests": res, "limits": res},
                     "env": [
                         {"name": "LOGLEVEL", "value": "DEBUG"},
@@ -248,7 +250,7 @@ def mpi_worker(i: int) -> Item:
             "containers": [
                 {
                     "name": "nccl-tests-worker",
-                    "image": "111122223333.dkr.ecr.us-west-2.amazonaws.com/nccl-tests:efa1.38.0",
+                    "image": "111122223333.dkr.ecr.us-east-1.amazonaws.com/nccl-tests:efa1.38.0",
                     "resources": {"requests": res, "limits": res},
                     "volumeMounts": [{"name": "shmem", "mountPath": "/dev/shm"}],
                 }
@@ -461,7 +463,7 @@ def main() -> None:
             "containers": [
                 {
                     "name": "test-nccl-launcher",
-                    "image": "111122223333.dkr.ecr.us-west-2.amazonaws.com/nccl-tests:efa1.38.0",
+                    "image": "111122223333.dkr.ecr.us-east-1.amazonaws.com/nccl-tests:efa1.38.0",
                     "command": [
                         "/opt/amazon/openmpi/bin/mpirun",
                         "--allow-run-as-root",

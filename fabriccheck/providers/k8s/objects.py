@@ -105,6 +105,7 @@ class NodeInfo:
     pool: str | None
     cloud: str | None
     instance: str | None
+    cloud_account: str | None
     allocatable: tuple[tuple[str, int], ...]
     gpus: int
 
@@ -139,12 +140,19 @@ def node_info(item: dict[str, Any]) -> NodeInfo:
     meta = item.get("metadata") or {}
     labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
     instance_type = _first(labels, _INSTANCE_TYPE)
-    cloud, instance = None, None
+    cloud, instance, account = None, None, None
     match = _PROVIDER_ID.match(str((item.get("spec") or {}).get("providerID") or ""))
     if match:
         cloud = _SCHEME_CLOUD[match["scheme"]]
         rest = match["rest"]
+        # As the cloud reports name their nodes: the EC2 instance id (aws:///zone/i-...), the GCE instance's name in
+        # its project (gce://project/zone/name), the Azure VM's resource id (azure:///subscriptions/SUB/...).
         instance = rest.rsplit("/", 1)[-1] if cloud in ("aws", "gcp") else rest
+        parts = rest.strip("/").split("/")
+        if cloud == "gcp" and len(parts) == 3:
+            account = parts[0]
+        elif cloud == "azure" and len(parts) > 1 and parts[0].lower() == "subscriptions":
+            account = parts[1]
     elif instance_type:
         cap = catalog.catalog_entry(instance_type)
         cloud = cap.provider if cap else None
@@ -159,6 +167,7 @@ def node_info(item: dict[str, Any]) -> NodeInfo:
         pool=_first(labels, _POOL),
         cloud=cloud,
         instance=instance,
+        cloud_account=account,
         allocatable=tuple((k, n) for k, n in counts if not k.startswith("hugepages-")),
         gpus=sum(n for k, n in counts if k in GPU_RESOURCES),
     )
@@ -385,6 +394,7 @@ class Normalizer:
             node_pool=pool,
             cloud=_one(c.cloud for c in candidates),
             instance=info.instance if info else None,
+            cloud_account=info.cloud_account if info else None,
             gpus=read.gpus,
             requests=read.requests,
             allocatable=info.allocatable if info else None,
