@@ -192,6 +192,7 @@ class PodPart(Frozen):
     ipc_lock: bool = False  # some container adds IPC_LOCK (or runs privileged)
     default_interface: str | None = None  # networking.gke.io/default-interface
     networks: tuple[str, ...] = ()  # networks mapped in networking.gke.io/interfaces, default one excepted
+    interfaces: tuple[str, ...] = ()  # the interface names that annotation gives those networks (eth1, eth2 ...)
     host_network: bool = False  # spec.hostNetwork: the pod sees every NIC of its node (not its devices)
     containers: tuple[tuple[str, str], ...] = ()  # (name, image) of its containers and native sidecars
     env: tuple[tuple[str, str], ...] = ()  # NCCL_* and FI_* settings in its containers' env

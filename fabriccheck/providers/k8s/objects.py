@@ -258,20 +258,22 @@ def read_spec(spec: dict[str, Any]) -> _PodSpec:
     )
 
 
-def gke_networks(annotations: dict[str, Any]) -> tuple[str | None, tuple[str, ...]]:
+def gke_networks(annotations: dict[str, Any]) -> tuple[str | None, tuple[str, ...], tuple[str, ...]]:
     """(networking.gke.io/default-interface, the networks networking.gke.io/interfaces maps beside the default
-    interface's). An annotation that is not a JSON list maps nothing."""
+    interface's, their interface names). An annotation that is not a JSON list maps nothing."""
     default = annotations.get("networking.gke.io/default-interface")
     default = str(default).strip() if default else None
     try:
         listed = json.loads(str(annotations.get("networking.gke.io/interfaces") or "[]"))
     except ValueError:
         listed = []
-    networks = []
+    networks, interfaces = [], []
     for entry in listed if isinstance(listed, list) else ():
         if isinstance(entry, dict) and entry.get("network") and entry.get("interfaceName") != (default or "eth0"):
             networks.append(str(entry["network"]))
-    return default, tuple(networks)
+            if entry.get("interfaceName"):
+                interfaces.append(str(entry["interfaceName"]))
+    return default, tuple(networks), tuple(interfaces)
 
 
 class _Nodes:
@@ -383,7 +385,7 @@ class Normalizer:
         info = self.nodes.by_name.get(str(node_name)) if node_name else None
         candidates = [info] if info else self.nodes.allowed(spec, read.gpus)
         instance_type = _one(c.instance_type for c in candidates)
-        default, networks = gke_networks(annotations)
+        default, networks, interfaces = gke_networks(annotations)
         pool = _one(c.pool for c in candidates)
         cap = catalog.catalog_entry(instance_type) if instance_type else None
         workload = workload_of(meta, namespace, self.owners)
@@ -401,6 +403,7 @@ class Normalizer:
             ipc_lock=read.ipc_lock,
             default_interface=default,
             networks=networks,
+            interfaces=interfaces,
             host_network=spec.get("hostNetwork") is True,
             containers=read.containers,
             env=read.env,

@@ -124,6 +124,10 @@ class K8sSupport(CloudSupport):
             "networks_missing": "networks the pod's networking.gke.io/interfaces names that no Network (or its "
             "GKENetworkParamSet) defines, comma-separated",
             "fabric_off": "an NCCL or libfabric setting in the pod that turns its node's fabric off, or empty",
+            "socket_ifname": "an NCCL_SOCKET_IFNAME in the pod that leaves NCCL only the loopback or a Docker bridge "
+            "(lo, docker0), which reach no other node, or empty",
+            "plugin_ifname": "the GKE NCCL plugin's data-NIC setting in the pod (NCCL_GPUDIRECTTCPX_SOCKET_IFNAME on "
+            "TCPX, NCCL_FASTRAK_IFNAME on TCPXO) when it names none of the GPU NIC interfaces the pod maps, or empty",
         },
         cluster={
             "training": "multi-node training: the workload's pods span more than one node, or request more "
@@ -219,6 +223,8 @@ class K8sSupport(CloudSupport):
             "nccl_plugin": _nccl_plugin(pod, fabric, daemonsets or []),
             "networks_missing": "",
             "fabric_off": _fabric_off(pod, fabric),
+            "socket_ifname": _socket_ifname(pod),
+            "plugin_ifname": _plugin_ifname(pod, fabric),
             "unknown": unknown,
         }
         # Without the DaemonSets, only a verdict that needs them is unknown (a node that advertises EFA says enough).
@@ -340,6 +346,45 @@ def _fabric_off(pod: PodPart, fabric: FabricKind) -> str:
         for setting, values, fabrics in _FABRIC_OFF:
             if name == setting and value.strip().lower() in values and (fabrics is None or fabric in fabrics):
                 return f"{name}={value}"
+    return ""
+
+
+def _socket_ifname(pod: PodPart) -> str:
+    """NCCL_SOCKET_IFNAME=lo, =docker0, lo,docker ...: every interface it lets NCCL use is the loopback or a Docker
+    bridge. NCCL's bootstrap (and its socket transport) then listens on an address no other node reaches, whatever
+    the fabric: a multi-node job cannot connect. An exclusion list (^...) is not judged: what it leaves depends on the
+    interfaces the pod has."""
+    for name, value in pod.env:
+        if name != "NCCL_SOCKET_IFNAME":
+            continue
+        wanted = value.strip()
+        if wanted.startswith("^"):
+            continue
+        prefixes = [p.strip() for p in wanted.removeprefix("=").split(",") if p.strip()]
+        if prefixes and all(p == "lo" or p.startswith("docker") for p in prefixes):
+            return f"{name}={value}"
+    return ""
+
+
+# The plugins' own data-NIC lists (GoogleCloudPlatform/container-engine-accelerators gpudirect-tcpx and gpudirect-tcpxo
+# READMEs: NCCL_GPUDIRECTTCPX_SOCKET_IFNAME=eth1,...,eth4; NCCL_FASTRAK_IFNAME=eth1,...,eth8, NCCL_SOCKET_IFNAME=eth0
+# for the control traffic). NCCL_SOCKET_IFNAME does not carry the data there.
+_PLUGIN_IFNAME = {FabricKind.TCPX: "NCCL_GPUDIRECTTCPX_SOCKET_IFNAME", FabricKind.TCPXO: "NCCL_FASTRAK_IFNAME"}
+
+
+def _plugin_ifname(pod: PodPart, fabric: FabricKind) -> str:
+    """The plugin's data-NIC setting when none of its names (taken as prefixes, the lenient reading) is an interface
+    the pod's networking.gke.io/interfaces maps. A pod on the host's network sees the node's own names, not known
+    here; a pod that maps no GPU NIC is K8S101's."""
+    variable = _PLUGIN_IFNAME.get(fabric)
+    if variable is None or pod.host_network or not pod.interfaces:
+        return ""
+    for name, value in pod.env:
+        if name != variable:
+            continue
+        prefixes = [p.strip().removeprefix("=") for p in value.split(",") if p.strip()]
+        if prefixes and not any(i.startswith(p) for i in pod.interfaces for p in prefixes if p):
+            return f"{name}={value}"
     return ""
 
 
