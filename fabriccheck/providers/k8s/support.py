@@ -17,6 +17,7 @@ Sources (copies in /work/shared/samples/k8s/, named beside each fact):
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
@@ -136,6 +137,9 @@ class K8sSupport(CloudSupport):
             "k8s_nodes": "distinct Kubernetes nodes its scheduled pods run on",
             "node_pools": "distinct node pools (node groups, agent pools) its pods run or would run on",
             "node_pool_names": "their names",
+            "ib_scale_sets": "distinct Azure scale sets (from the nodes' spec.providerID) its scheduled pods on "
+            "InfiniBand nodes run on: each scale set is its own InfiniBand partition",
+            "ib_scale_set_names": "their names",
         },
     )
 
@@ -264,6 +268,7 @@ class K8sSupport(CloudSupport):
         pools = sorted({s.pod.node_pool or "?" for s in shapes if s.pod is not None})
         workload = next((s.pod.workload for s in shapes if s.pod is not None), "")
         neutral = len(nodes) > 1 and sum(1 for f in node_facts if f["fabric_expected"]) > 1
+        scale_sets = _ib_scale_sets(shapes, context)
         return {
             "training": training,
             # Whether the fabric matters here: pods of one workload on one node exchange nothing over it.
@@ -272,8 +277,30 @@ class K8sSupport(CloudSupport):
             "k8s_nodes": len(scheduled),
             "node_pools": len(pools),
             "node_pool_names": ", ".join(pools),
+            "ib_scale_sets": len(scale_sets),
+            "ib_scale_set_names": ", ".join(sorted(set(scale_sets.values()))),
             "unknown": unknown,
         }
+
+
+# An AKS node's providerID names its VM in a Uniform scale set: azure:///subscriptions/S/resourceGroups/RG/providers/
+# Microsoft.Compute/virtualMachineScaleSets/aks-POOL-NNNNNNNN-vmss/virtualMachines/N (kubernetes/kubernetes #59855).
+_SCALE_SET_VM = re.compile(r"^(?P<set>.*/virtualMachineScaleSets/(?P<name>[^/]+))/virtualMachines/[^/]+$", re.I)
+
+
+def _ib_scale_sets(shapes: list[NodeShape], context: FactContext) -> dict[str, str]:
+    """The scale sets (id, lowercased as Azure ids compare, to name) of the workload's scheduled pods on InfiniBand
+    nodes. A pod whose node is no scale set VM, or not scheduled yet, adds none: only what the ids show counts."""
+    found: dict[str, str] = {}
+    for shape in shapes:
+        pod = shape.pod
+        match = _SCALE_SET_VM.match(pod.instance or "") if pod is not None and pod.cloud == "azure" else None
+        if match is None or not shape.instance_type:
+            continue
+        cap = context.capability(shape.model_copy(update={"accelerators": None}))
+        if cap is not None and cap.fabric is FabricKind.INFINIBAND:
+            found[match["set"].lower()] = match["name"]
+    return found
 
 
 def _by_scope(daemonsets: list[DaemonSet]) -> dict[tuple[str, str], list[DaemonSet]]:
