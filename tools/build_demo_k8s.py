@@ -136,10 +136,7 @@ eks_nodes: list[Item] = [
         "p5.48xlarge",
         "us-east-1",
         "us-east-1a",
-        {
-            "alpha.eksctl.io/nodegroup-name": "llm-prod",
-            "topology.k8s.aws/zone-id": "use1-az1",
-        },
+        {"alpha.eksctl.io/nodegroup-name": "llm-prod", "topology.k8s.aws/zone-id": "use1-az1"},
         f"aws:///us-east-1a/{instance}",
         {"nvidia.com/gpu": "8", "vpc.amazonaws.com/efa": "32"},
     )
@@ -177,17 +174,14 @@ ann_ifaces = (
     + ",\n".join(f'  {{"interfaceName":"eth{i}","network":"vpc{i}"}}' for i in range(1, 9))
     + "\n]\n"
 )
+AKS_MC = "MC_ml_aks-ndv5_eastus"  # the node resource group, as the agentpool label's cluster names it
 aks_nodes = [
     node(
         f"aks-gpunp-31415926-vmss00000{i}",
         "Standard_ND96isr_H100_v5",
         "eastus",
         "eastus-1",
-        {
-            "agentpool": "gpunp",
-            "kubernetes.azure.com/agentpool": "gpunp",
-            "kubernetes.azure.com/cluster": "MC_ml_aks-ndv5_eastus",
-        },
+        {"agentpool": "gpunp", "kubernetes.azure.com/agentpool": "gpunp", "kubernetes.azure.com/cluster": AKS_MC},
         f"azure:///subscriptions/8f1b2c3d-0000-4a5b-9c8d-1234567890ab/resourceGroups/mc_ml_aks-ndv5_eastus/providers/Microsoft.Compute/virtualMachineScaleSets/aks-gpunp-31415926-vmss/virtualMachines/{i}",
         {"nvidia.com/gpu": "8", "rdma/shared_ib": "63"},
     )
@@ -358,6 +352,11 @@ def installer(name: str, image: str) -> Item:
     }
 
 
+# The aks-rdma-infiniband MPIJob's workers: one per node.
+TEST_PODS = {"matchExpressions": [{"key": "task", "operator": "In", "values": ["test"]}]}
+ONE_TEST_PER_NODE = {"labelSelector": TEST_PODS, "topologyKey": "kubernetes.io/hostname"}
+
+
 def aks_worker(job: str, i: int, right: bool) -> Item:
     res: dict[str, str] = {"nvidia.com/gpu": "8"}
     if right:
@@ -394,18 +393,7 @@ def aks_worker(job: str, i: int, right: bool) -> Item:
                 {"name": "shm", "emptyDir": {"medium": "Memory"}},
                 {"name": "nvidia-topology", "configMap": {"name": "nvidia-topology"}},
             ],
-            "affinity": {
-                "podAntiAffinity": {
-                    "requiredDuringSchedulingIgnoredDuringExecution": [
-                        {
-                            "labelSelector": {
-                                "matchExpressions": [{"key": "task", "operator": "In", "values": ["test"]}]
-                            },
-                            "topologyKey": "kubernetes.io/hostname",
-                        }
-                    ]
-                }
-            },
+            "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [ONE_TEST_PER_NODE]}},
         },
         aks_nodes[i + (0 if right else 2)]["metadata"]["name"],
     )
@@ -420,8 +408,10 @@ def mpi(name: str) -> Item:
     }
 
 
-def main() -> None:
+MPIRUN = ["/opt/amazon/openmpi/bin/mpirun", "--allow-run-as-root", "-np", "16", "-N", "8", "-x", "FI_PROVIDER=efa"]
 
+
+def main() -> None:
     # ---------------- EKS: p5.48xlarge node group with the EFA device plugin
     efa_plugin = {
         "apiVersion": "apps/v1",
@@ -464,17 +454,7 @@ def main() -> None:
                 {
                     "name": "test-nccl-launcher",
                     "image": "111122223333.dkr.ecr.us-east-1.amazonaws.com/nccl-tests:efa1.38.0",
-                    "command": [
-                        "/opt/amazon/openmpi/bin/mpirun",
-                        "--allow-run-as-root",
-                        "-np",
-                        "16",
-                        "-N",
-                        "8",
-                        "-x",
-                        "FI_PROVIDER=efa",
-                        "/opt/nccl-tests/build/all_reduce_perf",
-                    ],
+                    "command": [*MPIRUN, "/opt/nccl-tests/build/all_reduce_perf"],
                 }
             ]
         },
