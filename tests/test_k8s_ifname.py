@@ -51,17 +51,26 @@ def test_the_demo_sets_these_variables_rightly() -> None:
         assert not {"K8S131", "K8S132"} & {f["rule"] for f in report["findings"]}
 
 
-def test_lo_on_a_two_node_infiniband_job_cannot_run(tmp_path: Path) -> None:
-    dump = _with_env(tmp_path, "aks-ndv5", "nccl-tests-worker", {"NCCL_SOCKET_IFNAME": "lo"})
+FSDP = {"default/llama3-1-8b-fsdp-worker-0", "default/llama3-1-8b-fsdp-worker-1"}
+
+
+def test_lo_on_a_two_node_efa_job_cannot_run(tmp_path: Path) -> None:
+    dump = _with_env(tmp_path, "eks-train", "llama3-1-8b-fsdp-worker", {"NCCL_SOCKET_IFNAME": "lo"})
     flagged, report = _findings(dump, "K8S131")
-    assert flagged >= {"default/nccl-tests-worker-0", "default/nccl-tests-worker-1"}
-    cluster = next(c for c in report["clusters"] if c["id"].endswith("/MPIJob/nccl-tests"))
+    assert flagged == FSDP
+    cluster = next(c for c in report["clusters"] if c["id"].endswith("/PyTorchJob/llama3-1-8b-fsdp"))
     assert cluster["penalty"]["cannot_run"] is True
 
 
-@pytest.mark.parametrize("value", ["eth0", "^lo", "^lo,docker", "^=docker0", "ib0"])
+@pytest.mark.parametrize("value", ["eth0", "^lo", "^lo,docker", "^=docker0", "ens"])
 def test_an_ifname_that_leaves_a_real_interface_is_not_flagged(tmp_path: Path, value: str) -> None:
-    dump = _with_env(tmp_path, "aks-ndv5", "nccl-tests-worker", {"NCCL_SOCKET_IFNAME": value})
+    dump = _with_env(tmp_path, "eks-train", "llama3-1-8b-fsdp-worker", {"NCCL_SOCKET_IFNAME": value})
+    assert _findings(dump, "K8S131")[0] == set()
+
+
+def test_an_mpijob_workers_own_env_is_not_what_its_ranks_see(tmp_path: Path) -> None:
+    """mpirun starts an MPIJob's ranks over ssh with the variables it passes (-x), not the worker container's env."""
+    dump = _with_env(tmp_path, "aks-ndv5", "nccl-tests-worker", {"NCCL_SOCKET_IFNAME": "lo"})
     assert _findings(dump, "K8S131")[0] == set()
 
 

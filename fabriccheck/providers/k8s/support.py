@@ -126,9 +126,11 @@ class K8sSupport(CloudSupport):
             "GKENetworkParamSet) defines, comma-separated",
             "fabric_off": "an NCCL or libfabric setting in the pod that turns its node's fabric off, or empty",
             "socket_ifname": "an NCCL_SOCKET_IFNAME in the pod that leaves NCCL only the loopback or a Docker bridge "
-            "(lo, docker0), which reach no other node, or empty",
+            "(lo, docker0), which reach no other node, or empty (always for an MPIJob's workers, whose ranks take "
+            "their env from mpirun -x)",
             "plugin_ifname": "the GKE NCCL plugin's data-NIC setting in the pod (NCCL_GPUDIRECTTCPX_SOCKET_IFNAME on "
-            "TCPX, NCCL_FASTRAK_IFNAME on TCPXO) when it names none of the GPU NIC interfaces the pod maps, or empty",
+            "TCPX, NCCL_FASTRAK_IFNAME on TCPXO) when it names none of the GPU NIC interfaces the pod maps, or empty "
+            "(as socket_ifname for an MPIJob's workers)",
         },
         cluster={
             "training": "multi-node training: the workload's pods span more than one node, or request more "
@@ -376,11 +378,20 @@ def _fabric_off(pod: PodPart, fabric: FabricKind) -> str:
     return ""
 
 
+def _env_reaches_ranks(pod: PodPart) -> bool:
+    """Whether the pod's own env is what its NCCL ranks see. An MPIJob's ranks are started by the launcher's mpirun
+    over ssh: they get the variables mpirun passes (-x NAME=VALUE, Azure/aks-rdma-infiniband's MPIJob template), not
+    the worker container's env, which an ssh session does not inherit."""
+    return pod.kind != "MPIJob"
+
+
 def _socket_ifname(pod: PodPart) -> str:
     """NCCL_SOCKET_IFNAME=lo, =docker0, lo,docker ...: every interface it lets NCCL use is the loopback or a Docker
     bridge. NCCL's bootstrap (and its socket transport) then listens on an address no other node reaches, whatever
     the fabric: a multi-node job cannot connect. An exclusion list (^...) is not judged: what it leaves depends on the
     interfaces the pod has."""
+    if not _env_reaches_ranks(pod):
+        return ""
     for name, value in pod.env:
         if name != "NCCL_SOCKET_IFNAME":
             continue
@@ -404,7 +415,7 @@ def _plugin_ifname(pod: PodPart, fabric: FabricKind) -> str:
     the pod's networking.gke.io/interfaces maps. A pod on the host's network sees the node's own names, not known
     here; a pod that maps no GPU NIC is K8S101's."""
     variable = _PLUGIN_IFNAME.get(fabric)
-    if variable is None or pod.host_network or not pod.interfaces:
+    if variable is None or pod.host_network or not pod.interfaces or not _env_reaches_ranks(pod):
         return ""
     for name, value in pod.env:
         if name != variable:
