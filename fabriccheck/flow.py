@@ -26,11 +26,13 @@ from fabriccheck.inventory import Inventory
 from fabriccheck.model import SourceLocation
 from fabriccheck.report import (
     DESELECTED,
+    CloudInstance,
     ClusterReport,
     NotJudged,
     Report,
     SkippedCluster,
     Summary,
+    join_cloud_instances,
     tally,
 )
 from fabriccheck.sources.common import paused_gc
@@ -99,6 +101,7 @@ def _run(inventory: Inventory, options: Options) -> Report:
     for finding in findings:
         finding.fingerprint = baselines.fingerprint(finding)
     reported = _cluster_reports(clusters, evaluation, _deselected(loaded, rules), workload, options, facts)
+    reported, joined = join_cloud_instances(reported)  # a run that saw a cloud and its Kubernetes clusters (demo)
     skipped = [_skipped(c) for c in [*every_cluster, *specs] if not c.judged]
     # A capability is a type's: each type of the judged nodes is looked up once, not each node.
     judged_types = {kind or "" for c in every_cluster for kind in dict.fromkeys(map(_TYPE, c.nodes))}
@@ -117,7 +120,7 @@ def _run(inventory: Inventory, options: Options) -> Report:
         clusters=reported,
         skipped_clusters=skipped,
         summary=_summary(inventory, states, reported, skipped, findings, judged_nodes, unknown),
-        notes=_notes(inventory, unknown, options),
+        notes=_notes(inventory, unknown, options) + joined,
         locations=_locations(inventory),
         scopes=inventory.scopes,
         gate=options.gate,
@@ -192,9 +195,25 @@ def _cluster_reports(
                 complete=complete,
                 not_judged=not_judged,
                 penalty=cost.cluster_cost(cluster, cluster_findings, workload, options.price_per_gpu_hour, facts),
+                cloud_instances=_cloud_instances(cluster),
             )
         )
     return reported
+
+
+def _cloud_instances(cluster: Cluster) -> list[CloudInstance]:
+    """The cloud instances a k8s workload's scheduled pods run on (spec.providerID of their nodes), node by node."""
+    found: dict[str, CloudInstance] = {}
+    for node in cluster.nodes:
+        pod = node.shape.pod
+        if pod is None or not pod.node or not pod.instance or not pod.cloud:
+            continue
+        known = found.setdefault(
+            pod.node,
+            CloudInstance(node=pod.node, cloud=pod.cloud, instance=pod.instance, account=pod.cloud_account, pods=[]),
+        )
+        known.pods.append(node.id)
+    return sorted(found.values(), key=lambda c: c.node)
 
 
 def _skipped(cluster: Cluster) -> SkippedCluster:

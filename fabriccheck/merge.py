@@ -21,7 +21,7 @@ from fabriccheck import __version__
 from fabriccheck.errors import FabricCheckError
 from fabriccheck.findings import sort_findings
 from fabriccheck.gate import carried
-from fabriccheck.report import REPORT_SCHEMA_VERSION, Report, Summary, tally
+from fabriccheck.report import REPORT_SCHEMA_VERSION, Report, Summary, join_cloud_instances, tally
 from fabriccheck.sources.common import describe, read_json
 
 
@@ -79,7 +79,7 @@ def merge(parts: list[tuple[Path, Report]]) -> Report:
             owner[cluster_id] = path
     reports = [r for _, r in parts]
     findings = sort_findings([f for r in reports for f in r.findings])
-    clusters = [c for r in reports for c in r.clusters]
+    clusters, joined = join_cloud_instances([c for r in reports for c in r.clusters])
     skipped = [c for r in reports for c in r.skipped_clusters]
     nodes_by_state: Counter[str] = Counter()
     for report in reports:
@@ -108,7 +108,7 @@ def merge(parts: list[tuple[Path, Report]]) -> Report:
         clusters=clusters,
         skipped_clusters=skipped,
         summary=summary,
-        notes=list(dict.fromkeys(note for r in reports for note in r.notes)),
+        notes=list(dict.fromkeys([*(note for r in reports for note in r.notes), *joined])),
         # What each part's waivers did, its planned resources' locations and its API calls carry over; the parts
         # ran side by side, so the merged duration is the longest part's.
         waivers=[w for r in reports for w in r.waivers],

@@ -185,12 +185,14 @@ class PodPart(Frozen):
     node_pool: str | None = None  # EKS node group, GKE node pool, AKS agent pool, Karpenter node pool
     cloud: str | None = None  # aws | gcp | azure: the node's cloud (spec.providerID, else its type)
     instance: str | None = None  # the node's cloud instance id (from spec.providerID), to join a cloud report
+    cloud_account: str | None = None  # that instance's GCP project or Azure subscription (an AWS providerID names none)
     gpus: Count = 0  # accelerators the pod requests
     requests: Counts = ()  # fabric resources it requests (vpc.amazonaws.com/efa, rdma/*, hugepages-*)
     allocatable: Counts | None = None  # fabric resources its node advertises; None: not known (no node)
     ipc_lock: bool = False  # some container adds IPC_LOCK (or runs privileged)
     default_interface: str | None = None  # networking.gke.io/default-interface
     networks: tuple[str, ...] = ()  # networks mapped in networking.gke.io/interfaces, default one excepted
+    interfaces: tuple[str, ...] = ()  # the interface names that annotation gives those networks (eth1, eth2 ...)
     host_network: bool = False  # spec.hostNetwork: the pod sees every NIC of its node (not its devices)
     containers: tuple[tuple[str, str], ...] = ()  # (name, image) of its containers and native sidecars
     env: tuple[tuple[str, str], ...] = ()  # NCCL_* and FI_* settings in its containers' env

@@ -31,6 +31,18 @@ class NotJudged(BaseModel):
     resources: list[str] = []  # the nodes concerned; empty means the whole cluster
 
 
+class CloudInstance(BaseModel):
+    """A Kubernetes node as its cloud names it (from spec.providerID): what joins a k8s report to a cloud report of
+    the same estate in `fabriccheck merge`."""
+
+    node: str  # the Kubernetes node
+    cloud: str  # aws | gcp | azure
+    # As the cloud report names its nodes: the EC2 instance id, the GCE instance's name, the Azure VM's resource id.
+    instance: str
+    account: str | None = None  # the GCP project or Azure subscription it is in (an AWS providerID names none)
+    pods: list[str]  # the cluster's pods on it (ids in its nodes)
+
+
 class ClusterReport(BaseModel):
     id: str
     provider: str
@@ -48,6 +60,10 @@ class ClusterReport(BaseModel):
     complete: bool = True
     not_judged: list[NotJudged] = []
     penalty: penalty.Penalty
+    # Provider k8s: the cloud instances the workload's scheduled pods run on (a pending pod has none yet).
+    cloud_instances: list[CloudInstance] = []
+    # Set by `merge` on a k8s cluster: the clusters of the merged cloud reports those instances belong to.
+    cloud_clusters: list[str] = []
 
     @model_validator(mode="before")
     @classmethod
@@ -139,6 +155,43 @@ class Report(BaseModel):
         return max((f.severity for f in self.findings if f.gates), key=SEVERITY_RANK.__getitem__, default=None)
 
 
+def join_cloud_instances(clusters: list[ClusterReport]) -> tuple[list[ClusterReport], list[str]]:
+    """The clusters, each Kubernetes one with the cloud clusters beside it (one run of the demo, or a merge) that its
+    pods' nodes are instances of (cloud_clusters), and a note per join: what the cloud audit found on those instances
+    bears on the workload."""
+    owners: dict[tuple[str, str], list[ClusterReport]] = {}
+    for cluster in clusters:
+        if cluster.provider != "k8s":
+            for node in cluster.nodes:
+                owners.setdefault(_key(cluster.provider, node), []).append(cluster)
+    if not owners:
+        return clusters, []
+    joined: list[ClusterReport] = []
+    notes = []
+    for cluster in clusters:
+        found: dict[str, tuple[ClusterReport, list[CloudInstance]]] = {}
+        for instance in cluster.cloud_instances:
+            for owner in owners.get(_key(instance.cloud, instance.instance), ()):
+                # A GCE name is unique in its project only; an Azure id names its subscription.
+                if instance.account is None or instance.account.lower() == owner.account.lower():
+                    found.setdefault(owner.id, (owner, []))[1].append(instance)
+        if found:
+            cluster = cluster.model_copy(update={"cloud_clusters": sorted(found)})
+            for owner_id, (owner, instances) in sorted(found.items()):
+                held = ": its findings there hold for this workload too" if owner.findings else ""
+                notes.append(
+                    f"{cluster.id} runs on {len(instances)} of its {len(cluster.cloud_instances)} node(s) in "
+                    f"{owner_id} ({owner.provider} audit: {owner.status}){held}"
+                )
+        joined.append(cluster)
+    return joined, notes
+
+
+def _key(cloud: str, instance: str) -> tuple[str, str]:
+    # Azure resource ids are case-insensitive (an AKS providerID writes the node resource group as it likes).
+    return cloud, instance.lower() if cloud == "azure" else instance
+
+
 def unjudged_rules(cluster: ClusterReport) -> list[NotJudged]:
     """The selected rules a cluster could not be judged by (its not_judged without the deselected ones)."""
     return [n for n in cluster.not_judged if n.reason != DESELECTED]
@@ -166,5 +219,3 @@ def tally(findings: list[Finding], clusters: list[ClusterReport], skipped: list[
         "waived": sum(1 for f in findings if f.waiver is not None),
         "in_baseline": sum(1 for f in findings if f.baseline == "existing"),
     }
-
-

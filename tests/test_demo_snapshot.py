@@ -50,7 +50,8 @@ ADDED_SINCE = {
         "gate",
         "trend",  # what changed since --previous (None without it)
     ),
-    "clusters": ("status", "complete", "not_judged"),
+    # cloud_instances, cloud_clusters: a k8s workload's nodes as instances of the clouds (empty on a cloud's clusters)
+    "clusters": ("status", "complete", "not_judged", "cloud_instances", "cloud_clusters"),
     "summary": (
         "clusters_by_status",
         "clusters_not_fully_judged",

@@ -37,8 +37,8 @@ def test_each_cloud_has_a_right_and_a_wrong_workload() -> None:
     report = _report(CLUSTERS)
     status = {c["id"].split(":", 1)[1]: c["status"] for c in report["clusters"]}
     assert status == {
-        "eks-train:us-west-2:kubernetes-workload/default/PyTorchJob/llama3-1-8b-fsdp": "clean",
-        "eks-train:us-west-2:kubernetes-workload/default/MPIJob/nccl-tests": "findings",
+        "eks-train:us-east-1:kubernetes-workload/default/PyTorchJob/llama3-1-8b-fsdp": "clean",
+        "eks-train:us-east-1:kubernetes-workload/default/MPIJob/nccl-tests": "findings",
         "gke-a3mega:us-central1:kubernetes-workload/default/Job/nccl-tcpxo-test": "clean",
         "gke-a3mega:us-central1:kubernetes-workload/default/Job/my-sample-job": "findings",
         "aks-ndv5:eastus:kubernetes-workload/default/MPIJob/nccl-tests": "clean",

@@ -15,7 +15,7 @@ from typing import Any
 
 OUT = str(Path(__file__).resolve().parent.parent / "fixtures" / "demo" / "k8s")
 Item = dict[str, Any]
-EKS_ECR = "602401143452.dkr.ecr.us-west-2.amazonaws.com"  # where EKS add-on images live in us-west-2
+EKS_ECR = "602401143452.dkr.ecr.us-east-1.amazonaws.com"  # where EKS add-on images live in us-east-1
 
 
 def lst(items: list[Item]) -> Item:
@@ -127,30 +127,29 @@ def write(cluster: str, files: dict[str, list[Item]]) -> None:
 
 
 # The nodes of the three clusters (fixtures/k8s/SOURCES.md names their shapes).
+# The EKS nodes are the AWS demo's llm-prod instances (fixtures/demo/aws: their ids, private DNS names and zone),
+# so that `fabriccheck merge` of the AWS and the Kubernetes demo reports joins their pods to that cloud cluster.
+EKS_INSTANCES = ("i-00000000000000001", "i-00000000000000046", "i-0000000000000008b", "i-000000000000000d0")
 eks_nodes: list[Item] = [
     node(
-        f"ip-10-1-{i}-{20 + i}.us-west-2.compute.internal",
+        f"ip-10-0-0-{4 + i}.ec2.internal",
         "p5.48xlarge",
-        "us-west-2",
-        "us-west-2a",
-        {
-            "eks.amazonaws.com/nodegroup": "p5-efa",
-            "eks.amazonaws.com/capacityType": "ON_DEMAND",
-            "topology.k8s.aws/zone-id": "usw2-az1",
-        },
-        f"aws:///us-west-2a/i-0p5{i:014d}",
+        "us-east-1",
+        "us-east-1a",
+        {"alpha.eksctl.io/nodegroup-name": "llm-prod", "topology.k8s.aws/zone-id": "use1-az1"},
+        f"aws:///us-east-1a/{instance}",
         {"nvidia.com/gpu": "8", "vpc.amazonaws.com/efa": "32"},
     )
-    for i in range(4)
+    for i, instance in enumerate(EKS_INSTANCES)
 ]
 eks_nodes.append(
     node(
-        "ip-10-1-9-9.us-west-2.compute.internal",
+        "ip-10-0-9-9.ec2.internal",
         "m5.large",
-        "us-west-2",
-        "us-west-2b",
-        {"eks.amazonaws.com/nodegroup": "system"},
-        "aws:///us-west-2b/i-0sys00000000000001",
+        "us-east-1",
+        "us-east-1b",
+        {"alpha.eksctl.io/nodegroup-name": "system"},
+        "aws:///us-east-1b/i-0sys00000000000001",
         {},
     )
 )
@@ -175,17 +174,14 @@ ann_ifaces = (
     + ",\n".join(f'  {{"interfaceName":"eth{i}","network":"vpc{i}"}}' for i in range(1, 9))
     + "\n]\n"
 )
+AKS_MC = "MC_ml_aks-ndv5_eastus"  # the node resource group, as the agentpool label's cluster names it
 aks_nodes = [
     node(
         f"aks-gpunp-31415926-vmss00000{i}",
         "Standard_ND96isr_H100_v5",
         "eastus",
         "eastus-1",
-        {
-            "agentpool": "gpunp",
-            "kubernetes.azure.com/agentpool": "gpunp",
-            "kubernetes.azure.com/cluster": "MC_ml_aks-ndv5_eastus",
-        },
+        {"agentpool": "gpunp", "kubernetes.azure.com/agentpool": "gpunp", "kubernetes.azure.com/cluster": AKS_MC},
         f"azure:///subscriptions/8f1b2c3d-0000-4a5b-9c8d-1234567890ab/resourceGroups/mc_ml_aks-ndv5_eastus/providers/Microsoft.Compute/virtualMachineScaleSets/aks-gpunp-31415926-vmss/virtualMachines/{i}",
         {"nvidia.com/gpu": "8", "rdma/shared_ib": "63"},
     )
@@ -212,7 +208,7 @@ def pytorch_worker(i: int, efa: bool) -> Item:
             "containers": [
                 {
                     "name": "pytorch",
-                    "image": "111122223333.dkr.ecr.us-west-2.amazonaws.com/fsdp:pytorch2.5.1",
+                    "image": "111122223333.dkr.ecr.us-east-1.amazonaws.com/fsdp:pytorch2.5.1",
                     "resources": {"requests": res, "limits": res},
                     "env": [
                         {"name": "LOGLEVEL", "value": "DEBUG"},
@@ -248,7 +244,7 @@ def mpi_worker(i: int) -> Item:
             "containers": [
                 {
                     "name": "nccl-tests-worker",
-                    "image": "111122223333.dkr.ecr.us-west-2.amazonaws.com/nccl-tests:efa1.38.0",
+                    "image": "111122223333.dkr.ecr.us-east-1.amazonaws.com/nccl-tests:efa1.38.0",
                     "resources": {"requests": res, "limits": res},
                     "volumeMounts": [{"name": "shmem", "mountPath": "/dev/shm"}],
                 }
@@ -356,6 +352,11 @@ def installer(name: str, image: str) -> Item:
     }
 
 
+# The aks-rdma-infiniband MPIJob's workers: one per node.
+TEST_PODS = {"matchExpressions": [{"key": "task", "operator": "In", "values": ["test"]}]}
+ONE_TEST_PER_NODE = {"labelSelector": TEST_PODS, "topologyKey": "kubernetes.io/hostname"}
+
+
 def aks_worker(job: str, i: int, right: bool) -> Item:
     res: dict[str, str] = {"nvidia.com/gpu": "8"}
     if right:
@@ -392,18 +393,7 @@ def aks_worker(job: str, i: int, right: bool) -> Item:
                 {"name": "shm", "emptyDir": {"medium": "Memory"}},
                 {"name": "nvidia-topology", "configMap": {"name": "nvidia-topology"}},
             ],
-            "affinity": {
-                "podAntiAffinity": {
-                    "requiredDuringSchedulingIgnoredDuringExecution": [
-                        {
-                            "labelSelector": {
-                                "matchExpressions": [{"key": "task", "operator": "In", "values": ["test"]}]
-                            },
-                            "topologyKey": "kubernetes.io/hostname",
-                        }
-                    ]
-                }
-            },
+            "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [ONE_TEST_PER_NODE]}},
         },
         aks_nodes[i + (0 if right else 2)]["metadata"]["name"],
     )
@@ -418,8 +408,10 @@ def mpi(name: str) -> Item:
     }
 
 
-def main() -> None:
+MPIRUN = ["/opt/amazon/openmpi/bin/mpirun", "--allow-run-as-root", "-np", "16", "-N", "8", "-x", "FI_PROVIDER=efa"]
 
+
+def main() -> None:
     # ---------------- EKS: p5.48xlarge node group with the EFA device plugin
     efa_plugin = {
         "apiVersion": "apps/v1",
@@ -461,18 +453,8 @@ def main() -> None:
             "containers": [
                 {
                     "name": "test-nccl-launcher",
-                    "image": "111122223333.dkr.ecr.us-west-2.amazonaws.com/nccl-tests:efa1.38.0",
-                    "command": [
-                        "/opt/amazon/openmpi/bin/mpirun",
-                        "--allow-run-as-root",
-                        "-np",
-                        "16",
-                        "-N",
-                        "8",
-                        "-x",
-                        "FI_PROVIDER=efa",
-                        "/opt/nccl-tests/build/all_reduce_perf",
-                    ],
+                    "image": "111122223333.dkr.ecr.us-east-1.amazonaws.com/nccl-tests:efa1.38.0",
+                    "command": [*MPIRUN, "/opt/nccl-tests/build/all_reduce_perf"],
                 }
             ]
         },

@@ -105,6 +105,7 @@ class NodeInfo:
     pool: str | None
     cloud: str | None
     instance: str | None
+    cloud_account: str | None
     allocatable: tuple[tuple[str, int], ...]
     gpus: int
 
@@ -139,12 +140,19 @@ def node_info(item: dict[str, Any]) -> NodeInfo:
     meta = item.get("metadata") or {}
     labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
     instance_type = _first(labels, _INSTANCE_TYPE)
-    cloud, instance = None, None
+    cloud, instance, account = None, None, None
     match = _PROVIDER_ID.match(str((item.get("spec") or {}).get("providerID") or ""))
     if match:
         cloud = _SCHEME_CLOUD[match["scheme"]]
         rest = match["rest"]
+        # As the cloud reports name their nodes: the EC2 instance id (aws:///zone/i-...), the GCE instance's name in
+        # its project (gce://project/zone/name), the Azure VM's resource id (azure:///subscriptions/SUB/...).
         instance = rest.rsplit("/", 1)[-1] if cloud in ("aws", "gcp") else rest
+        parts = rest.strip("/").split("/")
+        if cloud == "gcp" and len(parts) == 3:
+            account = parts[0]
+        elif cloud == "azure" and len(parts) > 1 and parts[0].lower() == "subscriptions":
+            account = parts[1]
     elif instance_type:
         cap = catalog.catalog_entry(instance_type)
         cloud = cap.provider if cap else None
@@ -159,6 +167,7 @@ def node_info(item: dict[str, Any]) -> NodeInfo:
         pool=_first(labels, _POOL),
         cloud=cloud,
         instance=instance,
+        cloud_account=account,
         allocatable=tuple((k, n) for k, n in counts if not k.startswith("hugepages-")),
         gpus=sum(n for k, n in counts if k in GPU_RESOURCES),
     )
@@ -249,20 +258,22 @@ def read_spec(spec: dict[str, Any]) -> _PodSpec:
     )
 
 
-def gke_networks(annotations: dict[str, Any]) -> tuple[str | None, tuple[str, ...]]:
+def gke_networks(annotations: dict[str, Any]) -> tuple[str | None, tuple[str, ...], tuple[str, ...]]:
     """(networking.gke.io/default-interface, the networks networking.gke.io/interfaces maps beside the default
-    interface's). An annotation that is not a JSON list maps nothing."""
+    interface's, their interface names). An annotation that is not a JSON list maps nothing."""
     default = annotations.get("networking.gke.io/default-interface")
     default = str(default).strip() if default else None
     try:
         listed = json.loads(str(annotations.get("networking.gke.io/interfaces") or "[]"))
     except ValueError:
         listed = []
-    networks = []
+    networks, interfaces = [], []
     for entry in listed if isinstance(listed, list) else ():
         if isinstance(entry, dict) and entry.get("network") and entry.get("interfaceName") != (default or "eth0"):
             networks.append(str(entry["network"]))
-    return default, tuple(networks)
+            if entry.get("interfaceName"):
+                interfaces.append(str(entry["interfaceName"]))
+    return default, tuple(networks), tuple(interfaces)
 
 
 class _Nodes:
@@ -374,7 +385,7 @@ class Normalizer:
         info = self.nodes.by_name.get(str(node_name)) if node_name else None
         candidates = [info] if info else self.nodes.allowed(spec, read.gpus)
         instance_type = _one(c.instance_type for c in candidates)
-        default, networks = gke_networks(annotations)
+        default, networks, interfaces = gke_networks(annotations)
         pool = _one(c.pool for c in candidates)
         cap = catalog.catalog_entry(instance_type) if instance_type else None
         workload = workload_of(meta, namespace, self.owners)
@@ -385,12 +396,14 @@ class Normalizer:
             node_pool=pool,
             cloud=_one(c.cloud for c in candidates),
             instance=info.instance if info else None,
+            cloud_account=info.cloud_account if info else None,
             gpus=read.gpus,
             requests=read.requests,
             allocatable=info.allocatable if info else None,
             ipc_lock=read.ipc_lock,
             default_interface=default,
             networks=networks,
+            interfaces=interfaces,
             host_network=spec.get("hostNetwork") is True,
             containers=read.containers,
             env=read.env,

@@ -17,6 +17,7 @@ Sources (copies in /work/shared/samples/k8s/, named beside each fact):
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
@@ -124,6 +125,12 @@ class K8sSupport(CloudSupport):
             "networks_missing": "networks the pod's networking.gke.io/interfaces names that no Network (or its "
             "GKENetworkParamSet) defines, comma-separated",
             "fabric_off": "an NCCL or libfabric setting in the pod that turns its node's fabric off, or empty",
+            "socket_ifname": "an NCCL_SOCKET_IFNAME in the pod that leaves NCCL only the loopback or a Docker bridge "
+            "(lo, docker0), which reach no other node, or empty (always for an MPIJob's workers, whose ranks take "
+            "their env from mpirun -x)",
+            "plugin_ifname": "the GKE NCCL plugin's data-NIC setting in the pod (NCCL_GPUDIRECTTCPX_SOCKET_IFNAME on "
+            "TCPX, NCCL_FASTRAK_IFNAME on TCPXO) when it names none of the GPU NIC interfaces the pod maps, or empty "
+            "(as socket_ifname for an MPIJob's workers)",
         },
         cluster={
             "training": "multi-node training: the workload's pods span more than one node, or request more "
@@ -132,6 +139,9 @@ class K8sSupport(CloudSupport):
             "k8s_nodes": "distinct Kubernetes nodes its scheduled pods run on",
             "node_pools": "distinct node pools (node groups, agent pools) its pods run or would run on",
             "node_pool_names": "their names",
+            "ib_scale_sets": "distinct Azure scale sets (from the nodes' spec.providerID) its scheduled pods on "
+            "InfiniBand nodes run on: each scale set is its own InfiniBand partition",
+            "ib_scale_set_names": "their names",
         },
     )
 
@@ -219,6 +229,8 @@ class K8sSupport(CloudSupport):
             "nccl_plugin": _nccl_plugin(pod, fabric, daemonsets or []),
             "networks_missing": "",
             "fabric_off": _fabric_off(pod, fabric),
+            "socket_ifname": _socket_ifname(pod),
+            "plugin_ifname": _plugin_ifname(pod, fabric),
             "unknown": unknown,
         }
         # Without the DaemonSets, only a verdict that needs them is unknown (a node that advertises EFA says enough).
@@ -258,6 +270,7 @@ class K8sSupport(CloudSupport):
         pools = sorted({s.pod.node_pool or "?" for s in shapes if s.pod is not None})
         workload = next((s.pod.workload for s in shapes if s.pod is not None), "")
         neutral = len(nodes) > 1 and sum(1 for f in node_facts if f["fabric_expected"]) > 1
+        scale_sets = _ib_scale_sets(shapes, context)
         return {
             "training": training,
             # Whether the fabric matters here: pods of one workload on one node exchange nothing over it.
@@ -266,8 +279,30 @@ class K8sSupport(CloudSupport):
             "k8s_nodes": len(scheduled),
             "node_pools": len(pools),
             "node_pool_names": ", ".join(pools),
+            "ib_scale_sets": len(scale_sets),
+            "ib_scale_set_names": ", ".join(sorted(set(scale_sets.values()))),
             "unknown": unknown,
         }
+
+
+# An AKS node's providerID names its VM in a Uniform scale set: azure:///subscriptions/S/resourceGroups/RG/providers/
+# Microsoft.Compute/virtualMachineScaleSets/aks-POOL-NNNNNNNN-vmss/virtualMachines/N (kubernetes/kubernetes #59855).
+_SCALE_SET_VM = re.compile(r"^(?P<set>.*/virtualMachineScaleSets/(?P<name>[^/]+))/virtualMachines/[^/]+$", re.I)
+
+
+def _ib_scale_sets(shapes: list[NodeShape], context: FactContext) -> dict[str, str]:
+    """The scale sets (id, lowercased as Azure ids compare, to name) of the workload's scheduled pods on InfiniBand
+    nodes. A pod whose node is no scale set VM, or not scheduled yet, adds none: only what the ids show counts."""
+    found: dict[str, str] = {}
+    for shape in shapes:
+        pod = shape.pod
+        match = _SCALE_SET_VM.match(pod.instance or "") if pod is not None and pod.cloud == "azure" else None
+        if match is None or not shape.instance_type:
+            continue
+        cap = context.capability(shape.model_copy(update={"accelerators": None}))
+        if cap is not None and cap.fabric is FabricKind.INFINIBAND:
+            found[match["set"].lower()] = match["name"]
+    return found
 
 
 def _by_scope(daemonsets: list[DaemonSet]) -> dict[tuple[str, str], list[DaemonSet]]:
@@ -340,6 +375,54 @@ def _fabric_off(pod: PodPart, fabric: FabricKind) -> str:
         for setting, values, fabrics in _FABRIC_OFF:
             if name == setting and value.strip().lower() in values and (fabrics is None or fabric in fabrics):
                 return f"{name}={value}"
+    return ""
+
+
+def _env_reaches_ranks(pod: PodPart) -> bool:
+    """Whether the pod's own env is what its NCCL ranks see. An MPIJob's ranks are started by the launcher's mpirun
+    over ssh: they get the variables mpirun passes (-x NAME=VALUE, Azure/aks-rdma-infiniband's MPIJob template), not
+    the worker container's env, which an ssh session does not inherit."""
+    return pod.kind != "MPIJob"
+
+
+def _socket_ifname(pod: PodPart) -> str:
+    """NCCL_SOCKET_IFNAME=lo, =docker0, lo,docker ...: every interface it lets NCCL use is the loopback or a Docker
+    bridge. NCCL's bootstrap (and its socket transport) then listens on an address no other node reaches, whatever
+    the fabric: a multi-node job cannot connect. An exclusion list (^...) is not judged: what it leaves depends on the
+    interfaces the pod has."""
+    if not _env_reaches_ranks(pod):
+        return ""
+    for name, value in pod.env:
+        if name != "NCCL_SOCKET_IFNAME":
+            continue
+        wanted = value.strip()
+        if wanted.startswith("^"):
+            continue
+        prefixes = [p.strip() for p in wanted.removeprefix("=").split(",") if p.strip()]
+        if prefixes and all(p == "lo" or p.startswith("docker") for p in prefixes):
+            return f"{name}={value}"
+    return ""
+
+
+# The plugins' own data-NIC lists (GoogleCloudPlatform/container-engine-accelerators gpudirect-tcpx and gpudirect-tcpxo
+# READMEs: NCCL_GPUDIRECTTCPX_SOCKET_IFNAME=eth1,...,eth4; NCCL_FASTRAK_IFNAME=eth1,...,eth8, NCCL_SOCKET_IFNAME=eth0
+# for the control traffic). NCCL_SOCKET_IFNAME does not carry the data there.
+_PLUGIN_IFNAME = {FabricKind.TCPX: "NCCL_GPUDIRECTTCPX_SOCKET_IFNAME", FabricKind.TCPXO: "NCCL_FASTRAK_IFNAME"}
+
+
+def _plugin_ifname(pod: PodPart, fabric: FabricKind) -> str:
+    """The plugin's data-NIC setting when none of its names (taken as prefixes, the lenient reading) is an interface
+    the pod's networking.gke.io/interfaces maps. A pod on the host's network sees the node's own names, not known
+    here; a pod that maps no GPU NIC is K8S101's."""
+    variable = _PLUGIN_IFNAME.get(fabric)
+    if variable is None or pod.host_network or not pod.interfaces or not _env_reaches_ranks(pod):
+        return ""
+    for name, value in pod.env:
+        if name != variable:
+            continue
+        prefixes = [p.strip().removeprefix("=") for p in value.split(",") if p.strip()]
+        if prefixes and not any(i.startswith(p) for i in pod.interfaces for p in prefixes if p):
+            return f"{name}={value}"
     return ""
 
 
