@@ -50,8 +50,8 @@ def test_demo_runs_outside_the_source_tree_and_shows_every_category() -> None:
     }
     # The GCP project shows every GCP category: missing and partial GPU NICs, isolation, placement, choice, MTU.
     assert {c for p, c in categories if p == "gcp"} == aws
-    # The Kubernetes clusters (EKS, GKE, AKS) show a missing, a software and a network-config finding.
-    assert {c for p, c in categories if p == "k8s"} == {"fabric-missing", "software", "network-config"}
+    # The Kubernetes clusters (EKS, GKE, AKS) show missing fabric and a missing daemon (software).
+    assert {c for p, c in categories if p == "k8s"} == {"fabric-missing", "software"}
     clean = {c["provider"] for c in report["clusters"] if c["status"] == "clean"}
     assert clean == {"aws", "azure", "gcp", "k8s"}
     clusters = {c["id"]: c for c in report["clusters"]}

@@ -38,7 +38,7 @@ def test_the_gateway_serves_what_the_textfile_holds(gateway: str, tmp_path: Path
     assert pushed == written and len(pushed) > 100  # one registry, built once, for both
     report = json.loads(report_file.read_text())
     findings = sum(v for name, _, v in pushed if name == "fabriccheck_findings")
-    assert findings == len(report["findings"]) == 50
+    assert findings == len(report["findings"]) == 48
     by_status = {dict(labels)["status"]: v for name, labels, v in pushed if name == "fabriccheck_clusters"}
     assert by_status == {k: float(v) for k, v in report["summary"]["clusters_by_status"].items()}
     dollars = {
@@ -87,7 +87,7 @@ def test_a_dead_gateway_is_one_line_and_exit_2_after_the_reports_are_written(tmp
     report = tmp_path / "report.json"
     result = run("demo", "--fail-on", "error", "-o", str(report), "--pushgateway", url)
     assert one_clean_line(result) == f"fabriccheck: error: --pushgateway {url}: cannot push (Connection refused)"
-    assert len(json.loads(report.read_text())["findings"]) == 50  # written before the push was tried
+    assert len(json.loads(report.read_text())["findings"]) == 48  # written before the push was tried
 
 
 @needs_gateway

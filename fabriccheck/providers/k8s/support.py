@@ -124,7 +124,8 @@ class K8sSupport(CloudSupport):
             "nccl_plugin": "ok, missing (no NCCL plugin installer DaemonSet for the node's GKE fabric) or n/a",
             "networks_missing": "networks the pod's networking.gke.io/interfaces names that no Network (or its "
             "GKENetworkParamSet) defines, comma-separated",
-            "fabric_off": "an NCCL or libfabric setting in the pod that turns its node's fabric off, or empty",
+            "fabric_off": "an NCCL or libfabric setting in the pod that turns its node's fabric off, or empty (always "
+            "for an MPIJob's workers, whose ranks take their env from mpirun -x)",
             "socket_ifname": "an NCCL_SOCKET_IFNAME in the pod that leaves NCCL only the loopback or a Docker bridge "
             "(lo, docker0), which reach no other node, or empty (always for an MPIJob's workers, whose ranks take "
             "their env from mpirun -x)",
@@ -371,6 +372,11 @@ def _nccl_plugin(pod: PodPart, fabric: FabricKind, daemonsets: list[DaemonSet]) 
 
 
 def _fabric_off(pod: PodPart, fabric: FabricKind) -> str:
+    """The first setting in the pod's env that turns its node's fabric off; none for an MPIJob's workers, whose
+    ranks take their variables from the launcher's mpirun -x (a setting in the worker's own env may never reach
+    NCCL: flagging it would be a guess)."""
+    if not _env_reaches_ranks(pod):
+        return ""
     for name, value in pod.env:
         for setting, values, fabrics in _FABRIC_OFF:
             if name == setting and value.strip().lower() in values and (fabrics is None or fabric in fabrics):
