@@ -209,3 +209,30 @@ def test_a_log_cut_mid_line_never_passes(tmp_path: Path) -> None:
     whole = tmp_path / "whole.log"
     whole.write_bytes((FIXTURES / "log_mixed_networks.txt").read_bytes().split(b"\n", 1)[0] + b"\n")
     assert run("nccl-log", str(whole)).returncode == 0  # one whole line of one host: nothing inter-node to judge
+
+
+def test_evidence_read_from_standard_input(tmp_path: Path) -> None:
+    """`-` reads the log or table from standard input (`kubectl logs job/x | fabriccheck nccl-log -`): the same
+    findings as from the file, the source and every error named as standard input, no copy left behind."""
+    import os
+    import subprocess
+
+    env = {**os.environ, "TMPDIR": str(tmp_path)}  # where the copy of standard input is made
+
+    def piped(*args: str, data: bytes) -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run(["fabriccheck", *args], input=data, capture_output=True, timeout=120, env=env)
+
+    log = (FIXTURES / "log_mixed_networks.txt").read_bytes()
+    from_file = json.loads(run("nccl-log", MIXED_LOG, "--format", "json").stdout)
+    result = piped("nccl-log", "-", "--format", "json", data=log)
+    report = json.loads(result.stdout)
+    assert result.returncode == 1 and report["source"] == "-"
+    assert [(f["rule"], f["resources"]) for f in report["findings"]] == [
+        (f["rule"], f["resources"]) for f in from_file["findings"]
+    ]
+    table = piped("nccl-tests", "-", "--instance-type", "p4d.24xlarge", "--nodes", "2", data=Path(TCP_RUN).read_bytes())
+    assert table.returncode == 1 and b"NCCL210" in table.stdout
+    garbage = piped("nccl-log", "-", data=b"not a log\n")
+    assert garbage.returncode == 2
+    assert garbage.stderr.decode().startswith("fabriccheck: error: unreadable input: standard input (-): no NCCL")
+    assert list(tmp_path.iterdir()) == []

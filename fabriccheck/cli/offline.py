@@ -174,7 +174,9 @@ def _estimate(
 @options("scan", ScanOptions, only=EVIDENCE)
 @options("fabric", FabricOptions)
 def nccl_tests(
-    file: Annotated[Path, typer.Argument(metavar="FILE", help="Output of all_reduce_perf and friends.")],
+    file: Annotated[
+        Path, typer.Argument(metavar="FILE", help="Output of all_reduce_perf and friends (- reads standard input).")
+    ],
     fabric: FabricOptions,
     nodes: Annotated[
         int | None, typer.Option(metavar="N", min=1, help="Nodes the test ran on (default: the hosts the file names).")
@@ -199,14 +201,16 @@ def nccl_tests(
         file,
         scan,
         provider,
-        lambda rules: command.nccl_tests(file, described, nodes, op, provider, rules),
+        lambda path, rules: command.nccl_tests(path, described, nodes, op, provider, rules),
     )
 
 
 @app.command("nccl-log", cls=Command)
 @options("scan", ScanOptions, only=EVIDENCE)
 def nccl_log(
-    file: Annotated[Path, typer.Argument(metavar="FILE", help="A log of a run with NCCL_DEBUG=INFO.")],
+    file: Annotated[
+        Path, typer.Argument(metavar="FILE", help="A log of a run with NCCL_DEBUG=INFO (- reads standard input).")
+    ],
     provider: ProviderOpt = None,
     *,
     scan: ScanOptions,
@@ -214,7 +218,7 @@ def nccl_log(
     """Report the transport each NCCL rank used (IB, EFA/OFI, sockets), GPUDirect RDMA and plugin failures."""
     from fabriccheck.evidence import command
 
-    _evidence("nccl-log", file, scan, provider, lambda rules: command.nccl_log(file, provider, rules))
+    _evidence("nccl-log", file, scan, provider, lambda path, rules: command.nccl_log(path, provider, rules))
 
 
 def _evidence(
@@ -222,7 +226,7 @@ def _evidence(
     file: Path,
     scan: ScanOptions,
     provider: str | None,
-    judged: Callable[[list["EvidenceRule"]], "Evidence"],
+    judged: Callable[[Path, list["EvidenceRule"]], "Evidence"],
 ) -> NoReturn:
     from fabriccheck import gate
     from fabriccheck.evidence import command

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Callable
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -31,6 +34,8 @@ if TYPE_CHECKING:
     from fabriccheck.gate import Settled
 
 FORMATS = ("text", "json", "sarif", "junit", "markdown")
+STDIN = "-"  # the evidence file argument that means standard input
+STDIN_NAME = "standard input (-)"
 ERROR_REPORT_FORMATS = ("json", "sarif")
 
 
@@ -66,6 +71,8 @@ def check_input(path: Path, out: Output, provider: str | None) -> list[Target]:
     targets = out.targets()
     if provider is not None and provider not in PROVIDERS:
         raise failures.usage(f"--provider {provider}: choose from {', '.join(PROVIDERS)}")
+    if str(path) == STDIN:
+        return targets
     for target in targets:
         if target.path is not None and _same_file(target.path, path):
             raise failures.usage(f"--output {target.path} is the file being read: write the report elsewhere")
@@ -142,6 +149,35 @@ def _error_targets(out: Output, path: Path) -> list[Target]:
     return [t for t in targets if t.fmt in ERROR_REPORT_FORMATS and (t.path is None or not _same_file(t.path, path))]
 
 
+@contextlib.contextmanager
+def _readable(path: Path) -> Iterator[Path]:
+    """The file to read: `path`, or for `-` standard input copied to a file named `-` in a folder of its own (the
+    readers stream a file, nccl-tests reads it twice, and a log may be larger than memory), removed after."""
+    if str(path) != STDIN:
+        yield path
+        return
+    with tempfile.TemporaryDirectory(prefix="fabriccheck-stdin-") as folder:
+        copy = Path(folder) / STDIN
+        with copy.open("wb") as out:
+            shutil.copyfileobj(sys.stdin.buffer, out, 1 << 20)
+        yield copy
+
+
+def _judged(path: Path, judged: Callable[[Path, list[EvidenceRule]], Evidence], rules: list[EvidenceRule]) -> Evidence:
+    """The evidence judged from `path` (`-`: standard input, named so in the report and in any error)."""
+    with _readable(path) as readable:
+        if readable == path:
+            return judged(path, rules)
+        try:
+            ev = judged(readable, rules)
+        except failures.EvidenceError as error:
+            raise failures.EvidenceError(error.code, error.detail.replace(str(readable), STDIN_NAME)) from None
+        except FabricCheckError as error:
+            raise FabricCheckError(str(error).replace(str(readable), STDIN_NAME)) from None
+    ev.source = STDIN
+    return ev
+
+
 def _defaults() -> Options:
     from fabriccheck.flow import Options  # the judging flow's settings: loaded only by a library caller's run
 
@@ -153,7 +189,7 @@ def run(
     path: Path,
     out: Output,
     provider: str | None,
-    judged: Callable[[list[EvidenceRule]], Evidence],
+    judged: Callable[[Path, list[EvidenceRule]], Evidence],
     settle: Callable[[], Settled] | None = None,
 ) -> int:
     """Check the input, settle the gate (`settle`: gate.settle of the command as run; None: the defaults), judge
@@ -165,7 +201,7 @@ def run(
         settled = settle() if settle is not None else None
         options = settled.options if settled is not None else _defaults()
         chosen = gate.rules_for(kind, options)
-        ev = judged(chosen)
+        ev = _judged(path, judged, chosen)
         write_baseline = settled.write_baseline if settled is not None else None
         recorded = gate.apply(ev, options, write_baseline, chosen)
     except FabricCheckError as error:
