@@ -11,6 +11,7 @@ type (yaml.YAMLError naming the line, tomllib.TOMLDecodeError), which every read
 from __future__ import annotations
 
 import datetime as dt
+import sys
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -20,14 +21,24 @@ import yaml
 from fabriccheck.errors import FabricCheckError
 
 
-def read_text(path: Path, what: str = "") -> str:
+def read_text(path: Path, what: str = "", stdin: bool = False) -> str:
     """The file's text (UTF-8; a byte order mark is skipped), or one line naming it (after `what`, which says
-    which file it is: "waivers file")."""
+    which file it is: "waivers file"). With `stdin`, `-` is standard input (`helm template ... | fabriccheck k8s
+    --manifests -`)."""
+    if stdin and str(path) == "-":
+        path = Path("standard input (-)")
+        where = f"{what} {path}" if what else str(path)
+        data = sys.stdin.buffer.read() if sys.stdin is not None else b""
+        return _decoded(data, where)
     where = f"{what} {path}" if what else str(path)
     try:
         data = path.read_bytes()
     except OSError as exc:
         raise FabricCheckError(f"{where}: cannot read ({exc.strerror or exc})") from None
+    return _decoded(data, where)
+
+
+def _decoded(data: bytes, where: str) -> str:
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

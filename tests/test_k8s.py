@@ -318,3 +318,29 @@ def test_an_empty_cluster_is_clean_and_complete(tmp_path: Path) -> None:
     report = json.loads(result.stdout)
     assert report["complete"] is True and report["findings"] == [] and report["clusters"] == []
     assert any(rule.startswith("K8S") for rule in report["rules"])
+
+
+def test_manifests_read_from_standard_input() -> None:
+    """`helm template ... | fabriccheck k8s --manifests - --nodes-from DIR`: the same findings as from the file, and a
+    bad document named as standard input."""
+    import subprocess
+
+    nodes = ["--nodes-from", str(CLUSTERS / "eks-train"), "--format", "json"]
+    manifest = MANIFESTS / "nccl-tests-mpijob.yaml"
+    from_file = json.loads(run("k8s", "--manifests", str(manifest), *nodes).stdout)
+    piped = subprocess.run(
+        ["fabriccheck", "k8s", "--manifests", "-", *nodes],
+        input=manifest.read_bytes(),
+        capture_output=True,
+        timeout=120,
+    )
+    report = json.loads(piped.stdout)
+    assert piped.returncode == 1 and report["findings"], piped.stderr
+    assert [(f["rule"], f["resources"]) for f in report["findings"]] == [
+        (f["rule"], f["resources"]) for f in from_file["findings"]
+    ]
+    bad = subprocess.run(
+        ["fabriccheck", "k8s", "--manifests", "-", *nodes], input=b"kind: [\n", capture_output=True, timeout=120
+    )
+    assert bad.returncode == 2
+    assert bad.stderr.decode().startswith("fabriccheck: error: standard input (-): line 2: not valid YAML")

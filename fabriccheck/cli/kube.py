@@ -18,7 +18,6 @@ if TYPE_CHECKING:
     from fabriccheck.inventory import Inventory
 
 
-
 @dataclasses.dataclass(frozen=True)
 class K8sSource:
     """Where the cluster's objects come from: live (kubeconfig), a dump, or manifests."""
@@ -44,7 +43,9 @@ class K8sSource:
     ] = None
     manifests: Annotated[
         bool,
-        typer.Option("--manifests", help="Judge the manifest files or folders PATH ... before apply (--nodes-from)."),
+        typer.Option(
+            "--manifests", help="Judge the manifest files or folders PATH ... before apply (--nodes-from; - is stdin)."
+        ),
     ] = False
     nodes_from: Annotated[
         Path | None,

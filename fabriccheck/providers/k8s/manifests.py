@@ -27,7 +27,9 @@ _APPLIED = {"DaemonSet": "daemonsets", "Network": "networks", "GKENetworkParamSe
 
 def _documents(path: Path) -> Iterator[dict[str, Any]]:
     """The objects of one file (a List's items one by one); anything but objects is one line naming the file."""
-    text = textfiles.read_text(path)
+    text = textfiles.read_text(path, stdin=True)
+    if str(path) == "-":
+        path = Path("standard input (-)")  # what the errors below name
     try:
         docs = list(yaml.load_all(text, Loader=textfiles._Loader))
     except yaml.YAMLError as exc:
@@ -50,7 +52,9 @@ def _documents(path: Path) -> Iterator[dict[str, Any]]:
 def manifest_files(paths: list[Path]) -> list[Path]:
     found: list[Path] = []
     for path in paths:
-        if path.is_dir():
+        if str(path) == "-":  # standard input: `helm template ... | fabriccheck k8s --manifests - --nodes-from DIR`
+            found.append(path)
+        elif path.is_dir():
             found += sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in SUFFIXES)
         elif path.is_file():
             found.append(path)
