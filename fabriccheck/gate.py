@@ -143,7 +143,7 @@ def settle(invocation: Invocation) -> Settled:
 def previous_report(params: Mapping[str, Any]) -> tuple[str, Report] | None:
     """The earlier JSON report of --previous (`-`: standard input), checked as `merge` checks its parts; one line
     naming the option for a missing or bad file."""
-    from fabriccheck.merge import load_report
+    from fabriccheck.report import load_report
 
     path: Path | None = params.get("previous")
     if path is None:
@@ -246,6 +246,7 @@ def check_outputs(params: dict[str, Any], found: Config, baseline_path: Path | N
     """No output of the run is a file it reads: the report, saved inventory or baseline written over a dump
     file, the waivers, the config file, the baseline, a rule or workload file, the plan or the inventory being
     checked would destroy the input (or judge what it just wrote). Two outputs on one file are refused too."""
+    from fabriccheck.sources.common import same_file
     from fabriccheck.targets import STDOUT, check_writable
 
     inputs = list(_inputs(params, found, baseline_path))
@@ -300,10 +301,3 @@ def _inside(path: Path, folder: Path) -> bool:
         return path.is_file() and Path(os.path.realpath(path)).is_relative_to(os.path.realpath(folder))
     except OSError:
         return False
-
-
-def same_file(a: Path, b: Path) -> bool:
-    try:
-        return a.samefile(b)
-    except OSError:  # one of them does not exist (yet)
-        return a.resolve() == b.resolve()

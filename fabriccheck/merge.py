@@ -10,43 +10,14 @@ reported by two parts would be counted twice.
 from __future__ import annotations
 
 import datetime as dt
-import reprlib
 from collections import Counter
 from pathlib import Path
-from typing import Any
-
-from pydantic import ValidationError
 
 from fabriccheck import __version__
 from fabriccheck.errors import FabricCheckError
 from fabriccheck.findings import sort_findings
 from fabriccheck.gate import carried
-from fabriccheck.report import REPORT_SCHEMA_VERSION, Report, Summary, join_cloud_instances, tally
-from fabriccheck.sources.common import describe, read_json
-
-
-def load_report(path: Path) -> Report:
-    """A JSON report (`--format json`), checked: one line naming the file for anything else."""
-    doc: Any = read_json(path)
-    name = "standard input (-)" if str(path) == "-" else str(path)  # as read_json names it
-    if not isinstance(doc, dict) or "findings" not in doc or "summary" not in doc:
-        raise FabricCheckError(f"{name}: not a fabriccheck JSON report (make one with --format json)")
-    version = doc.get("schema_version")
-    if version != REPORT_SCHEMA_VERSION:
-        raise FabricCheckError(
-            f"{name}: report schema_version {reprlib.repr(version)}, but this fabriccheck merges version "
-            f"{REPORT_SCHEMA_VERSION}; make the reports again with the same fabriccheck version"
-        )
-    summary = doc["summary"]
-    if isinstance(summary, dict) and "extra_gpu_hours_per_day" in summary:
-        raise FabricCheckError(
-            f"{name}: made by an older fabriccheck (extra_gpu_hours_per_day, since replaced by "
-            "lost_gpu_hours_per_day); make the reports again with the same fabriccheck version"
-        )
-    try:
-        return Report.model_validate(doc)
-    except ValidationError as exc:
-        raise FabricCheckError(f"{name}: not a fabriccheck JSON report ({describe(exc)})") from None
+from fabriccheck.report import Report, Summary, join_cloud_instances, load_report, tally
 
 
 def merge_files(paths: list[Path]) -> Report:

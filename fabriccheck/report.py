@@ -7,20 +7,67 @@ findings.py, never the judge or the flow.
 
 from __future__ import annotations
 
+import reprlib
 from collections import Counter
+from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, model_validator
+from pydantic import BaseModel, ValidationError, model_validator
 
 from fabriccheck import config, losses, penalty
 from fabriccheck.baseline import BaselineSummary
+from fabriccheck.errors import FabricCheckError
 from fabriccheck.findings import SEVERITY_RANK, Finding
 from fabriccheck.model import CollectionError, ScopeStatus, SourceLocation
-from fabriccheck.trend import Trend
+from fabriccheck.penalty import Range
 from fabriccheck.waivers import WaiverStatus
 
 REPORT_SCHEMA_VERSION = 1
 DESELECTED = "deselected (--select / --ignore)"
+
+
+# ---------------------------------------------------------------------------------------------- the trend
+# What changed since an earlier report (--previous; trend.py fills it in, `fabriccheck diff` prints it).
+
+
+class TrendFinding(BaseModel):
+    """A finding as the trend names it: enough to say what it is and where, without its message."""
+
+    fingerprint: str
+    rule: str
+    severity: str
+    category: str
+    title: str
+    provider: str
+    account: str
+    cluster: str | None
+    resources: list[str]
+    gates: bool = True  # not waived and not in a baseline (in the report that has it)
+
+
+class Change(BaseModel):
+    """A figure in the earlier report and now (low and high bounds), and now minus then."""
+
+    previous: Range | None
+    current: Range | None
+    change: Range
+
+
+class ClusterChange(BaseModel):
+    id: str
+    lost_gpu_hours_per_day: Change
+
+
+class Trend(BaseModel):
+    previous: str  # the earlier report's file
+    previous_generated_at: str
+    new: list[TrendFinding]
+    fixed: list[TrendFinding]
+    unchanged: list[TrendFinding]
+    lost_gpu_hours_per_day: Change
+    lost_dollars_per_day: Change | None  # when both reports were priced
+    clusters: list[ClusterChange]  # clusters whose lost GPU-hours changed, most changed first
+    notes: list[str] = []
 
 
 class NotJudged(BaseModel):
@@ -219,3 +266,30 @@ def tally(findings: list[Finding], clusters: list[ClusterReport], skipped: list[
         "waived": sum(1 for f in findings if f.waiver is not None),
         "in_baseline": sum(1 for f in findings if f.baseline == "existing"),
     }
+
+
+def load_report(path: Path) -> Report:
+    """A JSON report (`--format json`; `-`: standard input), checked: one line naming the file for anything else
+    (`merge`, `diff`, --previous)."""
+    from fabriccheck.sources.common import describe, read_json
+
+    doc: Any = read_json(path)
+    name = "standard input (-)" if str(path) == "-" else str(path)  # as read_json names it
+    if not isinstance(doc, dict) or "findings" not in doc or "summary" not in doc:
+        raise FabricCheckError(f"{name}: not a fabriccheck JSON report (make one with --format json)")
+    version = doc.get("schema_version")
+    if version != REPORT_SCHEMA_VERSION:
+        raise FabricCheckError(
+            f"{name}: report schema_version {reprlib.repr(version)}, but this fabriccheck merges version "
+            f"{REPORT_SCHEMA_VERSION}; make the reports again with the same fabriccheck version"
+        )
+    summary = doc["summary"]
+    if isinstance(summary, dict) and "extra_gpu_hours_per_day" in summary:
+        raise FabricCheckError(
+            f"{name}: made by an older fabriccheck (extra_gpu_hours_per_day, since replaced by "
+            "lost_gpu_hours_per_day); make the reports again with the same fabriccheck version"
+        )
+    try:
+        return Report.model_validate(doc)
+    except ValidationError as exc:
+        raise FabricCheckError(f"{name}: not a fabriccheck JSON report ({describe(exc)})") from None

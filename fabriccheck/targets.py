@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fabriccheck.errors import FabricCheckError
-from fabriccheck.gate import same_file
 
 STDOUT = "-"
 
@@ -95,6 +94,8 @@ def resolve(
             f"--format {fmt} is the format of no output ({named} by its suffix): drop --format, or add an output "
             f"in {fmt}"
         )
+    from fabriccheck.sources.common import same_file
+
     files = [t.path for t in targets if t.path is not None]
     for index, path in enumerate(files):
         if any(same_file(path, other) for other in files[index + 1 :]):

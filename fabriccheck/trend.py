@@ -4,56 +4,10 @@ text and HTML reports show; `fabriccheck diff OLD.json NEW.json` prints it on it
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from pydantic import BaseModel
-
 from fabriccheck.baseline import fingerprint
 from fabriccheck.findings import SEVERITY_RANK, Finding
 from fabriccheck.penalty import Range
-
-if TYPE_CHECKING:
-    from fabriccheck.report import Report
-
-
-class TrendFinding(BaseModel):
-    """A finding as the trend names it: enough to say what it is and where, without its message."""
-
-    fingerprint: str
-    rule: str
-    severity: str
-    category: str
-    title: str
-    provider: str
-    account: str
-    cluster: str | None
-    resources: list[str]
-    gates: bool = True  # not waived and not in a baseline (in the report that has it)
-
-
-class Change(BaseModel):
-    """A figure in the earlier report and now (low and high bounds), and now minus then."""
-
-    previous: Range | None
-    current: Range | None
-    change: Range
-
-
-class ClusterChange(BaseModel):
-    id: str
-    lost_gpu_hours_per_day: Change
-
-
-class Trend(BaseModel):
-    previous: str  # the earlier report's file
-    previous_generated_at: str
-    new: list[TrendFinding]
-    fixed: list[TrendFinding]
-    unchanged: list[TrendFinding]
-    lost_gpu_hours_per_day: Change
-    lost_dollars_per_day: Change | None  # when both reports were priced
-    clusters: list[ClusterChange]  # clusters whose lost GPU-hours changed, most changed first
-    notes: list[str] = []
+from fabriccheck.report import Change, ClusterChange, Report, Trend, TrendFinding
 
 
 def _key(finding: Finding) -> str:

@@ -14,7 +14,7 @@ from browser import CHROMIUM, Browser, Page
 from cli_run import run
 from test_html_report import IMG, SCRIPT, hostile_dump
 
-from fabriccheck.merge import load_report
+from fabriccheck.report import load_report
 from fabriccheck.reports import busbw
 from fabriccheck.reports.outline import needs_attention, ranked
 

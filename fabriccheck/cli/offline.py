@@ -49,10 +49,11 @@ def merge(
     from fabriccheck import gate
     from fabriccheck.errors import FabricCheckError
     from fabriccheck.merge import merge_files
+    from fabriccheck.sources.common import same_file
 
     targets = scan.targets()
     for target in targets:
-        if target.path is not None and any(str(r) != "-" and gate.same_file(target.path, r) for r in reports):
+        if target.path is not None and any(str(r) != "-" and same_file(target.path, r) for r in reports):
             raise FabricCheckError(f"--output {target.path} is one of the reports being merged: write it elsewhere")
     report = merge_files(reports)
     report.gate = gate.with_exit_flags(scan.invocation, report.gate)
@@ -322,7 +323,7 @@ def diff(
     incomplete (unless --allow-incomplete), since what it did not see cannot be called fixed."""
     from fabriccheck import trend
     from fabriccheck.errors import FabricCheckError
-    from fabriccheck.merge import load_report
+    from fabriccheck.report import load_report
 
     if fmt not in ("text", "json", "markdown"):
         raise FabricCheckError(f"--format {fmt}: diff writes text, json or markdown")

@@ -25,7 +25,7 @@ from fabriccheck.evidence.expect import FabricOptions
 from fabriccheck.evidence.judge import Evidence
 from fabriccheck.model import PROVIDERS
 from fabriccheck.rulebook import EvidenceRule
-from fabriccheck.sources.common import Outputs
+from fabriccheck.sources.common import Outputs, same_file
 from fabriccheck.stdout import write_stdout
 from fabriccheck.targets import Target, resolve
 
@@ -59,13 +59,6 @@ class Output:
             raise failures.usage(str(exc)) from None
 
 
-def _same_file(a: Path, b: Path) -> bool:
-    try:
-        return a.samefile(b)
-    except OSError:  # one of them does not exist (yet)
-        return a.resolve() == b.resolve()
-
-
 def check_input(path: Path, out: Output, provider: str | None) -> list[Target]:
     """The report's targets, once the input and the options are checked."""
     targets = out.targets()
@@ -74,7 +67,7 @@ def check_input(path: Path, out: Output, provider: str | None) -> list[Target]:
     if str(path) == STDIN:
         return targets
     for target in targets:
-        if target.path is not None and _same_file(target.path, path):
+        if target.path is not None and same_file(target.path, path):
             raise failures.usage(f"--output {target.path} is the file being read: write the report elsewhere")
     if not path.is_file():
         raise failures.unreadable(f"{path}: no such file" if not path.exists() else f"{path}: not a regular file")
@@ -146,7 +139,7 @@ def _error_targets(out: Output, path: Path) -> list[Target]:
         targets = out.targets()
     except FabricCheckError:
         return []
-    return [t for t in targets if t.fmt in ERROR_REPORT_FORMATS and (t.path is None or not _same_file(t.path, path))]
+    return [t for t in targets if t.fmt in ERROR_REPORT_FORMATS and (t.path is None or not same_file(t.path, path))]
 
 
 @contextlib.contextmanager

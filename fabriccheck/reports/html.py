@@ -26,7 +26,7 @@ from markupsafe import Markup, escape
 from fabriccheck import trend
 from fabriccheck.findings import Finding
 from fabriccheck.model import UNKNOWN_ACCOUNT, SourceLocation
-from fabriccheck.report import DESELECTED, ClusterReport, Report
+from fabriccheck.report import DESELECTED, ClusterReport, Report, TrendFinding
 from fabriccheck.reports import busbw, planned, svg
 from fabriccheck.reports.names import DisplayName, display_name
 from fabriccheck.reports.outline import (
@@ -52,7 +52,6 @@ from fabriccheck.reports.wording import (
     slowdown_cell,
     span,
 )
-from fabriccheck.trend import TrendFinding
 
 RESOURCES_SHOWN = 8  # a rule's resources listed in full; the rest behind "more"
 RESOURCES_MAX = 200  # past this, --format json has them

@@ -345,6 +345,15 @@ def read_json(path: Path, dump_file: bool = False) -> Any:
         raise FabricCheckError(f"{name}: not valid JSON ({exc})") from None
 
 
+def same_file(a: Path, b: Path) -> bool:
+    """Whether two paths name one file (an output over an input); by their resolved names when one does not exist
+    (yet)."""
+    try:
+        return a.samefile(b)
+    except OSError:
+        return a.resolve() == b.resolve()
+
+
 def write_atomic(path: Path, data: bytes, option: str) -> None:
     """Write `data` to `path` as one step: into a temporary file in the same folder, flushed to disk, then
     renamed over `path`. On any failure (a full disk, a folder that is not writable, Ctrl-C) the temporary file
