@@ -3,7 +3,7 @@ and `nccl-log` (evidence from a running cluster), `rules` (the rule book) and `c
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
@@ -99,29 +99,20 @@ def estimate(
 ) -> None:
     """What a fabric should do (nccl-tests bandwidths) and what a fabric state costs, for a catalog type or a
     fabric described by hand (unless told otherwise: 8 GPUs and 8 NICs of 400 Gbps per node, over ib)."""
+    from fabriccheck import estimate as estimating
+    from fabriccheck.errors import FabricCheckError
     from fabriccheck.evidence.failures import usage
 
     if fmt not in ("text", "json"):
         raise usage(f"--format {fmt}: estimates are shown as text or json")
-    args = (nodes, fabric, state, workload, workload_file, price_per_gpu_hour, calibrate)
-    from fabriccheck.errors import FabricCheckError
-
-    if fmt == "text":
-        emit(_estimate_text(*args), output)
-        return
     try:
-        emit(_estimate(*args).model_dump_json(indent=2) + "\n", output)
+        result = _estimate(nodes, fabric, state, workload, workload_file, price_per_gpu_hour, calibrate)
     except FabricCheckError as error:
         # A script reading the JSON sees why there is no estimate: the same errors[].code as the evidence reports.
-        if output is None:
+        if fmt == "json" and output is None:
             emit(_failed_estimate(error), None)
         raise
-
-
-def _estimate_text(*args: Any) -> str:
-    from fabriccheck import estimate as estimating
-
-    return estimating.render_text(_estimate(*args))
+    emit(result.model_dump_json(indent=2) + "\n" if fmt == "json" else estimating.render_text(result), output)
 
 
 def _failed_estimate(error: "FabricCheckError") -> str:
