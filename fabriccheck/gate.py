@@ -104,6 +104,7 @@ def settle(invocation: Invocation) -> Settled:
     from fabriccheck.sources.common import reading
 
     found, params = effective(invocation)
+    check_one_stdin(params)
     value = found.value
     waivers_path: Path | None = value("waivers")
     with reading(waivers_path or "the waivers"):  # a value nested too deeply even to quote: one line naming it
@@ -140,6 +141,29 @@ def settle(invocation: Invocation) -> Settled:
     return Settled(options, str(value("fail-on")), write_baseline, previous_report(params))
 
 
+# Every input that may be `-` (standard input), as the error names it.
+_STDIN_READERS = {
+    "plan_file": "the plan",
+    "inventory_file": "the inventory",
+    "file": "the evidence file",
+    "paths": "--manifests",  # k8s --manifests PATH ...
+    "previous": "--previous",
+}
+
+
+def check_one_stdin(params: Mapping[str, Any]) -> None:
+    """At most one input reads standard input: a second would find it empty and judge nothing."""
+    readers = []
+    for name, what in _STDIN_READERS.items():
+        value = params.get(name)
+        values = value if isinstance(value, list | tuple) else [value]
+        readers += [what] * sum(1 for v in values if v is not None and str(v) == "-")
+    if len(readers) > 1:
+        raise FabricCheckError(
+            f"{readers[0]} and {readers[1]} both read standard input (-): give all but one of them as files"
+        )
+
+
 def previous_report(params: Mapping[str, Any]) -> tuple[str, Report] | None:
     """The earlier JSON report of --previous (`-`: standard input), checked as `merge` checks its parts; one line
     naming the option for a missing or bad file."""
@@ -149,10 +173,6 @@ def previous_report(params: Mapping[str, Any]) -> tuple[str, Report] | None:
     if path is None:
         return None
     stdin = str(path) == "-"
-    readers = [f for f in ("plan_file", "inventory_file") if str(params.get(f)) == "-"]
-    if stdin and readers:
-        what = "the plan" if readers[0] == "plan_file" else "the inventory"
-        raise FabricCheckError(f"--previous - and {what} both read standard input: give one of them as a file")
     try:
         return ("standard input" if stdin else str(path)), load_report(path)
     except FabricCheckError as exc:

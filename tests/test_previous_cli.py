@@ -97,8 +97,18 @@ def test_the_previous_report_from_standard_input(tmp_path: Path) -> None:
     )
     assert both.returncode == 2
     assert both.stderr.decode() == (
-        "fabriccheck: error: --previous - and the plan both read standard input: give one of them as a file\n"
+        "fabriccheck: error: the plan and --previous both read standard input (-): give all but one of them as files\n"
     )
+    # Any two inputs that read standard input: the manifests would otherwise find it emptied by --previous.
+    manifests = subprocess.run(
+        ["fabriccheck", "k8s", "--manifests", "-", "--nodes-from", str(DEMO_AWS.parent / "k8s" / "eks-train"),
+         "--previous", "-"],
+        input=old.read_bytes(), capture_output=True, timeout=120,
+    )  # fmt: skip
+    assert manifests.returncode == 2
+    assert "--manifests and --previous both read standard input (-)" in manifests.stderr.decode()
+    twice = subprocess.run(["fabriccheck", "merge", "-", "-"], input=old.read_bytes(), capture_output=True, timeout=120)
+    assert twice.returncode == 2 and "merge: - is named twice" in twice.stderr.decode()
 
 
 def test_the_html_report_says_what_changed_since(tmp_path: Path) -> None:
