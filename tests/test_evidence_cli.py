@@ -195,6 +195,7 @@ def test_estimate_json_says_why_there_is_no_estimate(args: list[str], code: str,
     assert failure["kind"] == "estimate" and failure["complete"] is False
     assert [e["code"] for e in failure["errors"]] == [code] and needle in failure["errors"][0]["message"]
     assert run("estimate", *args).stdout == ""  # text has no failure report: the one line says it
+    assert json.loads(run("estimate", *args, "--format", "json", "-o", "-").stdout) == failure  # - is stdout
 
 
 def test_a_log_cut_mid_line_never_passes(tmp_path: Path) -> None:

@@ -109,7 +109,7 @@ def estimate(
         result = _estimate(nodes, fabric, state, workload, workload_file, price_per_gpu_hour, calibrate)
     except FabricCheckError as error:
         # A script reading the JSON sees why there is no estimate: the same errors[].code as the evidence reports.
-        if fmt == "json" and output is None:
+        if fmt == "json" and (output is None or str(output) == "-"):  # stdout: a file is not written over
             emit(_failed_estimate(error), None)
         raise
     emit(result.model_dump_json(indent=2) + "\n" if fmt == "json" else estimating.render_text(result), output)
@@ -118,10 +118,9 @@ def estimate(
 def _failed_estimate(error: "FabricCheckError") -> str:
     import json
 
-    from fabriccheck.evidence.failures import EvidenceError, code_of
+    from fabriccheck.evidence.failures import error_entry
 
-    detail = error.detail if isinstance(error, EvidenceError) else str(error)
-    failure = {"kind": "estimate", "complete": False, "errors": [{"code": code_of(error), "message": detail}]}
+    failure = {"kind": "estimate", "complete": False, "errors": [error_entry(error)]}
     return json.dumps(failure, indent=2) + "\n"
 
 

@@ -104,9 +104,8 @@ def nccl_log(path: Path, provider: str | None, rules: list[EvidenceRule] | None 
 
 def failed(kind: str, path: Path, error: FabricCheckError) -> Evidence:
     """The report of a command that could not run: incomplete, with the failure in `errors[]`."""
-    detail = error.detail if isinstance(error, failures.EvidenceError) else str(error)
     ev = Evidence(kind, str(path), judge.UNKNOWN_PROVIDER, complete=False)
-    ev.errors.append({"code": failures.code_of(error), "message": detail})
+    ev.errors.append(failures.error_entry(error))
     return ev
 
 

@@ -38,6 +38,12 @@ def unreadable(detail: str) -> EvidenceError:
     return EvidenceError(UNREADABLE, detail)
 
 
+def error_entry(error: FabricCheckError) -> dict[str, str]:
+    """The report's `errors[]` entry for a failure: its code and its words without the kind's prefix."""
+    detail = error.detail if isinstance(error, EvidenceError) else str(error)
+    return {"code": code_of(error), "message": detail}
+
+
 def code_of(error: FabricCheckError) -> str:
     """The kind of a failure; a FabricCheckError raised without one is a usage error (options checked elsewhere)."""
     return error.code if isinstance(error, EvidenceError) else USAGE
