@@ -8,3 +8,6 @@ class FabricCheckError(Exception):
 class DumpShapeError(FabricCheckError):
     def __init__(self, where: str, path: str, expected: str) -> None:
         super().__init__(f"{where}: field {path}: expected {expected}")
+
+
+STDIN_NAME = "standard input (-)"  # how a message names `-`, the file argument that means standard input

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ValidationError, model_validator
 
 from fabriccheck import config, losses, penalty
 from fabriccheck.baseline import BaselineSummary
-from fabriccheck.errors import FabricCheckError
+from fabriccheck.errors import STDIN_NAME, FabricCheckError
 from fabriccheck.findings import SEVERITY_RANK, Finding
 from fabriccheck.model import CollectionError, ScopeStatus, SourceLocation
 from fabriccheck.penalty import Range
@@ -274,7 +274,7 @@ def load_report(path: Path) -> Report:
     from fabriccheck.sources.common import describe, read_json
 
     doc: Any = read_json(path)
-    name = "standard input (-)" if str(path) == "-" else str(path)  # as read_json names it
+    name = STDIN_NAME if str(path) == "-" else str(path)  # as read_json names it
     if not isinstance(doc, dict) or "findings" not in doc or "summary" not in doc:
         raise FabricCheckError(f"{name}: not a fabriccheck JSON report (make one with --format json)")
     version = doc.get("schema_version")

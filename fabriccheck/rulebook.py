@@ -275,9 +275,7 @@ def _load_entry(path: Path) -> Rule | EvidenceRule:
     try:
         doc = shipped.load_yaml(textfiles.read_text(path))  # UTF-8 only: one line naming the file otherwise
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}: " if mark else ""
-        raise FabricCheckError(f"{path}: {where}not valid YAML ({getattr(exc, 'problem', exc)})") from None
+        raise textfiles.yaml_error(path, exc) from None
     if not isinstance(doc, dict):
         raise FabricCheckError(f"{path}: a rule file must be a mapping of fields")
     if "evidence" in doc:

@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from fabriccheck.errors import FabricCheckError
+from fabriccheck.errors import STDIN_NAME, FabricCheckError
 
 
 def read_text(path: Path, what: str = "", stdin: bool = False) -> str:
@@ -26,7 +26,7 @@ def read_text(path: Path, what: str = "", stdin: bool = False) -> str:
     which file it is: "waivers file"). With `stdin`, `-` is standard input (`helm template ... | fabriccheck k8s
     --manifests -`)."""
     if stdin and str(path) == "-":
-        path = Path("standard input (-)")
+        path = Path(STDIN_NAME)
         where = f"{what} {path}" if what else str(path)
         data = sys.stdin.buffer.read() if sys.stdin is not None else b""
         return _decoded(data, where)
@@ -69,6 +69,21 @@ def load_yaml(text: str) -> Any:
         return yaml.load(text, Loader=_Loader)  # a safe loader: _Loader is CSafeLoader's
     except RecursionError:
         raise yaml.YAMLError("nested too deeply (more than about 1,000 levels)") from None
+
+
+def load_yaml_all(text: str) -> list[Any]:
+    """Every document of a multi-document YAML text (`---`), as load_yaml reads one."""
+    try:
+        return list(yaml.load_all(text, Loader=_Loader))
+    except RecursionError:
+        raise yaml.YAMLError("nested too deeply (more than about 1,000 levels)") from None
+
+
+def yaml_error(where: object, exc: yaml.YAMLError) -> FabricCheckError:
+    """A YAML fault as one line naming the file and, where the parser knows it, the line."""
+    mark = getattr(exc, "problem_mark", None)
+    line = f"line {mark.line + 1}: " if mark else ""
+    return FabricCheckError(f"{where}: {line}not valid YAML ({getattr(exc, 'problem', exc)})")
 
 
 def load_toml(text: str) -> dict[str, Any]:

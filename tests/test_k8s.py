@@ -344,3 +344,19 @@ def test_manifests_read_from_standard_input() -> None:
     )
     assert bad.returncode == 2
     assert bad.stderr.decode().startswith("fabriccheck: error: standard input (-): line 2: not valid YAML")
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ("kind: [\n", "bad.yaml: line 2: not valid YAML"),
+        ("- just\n- a list\n", "bad.yaml: document 1 is not a Kubernetes object (no kind)"),
+        # `kubectl get -o yaml` writes a List; an item without a kind is no object (was: internal error)
+        ("kind: List\nitems:\n  - metadata: {name: x}\n", "bad.yaml: document 1, item 1 is not a Kubernetes object"),
+    ],
+)
+def test_a_manifest_that_is_no_kubernetes_object_is_one_line(tmp_path: Path, text: str, needle: str) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(text)
+    result = run("k8s", "--manifests", str(bad), "--nodes-from", str(CLUSTERS / "eks-train"))
+    assert result.returncode == 2 and needle in one_clean_line(result)

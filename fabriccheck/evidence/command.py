@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from fabriccheck.errors import FabricCheckError
+from fabriccheck.errors import STDIN_NAME, FabricCheckError
 from fabriccheck.evidence import bandwidth, expect, failures, gate, judge, report
 from fabriccheck.evidence import nccl_log as reader
 from fabriccheck.evidence import nccl_tests as parser
@@ -35,7 +35,6 @@ if TYPE_CHECKING:
 
 FORMATS = ("text", "json", "sarif", "junit", "markdown")
 STDIN = "-"  # the evidence file argument that means standard input
-STDIN_NAME = "standard input (-)"
 ERROR_REPORT_FORMATS = ("json", "sarif")
 
 

@@ -27,7 +27,7 @@ import orjson
 from pydantic import ValidationError
 
 from fabriccheck import stopping
-from fabriccheck.errors import DumpShapeError, FabricCheckError
+from fabriccheck.errors import STDIN_NAME, DumpShapeError, FabricCheckError
 from fabriccheck.model import UNKNOWN_ACCOUNT, CollectionError, Provider, ScopeStatus
 
 T = TypeVar("T")
@@ -319,7 +319,7 @@ def read_json(path: Path, dump_file: bool = False) -> Any:
     folder, which must be a regular file (open_dump_file); a file named on the command line may be a pipe
     (`fabriccheck check <(...)`), or `-`: standard input."""
     stdin = not dump_file and str(path) == "-"
-    name = "standard input (-)" if stdin else str(path)
+    name = STDIN_NAME if stdin else str(path)
     try:
         if stdin:
             data = sys.stdin.buffer.read() if sys.stdin is not None else b""

@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 
 from fabriccheck import textfiles
-from fabriccheck.errors import FabricCheckError
+from fabriccheck.errors import STDIN_NAME, FabricCheckError
 from fabriccheck.inventory import Inventory
 from fabriccheck.providers.k8s.dump import read_list
 from fabriccheck.providers.k8s.objects import KINDS, ClusterObjects, Normalizer
@@ -28,25 +28,20 @@ _APPLIED = {"DaemonSet": "daemonsets", "Network": "networks", "GKENetworkParamSe
 def _documents(path: Path) -> Iterator[dict[str, Any]]:
     """The objects of one file (a List's items one by one); anything but objects is one line naming the file."""
     text = textfiles.read_text(path, stdin=True)
-    if str(path) == "-":
-        path = Path("standard input (-)")  # what the errors below name
+    where = STDIN_NAME if str(path) == "-" else path
     try:
-        docs = list(yaml.load_all(text, Loader=textfiles._Loader))
+        docs = textfiles.load_yaml_all(text)
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}: " if mark else ""
-        raise FabricCheckError(f"{path}: {where}not valid YAML ({getattr(exc, 'problem', exc)})") from None
-    except RecursionError:
-        raise FabricCheckError(f"{path}: nested too deeply") from None
+        raise textfiles.yaml_error(where, exc) from None
     for index, doc in enumerate(docs):
         if doc is None:
             continue  # an empty document (`---` at the end, a Helm template that renders nothing)
-        if not isinstance(doc, dict) or not isinstance(doc.get("kind"), str):
-            raise FabricCheckError(f"{path}: document {index + 1} is not a Kubernetes object (no kind)")
-        if doc["kind"].endswith("List") and isinstance(doc.get("items"), list):
-            yield from (item for item in doc["items"] if isinstance(item, dict))
-        else:
-            yield doc
+        items = doc.get("items") if isinstance(doc, dict) and str(doc.get("kind", "")).endswith("List") else None
+        for number, item in enumerate(items if isinstance(items, list) else [doc]):
+            if not isinstance(item, dict) or not isinstance(item.get("kind"), str):
+                which = f"document {index + 1}" + (f", item {number + 1}" if isinstance(items, list) else "")
+                raise FabricCheckError(f"{where}: {which} is not a Kubernetes object (no kind)")
+            yield item
 
 
 def manifest_files(paths: list[Path]) -> list[Path]:
