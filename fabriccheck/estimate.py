@@ -17,6 +17,7 @@ from pydantic import BaseModel
 from fabriccheck import catalog, penalty
 from fabriccheck.evidence.failures import unknown_model, usage
 from fabriccheck.model import FabricKind
+from fabriccheck.penalty.collectives import size_label
 from fabriccheck.workloadfile import PRECISIONS, STRATEGIES, WORKLOAD_FIELDS, workload_from_file
 
 __all__ = ["PRECISIONS", "STRATEGIES", "WORKLOAD_FIELDS", "workload_from_file"]  # the file format's home moved
@@ -374,7 +375,7 @@ def _collective_lines(found: list[Collective]) -> list[str]:
         if c.bytes in (8, 8 * 4**5, 8 * 4**10, 8 * 4**13, 16 * 2**30):
             algbw = _pair(c.algbw_gbytes_per_s, c.algbw_worst_gbytes_per_s)
             busbw = _pair(c.busbw_gbytes_per_s, c.busbw_worst_gbytes_per_s)
-            lines.append(f"{c.op:<15}{_size(c.bytes):>10}{algbw:>18}{busbw:>18}  {c.algorithm}")
+            lines.append(f"{c.op:<15}{size_label(c.bytes):>10}{algbw:>18}{busbw:>18}  {c.algorithm}")
     return [*lines, ""]
 
 
@@ -394,8 +395,3 @@ def _gbytes(value: float) -> str:
     return f"{value:.2f}" if value >= 1 else f"{value:.3g}"
 
 
-def _size(n: int) -> str:
-    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if n >= scale:
-            return f"{n / scale:g} {unit}"
-    return f"{n} B"

@@ -37,6 +37,14 @@ SIMPLE_STARTUP_HOPS = 4.0
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast", "reduce")
 
 
+def size_label(size: int) -> str:
+    """A message size as nccl-tests sweeps them: `8 B`, `32 KiB`, `16 GiB`."""
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if size >= scale:
+            return f"{size / scale:g} {unit}"
+    return f"{size} B"
+
+
 def bus_factor(op: str, ranks: int) -> float:
     """nccl-tests' bus bandwidth factor on `ranks` ranks (nccl-tests doc/PERFORMANCE.md): busbw = algbw x it."""
     if ranks <= 1:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from markupsafe import Markup, escape
 
+from fabriccheck.penalty.collectives import size_label
 from fabriccheck.reports.busbw import Curves
 from fabriccheck.reports.safe import visible
 
@@ -128,14 +129,6 @@ def stacked(name: str, title: str, counts: dict[str, dict[str, int]]) -> Markup:
 PLOT = (46.0, 8.0, WIDTH - 8.0, 196.0)  # left, top, right, bottom of the plotting area
 LEGEND_TOP = 244
 HEIGHT = LEGEND_TOP + 2 * 14 + 8
-
-
-def size_label(size: int) -> str:
-    """`8 B`, `32 KiB`, `16 GiB`."""
-    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if size >= scale:
-            return f"{size / scale:g} {unit}"
-    return f"{size} B"
 
 
 def _figure(value: float) -> str:
