@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from fabriccheck.report import Report
     from fabriccheck.rulebook import RuleMeta
     from fabriccheck.sources.common import Outputs
+    from fabriccheck.targets import Target
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,6 +63,7 @@ class Settled:
     fail_on: str
     write_baseline: Path | None
     previous: tuple[str, Report] | None = None  # --previous: where the earlier report was read, and it
+    targets: list[Target] = dataclasses.field(default_factory=list)  # where the reports go (ScanOptions.settle)
 
 
 # The command's own defaults when it has no such parameter: a scan fails on errors and prices this workload.

@@ -20,7 +20,6 @@ from fabriccheck.cli.options import FailOn, ScanOptions
 from fabriccheck.stdout import write_stdout
 
 if TYPE_CHECKING:
-    from prometheus_client import CollectorRegistry
 
     from fabriccheck.gate import Settled
     from fabriccheck.inventory import Inventory
@@ -74,8 +73,7 @@ def finish(inventory: Inventory, scan: ScanOptions, settled: Settled) -> NoRetur
 
             where, previous = settled.previous
             report.trend = trend.compare(previous, report, where)
-        metrics = metrics_to_push(report, scan)
-        write_reports(report, scan.targets(), fail_on, scan.verbose, outputs, metrics)
+        write_reports(report, settled.targets, fail_on, scan.verbose, outputs)
         outputs.commit()
     except BaseException:
         outputs.discard()
@@ -84,7 +82,7 @@ def finish(inventory: Inventory, scan: ScanOptions, settled: Settled) -> NoRetur
     if tag is not None and _untagged(inventory, tag):
         # After the report is out, so that a run that fails is still one line on stderr.
         say(f"fabriccheck: warning: no node carries the tag {tag}; grouping by the usual signals")
-    push(metrics, scan)
+    push(report, scan)
     exit_for(report, fail_on, scan.allow_incomplete)
 
 
@@ -94,12 +92,10 @@ def write_reports(
     fail_on: FailOn,
     verbose: bool,
     outputs: Outputs | None = None,
-    metrics: CollectorRegistry | None = None,
 ) -> None:
     """The report in every target (fabriccheck.targets): each format rendered once, the files staged in `outputs`
     (put in place by the caller's commit, with the run's other files) or, without `outputs`, put in place here all
-    together; stdout written first. `metrics`: the Prometheus registry already built for a push, so that the
-    textfile holds exactly what was pushed."""
+    together; stdout written first."""
     from fabriccheck import reports
     from fabriccheck.sources.common import Outputs
 
@@ -110,13 +106,7 @@ def write_reports(
     try:
         for target in targets:
             key = (target.fmt, target.to_stdout)
-            if key in rendered:
-                pass
-            elif target.fmt == "prometheus" and metrics is not None:
-                from prometheus_client import generate_latest
-
-                rendered[key] = generate_latest(metrics).decode()
-            else:
+            if key not in rendered:
                 color = target.to_stdout and target.fmt == "text" and tty and "NO_COLOR" not in os.environ
                 # A file gets a fixed width; the terminal's own width applies to what goes to the terminal.
                 width = None if target.to_stdout else 100
@@ -136,22 +126,15 @@ def write_reports(
         raise
 
 
-def metrics_to_push(report: Report, scan: ScanOptions) -> CollectorRegistry | None:
-    """With --pushgateway: the report's Prometheus metrics, built once for the push and the textfile."""
-    if scan.pushgateway is None:
-        return None
-    from fabriccheck.reports.prometheus import registry_of
-
-    return registry_of(report)
-
-
-def push(metrics: CollectorRegistry | None, scan: ScanOptions) -> None:
-    """With --pushgateway: `metrics` pushed under --job, after every file is in place. A push that fails is one
-    line and exit 2 (FabricCheckError): a dashboard that was not fed must not look like a clean audit."""
-    if scan.pushgateway is not None and metrics is not None:
+def push(report: Report, scan: ScanOptions) -> None:
+    """With --pushgateway: the report's metrics (the textfile's, reports.prometheus.registry_of) pushed under --job,
+    after every file is in place. A push that fails is one line and exit 2 (FabricCheckError): a dashboard that was
+    not fed must not look like a clean audit."""
+    if scan.pushgateway is not None:
         from fabriccheck.pushgateway import push as push_metrics
+        from fabriccheck.reports.prometheus import registry_of
 
-        push_metrics(metrics, scan.pushgateway, scan.job)
+        push_metrics(registry_of(report), scan.pushgateway, scan.job)
 
 
 def exit_for(report: Report, fail_on: FailOn, allow_incomplete: bool = False) -> NoReturn:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, NoReturn
 import typer
 
 from fabriccheck.cli.app import Command, app, emit
-from fabriccheck.cli.finish import exit_for, metrics_to_push, push, write_reports
+from fabriccheck.cli.finish import exit_for, push, write_reports
 from fabriccheck.cli.options import (
     EVIDENCE,
     PUSH,
@@ -57,9 +57,8 @@ def merge(
             raise FabricCheckError(f"--output {target.path} is one of the reports being merged: write it elsewhere")
     report = merge_files(reports)
     report.gate = gate.with_exit_flags(scan.invocation, report.gate)
-    metrics = metrics_to_push(report, scan)
-    write_reports(report, targets, scan.fail_on, scan.verbose, metrics=metrics)
-    push(metrics, scan)
+    write_reports(report, targets, scan.fail_on, scan.verbose)
+    push(report, scan)
     exit_for(report, scan.fail_on, scan.allow_incomplete)
 
 

@@ -268,9 +268,7 @@ class ScanOptions:
         outputs checked, so that a bad file fails in a second, not after a long scan."""
         from fabriccheck import gate
 
-        settled = gate.settle(self.invocation)
-        self.targets()
-        return settled
+        return dataclasses.replace(gate.settle(self.invocation), targets=self.targets())
 
     def targets(
         self, formats: Collection[str] | None = None, written_as: str = "reports are written as"
