@@ -27,7 +27,7 @@ from fabriccheck.inventory import Inventory
 from fabriccheck.model import ScopeStatus
 from fabriccheck.providers.k8s.objects import ClusterObjects, Normalizer
 from fabriccheck.providers.k8s.role import KINDS, Kind, resource_of, rule_for
-from fabriccheck.sources.common import API_CALLS, Progress, Scope, first_line, retry_policy
+from fabriccheck.sources.common import API_CALLS, Progress, RetryPolicy, Scope, first_line, retry_policy
 
 PAGE = 500  # objects per list call
 MAX_RETRY_AFTER = 60.0  # seconds: a longer wait asked for is cut to this
@@ -71,6 +71,7 @@ class _Lister:
     errors: list[Any] = field(default_factory=list)
     calls: int = 0
     retries: int = 0
+    policy: RetryPolicy = field(default_factory=retry_policy)  # read from the environment once per run
 
     def objects(self, kind: Kind, namespace: str | None) -> list[dict[str, Any]] | None:
         """Every object of `kind` (in `namespace`), page by page; None when it was forbidden (recorded)."""
@@ -90,7 +91,7 @@ class _Lister:
                 return items
 
     def _get(self, path: str, query: list[tuple[str, Any]], kind: Kind, namespace: str | None) -> dict[str, Any] | None:
-        policy = retry_policy()
+        policy = self.policy
         what = f"list {kind.plural}" + (f" in namespace {namespace}" if namespace else "")
         for attempt in range(policy.max_attempts):
             self.calls += 1
@@ -108,7 +109,7 @@ class _Lister:
             except ApiException as exc:
                 if exc.status in _RETRIED and attempt + 1 < policy.max_attempts:
                     self.retries += 1
-                    time.sleep(_wait(exc, attempt, policy.backoff_base))
+                    time.sleep(policy.backoff(_wait(exc, attempt)))
                     continue
                 return self._failed(exc, kind, what)
             except (urllib3.exceptions.HTTPError, OSError) as exc:
@@ -119,7 +120,7 @@ class _Lister:
             except orjson.JSONDecodeError:
                 raise FabricCheckError(f"Kubernetes API server {self.host}: {what}: the answer is not JSON") from None
             return page
-        return None  # not reached: the last attempt returns or raises
+        raise AssertionError("not reached: the last attempt returns or raises")
 
     def _failed(self, exc: ApiException, kind: Kind, what: str) -> dict[str, Any] | None:
         if exc.status == 404 and kind.group:
@@ -128,20 +129,26 @@ class _Lister:
             raise FabricCheckError(
                 f"Kubernetes API server {self.host}: unauthorized (401): check the kubeconfig's credentials"
             )
-        code = {403: "Forbidden", 429: "Throttled"}.get(exc.status or 0, f"HTTP{exc.status}")
-        permission = rule_for(kind) if exc.status == 403 else None
-        self.errors.append(self.scope.error(what, code, f"{what}: {exc.status} {exc.reason}", permission))
+        # The words every cloud's collection errors use (sources.common.Scope): denied with the rule it needed,
+        # throttled after the retries, else the HTTP status.
+        detail = f"{what}: {exc.status} {exc.reason}"
+        if exc.status == 403:
+            self.errors.append(self.scope.denied(what, detail, rule_for(kind)))
+        elif exc.status == 429:
+            self.errors.append(self.scope.throttled(what, detail))
+        else:
+            self.errors.append(self.scope.error(what, f"HTTP{exc.status}", detail))
         return None
 
 
-def _wait(exc: ApiException, attempt: int, scale: float) -> float:
-    """Retry-After when the server says (seconds), else an exponential back-off; both on the policy's scale."""
+def _wait(exc: ApiException, attempt: int) -> float:
+    """Retry-After when the server says (seconds), else an exponential back-off (the policy scales both)."""
     header = (exc.headers or {}).get("Retry-After") if exc.headers else None
     try:
         seconds = min(float(header), MAX_RETRY_AFTER) if header is not None else 0.5 * 2**attempt
     except ValueError:
         seconds = 0.5 * 2**attempt
-    return max(0.0, seconds) * scale
+    return max(0.0, seconds)
 
 
 def collect_live(

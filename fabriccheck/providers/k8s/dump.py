@@ -49,7 +49,7 @@ def cluster_folders(directory: Path) -> list[Path]:
     return subs
 
 
-def read_cluster(folder: Path, name: str | None = None) -> ClusterObjects:
+def read_cluster(folder: Path) -> ClusterObjects:
     """One cluster's files; nodes.json and pods.json must be there."""
     for plural in REQUIRED:
         if not (folder / f"{plural}.json").is_file():
@@ -61,7 +61,7 @@ def read_cluster(folder: Path, name: str | None = None) -> ClusterObjects:
         for plural in KINDS
         if (folder / f"{plural}.json").is_file()
     }
-    return ClusterObjects(name=name or folder.resolve().name, items=items)
+    return ClusterObjects(name=folder.resolve().name, items=items)
 
 
 def load_dump(directory: Path, scope: object = None) -> Inventory:

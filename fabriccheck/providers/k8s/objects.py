@@ -91,8 +91,6 @@ class ClusterObjects:
     items: dict[str, list[dict[str, Any]]]
     origin: Origin = "running"
     errors: list[CollectionError] = field(default_factory=list)
-    api_calls: int = 0
-    retries: int = 0
 
 
 @dataclass(frozen=True)
@@ -342,7 +340,6 @@ class Normalizer:
             if isinstance(meta := item.get("metadata"), dict)
         }
         self._shapes: dict[NodeShape, NodeShape] = {}
-        self.skipped = 0  # pods that ask for no accelerator
 
     def inventory(self, source: str) -> Inventory:
         inventory = Inventory(source=source)
@@ -371,12 +368,10 @@ class Normalizer:
         """A pod as a node, or None when it asks for no accelerator (CPU-only pods are never judged)."""
         spec = item.get("spec") or {}
         if not asks_accelerators(spec):
-            self.skipped += 1
             return None
         meta = item.get("metadata") or {}
         read = read_spec(spec)
         if read.gpus == 0:
-            self.skipped += 1
             return None
         namespace = str(meta.get("namespace") or "default")
         annotations = meta.get("annotations") or {}
@@ -443,10 +438,9 @@ class Normalizer:
             doc = {**owner, "kind": kind, "metadata": {**meta, "namespace": namespace}}
             nodes = []
             for pod_id, pod in pods_of(doc):
-                if asks_accelerators(pod["spec"]):
-                    made = self.pod(pod, pod_id, state="pending")
-                    if made is not None:
-                        nodes.append(made)
+                made = self.pod(pod, pod_id, state="pending")  # None for a CPU-only pod
+                if made is not None:
+                    nodes.append(made)
             if nodes:
                 found[key] = nodes
         return found
