@@ -68,6 +68,10 @@ class FactContext(Protocol):
 
     def capability(self, shape: NodeShape) -> Capability | None: ...
 
+    def type_capability(self, instance_type: str | None) -> Capability | None:
+        """An instance type's capability as the catalog or the live answer gives it (no GPUs attached by hand)."""
+        ...
+
     def attachment(self, shape: NodeShape) -> FabricAttachment:
         """The shape's fabric attachment as its provider decides it, computed once per run."""
         ...

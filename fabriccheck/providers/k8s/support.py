@@ -260,7 +260,7 @@ class K8sSupport(CloudSupport):
         per_node = 0
         unknown: dict[str, str] = {}
         for shape in shapes:
-            cap = context.capability(shape.model_copy(update={"accelerators": None})) if shape.instance_type else None
+            cap = context.type_capability(shape.instance_type)
             if cap is None:
                 what = shape.instance_type or "not known"
                 why = f"the type of a node the workload runs on is {what}: the workload is not judged"
@@ -300,7 +300,7 @@ def _ib_scale_sets(shapes: list[NodeShape], context: FactContext) -> dict[str, s
         match = _SCALE_SET_VM.match(pod.instance or "") if pod is not None and pod.cloud == "azure" else None
         if match is None or not shape.instance_type:
             continue
-        cap = context.capability(shape.model_copy(update={"accelerators": None}))
+        cap = context.type_capability(shape.instance_type)
         if cap is not None and cap.fabric is FabricKind.INFINIBAND:
             found[match["set"].lower()] = match["name"]
     return found
@@ -440,8 +440,10 @@ def _networks_missing(shape: NodeShape, pod: PodPart, context: FactContext) -> t
             "GKE Network and GKENetworkParamSet objects were not collected (networks.json, gkenetworkparamsets.json)"
         )
     k8s = context.inventory.k8s
-    networks = {(n.account, n.region, n.name): n for n in k8s.networks}
-    param_sets = {(p.account, p.region, p.name) for p in k8s.network_param_sets}
+    networks = context.cached("k8s:networks", lambda: {(n.account, n.region, n.name): n for n in k8s.networks})
+    param_sets = context.cached(
+        "k8s:param-sets", lambda: {(p.account, p.region, p.name) for p in k8s.network_param_sets}
+    )
     missing = []
     for name in dict.fromkeys(pod.networks):
         network = networks.get((shape.account, shape.region, name))
