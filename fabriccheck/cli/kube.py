@@ -3,19 +3,18 @@ kubeconfig (the `kubernetes` client, imported only here and only for a live run)
 dumps, or on manifests before apply."""
 
 import dataclasses
-import importlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from fabriccheck.cli.app import Command, app, emit
+from fabriccheck.cli.app import Command, app
 from fabriccheck.cli.finish import finish, loaded
 from fabriccheck.cli.options import ScanOptions, options
 from fabriccheck.errors import FabricCheckError
 
 if TYPE_CHECKING:
-    from fabriccheck.inventory import Inventory
+    pass
 
 
 @dataclasses.dataclass(frozen=True)
@@ -93,51 +92,26 @@ def k8s(
 ) -> None:
     """Audit Kubernetes workloads (EKS, GKE, AKS): do their pods use the fabric their nodes have?"""
     if source.print_role:
-        _print_role(scan)
+        from fabriccheck.cli.live import print_document
+        from fabriccheck.providers.k8s.role import cluster_role_yaml
+
+        print_document(scan, "ClusterRole", "YAML", cluster_role_yaml)
     given = list(paths or [])
     _check(source, given, scan)
     settled = scan.settle()
-    if source.from_dump is not None:
-        from fabriccheck.providers.k8s.dump import load_dump
-
-        dump = source.from_dump
-        inventory = loaded(dump, lambda: load_dump(dump))
-    elif source.manifests:
+    if source.manifests:
         from fabriccheck.providers.k8s.manifests import load_manifests
 
         nodes_from = source.nodes_from
         assert nodes_from is not None  # _check
         inventory = loaded(given[0], lambda: load_manifests(given, nodes_from))
     else:
-        inventory = _live(source, scan)
+        from fabriccheck.cli.live import cloud_sdk, collected
+
+        with cloud_sdk():  # the client not installed is the missing extra, in one line
+            context, kubeconfig = source.context, source.kubeconfig
+            scopes = source.namespaces or []
+            inventory = collected(
+                "k8s", scan, source.from_dump, None, scopes, None, context=context, kubeconfig=kubeconfig
+            )
     finish(inventory, scan, settled)
-
-
-def _live(source: K8sSource, scan: ScanOptions) -> "Inventory":
-    from fabriccheck.cli.live import cloud_sdk
-    from fabriccheck.cli.progress import progress
-
-    with cloud_sdk():  # the client not installed is the missing extra, in one line
-        collect = importlib.import_module("fabriccheck.providers.k8s.collect")
-    with progress(scan.verbose) as shown:
-        inventory: Inventory = collect.collect_live(
-            source.namespaces or [], context=source.context, kubeconfig=source.kubeconfig, progress=shown
-        )
-        return inventory
-
-
-def _print_role(scan: ScanOptions) -> None:
-    invocation = scan.invocation
-    others = [invocation.flags.get(name, name) for name in invocation.given if name not in ("print_role", "output")]
-    if others:
-        raise FabricCheckError(
-            f"--print-role and {', '.join(others)} cannot be used together "
-            "(it prints the ClusterRole and exits; --output FILE writes it there)"
-        )
-    from fabriccheck.providers.k8s.role import cluster_role_yaml
-
-    outputs = scan.output or []
-    if len(outputs) > 1:
-        raise FabricCheckError(f"--print-role writes one YAML document: give one --output FILE, not {len(outputs)}")
-    emit(cluster_role_yaml(), outputs[0] if outputs else None)
-    raise typer.Exit(0)

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 
@@ -127,7 +127,7 @@ def collected(
     from_dump: Path | None,
     dump_scope: object,
     scopes: list[str],
-    live: object,
+    live: object | None,
     **extra: Any,
 ) -> Inventory:
     """The inventory of --from-dump DIR, read by the provider's `dump.load_dump(DIR, dump_scope)`; else collected
@@ -138,7 +138,7 @@ def collected(
         reader = importlib.import_module(f"fabriccheck.providers.{provider}.dump")
         return loaded(from_dump, lambda: reader.load_dump(from_dump, dump_scope))
     collect = importlib.import_module(f"fabriccheck.providers.{provider}.collect")
-    options = {name: value for name, value in vars(live).items() if value is not None}
+    options = {name: value for name, value in (vars(live) if live is not None else {}).items() if value is not None}
     with progress(scan.verbose) as shown:
         result: Inventory = collect.collect_live(scopes, **options, **extra, progress=shown)
         return result
@@ -161,7 +161,19 @@ def print_privilege(provider: str, scan: ScanOptions, common: CloudOptions, *sha
     function of `shaped_by`, printed or written to --output FILE, then exit 0. Else nothing."""
     if not (common.print_role or common.print_iam_policy):
         return
+    import json
+
     what, function, shaping = PRIVILEGE[provider]
+    document = getattr(importlib.import_module(f"fabriccheck.providers.{provider}.collect"), function)
+    print_document(scan, what, "JSON", lambda: json.dumps(document(*shaped_by), indent=2) + "\n", shaping)
+
+
+def print_document(
+    scan: ScanOptions, what: str, kind: str, text: Callable[[], str], shaping: tuple[str, ...] = ()
+) -> NoReturn:
+    """`text()`, the least privilege a live run needs (`what`: policy, role, ClusterRole; one `kind` of document),
+    printed or written to --output FILE, then exit 0. Any other option but those `shaping` it would be ignored:
+    an error."""
     invocation = scan.invocation
     asked = [invocation.flags[name] for name in invocation.given if name in _PRINT]
     others = [invocation.flags[name] for name in invocation.given if name not in (*_PRINT, "output", *shaping)]
@@ -170,11 +182,8 @@ def print_privilege(provider: str, scan: ScanOptions, common: CloudOptions, *sha
             f"{asked[0]} and {', '.join(others)} cannot be used together "
             f"(it prints the {what} and exits; --output FILE writes it there)"
         )
-    import json
-
     outputs = scan.output or []
     if len(outputs) > 1:
-        raise FabricCheckError(f"{asked[0]} writes one JSON document: give one --output FILE, not {len(outputs)}")
-    document = getattr(importlib.import_module(f"fabriccheck.providers.{provider}.collect"), function)
-    emit(json.dumps(document(*shaped_by), indent=2) + "\n", outputs[0] if outputs else None)
+        raise FabricCheckError(f"{asked[0]} writes one {kind} document: give one --output FILE, not {len(outputs)}")
+    emit(text(), outputs[0] if outputs else None)
     raise typer.Exit(0)
