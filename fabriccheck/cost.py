@@ -14,6 +14,7 @@ from fabriccheck.clusters import Cluster
 from fabriccheck.facts import FactBuilder, fact_key_of
 from fabriccheck.findings import Finding
 from fabriccheck.model import Capability, Node
+from fabriccheck.penalty.members import TCP_EFFECTS, node_fabric, node_state
 
 Member = tuple[penalty.FabricDescription, penalty.FabricState]  # one node's fabric and what is wrong with it
 
@@ -32,10 +33,6 @@ def cluster_cost(
     if any(f.confidence != "certain" and f.effect != "none" for f in findings):
         found.possible = cluster_penalty(cluster, findings, workload, price_per_gpu_hour, facts)
     return found
-
-
-# What a finding's effect does to the fabric of the node it names (or of every node, for a cluster finding).
-_TCP_EFFECTS = {"tcp-fallback", "weaker-fabric"}
 
 
 def cluster_penalty(
@@ -87,7 +84,7 @@ def _slowdown(members: tuple[Member, ...], workload: penalty.Workload) -> penalt
 # A node's type (with the GPUs attached to it, GCP N1), its findings' effects, fabric NICs attached if partial.
 _MemberKey = tuple[tuple[str, int | None, str | None], frozenset[str], int | None]
 # Effects that decide a node's state ahead of partial-fabric (see _member): its attached NICs do not matter then.
-_DOWN_EFFECTS = frozenset({"unreachable", *_TCP_EFFECTS})
+_DOWN_EFFECTS = frozenset({"unreachable", *TCP_EFFECTS})
 
 
 def _key(node: Node, effects: frozenset[str], facts: FactBuilder) -> _MemberKey:
@@ -112,32 +109,6 @@ def _member(
     type_key, effects, attached = key
     cap = capabilities[type_key]
     assert cap is not None  # cluster_penalty estimates only clusters whose types are all known
-    fabric = penalty.FabricDescription.from_capability(cap)
-    if "weaker-fabric" in effects and not fabric.fabric_gbps:
-        # Healthy would be the fabric of the same-generation type the instance-choice rule suggests,
-        # scaled to this type's accelerators; the node keeps its own ordinary NIC.
-        pick = next(
-            (
-                s.capability
-                for s in facts.siblings(provider, cap.instance_type)
-                if s.capability.accelerators >= cap.accelerators
-            ),
-            None,
-        )
-        if pick is not None and pick.accelerators:
-            fabric = penalty.FabricDescription.borrowed(cap, pick)
-    health: penalty.FabricHealth = "healthy"
-    if "unreachable" in effects:
-        health = "unreachable"
-    elif effects & _TCP_EFFECTS:
-        health = "tcp-fallback"
-    elif "partial-fabric" in effects:
-        health = "partial"
-    state = penalty.FabricState(
-        health,
-        nics_used=attached if health == "partial" else None,
-        loose_placement="loose-placement" in effects,
-        socket_path=where[0],
-        nvlink_domains=where[1] if "split-nvlink-domain" in effects else None,
-    )
+    fabric = node_fabric(cap, effects, lambda: facts.siblings(provider, cap.instance_type))
+    state = node_state(effects, attached, where[0], where[1])
     return fabric, state

@@ -4,9 +4,10 @@ The curves come from the penalty model's own collective estimate (penalty.collec
 estimate` sweeps the same sizes with). The report does not carry a cluster's fabric state, so it is rebuilt as
 cost.py builds it: the cluster's instance type from the catalog (a type without a fabric judged against the
 fabric of its generation's sibling, for a weaker-fabric finding), and the effects of the findings the rules are
-certain of (TCP fallback, some fabric NICs, looser placement, GPUDirect RDMA off). A curve is drawn only when the
-rebuilt links are the links the cluster's penalty recorded (`inter_node_gbytes_per_s`, within 1%): otherwise the
-chart would show another cluster than the one priced, and the report says why it draws none.
+certain of (TCP fallback, some fabric NICs, looser placement), by the mapping the cost stage uses
+(penalty.members). A curve is drawn only when the rebuilt links are the links the cluster's penalty recorded
+(`inter_node_gbytes_per_s`, within 1%: how many fabric NICs a partial node has is read back from them): otherwise
+the chart would show another cluster than the one priced, and the report says why it draws none.
 """
 
 from __future__ import annotations
@@ -18,11 +19,11 @@ from fabriccheck import catalog, penalty
 from fabriccheck.cloud import support
 from fabriccheck.estimate import SIZES
 from fabriccheck.findings import Finding
+from fabriccheck.penalty.members import node_fabric, node_state
 from fabriccheck.report import ClusterReport
 
 OP = "all_reduce"
 TOLERANCE = 0.01
-_TCP = frozenset({"tcp-fallback", "weaker-fabric"})
 
 
 @dataclass(frozen=True)
@@ -95,49 +96,28 @@ def _close(value: float, want: float) -> bool:
 
 
 def _fabric(provider: str, instance_type: str, effects: set[str]) -> penalty.FabricDescription | None:
-    """The type's fabric; for a weaker-fabric finding on a type without one, its sibling's (cost.py's choice)."""
+    """The type's fabric, as the cost stage takes it (a weaker-fabric type's: its sibling's)."""
     cap = catalog.resolve(instance_type, {})
     if cap is None:
         return None
-    fabric = penalty.FabricDescription.from_capability(cap)
-    if "weaker-fabric" in effects and not fabric.fabric_gbps:
-        siblings = catalog.fabric_siblings(support(provider), instance_type, {})
-        pick = next((s.capability for s in siblings if s.capability.accelerators >= cap.accelerators), None)
-        if pick is not None and pick.accelerators:
-            fabric = penalty.FabricDescription.borrowed(cap, pick)
-    return fabric
+    return node_fabric(cap, effects, lambda: catalog.fabric_siblings(support(provider), instance_type, {}))
 
 
 def _state(
     cluster: ClusterReport, fabric: penalty.FabricDescription, effects: set[str], recorded: dict[str, float]
 ) -> penalty.FabricState:
-    """The worst node's state (the ring runs at its pace). Some fabric NICs: how many is not in the report, but
-    the link scales with them, so the recorded bandwidths say it."""
-    health: penalty.FabricHealth = "healthy"
-    used = None
-    if effects & _TCP:
-        health = "tcp-fallback"
-    elif "partial-fabric" in effects:
-        health = "partial"
-        share = recorded["degraded_best"] / recorded["healthy"] if recorded["healthy"] else 0.0
-        used = round(fabric.nics * share)
-    elif "gpudirect-off" in effects:
-        health = "gpudirect-off"
-    return penalty.FabricState(
-        health,
-        nics_used=used,
-        loose_placement="loose-placement" in effects,
-        socket_path=penalty.socket_path_of(cluster.grouped_by),
-    )
+    """The worst node's state (the ring runs at its pace), as the cost stage makes it. Some fabric NICs: how many
+    is not in the report, but the link scales with them, so the recorded bandwidths say it."""
+    share = recorded["degraded_best"] / recorded["healthy"] if recorded["healthy"] else 0.0
+    return node_state(effects, round(fabric.nics * share), penalty.socket_path_of(cluster.grouped_by), 0)
 
 
 def _words(state: penalty.FabricState, fabric: penalty.FabricDescription) -> str:
+    # A degraded cluster's worst node runs (degraded): on the fabric, on sockets, or on some of its NICs.
     words = {
         "healthy": "the fabric",
         "tcp-fallback": "TCP sockets instead of the fabric",
         "partial": f"{state.nics_used} of {fabric.nics} fabric NICs",
-        "gpudirect-off": "the fabric without GPUDirect RDMA",
-        "unreachable": "peers unreachable",
     }
     said = words[state.fabric]
     return said + (", looser placement" if state.loose_placement else "")
@@ -145,7 +125,7 @@ def _words(state: penalty.FabricState, fabric: penalty.FabricDescription) -> str
 
 def _command(instance_type: str, nodes: int, state: penalty.FabricState) -> str:
     """`fabriccheck estimate` for the same fabric, nodes and state (its --state words: estimate.STATE_HELP)."""
-    base = {"tcp-fallback": "tcp", "partial": f"nics={state.nics_used}", "gpudirect-off": "no-gdr"}
+    base = {"tcp-fallback": "tcp", "partial": f"nics={state.nics_used}"}
     words = [base.get(state.fabric, "healthy")]
     if state.fabric == "tcp-fallback" and state.socket_path != "host":
         words.append(state.socket_path)
