@@ -31,22 +31,23 @@ from fabriccheck.reports import busbw, planned, svg
 from fabriccheck.reports.names import DisplayName, display_name
 from fabriccheck.reports.outline import (
     cluster_names,
+    cluster_status,
     findings_by_cluster,
     needs_attention,
     not_judged_groups,
     ranked,
     status_counts,
     suppressed,
-    worst,
+    unjudged_states,
     worst_cell,
 )
 from fabriccheck.reports.safe import visible
 from fabriccheck.reports.wording import (
-    cost_lines,
     lost_cell,
     lost_hours,
     penalty_line,
     plural,
+    possible_cost_line,
     possible_line,
     possible_rules,
     slowdown_cell,
@@ -59,7 +60,6 @@ CHART_BARS = 15  # clusters in the lost GPU-hours chart
 BUSBW_CHARTS = 50  # degraded clusters drawn with their busbw (~7 KB each), worst first; the rest name the command
 TOP = 10
 _STEP_LABELS = ("Console", "CLI", "Terraform")
-_JUDGED_STATES = ("running", "pending", "planned")
 _BREAK_AFTER = re.compile("[/:,]")  # in escaped text: no entity holds one
 
 
@@ -201,21 +201,6 @@ def finding_groups(
     return out
 
 
-def _status(c: ClusterReport, findings: list[Finding]) -> tuple[str, str]:
-    severity = worst(f for f in findings if f.gates)
-    if findings and not severity:
-        status, css = f"{plural(len(findings), 'finding')}, none failing the gate", "accepted"
-    elif findings:
-        status, css = plural(len(findings), "finding"), severity or "info"
-    elif c.status == "incomplete":
-        status, css = "incomplete: not fully judged", "incomplete"
-    else:
-        status, css = "clean", "clean"
-    if findings and not c.complete:
-        status += "; not fully judged"
-    return status, css
-
-
 def cluster_view(
     rank: int,
     c: ClusterReport,
@@ -226,7 +211,7 @@ def cluster_view(
     fixes: Fixes | None = None,
 ) -> ClusterView:
     """A cluster's section; `draw`: with its busbw chart when it is degraded (else the command that gives it)."""
-    status, css = _status(c, findings)
+    status, css = cluster_status(c, findings)
     caveat = " (from the rules that could be judged)" if c.not_judged and not findings else ""
     view = ClusterView(
         rank=rank,
@@ -286,7 +271,7 @@ def headline(report: Report) -> dict[str, Any]:
         "dollars": span(dollars.low, dollars.high, "${:,.0f}") if dollars is not None else None,
         "cannot_run": s.clusters_cannot_run,
         "cannot_pass": not report.fully_judged(),
-        "more": cost_lines(report)[1 if losing else 0 :],  # what the findings marked possible would add
+        "more": [line for line in [possible_cost_line(report)] if line],  # what findings marked possible would add
     }
 
 
@@ -316,7 +301,7 @@ def unseen(report: Report, names: dict[str, DisplayName]) -> list[str]:
             f"{plural(unjudged, 'cluster')} {'has' if unjudged == 1 else 'have'} a selected rule that could not be "
             "judged (see Not judged below): this result cannot pass a gate"
         )
-    states = {k: v for k, v in report.summary.nodes_by_state.items() if k not in _JUDGED_STATES and v}
+    states = unjudged_states(report.summary)
     if states:
         listed = ", ".join(f"{n:,} {state}" for state, n in sorted(states.items()))
         out.append(f"instances not judged: {listed} (only running and pending instances are judged)")

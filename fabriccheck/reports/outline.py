@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from fabriccheck.findings import SEVERITY_RANK, Finding
-from fabriccheck.report import ClusterReport, NotJudged, Report
+from fabriccheck.report import ClusterReport, NotJudged, Report, Summary
 from fabriccheck.reports.names import DisplayName, display_names
-from fabriccheck.reports.wording import lost_hours
+from fabriccheck.reports.wording import lost_hours, plural
 
 _STATUS_RANK = {"findings": 0, "incomplete": 1, "clean": 2}
 
@@ -92,3 +92,29 @@ def not_judged_groups(items: Sequence[NotJudged]) -> list[tuple[str, list[str], 
             rules.append(item.rule)
         resources.extend(r for r in item.resources if r not in resources)
     return [(reason, rules, resources) for reason, (rules, resources) in groups.items()]
+
+
+def cluster_status(c: ClusterReport, findings: list[Finding]) -> tuple[str, str]:
+    """A cluster's status in words, and its kind (a severity, `accepted`: every finding waived or in the baseline,
+    `incomplete`, `clean`) for a renderer's style. Findings and a rule not judged: both are said."""
+    severity = worst(f for f in findings if f.gates)
+    if findings and not severity:
+        status, kind = f"{plural(len(findings), 'finding')}, none failing the gate", "accepted"
+    elif findings:
+        status, kind = plural(len(findings), "finding"), severity or "info"
+    elif c.status == "incomplete":
+        status, kind = "incomplete: not fully judged", "incomplete"
+    else:
+        status, kind = "clean", "clean"
+    if findings and not c.complete:
+        status += "; not fully judged"
+    return status, kind
+
+
+# Instances in these states are judged; others (stopped, deallocated, terminated) are counted apart.
+JUDGED_STATES = ("running", "pending", "planned")
+
+
+def unjudged_states(summary: Summary) -> dict[str, int]:
+    """Instances not judged, by state (only running and pending instances are; a plan's are planned)."""
+    return {k: v for k, v in summary.nodes_by_state.items() if k not in JUDGED_STATES and v}

@@ -28,13 +28,14 @@ from fabriccheck.reports import planned
 from fabriccheck.reports.names import DisplayName, shared_scopes
 from fabriccheck.reports.outline import (
     cluster_names,
+    cluster_status,
     findings_by_cluster,
     needs_attention,
     not_judged_groups,
     ranked,
     status_counts,
     suppressed,
-    worst,
+    unjudged_states,
     worst_cell,
 )
 from fabriccheck.reports.safe import visible
@@ -50,7 +51,6 @@ from fabriccheck.reports.wording import (
 
 STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan", "incomplete": "bold magenta", "clean": "green"}
 MIN_WIDTH = 60
-_JUDGED_STATES = ("running", "pending", "planned")
 DEFAULT_WIDTH = 100  # when the output is not a terminal and COLUMNS is not set
 TOP = 10  # rows of the "cost most" table
 CLEAN_SHOWN = 3  # clean clusters shown as blocks (and named in the count line) without --verbose
@@ -329,17 +329,8 @@ def _cluster_block(
     name: DisplayName,
     locations: dict[str, SourceLocation] | None = None,
 ) -> None:
-    severity = worst(f for f in findings if f.gates)
-    if findings and not severity:  # every finding waived or in the baseline
-        status, style = f"{plural(len(findings), 'finding')}, none failing the gate", "dim"
-    elif findings:
-        status, style = plural(len(findings), "finding"), STYLE[severity or "info"]
-    elif c.status == "incomplete":
-        status, style = "incomplete: not fully judged", STYLE["incomplete"]
-    else:
-        status, style = "clean", STYLE["clean"]
-    if findings and not c.complete:  # findings, and a rule not judged: both hold
-        status += "; not fully judged"
+    status, kind = cluster_status(c, findings)
+    style = "dim" if kind == "accepted" else STYLE[kind]
     page.blank()
     shown = visible(name)
     if len(f"Cluster {shown}  {status}") <= page.width:
@@ -430,7 +421,7 @@ def _summary(page: _Page, report: Report) -> None:
             "",
             "  ",
         )
-    states = {k: v for k, v in s.nodes_by_state.items() if k not in _JUDGED_STATES and v}
+    states = unjudged_states(s)
     if states:
         listed = ", ".join(f"{n:,} {visible(state)}" for state, n in sorted(states.items()))
         page.para(f"Instances not judged: {listed} (only running and pending instances are judged).", "", "  ")

@@ -79,31 +79,42 @@ def possible_rules(findings: Iterable[Finding]) -> list[str]:
 def cost_lines(report: Report) -> list[str]:
     """The summary's cost: what the clusters lose out of what is paid for, then, apart, what the findings marked
     possible would add. Nothing when nothing is lost."""
+    return [line for line in (lost_line(report), possible_cost_line(report)) if line]
+
+
+def lost_line(report: Report) -> str | None:
+    """What the clusters lose out of what is paid for, or None when nothing is lost."""
     s = report.summary
-    lost, out = s.lost_gpu_hours_per_day, []
+    lost = s.lost_gpu_hours_per_day
     unpriced = sum(1 for c in report.clusters if not c.penalty.estimated)
-    if s.gpu_hours_per_day > 0 and (lost.high >= 0.5 or s.clusters_cannot_run):
-        share = span(lost.low / s.gpu_hours_per_day, lost.high / s.gpu_hours_per_day, "{:.0%}")
-        line = (
-            f"Lost to the fabric: {span(lost.low, lost.high)} GPU-hours a day ({share}) of the "
-            f"{s.gpu_hours_per_day:,.0f} the judged clusters are paid for"
-        )
-        if s.lost_dollars_per_day is not None:
-            line += f", {span(s.lost_dollars_per_day.low, s.lost_dollars_per_day.high, '${:,.0f}')} a day"
-        if s.clusters_cannot_run:
-            line += f"; {plural(s.clusters_cannot_run, 'cluster')} cannot run at all"
-        if unpriced:
-            line += f"; {plural(unpriced, 'cluster')} not estimated"
-        out.append(line + ("." if s.lost_dollars_per_day is not None else ". Pass --price-per-gpu-hour for dollars."))
+    if not (s.gpu_hours_per_day > 0 and (lost.high >= 0.5 or s.clusters_cannot_run)):
+        return None
+    share = span(lost.low / s.gpu_hours_per_day, lost.high / s.gpu_hours_per_day, "{:.0%}")
+    line = (
+        f"Lost to the fabric: {span(lost.low, lost.high)} GPU-hours a day ({share}) of the "
+        f"{s.gpu_hours_per_day:,.0f} the judged clusters are paid for"
+    )
+    if s.lost_dollars_per_day is not None:
+        line += f", {span(s.lost_dollars_per_day.low, s.lost_dollars_per_day.high, '${:,.0f}')} a day"
+    if s.clusters_cannot_run:
+        line += f"; {plural(s.clusters_cannot_run, 'cluster')} cannot run at all"
+    if unpriced:
+        line += f"; {plural(unpriced, 'cluster')} not estimated"
+    return line + ("." if s.lost_dollars_per_day is not None else ". Pass --price-per-gpu-hour for dollars.")
+
+
+def possible_cost_line(report: Report) -> str | None:
+    """What the findings marked possible would add (counted apart: their rules say they may be wrong), or None."""
+    s = report.summary
     more = s.possible_lost_gpu_hours_per_day
-    if more is not None and more.high >= 0.5:
-        rules = possible_rules(report.findings)
-        money = s.possible_lost_dollars_per_day
-        priced = f" ({span(money.low, money.high, '${:,.0f}')})" if money is not None else ""
-        out.append(
-            f"Possibly lost as well: {span(more.low, more.high)} GPU-hours a day more{priced} if "
-            + ("the finding" if s.possible_findings == 1 else f"the {s.possible_findings:,} findings")
-            + f" marked possible ({', '.join(rules)}) {'holds' if s.possible_findings == 1 else 'hold'}; "
-            "their rules say they may be wrong, so they are not counted above."
-        )
-    return out
+    if more is None or more.high < 0.5:
+        return None
+    rules = possible_rules(report.findings)
+    money = s.possible_lost_dollars_per_day
+    priced = f" ({span(money.low, money.high, '${:,.0f}')})" if money is not None else ""
+    return (
+        f"Possibly lost as well: {span(more.low, more.high)} GPU-hours a day more{priced} if "
+        + ("the finding" if s.possible_findings == 1 else f"the {s.possible_findings:,} findings")
+        + f" marked possible ({', '.join(rules)}) {'holds' if s.possible_findings == 1 else 'hold'}; "
+        "their rules say they may be wrong, so they are not counted above."
+    )
