@@ -16,13 +16,14 @@ import yaml
 from fabriccheck import textfiles
 from fabriccheck.errors import STDIN_NAME, FabricCheckError
 from fabriccheck.inventory import Inventory
+from fabriccheck.providers.k8s import role
 from fabriccheck.providers.k8s.dump import read_list
 from fabriccheck.providers.k8s.objects import KINDS, ClusterObjects, Normalizer
 from fabriccheck.providers.k8s.templates import pods_of, templates
 
 SUFFIXES = (".yaml", ".yml", ".json")
 # Objects in the manifests that the judging reads besides pods: applied with them.
-_APPLIED = {"DaemonSet": "daemonsets", "Network": "networks", "GKENetworkParamSet": "gkenetworkparamsets"}
+_APPLIED = {k.kind: k.plural for k in role.KINDS if not (k.required or k.owner)}
 
 
 def _documents(path: Path) -> Iterator[dict[str, Any]]:

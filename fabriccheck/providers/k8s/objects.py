@@ -19,6 +19,7 @@ from typing import Any
 from fabriccheck import catalog
 from fabriccheck.inventory import Inventory
 from fabriccheck.model import MAX_COUNT, CollectionError, Node, NodeShape, Origin, Placement, PodPart, fact_key
+from fabriccheck.providers.k8s import role
 from fabriccheck.providers.k8s.support import (
     EFA_RESOURCE,
     GPU_RESOURCES,
@@ -31,29 +32,10 @@ from fabriccheck.providers.k8s.support import (
 from fabriccheck.resources.k8s import DaemonSet, GkeNetwork, GkeNetworkParamSet
 from fabriccheck.sources.pools import node as pooled_node
 
-# The plural each kind is dumped and listed as, and its kind.
-KINDS = {
-    "nodes": "Node",
-    "pods": "Pod",
-    "daemonsets": "DaemonSet",
-    "deployments": "Deployment",
-    "replicasets": "ReplicaSet",
-    "statefulsets": "StatefulSet",
-    "jobs": "Job",
-    "jobsets": "JobSet",
-    "pytorchjobs": "PyTorchJob",
-    "mpijobs": "MPIJob",
-    "tfjobs": "TFJob",
-    "trainjobs": "TrainJob",
-    "leaderworkersets": "LeaderWorkerSet",
-    "rayclusters": "RayCluster",
-    "rayjobs": "RayJob",
-    "vcjobs": "Job",  # Volcano (batch.volcano.sh/v1alpha1 Job)
-    "networks": "Network",
-    "gkenetworkparamsets": "GKENetworkParamSet",
-}
-REQUIRED = ("nodes", "pods")
-OWNER_KINDS = tuple(k for k in KINDS if k not in ("nodes", "pods", "daemonsets", "networks", "gkenetworkparamsets"))
+# The plural each kind is dumped and listed as, and its kind (role.KINDS: every kind read).
+KINDS = {k.plural: k.kind for k in role.KINDS}
+REQUIRED = tuple(k.plural for k in role.KINDS if k.required)
+OWNER_KINDS = tuple(k.plural for k in role.KINDS if k.owner)
 
 # Labels that name a pod's workload where its owner chain may be cut short (the Job between a JobSet and its pods
 # not dumped): JobSet (jobset.sigs.k8s.io), LeaderWorkerSet, KubeRay, Volcano.

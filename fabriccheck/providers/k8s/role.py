@@ -11,32 +11,36 @@ import yaml
 @dataclass(frozen=True)
 class Kind:
     plural: str  # as the dump files are named
+    kind: str  # the objects' `kind`
     group: str  # "" for the core API group
     version: str
     namespaced: bool = True
-    required: bool = False  # the run cannot judge anything without it
+    required: bool = False  # the run cannot judge anything without it (nodes.json, pods.json)
+    owner: bool = False  # a workload controller: pods are grouped by it, its pod template judged before apply
 
 
-# The order a live run lists them in. Custom resources that are not installed are skipped (404), not errors.
+# Every kind read, in the order a live run lists them. Custom resources that are not installed are skipped (404),
+# not errors. The kinds neither required nor owners are the objects the judging reads besides pods (the device
+# plugin and NCCL installer DaemonSets, GKE's networks), which manifests apply along with their workloads.
 KINDS: tuple[Kind, ...] = (
-    Kind("nodes", "", "v1", namespaced=False, required=True),
-    Kind("pods", "", "v1", required=True),
-    Kind("daemonsets", "apps", "v1"),
-    Kind("deployments", "apps", "v1"),
-    Kind("replicasets", "apps", "v1"),
-    Kind("statefulsets", "apps", "v1"),
-    Kind("jobs", "batch", "v1"),
-    Kind("jobsets", "jobset.x-k8s.io", "v1alpha2"),
-    Kind("pytorchjobs", "kubeflow.org", "v1"),
-    Kind("mpijobs", "kubeflow.org", "v2beta1"),
-    Kind("tfjobs", "kubeflow.org", "v1"),
-    Kind("trainjobs", "trainer.kubeflow.org", "v1alpha1"),
-    Kind("leaderworkersets", "leaderworkerset.x-k8s.io", "v1"),
-    Kind("rayclusters", "ray.io", "v1"),
-    Kind("rayjobs", "ray.io", "v1"),
-    Kind("vcjobs", "batch.volcano.sh", "v1alpha1"),
-    Kind("networks", "networking.gke.io", "v1", namespaced=False),
-    Kind("gkenetworkparamsets", "networking.gke.io", "v1", namespaced=False),
+    Kind("nodes", "Node", "", "v1", namespaced=False, required=True),
+    Kind("pods", "Pod", "", "v1", required=True),
+    Kind("daemonsets", "DaemonSet", "apps", "v1"),
+    Kind("deployments", "Deployment", "apps", "v1", owner=True),
+    Kind("replicasets", "ReplicaSet", "apps", "v1", owner=True),
+    Kind("statefulsets", "StatefulSet", "apps", "v1", owner=True),
+    Kind("jobs", "Job", "batch", "v1", owner=True),
+    Kind("jobsets", "JobSet", "jobset.x-k8s.io", "v1alpha2", owner=True),
+    Kind("pytorchjobs", "PyTorchJob", "kubeflow.org", "v1", owner=True),
+    Kind("mpijobs", "MPIJob", "kubeflow.org", "v2beta1", owner=True),
+    Kind("tfjobs", "TFJob", "kubeflow.org", "v1", owner=True),
+    Kind("trainjobs", "TrainJob", "trainer.kubeflow.org", "v1alpha1", owner=True),
+    Kind("leaderworkersets", "LeaderWorkerSet", "leaderworkerset.x-k8s.io", "v1", owner=True),
+    Kind("rayclusters", "RayCluster", "ray.io", "v1", owner=True),
+    Kind("rayjobs", "RayJob", "ray.io", "v1", owner=True),
+    Kind("vcjobs", "Job", "batch.volcano.sh", "v1alpha1", owner=True),  # Volcano's Job
+    Kind("networks", "Network", "networking.gke.io", "v1", namespaced=False),
+    Kind("gkenetworkparamsets", "GKENetworkParamSet", "networking.gke.io", "v1", namespaced=False),
 )
 ROLE_NAME = "fabriccheck-reader"
 
