@@ -22,11 +22,12 @@ import urllib.parse
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from xml.sax.saxutils import escape
 
 from ec2_replay import Ec2Replay, error_xml
+from loopback import serving
 
 MANAGEMENT = "999999999999"
 _SCOPE = re.compile(r"Credential=([^/]+)/\d+/([^/]+)/([^/]+)/")
@@ -220,12 +221,5 @@ def serve(replay: FleetReplay) -> Iterator[str]:
         def log_message(self, *args: Any) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(Handler, daemon_threads=True) as url:
+        yield url

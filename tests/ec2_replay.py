@@ -16,12 +16,13 @@ import threading
 import urllib.parse
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import escape
 
 import botocore.session
+from loopback import serving
 
 _MODEL = botocore.session.get_session().get_service_model("ec2")
 _CAMEL = re.compile(r"(?<!^)(?=[A-Z])")
@@ -154,11 +155,5 @@ def serve(replay: Ec2Replay) -> Iterator[str]:
         def log_message(self, *args: Any) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(Handler) as url:
+        yield url

@@ -23,8 +23,10 @@ import urllib.parse
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from loopback import serving
 
 KIND = {
     "instances": "compute#instanceAggregatedList",
@@ -230,14 +232,8 @@ def serve(replay: ComputeReplay) -> Iterator[str]:
             with contextlib.suppress(OSError, ValueError):  # a connection reset on purpose is closed already
                 super().finish()
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(Handler) as url:
+        yield url
 
 
 def fake_service_account_key(project: str = "fabriccheck-demo") -> dict[str, str]:

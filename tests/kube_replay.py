@@ -8,14 +8,15 @@ Every request is recorded, so a test can count the list calls and pages a run ma
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlparse
+
+from loopback import serving
 
 from fabriccheck.providers.k8s.role import KINDS, resource_of
 
@@ -95,14 +96,8 @@ def serve(replay: KubeReplay) -> Iterator[str]:
         def log_message(self, format: str, *args: Any) -> None:  # quiet
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(Handler) as url:
+        yield url
 
 
 def kubeconfig(path: Path, server: str, context: str = "eks-train") -> Path:
