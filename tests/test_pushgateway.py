@@ -35,7 +35,7 @@ def test_the_gateway_serves_what_the_textfile_holds(gateway: str, tmp_path: Path
     result = run(*args)
     assert result.returncode == 0 and result.stdout == "", result.stderr
     pushed, written = served(gateway, "fabriccheck"), samples(prom.read_text())
-    assert pushed == written and len(pushed) > 100  # one registry, built once, for both
+    assert pushed == written and len(pushed) > 100  # the push and the textfile: one registry of the report
     report = json.loads(report_file.read_text())
     findings = sum(v for name, _, v in pushed if name == "fabriccheck_findings")
     assert findings == len(report["findings"]) == 48

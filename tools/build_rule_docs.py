@@ -15,13 +15,13 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from fabriccheck.findings import Effect  # noqa: E402  (after the path insert: runs from a checkout too)
+from fabriccheck.reports.rules import PlainDumper  # noqa: E402
 from fabriccheck.rulebook import EvidenceRule, Remediation, Rule, RuleMeta, load_book  # noqa: E402
 
 RULES = ROOT / "rules"
@@ -51,11 +51,6 @@ EFFECTS: dict[Effect, str] = {
 }
 
 
-class _PlainDumper(yaml.SafeDumper):
-    """Writes shared parts in full: a reader of one example should not chase &id001 anchors."""
-
-    def ignore_aliases(self, data: Any) -> bool:
-        return True
 
 
 def _flat(text: str) -> str:
@@ -110,7 +105,7 @@ def _examples(rule: RuleMeta) -> list[str]:
         for kind, items in (("Passing", rule.examples.passing), ("Failing", rule.examples.failing)):
             for e, raw in zip(items, written[kind.lower()], strict=True):
                 inventory = raw["inventory"]
-                body = yaml.dump(inventory, Dumper=_PlainDumper, sort_keys=False, default_flow_style=None, width=100)
+                body = yaml.dump(inventory, Dumper=PlainDumper, sort_keys=False, default_flow_style=None, width=100)
                 out += _example(kind, e.name, e.flags, body, "yaml")
     elif isinstance(rule, EvidenceRule):
         for kind, evidence in (("Passing", rule.examples.passing), ("Failing", rule.examples.failing)):

@@ -11,7 +11,7 @@ from fabriccheck.examples import run_any_example
 from fabriccheck.rulebook import EvidenceRule, Rule, RuleMeta
 
 
-class _PlainDumper(yaml.SafeDumper):
+class PlainDumper(yaml.SafeDumper):
     """Writes shared parts in full: a reader of one example should not chase &id001 anchors."""
 
     def ignore_aliases(self, data: Any) -> bool:
@@ -23,7 +23,7 @@ def _text_block(dumper: yaml.SafeDumper, text: str) -> yaml.ScalarNode:
     return dumper.represent_scalar("tag:yaml.org,2002:str", text, style="|" if "\n" in text else None)
 
 
-_PlainDumper.add_representer(str, _text_block)
+PlainDumper.add_representer(str, _text_block)
 
 
 def _judges(rule: RuleMeta) -> str:
@@ -142,6 +142,6 @@ def explain(rule: RuleMeta, fmt: str) -> str:
             flagged = ", ".join(example["flags"]) or "nothing"
             out.append(f"  - {example['name']}: flags {flagged}")
             shown = example.get("inventory", {"options": example.get("options"), "evidence": example.get("evidence")})
-            body = yaml.dump(shown, Dumper=_PlainDumper, sort_keys=False, default_flow_style=None, width=100)
+            body = yaml.dump(shown, Dumper=PlainDumper, sort_keys=False, default_flow_style=None, width=100)
             out += ["      " + line for line in body.rstrip().splitlines()]
     return "\n".join(out) + "\n"
