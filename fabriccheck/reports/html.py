@@ -36,8 +36,8 @@ from fabriccheck.reports.outline import (
     needs_attention,
     not_judged_groups,
     ranked,
+    rule_groups,
     status_counts,
-    suppressed,
     unjudged_states,
     worst_cell,
 )
@@ -168,9 +168,7 @@ def finding_groups(
     `fixes` (shown above, under another cluster) is linked rather than repeated: a rule that fires on 300 clusters
     prints its console, CLI and Terraform steps once."""
     fixes = {} if fixes is None else fixes
-    groups: dict[tuple[str, str | None], list[Finding]] = {}
-    for f in findings:
-        groups.setdefault((f.rule, suppressed(f)), []).append(f)
+    groups = rule_groups(findings)
     out = []
     for (_, why), found in groups.items():
         first = found[0]

@@ -21,8 +21,8 @@ from fabriccheck.reports.outline import (
     needs_attention,
     not_judged_groups,
     ranked,
+    rule_groups,
     status_counts,
-    suppressed,
     worst,
     worst_cell,
 )
@@ -165,9 +165,7 @@ def _finding_sections(
     findings: list[Finding], seen: set[str], locations: dict[str, SourceLocation] | None = None
 ) -> list[str]:
     """One section per rule: the resources it flags, the first message, the fix."""
-    groups: dict[tuple[str, str | None], list[Finding]] = {}
-    for f in findings:
-        groups.setdefault((f.rule, suppressed(f)), []).append(f)  # waived ones apart, with their reason
+    groups = rule_groups(findings)
     out: list[str] = []
     for (rule, why), rule_findings in groups.items():
         first = rule_findings[0]

@@ -21,6 +21,15 @@ def findings_by_cluster(report: Report) -> dict[str | None, list[Finding]]:
     return groups
 
 
+def rule_groups(findings: Iterable[Finding]) -> dict[tuple[str, str | None], list[Finding]]:
+    """A cluster's findings by rule, the ones that do not gate apart with their reason (`suppressed`), in order:
+    a rule that flags every node of a 500-node cluster reads once, not 500 times."""
+    groups: dict[tuple[str, str | None], list[Finding]] = {}
+    for f in findings:
+        groups.setdefault((f.rule, suppressed(f)), []).append(f)
+    return groups
+
+
 def suppressed(finding: Finding) -> str | None:
     """Why a finding does not fail the gate though it is reported: its waiver, or the baseline that holds it."""
     if finding.waiver is not None:

@@ -33,6 +33,7 @@ from fabriccheck.reports.outline import (
     needs_attention,
     not_judged_groups,
     ranked,
+    rule_groups,
     status_counts,
     suppressed,
     unjudged_states,
@@ -269,9 +270,7 @@ def _finding_blocks(
     """One block per rule in a cluster: the nodes it flags, the first message, the fix. A rule that flags
     every node of a 500-node cluster prints once, not 500 times (JSON keeps one finding per node). A plan's
     resources are shown with their file:line, and their fix in Terraform (reports/planned.py)."""
-    groups: dict[tuple[str, str | None], list[Finding]] = {}
-    for f in findings:
-        groups.setdefault((f.rule, suppressed(f)), []).append(f)  # waived ones apart, with their reason
+    groups = rule_groups(findings)
     indent = " " * 10
     locations = locations or {}
     for rule_findings in groups.values():
