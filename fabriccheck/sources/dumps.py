@@ -70,8 +70,8 @@ class Folder:
     region: str | None = None
 
 
-def _subfolders(directory: Path) -> list[Path]:
-    # Hidden folders (.git, .cache) are not part of a dump.
+def subfolders(directory: Path) -> list[Path]:
+    """A dump folder's sub-folders, in order; hidden ones (.git, .cache) are not part of a dump."""
     return sorted(p for p in directory.iterdir() if p.is_dir() and not p.name.startswith("."))
 
 
@@ -82,7 +82,7 @@ def folders(directory: Path, layout: Layout[C]) -> list[Folder]:
     if layout.has_answers(directory):
         return [Folder(directory)]
     found: list[Folder] = []
-    for sub in _subfolders(directory):
+    for sub in subfolders(directory):
         if layout.region_folder is not None and layout.region_folder.fullmatch(sub.name):
             found.append(Folder(sub, region=sub.name))
         elif layout.scope_folder.fullmatch(sub.name) and (layout.has_answers(sub) or not layout.scope_needs_answers):
@@ -103,7 +103,7 @@ def _scope_folder(sub: Path, layout: Layout[C]) -> list[Folder]:
     if layout.region_folder is None:
         return [Folder(sub, account)]
     found = [Folder(sub, account)] if layout.has_answers(sub) else []
-    for region in _subfolders(sub):
+    for region in subfolders(sub):
         if not layout.region_folder.fullmatch(region.name):
             raise _not_a_dump_folder(region, layout, f" inside account folder {sub.name}")
         found.append(Folder(region, account, region.name))

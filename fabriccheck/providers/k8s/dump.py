@@ -12,6 +12,7 @@ from fabriccheck.errors import FabricCheckError
 from fabriccheck.inventory import Inventory
 from fabriccheck.providers.k8s.objects import KINDS, REQUIRED, ClusterObjects, Normalizer
 from fabriccheck.sources.common import paused_gc, read_json
+from fabriccheck.sources.dumps import subfolders
 
 LOOP = "for k in nodes pods daemonsets jobs jobsets; do kubectl get $k -A -o json > $k.json; done"
 
@@ -43,7 +44,7 @@ def cluster_folders(directory: Path) -> list[Path]:
         raise FabricCheckError(f"--from-dump {directory}: not a folder")
     if any((directory / f"{plural}.json").exists() for plural in REQUIRED):
         return [directory]
-    subs = sorted(p for p in directory.iterdir() if p.is_dir() and not p.name.startswith("."))
+    subs = subfolders(directory)
     if not subs:
         raise FabricCheckError(f"--from-dump {directory}: no nodes.json or pods.json (make them with: {LOOP})")
     return subs
