@@ -206,6 +206,8 @@ def join_cloud_instances(clusters: list[ClusterReport]) -> tuple[list[ClusterRep
     """The clusters, each Kubernetes one with the cloud clusters beside it (one run of the demo, or a merge) that its
     pods' nodes are instances of (cloud_clusters), and a note per join: what the cloud audit found on those instances
     bears on the workload."""
+    if not any(c.cloud_instances for c in clusters):
+        return clusters, []  # no Kubernetes workload: nothing to join (most runs)
     owners: dict[tuple[str, str], list[ClusterReport]] = {}
     for cluster in clusters:
         if cluster.provider != "k8s":
