@@ -13,7 +13,7 @@ from fabriccheck import penalty
 from fabriccheck.clusters import Cluster
 from fabriccheck.facts import FactBuilder, fact_key_of
 from fabriccheck.findings import Finding
-from fabriccheck.model import Capability, Node
+from fabriccheck.model import Capability, Node, NodeShape
 from fabriccheck.penalty.members import TCP_EFFECTS, node_fabric, node_state
 
 Member = tuple[penalty.FabricDescription, penalty.FabricState]  # one node's fabric and what is wrong with it
@@ -43,7 +43,8 @@ def cluster_penalty(
     facts: FactBuilder,
 ) -> penalty.Penalty:
     """Map a cluster's findings to a fabric state per node, and ask the penalty core what that costs."""
-    capabilities = {_type_of(n): facts.capability(n.shape) for n in cluster.nodes}
+    shapes = list(dict.fromkeys(n.shape for n in cluster.nodes))  # the pools' shapes: a pool's nodes share a type
+    capabilities = {_type_of(shape): facts.capability(shape) for shape in shapes}
     known = [c for c in capabilities.values() if c is not None]
     if len(known) < len(capabilities):
         return penalty.Penalty(
@@ -62,23 +63,21 @@ def cluster_penalty(
     # pods may not use host networking) and the NVLink domains it spans, when a finding says it is spread.
     split = "split-nvlink-domain" in everyone or any("split-nvlink-domain" in e for e in own.values())
     where = (penalty.socket_path_of(cluster.signal), int(facts.cluster(cluster)["nvlink"]["domains"]) if split else 0)
-    made: dict[_MemberKey, Member] = {}  # the nodes of a pool share their member
-    members = []
-    for node in cluster.nodes:
-        key = _key(node, frozenset(everyone | own.get(node.id, set())), facts)
-        member = made.get(key)
-        if member is None:
-            member = made[key] = _member(key, cluster.provider, capabilities, facts, where)
-        members.append(member)
-    slowdown = _slowdown(tuple(members), workload)
+    shared = frozenset(everyone)
+    # Each distinct (type, effects, NICs attached) once, in the order of the first node that has it: the core
+    # prices the distinct members of a cluster, the first node's accelerator first.
+    keys = dict.fromkeys(_key(n, shared | own[n.id] if n.id in own else shared, facts) for n in cluster.nodes)
+    members = dict.fromkeys(_member(key, cluster.provider, capabilities, facts, where) for key in keys)
+    slowdown = _slowdown(tuple(members), len(cluster.nodes), workload)
     gpus = min(c.accelerators for c in known) * cluster.size
     return penalty.penalty_of(slowdown, workload, gpus, price_per_gpu_hour)
 
 
 @functools.lru_cache(maxsize=4096)
-def _slowdown(members: tuple[Member, ...], workload: penalty.Workload) -> penalty.Slowdown:
-    """The penalty core's slowdown, once per distinct cluster (its nodes' members, in order) and workload."""
-    return penalty.estimate_members(members, workload)
+def _slowdown(distinct: tuple[Member, ...], nodes: int, workload: penalty.Workload) -> penalty.Slowdown:
+    """The penalty core's slowdown, once per distinct cluster (its distinct members, first node's first, and its
+    size) and workload: the clusters of an estate repeat a few of them."""
+    return penalty.estimate_distinct(distinct, nodes, workload)
 
 
 # A node's type (with the GPUs attached to it, GCP N1), its findings' effects, fabric NICs attached if partial.
@@ -88,14 +87,15 @@ _DOWN_EFFECTS = frozenset({"unreachable", *TCP_EFFECTS})
 
 
 def _key(node: Node, effects: frozenset[str], facts: FactBuilder) -> _MemberKey:
+    """What decides a node's member: its type, its findings' effects, and its fabric NICs when they are partial."""
     partial = "partial-fabric" in effects and not effects & _DOWN_EFFECTS
     attached = int(facts.of(fact_key_of(node))["fabric"]["attached"]) if partial else None
-    return (_type_of(node), effects, attached)
+    return (_type_of(node.shape), effects, attached)
 
 
-def _type_of(node: Node) -> tuple[str, int | None, str | None]:
+def _type_of(shape: NodeShape) -> tuple[str, int | None, str | None]:
     """What decides a node's capability: its type, and the GPUs attached to it when it says (facts.capability)."""
-    return (node.instance_type or "", node.shape.accelerators, node.shape.accelerator)
+    return (shape.instance_type or "", shape.accelerators, shape.accelerator)
 
 
 def _member(

@@ -67,12 +67,13 @@ def judge(
     verdicts = Verdicts(memo)
     findings: list[Finding] = []
     unjudged: dict[str, list[Unjudged]] = {}
+    chosen: dict[tuple[str, str, bool], tuple[list[_Judging], list[_Judging]]] = {}
     for cluster in [*clusters, *(specs if specs is not None else spec_clusters(inventory))]:
         origin = cluster.nodes[0].origin if cluster.spec else "running"
-        here = [j for j in judgings if j.rule.provider == cluster.provider and j.rule.judges(origin)]
-        # A spec is judged on its nodes only: it has no placement, zone split or peers yet.
-        cluster_rules = [] if cluster.spec else [j for j in here if j.rule.scope == "cluster"]
-        node_rules = [j for j in here if j.rule.scope == "node"]
+        picked = (cluster.provider, origin, cluster.spec)
+        if picked not in chosen:
+            chosen[picked] = _rules_for(judgings, *picked)
+        cluster_rules, node_rules = chosen[picked]
         if not cluster_rules and not node_rules:
             continue
         scene = _Cluster(cluster, origin, facts)
@@ -94,6 +95,17 @@ def judge(
                 for (rule, reason), nodes in sorted(missed.items())
             ]
     return Evaluation(sort_findings(findings), unjudged)
+
+
+def _rules_for(
+    judgings: list[_Judging], provider: str, origin: str, spec: bool
+) -> tuple[list[_Judging], list[_Judging]]:
+    """(cluster rules, node rules) that judge a cluster of `provider` and `origin`: the same for every such
+    cluster, so chosen once per run."""
+    here = [j for j in judgings if j.rule.provider == provider and j.rule.judges(origin)]
+    # A spec is judged on its nodes only: it has no placement, zone split or peers yet.
+    cluster_rules = [] if spec else [j for j in here if j.rule.scope == "cluster"]
+    return cluster_rules, [j for j in here if j.rule.scope == "node"]
 
 
 def _judge_nodes(
@@ -283,10 +295,11 @@ def _at(facts: dict[str, Any], path: str) -> Any:
 
 
 def make_finding(rule: Rule, cluster: Cluster, origin: str, resources: list[str], message: str) -> Finding:
-    """A finding of `rule` (already validated when its file was loaded) on `resources` of `cluster`."""
+    """A finding of `rule` on `resources` of `cluster`, validated (in pydantic's core: faster than `model_construct`'s
+    Python)."""
     variant = rule.variant(origin)
     remediation = variant.remediation or rule.remediation
-    return Finding.model_construct(
+    return Finding(
         rule=rule.id_for(origin),
         title=variant.title or rule.title,
         severity=variant.severity or rule.severity,

@@ -69,12 +69,20 @@ class _Links:
 def estimate_members(members: Sequence[tuple[FabricDescription, FabricState]], workload: Workload) -> Slowdown:
     """Slowdown of `workload` on one node per member. Nodes may differ (mixed types, some degraded): the
     cluster runs at the bottleneck link, with the fewest GPUs per node and the first node's accelerator."""
-    return _estimate_distinct(list(dict.fromkeys(members)), len(members), workload)  # identical nodes once
+    return estimate_distinct(tuple(dict.fromkeys(members)), len(members), workload)  # identical nodes once
+
+
+def estimate_distinct(
+    distinct: tuple[tuple[FabricDescription, FabricState], ...], nodes: int, workload: Workload
+) -> Slowdown:
+    """`estimate_members` for `nodes` nodes whose distinct (fabric, state) pairs are `distinct`, first node's
+    first."""
+    return _estimate_distinct(distinct, nodes, workload)
 
 
 def estimate(fabric: FabricDescription, nodes: int, state: FabricState, workload: Workload) -> Slowdown:
     """Slowdown of `workload` on `nodes` identical nodes, all in `state`."""
-    return _estimate_distinct([(fabric, state)], max(0, nodes), workload)
+    return estimate_distinct(((fabric, state),), max(0, nodes), workload)
 
 
 def _accelerator(

@@ -87,16 +87,12 @@ def node(
     network_nodes: list[str] | None = None,
     unknown: dict[str, str] | None = None,
 ) -> Node:
-    """A node of an interned shape, made without validating again what its shape's validation checked: every
-    value here is a str, tuple, list or dict the normalizer made, and `Node`'s own check (one id per interface)
-    is made here."""
-    if len(interface_ids) != len(shape.interfaces):
-        raise ValueError(f"{len(interface_ids)} interface ids for {len(shape.interfaces)} interfaces")
-    return Node.model_construct(
+    """A node of an interned shape, validated (in pydantic's core: faster than `model_construct`'s Python). The
+    shape, a model already validated, is kept as it is, not copied."""
+    return Node(
         id=node_id,
         state=state,
         network_nodes=network_nodes,
-        source=None,
         unknown=unknown if unknown is not None else {},
         interface_ids=interface_ids,
         shape=shape,
