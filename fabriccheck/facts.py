@@ -130,6 +130,8 @@ class FactBuilder:
         self._attached: dict[str, Capability] = {}  # a type's capability with a node's attached GPUs
         self._attachments: dict[NodeShape, FabricAttachment] = {}
         self._facts: dict[FactKey, Facts] = {}
+        self._kinds: dict[FactKey, int] = {}  # a key -> the number of its facts' value
+        self._values: dict[Any, int] = {}  # a facts' value (frozen) -> its number
         self._neutral_clusters: dict[tuple[Any, ...], Facts] = {}
         self._clusters: dict[tuple[str, bool], Facts] = {}
         self._siblings: dict[tuple[str, str], list[catalog.Sibling]] = {}
@@ -195,6 +197,15 @@ class FactBuilder:
         found = self._facts.get(key)
         if found is None:
             found = self._facts[key] = self._build(*key)
+        return found
+
+    def kind(self, key: FactKey) -> int:
+        """The number of the value of the facts of `key`: keys whose facts are equal (the pools of two placement
+        groups alike) have one, so what follows from the facts alone (a rule's verdict) is worked out once."""
+        found = self._kinds.get(key)
+        if found is None:
+            value = frozen(self.of(key))
+            found = self._kinds[key] = self._values.setdefault(value, len(self._values))
         return found
 
     def _build(self, shape: NodeShape, unknown: tuple[tuple[str, str], ...]) -> Facts:
@@ -367,6 +378,20 @@ class FactBuilder:
             pick = (same or options)[:1]
             suggestion = pick[0].instance_type if pick else ""
         return {"weaker": weaker and bool(suggestion), "suggestion": suggestion}
+
+
+def frozen(value: Any) -> Any:
+    """A fact's value as a dict key. True and 1 are equal in Python but not in CEL: bools keep their type."""
+    kind = type(value)
+    if kind is str or kind is int or kind is float or value is None:
+        return value
+    if kind is bool:
+        return (bool, value)
+    if kind is dict:
+        return (dict, *[(k, frozen(v)) for k, v in value.items()])
+    if kind is list:
+        return (list, *[frozen(v) for v in value])
+    return (kind, value)
 
 
 def _topology(cluster: Cluster) -> Facts:

@@ -2,8 +2,8 @@
 
 `judge` is the definition: every rule of a cluster's provider and origin, on the cluster and on each of its
 nodes. A verdict depends only on the values of the facts its rule reads, so `Verdicts` keeps each verdict by those
-values (rule, the cluster facts it reads, the node's fact key): the nodes of a pool, and pools alike, cost one CEL
-evaluation. `judge(..., memo=False)` evaluates every verdict afresh; the tests hold the two to the same findings.
+values (rule, the cluster facts it reads, the node facts it reads): the nodes of a pool, and pools alike, cost one
+CEL evaluation. The node facts a rule reads are picked once per value of a node's facts (FactBuilder.kind). `judge(..., memo=False)` evaluates every verdict afresh; the tests hold the two to the same findings.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 
 from fabriccheck import facts as derived
 from fabriccheck.clusters import Cluster, spec_clusters
-from fabriccheck.facts import FactBuilder, FactKey, fact_key_of
+from fabriccheck.facts import FactBuilder, FactKey, fact_key_of, frozen
 from fabriccheck.findings import Finding, sort_findings
 from fabriccheck.inventory import Inventory
 from fabriccheck.model import Node
@@ -118,19 +118,22 @@ def _judge_nodes(
     """Each node rule on each node of the cluster, in order: a finding per node it fires on, and the nodes it could
     not be judged on (not for a spec: its nodes do not exist yet)."""
     nodes = scene.cluster.nodes
+    builder = scene.builder
     keys = list(map(fact_key_of, nodes))
-    firsts: dict[FactKey, Node] = {}  # each key's first node: a pool's nodes share their verdicts
+    firsts: dict[FactKey, tuple[Node, int]] = {}  # each key's first node and kind: a pool's nodes share verdicts
     for node, key in zip(nodes, keys, strict=True):
-        firsts.setdefault(key, node)
+        if key not in firsts:
+            firsts[key] = (node, builder.kind(key))
     for judging in judgings:
         token = scene.token(judging.cluster_paths, judging.cluster_reads)
         if verdicts.memo and judging.shares:
-            found = {key: verdicts.node(judging, scene, node, key, token) for key, node in firsts.items()}
+            found = {key: verdicts.node(judging, scene, node, kind, token) for key, (node, kind) in firsts.items()}
             if not any(matched or reasons for matched, reasons in found.values()):
                 continue  # nothing fires and nothing is unknown on any node
             outcomes = [found[key] for key in keys]
         else:
-            outcomes = [verdicts.node(judging, scene, node, key, token) for node, key in zip(nodes, keys, strict=True)]
+            kinds = [firsts[key][1] for key in keys]
+            outcomes = [verdicts.node(judging, scene, n, kind, token) for n, kind in zip(nodes, kinds, strict=True)]
         for node, (matched, reasons) in zip(nodes, outcomes, strict=True):
             if matched:
                 findings.append(scene.finding(judging.rule, [node.id], node))
@@ -156,7 +159,7 @@ class _Cluster:
         if found is None:
             unknown = self.facts["unknown"]
             why = tuple(unknown.get(name) for name in names)
-            found = self._tokens[(paths, names)] = (why, tuple(_frozen(_at(self.facts, path)) for path in paths))
+            found = self._tokens[(paths, names)] = (why, tuple(frozen(_at(self.facts, path)) for path in paths))
         return found
 
     def finding(self, rule: Rule, resources: list[str], node: Node | None) -> Finding:
@@ -174,21 +177,21 @@ class Verdicts:
     def __init__(self, memo: bool = True) -> None:
         self.memo = memo
         self._found: dict[tuple[Any, ...], Verdict] = {}
-        self._node_values: dict[tuple[str, FactKey], Any] = {}  # (rule, fact key) -> the values it reads
+        self._node_values: dict[tuple[str, int], Any] = {}  # (rule, facts' kind) -> the values it reads
 
     def cluster(self, judging: _Judging, scene: _Cluster) -> Verdict:
         key = (judging.rule.id, scene.token(judging.cluster_paths, judging.cluster_reads)) if judging.exact else None
         return self._get(key, lambda: judging.verdict(scene.facts, None))
 
-    def node(self, judging: _Judging, scene: _Cluster, node: Node, fact_key: FactKey, token: Any) -> Verdict:
-        """`fact_key` is the node's (facts.fact_key_of), `token` the values of the cluster facts the rule reads."""
+    def node(self, judging: _Judging, scene: _Cluster, node: Node, kind: int, token: Any) -> Verdict:
+        """`kind` is the number of the value of the node's shared facts (FactBuilder.kind), `token` the values of the
+        cluster facts the rule reads."""
         key: tuple[Any, ...] | None = None
         if self.memo and judging.shares:
-            values = self._node_values.get((judging.rule.id, fact_key))
+            values = self._node_values.get((judging.rule.id, kind))
             if values is None:
-                values = self._node_values[(judging.rule.id, fact_key)] = judging.node_values(
-                    scene.builder.of(fact_key)
-                )
+                facts = scene.builder.of(fact_key_of(node))
+                values = self._node_values[(judging.rule.id, kind)] = judging.node_values(facts)
             key = (judging.rule.id, token, values)
         return self._get(key, lambda: judging.verdict(scene.facts, scene.builder.node(node)))
 
@@ -227,7 +230,7 @@ class _Judging:
         """The values of the node facts this rule reads and why any of them is unknown, as a key."""
         unknown = node_facts["unknown"]
         why = tuple(unknown.get(name) for name in self.node_reads)
-        return (why, tuple(_frozen(node_facts.get(name, _ABSENT)) for name in self.node_reads))
+        return (why, tuple(frozen(node_facts.get(name, _ABSENT)) for name in self.node_reads))
 
     def verdict(self, cluster_facts: dict[str, Any], node_facts: dict[str, Any] | None) -> Verdict:
         """The rule on these facts: whether it fires, and if not, why it could not be judged (a fact it reads
@@ -265,20 +268,6 @@ def _reasons(rule: Rule, cluster_facts: dict[str, Any], node_facts: dict[str, An
         if reason and reason not in reasons:
             reasons.append(reason)
     return reasons
-
-
-def _frozen(value: Any) -> Any:
-    """A fact's value as a dict key. True and 1 are equal in Python but not in CEL: bools keep their type."""
-    kind = type(value)
-    if kind is str or kind is int or kind is float or value is None:
-        return value
-    if kind is bool:
-        return (bool, value)
-    if kind is dict:
-        return (dict, *[(k, _frozen(v)) for k, v in value.items()])
-    if kind is list:
-        return (list, *[_frozen(v) for v in value])
-    return (kind, value)
 
 
 _ABSENT = ("absent",)
