@@ -3,7 +3,8 @@
 `judge` is the definition: every rule of a cluster's provider and origin, on the cluster and on each of its
 nodes. A verdict depends only on the values of the facts its rule reads, so `Verdicts` keeps each verdict by those
 values (rule, the cluster facts it reads, the node facts it reads): the nodes of a pool, and pools alike, cost one
-CEL evaluation. The node facts a rule reads are picked once per value of a node's facts (FactBuilder.kind). `judge(..., memo=False)` evaluates every verdict afresh; the tests hold the two to the same findings.
+CEL evaluation. The node facts a rule reads are picked once per value of a node's facts (FactBuilder.kind).
+`judge(..., memo=False)` evaluates every verdict afresh; the tests hold the two to the same findings.
 """
 
 from __future__ import annotations

@@ -5,13 +5,15 @@ With Shared VPC an instance of a service project has its NICs on networks of the
 firewall rules live in the host project too ("Shared VPC overview": the host project holds the networks and their
 firewall rules; an instance's networkInterfaces[].network names that project's network URL). So every look-up goes
 by the project its URL names (projects/HOST/global/networks/NAME), across every project of the dump or scan, and a
-project that was not collected makes the verdict unknown, naming it, never "missing". Built once per inventory;
-verdicts per network are cached.
+project that was not collected makes the verdict unknown, naming it, never "missing". Built once per inventory.
+What a network is, and what reaches a GPU NIC from its subnet, depend on the node's project and region and the NIC's
+network and subnet only: each is worked out once per such value, whichever pools share it.
 """
 
 from __future__ import annotations
 
 import re
+from typing import NamedTuple
 
 from fabriccheck.cloud import FactContext
 from fabriccheck.model import NetworkInterface, NodeShape, fact_key
@@ -31,6 +33,14 @@ def name_of(url: str) -> str:
     return url.rsplit("/", 1)[-1]
 
 
+class _Found(NamedTuple):
+    """A network looked up for a node: it, or why it is unknown; `collected`: its project's networks were."""
+
+    network: Network | None
+    why: str | None
+    collected: bool
+
+
 class GcpIndex:
     def __init__(self, context: FactContext) -> None:
         # The index keeps no reference to the context that holds it: the two would form a cycle, left to the cyclic
@@ -45,7 +55,8 @@ class GcpIndex:
         self.rules: dict[tuple[str, str], list[FirewallRule]] = {}
         for rule in gcp.firewalls:
             self.rules.setdefault((rule.account, rule.network or ""), []).append(rule)
-        self._firewall: dict[tuple[str, str, str], Reach] = {}
+        self._networks: dict[tuple[str, str, str], _Found] = {}
+        self._reaches: dict[tuple[str, str, str, str | None], Reach] = {}
 
     # ---------------------------------------------------------------------------------------- by owner
 
@@ -76,11 +87,22 @@ class GcpIndex:
 
     def network(self, node: NodeShape, url: str) -> tuple[Network | None, str | None]:
         """The network `url` names, or None with why it is unknown (its project not collected, or not in it)."""
-        why = self.uncollected(node, url, "networks", "networks")
-        if why:
-            return None, why
-        found = self.networks.get((self.owner(node, url), url))
-        return found, None if found else f"network {name_of(url)} was not among the collected networks"
+        found = self._network(node, url)
+        return found.network, found.why
+
+    def _network(self, node: NodeShape, url: str) -> _Found:
+        key = (node.account, node.region, url)
+        found = self._networks.get(key)
+        if found is None:
+            why = self.uncollected(node, url, "networks", "networks")
+            if why:
+                found = _Found(None, why, collected=False)
+            else:
+                network = self.networks.get((self.owner(node, url), url))
+                missing = None if network else f"network {name_of(url)} was not among the collected networks"
+                found = _Found(network, missing, collected=True)
+            self._networks[key] = found
+        return found
 
     # ---------------------------------------------------------------------------------------- verdicts
 
@@ -104,20 +126,22 @@ class GcpIndex:
 
     def _reach(self, node: NodeShape, nic: NetworkInterface) -> Reach:
         url = nic.network or ""
-        owner = self.owner(node, url)
+        key = (node.account, node.region, url, nic.subnet)
+        found = self._reaches.get(key)
+        if found is None:
+            found = self._reaches[key] = self._find_reach(node, url, nic.subnet)
+        return found
+
+    def _find_reach(self, node: NodeShape, url: str, subnet_url: str | None) -> Reach:
         why = self.uncollected(node, url, "firewalls", "firewall rules")
         if why:
             return Reach("unknown", why)
-        subnet_owner = self.owner(node, nic.subnet)
+        owner = self.owner(node, url)
+        subnet_owner = self.owner(node, subnet_url)
         subnet = None
         if self.has(node, subnet_owner, "subnetworks"):
-            subnet = self.subnets.get((subnet_owner, nic.subnet or ""))
-        cidr = subnet.cidr if subnet else None
-        key = (owner, url, cidr or "")
-        reach = self._firewall.get(key)
-        if reach is None:
-            reach = self._firewall[key] = tcp_reach(self.rules.get((owner, url), []), cidr)
-        return reach
+            subnet = self.subnets.get((subnet_owner, subnet_url or ""))
+        return tcp_reach(self.rules.get((owner, url), []), subnet.cidr if subnet else None)
 
     def rdma_profile(self, node: NodeShape, nics: list[NetworkInterface]) -> tuple[str, str, str | None]:
         """ok, missing (an RDMA NIC on a network without the RDMA profile of its NIC type), wrong-zone, or unknown."""
@@ -147,10 +171,10 @@ class GcpIndex:
         for nic in node.interfaces:
             if nic.interface_type.upper() in PROFILE_OF_NIC or nic.network is None:
                 continue
-            why = self.uncollected(node, nic.network, "networks", "networks")
-            if why:
-                return -1, why
-            network = self.networks.get((self.owner(node, nic.network), nic.network))
+            found = self._network(node, nic.network)
+            if not found.collected:
+                return -1, found.why
+            network = found.network
             if network is not None and network.network_profile and RDMA_PROFILE.search(network.network_profile):
                 count += 1
         return count, None
