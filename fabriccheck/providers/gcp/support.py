@@ -410,9 +410,7 @@ def _gpu_nic_attachment(node: NodeShape, limit: int) -> FabricAttachment:
     host = node.primary_interface
     if host is None:
         return FabricAttachment(0, 0)
-    others = list(node.interfaces)
-    others.remove(host)  # the first NIC equal to the host's: any such one is as good
-    gpu_nics = tuple(nic for nic in others if nic.network is not None and nic.network != host.network)
+    gpu_nics = tuple(nic for nic in node.interfaces if nic.network is not None and nic.network != host.network)
     attached = _capped(len({nic.network for nic in gpu_nics}), limit)
     return FabricAttachment(attached, attached, gpu_nics)
 
