@@ -23,8 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
 from build_demo_gcp import PROJECT, Project, build
 
 from fabriccheck.providers.gcp.dump import load_dump
-from fabriccheck.providers.gcp.listing import page_kinds
-from fabriccheck.providers.gcp.normalize import CALLS, INSTANCES, RESOURCE_POLICIES
+from fabriccheck.providers.gcp.listing import CALLS, INSTANCES, RESOURCE_POLICIES, page_kinds
 
 API = "https://www.googleapis.com/compute/v1"
 

@@ -24,7 +24,7 @@ from build_demo_gcp import PROJECT, Project, build
 
 from fabriccheck.providers.gcp import collect
 from fabriccheck.providers.gcp.dump import load_dump
-from fabriccheck.providers.gcp.normalize import CALLS
+from fabriccheck.providers.gcp.listing import CALLS
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / "fixtures" / "demo" / "gcp"

@@ -23,7 +23,8 @@ from fabriccheck.facts import FactBuilder
 from fabriccheck.inventory import Inventory
 from fabriccheck.judge import judge
 from fabriccheck.providers.gcp.dump import load_dump
-from fabriccheck.providers.gcp.normalize import CALLS, INSTANCES, NETWORKS, normalize
+from fabriccheck.providers.gcp.listing import CALLS, INSTANCES, NETWORKS
+from fabriccheck.providers.gcp.normalize import normalize
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / "fixtures" / "demo" / "gcp"

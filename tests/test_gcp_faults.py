@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
 from build_demo_gcp import PROJECT, Project, build
 
 from fabriccheck.providers.gcp import collect
-from fabriccheck.providers.gcp.normalize import CALLS, INSTANCES, NETWORKS
+from fabriccheck.providers.gcp.listing import CALLS, INSTANCES, NETWORKS
 
 HTML = ("text/html; charset=UTF-8", "<html><head><title>Sign in</title></head><body>Wi-Fi login</body></html>")
 EMPTY = ("application/json; charset=UTF-8", "{}")

@@ -20,7 +20,8 @@ from fabriccheck.errors import FabricCheckError
 from fabriccheck.inventory import Inventory
 from fabriccheck.providers.gcp import dump as gcp_dump
 from fabriccheck.providers.gcp import normalize as gcp_normalize
-from fabriccheck.providers.gcp.normalize import INSTANCES, InstanceFields, Normalizer
+from fabriccheck.providers.gcp.listing import INSTANCES
+from fabriccheck.providers.gcp.normalize import InstanceFields, Normalizer
 from fabriccheck.sources import projected
 from fabriccheck.sources.pools import without
 

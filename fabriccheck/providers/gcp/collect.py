@@ -17,18 +17,16 @@ from fabriccheck.errors import FabricCheckError
 from fabriccheck.inventory import Inventory
 from fabriccheck.model import CollectionError
 from fabriccheck.providers.gcp import listing
-from fabriccheck.providers.gcp.normalize import (
+from fabriccheck.providers.gcp.listing import (
     CALLS,
     FIREWALLS,
     INSTANCES,
     NETWORKS,
     RESOURCE_POLICIES,
     SUBNETWORKS,
-    ZONE,
     GcpCall,
-    Normalizer,
-    region_of_zone,
 )
+from fabriccheck.providers.gcp.normalize import ZONE, Normalizer, region_of_zone
 from fabriccheck.sources.common import (
     API_CALLS,
     BAD_RESPONSE,

@@ -18,15 +18,8 @@ from fabriccheck.errors import FabricCheckError
 from fabriccheck.inventory import Inventory
 from fabriccheck.model import UNKNOWN_ACCOUNT, fact_key
 from fabriccheck.providers.gcp import listing
-from fabriccheck.providers.gcp.normalize import (
-    CALLS,
-    INSTANCES,
-    PROJECT_ID,
-    GcpCall,
-    InstanceFields,
-    Normalizer,
-    project_of,
-)
+from fabriccheck.providers.gcp.listing import CALLS, INSTANCES, GcpCall
+from fabriccheck.providers.gcp.normalize import PROJECT_ID, InstanceFields, Normalizer, project_of
 from fabriccheck.resources.gcp import GLOBAL
 from fabriccheck.sources import dumps, projected
 from fabriccheck.sources.common import Shape, paused_gc, reading

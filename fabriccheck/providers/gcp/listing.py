@@ -8,18 +8,52 @@ leaves `items` out of a page with no resource, so a page that says its kind is a
 object that says neither its kind nor holds `items` is not a list at all (`{}`, `{"Items": []}`), and a file of
 another kind (a networks list saved as instances-list.json, an AWS or Azure answer) is named for what it holds.
 Every resource and page carries its `kind` (Compute API reference), which gcloud prints too.
+
+`CALLS` is the single list of Compute API calls: the live fetch issues them, dumps are named after the gcloud command
+that makes the same list, and `--print-role` lists their permissions.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 
 from fabriccheck.errors import FabricCheckError
 from fabriccheck.sources.common import Shape
 
-if TYPE_CHECKING:
-    from fabriccheck.providers.gcp.normalize import GcpCall
+
+@dataclass(frozen=True)
+class GcpCall:
+    resource: str  # the API's collection: instances, resourcePolicies, networks, subnetworks, firewalls
+    gcloud: str  # the gcloud command that lists the same resources
+    fact: str  # what it tells us, recorded in Inventory.collected (model.fact_key)
+    scope: str  # zone, region or global: where the API keeps them (aggregated lists span every zone/region)
+    required: bool = True
+
+    @property
+    def dump_file(self) -> str:
+        # gcloud compute networks subnets list -> networks-subnets-list.json
+        return self.gcloud.removeprefix("gcloud compute ").replace(" ", "-") + ".json"
+
+    @property
+    def permission(self) -> str:
+        # aggregatedList and list are both covered by compute.<collection>.list (Compute IAM permissions).
+        return f"compute.{self.resource}.list"
+
+    @property
+    def command(self) -> str:
+        return f"{self.gcloud} --project PROJECT --format=json"
+
+
+# Read order: what places instances and what networks are, before the instances that name them.
+RESOURCE_POLICIES = GcpCall("resourcePolicies", "gcloud compute resource-policies list", "resource_policies", "region")
+NETWORKS = GcpCall("networks", "gcloud compute networks list", "networks", "global")
+SUBNETWORKS = GcpCall("subnetworks", "gcloud compute networks subnets list", "subnetworks", "region")
+FIREWALLS = GcpCall("firewalls", "gcloud compute firewall-rules list", "firewalls", "global")
+INSTANCES = GcpCall("instances", "gcloud compute instances list", "instances", "zone")
+CALLS = (RESOURCE_POLICIES, NETWORKS, SUBNETWORKS, FIREWALLS, INSTANCES)
+
 
 _PREFIX = "compute#"
 # The Compute API's singular of each collection: its resources' kind is compute#<singular>, its pages'

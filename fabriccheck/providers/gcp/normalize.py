@@ -1,10 +1,8 @@
-"""Compute Engine answers -> the model: the one call table, and the pure function from resource lists (the
-dicts `gcloud compute ... list --format=json` prints, and that the live collector makes of the client's
-answers) to nodes and the `gcp` namespace.
+"""Compute Engine answers -> the model: the pure function from resource lists (the dicts `gcloud compute ... list
+--format=json` prints, and that the live collector makes of the client's answers) to nodes and the `gcp` namespace.
 
-Live runs and dumps share this half. `CALLS` is the single list of Compute API calls: the live fetch issues
-them, dumps are named after the gcloud command that makes the same list, and `--print-role` lists their
-permissions. Field names are the API's JSON names (camelCase), as gcloud prints them.
+Live runs and dumps share this half; the calls they read are listing.CALLS. Field names are the API's JSON names
+(camelCase), as gcloud prints them.
 """
 
 from __future__ import annotations
@@ -13,7 +11,6 @@ import functools
 import operator
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Any, TypedDict
 
 from pydantic import ValidationError
@@ -21,7 +18,16 @@ from pydantic import ValidationError
 from fabriccheck.errors import FabricCheckError
 from fabriccheck.inventory import Inventory
 from fabriccheck.model import UNKNOWN_ACCOUNT, Node, NodeShape, fact_key
-from fabriccheck.providers.gcp.listing import items_of
+from fabriccheck.providers.gcp.listing import (
+    CALLS,
+    FIREWALLS,
+    INSTANCES,
+    NETWORKS,
+    RESOURCE_POLICIES,
+    SUBNETWORKS,
+    GcpCall,
+    items_of,
+)
 from fabriccheck.providers.gcp.machines import MachineTypes, attached
 from fabriccheck.providers.gcp.support import (
     FLEX_START,
@@ -39,38 +45,6 @@ from fabriccheck.sources import pools
 from fabriccheck.sources.common import BAD_RESPONSE, Scope, Shape, describe, unexpected_shape
 from fabriccheck.sources.items import INTERFACE_FACTS, ITEM_ERRORS, named, salvage, unknown_because
 from fabriccheck.sources.pools import without
-
-
-@dataclass(frozen=True)
-class GcpCall:
-    resource: str  # the API's collection: instances, resourcePolicies, networks, subnetworks, firewalls
-    gcloud: str  # the gcloud command that lists the same resources
-    fact: str  # what it tells us, recorded in Inventory.collected (model.fact_key)
-    scope: str  # zone, region or global: where the API keeps them (aggregated lists span every zone/region)
-    required: bool = True
-
-    @property
-    def dump_file(self) -> str:
-        # gcloud compute networks subnets list -> networks-subnets-list.json
-        return self.gcloud.removeprefix("gcloud compute ").replace(" ", "-") + ".json"
-
-    @property
-    def permission(self) -> str:
-        # aggregatedList and list are both covered by compute.<collection>.list (Compute IAM permissions).
-        return f"compute.{self.resource}.list"
-
-    @property
-    def command(self) -> str:
-        return f"{self.gcloud} --project PROJECT --format=json"
-
-
-# Read order: what places instances and what networks are, before the instances that name them.
-RESOURCE_POLICIES = GcpCall("resourcePolicies", "gcloud compute resource-policies list", "resource_policies", "region")
-NETWORKS = GcpCall("networks", "gcloud compute networks list", "networks", "global")
-SUBNETWORKS = GcpCall("subnetworks", "gcloud compute networks subnets list", "subnetworks", "region")
-FIREWALLS = GcpCall("firewalls", "gcloud compute firewall-rules list", "firewalls", "global")
-INSTANCES = GcpCall("instances", "gcloud compute instances list", "instances", "zone")
-CALLS = (RESOURCE_POLICIES, NETWORKS, SUBNETWORKS, FIREWALLS, INSTANCES)
 
 # A Compute Engine zone is its region plus a letter: us-central1-a, europe-west4-b.
 ZONE = re.compile(r"^([a-z]+-[a-z]+\d+)-[a-z]$")
