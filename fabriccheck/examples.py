@@ -97,10 +97,10 @@ def check_examples(rule: Rule | EvidenceRule) -> None:
 def run_any_example(rule: Rule | EvidenceRule, example: Example | EvidenceExample) -> list[str]:
     """The resources an inventory rule or an evidence rule flags in one of its examples, sorted."""
     if isinstance(rule, EvidenceRule):
-        from fabriccheck.evidence import registry
+        from fabriccheck.evidence import rule_examples
 
         assert isinstance(example, EvidenceExample)
-        return registry.run_example(rule, example)
+        return rule_examples.run_example(rule, example)
     assert isinstance(example, Example)
     return run_example(rule, example)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from fabriccheck import examples, rulebook
-from fabriccheck.evidence import registry
+from fabriccheck.evidence import registry, rule_examples
 
 RULES = rulebook.builtin_evidence_rules()
 CASES = [(r, "passing", e) for r in RULES for e in r.examples.passing] + [
@@ -20,7 +20,7 @@ def test_every_evidence_rule_has_one_registered_check_and_every_check_a_rule() -
 
 @pytest.mark.parametrize(("rule", "kind", "example"), CASES, ids=[f"{r.id}-{k}-{e.name}" for r, k, e in CASES])
 def test_evidence_rule_example(rule: rulebook.EvidenceRule, kind: str, example: rulebook.EvidenceExample) -> None:
-    flagged = registry.run_example(rule, example)
+    flagged = rule_examples.run_example(rule, example)
     if kind == "passing":
         assert flagged == []
     else:

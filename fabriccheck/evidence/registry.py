@@ -9,7 +9,6 @@ in the order they are registered, so findings keep the order they always had.
 
 from __future__ import annotations
 
-import dataclasses
 import importlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -18,7 +17,7 @@ from typing import Any
 from fabriccheck.errors import FabricCheckError
 from fabriccheck.findings import Finding
 from fabriccheck.model import UNKNOWN_ACCOUNT
-from fabriccheck.rulebook import EvidenceExample, EvidenceRule, builtin_evidence_rules
+from fabriccheck.rulebook import EvidenceRule, builtin_evidence_rules
 
 Hit = tuple[list[str], str]  # (resources flagged, message)
 Check = Callable[[Any], list[Hit]]
@@ -75,34 +74,6 @@ def finding(rule: EvidenceRule, provider: str, cluster: str, resources: list[str
         references=list(rule.references),
         confidence=rule.confidence,
     )
-
-
-# ---------------------------------------------------------------------------------------------- examples
-
-
-def run_example(rule: EvidenceRule, example: EvidenceExample) -> list[str]:
-    """The resources `rule` alone flags in `example`'s evidence, sorted. An option the command does not take is an
-    error naming the rule file and the example."""
-    from fabriccheck.evidence import bandwidth, expect, judge, nccl_log, nccl_tests
-
-    lines = example.text.splitlines(keepends=True)
-    options = dict(example.options)
-    provider = options.pop("provider", None)
-    name = f"example {example.name!r}"
-    try:
-        if rule.evidence == "nccl-log":
-            if options:
-                raise TypeError(f"unknown option {sorted(options)[0]}")
-            ev = judge.judge_log(nccl_log.read_lines(lines, "example"), provider, rules=[rule])
-        else:
-            nodes, op = options.pop("nodes", None), options.pop("op", None)
-            fabric, implied = expect.fabric_from_options(**dataclasses.asdict(expect.FabricOptions(**options)))
-            parsed = nccl_tests.parse_lines(lines, "example")
-            log = nccl_log.read_lines(lines, "example")
-            ev = bandwidth.judge_tests(parsed, fabric, nodes, provider or implied, op, log, rules=[rule])
-    except TypeError as exc:
-        raise FabricCheckError(f"{rule.path}: {name}: field options: {exc}") from None
-    return sorted({r for f in ev.findings for r in f.resources})
 
 
 def source_of(check: Check) -> str:
