@@ -15,8 +15,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from fabriccheck import penalty
+from fabriccheck.errors import usage
 from fabriccheck.evidence import nccl_tests
-from fabriccheck.evidence.failures import usage
 
 MIN_BYTES = 128 * 2**20  # below this NCCL switches protocols: the efficiency is not what such rows measure
 CALIBRATED_OPS = ("all_reduce", "all_gather", "reduce_scatter")

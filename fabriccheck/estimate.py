@@ -15,7 +15,7 @@ from dataclasses import replace
 from pydantic import BaseModel
 
 from fabriccheck import catalog, penalty
-from fabriccheck.evidence.failures import unknown_model, usage
+from fabriccheck.errors import unknown_model, usage
 from fabriccheck.model import FabricKind
 from fabriccheck.penalty.collectives import size_label
 from fabriccheck.workloadfile import PRECISIONS, STRATEGIES, WORKLOAD_FIELDS, workload_from_file

@@ -99,8 +99,7 @@ def estimate(
     """What a fabric should do (nccl-tests bandwidths) and what a fabric state costs, for a catalog type or a
     fabric described by hand (unless told otherwise: 8 GPUs and 8 NICs of 400 Gbps per node, over ib)."""
     from fabriccheck import estimate as estimating
-    from fabriccheck.errors import FabricCheckError
-    from fabriccheck.evidence.failures import usage
+    from fabriccheck.errors import FabricCheckError, usage
 
     if fmt not in ("text", "json"):
         raise usage(f"--format {fmt}: estimates are shown as text or json")
@@ -117,7 +116,7 @@ def estimate(
 def _failed_estimate(error: "FabricCheckError") -> str:
     import json
 
-    from fabriccheck.evidence.failures import error_entry
+    from fabriccheck.errors import error_entry
 
     failure = {"kind": "estimate", "complete": False, "errors": [error_entry(error)]}
     return json.dumps(failure, indent=2) + "\n"
@@ -133,7 +132,7 @@ def _estimate(
     calibrate: Path | None,
 ) -> "EstimateReport":
     from fabriccheck import estimate as estimating
-    from fabriccheck.evidence.failures import usage
+    from fabriccheck.errors import usage
     from fabriccheck.flow import workload_named
 
     f = fabric

@@ -2,7 +2,7 @@
 
 The CLI only declares the options and calls `run`. A command that cannot run (bad usage, an unknown model,
 unreadable input) prints its one line on stderr, exit 2, and in the json and sarif formats still writes a
-report whose `errors[]` carries the failure's code (`failures`), so a pipeline reading the report sees why.
+report whose `errors[]` carries the failure's code (`errors.error_entry`), so a pipeline reading the report sees why.
 """
 
 from __future__ import annotations
@@ -17,8 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from fabriccheck import errors
 from fabriccheck.errors import STDIN_NAME, FabricCheckError
-from fabriccheck.evidence import bandwidth, expect, failures, gate, judge, report
+from fabriccheck.evidence import bandwidth, expect, gate, judge, report
 from fabriccheck.evidence import nccl_log as reader
 from fabriccheck.evidence import nccl_tests as parser
 from fabriccheck.evidence.expect import FabricOptions
@@ -52,24 +53,24 @@ class Output:
     def targets(self) -> list[Target]:
         try:
             return resolve(self.paths, self.fmt, self.fmt_given, FORMATS, "evidence is shown as")
-        except failures.EvidenceError:
+        except errors.EvidenceError:
             raise
         except FabricCheckError as exc:
-            raise failures.usage(str(exc)) from None
+            raise errors.usage(str(exc)) from None
 
 
 def check_input(path: Path, out: Output, provider: str | None) -> list[Target]:
     """The report's targets, once the input and the options are checked."""
     targets = out.targets()
     if provider is not None and provider not in PROVIDERS:
-        raise failures.usage(f"--provider {provider}: choose from {', '.join(PROVIDERS)}")
+        raise errors.usage(f"--provider {provider}: choose from {', '.join(PROVIDERS)}")
     if str(path) == STDIN:
         return targets
     for target in targets:
         if target.path is not None and same_file(target.path, path):
-            raise failures.usage(f"--output {target.path} is the file being read: write the report elsewhere")
+            raise errors.usage(f"--output {target.path} is the file being read: write the report elsewhere")
     if not path.is_file():
-        raise failures.unreadable(f"{path}: no such file" if not path.exists() else f"{path}: not a regular file")
+        raise errors.unreadable(f"{path}: no such file" if not path.exists() else f"{path}: not a regular file")
     return targets
 
 
@@ -83,13 +84,13 @@ def nccl_tests(
 ) -> Evidence:
     """Judge an nccl-tests file: its tables against the fabric, and the NCCL lines it holds."""
     if op is not None and op not in parser.OPS:
-        raise failures.usage(f"--op {op}: choose from {', '.join(parser.OPS)}")
+        raise errors.usage(f"--op {op}: choose from {', '.join(parser.OPS)}")
     o = fabric_options
     fabric, implied = expect.fabric_from_options(
         o.instance_type, o.gpu, o.gpus_per_node, o.nics, o.nic_gbps, o.transport, o.no_gdr, o.ethernet_gbps
     )
     if fabric is None and nodes is not None:
-        raise failures.usage(
+        raise errors.usage(
             "--nodes needs a fabric to compare with: add --instance-type T (or --gpu ... --transport ...)"
         )
     parsed = parser.parse_file(path)
@@ -104,7 +105,7 @@ def nccl_log(path: Path, provider: str | None, rules: list[EvidenceRule] | None 
 def failed(kind: str, path: Path, error: FabricCheckError) -> Evidence:
     """The report of a command that could not run: incomplete, with the failure in `errors[]`."""
     ev = Evidence(kind, str(path), judge.UNKNOWN_PROVIDER, complete=False)
-    ev.errors.append(failures.error_entry(error))
+    ev.errors.append(errors.error_entry(error))
     return ev
 
 
@@ -161,8 +162,8 @@ def _judged(path: Path, judged: Callable[[Path, list[EvidenceRule]], Evidence], 
             return judged(path, rules)
         try:
             ev = judged(readable, rules)
-        except failures.EvidenceError as error:
-            raise failures.EvidenceError(error.code, error.detail.replace(str(readable), STDIN_NAME)) from None
+        except errors.EvidenceError as error:
+            raise errors.EvidenceError(error.code, error.detail.replace(str(readable), STDIN_NAME)) from None
         except FabricCheckError as error:
             raise FabricCheckError(str(error).replace(str(readable), STDIN_NAME)) from None
     ev.source = STDIN

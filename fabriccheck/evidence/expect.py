@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from fabriccheck import catalog, estimate, penalty
-from fabriccheck.evidence.failures import unknown_model, usage
+from fabriccheck.errors import unknown_model, usage
 from fabriccheck.model import FabricKind
 
 # penalty.collective_bandwidth: (algbw, busbw) in GB/s, or None when the model cannot say.

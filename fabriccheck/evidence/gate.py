@@ -14,8 +14,7 @@ import datetime as dt
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from fabriccheck import baseline, config, rulebook, waivers
-from fabriccheck.evidence import failures
+from fabriccheck import baseline, config, errors, rulebook, waivers
 from fabriccheck.rulebook import EvidenceRule, RuleMeta
 
 if TYPE_CHECKING:
@@ -35,7 +34,7 @@ def rules_for(kind: str, options: Options) -> list[EvidenceRule]:
     chosen = rulebook.select_rules(_book(), options.select, options.ignore)
     left = [r for r in chosen if isinstance(r, EvidenceRule) and r.evidence == kind]
     if not left:
-        raise failures.usage(f"--select / --ignore leave no {kind} rule to run (see: fabriccheck rules)")
+        raise errors.usage(f"--select / --ignore leave no {kind} rule to run (see: fabriccheck rules)")
     return left
 
 

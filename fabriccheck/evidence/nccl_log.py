@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fabriccheck.evidence.failures import unreadable
+from fabriccheck.errors import unreadable
 from fabriccheck.evidence.nccl_messages import (
     MAX_NICS,
     OFI_FAILURES,

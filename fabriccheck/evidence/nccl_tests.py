@@ -25,7 +25,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fabriccheck.evidence.failures import unreadable
+from fabriccheck.errors import unreadable
 
 OPS = (
     "all_reduce",
