@@ -1,6 +1,7 @@
 """What changed since an earlier report: findings new, fixed and unchanged (by fingerprint, baseline.py) and the
 change in what the clusters lose a day. `--previous OLD.json` records it in a scan's report (`trend`), which the
-text and HTML reports show; `fabriccheck diff OLD.json NEW.json` prints it on its own."""
+text and HTML reports show (reports/changes.py words it); `fabriccheck diff OLD.json NEW.json` prints it on its
+own."""
 
 from __future__ import annotations
 
@@ -87,60 +88,3 @@ def fails(trend: Trend, fail_on: str) -> bool:
     if fail_on == "never":
         return False
     return any(f.gates and SEVERITY_RANK[f.severity] >= SEVERITY_RANK[fail_on] for f in trend.new)
-
-
-def span_text(r: Range | None) -> str:
-    if r is None:
-        return "not estimated"
-    return f"{r.low:,.0f}" if round(r.low) == round(r.high) else f"{r.low:,.0f}-{r.high:,.0f}"
-
-
-def signed(r: Range) -> str:
-    low, high = f"{r.low:+,.0f}", f"{r.high:+,.0f}"
-    return low if low == high else f"{low} to {high}"
-
-
-def finding_line(f: TrendFinding) -> str:
-    where = f.cluster or f.account
-    waived = "" if f.gates else " (waived or in the baseline)"
-    return f"{f.severity} {f.rule} {where}: {f.title}{waived} [{', '.join(f.resources[:3])}]"
-
-
-def render(trend: Trend, current: str, markdown: bool = False) -> str:
-    """The trend for people: counts, the change in cost, then the new and fixed findings (new first)."""
-    from fabriccheck.reports.safe import md_text, visible
-
-    show = md_text if markdown else visible
-    head = ("# " if markdown else "") + (
-        f"fabriccheck diff: {show(trend.previous)} ({show(trend.previous_generated_at)}) -> {show(current)}"
-    )
-    return "\n".join([head, "", *lines(trend, markdown)]) + "\n"
-
-
-def lines(trend: Trend, markdown: bool = False) -> list[str]:
-    """The trend's body (render's, and the text report's section under --previous): every value from a report
-    escaped for plain text, or for markdown."""
-    from fabriccheck.reports.safe import md_text, visible
-
-    def show(text: str) -> str:
-        return md_text(text) if markdown else visible(text)
-
-    lost = trend.lost_gpu_hours_per_day
-    out = [
-        f"{len(trend.new)} new, {len(trend.fixed)} fixed, {len(trend.unchanged)} unchanged findings.",
-        f"Lost GPU-hours a day: {span_text(lost.previous)} -> {span_text(lost.current)} ({signed(lost.change)}).",
-    ]
-    if trend.lost_dollars_per_day is not None:
-        d = trend.lost_dollars_per_day
-        out.append(f"Lost dollars a day: {span_text(d.previous)} -> {span_text(d.current)} ({signed(d.change)}).")
-    out += [f"Note: {show(n)}" for n in trend.notes]
-    bullet = "- " if markdown else "  "
-    for title, found in (("New findings", trend.new), ("Fixed findings", trend.fixed)):
-        if found:
-            out += ["", ("## " if markdown else "") + f"{title} ({len(found)})"]
-            out += [bullet + show(finding_line(f)) for f in found]
-    if trend.clusters:
-        out += ["", ("## " if markdown else "") + "Clusters whose lost GPU-hours changed"]
-        for c in trend.clusters:
-            out.append(f"{bullet}{show(c.id)}: {signed(c.lost_gpu_hours_per_day.change)} a day")
-    return out

@@ -312,6 +312,7 @@ def diff(
     from fabriccheck import trend
     from fabriccheck.errors import FabricCheckError
     from fabriccheck.report import load_report
+    from fabriccheck.reports import changes
 
     if fmt not in ("text", "json", "markdown"):
         raise FabricCheckError(f"--format {fmt}: diff writes text, json or markdown")
@@ -320,7 +321,7 @@ def diff(
     if fmt == "json":
         emit(found.model_dump_json(indent=2) + "\n", output)
     else:
-        emit(trend.render(found, str(current), markdown=fmt == "markdown"), output)
+        emit(changes.render(found, str(current), markdown=fmt == "markdown"), output)
     if not allow_incomplete and not new.fully_judged():
         raise typer.Exit(2)
     raise typer.Exit(1 if trend.fails(found, fail_on.value) else 0)

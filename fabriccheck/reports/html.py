@@ -23,11 +23,10 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup, escape
 
-from fabriccheck import trend
 from fabriccheck.findings import Finding
 from fabriccheck.model import UNKNOWN_ACCOUNT, SourceLocation
 from fabriccheck.report import DESELECTED, ClusterReport, Report, TrendFinding
-from fabriccheck.reports import busbw, planned, svg
+from fabriccheck.reports import busbw, changes, planned, svg
 from fabriccheck.reports.names import DisplayName, display_name
 from fabriccheck.reports.outline import (
     cluster_names,
@@ -375,16 +374,18 @@ def trend_view(report: Report) -> dict[str, Any] | None:
         "previous": found.previous,
         "generated_at": found.previous_generated_at,
         "counts": (len(found.new), len(found.fixed), len(found.unchanged)),
-        "lost": (trend.span_text(lost.previous), trend.span_text(lost.current), trend.signed(lost.change)),
+        "lost": (changes.span_text(lost.previous), changes.span_text(lost.current), changes.signed(lost.change)),
         "worse": lost.change.high > 0.5,
         "better": lost.change.high < -0.5,
         "dollars": None
         if dollars is None
-        else (trend.span_text(dollars.previous), trend.span_text(dollars.current), trend.signed(dollars.change)),
+        else (changes.span_text(dollars.previous), changes.span_text(dollars.current), changes.signed(dollars.change)),
         "notes": found.notes,
         "new": listed(found.new),
         "fixed": listed(found.fixed),
-        "clusters": [(str(display_name(c.id)), trend.signed(c.lost_gpu_hours_per_day.change)) for c in found.clusters],
+        "clusters": [
+            (str(display_name(c.id)), changes.signed(c.lost_gpu_hours_per_day.change)) for c in found.clusters
+        ],
     }
 
 

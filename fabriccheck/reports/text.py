@@ -19,12 +19,11 @@ from collections.abc import Sequence
 from rich.console import Console
 from rich.text import Text
 
-from fabriccheck import trend
 from fabriccheck.config import Gate
 from fabriccheck.findings import Finding
 from fabriccheck.model import UNKNOWN_ACCOUNT, SourceLocation
 from fabriccheck.report import ClusterReport, Report
-from fabriccheck.reports import planned
+from fabriccheck.reports import changes, planned
 from fabriccheck.reports.names import DisplayName, shared_scopes
 from fabriccheck.reports.outline import (
     cluster_names,
@@ -460,14 +459,14 @@ def _cannot_pass(page: _Page, report: Report) -> None:
 
 
 def _trend(page: _Page, report: Report) -> None:
-    """What changed since the earlier report of --previous (trend.lines, escaped there), after the summary."""
+    """What changed since the earlier report of --previous (changes.lines, escaped there), after the summary."""
     found = report.trend
     if found is None:
         return
     page.blank()
     page.para(f"Since the earlier report of {visible(found.previous_generated_at)}:", style="bold")
     page.para(f"read from {visible(found.previous)}", "  ", "    ")
-    for line in trend.lines(found):
+    for line in changes.lines(found):
         if line.startswith("  "):  # a finding or a cluster under its heading
             page.para(line.strip(), "    ", "      ")
         elif line:
