@@ -21,9 +21,9 @@ from pathlib import Path
 import orjson
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from fabriccheck import __version__
 from fabriccheck.errors import FabricCheckError
 from fabriccheck.findings import Finding
+from fabriccheck.version import __version__
 
 BASELINE_VERSION = 1
 

@@ -13,8 +13,8 @@ from itertools import compress, repeat
 from pathlib import Path
 from typing import Literal
 
-from fabriccheck import __version__, config, cost, examples, judge, penalty, rulebook
 from fabriccheck import baseline as baselines
+from fabriccheck import config, cost, examples, judge, penalty, rulebook
 from fabriccheck import waivers as waiving
 from fabriccheck.baseline import Baseline
 from fabriccheck.cloud import resolve, support
@@ -36,6 +36,7 @@ from fabriccheck.report import (
     tally,
 )
 from fabriccheck.sources.common import paused_gc
+from fabriccheck.version import __version__
 from fabriccheck.waivers import Waiver
 
 

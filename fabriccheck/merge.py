@@ -13,11 +13,11 @@ import datetime as dt
 from collections import Counter
 from pathlib import Path
 
-from fabriccheck import __version__
 from fabriccheck.errors import FabricCheckError
 from fabriccheck.findings import sort_findings
 from fabriccheck.gate import carried
 from fabriccheck.report import Report, Summary, join_cloud_instances, load_report, tally
+from fabriccheck.version import __version__
 
 
 def merge_files(paths: list[Path]) -> Report:

@@ -36,3 +36,12 @@ def test_a_text_not_shipped_is_parsed_and_each_caller_gets_its_own_document() ->
     first = shipped.load_yaml(text)
     first["types"].clear()  # a caller changing its copy
     assert shipped.load_yaml(text)["types"]
+
+
+def test_the_version_reports_carry_is_the_packages() -> None:
+    import tomllib
+
+    from fabriccheck import __version__
+
+    project = tomllib.loads((Path(__file__).resolve().parent.parent / "pyproject.toml").read_text())["project"]
+    assert __version__ == project["version"]

@@ -81,7 +81,7 @@ STARTED: list[float] = []
 
 def _version(value: bool) -> None:
     if value:
-        from fabriccheck import __version__
+        from fabriccheck.version import __version__
 
         write_stdout(f"fabriccheck {__version__}\n")
         raise typer.Exit(0)

@@ -17,13 +17,13 @@ from xml.sax.saxutils import escape, quoteattr
 
 import orjson
 
-from fabriccheck import __version__
 from fabriccheck.evidence.judge import Evidence
 from fabriccheck.findings import SEVERITY_RANK
 from fabriccheck.reports.machine import sarif_document, tracking
 from fabriccheck.reports.outline import suppressed
 from fabriccheck.reports.safe import visible
 from fabriccheck.rulebook import builtin_evidence_rules
+from fabriccheck.version import __version__
 
 SCHEMA_VERSION = 1
 SARIF_LEVEL = {"error": "error", "warning": "warning", "info": "note"}

@@ -6,12 +6,12 @@ from typing import Any
 
 import orjson
 
-from fabriccheck import __version__
 from fabriccheck.baseline import fingerprint
 from fabriccheck.findings import Finding
 from fabriccheck.penalty import Penalty
 from fabriccheck.report import Report, unjudged_rules
 from fabriccheck.rulebook import builtin_rules
+from fabriccheck.version import __version__
 
 SARIF_LEVEL = {"error": "error", "warning": "warning", "info": "note"}
 
