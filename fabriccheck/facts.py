@@ -132,7 +132,6 @@ class FactBuilder:
         self._facts: dict[FactKey, Facts] = {}
         self._kinds: dict[FactKey, int] = {}  # a key -> the number of its facts' value
         self._values: dict[Any, int] = {}  # a facts' value (frozen) -> its number
-        self._neutral_clusters: dict[tuple[Any, ...], Facts] = {}
         self._clusters: dict[tuple[str, bool], Facts] = {}
         self._siblings: dict[tuple[str, str], list[catalog.Sibling]] = {}
         self._cache: dict[str, Any] = {}
@@ -267,13 +266,7 @@ class FactBuilder:
     def _build_cluster(self, cluster: Cluster) -> Facts:
         keys = list(map(fact_key_of, cluster.nodes))
         every = list(map(self.of, keys))
-        # The neutral facts but a cluster's name and topology follow from its nodes' keys, in order, and whether it
-        # is a spec: clusters alike in them share them (read-only).
-        neutral_key = (cluster.provider, cluster.spec, tuple(keys))
-        neutral = self._neutral_clusters.get(neutral_key)
-        if neutral is None:
-            neutral = self._neutral_clusters[neutral_key] = self._neutral_cluster(cluster, keys, every)
-        facts = dict(neutral)
+        facts = self._neutral_cluster(cluster, keys, every)
         facts["id"] = cluster.id
         facts["signal"] = cluster.signal
         facts["topology"] = _topology(cluster)
@@ -284,7 +277,8 @@ class FactBuilder:
         return facts
 
     def _neutral_cluster(self, cluster: Cluster, keys: list[FactKey], every: list[Facts]) -> Facts:
-        """A cluster's neutral facts but its id, signal and topology (whose places they keep, to be filled)."""
+        """A cluster's neutral facts but its id, signal, topology and NVLink domains (whose places they keep, to be
+        filled)."""
         # Nodes of one key have the same facts: sums and sets are taken over the distinct keys, each counted as
         # many times as it has nodes (a pool of 500 is read once), in the order they first appear.
         counted = Counter(keys)
