@@ -128,7 +128,6 @@ class FactBuilder:
         self.collected = set(inventory.collected)
         self._capabilities: dict[str, Capability | None] = {}
         self._attached: dict[str, Capability] = {}  # a type's capability with a node's attached GPUs
-        self._attachments: dict[NodeShape, FabricAttachment] = {}
         self._facts: dict[FactKey, Facts] = {}
         self._kinds: dict[FactKey, int] = {}  # a key -> the number of its facts' value
         self._values: dict[Any, int] = {}  # a facts' value (frozen) -> its number
@@ -159,10 +158,7 @@ class FactBuilder:
 
     def attachment(self, shape: NodeShape) -> FabricAttachment:
         """The shape's fabric attachment, as its provider decides it."""
-        found = self._attachments.get(shape)
-        if found is None:
-            found = self._attachments[shape] = support(shape.provider).fabric_attachment(shape, self.capability(shape))
-        return found
+        return support(shape.provider).fabric_attachment(shape, self.capability(shape))
 
     def siblings(self, provider: str, instance_type: str) -> list[catalog.Sibling]:
         key = (provider, instance_type)

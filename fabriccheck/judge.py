@@ -152,16 +152,12 @@ class _Cluster:
         self.origin = origin
         self.builder = facts
         self.facts = facts.cluster(cluster)
-        self._tokens: dict[tuple[tuple[str, ...], tuple[str, ...]], Any] = {}
 
     def token(self, paths: tuple[str, ...], names: tuple[str, ...]) -> Any:
         """The values of the cluster facts at `paths` and why any of `names` is unknown, as a key."""
-        found = self._tokens.get((paths, names))
-        if found is None:
-            unknown = self.facts["unknown"]
-            why = tuple(unknown.get(name) for name in names)
-            found = self._tokens[(paths, names)] = (why, tuple(frozen(_at(self.facts, path)) for path in paths))
-        return found
+        unknown = self.facts["unknown"]
+        why = tuple(unknown.get(name) for name in names)
+        return (why, tuple(frozen(_at(self.facts, path)) for path in paths))
 
     def finding(self, rule: Rule, resources: list[str], node: Node | None) -> Finding:
         variables: dict[str, Any] = {"cluster": self.facts}

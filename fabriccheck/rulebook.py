@@ -218,10 +218,9 @@ def _render(template: str, facts: dict[str, Any], rule: Rule) -> str:
     return "".join(out)
 
 
-@functools.lru_cache(maxsize=1024)
 def _template(template: str) -> tuple[str, tuple[tuple[str, tuple[str, ...], str], ...]]:
-    """A message split once into its leading text and, for each placeholder, (its fact name, the name's parts,
-    the text after it): a fleet's findings render the few messages of its rules hundreds of times."""
+    """A message split into its leading text and, for each placeholder, (its fact name, the name's parts, the text
+    after it)."""
     pieces = _PLACEHOLDER.split(template.strip())
     names, texts = pieces[1::2], pieces[2::2]
     return pieces[0], tuple((name, tuple(name.split(".")), text) for name, text in zip(names, texts, strict=True))

@@ -3,9 +3,7 @@ image and extensions, a scale set's NIC configurations, and the NICs a VM's shap
 
 from __future__ import annotations
 
-import functools
 import re
-import sys
 from typing import Any
 
 from fabriccheck.model import Node
@@ -23,13 +21,7 @@ def subscription_of(resource_id: Any) -> str | None:
 
 def region_name(location: Any) -> str:
     """'East US' or 'eastus' -> 'eastus' (ARM answers say eastus; people type the display name)."""
-    return _region(location) if isinstance(location, str) and location else "unknown"
-
-
-@functools.lru_cache(maxsize=1024)
-def _region(location: str) -> str:
-    # Every VM names its region: one string object per region, for all of them.
-    return sys.intern(location.replace(" ", "").lower())
+    return location.replace(" ", "").lower() if isinstance(location, str) and location else "unknown"
 
 
 def props_of(item: dict[str, Any]) -> dict[str, Any]:

@@ -94,7 +94,6 @@ RDMA_PAIRS = {
 }
 
 
-@functools.lru_cache(maxsize=1024)
 def _generation(instance_type: str) -> str:
     match = _parse(instance_type)
     if not match:
@@ -209,7 +208,6 @@ def vnet_of_subnet(subnet_id: str | None) -> str | None:
     return head if sep else None
 
 
-@functools.lru_cache(maxsize=65536)
 def short_name(resource_id: str) -> str:
     return resource_id.rstrip("/").rsplit("/", 1)[-1]
 

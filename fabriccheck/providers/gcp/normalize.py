@@ -7,7 +7,6 @@ Live runs and dumps share this half; the calls they read are listing.CALLS. Fiel
 
 from __future__ import annotations
 
-import functools
 import operator
 import re
 from collections.abc import Callable, Iterable
@@ -68,29 +67,18 @@ _STATES = {
 }
 
 
-@functools.lru_cache(maxsize=65536)
-def _short(text: str) -> str:
+def short(url: Any) -> str:
+    """A resource URL as its path from `projects/`: the same whether the answer gives a full selfLink
+    (https://www.googleapis.com/compute/v1/projects/...) or a partial one."""
+    text = url if isinstance(url, str) else str(url)
     at = text.find("projects/")
     return text[at:] if at >= 0 else text
 
 
-def short(url: Any) -> str:
-    """A resource URL as its path from `projects/`: the same whether the answer gives a full selfLink
-    (https://www.googleapis.com/compute/v1/projects/...) or a partial one. The same network, subnetwork, zone
-    and machine type URLs recur on every instance, so the answers are cached."""
-    return _short(url if isinstance(url, str) else str(url))
-
-
-@functools.lru_cache(maxsize=65536)
-def _last(text: str) -> str:
-    return text.rstrip("/").rsplit("/", 1)[-1]
-
-
 def last(url: Any) -> str:
-    return _last(url if isinstance(url, str) else str(url))
+    return (url if isinstance(url, str) else str(url)).rstrip("/").rsplit("/", 1)[-1]
 
 
-@functools.lru_cache(maxsize=4096)
 def region_of_zone(zone: str | None) -> str | None:
     match = ZONE.match(zone or "")
     return match.group(1) if match else None
