@@ -38,6 +38,10 @@ SCOPE_VARIABLES = {"node": {"node", "cluster"}, "cluster": {"cluster"}}
 ORIGINS: tuple[Origin, ...] = ("running", "template", "plan")
 
 
+# A message split at its placeholders (_template): its leading text, then (fact name, its parts, text after) each.
+Template = tuple[str, tuple[tuple[str, tuple[str, ...], str], ...]]
+
+
 class RuleModel(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -157,6 +161,7 @@ class Rule(RuleMeta):
     _program: Any = PrivateAttr(default=None)
     _reads: frozenset[str] = PrivateAttr(default=frozenset())  # top-level facts read: "node.efa_security"
     _cost: celbudget.Cost | None = PrivateAttr(default=None)  # what an evaluation can cost (None: nothing loops)
+    _templates: dict[str, Template] = PrivateAttr(default_factory=dict)  # its messages, split: "" and by origin
 
     def variant(self, origin: str) -> Variant:
         return self.by_origin.get(cast(Origin, origin), _PLAIN)
@@ -186,7 +191,8 @@ class Rule(RuleMeta):
         return result
 
     def render(self, facts: dict[str, Any], origin: str = "running") -> str:
-        return _render(self.variant(origin).message or self.message, facts, self)
+        template = self._templates.get(origin) or self._templates.get("") or _template(self.message)
+        return _render(template, facts, self)
 
 
 _PLAIN = Variant()
@@ -195,8 +201,8 @@ _PLAIN = Variant()
 _PLACEHOLDER = re.compile(r"\{([a-z_]+(?:\.[a-z_]+)*)\}")
 
 
-def _render(template: str, facts: dict[str, Any], rule: Rule) -> str:
-    start, placeholders = _template(template)
+def _render(template: Template, facts: dict[str, Any], rule: Rule) -> str:
+    start, placeholders = template
     out = [start]
     for name, parts, literal in placeholders:
         value: Any = facts
@@ -218,9 +224,9 @@ def _render(template: str, facts: dict[str, Any], rule: Rule) -> str:
     return "".join(out)
 
 
-def _template(template: str) -> tuple[str, tuple[tuple[str, tuple[str, ...], str], ...]]:
+def _template(template: str) -> Template:
     """A message split into its leading text and, for each placeholder, (its fact name, the name's parts, the text
-    after it)."""
+    after it): once, when the rule is loaded."""
     pieces = _PLACEHOLDER.split(template.strip())
     names, texts = pieces[1::2], pieces[2::2]
     return pieces[0], tuple((name, tuple(name.split(".")), text) for name, text in zip(names, texts, strict=True))
@@ -323,6 +329,9 @@ def _load_cel(path: Path, rule: Rule) -> Rule:
         disagreement = rule_wording.disagreement(rule.effect, message)
         if disagreement:
             raise FabricCheckError(f"{path}: field {field_name}: {disagreement}")
+    rule._templates = {"": _template(rule.message)} | {
+        origin: _template(v.message) for origin, v in rule.by_origin.items() if v.message
+    }
     return rule
 
 
