@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from fabriccheck import facts as derived
 from fabriccheck.clusters import Cluster, spec_clusters
@@ -68,16 +68,16 @@ def judge(
     verdicts = Verdicts(memo)
     findings: list[Finding] = []
     unjudged: dict[str, list[Unjudged]] = {}
-    chosen: dict[tuple[str, str, bool], tuple[list[_Judging], list[_Judging]]] = {}
+    chosen: dict[tuple[str, str, bool], _Chosen] = {}
     for cluster in [*clusters, *(specs if specs is not None else spec_clusters(inventory))]:
         origin = cluster.nodes[0].origin if cluster.spec else "running"
         picked = (cluster.provider, origin, cluster.spec)
         if picked not in chosen:
             chosen[picked] = _rules_for(judgings, *picked)
-        cluster_rules, node_rules = chosen[picked]
+        cluster_rules, node_rules, paths = chosen[picked]
         if not cluster_rules and not node_rules:
             continue
-        scene = _Cluster(cluster, origin, facts)
+        scene = _Cluster(cluster, origin, facts, paths)
         missed: dict[tuple[str, str], list[str]] = {}  # (rule, reason) -> nodes; [] for the whole cluster
         for judging in cluster_rules:
             matched, reasons = verdicts.cluster(judging, scene)
@@ -98,15 +98,22 @@ def judge(
     return Evaluation(sort_findings(findings), unjudged)
 
 
-def _rules_for(
-    judgings: list[_Judging], provider: str, origin: str, spec: bool
-) -> tuple[list[_Judging], list[_Judging]]:
-    """(cluster rules, node rules) that judge a cluster of `provider` and `origin`: the same for every such
-    cluster, so chosen once per run."""
+class _Chosen(NamedTuple):
+    """The rules that judge a cluster of one provider and origin (the same for every such cluster, so chosen once
+    per run), and the dotted cluster facts any of them reads."""
+
+    cluster_rules: list[_Judging]
+    node_rules: list[_Judging]
+    paths: tuple[str, ...]
+
+
+def _rules_for(judgings: list[_Judging], provider: str, origin: str, spec: bool) -> _Chosen:
     here = [j for j in judgings if j.rule.provider == provider and j.rule.judges(origin)]
     # A spec is judged on its nodes only: it has no placement, zone split or peers yet.
     cluster_rules = [] if spec else [j for j in here if j.rule.scope == "cluster"]
-    return cluster_rules, [j for j in here if j.rule.scope == "node"]
+    node_rules = [j for j in here if j.rule.scope == "node"]
+    paths = tuple(sorted({path for j in [*cluster_rules, *node_rules] for path in j.cluster_paths}))
+    return _Chosen(cluster_rules, node_rules, paths)
 
 
 def _judge_nodes(
@@ -147,17 +154,18 @@ class _Cluster:
     """One cluster being judged: its facts, its nodes' facts as they are asked for, and its findings' fixed
     fields."""
 
-    def __init__(self, cluster: Cluster, origin: str, facts: FactBuilder) -> None:
+    def __init__(self, cluster: Cluster, origin: str, facts: FactBuilder, paths: tuple[str, ...]) -> None:
         self.cluster = cluster
         self.origin = origin
         self.builder = facts
         self.facts = facts.cluster(cluster)
+        # The value of each dotted cluster fact the rules read, as a dict key: read once for all of them.
+        self.values = {path: frozen(_at(self.facts, path)) for path in paths}
 
     def token(self, paths: tuple[str, ...], names: tuple[str, ...]) -> Any:
         """The values of the cluster facts at `paths` and why any of `names` is unknown, as a key."""
         unknown = self.facts["unknown"]
-        why = tuple(unknown.get(name) for name in names)
-        return (why, tuple(frozen(_at(self.facts, path)) for path in paths))
+        return (tuple(unknown.get(name) for name in names), tuple(self.values[path] for path in paths))
 
     def finding(self, rule: Rule, resources: list[str], node: Node | None) -> Finding:
         variables: dict[str, Any] = {"cluster": self.facts}
