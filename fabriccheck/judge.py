@@ -10,7 +10,6 @@ CEL evaluation. The node facts a rule reads are picked once per value of a node'
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -185,27 +184,27 @@ class Verdicts:
         self._node_values: dict[tuple[str, int], Any] = {}  # (rule, facts' kind) -> the values it reads
 
     def cluster(self, judging: _Judging, scene: _Cluster) -> Verdict:
-        key = (judging.rule.id, scene.token(judging.cluster_paths, judging.cluster_reads)) if judging.exact else None
-        return self._get(key, lambda: judging.verdict(scene.facts, None))
+        if not (self.memo and judging.exact):
+            return judging.verdict(scene.facts, None)
+        key = (judging.rule.id, scene.token(judging.cluster_paths, judging.cluster_reads))
+        found = self._found.get(key)
+        if found is None:
+            found = self._found[key] = judging.verdict(scene.facts, None)
+        return found
 
     def node(self, judging: _Judging, scene: _Cluster, node: Node, kind: int, token: Any) -> Verdict:
         """`kind` is the number of the value of the node's shared facts (FactBuilder.kind), `token` the values of the
         cluster facts the rule reads."""
-        key: tuple[Any, ...] | None = None
-        if self.memo and judging.shares:
-            values = self._node_values.get((judging.rule.id, kind))
-            if values is None:
-                facts = scene.builder.of(fact_key_of(node))
-                values = self._node_values[(judging.rule.id, kind)] = judging.node_values(facts)
-            key = (judging.rule.id, token, values)
-        return self._get(key, lambda: judging.verdict(scene.facts, scene.builder.node(node)))
-
-    def _get(self, key: tuple[Any, ...] | None, evaluate: Callable[[], Verdict]) -> Verdict:
-        if key is None or not self.memo:
-            return evaluate()
+        if not (self.memo and judging.shares):
+            return judging.verdict(scene.facts, scene.builder.node(node))
+        values = self._node_values.get((judging.rule.id, kind))
+        if values is None:
+            facts = scene.builder.of(fact_key_of(node))
+            values = self._node_values[(judging.rule.id, kind)] = judging.node_values(facts)
+        key = (judging.rule.id, token, values)
         found = self._found.get(key)
         if found is None:
-            found = self._found[key] = evaluate()
+            found = self._found[key] = judging.verdict(scene.facts, scene.builder.node(node))
         return found
 
 
