@@ -72,10 +72,6 @@ class FactContext(Protocol):
         """An instance type's capability as the catalog or the live answer gives it (no GPUs attached by hand)."""
         ...
 
-    def attachment(self, shape: NodeShape) -> FabricAttachment:
-        """The shape's fabric attachment as its provider decides it, computed once per run."""
-        ...
-
     def has(self, shape: NodeShape, fact: str) -> bool: ...
 
     def cached(self, key: str, build: Callable[[], T]) -> T:
@@ -166,9 +162,10 @@ class CloudSupport:
         """Copy onto each node's shape what this cloud reads from the inventory's other resources by the node's own
         ids (Azure: each NIC's record, the VM's extensions), so that its facts are a function of its shape."""
 
-    def node_facts(self, shape: NodeShape, context: FactContext) -> Facts:
-        """This cloud's facts of a node of `shape`: a function of the shape (and of the inventory's resources it
-        names), shared by every node of the shape. May hold `unknown`: facts it could only call unknown, with why."""
+    def node_facts(self, shape: NodeShape, context: FactContext, attachment: FabricAttachment) -> Facts:
+        """This cloud's facts of a node of `shape`, whose fabric attachment (`fabric_attachment`) is `attachment`: a
+        function of the shape (and of the inventory's resources it names), shared by every node of the shape. May
+        hold `unknown`: facts it could only call unknown, with why."""
         return {}
 
     def naming_facts(self, node: Node, shared: Facts) -> Facts:

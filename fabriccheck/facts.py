@@ -128,7 +128,7 @@ class FactBuilder:
         self.collected = set(inventory.collected)
         self._capabilities: dict[str, Capability | None] = {}
         self._attached: dict[str, Capability] = {}  # a type's capability with a node's attached GPUs
-        self._facts: dict[FactKey, Facts] = {}
+        self._nodes: dict[FactKey, tuple[Facts, FabricAttachment]] = {}  # a key's facts, and its fabric attachment
         self._kinds: dict[FactKey, int] = {}  # a key -> the number of its facts' value
         self._values: dict[Any, int] = {}  # a facts' value (frozen) -> its number
         self._clusters: dict[tuple[str, bool], Facts] = {}
@@ -156,9 +156,9 @@ class FactBuilder:
             self._capabilities[instance_type] = catalog.resolve(instance_type, self.inventory.capabilities)
         return self._capabilities[instance_type]
 
-    def attachment(self, shape: NodeShape) -> FabricAttachment:
-        """The shape's fabric attachment, as its provider decides it."""
-        return support(shape.provider).fabric_attachment(shape, self.capability(shape))
+    def attachment(self, key: FactKey) -> FabricAttachment:
+        """The fabric attachment of the nodes of `key`, as their provider decides it."""
+        return self._node(key)[1]
 
     def siblings(self, provider: str, instance_type: str) -> list[catalog.Sibling]:
         key = (provider, instance_type)
@@ -189,9 +189,14 @@ class FactBuilder:
 
     def of(self, key: FactKey) -> Facts:
         """The facts every node with this key shares (their `id` and `label` are the empty string). Read-only."""
-        found = self._facts.get(key)
+        return self._node(key)[0]
+
+    def _node(self, key: FactKey) -> tuple[Facts, FabricAttachment]:
+        found = self._nodes.get(key)
         if found is None:
-            found = self._facts[key] = self._build(*key)
+            shape = key[0]
+            attachment = support(shape.provider).fabric_attachment(shape, self.capability(shape))
+            found = self._nodes[key] = (self._build(shape, key[1], attachment), attachment)
         return found
 
     def kind(self, key: FactKey) -> int:
@@ -203,10 +208,9 @@ class FactBuilder:
             found = self._kinds[key] = self._values.setdefault(value, len(self._values))
         return found
 
-    def _build(self, shape: NodeShape, unknown: tuple[tuple[str, str], ...]) -> Facts:
+    def _build(self, shape: NodeShape, unknown: tuple[tuple[str, str], ...], attachment: FabricAttachment) -> Facts:
         cloud = support(shape.provider)
         cap = self.capability(shape)
-        attachment = self.attachment(shape)
         instance_type = shape.instance_type or ""
         primary = shape.primary_interface
         spec = shape.spec
@@ -244,7 +248,7 @@ class FactBuilder:
             "interfaces": len(shape.interfaces),
             "public_ip_interfaces": sum(1 for i in shape.interfaces if i.public_ip),
         }
-        extra = cloud.node_facts(shape, self)
+        extra = cloud.node_facts(shape, self, attachment)
         # Facts that could only be called unknown, with why; a rule reading one is reported as not judged.
         facts["unknown"] = why_unknown | extra.pop("unknown", {}) | dict(unknown)
         facts.update(extra)
@@ -282,7 +286,7 @@ class FactBuilder:
         facts_of = {key: facts for key, facts in zip(keys, every, strict=True)}
         distinct = [facts_of[key] for key in distinct_keys]
         weighted = [(facts_of[key], counted[key]) for key in distinct_keys]
-        fabric_subnets = {i.subnet for key in distinct_keys for i in self.attachment(key[0]).interfaces if i.subnet}
+        fabric_subnets = {i.subnet for key in distinct_keys for i in self.attachment(key).interfaces if i.subnet}
         types = sorted({f["instance_type"] for f in distinct})
         fabric_nodes = sum(n for f, n in weighted if f["fabric_expected"])
         size = 0 if cluster.spec else cluster.size

@@ -141,8 +141,8 @@ class AwsSupport(CloudSupport):
 
     # ---------------------------------------------------------------------------------------- facts
 
-    def node_facts(self, shape: NodeShape, context: FactContext) -> Facts:
-        fabric = context.attachment(shape).interfaces
+    def node_facts(self, shape: NodeShape, context: FactContext, attachment: FabricAttachment) -> Facts:
+        fabric = attachment.interfaces
         # Nodes of a group share their NICs' security groups: judge each distinct combination once.
         group_sets = {tuple(nic.security_groups) for nic in fabric}
         security, security_why = self._efa_security(shape, group_sets, context)

@@ -339,7 +339,7 @@ class AzureSupport(CloudSupport):
                 shape = made[key] = _resolved(*key)
             node.shape = shape
 
-    def node_facts(self, shape: NodeShape, context: FactContext) -> Facts:
+    def node_facts(self, shape: NodeShape, context: FactContext, attachment: FabricAttachment) -> Facts:
         index = _index(context)
         unknown: dict[str, str] = {}
         scale_set_id = shape.placed_by(SCALE_SET)

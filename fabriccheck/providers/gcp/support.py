@@ -237,7 +237,7 @@ class GcpSupport(CloudSupport):
 
     # ---------------------------------------------------------------------------------------- facts
 
-    def node_facts(self, shape: NodeShape, context: FactContext) -> Facts:
+    def node_facts(self, shape: NodeShape, context: FactContext, attachment: FabricAttachment) -> Facts:
         cap = context.capability(shape)
         index = index_of(context)
         unknown: dict[str, str] = {}
@@ -245,7 +245,7 @@ class GcpSupport(CloudSupport):
         extra = 0
         recommended = 0
         if cap is not None and cap.fabric in (FabricKind.TCPX, FabricKind.TCPXO):
-            gpu_nics = context.attachment(shape).interfaces
+            gpu_nics = attachment.interfaces
             gpu_networks = sorted({nic.network for nic in gpu_nics if nic.network})
             extra = max(0, len(shape.interfaces) - 1 - cap.fabric_interfaces) if cap.fabric_interfaces else 0
             recommended = TCPX_MTU

@@ -204,11 +204,11 @@ class K8sSupport(CloudSupport):
 
     # ---------------------------------------------------------------------------------------- facts
 
-    def node_facts(self, shape: NodeShape, context: FactContext) -> Facts:
+    def node_facts(self, shape: NodeShape, context: FactContext, attachment: FabricAttachment) -> Facts:
         pod = shape.pod or PodPart(workload="", kind="")
         cap = context.capability(shape)
         fabric = cap.fabric if cap else FabricKind.NONE
-        uses = context.attachment(shape).attached > 0
+        uses = attachment.attached > 0
         unknown: dict[str, str] = {}
         if not shape.instance_type:
             why = (
