@@ -6,10 +6,8 @@ Every command (live, dump, demo, saved inventory) ends here, so they judge alike
 from __future__ import annotations
 
 import datetime as dt
-import operator
 from collections import Counter
 from dataclasses import dataclass, field
-from itertools import compress, repeat
 from pathlib import Path
 from typing import Literal
 
@@ -107,8 +105,8 @@ def _run(inventory: Inventory, options: Options) -> Report:
     reported, joined = join_cloud_instances(reported)  # a run that saw a cloud and its Kubernetes clusters (demo)
     skipped = [_skipped(c) for c in [*every_cluster, *specs] if not c.judged]
     # A capability is a type's: each type of the judged nodes is looked up once, not each node.
-    judged_types = {kind or "" for c in every_cluster for kind in dict.fromkeys(map(_TYPE, c.nodes))}
-    states = Counter(map(_STATE, inventory.nodes))
+    judged_types = {n.instance_type or "" for c in every_cluster for n in c.nodes}
+    states = Counter(n.state for n in inventory.nodes)
     unknown = sorted(t for t in judged_types if facts.type_capability(t) is None)
     judged_nodes = sum(len(c.nodes) for c in reported)
     report = Report(
@@ -136,11 +134,7 @@ def _chosen_rules(inventory: Inventory, options: Options) -> tuple[list[rulebook
     """(the rules loaded, the rules chosen to run). Only the rules of the clouds in this inventory are loaded, run
     and listed: an AWS account's report does not list GCP rules as run, and a selection that leaves none of its
     clouds' rules is the same error as none."""
-    clouds = frozenset(
-        {*map(_PROVIDER, inventory.nodes), *map(_PROVIDER, inventory.specs)}
-        | {e.provider for e in inventory.errors}
-        | {c.split(":", 1)[0] for c in inventory.collected}
-    )
+    clouds = frozenset(_providers(inventory) | {e.provider for e in inventory.errors})
     loaded = _rules(options, clouds or None)
     try:
         rules = rulebook.select_rules(loaded, options.select, options.ignore)
@@ -190,7 +184,7 @@ def _cluster_reports(
                 provider=cluster.provider,
                 account=cluster.account,
                 grouped_by=cluster.signal,
-                nodes=list(map(_ID, cluster.nodes)),
+                nodes=[n.id for n in cluster.nodes],
                 instance_types=list(cluster_facts["types"]),
                 gpus=int(cluster_facts["gpus"]),
                 findings=len(cluster_findings),
@@ -233,20 +227,16 @@ def _skipped(cluster: Cluster) -> SkippedCluster:
 
 def _locations(inventory: Inventory) -> dict[str, SourceLocation]:
     """Where in its source each node came from, for the nodes that have one (plans and templates)."""
-    nodes = [*inventory.nodes, *inventory.specs]
-    sources = list(map(_SOURCE, nodes))
-    if sources.count(None) == len(sources):  # a live or dump inventory: none
-        return {}
-    return {node.id: source for node, source in zip(nodes, sources, strict=True) if source is not None}
+    return {node.id: node.source for node in [*inventory.nodes, *inventory.specs] if node.source is not None}
 
 
-# Read off every node in C: a fleet has thousands.
-_PROVIDER = operator.attrgetter("provider")
-_ID = operator.attrgetter("id")
-_TYPE = operator.attrgetter("instance_type")
-_STATE = operator.attrgetter("state")
-_SOURCE = operator.attrgetter("source")
-_TAGS = operator.attrgetter("tags")
+def _providers(inventory: Inventory) -> set[str]:
+    """The clouds an inventory's nodes, templates and collected facts belong to."""
+    return (
+        {n.provider for n in inventory.nodes}
+        | {n.provider for n in inventory.specs}
+        | {c.split(":", 1)[0] for c in inventory.collected}
+    )
 
 
 def _settle(report: Report, options: Options) -> None:
@@ -311,19 +301,15 @@ def _notes(inventory: Inventory, unknown: list[str], options: Options) -> list[s
         )
     if options.cluster_tag and not any(options.cluster_tag in n.tags for n in inventory.nodes):
         notes.append(f"no node carries the tag {options.cluster_tag}; nodes were grouped by the usual signals")
-    providers = sorted(
-        {*map(_PROVIDER, inventory.nodes), *map(_PROVIDER, inventory.specs)}
-        | {c.split(":", 1)[0] for c in inventory.collected}
-    )
-    for provider in providers:
+    for provider in sorted(_providers(inventory)):
         cloud = support(provider)
-        # Only the nodes with the role tag are looked at, found in C.
-        tagged = compress(inventory.nodes, map(operator.contains, map(_TAGS, inventory.nodes), repeat(cloud.role_tag)))
         odd = sorted(
             {
                 f"{n.tags[cloud.role_tag]!r} on {n.id}"
-                for n in tagged
-                if n.provider == provider and n.tags[cloud.role_tag].strip().lower() not in ROLES
+                for n in inventory.nodes
+                if cloud.role_tag in n.tags
+                and n.provider == provider
+                and n.tags[cloud.role_tag].strip().lower() not in ROLES
             }
         )
         if odd:

@@ -9,7 +9,6 @@ read, but its fact does not count as collected (exit 2), as an AWS answer with a
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -39,7 +38,6 @@ LAYOUT: dumps.Layout[GcpCall] = dumps.Layout(
 )
 
 
-_SCOPE = operator.attrgetter("account", "region")
 
 
 def load_dump(directory: Path, project: str | None = None) -> Inventory:
@@ -89,7 +87,7 @@ def _load_folder(folder: Path, project: str | None) -> Inventory:
     normalizer.finish()
     # gcloud prints every field the API returns, so a dump shows groupPlacementPolicy.maxDistance when set.
     if any(c.fact == "resource_policies" for c, _ in read):
-        scopes_seen = set(map(_SCOPE, part.nodes))  # (project, region) pairs, found in C
+        scopes_seen = {(n.account, n.region) for n in part.nodes}  # (project, region) pairs
         for account in sorted(owners or {UNKNOWN_ACCOUNT}):
             regions = {region for owner, region in scopes_seen if owner == account} | {GLOBAL}
             part.collected += [fact_key("gcp", account, r, "max_distance") for r in sorted(regions)]

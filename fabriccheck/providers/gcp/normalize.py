@@ -7,7 +7,6 @@ Live runs and dumps share this half; the calls they read are listing.CALLS. Fiel
 
 from __future__ import annotations
 
-import operator
 import re
 from collections.abc import Callable, Iterable
 from typing import Any, TypedDict
@@ -213,7 +212,6 @@ class InstanceFields(TypedDict, total=False):
     guestAccelerators: Any  # read by machines: an N1 node's attached GPUs; for types outside the catalog, GPUs or not
 
 
-_SCOPE = operator.attrgetter("account", "region")
 
 
 # The facts that follow from which NICs are RDMA or GPU NICs: unknown with a nicType the API does not define.
@@ -266,7 +264,7 @@ class Normalizer:
         for every region the project's instances are in (and for `global`); and what each machine type is."""
         self._machines.finish()
         regions: dict[str, set[str]] = {}
-        for account, region in set(map(_SCOPE, self.inventory.nodes)):  # the distinct pairs, found in C
+        for account, region in {(n.account, n.region) for n in self.inventory.nodes}:
             regions.setdefault(account, set()).add(region)
         for fact, projects in self._facts.items():
             for project in sorted(projects):
