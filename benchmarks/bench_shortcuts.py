@@ -46,7 +46,12 @@ SHORTCUTS: list[tuple[str, str, str]] = [
     (
         "facts once per node shape",
         "judge",
-        "from fabriccheck.facts import FactBuilder\nFactBuilder.of = lambda self, key: self._build(*key)",
+        "from fabriccheck.facts import FactBuilder, support\n"
+        "def fresh(self, key):\n"
+        "    shape = key[0]\n"
+        "    attachment = support(shape.provider).fabric_attachment(shape, self.capability(shape))\n"
+        "    return self._build(shape, key[1], attachment), attachment\n"
+        "FactBuilder._node = fresh",
     ),
     (
         "verdicts kept by the values they read",

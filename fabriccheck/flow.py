@@ -77,11 +77,10 @@ def workload_named(name: str) -> penalty.Workload:
 
 def run(inventory: Inventory, options: Options) -> Report:
     # Judging builds many small objects (facts, findings, reports) and frees few: the cyclic collector would walk
-    # them again and again, during the run and after it while the report is written (together 5-7% of a 50,000-node
-    # command). Paused for the run and what survives it frozen, as a dump's model is. A run makes no reference cycle
-    # (tests/test_sources_common.py holds every demo inventory to it), so what a library caller drops of a run is
-    # still freed at once: nothing is left behind frozen.
-    with paused_gc():
+    # them again and again (about 5% of a 5,000-node run). Paused for the run, not frozen after it: a freeze is the
+    # whole process's, and would pin a library caller's garbage too (the CLI, which exits after the report, freezes
+    # what a run made: cli/finish.py).
+    with paused_gc(freeze=False):
         return _run(inventory, options)
 
 

@@ -11,9 +11,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from cli_run import one_clean_line, run, run_installed
 
 from fabriccheck import flow, report
+from fabriccheck.errors import FabricCheckError
 from fabriccheck.model import fact_key
 from fabriccheck.providers.azure import dump
 from fabriccheck.providers.azure.normalize import CALLS, role_definition
@@ -254,3 +256,19 @@ def test_scale_set_with_no_vms_is_judged_as_the_model_it_launches(tmp_path: Path
     report = flow.run(inventory, flow.Options())
     assert sorted(f.rule for f in report.findings) == ["AZ140", "AZ150"]
     assert all(f.cluster is None and f.resources == [inventory.specs[0].id] for f in report.findings)
+
+
+def test_a_vm_naming_a_nic_without_an_id_is_one_line_in_the_normalizers_words(tmp_path: Path) -> None:
+    """A NIC reference with no id leaves the VM one interface id short: the dump's one-line error says so in the
+    normalizer's words, not a validation library's."""
+    folder = tmp_path / "azure"
+    shutil.copytree(DEMO, folder)
+    (vm_list,) = folder.rglob("vm-list.json")
+    vms = json.loads(vm_list.read_text())
+    vms[0]["networkProfile"]["networkInterfaces"].append({"primary": False})
+    vm_list.write_text(json.dumps(vms))
+    with pytest.raises(FabricCheckError) as caught:
+        dump.load_dump(folder)
+    message = str(caught.value)
+    assert message.startswith(str(vm_list)) and "interface ids for" in message
+    assert "field :" not in message and "Value error" not in message

@@ -40,6 +40,7 @@ def loaded(where: object, load: Callable[[], Inventory]) -> Inventory:
 def finish(inventory: Inventory, scan: ScanOptions, settled: Settled) -> NoReturn:
     """Judge `inventory` with the options and --fail-on `settled` (gate.settle) found, write the report (and the
     saved inventory and baseline, when asked), then exit with the code the report earns."""
+    import gc
     import time
 
     from fabriccheck import flow, gate
@@ -57,6 +58,10 @@ def finish(inventory: Inventory, scan: ScanOptions, settled: Settled) -> NoRetur
 
             outputs.add(scan.save_inventory, snapshot_of(inventory), "--save-inventory")
         report: Report = flow.run(inventory, options)
+        # The command writes the report and exits: what the run made lives until then, and freezing it spares the
+        # collector rescanning it while the report is written (5-7% of a 50,000-node command). The inventory was
+        # settled before (a dump reader's freeze, a live collection's settle_gc).
+        gc.freeze()
     except FabricCheckError:
         outputs.commit()
         raise

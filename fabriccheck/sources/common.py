@@ -233,7 +233,8 @@ def paused_gc(freeze: bool = True) -> Iterator[None]:
     normalizes 2.5x slower with it). Pause it for that stretch only, then freeze what survived (the model)
     so that later collections do not rescan it either. A live collection of many scopes passes freeze=False:
     freezing there would also pin the SDK clients other scopes still hold (and any garbage), so memory would
-    grow with the estate; it settles once at the end instead (sources.fleet.settle_gc)."""
+    grow with the estate; it settles once at the end instead (sources.fleet.settle_gc). Judging (flow.run)
+    passes freeze=False too: a freeze is the whole process's, and a library caller's garbage is not ours to pin."""
     global _pauses, _resume
     with _pause_lock:  # collectors parse in several threads; the collector comes back after the last one
         if _pauses == 0:

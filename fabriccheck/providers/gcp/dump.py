@@ -38,8 +38,6 @@ LAYOUT: dumps.Layout[GcpCall] = dumps.Layout(
 )
 
 
-
-
 def load_dump(directory: Path, project: str | None = None) -> Inventory:
     """Every project folder of `directory`; `project` (--project) names the project of a flat folder, whose files
     may not say it (a list with no resource names no project)."""

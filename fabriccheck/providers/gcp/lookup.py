@@ -44,7 +44,7 @@ class _Found(NamedTuple):
 class GcpIndex:
     def __init__(self, context: FactContext) -> None:
         # The index keeps no reference to the context that holds it: the two would form a cycle, left to the cyclic
-        # collector (flow.run freezes what survives a run; tests.test_judge_memo checks it leaves no cycle).
+        # collector (tests/test_sources_common.py holds a run to making none).
         gcp = context.inventory.gcp
         self.collected = set(context.inventory.collected)
         self.policies: dict[tuple[str, str, str], ResourcePolicy] = {

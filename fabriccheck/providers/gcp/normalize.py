@@ -212,8 +212,6 @@ class InstanceFields(TypedDict, total=False):
     guestAccelerators: Any  # read by machines: an N1 node's attached GPUs; for types outside the catalog, GPUs or not
 
 
-
-
 # The facts that follow from which NICs are RDMA or GPU NICs: unknown with a nicType the API does not define.
 _NIC_TYPE_FACTS = ("fabric", "rdma_profile", "rdma_profile_networks", "non_rdma_on_rdma_vpc", "extra_nics")
 _NIC_FACTS = (
