@@ -30,7 +30,6 @@ from fabriccheck.providers.gcp.machines import MachineTypes, attached
 from fabriccheck.providers.gcp.support import (
     FLEX_START,
     MIG_METADATA_KEY,
-    NIC_TYPES,
     RESERVATION,
     RESERVATION_BOUND,
     RESOURCE_POLICY,
@@ -212,8 +211,6 @@ class InstanceFields(TypedDict, total=False):
     guestAccelerators: Any  # read by machines: an N1 node's attached GPUs; for types outside the catalog, GPUs or not
 
 
-# The facts that follow from which NICs are RDMA or GPU NICs: unknown with a nicType the API does not define.
-_NIC_TYPE_FACTS = ("fabric", "rdma_profile", "rdma_profile_networks", "non_rdma_on_rdma_vpc", "extra_nics")
 _NIC_FACTS = (
     *INTERFACE_FACTS, "rdma_profile", "rdma_profile_networks", "non_rdma_on_rdma_vpc", "extra_nics",
     "recommended_mtu", "gpu_mtu", "gpu_mtus", "gpu_firewall", "gpu_firewall_networks",
@@ -392,21 +389,12 @@ class Normalizer:
         shape = self._pools.shape(
             without(inst, _OWN_FIELDS), lambda rest: self._shape(rest, project), (project, len(self._policies))
         )
-        unknown = {}
-        odd = _odd_nic_type(inst)
-        if odd is not None:
-            why = (
-                f"nicType {odd!r} is none the Compute API defines ({', '.join(sorted(NIC_TYPES))}), so which NICs "
-                "carry the fabric is unknown"
-            )
-            unknown = unknown_because(_NIC_TYPE_FACTS, why)
         return pools.node(
             name,
             shape,
             state=_STATES.get(status, status.lower()),
             interface_ids=tuple(f"{name}/{_nic_name(i, nic)}" for i, nic in enumerate(nics)),
             network_nodes=_topology((inst.get("resourceStatus") or {}).get("physicalHost")),
-            unknown=unknown,
         )
 
     def _shape(self, inst: dict[str, Any], project: str) -> NodeShape:
@@ -432,15 +420,6 @@ class Normalizer:
 _OWN_FIELDS = (("name",), ("selfLink",), ("status",), ("resourceStatus",))
 # scheduling.provisioningModel of capacity Google places itself -> its placement kind (support.py, dense capacity).
 _OWN_CAPACITY = {"FLEX_START": FLEX_START, "RESERVATION_BOUND": RESERVATION_BOUND}
-
-
-def _odd_nic_type(inst: dict[str, Any]) -> str | None:
-    """A nicType of the instance's NICs that the Compute API does not define."""
-    for nic in inst.get("networkInterfaces") or ():
-        value = nic.get("nicType") if isinstance(nic, dict) else None
-        if value and value not in NIC_TYPES:
-            return str(value)
-    return None
 
 
 def _nic_name(i: int, nic: dict[str, Any]) -> str:

@@ -98,8 +98,10 @@ MIG_METADATA_KEY = "created-by"
 # on H4D; Google Cloud "RDMA network profiles", docs.cloud.google.com/vpc/docs/rdma-network-profiles).
 RDMA_NIC_TYPES = frozenset({"MRDMA", "IRDMA"})
 # Every nicType value the Compute API defines (GCP-NICTYPE). Another value tells nothing of which NICs carry the
-# fabric: the normalizer leaves the node's fabric unknown, never "none".
+# fabric: the node's fabric is unknown (node_facts), never "none".
 NIC_TYPES = frozenset({"GVNIC", "VIRTIO_NET", "MRDMA", "IRDMA", "IDPF", "UNSPECIFIED_NIC_TYPE"})
+# The facts that follow from which NICs are RDMA or GPU NICs: unknown with a nicType the API does not define.
+_NIC_TYPE_FACTS = ("fabric", "rdma_profile", "rdma_profile_networks", "non_rdma_on_rdma_vpc", "extra_nics")
 
 # H4D is Compute Engine's HPC series with Cloud RDMA, "ideal for applications that scale across multiple
 # nodes" (GKE docs, "Run HPC workloads with H4D"; Cluster Toolkit, "Configure MPI applications on H4D").
@@ -241,6 +243,13 @@ class GcpSupport(CloudSupport):
         cap = context.capability(shape)
         index = index_of(context)
         unknown: dict[str, str] = {}
+        odd = next((nic.interface_type for nic in shape.interfaces if nic.interface_type not in NIC_TYPES), None)
+        if odd is not None:
+            undefined = (
+                f"nicType {odd!r} is none the Compute API defines ({', '.join(sorted(NIC_TYPES))}), so which NICs "
+                "carry the fabric is unknown"
+            )
+            unknown = dict.fromkeys(_NIC_TYPE_FACTS, undefined)
         gpu_networks: list[str] = []
         extra = 0
         recommended = 0
