@@ -78,8 +78,8 @@ def workload_named(name: str) -> penalty.Workload:
 def run(inventory: Inventory, options: Options) -> Report:
     # Judging builds many small objects (facts, findings, reports) and frees few: the cyclic collector would walk
     # them again and again (about 5% of a 5,000-node run). Paused for the run, not frozen after it: a freeze is the
-    # whole process's, and would pin a library caller's garbage too (the CLI, which exits after the report, freezes
-    # what a run made: cli/finish.py).
+    # whole process's, and would pin a library caller's garbage too (the CLI, which exits after the report, pauses
+    # around the run and freezes what it made: cli/finish.py).
     with paused_gc(freeze=False):
         return _run(inventory, options)
 
