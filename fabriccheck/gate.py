@@ -26,9 +26,10 @@ from fabriccheck.errors import FabricCheckError
 
 if TYPE_CHECKING:
     from fabriccheck.config import Config, Gate
+    from fabriccheck.evidence.judge import Evidence
     from fabriccheck.flow import Options
     from fabriccheck.report import Report
-    from fabriccheck.rulebook import RuleMeta
+    from fabriccheck.rulebook import EvidenceRule, RuleMeta
     from fabriccheck.sources.common import Outputs
     from fabriccheck.targets import Target
 
@@ -323,3 +324,56 @@ def _inside(path: Path, folder: Path) -> bool:
         return path.is_file() and Path(os.path.realpath(path)).is_relative_to(os.path.realpath(folder))
     except OSError:
         return False
+
+# ---------------------------------------------------------------------------------------------- evidence
+# The gate on evidence: a scan's selection, severity overrides, waivers and baselines, applied to the findings of
+# `nccl-log` and `nccl-tests`. The settings are settled as a scan's are (settle), so one config file and one
+# waivers file serve the cloud audit and the evidence from the same cluster. A token may name any rule (a
+# selection shared with scans); the rules of the command are those it leaves on, and a selection that leaves none
+# is an error: a gate that runs no rule must not pass.
+
+
+def _evidence_book() -> list[RuleMeta]:
+    from fabriccheck import rulebook
+
+    return [*rulebook.builtin_rules(), *rulebook.builtin_evidence_rules()]
+
+
+def evidence_rules(kind: str, options: Options) -> list[EvidenceRule]:
+    """The evidence rules of `kind` (nccl-log, nccl-tests) that --select / --ignore leave on."""
+    from fabriccheck import errors, rulebook
+    from fabriccheck.rulebook import EvidenceRule
+
+    own = [r for r in rulebook.builtin_evidence_rules() if r.evidence == kind]
+    if not options.select and not options.ignore:
+        return own
+    chosen = rulebook.select_rules(_evidence_book(), options.select, options.ignore)
+    left = [r for r in chosen if isinstance(r, EvidenceRule) and r.evidence == kind]
+    if not left:
+        raise errors.usage(f"--select / --ignore leave no {kind} rule to run (see: fabriccheck rules)")
+    return left
+
+
+def apply_to_evidence(
+    ev: Evidence, options: Options, write_baseline: Path | None, ran: list[EvidenceRule]
+) -> bytes | None:
+    """Severity overrides, waivers and the baseline on `ev`'s findings, as a scan applies them; the baseline to
+    write (--write-baseline), which the caller writes beside the report. Without --baseline, a run that writes
+    one is judged against what it writes."""
+    import datetime as dt
+
+    from fabriccheck import baseline, config, rulebook, waivers
+
+    if options.severity:
+        config.override_severity(ev.findings, options.severity, _evidence_book())
+    if options.waivers:
+        today = options.today or dt.datetime.now(dt.UTC).date()
+        ids = rulebook.active_ids(ran)
+        ev.waivers = waivers.apply(ev.findings, options.waivers, options.waivers_file, today, ids)
+        ev.notes += waivers.notes(ev.waivers)
+    written = baseline.dump(ev.findings) if write_baseline is not None else None
+    if options.baseline is not None:
+        ev.baseline = baseline.apply(ev.findings, options.baseline, options.baseline_file)
+    elif write_baseline is not None:
+        ev.baseline = baseline.apply(ev.findings, baseline.build(ev.findings), str(write_baseline))
+    return written

@@ -182,7 +182,8 @@ def nccl_tests(
     judge the NCCL lines the same file holds."""
     import dataclasses
 
-    from fabriccheck.evidence import command, expect
+    from fabriccheck.cli import evidence as command
+    from fabriccheck.evidence import expect
 
     described = expect.FabricOptions(**dataclasses.asdict(fabric))
     _evidence(
@@ -205,7 +206,7 @@ def nccl_log(
     scan: ScanOptions,
 ) -> None:
     """Report the transport each NCCL rank used (IB, EFA/OFI, sockets), GPUDirect RDMA and plugin failures."""
-    from fabriccheck.evidence import command
+    from fabriccheck.cli import evidence as command
 
     _evidence("nccl-log", file, scan, provider, lambda path, rules: command.nccl_log(path, provider, rules))
 
@@ -218,7 +219,7 @@ def _evidence(
     judged: Callable[[Path, list["EvidenceRule"]], "Evidence"],
 ) -> NoReturn:
     from fabriccheck import gate
-    from fabriccheck.evidence import command
+    from fabriccheck.cli import evidence as command
 
     given = scan.invocation.was_given("fmt")
     out = command.Output(scan.fmt.value, scan.output, scan.fail_on.value, scan.verbose, given)

@@ -49,7 +49,7 @@ class Evidence:
     complete: bool = True  # False: something the user asked for could not be judged
     details: dict[str, Any] = field(default_factory=dict)
     errors: list[dict[str, str]] = field(default_factory=list)  # {code, message}: why the command could not run
-    waivers: list[WaiverStatus] = field(default_factory=list)  # what each waiver did (evidence/gate.py)
+    waivers: list[WaiverStatus] = field(default_factory=list)  # what each waiver did (gate.apply_to_evidence)
     baseline: BaselineSummary | None = None  # --baseline / --write-baseline, as a scan reports it
 
 

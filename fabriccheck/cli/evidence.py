@@ -2,7 +2,8 @@
 
 The CLI only declares the options and calls `run`. A command that cannot run (bad usage, an unknown model,
 unreadable input) prints its one line on stderr, exit 2, and in the json and sarif formats still writes a
-report whose `errors[]` carries the failure's code (`errors.error_entry`), so a pipeline reading the report sees why.
+report whose `errors[]` carries the failure's code (`errors.error_entry`), so a pipeline reading the report sees
+why.
 """
 
 from __future__ import annotations
@@ -17,14 +18,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from fabriccheck import errors
+from fabriccheck import errors, gate
 from fabriccheck.errors import STDIN_NAME, FabricCheckError
-from fabriccheck.evidence import bandwidth, expect, gate, judge, report
+from fabriccheck.evidence import bandwidth, expect, judge
 from fabriccheck.evidence import nccl_log as reader
 from fabriccheck.evidence import nccl_tests as parser
 from fabriccheck.evidence.expect import FabricOptions
 from fabriccheck.evidence.judge import Evidence
 from fabriccheck.model import PROVIDERS
+from fabriccheck.reports import evidence as report
 from fabriccheck.rulebook import EvidenceRule
 from fabriccheck.sources.common import Outputs, same_file
 from fabriccheck.stdout import write_stdout
@@ -192,10 +194,10 @@ def run(
         targets = check_input(path, out, provider)
         settled = settle() if settle is not None else None
         options = settled.options if settled is not None else _defaults()
-        chosen = gate.rules_for(kind, options)
+        chosen = gate.evidence_rules(kind, options)
         ev = _judged(path, judged, chosen)
         write_baseline = settled.write_baseline if settled is not None else None
-        recorded = gate.apply(ev, options, write_baseline, chosen)
+        recorded = gate.apply_to_evidence(ev, options, write_baseline, chosen)
     except FabricCheckError as error:
         with contextlib.suppress(FabricCheckError):  # the failure itself is the line to print
             error_targets = _error_targets(out, path)
