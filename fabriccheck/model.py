@@ -95,13 +95,13 @@ class Frozen(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    @functools.cached_property
-    def _hash(self) -> int:
-        # Computed once: a shape is looked up many times (facts, verdicts, clusters), its hash walks every NIC.
-        return hash(tuple(self.__dict__[name] for name in type(self).model_fields))
-
     def __hash__(self) -> int:
-        return self._hash
+        # Computed once and kept beside the fields: a shape is looked up many times (facts, verdicts, clusters), and
+        # its hash walks every NIC.
+        found: int | None = self.__dict__.get("_hash")
+        if found is None:
+            found = self.__dict__["_hash"] = hash(tuple(self.__dict__[name] for name in type(self).model_fields))
+        return found
 
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
         """A copy with `update`'s values (not validated: give values of the fields' types), hashed afresh."""
