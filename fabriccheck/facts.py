@@ -381,11 +381,14 @@ def frozen(value: Any) -> Any:
         return value
     if kind is bool:
         return (bool, value)
-    if kind is dict:
-        return (dict, *[(k, frozen(v)) for k, v in value.items()])
+    if kind is dict:  # most values are plain: taken as they are, without a call each
+        return (dict, *[(k, v if type(v) in _PLAIN else frozen(v)) for k, v in value.items()])
     if kind is list:
-        return (list, *[frozen(v) for v in value])
+        return (list, *[v if type(v) in _PLAIN else frozen(v) for v in value])
     return (kind, value)
+
+
+_PLAIN = frozenset({str, int, float, type(None)})  # the values frozen() keeps as they are
 
 
 def _topology(cluster: Cluster) -> Facts:
