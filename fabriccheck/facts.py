@@ -265,8 +265,12 @@ class FactBuilder:
 
     def _build_cluster(self, cluster: Cluster) -> Facts:
         keys = list(map(fact_key_of, cluster.nodes))
-        every = list(map(self.of, keys))
-        facts = self._neutral_cluster(cluster, keys, every)
+        # Nodes of one key have the same facts: each key's are looked up once, and counted as many times as it has
+        # nodes (a pool of 500 is read once), in the order the keys first appear.
+        counted = Counter(keys)
+        facts_of = {key: self.of(key) for key in counted}
+        every = [facts_of[key] for key in keys]
+        facts = self._neutral_cluster(cluster, counted, facts_of)
         facts["id"] = cluster.id
         facts["signal"] = cluster.signal
         facts["topology"] = _topology(cluster)
@@ -276,17 +280,12 @@ class FactBuilder:
         facts.update(extra)
         return facts
 
-    def _neutral_cluster(self, cluster: Cluster, keys: list[FactKey], every: list[Facts]) -> Facts:
+    def _neutral_cluster(self, cluster: Cluster, counted: Counter[FactKey], facts_of: dict[FactKey, Facts]) -> Facts:
         """A cluster's neutral facts but its id, signal, topology and NVLink domains (whose places they keep, to be
-        filled)."""
-        # Nodes of one key have the same facts: sums and sets are taken over the distinct keys, each counted as
-        # many times as it has nodes (a pool of 500 is read once), in the order they first appear.
-        counted = Counter(keys)
-        distinct_keys = list(counted)
-        facts_of = {key: facts for key, facts in zip(keys, every, strict=True)}
-        distinct = [facts_of[key] for key in distinct_keys]
-        weighted = [(facts_of[key], counted[key]) for key in distinct_keys]
-        fabric_subnets = {i.subnet for key in distinct_keys for i in self.attachment(key).interfaces if i.subnet}
+        filled), from its nodes' distinct keys (each with its number of nodes) and their facts."""
+        distinct = list(facts_of.values())
+        weighted = [(facts_of[key], count) for key, count in counted.items()]
+        fabric_subnets = {i.subnet for key in counted for i in self.attachment(key).interfaces if i.subnet}
         types = sorted({f["instance_type"] for f in distinct})
         fabric_nodes = sum(n for f, n in weighted if f["fabric_expected"])
         size = 0 if cluster.spec else cluster.size
