@@ -70,11 +70,6 @@ def _grouping(provider: str) -> tuple[frozenset[tuple[str, str]], tuple[_Signal,
     return frozenset(support(provider).alone_tags), _signals(provider)
 
 
-def cluster_key(node: Node, cluster_tag: str | None) -> tuple[str, str]:
-    """(cluster id, what grouped it) for a running node."""
-    return group_of(node.shape, cluster_tag) or _alone(node)
-
-
 def _alone(node: Node) -> tuple[str, str]:
     return f"{node.provider}:{node.account}:{node.region}:{node.id}", "single node"
 

@@ -127,20 +127,20 @@ def _judge_nodes(
     nodes = scene.cluster.nodes
     builder = scene.builder
     keys = list(map(fact_key_of, nodes))
-    firsts: dict[FactKey, tuple[Node, int]] = {}  # each key's first node and kind: a pool's nodes share verdicts
+    firsts: dict[FactKey, Node] = {}  # each key's first node: a pool's nodes share their verdicts
     for node, key in zip(nodes, keys, strict=True):
-        if key not in firsts:
-            firsts[key] = (node, builder.kind(key))
+        firsts.setdefault(key, node)
+    # The number of each pool's facts' value: what kept verdicts are found by (none when they are not kept).
+    kinds = {key: builder.kind(key) for key in firsts} if verdicts.memo else dict.fromkeys(firsts, 0)
     for judging in judgings:
         token = scene.token(judging.cluster_paths, judging.cluster_reads)
         if verdicts.memo and judging.shares:
-            found = {key: verdicts.node(judging, scene, node, kind, token) for key, (node, kind) in firsts.items()}
+            found = {key: verdicts.node(judging, scene, node, kinds[key], token) for key, node in firsts.items()}
             if not any(matched or reasons for matched, reasons in found.values()):
                 continue  # nothing fires and nothing is unknown on any node
             outcomes = [found[key] for key in keys]
         else:
-            kinds = [firsts[key][1] for key in keys]
-            outcomes = [verdicts.node(judging, scene, n, kind, token) for n, kind in zip(nodes, kinds, strict=True)]
+            outcomes = [verdicts.node(judging, scene, n, kinds[k], token) for n, k in zip(nodes, keys, strict=True)]
         for node, (matched, reasons) in zip(nodes, outcomes, strict=True):
             if matched:
                 findings.append(scene.finding(judging.rule, [node.id], node))
@@ -193,8 +193,8 @@ class Verdicts:
         return found
 
     def node(self, judging: _Judging, scene: _Cluster, node: Node, kind: int, token: Any) -> Verdict:
-        """`kind` is the number of the value of the node's shared facts (FactBuilder.kind), `token` the values of the
-        cluster facts the rule reads."""
+        """`kind` is the number of the value of the node's shared facts (FactBuilder.kind; read only when verdicts
+        are kept), `token` the values of the cluster facts the rule reads."""
         if not (self.memo and judging.shares):
             return judging.verdict(scene.facts, scene.builder.node(node))
         values = self._node_values.get((judging.rule.id, kind))

@@ -97,11 +97,6 @@ class Row:
         values = [v for v in (self.busbw, self.in_busbw) if v is not None]
         return max(values) if values else None
 
-    @property
-    def best_algbw(self) -> float | None:
-        values = [v for v in (self.algbw, self.in_algbw) if v is not None]
-        return max(values) if values else None
-
 
 @dataclass
 class Run:

@@ -127,11 +127,6 @@ def _printed_by(item: Any) -> str:
     return ""
 
 
-def is_truncated(raw: Any) -> bool:
-    """An ARM page saved on its own: its nextLink says the rest was never read."""
-    return isinstance(raw, dict) and bool(raw.get("nextLink"))
-
-
 # Where a VM's NICs are read, and the node facts made from them.
 _NIC_FIELDS = (("properties", "networkProfile"), ("properties", "networkProfileConfiguration"))
 _NIC_FACTS = (*INTERFACE_FACTS, "accelerated_networking", "nics_without_acceleration")
