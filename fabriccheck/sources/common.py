@@ -493,7 +493,11 @@ def describe(exc: Exception) -> str:
     """A normalize failure in a few words: the field and what was wrong."""
     if isinstance(exc, ValidationError):
         first = exc.errors()[0]
-        return f"field {'.'.join(str(p) for p in first['loc'])}: {first['msg']}"
+        where = ".".join(str(p) for p in first["loc"])
+        # A model's own check (no field: one id per interface) says it in its own words, not pydantic's.
+        error = (first.get("ctx") or {}).get("error")
+        message = str(error) if first["type"] == "value_error" and error is not None else first["msg"]
+        return f"field {where}: {message}" if where else message
     if isinstance(exc, KeyError):
         return f"missing field {exc}"
     return first_line(exc)

@@ -88,10 +88,7 @@ def node(
     unknown: dict[str, str] | None = None,
 ) -> Node:
     """A node of an interned shape, validated (in pydantic's core: faster than `model_construct`'s Python). The
-    shape, a model already validated, is kept as it is, not copied. Its one id per interface is checked here too,
-    so that a normalizer's error says it in those words."""
-    if len(interface_ids) != len(shape.interfaces):
-        raise ValueError(f"{len(interface_ids)} interface ids for {len(shape.interfaces)} interfaces")
+    shape, a model already validated, is kept as it is, not copied."""
     return Node(
         id=node_id,
         state=state,
