@@ -196,6 +196,15 @@ class PodPart(Frozen):
     host_network: bool = False  # spec.hostNetwork: the pod sees every NIC of its node (not its devices)
     containers: tuple[tuple[str, str], ...] = ()  # (name, image) of its containers and native sidecars
     env: tuple[tuple[str, str], ...] = ()  # NCCL_* and FI_* settings in its containers' env
+    # NCCL_* and FI_* settings an MPIJob's launcher passes its ranks (mpirun -x NAME=VALUE, or -x NAME with the
+    # launcher's own value): what the ranks on this worker see, where its own env does not reach them.
+    launcher_env: tuple[tuple[str, str], ...] = ()
+    privileged: bool = False  # some container runs privileged: it sees every device of its node (fabric included)
+    host_paths: tuple[str, ...] = ()  # hostPath volumes under /dev it mounts (/dev/infiniband ...)
+    claimed: Counts = ()  # devices its DRA ResourceClaims give it, by kind (gpu, fabric-nic, imex-channel)
+    claims_unknown: tuple[str, ...] = ()  # claims whose devices could not be told (unknown class, claim not read)
+    # rdma/* resources it requests that none of its node candidates (its node, or those its selector allows) advertise
+    unadvertised: tuple[str, ...] = ()
 
 
 class NodeShape(Frozen):

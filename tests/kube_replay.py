@@ -29,6 +29,7 @@ class KubeReplay:
     forbidden_namespaces: set[str] = field(default_factory=set)
     forbidden_kinds: set[str] = field(default_factory=set)
     throttle: dict[str, int] = field(default_factory=dict)  # plural -> 429 answers before the real one
+    versions: dict[str, str] = field(default_factory=dict)  # plural -> the one version served (else the kind's own)
     requests: list[str] = field(default_factory=list)
 
     @classmethod
@@ -57,6 +58,9 @@ class KubeReplay:
         if self.throttle.get(kind.plural, 0) > 0:
             self.throttle[kind.plural] -= 1
             return 429, _status(429, "TooManyRequests"), {"Retry-After": "1"}
+        version = parts[1] if parts[0] == "api" else parts[2]
+        if version != self.versions.get(kind.plural, kind.version):
+            return 404, _status(404, "NotFound"), {}
         if kind.plural not in self.objects:
             return (404, _status(404, "NotFound"), {}) if kind.group else (200, _list([], ""), {})
         items = [

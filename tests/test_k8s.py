@@ -250,7 +250,12 @@ def test_print_role_lists_every_kind_and_only_list() -> None:
     assert role["kind"] == "ClusterRole"
     assert {verb for rule in role["rules"] for verb in rule["verbs"]} == {"list"}
     core = next(r for r in role["rules"] if r["apiGroups"] == [""])
-    assert core["resources"] == ["nodes", "pods"]
+    assert core["resources"] == ["configmaps", "nodes", "pods"]  # never secrets: envFrom names them only
+    # DRA: the claims, their templates, classes and slices, and NVIDIA's ComputeDomains (claims.py).
+    dra = next(r for r in role["rules"] if r["apiGroups"] == ["resource.k8s.io"])
+    assert dra["resources"] == ["deviceclasses", "resourceclaims", "resourceclaimtemplates", "resourceslices"]
+    nvidia = next(r for r in role["rules"] if r["apiGroups"] == ["resource.nvidia.com"])
+    assert nvidia["resources"] == ["computedomains"]
 
 
 @pytest.mark.parametrize(

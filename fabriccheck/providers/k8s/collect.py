@@ -32,6 +32,9 @@ from fabriccheck.sources.common import API_CALLS, Progress, RetryPolicy, Scope, 
 PAGE = 500  # objects per list call
 MAX_RETRY_AFTER = 60.0  # seconds: a longer wait asked for is cut to this
 _RETRIED = frozenset({429, 500, 502, 503, 504})
+# A kind's group or version the server does not serve (404), told apart by identity.
+_NOT_SERVED_PAGE: dict[str, Any] = {"items": []}
+_NOT_SERVED: list[dict[str, Any]] = []
 
 
 def _configuration(context: str | None, kubeconfig: Path | None) -> tuple[client.Configuration, str]:
@@ -74,17 +77,24 @@ class _Lister:
     policy: RetryPolicy = field(default_factory=retry_policy)  # read from the environment once per run
 
     def objects(self, kind: Kind, namespace: str | None) -> list[dict[str, Any]] | None:
-        """Every object of `kind` (in `namespace`), page by page; None when it was forbidden (recorded)."""
-        base = f"/api/{kind.version}" if not kind.group else f"/apis/{kind.group}/{kind.version}"
-        where = f"/namespaces/{namespace}" if namespace else ""
-        path = f"{base}{where}/{resource_of(kind)}"
+        """Every object of `kind` (in `namespace`), page by page, at the first of its versions the server serves;
+        None when it was forbidden (recorded)."""
+        for version in (kind.version, *kind.fallback):
+            base = f"/api/{version}" if not kind.group else f"/apis/{kind.group}/{version}"
+            where = f"/namespaces/{namespace}" if namespace else ""
+            items = self._pages(f"{base}{where}/{resource_of(kind)}", kind, namespace)
+            if items is not _NOT_SERVED:
+                return items
+        return []  # the custom resource is not installed: there are none
+
+    def _pages(self, path: str, kind: Kind, namespace: str | None) -> list[dict[str, Any]] | None:
         items: list[dict[str, Any]] = []
         token = ""
         while True:
             query: list[tuple[str, Any]] = [("limit", PAGE)] + ([("continue", token)] if token else [])
             page = self._get(path, query, kind, namespace)
-            if page is None:
-                return None
+            if page is None or page is _NOT_SERVED_PAGE:
+                return None if page is None else _NOT_SERVED
             items += [i for i in page.get("items") or () if isinstance(i, dict)]
             token = str((page.get("metadata") or {}).get("continue") or "")
             if not token:
@@ -124,7 +134,7 @@ class _Lister:
 
     def _failed(self, exc: ApiException, kind: Kind, what: str) -> dict[str, Any] | None:
         if exc.status == 404 and kind.group:
-            return {"items": []}  # the custom resource is not installed: there are none
+            return _NOT_SERVED_PAGE  # not installed, or not at this version
         if exc.status == 401:
             raise FabricCheckError(
                 f"Kubernetes API server {self.host}: unauthorized (401): check the kubeconfig's credentials"

@@ -80,6 +80,10 @@ def load_manifests(paths: list[Path], nodes_from: Path) -> Inventory:
                 workloads.append(doc)
     objects = ClusterObjects(name=nodes_from.resolve().name, items=items, origin="plan")
     normalizer = Normalizer(objects)
+    for doc in workloads:
+        if doc["kind"] == "MPIJob":  # its launcher's mpirun -x reaches the workers' ranks
+            meta = doc.get("metadata") or {}
+            normalizer.launchers.add(str(meta.get("namespace") or "default"), str(meta.get("name") or ""), doc)
     inventory = normalizer.inventory(f"k8s manifests {' '.join(map(str, paths))} on nodes of {nodes_from}")
     for doc in workloads:
         for pod_id, pod in pods_of(doc):

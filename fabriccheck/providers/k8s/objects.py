@@ -19,7 +19,8 @@ from typing import Any
 from fabriccheck import catalog
 from fabriccheck.inventory import Inventory
 from fabriccheck.model import MAX_COUNT, CollectionError, Node, NodeShape, Origin, Placement, PodPart, fact_key
-from fabriccheck.providers.k8s import role
+from fabriccheck.providers.k8s import rankenv, role
+from fabriccheck.providers.k8s.claims import GPU, Claims, PodClaims
 from fabriccheck.providers.k8s.support import (
     EFA_RESOURCE,
     GPU_RESOURCES,
@@ -61,7 +62,6 @@ _PROVIDER_ID = re.compile(r"^(?P<scheme>aws|gce|azure)://(?P<rest>.*)$")
 _SCHEME_CLOUD = {"aws": "aws", "gce": "gcp", "azure": "azure"}
 _QUANTITY = re.compile(r"^([0-9.]+)([a-zA-Z]*)$")
 _SUFFIX = {"": 1, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
-_ENV_PREFIXES = ("NCCL_", "FI_")
 UNKNOWN_REGION = "unknown"
 
 
@@ -186,6 +186,8 @@ class _PodSpec:
     ipc_lock: bool
     containers: tuple[tuple[str, str], ...]
     env: tuple[tuple[str, str], ...]
+    privileged: bool = False
+    host_paths: tuple[str, ...] = ()
 
 
 _GPU_NAMES = frozenset(GPU_RESOURCES)
@@ -203,7 +205,9 @@ def asks_accelerators(spec: dict[str, Any]) -> bool:
     return False
 
 
-def read_spec(spec: dict[str, Any]) -> _PodSpec:
+def read_spec(
+    spec: dict[str, Any], config_maps: rankenv.ConfigMaps | None = None, namespace: str = "default"
+) -> _PodSpec:
     """What a pod spec (or a workload's pod template) asks for: accelerators and fabric resources (a limit stands
     for its request: extended resources must have equal ones), IPC_LOCK, its containers and their NCCL settings."""
     containers = [c for c in spec.get("containers") or () if isinstance(c, dict)]
@@ -212,7 +216,7 @@ def read_spec(spec: dict[str, Any]) -> _PodSpec:
         c for c in spec.get("initContainers") or () if isinstance(c, dict) and c.get("restartPolicy") == "Always"
     ]
     totals: Counter[str] = Counter()
-    ipc_lock, env = False, []
+    ipc_lock, privileged, env = False, False, []
     for container in containers:
         resources = container.get("resources") or {}
         asked: dict[str, int] = {}
@@ -223,11 +227,9 @@ def read_spec(spec: dict[str, Any]) -> _PodSpec:
         totals.update(asked)
         security = container.get("securityContext") or {}
         added = ((security.get("capabilities") or {}).get("add")) or ()
-        ipc_lock = ipc_lock or security.get("privileged") is True or "IPC_LOCK" in added
-        for variable in container.get("env") or ():
-            named = isinstance(variable, dict) and str(variable.get("name", "")).startswith(_ENV_PREFIXES)
-            if named and "value" in variable:
-                env.append((str(variable["name"]), str(variable["value"])))
+        privileged = privileged or security.get("privileged") is True
+        ipc_lock = ipc_lock or privileged or "IPC_LOCK" in added
+        env += rankenv.container_env(container, config_maps, namespace)
     gpus = sum(totals.pop(name, 0) for name in GPU_RESOURCES)
     return _PodSpec(
         gpus=min(gpus, MAX_COUNT),
@@ -235,7 +237,20 @@ def read_spec(spec: dict[str, Any]) -> _PodSpec:
         ipc_lock=ipc_lock,
         containers=tuple((str(c.get("name", "")), str(c.get("image", ""))) for c in containers),
         env=tuple(env),
+        privileged=privileged,
+        host_paths=_device_host_paths(spec),
     )
+
+
+def _device_host_paths(spec: dict[str, Any]) -> tuple[str, ...]:
+    """The hostPath volumes under /dev the pod mounts (/dev/infiniband ...): what of its node's devices it sees
+    beside those a device plugin or claim gives it."""
+    found = []
+    for volume in spec.get("volumes") or ():
+        path = str(((volume or {}).get("hostPath") or {}).get("path") or "") if isinstance(volume, dict) else ""
+        if path.rstrip("/") == "/dev" or path.startswith("/dev/"):
+            found.append(path.rstrip("/") or path)
+    return tuple(sorted(set(found)))
 
 
 def gke_networks(annotations: dict[str, Any]) -> tuple[str | None, tuple[str, ...], tuple[str, ...]]:
@@ -303,6 +318,25 @@ def _finished(owner: dict[str, Any]) -> bool:
     )
 
 
+def _gpus(plugin: int, claims: PodClaims, per_node: int | None) -> int:
+    """The pod's accelerators: its device-plugin ones and its claims' (allocationMode All before allocation takes
+    every one of the node's, when its type is known)."""
+    claimed = claims.count(GPU)
+    if per_node is not None:
+        claimed = min(claimed, per_node)
+    return min(plugin + claimed, MAX_COUNT)
+
+
+def _unadvertised(requests: tuple[tuple[str, int], ...], candidates: list[NodeInfo]) -> tuple[str, ...]:
+    """The rdma/* resources asked for that no candidate node advertises, where they advertise another (rdma/shared_ib
+    of nodes that have rdma/ib): the scheduler finds no node for the pod. Nothing when no node is a candidate (not
+    known), or none advertises any RDMA resource (no device plugin: K8S103's)."""
+    offered = {name for info in candidates for name, n in info.allocatable if n > 0}
+    if not any(is_rdma_resource(name) for name in offered):
+        return ()
+    return tuple(name for name, n in requests if n > 0 and is_rdma_resource(name) and name not in offered)
+
+
 def _one(values: Iterable[str | None]) -> str | None:
     distinct = set(values)
     return distinct.pop() if len(distinct) == 1 else None
@@ -322,6 +356,13 @@ class Normalizer:
             if isinstance(meta := item.get("metadata"), dict)
         }
         self._shapes: dict[NodeShape, NodeShape] = {}
+        self.claims = Claims(objects.items)
+        self.config_maps = rankenv.ConfigMaps(objects.items.get("configmaps"))
+        self.launchers = rankenv.Launchers(self.config_maps)
+        for (namespace, kind, name), owner in self.owners.items():
+            if kind == "MPIJob":
+                self.launchers.add(namespace, name, owner)
+        self.notes: list[str] = []
 
     def inventory(self, source: str) -> Inventory:
         inventory = Inventory(source=source)
@@ -343,19 +384,26 @@ class Normalizer:
             self._param_set(i) for i in self.objects.items.get("gkenetworkparamsets", [])
         ]
         inventory.collected = sorted(fact_key("k8s", name, region, plural) for plural in self.objects.items)
+        inventory.notes += self.notes
         inventory.errors = list(self.objects.errors)
         return inventory
 
     def pod(self, item: dict[str, Any], pod_id: str | None = None, state: str | None = None) -> Node | None:
         """A pod as a node, or None when it asks for no accelerator (CPU-only pods are never judged)."""
         spec = item.get("spec") or {}
-        if not asks_accelerators(spec):
+        if not asks_accelerators(spec) and not spec.get("resourceClaims"):
             return None
         meta = item.get("metadata") or {}
-        read = read_spec(spec)
-        if read.gpus == 0:
-            return None
         namespace = str(meta.get("namespace") or "default")
+        claims = self.claims.of_pod(item, namespace)
+        read = read_spec(spec, self.config_maps, namespace)
+        if read.gpus + claims.count(GPU) == 0:
+            if claims.unknown:
+                self.notes.append(
+                    f"pod {namespace}/{meta.get('name', '')} (cluster {self.objects.name}) is not judged: its "
+                    f"claims could not be told ({'; '.join(claims.unknown)})"
+                )
+            return None
         annotations = meta.get("annotations") or {}
         labels = meta.get("labels") or {}
         node_name = spec.get("nodeName")
@@ -366,6 +414,7 @@ class Normalizer:
         pool = _one(c.pool for c in candidates)
         cap = catalog.catalog_entry(instance_type) if instance_type else None
         workload = workload_of(meta, namespace, self.owners)
+        gpus = _gpus(read.gpus, claims, cap.accelerators if cap else None)
         part = PodPart.model_construct(
             workload=workload,
             kind=workload.split("/")[1],
@@ -374,7 +423,7 @@ class Normalizer:
             cloud=_one(c.cloud for c in candidates),
             instance=info.instance if info else None,
             cloud_account=info.cloud_account if info else None,
-            gpus=read.gpus,
+            gpus=gpus,
             requests=read.requests,
             allocatable=info.allocatable if info else None,
             ipc_lock=read.ipc_lock,
@@ -384,6 +433,12 @@ class Normalizer:
             host_network=spec.get("hostNetwork") is True,
             containers=read.containers,
             env=read.env,
+            launcher_env=self.launchers.env_of(workload),
+            privileged=read.privileged,
+            host_paths=read.host_paths,
+            claimed=tuple((k, n) for k, n in claims.devices if k != GPU),
+            claims_unknown=claims.unknown,
+            unadvertised=_unadvertised(read.requests, candidates),
         )
         tags = {WORKLOAD_TAG: part.workload}
         role = labels.get(ROLE_TAG) or annotations.get(ROLE_TAG)
@@ -398,7 +453,7 @@ class Normalizer:
             instance_type=instance_type,
             tags=tags,
             placement=(Placement(kind=NODE_POOL, id=pool),) if pool else (),
-            accelerators=read.gpus,
+            accelerators=gpus,
             accelerator=cap.accelerator_name if cap else None,
             pod=part,
         )

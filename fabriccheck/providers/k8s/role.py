@@ -1,5 +1,6 @@
 """What a live run lists, kind by kind, and the least-privilege ClusterRole that allows exactly that: `list` on
-each kind (one call per kind, plus `limit`/`continue` pages), nothing else. Imports no Kubernetes client."""
+each kind (one call per kind, plus `limit`/`continue` pages), nothing else: the DRA kinds too (the reader never gets
+one object by name). Imports no Kubernetes client."""
 
 from __future__ import annotations
 
@@ -17,7 +18,12 @@ class Kind:
     namespaced: bool = True
     required: bool = False  # the run cannot judge anything without it (nodes.json, pods.json)
     owner: bool = False  # a workload controller: pods are grouped by it, its pod template judged before apply
+    # Older versions a live run lists when the API server serves not `version` (404): DRA went v1beta1 (1.32),
+    # v1beta2 (1.33), v1 (1.34) (kubernetes.io/docs/concepts/scheduling-eviction/dynamic-resource-allocation/).
+    fallback: tuple[str, ...] = ()
 
+
+_DRA_OLDER = ("v1beta2", "v1beta1")
 
 # Every kind read, in the order a live run lists them. Custom resources that are not installed are skipped (404),
 # not errors. The kinds neither required nor owners are the objects the judging reads besides pods (the device
@@ -39,8 +45,17 @@ KINDS: tuple[Kind, ...] = (
     Kind("rayclusters", "RayCluster", "ray.io", "v1", owner=True),
     Kind("rayjobs", "RayJob", "ray.io", "v1", owner=True),
     Kind("vcjobs", "Job", "batch.volcano.sh", "v1alpha1", owner=True),  # Volcano's Job
+    # The NCCL_* / FI_* keys of the ConfigMaps a pod's env refers to (rankenv.py); Secrets are never read.
+    Kind("configmaps", "ConfigMap", "", "v1"),
     Kind("networks", "Network", "networking.gke.io", "v1", namespaced=False),
     Kind("gkenetworkparamsets", "GKENetworkParamSet", "networking.gke.io", "v1", namespaced=False),
+    # Dynamic Resource Allocation: what a pod's claims give it (claims.py).
+    Kind("resourceclaims", "ResourceClaim", "resource.k8s.io", "v1", fallback=_DRA_OLDER),
+    Kind("resourceclaimtemplates", "ResourceClaimTemplate", "resource.k8s.io", "v1", fallback=_DRA_OLDER),
+    Kind("deviceclasses", "DeviceClass", "resource.k8s.io", "v1", namespaced=False, fallback=_DRA_OLDER),
+    Kind("resourceslices", "ResourceSlice", "resource.k8s.io", "v1", namespaced=False, fallback=_DRA_OLDER),
+    # NVIDIA's ComputeDomain names the IMEX channel template its controller makes (NVIDIA/k8s-dra-driver-gpu).
+    Kind("computedomains", "ComputeDomain", "resource.nvidia.com", "v1beta1"),
 )
 ROLE_NAME = "fabriccheck-reader"
 

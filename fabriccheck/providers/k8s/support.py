@@ -21,8 +21,10 @@ import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from fabriccheck import catalog
 from fabriccheck.cloud import CloudSupport, FabricAttachment, FactContext, Facts, FactSchema, Signal, TagSignal, support
-from fabriccheck.model import Capability, FabricKind, Node, NodeShape, PodPart
+from fabriccheck.model import MAX_COUNT, Capability, FabricKind, Node, NodeShape, PodPart
+from fabriccheck.providers.k8s.claims import FABRIC_NIC, IMEX_CHANNEL
 
 if TYPE_CHECKING:
     from fabriccheck.resources.k8s import DaemonSet
@@ -132,6 +134,13 @@ class K8sSupport(CloudSupport):
             "plugin_ifname": "the GKE NCCL plugin's data-NIC setting in the pod (NCCL_GPUDIRECTTCPX_SOCKET_IFNAME on "
             "TCPX, NCCL_FASTRAK_IFNAME on TCPXO) when it names none of the GPU NIC interfaces the pod maps, or empty "
             "(as socket_ifname for an MPIJob's workers)",
+            "efa_hidden": "a hostPath of /dev/infiniband (or /dev) an EFA pod mounts, which exposes the node's other "
+            "verbs devices to libfabric, or empty",
+            "imex_channels": "IMEX channels the pod's DRA claims give it (ComputeDomain channels: multi-node NVLink "
+            "between pods), 0 without",
+            "rdma_not_advertised": "the rdma/* resources the pod requests that its node (or, pending, every node its "
+            "selector allows) does not advertise where they advertise another RDMA resource, comma-separated; such a "
+            "pod stays Pending",
         },
         cluster={
             "training": "multi-node training: the workload's pods span more than one node, or request more "
@@ -143,6 +152,9 @@ class K8sSupport(CloudSupport):
             "ib_scale_sets": "distinct Azure scale sets (from the nodes' spec.providerID) its scheduled pods on "
             "InfiniBand nodes run on: each scale set is its own InfiniBand partition",
             "ib_scale_set_names": "their names",
+            "nvlink_multi_node": "the workload's pods run on nodes of an accelerator sold in multi-node NVLink "
+            "domains (GB200 / GB300 NVL72) and span more than one node",
+            "imex_missing": "pods of such a workload that claim no IMEX channel (ComputeDomain), 0 when all do",
         },
     )
 
@@ -178,6 +190,14 @@ class K8sSupport(CloudSupport):
             )
         return None
 
+    def nvlink_domain(self, node: Node) -> str | None:
+        """A pod that claims no IMEX channel reaches no other node over NVLink: its node is a domain of its own
+        (K8S145 prices what that costs)."""
+        pod = node.shape.pod
+        if pod is not None and not count(pod.claimed, IMEX_CHANNEL):
+            return f"{pod.node or node.id} (no IMEX channel)"
+        return super().nvlink_domain(node)
+
     # ---------------------------------------------------------------------------------------- fabric
 
     def fabric_expected(self, instance_type: str, cap: Capability | None) -> bool:
@@ -190,14 +210,16 @@ class K8sSupport(CloudSupport):
         if cap is None or pod is None or not cap.fabric_interfaces:
             return FabricAttachment(0, 0)
         most = cap.fabric_interfaces
+        claimed = count(pod.claimed, FABRIC_NIC)  # EFA / RDMA NICs its DRA claims give it
         if cap.fabric is FabricKind.EFA:
-            got = min(count(pod.requests, EFA_RESOURCE), most)
+            # A privileged container sees every device of its node, EFA included (not its network namespace).
+            got = most if pod.privileged else min(count(pod.requests, EFA_RESOURCE) + claimed, most)
         elif cap.fabric is FabricKind.INFINIBAND:
             devices, shared = rdma_requested(pod)
-            got = most if shared else min(devices, most)
+            got = most if shared or pod.privileged else min(devices + claimed, most)
         elif cap.fabric in (FabricKind.TCPX, FabricKind.TCPXO, FabricKind.RDMA):
             # On the host's network the pod sees every GPU NIC (GKE's first TCPX manifests ran so).
-            got = most if pod.host_network else min(len(set(pod.networks)), most)
+            got = most if pod.host_network else min(len(set(pod.networks)) + claimed, most)
         else:
             got = 0
         return FabricAttachment(got, got)
@@ -216,6 +238,9 @@ class K8sSupport(CloudSupport):
                 "type, or no node pool matches)"
             )
             unknown = dict.fromkeys(("fabric", "fabric_expected", "accelerators"), why)
+        if pod.claims_unknown:
+            why = f"what the DRA claims of pod {pod.workload} give it is not known ({'; '.join(pod.claims_unknown)})"
+            unknown = unknown | dict.fromkeys(("fabric", "fabric_request"), why)
         daemonsets = self._daemonsets(shape, context)
         facts: Facts = {
             "cloud": pod.cloud or "",
@@ -232,6 +257,9 @@ class K8sSupport(CloudSupport):
             "fabric_off": _fabric_off(pod, fabric),
             "socket_ifname": _socket_ifname(pod),
             "plugin_ifname": _plugin_ifname(pod, fabric),
+            "efa_hidden": _efa_hidden(pod, fabric),
+            "imex_channels": count(pod.claimed, IMEX_CHANNEL),
+            "rdma_not_advertised": _rdma_not_advertised(pod),
             "unknown": unknown,
         }
         # Without the DaemonSets, only a verdict that needs them is unknown (a node that advertises EFA says enough).
@@ -272,6 +300,7 @@ class K8sSupport(CloudSupport):
         workload = next((s.pod.workload for s in shapes if s.pod is not None), "")
         neutral = len(nodes) > 1 and sum(1 for f in node_facts if f["fabric_expected"]) > 1
         scale_sets = _ib_scale_sets(shapes, context)
+        multi_node = training and _nvlink_multi_node(shapes, context)
         return {
             "training": training,
             # Whether the fabric matters here: pods of one workload on one node exchange nothing over it.
@@ -282,8 +311,21 @@ class K8sSupport(CloudSupport):
             "node_pool_names": ", ".join(pools),
             "ib_scale_sets": len(scale_sets),
             "ib_scale_set_names": ", ".join(sorted(set(scale_sets.values()))),
+            "nvlink_multi_node": multi_node,
+            "imex_missing": sum(1 for f in node_facts if not f["imex_channels"]) if multi_node else 0,
             "unknown": unknown,
         }
+
+
+def _nvlink_multi_node(shapes: list[NodeShape], context: FactContext) -> bool:
+    """Whether the workload's nodes are of an accelerator sold in multi-node NVLink domains (GB200 / GB300 NVL72:
+    nvlink_domain_gpus beyond a node's), where NVLink between nodes needs an IMEX channel in every pod."""
+    for shape in shapes:
+        cap = context.type_capability(shape.instance_type) if shape.instance_type else None
+        accel = catalog.accelerator(cap.accelerator_name) if cap is not None else None
+        if cap and accel and accel.nvlink_domain_gpus and 0 < cap.accelerators < accel.nvlink_domain_gpus:
+            return True
+    return False
 
 
 # An AKS node's providerID names its VM in a Uniform scale set: azure:///subscriptions/S/resourceGroups/RG/providers/
@@ -314,8 +356,14 @@ def _by_scope(daemonsets: list[DaemonSet]) -> dict[tuple[str, str], list[DaemonS
 
 
 def _request_words(pod: PodPart, fabric: FabricKind) -> str:
+    claimed = count(pod.claimed, FABRIC_NIC)
+    if pod.privileged and fabric in (FabricKind.EFA, FabricKind.INFINIBAND):
+        return "runs privileged (it sees every device of its node)"
+    if claimed and fabric in (FabricKind.EFA, FabricKind.INFINIBAND, FabricKind.RDMA):
+        got = "all" if claimed >= MAX_COUNT else str(claimed)
+        return f"claims {got} fabric NIC(s) through DRA ResourceClaims"
     if fabric is FabricKind.EFA:
-        return f"requests {count(pod.requests, EFA_RESOURCE)} {EFA_RESOURCE}"
+        return f"requests {count(pod.requests, EFA_RESOURCE)} {EFA_RESOURCE} (and claims no EFA device through DRA)"
     if fabric is FabricKind.INFINIBAND:
         asked = [f"{name}: {quantity}" for name, quantity in pod.requests if is_rdma_resource(name)]
         return f"requests {', '.join(asked)}" if asked else "requests no RDMA resource (rdma/ib, rdma/shared_ib)"
@@ -347,9 +395,9 @@ def _device_plugin(pod: PodPart, fabric: FabricKind, daemonsets: list[DaemonSet]
 
 
 def _memlock(pod: PodPart, fabric: FabricKind) -> str:
-    if fabric is FabricKind.EFA:
-        hugepages = any(name.startswith("hugepages-") and n > 0 for name, n in pod.requests)
-        return "ok" if hugepages else "no hugepages-2Mi request"
+    """What a pod using InfiniBand lacks to pin memory. EFA is not judged: AWS's own working EFA samples run without
+    hugepages (aws-samples/awsome-distributed-training eks fsdp PyTorchJobs, copies in /work/shared/samples/k8s4),
+    and libfabric's EFA provider falls back to regular pages when none are there (FI_EFA_USE_HUGE_PAGE)."""
     if fabric is FabricKind.INFINIBAND:
         return "ok" if pod.ipc_lock else "no IPC_LOCK capability (ulimit -l stays 64 KiB)"
     return "n/a"
@@ -372,16 +420,36 @@ def _nccl_plugin(pod: PodPart, fabric: FabricKind, daemonsets: list[DaemonSet]) 
 
 
 def _fabric_off(pod: PodPart, fabric: FabricKind) -> str:
-    """The first setting in the pod's env that turns its node's fabric off; none for an MPIJob's workers, whose
-    ranks take their variables from the launcher's mpirun -x (a setting in the worker's own env may never reach
-    NCCL: flagging it would be a guess)."""
-    if not _env_reaches_ranks(pod):
-        return ""
-    for name, value in pod.env:
+    """The first setting that reaches the pod's ranks and turns its node's fabric off: what an MPIJob's launcher
+    passes them (mpirun -x), else the pod's own env (ConfigMaps included), which an MPIJob's ranks do not see (they
+    take their variables from the launcher's mpirun -x: flagging a worker's own env would be a guess)."""
+    for name, value, where in _rank_env(pod):
         for setting, values, fabrics in _FABRIC_OFF:
             if name == setting and value.strip().lower() in values and (fabrics is None or fabric in fabrics):
-                return f"{name}={value}"
+                return f"{name}={value}{where}"
     return ""
+
+
+def _rank_env(pod: PodPart) -> list[tuple[str, str, str]]:
+    """(name, value, where) of the settings that reach the pod's ranks: the launcher's mpirun -x first."""
+    found = [(name, value, " (passed by the launcher's mpirun -x)") for name, value in pod.launcher_env]
+    if _env_reaches_ranks(pod):
+        found += [(name, value, "") for name, value in pod.env]
+    return found
+
+
+def _efa_hidden(pod: PodPart, fabric: FabricKind) -> str:
+    """A /dev/infiniband (or /dev) hostPath on an EFA pod: it exposes every verbs device of the node, and where the
+    node also carries other RDMA NICs (mlx5 on B200 HyperPod nodes) libfabric's EFA provider fails to open them and
+    offers no EFA at all: NCCL falls back to TCP (aws-samples/aws-do-eks#63, measured A/B: fi_info -p efa -61 with
+    the hostPath, 24 providers without)."""
+    if fabric is not FabricKind.EFA:
+        return ""
+    return next((p for p in pod.host_paths if p in ("/dev", "/dev/infiniband")), "")
+
+
+def _rdma_not_advertised(pod: PodPart) -> str:
+    return ", ".join(pod.unadvertised)
 
 
 def _env_reaches_ranks(pod: PodPart) -> bool:
@@ -396,9 +464,7 @@ def _socket_ifname(pod: PodPart) -> str:
     bridge. NCCL's bootstrap (and its socket transport) then listens on an address no other node reaches, whatever
     the fabric: a multi-node job cannot connect. An exclusion list (^...) is not judged: what it leaves depends on the
     interfaces the pod has."""
-    if not _env_reaches_ranks(pod):
-        return ""
-    for name, value in pod.env:
+    for name, value, where in _rank_env(pod):
         if name != "NCCL_SOCKET_IFNAME":
             continue
         wanted = value.strip()
@@ -406,7 +472,7 @@ def _socket_ifname(pod: PodPart) -> str:
             continue
         prefixes = [p.strip() for p in wanted.removeprefix("=").split(",") if p.strip()]
         if prefixes and all(p == "lo" or p.startswith("docker") for p in prefixes):
-            return f"{name}={value}"
+            return f"{name}={value}{where}"
     return ""
 
 

@@ -1,0 +1,126 @@
+"""The NCCL and libfabric settings that reach a pod's ranks, wherever they are set: a container's `env` (a value, or
+`valueFrom.configMapKeyRef`), its `envFrom` ConfigMaps (the values of those the dump or manifests hold; a Secret's
+values are never read), and, for an MPIJob, what its launcher's `mpirun -x` passes the ranks on every worker.
+
+Sources: the Kubernetes API reference, Container `env[]` / `envFrom[]` (configMapRef, secretRef, prefix);
+Open MPI's mpirun(1) `-x NAME=VALUE` / `-x NAME` (export NAME, with the launcher's own value, to every rank);
+the MPIJob launchers of aws-samples/awsome-distributed-training (eks-nccl-tests-mpijob.yaml: `-x FI_PROVIDER=efa`
+in `command`) and Azure/aks-rdma-infiniband (aks-rccl-mpi-job.yaml: `bash -c` with `mpirun ... -x NAME=VALUE \\`
+in `args`), copies in /work/shared/samples/k8s and k8s4.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import shlex
+from typing import Any
+
+ENV_PREFIXES = ("NCCL_", "FI_")
+_ASSIGNMENT = re.compile(r"^(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
+_REFERENCE = re.compile(r"^\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?$")
+
+Env = tuple[tuple[str, str], ...]
+
+
+class ConfigMaps:
+    """The ConfigMaps a dump or the manifests hold, by (namespace, name): their NCCL_* and FI_* keys only."""
+
+    def __init__(self, items: list[dict[str, Any]] | None) -> None:
+        self.read = items is not None
+        self.data: dict[tuple[str, str], dict[str, str]] = {}
+        for item in items or ():
+            meta = item.get("metadata") or {}
+            data = item.get("data") or {}
+            key = (str(meta.get("namespace") or "default"), str(meta.get("name") or ""))
+            self.data[key] = {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
+
+    def get(self, namespace: str, name: str) -> dict[str, str] | None:
+        return self.data.get((namespace, name))
+
+
+def container_env(
+    container: dict[str, Any], config_maps: ConfigMaps | None, namespace: str = "default"
+) -> list[tuple[str, str]]:
+    """A container's NCCL_* and FI_* settings: its env values, the ConfigMap keys it refers to, its envFrom
+    ConfigMaps' keys (with their prefix). What the dump does not hold is left out: a value not known is no finding."""
+    found: list[tuple[str, str]] = []
+    for source in container.get("envFrom") or ():
+        ref = (source or {}).get("configMapRef") if isinstance(source, dict) else None
+        data = config_maps.get(namespace, str(ref.get("name"))) if config_maps and isinstance(ref, dict) else None
+        prefix = str(source.get("prefix") or "") if isinstance(source, dict) else ""
+        found += [(prefix + k, v) for k, v in (data or {}).items() if (prefix + k).startswith(ENV_PREFIXES)]
+    for variable in container.get("env") or ():
+        if not isinstance(variable, dict) or not str(variable.get("name", "")).startswith(ENV_PREFIXES):
+            continue
+        name = str(variable["name"])
+        if "value" in variable:
+            found.append((name, str(variable["value"])))
+            continue
+        ref = (variable.get("valueFrom") or {}).get("configMapKeyRef") or {}
+        data = config_maps.get(namespace, str(ref.get("name"))) if config_maps and ref.get("name") else None
+        if data is not None and str(ref.get("key")) in data:
+            found.append((name, data[str(ref["key"])]))
+    return found
+
+
+def _words(container: dict[str, Any]) -> list[str]:
+    """The container's command and args as shell words: a `bash -c` script is split as the shell would."""
+    words: list[str] = []
+    for part in [*(container.get("command") or ()), *(container.get("args") or ())]:
+        text = str(part)
+        if any(c.isspace() for c in text.strip()):
+            try:
+                words += shlex.split(text.replace("\\\n", " "), comments=True)
+            except ValueError:
+                words += text.split()
+        else:
+            words.append(text)
+    return words
+
+
+def mpirun_env(container: dict[str, Any], own: dict[str, str]) -> Env:
+    """The NCCL_* and FI_* settings a launcher container's mpirun passes its ranks: `-x NAME=VALUE`, and `-x NAME`
+    with the value the launcher has (its env, or an `export NAME=VALUE` in its script). A value that is a shell
+    variable the launcher does not set is left out."""
+    words = _words(container)
+    known = dict(own)
+    for word in words:
+        match = _ASSIGNMENT.match(word)
+        if match and match[1].startswith(ENV_PREFIXES):
+            known[match[1]] = match[2]
+    passed: dict[str, str] = {}
+    for flag, value in itertools.pairwise(words):
+        if flag not in ("-x", "--x"):
+            continue
+        match = _ASSIGNMENT.match(value)
+        name, setting = (match[1], match[2]) if match else (value, known.get(value))
+        reference = _REFERENCE.match(setting or "")
+        if reference is not None:
+            setting = known.get(reference[1])
+        if name.startswith(ENV_PREFIXES) and setting is not None and "$" not in setting:
+            passed[name] = setting
+    return tuple(sorted(passed.items()))
+
+
+class Launchers:
+    """What each MPIJob's launcher passes its ranks, by workload (namespace/MPIJob/name)."""
+
+    def __init__(self, config_maps: ConfigMaps | None) -> None:
+        self.config_maps = config_maps
+        self.by_workload: dict[str, Env] = {}
+
+    def add(self, namespace: str, name: str, mpijob: dict[str, Any]) -> None:
+        specs = (mpijob.get("spec") or {}).get("mpiReplicaSpecs") or {}
+        launcher = next((v for k, v in specs.items() if str(k).lower() == "launcher" and isinstance(v, dict)), {})
+        spec = (launcher.get("template") or {}).get("spec") or {}
+        passed: dict[str, str] = {}
+        for container in spec.get("containers") or ():
+            if isinstance(container, dict):
+                own = dict(container_env(container, self.config_maps, namespace))
+                passed.update(mpirun_env(container, own))
+        if passed:
+            self.by_workload[f"{namespace}/MPIJob/{name}"] = tuple(sorted(passed.items()))
+
+    def env_of(self, workload: str) -> Env:
+        return self.by_workload.get(workload, ())
