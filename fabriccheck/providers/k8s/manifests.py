@@ -16,7 +16,7 @@ import yaml
 from fabriccheck import textfiles
 from fabriccheck.errors import STDIN_NAME, FabricCheckError
 from fabriccheck.inventory import Inventory
-from fabriccheck.providers.k8s import role
+from fabriccheck.providers.k8s import bare_pods, role
 from fabriccheck.providers.k8s.dump import read_list
 from fabriccheck.providers.k8s.objects import KINDS, ClusterObjects, Normalizer
 from fabriccheck.providers.k8s.templates import pods_of, templates
@@ -90,6 +90,8 @@ def load_manifests(paths: list[Path], nodes_from: Path) -> Inventory:
             node = normalizer.pod(pod, pod_id, state="planned")
             if node is not None:
                 inventory.nodes.append(node)
+    inventory.nodes, grouped = bare_pods.grouped(inventory.nodes)
+    inventory.notes += grouped + [n for n in normalizer.notes if n not in inventory.notes]
     if not workloads:
         inventory.notes.append("the manifests hold no workload with a pod template (nothing to judge)")
     return inventory

@@ -19,7 +19,7 @@ from typing import Any
 from fabriccheck import catalog
 from fabriccheck.inventory import Inventory
 from fabriccheck.model import MAX_COUNT, CollectionError, Node, NodeShape, Origin, Placement, PodPart, fact_key
-from fabriccheck.providers.k8s import rankenv, role
+from fabriccheck.providers.k8s import bare_pods, rankenv, role
 from fabriccheck.providers.k8s.claims import GPU, Claims, PodClaims
 from fabriccheck.providers.k8s.support import (
     EFA_RESOURCE,
@@ -108,6 +108,16 @@ def quantity(value: Any) -> int:
         return 0
 
 
+def ec2_type(label: str | None) -> str | None:
+    """A node's type as the catalog names it: SageMaker HyperPod nodes are labelled with the SageMaker name
+    (node.kubernetes.io/instance-type: ml.p5en.48xlarge), which is the EC2 type with `ml.` before it (SageMaker
+    HyperPod EKS docs, "instance types"; aws-samples/awsome-distributed-training hyperpod-eks manifests select
+    nodes by it)."""
+    if label and label.startswith("ml.") and catalog.catalog_entry(label[3:]) is not None:
+        return label[3:]
+    return label
+
+
 def _first(labels: dict[str, str], keys: tuple[str, ...]) -> str | None:
     return next((labels[k] for k in keys if labels.get(k)), None)
 
@@ -119,7 +129,7 @@ def _relevant(name: str) -> bool:
 def node_info(item: dict[str, Any]) -> NodeInfo:
     meta = item.get("metadata") or {}
     labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
-    instance_type = _first(labels, _INSTANCE_TYPE)
+    instance_type = ec2_type(_first(labels, _INSTANCE_TYPE))
     cloud, instance, account = None, None, None
     match = _PROVIDER_ID.match(str((item.get("spec") or {}).get("providerID") or ""))
     if match:
@@ -371,6 +381,8 @@ class Normalizer:
             made = self.pod(item)
             if made is not None:
                 inventory.nodes.append(made)
+        inventory.nodes, grouped = bare_pods.grouped(inventory.nodes)
+        inventory.notes += [f"{note} (cluster {name})" for note in grouped]
         unstarted = self._unstarted({n.shape.pod.workload for n in inventory.nodes if n.shape.pod is not None})
         for workload, nodes in unstarted.items():
             inventory.nodes += nodes
