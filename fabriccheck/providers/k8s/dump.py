@@ -14,7 +14,10 @@ from fabriccheck.providers.k8s.objects import KINDS, REQUIRED, ClusterObjects, N
 from fabriccheck.sources.common import paused_gc, read_json
 from fabriccheck.sources.dumps import subfolders
 
-LOOP = "for k in nodes pods daemonsets jobs jobsets; do kubectl get $k -A -o json > $k.json; done"
+LOOP = (
+    "for k in nodes pods daemonsets jobs jobsets resourceclaims resourceclaimtemplates; do "
+    "kubectl get $k -A -o json > $k.json; done"
+)
 
 
 def read_list(path: Path, plural: str) -> list[dict[str, Any]]:
