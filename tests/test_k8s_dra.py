@@ -306,3 +306,34 @@ def test_claims_resolve_a_pods_devices_by_kind() -> None:
     assert node.shape.accelerators == 4 and node.shape.pod.gpus == 4
     assert dict(node.shape.pod.claimed) == {FABRIC_NIC: 256, IMEX_CHANNEL: 1}
     assert GPU not in dict(node.shape.pod.claimed)
+
+
+def test_resource_slices_say_what_all_takes_and_which_nics_have_rdma() -> None:
+    """kubernetes-sigs/dranet: a DeviceClass `dranet` selecting `device.driver == "dra.net"`, and ResourceSlices
+    (Kubernetes API, ResourceSlice v1: spec.driver, spec.pool.name, spec.nodeName, devices[].attributes) publishing
+    each NIC with its `rdma` attribute. allocationMode All takes the 8 NICs the node's slice publishes; an allocated
+    NIC whose slice says rdma false is not a fabric NIC."""
+    nics = [{"name": f"gpu{i}rdma0", "attributes": {"rdma": {"bool": i < 7}}} for i in range(8)]
+    slices = [
+        {
+            "kind": "ResourceSlice",
+            "spec": {"driver": "dra.net", "nodeName": "n1", "pool": {"name": "n1"}, "devices": nics},
+        }
+    ]
+    device_class = {
+        "kind": "DeviceClass",
+        "metadata": {"name": "dranet"},
+        "spec": {"selectors": [{"cel": {"expression": 'device.driver == "dra.net"'}}]},
+    }
+    items = {
+        "deviceclasses": [device_class],
+        "resourceslices": slices,
+        "resourceclaimtemplates": [_template("all", "dranet")],
+    }
+    assert Claims(items).of_pod(_pod("p", "n1", {"nic": "all"}), "ml").devices == ((FABRIC_NIC, 8),)
+    claim = _allocated("p", "nic", "dranet", "dra.net", 0)
+    claim["status"]["allocation"]["devices"]["results"] = [
+        {"request": "devices", "driver": "dra.net", "pool": "n1", "device": f"gpu{i}rdma0"} for i in range(8)
+    ]
+    found = Claims({**items, "resourceclaims": [claim]}).of_pod(_pod("p", "n1", {"nic": "all"}), "ml")
+    assert found.devices == ((FABRIC_NIC, 7),)  # gpu7rdma0 has no RDMA

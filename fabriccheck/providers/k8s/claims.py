@@ -3,7 +3,9 @@ it, by kind (GPUs, fabric NICs, IMEX channels), beside its device-plugin resourc
 got (`status.allocation.devices.results[]`: request, driver, pool, device); before allocation, its spec (or its
 ResourceClaimTemplate's) says what it asks for (per request: device class, `ExactCount` with `count`, or `All`).
 A device class is known by its name or, for a class of another name, by the driver its DeviceClass selects
-(`device.driver == "..."`); a class known by neither is named, and the pod's fabric is not judged.
+(`device.driver == "..."`); a class known by neither is named, and the pod's fabric is not judged. ResourceSlices say
+how many devices `All` takes on the pod's node (those of the class's driver), and whether an allocated NIC has RDMA
+(kubernetes-sigs/dranet publishes `rdma` per device: a NIC without it is not the fabric).
 
 Shapes: the Kubernetes API reference, resource.k8s.io/v1 ResourceClaim, ResourceClaimTemplate, DeviceClass,
 ResourceSlice (kubernetes.io/docs/reference/kubernetes-api/workload-resources/resource-claim-v1/; v1 nests a
@@ -117,17 +119,22 @@ class Claims:
                 request = {"name": "channel", "exactly": {"deviceClassName": IMEX_CLASS}}
                 self.templates.setdefault((namespace, str(channel["name"])), {"requests": [request]})
         self.class_kinds = dict(KNOWN_CLASSES)
+        self.class_drivers: dict[str, str] = {}
         for device_class in items.get("deviceclasses", []):
-            name = _name(device_class)
+            name, driver = _name(device_class), _driver(device_class)
+            if name and driver:
+                self.class_drivers[name] = driver
             if name and name not in self.class_kinds:
                 kind = _class_kind(device_class)
                 if kind is not None:
                     self.class_kinds[name] = kind
+        self.slices = _Slices(items.get("resourceslices"))
 
     def of_pod(self, pod: dict[str, Any], namespace: str) -> PodClaims:
         """The devices the pod's claims give it (an allocated claim's results, else its or its template's
         requests)."""
         spec, status = pod.get("spec") or {}, pod.get("status") or {}
+        node = str(spec.get("nodeName") or "")
         made = {
             str(s.get("name")): str(s.get("resourceClaimName"))
             for s in status.get("resourceClaimStatuses") or ()
@@ -141,13 +148,13 @@ class Claims:
             claim_name = entry.get("resourceClaimName") or made.get(name)
             claim = self.claims.get((namespace, str(claim_name))) if claim_name else None
             if claim is not None:
-                self._claim(claim, devices, unknown)
+                self._claim(claim, devices, unknown, node)
             elif entry.get("resourceClaimTemplateName"):
                 template = self.templates.get((namespace, str(entry["resourceClaimTemplateName"])))
                 if template is None:
                     unknown.append(self._missing("ResourceClaimTemplate", entry["resourceClaimTemplateName"]))
                 else:
-                    self._asked(_requests(template), devices, unknown)
+                    self._asked(_requests(template), devices, unknown, node)
             else:
                 unknown.append(self._missing("ResourceClaim", claim_name or name))
         found = tuple(sorted((k, min(n, ALL)) for k, n in devices.items() if k != OTHER and n > 0))
@@ -158,12 +165,12 @@ class Claims:
         where = "" if plural in self.read else f" ({plural} were not read)"
         return f"{kind} {name} not found{where}"
 
-    def _claim(self, claim: dict[str, Any], devices: Counter[str], unknown: list[str]) -> None:
+    def _claim(self, claim: dict[str, Any], devices: Counter[str], unknown: list[str], node: str) -> None:
         asked = _requests((claim.get("spec") or {}).get("devices") or {})
         allocation = (claim.get("status") or {}).get("allocation") or {}
         results = [r for r in (allocation.get("devices") or {}).get("results") or () if isinstance(r, dict)]
         if not results:
-            self._asked(asked, devices, unknown)
+            self._asked(asked, devices, unknown, node)
             return
         for result in results:
             request = str(result.get("request") or "").split("/", 1)[0]  # "name/subrequest" with firstAvailable
@@ -171,19 +178,61 @@ class Claims:
             kind = self.class_kinds.get(device_class) or _KNOWN_DRIVERS.get(str(result.get("driver") or ""))
             if kind is None:
                 unknown.append(f"device class {device_class or result.get('driver')} (not one fabriccheck knows)")
+            elif kind == FABRIC_NIC and self.slices.not_rdma(result):
+                devices[OTHER] += 1  # a NIC its slice says has no RDMA (dranet's `rdma: false`): not the fabric
             else:
                 devices[kind] += 1
 
-    def _asked(self, asked: dict[str, tuple[str, str, int]], devices: Counter[str], unknown: list[str]) -> None:
+    def _asked(
+        self, asked: dict[str, tuple[str, str, int]], devices: Counter[str], unknown: list[str], node: str
+    ) -> None:
         for device_class, mode, number in asked.values():
             kind = self.class_kinds.get(device_class)
             if kind is None:
                 unknown.append(f"device class {device_class or '(none)'} (not one fabriccheck knows)")
+            elif mode == "All":
+                # Every device of the class's driver the node's slices publish, when they say; else all the node has.
+                published = self.slices.published.get((node, self.class_drivers.get(device_class, "")))
+                devices[kind] += published if published is not None else ALL
             else:
-                devices[kind] += ALL if mode == "All" else number
+                devices[kind] += number
 
 
 IMEX_CLASS = "compute-domain-default-channel.nvidia.com"
+
+
+class _Slices:
+    """What the ResourceSlices publish: devices by (driver, pool, name) with their attributes, and how many each
+    node's driver publishes. v1 and v1beta2 keep a device's attributes on it, v1beta1 under `basic`."""
+
+    def __init__(self, items: list[dict[str, Any]] | None) -> None:
+        self.attributes: dict[tuple[str, str, str], dict[str, Any]] = {}
+        self.published: Counter[tuple[str, str]] = Counter()
+        for item in items or ():
+            spec = item.get("spec") or {}
+            driver, pool = str(spec.get("driver") or ""), str((spec.get("pool") or {}).get("name") or "")
+            for device in spec.get("devices") or ():
+                if not isinstance(device, dict):
+                    continue
+                attributes = device.get("attributes") or (device.get("basic") or {}).get("attributes") or {}
+                self.attributes[(driver, pool, str(device.get("name") or ""))] = attributes
+                if spec.get("nodeName"):
+                    self.published[(str(spec["nodeName"]), driver)] += 1
+
+    def not_rdma(self, result: dict[str, Any]) -> bool:
+        """Whether the allocated device's slice says it has no RDMA (`rdma` or `<driver>/rdma`: {bool: false})."""
+        driver = str(result.get("driver") or "")
+        attributes = self.attributes.get((driver, str(result.get("pool") or ""), str(result.get("device") or "")))
+        value = (attributes or {}).get("rdma") or (attributes or {}).get(f"{driver}/rdma")
+        return isinstance(value, dict) and value.get("bool") is False
+
+
+def _driver(device_class: dict[str, Any]) -> str | None:
+    for selector in (device_class.get("spec") or {}).get("selectors") or ():
+        match = _DRIVER.search(str(((selector or {}).get("cel") or {}).get("expression") or ""))
+        if match is not None:
+            return match[1]
+    return None
 
 
 def _class_kind(device_class: dict[str, Any]) -> str | None:
