@@ -261,3 +261,25 @@ def test_a_dev_infiniband_hostpath_on_efa_nodes(tmp_path: Path) -> None:
     _code, report = _judge(mounted, nodes, tmp_path)
     assert _rules(report) == {("K8S105", "default/nccl-tests-worker-0"), ("K8S105", "default/nccl-tests-worker-1")}
     assert "/dev/infiniband" in report["findings"][0]["message"]
+
+
+def test_bare_pods_that_ask_part_of_a_node_are_not_one_workload() -> None:
+    """Two bare one-GPU pods with one image and a common name (two users' notebooks) are no multi-node test: each
+    is judged alone. Two bare pods asking all 8 GPUs of their p5 nodes, as Google's nccl-test pods do, are one."""
+
+    def bare(name: str, node: str, gpus: int) -> dict[str, Any]:
+        limits = {"nvidia.com/gpu": gpus, "vpc.amazonaws.com/efa": 32}
+        container = {"name": "c", "image": "jupyter", "resources": {"limits": limits}}
+        return {
+            "kind": "Pod",
+            "metadata": {"name": name, "namespace": "ml"},
+            "spec": {"nodeName": node, "containers": [container]},
+        }
+
+    nodes = _p5_nodes()
+    notebooks = [bare("jupyter-alice", "p5-0", 1), bare("jupyter-bob", "p5-1", 1)]
+    found = Normalizer(ClusterObjects(name="c", items={"nodes": nodes, "pods": notebooks})).inventory("t")
+    assert {n.shape.pod.workload for n in found.nodes if n.shape.pod} == {"ml/Pod/jupyter-alice", "ml/Pod/jupyter-bob"}
+    tests = [bare("nccl-host-1", "p5-0", 8), bare("nccl-host-2", "p5-1", 8)]
+    found = Normalizer(ClusterObjects(name="c", items={"nodes": nodes, "pods": tests})).inventory("t")
+    assert {n.shape.pod.workload for n in found.nodes if n.shape.pod} == {"ml/Pod/nccl-host-*"}

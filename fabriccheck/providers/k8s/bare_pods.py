@@ -3,13 +3,15 @@ hand, one per node, with the same image and networks (GoogleCloudPlatform/contai
 gpudirect-rdma/nccl-test.yaml, gpudirect-tcpx/nccl-test-latest.yaml: nccl-test-host-1 and -2; copies in
 /work/shared/samples/k8s). Each alone is a one-node workload that exchanges nothing over the fabric, so judged apart
 they would pass whatever their fabric. Pods of one namespace with the same images, the same networks and a common
-name prefix are judged as one workload, named by that prefix, and the report says so (a fabriccheck.io/workload
-label on them decides instead)."""
+name prefix, each asking for every accelerator of its node (one rank set per node, as a multi-node test does; a
+notebook asking one GPU is no such pod), are judged as one workload, named by that prefix, and the report says so
+(a fabriccheck.io/workload label on them decides instead)."""
 
 from __future__ import annotations
 
 from collections import defaultdict
 
+from fabriccheck import catalog
 from fabriccheck.model import FrozenTags, Node
 from fabriccheck.providers.k8s.support import WORKLOAD_TAG
 from fabriccheck.sources.pools import node as pooled_node
@@ -23,7 +25,7 @@ def grouped(nodes: list[Node]) -> tuple[list[Node], list[str]]:
     groups: dict[tuple[str, tuple[str, ...], tuple[str, ...]], list[Node]] = defaultdict(list)
     for node in nodes:
         pod = node.shape.pod
-        if pod is not None and pod.kind == "Pod" and pod.workload.split("/")[1] == "Pod":
+        if pod is not None and pod.kind == "Pod" and pod.workload.split("/")[1] == "Pod" and _whole_node(node):
             images = tuple(sorted(image for _, image in pod.containers))
             groups[(pod.workload.split("/")[0], images, tuple(sorted(pod.networks)))].append(node)
     moved: dict[str, Node] = {}
@@ -47,6 +49,11 @@ def grouped(nodes: list[Node]) -> tuple[list[Node], list[str]]:
             f"workload, {workload} (label them {WORKLOAD_TAG}=NAME to decide otherwise)"
         )
     return [moved.get(n.id, n) for n in nodes], notes
+
+
+def _whole_node(node: Node) -> bool:
+    cap = catalog.catalog_entry(node.shape.instance_type) if node.shape.instance_type else None
+    return node.shape.pod is not None and cap is not None and node.shape.pod.gpus >= cap.accelerators > 0
 
 
 def _renamed(node: Node, workload: str) -> Node:

@@ -289,9 +289,10 @@ class _Nodes:
         regions = Counter(info.region for info in self.by_name.values() if info.region)
         self.region = regions.most_common(1)[0][0] if regions else UNKNOWN_REGION
 
-    def allowed(self, spec: dict[str, Any], gpus: int) -> list[NodeInfo]:
+    def allowed(self, spec: dict[str, Any], gpus: int, claimed: bool = False) -> list[NodeInfo]:
         """Nodes whose labels satisfy the pod's nodeSelector and the In terms of its required node affinity; with
-        accelerators asked for, only nodes that have them (when any do)."""
+        accelerators asked for, only nodes that have them (when any do). Accelerators claimed through DRA are no
+        extended resource of the node: then a node whose type has accelerators has them."""
         selector = {str(k): str(v) for k, v in (spec.get("nodeSelector") or {}).items()}
         terms = (
             ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
@@ -311,10 +312,15 @@ class _Nodes:
             if all(info.labels.get(k) == v for k, v in selector.items())
             and all(info.labels.get(k) in values for k, values in expressions)
         ]
-        if gpus:
-            with_gpus = [info for info in found if info.gpus > 0]
+        if gpus or claimed:
+            with_gpus = [info for info in found if info.gpus > 0 or (claimed and _type_has_accelerators(info))]
             found = with_gpus or found
         return found
+
+
+def _type_has_accelerators(info: NodeInfo) -> bool:
+    cap = catalog.catalog_entry(info.instance_type) if info.instance_type else None
+    return bool(cap and cap.accelerators)
 
 
 def _finished(owner: dict[str, Any]) -> bool:
@@ -420,7 +426,7 @@ class Normalizer:
         labels = meta.get("labels") or {}
         node_name = spec.get("nodeName")
         info = self.nodes.by_name.get(str(node_name)) if node_name else None
-        candidates = [info] if info else self.nodes.allowed(spec, read.gpus)
+        candidates = [info] if info else self.nodes.allowed(spec, read.gpus, claims.count(GPU) > 0)
         instance_type = _one(c.instance_type for c in candidates)
         default, networks, interfaces = gke_networks(annotations)
         pool = _one(c.pool for c in candidates)

@@ -137,7 +137,8 @@ class K8sSupport(CloudSupport):
             "efa_hidden": "a hostPath of /dev/infiniband (or /dev) an EFA pod mounts, which exposes the node's other "
             "verbs devices to libfabric, or empty",
             "imex_channels": "IMEX channels the pod's DRA claims give it (ComputeDomain channels: multi-node NVLink "
-            "between pods), 0 without",
+            "between pods), 1 where it sees the host's (privileged, or a /dev/nvidia-caps-imex-channels hostPath), 0 "
+            "without",
             "rdma_not_advertised": "the rdma/* resources the pod requests that its node (or, pending, every node its "
             "selector allows) does not advertise where they advertise another RDMA resource, comma-separated; such a "
             "pod stays Pending",
@@ -194,7 +195,7 @@ class K8sSupport(CloudSupport):
         """A pod that claims no IMEX channel reaches no other node over NVLink: its node is a domain of its own
         (K8S145 prices what that costs)."""
         pod = node.shape.pod
-        if pod is not None and not count(pod.claimed, IMEX_CHANNEL):
+        if pod is not None and not imex_channels(pod):
             return f"{pod.node or node.id} (no IMEX channel)"
         return super().nvlink_domain(node)
 
@@ -258,7 +259,7 @@ class K8sSupport(CloudSupport):
             "socket_ifname": _socket_ifname(pod),
             "plugin_ifname": _plugin_ifname(pod, fabric),
             "efa_hidden": _efa_hidden(pod, fabric),
-            "imex_channels": count(pod.claimed, IMEX_CHANNEL),
+            "imex_channels": imex_channels(pod),
             "rdma_not_advertised": _rdma_not_advertised(pod),
             "unknown": unknown,
         }
@@ -446,6 +447,17 @@ def _efa_hidden(pod: PodPart, fabric: FabricKind) -> str:
     if fabric is not FabricKind.EFA:
         return ""
     return next((p for p in pod.host_paths if p in ("/dev", "/dev/infiniband")), "")
+
+
+def imex_channels(pod: PodPart) -> int:
+    """IMEX channels the pod has: its ComputeDomain channel claims, or the host's channels where it sees the host's
+    devices (privileged, or a hostPath of /dev or /dev/nvidia-caps-imex-channels: the IMEX daemon then runs on the
+    host, NVIDIA IMEX guide)."""
+    claimed = count(pod.claimed, IMEX_CHANNEL)
+    if claimed:
+        return claimed
+    host = pod.privileged or any(p == "/dev" or p.startswith("/dev/nvidia-caps-imex-channels") for p in pod.host_paths)
+    return 1 if host else 0
 
 
 def _rdma_not_advertised(pod: PodPart) -> str:
