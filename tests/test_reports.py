@@ -801,7 +801,7 @@ def test_a_rule_says_when_it_may_be_wrong(tmp_path: Path) -> None:
     from fabriccheck.rulebook import builtin_rules
 
     known = {r.id: r for r in builtin_rules()}
-    assert {i for i, r in known.items() if r.confidence == "possible"} == {"AWS112", "AZ140", "K8S104"}
+    assert {i for i, r in known.items() if r.confidence == "possible"} == {"AWS112", "AZ140", "K8S104", "K8S105"}
     assert "confidence possible" in rule_docs.explain(known["AZ140"], "text")
     assert "confidence" not in rule_docs.explain(known["AWS101"], "text")
     listed = {row["id"]: row["confidence"] for row in json.loads(rule_docs.listing(list(known.values()), "json"))}
