@@ -27,6 +27,7 @@ from fabriccheck.providers.k8s.claims import FABRIC_NIC, GPU, IMEX_CHANNEL, Clai
 from fabriccheck.providers.k8s.objects import ClusterObjects, Normalizer
 
 SAMPLES = Path("/work/shared/samples/k8s")
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "k8s" / "dra"
 A4X_MAX = SAMPLES / "gke-rdma-nccl-test-a4x-max-jobset.yaml"
 
 
@@ -337,3 +338,16 @@ def test_resource_slices_say_what_all_takes_and_which_nics_have_rdma() -> None:
     ]
     found = Claims({**items, "resourceclaims": [claim]}).of_pod(_pod("p", "n1", {"nic": "all"}), "ml")
     assert found.devices == ((FABRIC_NIC, 7),)  # gpu7rdma0 has no RDMA
+
+
+@pytest.mark.parametrize(
+    ("name", "code", "rules"),
+    [("eks-p5-efa-claims", 0, set()), ("eks-gb200", 0, set()), ("eks-gb200-no-imex", 1, {"K8S145"})],
+)
+def test_the_dra_fixture_clusters(name: str, code: int, rules: set[str]) -> None:
+    """fixtures/k8s/dra (written from this file's helpers, shapes in fixtures/k8s/SOURCES.md): what a user runs
+    with `fabriccheck k8s --from-dump fixtures/k8s/dra/NAME`."""
+    result = run("k8s", "--from-dump", str(FIXTURES / name), "-f", "json")
+    report = json.loads(result.stdout)
+    assert result.returncode == code and {f["rule"] for f in report["findings"]} == rules
+    assert report["summary"]["nodes"] == 2
