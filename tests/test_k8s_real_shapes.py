@@ -107,7 +107,7 @@ def test_the_eks_nccl_tests_mpijob_passes_efa_to_its_ranks(tmp_path: Path) -> No
 
 def test_an_envfrom_configmap_that_forces_sockets(tmp_path: Path) -> None:
     """A PyTorchJob whose workers take NCCL_NET=Socket from an envFrom ConfigMap (Kubernetes API: Container.envFrom
-    configMapRef) that the manifests hold: K8S130. A Secret's values are never read."""
+    configMapRef) that the manifests hold: K8S130. A Secret's values are never read: its name is in a note."""
     nodes = _dump(tmp_path / "eks", nodes=_p5_nodes(), daemonsets=[_EFA_PLUGIN])
     worker = {
         "replicas": 2,
@@ -133,9 +133,13 @@ def test_an_envfrom_configmap_that_forces_sockets(tmp_path: Path) -> None:
     config = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "nccl-env"}, "data": {"NCCL_NET": "Socket"}}
     code, report = _judge(json.dumps(job) + "\n---\n" + json.dumps(config), nodes, tmp_path)
     assert _rules(report) == {("K8S130", "default/fsdp-worker-0"), ("K8S130", "default/fsdp-worker-1")}
+    assert any("Secrets default/hf-token" in note and "never read" in note for note in report["notes"])
     config["data"] = {"NCCL_DEBUG": "INFO"}
     code, report = _judge(json.dumps(job) + "\n---\n" + json.dumps(config), nodes, tmp_path)
     assert code == 0 and report["findings"] == []
+    # Without the ConfigMap, its settings are not known: no finding, and a note names it.
+    code, report = _judge(json.dumps(job), nodes, tmp_path)
+    assert code == 0 and any("ConfigMaps default/nccl-env" in note for note in report["notes"])
 
 
 # ---------------------------------------------------------------------------------------- item 5: real shapes

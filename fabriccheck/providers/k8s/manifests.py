@@ -91,7 +91,8 @@ def load_manifests(paths: list[Path], nodes_from: Path) -> Inventory:
             if node is not None:
                 inventory.nodes.append(node)
     inventory.nodes, grouped = bare_pods.grouped(inventory.nodes)
-    inventory.notes += grouped + [n for n in normalizer.notes if n not in inventory.notes]
+    later = normalizer.notes + normalizer.config_maps.notes(objects.name)
+    inventory.notes += grouped + [n for n in later if n not in inventory.notes]
     if not workloads:
         inventory.notes.append("the manifests hold no workload with a pod template (nothing to judge)")
     return inventory

@@ -402,7 +402,7 @@ class Normalizer:
             self._param_set(i) for i in self.objects.items.get("gkenetworkparamsets", [])
         ]
         inventory.collected = sorted(fact_key("k8s", name, region, plural) for plural in self.objects.items)
-        inventory.notes += self.notes
+        inventory.notes += self.notes + self.config_maps.notes(name)
         inventory.errors = list(self.objects.errors)
         return inventory
 

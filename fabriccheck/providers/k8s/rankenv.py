@@ -24,11 +24,14 @@ Env = tuple[tuple[str, str], ...]
 
 
 class ConfigMaps:
-    """The ConfigMaps a dump or the manifests hold, by (namespace, name): their NCCL_* and FI_* keys only."""
+    """The ConfigMaps a dump or the manifests hold, by (namespace, name), and what the pods' env named but nobody
+    read: ConfigMaps not held, and Secrets (never read), as namespace/name."""
 
     def __init__(self, items: list[dict[str, Any]] | None) -> None:
         self.read = items is not None
         self.data: dict[tuple[str, str], dict[str, str]] = {}
+        self.unread: set[str] = set()
+        self.secrets: set[str] = set()
         for item in items or ():
             meta = item.get("metadata") or {}
             data = item.get("data") or {}
@@ -36,7 +39,26 @@ class ConfigMaps:
             self.data[key] = {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
 
     def get(self, namespace: str, name: str) -> dict[str, str] | None:
-        return self.data.get((namespace, name))
+        found = self.data.get((namespace, name))
+        if found is None:
+            self.unread.add(f"{namespace}/{name}")
+        return found
+
+    def notes(self, cluster: str) -> list[str]:
+        """What the report says of the env sources that were not read: settings there are not judged."""
+        found = []
+        if self.unread:
+            where = "not in the dump or manifests" if self.read else "not read (no configmaps.json)"
+            found.append(
+                f"ConfigMaps {', '.join(sorted(self.unread))} (cluster {cluster}) that GPU pods take env from were "
+                f"{where}: NCCL / libfabric settings there are not judged"
+            )
+        if self.secrets:
+            found.append(
+                f"Secrets {', '.join(sorted(self.secrets))} (cluster {cluster}) that GPU pods take env from are never "
+                "read: NCCL / libfabric settings there are not judged"
+            )
+        return found
 
 
 def container_env(
@@ -46,6 +68,9 @@ def container_env(
     ConfigMaps' keys (with their prefix). What the dump does not hold is left out: a value not known is no finding."""
     found: list[tuple[str, str]] = []
     for source in container.get("envFrom") or ():
+        secret = (source or {}).get("secretRef") if isinstance(source, dict) else None
+        if config_maps is not None and isinstance(secret, dict) and secret.get("name"):
+            config_maps.secrets.add(f"{namespace}/{secret['name']}")
         ref = (source or {}).get("configMapRef") if isinstance(source, dict) else None
         data = config_maps.get(namespace, str(ref.get("name"))) if config_maps and isinstance(ref, dict) else None
         prefix = str(source.get("prefix") or "") if isinstance(source, dict) else ""
@@ -57,6 +82,9 @@ def container_env(
         if "value" in variable:
             found.append((name, str(variable["value"])))
             continue
+        secret = (variable.get("valueFrom") or {}).get("secretKeyRef") or {}
+        if config_maps is not None and secret.get("name"):
+            config_maps.secrets.add(f"{namespace}/{secret['name']}")
         ref = (variable.get("valueFrom") or {}).get("configMapKeyRef") or {}
         data = config_maps.get(namespace, str(ref.get("name"))) if config_maps and ref.get("name") else None
         if data is not None and str(ref.get("key")) in data:
