@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_run import run
+from cli_run import one_clean_line, run
 from kube_replay import KubeReplay, kubeconfig, serve
 
 from fabriccheck.providers.k8s.claims import FABRIC_NIC, GPU, IMEX_CHANNEL, Claims
@@ -351,3 +351,17 @@ def test_the_dra_fixture_clusters(name: str, code: int, rules: set[str]) -> None
     report = json.loads(result.stdout)
     assert result.returncode == code and {f["rule"] for f in report["findings"]} == rules
     assert report["summary"]["nodes"] == 2
+
+
+def test_a_misshapen_claim_is_one_line_naming_it(tmp_path: Path) -> None:
+    """Bad input: a claim whose status.allocation is not an object is one line naming the claim and the field,
+    exit 2, never a traceback."""
+    folder = _p5_efa_by_claim(tmp_path)
+    claims = [_allocated(f"train-{i}", "efa", "efa.networking.k8s.aws", "dra.net", 32) for i in range(2)]
+    claims[0]["status"] = {"allocation": "pending"}
+    _dump(folder, resourceclaims=claims)
+    result = run("k8s", "--from-dump", str(folder))
+    assert result.returncode == 2
+    assert one_clean_line(result) == (
+        "fabriccheck: error: resourceclaims ml/train-0-efa: status.allocation is not an object"
+    )

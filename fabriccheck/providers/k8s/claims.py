@@ -23,6 +23,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+from fabriccheck.errors import FabricCheckError
 from fabriccheck.model import MAX_COUNT
 
 # The kinds of device a pod's claims give it, as the judging counts them.
@@ -55,6 +56,7 @@ KNOWN_CLASSES = {
     "dranet": FABRIC_NIC,
 }
 # Drivers a DeviceClass of another name may select (same sources as above).
+IMEX_CLASS = "compute-domain-default-channel.nvidia.com"
 _KNOWN_DRIVERS = {"gpu.nvidia.com": GPU, "dra.net": FABRIC_NIC, "neuron.aws.com": GPU}
 _COMPUTE_DOMAIN_DRIVER = "compute-domain.nvidia.com"
 _DRIVER = re.compile(r"""device\.driver\s*==\s*["']([^"']+)["']""")
@@ -73,25 +75,45 @@ class PodClaims:
         return sum(n for k, n in self.devices if k == kind)
 
 
-def _name(item: dict[str, Any]) -> str:
-    return str((item.get("metadata") or {}).get("name") or "")
+def _field(obj: Any, path: str, where: str) -> Any:
+    """The value at a dotted path of an object, None where a part is absent; a part that is not an object is one
+    line naming the object and the field (bad input, never a traceback)."""
+    value, walked = obj, ""
+    for key in path.split("."):
+        if value is None:
+            return None
+        if not isinstance(value, dict):
+            raise FabricCheckError(f"{where}: {walked or 'the object'} is not an object")
+        walked = f"{walked}.{key}" if walked else key
+        value = value.get(key)
+    return value
 
 
-def _namespaced(item: dict[str, Any]) -> tuple[str, str]:
-    meta = item.get("metadata") or {}
-    return str(meta.get("namespace") or "default"), str(meta.get("name") or "")
+def _objects(obj: Any, path: str, where: str) -> list[dict[str, Any]]:
+    """The objects of a list field ([] when absent); anything else is one line naming the object and the field."""
+    value = _field(obj, path, where)
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+        raise FabricCheckError(f"{where}: {path} is not a list of objects")
+    return value
 
 
-def _requests(devices: dict[str, Any]) -> dict[str, tuple[str, str, int]]:
+def _namespaced(item: dict[str, Any], plural: str) -> tuple[tuple[str, str], str]:
+    """(namespace, name) of an object, and how an error names it."""
+    meta = _field(item, "metadata", plural) or {}
+    key = (str(_field(meta, "namespace", plural) or "default"), str(_field(meta, "name", plural) or ""))
+    return key, f"{plural} {key[0]}/{key[1]}"
+
+
+def _requests(devices: Any, where: str) -> dict[str, tuple[str, str, int]]:
     """Each request of a claim spec by name: (device class, allocation mode, count). v1 and v1beta2 nest them under
     `exactly`; v1beta1 keeps them on the request. With `firstAvailable`, the first (preferred) subrequest."""
     found: dict[str, tuple[str, str, int]] = {}
-    for request in devices.get("requests") or ():
-        if not isinstance(request, dict):
-            continue
-        nested = request.get("exactly")
+    for request in _objects(devices, "requests", where):
+        nested = _field(request, "exactly", where)
         exact: dict[str, Any] = nested if isinstance(nested, dict) else request
-        options = [o for o in request.get("firstAvailable") or () if isinstance(o, dict)]
+        options = _objects(request, "firstAvailable", where)
         if not exact.get("deviceClassName") and options:
             exact = options[0]
         mode = str(exact.get("allocationMode") or "ExactCount")
@@ -106,26 +128,32 @@ class Claims:
 
     def __init__(self, items: dict[str, list[dict[str, Any]]]) -> None:
         self.read = {plural for plural in ("resourceclaims", "resourceclaimtemplates") if plural in items}
-        self.claims = {_namespaced(i): i for i in items.get("resourceclaims", [])}
-        self.templates = {
-            _namespaced(i): ((i.get("spec") or {}).get("spec") or {}).get("devices") or {}
-            for i in items.get("resourceclaimtemplates", [])
-        }
+        self.claims: dict[tuple[str, str], tuple[dict[str, Any], str]] = {}
+        for item in items.get("resourceclaims", []):
+            key, where = _namespaced(item, "resourceclaims")
+            self.claims[key] = (item, where)
+        self.templates: dict[tuple[str, str], dict[str, tuple[str, str, int]]] = {}
+        for item in items.get("resourceclaimtemplates", []):
+            key, where = _namespaced(item, "resourceclaimtemplates")
+            self.templates[key] = _requests(_field(item, "spec.spec.devices", where), where)
         # A ComputeDomain stands for the channel template NVIDIA's controller makes from it (same namespace).
         for domain in items.get("computedomains", []):
-            namespace, _ = _namespaced(domain)
-            channel = ((domain.get("spec") or {}).get("channel") or {}).get("resourceClaimTemplate") or {}
-            if channel.get("name"):
-                request = {"name": "channel", "exactly": {"deviceClassName": IMEX_CLASS}}
-                self.templates.setdefault((namespace, str(channel["name"])), {"requests": [request]})
+            (namespace, _), where = _namespaced(domain, "computedomains")
+            channel = _field(domain, "spec.channel.resourceClaimTemplate.name", where)
+            if channel:
+                self.templates.setdefault((namespace, str(channel)), {"channel": (IMEX_CLASS, "ExactCount", 1)})
         self.class_kinds = dict(KNOWN_CLASSES)
         self.class_drivers: dict[str, str] = {}
         for device_class in items.get("deviceclasses", []):
-            name, driver = _name(device_class), _driver(device_class)
+            (_, name), where = _namespaced(device_class, "deviceclasses")
+            expressions = [
+                str(_field(s, "cel.expression", where) or "") for s in _objects(device_class, "spec.selectors", where)
+            ]
+            driver = _driver(expressions)
             if name and driver:
                 self.class_drivers[name] = driver
             if name and name not in self.class_kinds:
-                kind = _class_kind(device_class)
+                kind = _class_kind(expressions)
                 if kind is not None:
                     self.class_kinds[name] = kind
         self.slices = _Slices(items.get("resourceslices"))
@@ -133,28 +161,28 @@ class Claims:
     def of_pod(self, pod: dict[str, Any], namespace: str) -> PodClaims:
         """The devices the pod's claims give it (an allocated claim's results, else its or its template's
         requests)."""
-        spec, status = pod.get("spec") or {}, pod.get("status") or {}
-        node = str(spec.get("nodeName") or "")
+        where = f"pods {namespace}/{_field(pod, 'metadata.name', 'pods')}"
+        node = str(_field(pod, "spec.nodeName", where) or "")
         made = {
             str(s.get("name")): str(s.get("resourceClaimName"))
-            for s in status.get("resourceClaimStatuses") or ()
-            if isinstance(s, dict) and s.get("resourceClaimName")
+            for s in _objects(pod, "status.resourceClaimStatuses", where)
+            if s.get("resourceClaimName")
         }
         devices: Counter[str] = Counter()
         unknown: list[str] = []
-        entries = [c for c in spec.get("resourceClaims") or () if isinstance(c, dict)]
+        entries = _objects(pod, "spec.resourceClaims", where)
         for entry in entries:
             name = str(entry.get("name") or "")
             claim_name = entry.get("resourceClaimName") or made.get(name)
             claim = self.claims.get((namespace, str(claim_name))) if claim_name else None
             if claim is not None:
-                self._claim(claim, devices, unknown, node)
+                self._claim(claim[0], claim[1], devices, unknown, node)
             elif entry.get("resourceClaimTemplateName"):
                 template = self.templates.get((namespace, str(entry["resourceClaimTemplateName"])))
                 if template is None:
                     unknown.append(self._missing("ResourceClaimTemplate", entry["resourceClaimTemplateName"]))
                 else:
-                    self._asked(_requests(template), devices, unknown, node)
+                    self._asked(template, devices, unknown, node)
             else:
                 unknown.append(self._missing("ResourceClaim", claim_name or name))
         found = tuple(sorted((k, min(n, ALL)) for k, n in devices.items() if k != OTHER and n > 0))
@@ -165,10 +193,9 @@ class Claims:
         where = "" if plural in self.read else f" ({plural} were not read)"
         return f"{kind} {name} not found{where}"
 
-    def _claim(self, claim: dict[str, Any], devices: Counter[str], unknown: list[str], node: str) -> None:
-        asked = _requests((claim.get("spec") or {}).get("devices") or {})
-        allocation = (claim.get("status") or {}).get("allocation") or {}
-        results = [r for r in (allocation.get("devices") or {}).get("results") or () if isinstance(r, dict)]
+    def _claim(self, claim: dict[str, Any], where: str, devices: Counter[str], unknown: list[str], node: str) -> None:
+        asked = _requests(_field(claim, "spec.devices", where), where)
+        results = _objects(claim, "status.allocation.devices.results", where)
         if not results:
             self._asked(asked, devices, unknown, node)
             return
@@ -198,9 +225,6 @@ class Claims:
                 devices[kind] += number
 
 
-IMEX_CLASS = "compute-domain-default-channel.nvidia.com"
-
-
 class _Slices:
     """What the ResourceSlices publish: devices by (driver, pool, name) with their attributes, and how many each
     node's driver publishes. v1 and v1beta2 keep a device's attributes on it, v1beta1 under `basic`."""
@@ -209,15 +233,14 @@ class _Slices:
         self.attributes: dict[tuple[str, str, str], dict[str, Any]] = {}
         self.published: Counter[tuple[str, str]] = Counter()
         for item in items or ():
-            spec = item.get("spec") or {}
-            driver, pool = str(spec.get("driver") or ""), str((spec.get("pool") or {}).get("name") or "")
-            for device in spec.get("devices") or ():
-                if not isinstance(device, dict):
-                    continue
-                attributes = device.get("attributes") or (device.get("basic") or {}).get("attributes") or {}
+            _, where = _namespaced(item, "resourceslices")
+            driver = str(_field(item, "spec.driver", where) or "")
+            pool, node = str(_field(item, "spec.pool.name", where) or ""), _field(item, "spec.nodeName", where)
+            for device in _objects(item, "spec.devices", where):
+                attributes = _field(device, "attributes", where) or _field(device, "basic.attributes", where) or {}
                 self.attributes[(driver, pool, str(device.get("name") or ""))] = attributes
-                if spec.get("nodeName"):
-                    self.published[(str(spec["nodeName"]), driver)] += 1
+                if node:
+                    self.published[(str(node), driver)] += 1
 
     def not_rdma(self, result: dict[str, Any]) -> bool:
         """Whether the allocated device's slice says it has no RDMA (`rdma` or `<driver>/rdma`: {bool: false})."""
@@ -227,24 +250,18 @@ class _Slices:
         return isinstance(value, dict) and value.get("bool") is False
 
 
-def _driver(device_class: dict[str, Any]) -> str | None:
-    for selector in (device_class.get("spec") or {}).get("selectors") or ():
-        match = _DRIVER.search(str(((selector or {}).get("cel") or {}).get("expression") or ""))
+def _driver(expressions: list[str]) -> str | None:
+    """The driver a DeviceClass's CEL selectors name (`device.driver == "..."`)."""
+    for expression in expressions:
+        match = _DRIVER.search(expression)
         if match is not None:
             return match[1]
     return None
 
 
-def _class_kind(device_class: dict[str, Any]) -> str | None:
+def _class_kind(expressions: list[str]) -> str | None:
     """The kind of device a DeviceClass of another name selects, from the driver its CEL selector names."""
-    for selector in (device_class.get("spec") or {}).get("selectors") or ():
-        expression = str(((selector or {}).get("cel") or {}).get("expression") or "")
-        match = _DRIVER.search(expression)
-        if match is None:
-            continue
-        driver = match[1]
-        if driver == _COMPUTE_DOMAIN_DRIVER:
-            return IMEX_CHANNEL if "channel" in expression else OTHER
-        if driver in _KNOWN_DRIVERS:
-            return _KNOWN_DRIVERS[driver]
-    return None
+    driver = _driver(expressions)
+    if driver == _COMPUTE_DOMAIN_DRIVER:
+        return IMEX_CHANNEL if any("channel" in e for e in expressions) else OTHER
+    return _KNOWN_DRIVERS.get(driver) if driver else None

@@ -33,7 +33,7 @@ class ConfigMaps:
         self.unread: set[str] = set()
         self.secrets: set[str] = set()
         for item in items or ():
-            meta = item.get("metadata") or {}
+            meta = _obj(item.get("metadata"))
             data = item.get("data") or {}
             key = (str(meta.get("namespace") or "default"), str(meta.get("name") or ""))
             self.data[key] = {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
@@ -67,25 +67,25 @@ def container_env(
     """A container's NCCL_* and FI_* settings: its env values, the ConfigMap keys it refers to, its envFrom
     ConfigMaps' keys (with their prefix). What the dump does not hold is left out: a value not known is no finding."""
     found: list[tuple[str, str]] = []
-    for source in container.get("envFrom") or ():
-        secret = (source or {}).get("secretRef") if isinstance(source, dict) else None
-        if config_maps is not None and isinstance(secret, dict) and secret.get("name"):
+    for source in _objs(container.get("envFrom")):
+        secret = _obj(source.get("secretRef"))
+        if config_maps is not None and secret.get("name"):
             config_maps.secrets.add(f"{namespace}/{secret['name']}")
-        ref = (source or {}).get("configMapRef") if isinstance(source, dict) else None
-        data = config_maps.get(namespace, str(ref.get("name"))) if config_maps and isinstance(ref, dict) else None
-        prefix = str(source.get("prefix") or "") if isinstance(source, dict) else ""
+        ref = _obj(source.get("configMapRef"))
+        data = config_maps.get(namespace, str(ref["name"])) if config_maps and ref.get("name") else None
+        prefix = str(source.get("prefix") or "")
         found += [(prefix + k, v) for k, v in (data or {}).items() if (prefix + k).startswith(ENV_PREFIXES)]
-    for variable in container.get("env") or ():
-        if not isinstance(variable, dict) or not str(variable.get("name", "")).startswith(ENV_PREFIXES):
+    for variable in _objs(container.get("env")):
+        if not str(variable.get("name", "")).startswith(ENV_PREFIXES):
             continue
         name = str(variable["name"])
         if "value" in variable:
             found.append((name, str(variable["value"])))
             continue
-        secret = (variable.get("valueFrom") or {}).get("secretKeyRef") or {}
+        secret = _obj(_obj(variable.get("valueFrom")).get("secretKeyRef"))
         if config_maps is not None and secret.get("name"):
             config_maps.secrets.add(f"{namespace}/{secret['name']}")
-        ref = (variable.get("valueFrom") or {}).get("configMapKeyRef") or {}
+        ref = _obj(_obj(variable.get("valueFrom")).get("configMapKeyRef"))
         data = config_maps.get(namespace, str(ref.get("name"))) if config_maps and ref.get("name") else None
         if data is not None and str(ref.get("key")) in data:
             found.append((name, data[str(ref["key"])]))
@@ -95,7 +95,8 @@ def container_env(
 def _words(container: dict[str, Any]) -> list[str]:
     """The container's command and args as shell words: a `bash -c` script is split as the shell would."""
     words: list[str] = []
-    for part in [*(container.get("command") or ()), *(container.get("args") or ())]:
+    parts = [p for key in ("command", "args") if isinstance(container.get(key), list) for p in container[key]]
+    for part in parts:
         text = str(part)
         if any(c.isspace() for c in text.strip()):
             try:
@@ -131,6 +132,16 @@ def mpirun_env(container: dict[str, Any], own: dict[str, str]) -> Env:
     return tuple(sorted(passed.items()))
 
 
+def _obj(value: Any) -> dict[str, Any]:
+    """An object field, or {} for anything else: a misshapen env or launcher is read as having none (the pod's own
+    shape is the normalizer's to refuse)."""
+    return value if isinstance(value, dict) else {}
+
+
+def _objs(value: Any) -> list[dict[str, Any]]:
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
 class Launchers:
     """What each MPIJob's launcher passes its ranks, by workload (namespace/MPIJob/name)."""
 
@@ -139,14 +150,13 @@ class Launchers:
         self.by_workload: dict[str, Env] = {}
 
     def add(self, namespace: str, name: str, mpijob: dict[str, Any]) -> None:
-        specs = (mpijob.get("spec") or {}).get("mpiReplicaSpecs") or {}
-        launcher = next((v for k, v in specs.items() if str(k).lower() == "launcher" and isinstance(v, dict)), {})
-        spec = (launcher.get("template") or {}).get("spec") or {}
+        specs = _obj(_obj(mpijob.get("spec")).get("mpiReplicaSpecs"))
+        launcher = next((_obj(v) for k, v in specs.items() if str(k).lower() == "launcher"), {})
+        spec = _obj(_obj(launcher.get("template")).get("spec"))
         passed: dict[str, str] = {}
-        for container in spec.get("containers") or ():
-            if isinstance(container, dict):
-                own = dict(container_env(container, self.config_maps, namespace))
-                passed.update(mpirun_env(container, own))
+        for container in _objs(spec.get("containers")):
+            own = dict(container_env(container, self.config_maps, namespace))
+            passed.update(mpirun_env(container, own))
         if passed:
             self.by_workload[f"{namespace}/MPIJob/{name}"] = tuple(sorted(passed.items()))
 
