@@ -152,6 +152,7 @@ def test_p5_pods_whose_claim_gets_4_of_32_efa_devices_are_partial(tmp_path: Path
     assert _rules(report) == {("K8S102", "ml/train-0"), ("K8S102", "ml/train-1")}
     message = next(f["message"] for f in report["findings"])
     assert "4 of the 32" in message and "DRA" in message
+    assert "claim all 32 of the node's EFA devices" in message  # the fix a DRA pod needs, not a device-plugin ask
 
 
 def _gb200(tmp_path: Path, channel: bool = True, allocated: bool = False) -> Path:

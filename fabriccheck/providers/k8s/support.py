@@ -78,6 +78,21 @@ _ASK = {
 }
 
 
+# What a pod that already takes its fabric through DRA claims should ask (sources: claims.KNOWN_CLASSES).
+_ASK_CLAIM = {
+    FabricKind.EFA: "claim all {max} of the node's EFA devices (a ResourceClaim of device class "
+    "efa.networking.k8s.aws with allocationMode All)",
+    FabricKind.INFINIBAND: "claim all {max} of the node's InfiniBand NICs (allocationMode All of its RDMA NIC class)",
+    FabricKind.RDMA: "claim all {max} of the node's RDMA NICs (allocationMode All of mrdma.google.com or dranet)",
+}
+
+
+def _ask(pod: PodPart, fabric: FabricKind) -> str:
+    if count(pod.claimed, FABRIC_NIC) and fabric in _ASK_CLAIM:
+        return _ASK_CLAIM[fabric]
+    return _ASK.get(fabric, "")
+
+
 def count(pairs: Iterable[tuple[str, int]], name: str) -> int:
     return sum(n for k, n in pairs if k == name)
 
@@ -249,7 +264,7 @@ class K8sSupport(CloudSupport):
             "pod_node": pod.node or "",
             "node_pool": pod.node_pool or "",
             "fabric_request": _request_words(pod, fabric),
-            "fabric_ask": _ASK.get(fabric, "").format(max=cap.fabric_interfaces if cap else 0),
+            "fabric_ask": _ask(pod, fabric).format(max=cap.fabric_interfaces if cap else 0),
             "device_plugin": _device_plugin(pod, fabric, daemonsets or []),
             "memlock": _memlock(pod, fabric) if uses else "n/a",
             "rxdm": _rxdm(pod, fabric),
