@@ -92,3 +92,5 @@ def pods_of(doc: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
             if doc["kind"] != "Pod":
                 pod_meta["ownerReferences"] = owner
             yield f"{namespace}/{pod_name}", {"metadata": pod_meta, "spec": template.get("spec") or {}}
+
+
