@@ -93,6 +93,7 @@ class AwsSupport(CloudSupport):
         "capacity_reservations",
         "topology",
     )
+    topology_calls = ("DescribeInstanceTopology",)
 
     def family(self, instance_type: str) -> str:
         """'p4de.24xlarge' -> 'p4de'."""
