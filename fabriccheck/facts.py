@@ -279,7 +279,7 @@ class FactBuilder:
         facts["id"] = cluster.id
         facts["signal"] = cluster.signal
         facts["topology"] = _topology(cluster)
-        facts["nvlink"] = self._nvlink(cluster, facts["types"])
+        facts["nvlink"] = self._nvlink(cluster, facts["types"], facts["gpus"])
         unpublished = self._topology_failed(cluster)
         if unpublished:
             # The call that publishes topology failed for these nodes: what it would tell is unknown, never "not split"
@@ -348,23 +348,27 @@ class FactBuilder:
             facts["unknown"] = facts["unknown"] | dict.fromkeys(("zones", "zone_names"), unzoned[0])
         return facts
 
-    def _nvlink(self, cluster: Cluster, types: list[str]) -> Facts:
+    def _nvlink(self, cluster: Cluster, types: list[str], gpus: int) -> Facts:
         """Where the cluster's nodes sit among multi-node NVLink domains, for accelerators that come in them: a
-        domain holds `nvlink_domain_gpus` GPUs (72 on GB200/GB300 NVL72), so 18 nodes of 4."""
-        per_domain = 0
+        domain holds `nvlink_domain_gpus` GPUs (72 on GB200/GB300 NVL72: 18 nodes of 4), so the cluster's GPUs (a
+        Kubernetes workload's pods may take part of a node each) need that many domains at least."""
+        domain_gpus = 0
         for name in types:
             cap = self.type_capability(name)
             if cap is None:
                 continue
             accel = catalog.accelerator(cap.accelerator_name)
             if accel is not None and accel.nvlink_domain_gpus and 0 < cap.accelerators < accel.nvlink_domain_gpus:
-                per_domain = accel.nvlink_domain_gpus // cap.accelerators
-        if not per_domain:
+                domain_gpus = accel.nvlink_domain_gpus
+        if not domain_gpus:
             return {"applies": False, "known": False, "domains": 0, "needed": 0, "names": ""}
+        published = {n.topology.nvlink_domain_gpus for n in cluster.nodes if n.topology is not None}
+        if len(published) == 1 and None not in published:  # the publisher's own size (an UltraServer of 36 GPUs)
+            domain_gpus = published.pop() or domain_gpus
         cloud = support(cluster.provider)
         domains = [cloud.nvlink_domain(n) for n in cluster.nodes]
         names = sorted({d for d in domains if d})
-        needed = max(1, -(-cluster.size // per_domain)) if cluster.size else 0
+        needed = max(1, -(-gpus // domain_gpus)) if cluster.size else 0
         known = all(domains)
         return {"applies": True, "known": known, "domains": len(names), "needed": needed, "names": ", ".join(names)}
 
