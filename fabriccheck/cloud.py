@@ -188,6 +188,12 @@ class CloudSupport:
             return node.topology.nvlink_domain
         return node.placed_by(NVLINK_DOMAIN)
 
+    def nvlink_domain_gpus(self, instance_type: str, catalog_gpus: int) -> int:
+        """GPUs one multi-node NVLink domain of nodes of this type holds, as far as this cloud sells it, where its
+        nodes do not publish it (model.Topology.nvlink_domain_gpus): the accelerator table's (72 for NVL72) unless
+        the cloud sells smaller domains it does not tell apart."""
+        return catalog_gpus
+
     def cluster_facts(self, nodes: list[Node], node_facts: list[Facts], context: FactContext) -> Facts:
         """A cluster's facts of this cloud. `node_facts` holds the facts of each node's shape, in order (shared by
         the nodes of one shape, without their names): a node's name is read from `nodes`."""

@@ -353,19 +353,19 @@ class FactBuilder:
         domain holds `nvlink_domain_gpus` GPUs (72 on GB200/GB300 NVL72: 18 nodes of 4), so the cluster's GPUs (a
         Kubernetes workload's pods may take part of a node each) need that many domains at least."""
         domain_gpus = 0
+        cloud = support(cluster.provider)
         for name in types:
             cap = self.type_capability(name)
             if cap is None:
                 continue
             accel = catalog.accelerator(cap.accelerator_name)
             if accel is not None and accel.nvlink_domain_gpus and 0 < cap.accelerators < accel.nvlink_domain_gpus:
-                domain_gpus = accel.nvlink_domain_gpus
+                domain_gpus = cloud.nvlink_domain_gpus(name, accel.nvlink_domain_gpus)
         if not domain_gpus:
             return {"applies": False, "known": False, "domains": 0, "needed": 0, "names": ""}
         published = {n.topology.nvlink_domain_gpus for n in cluster.nodes if n.topology is not None}
         if len(published) == 1 and None not in published:  # the publisher's own size (an UltraServer of 36 GPUs)
             domain_gpus = published.pop() or domain_gpus
-        cloud = support(cluster.provider)
         domains = [cloud.nvlink_domain(n) for n in cluster.nodes]
         names = sorted({d for d in domains if d})
         needed = max(1, -(-gpus // domain_gpus)) if cluster.size else 0

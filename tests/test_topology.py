@@ -304,3 +304,29 @@ def test_eks_network_layers_and_gke_blocks_in_node_labels_are_judged() -> None:
         ]
     )
     assert "K8S150" in {f.rule for f in gke.findings}
+
+
+def test_a_job_a_x36_ultraserver_cannot_hold_is_not_said_to_fit_one(tmp_path: Path) -> None:
+    """u-p6e-gb200x36 holds 9 p6e-gb200.36xlarge, x72 holds 18 (EKS user guide, P6e-GB200 UltraServers), and
+    DescribeInstanceTopology does not say which: 10 nodes over two UltraServers may be two x36, so no AWS160; 4 nodes
+    over two are AWS160 whichever size they are."""
+
+    def split(nodes_count: int) -> set[str]:
+        nodes = [instance(f"i-0{n:016x}", "p6e-gb200.36xlarge", efa=17) for n in range(nodes_count)]
+        docs = answers(nodes)
+        docs["describe-instance-topology.json"] = {
+            "Instances": [
+                {
+                    "InstanceId": node["InstanceId"],
+                    "InstanceType": "p6e-gb200.36xlarge",
+                    "NetworkNodes": ["nn-a", "nn-b", "nn-c"],
+                    "CapacityBlockId": f"cb-{n % 2}",
+                }
+                for n, node in enumerate(nodes)
+            ]
+        }
+        result = flow.run(load_dump(write(tmp_path / str(nodes_count), docs)), flow.Options())
+        return {f.rule for f in result.findings}
+
+    assert "AWS160" not in split(10)
+    assert "AWS160" in split(4)

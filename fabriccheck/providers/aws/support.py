@@ -120,6 +120,14 @@ class AwsSupport(CloudSupport):
         # Inf1 and Inf2 carry AWS Inferentia, AWS's inference accelerator (Trainium is its training one).
         return "inference" if self.generation(instance_type) in ("inf1", "inf2") else None
 
+    def nvlink_domain_gpus(self, instance_type: str, catalog_gpus: int) -> int:
+        """p6e-gb200 comes in two UltraServers: "u-p6e-gb200x36 has 9 p6e-gb200.36xlarge instances, u-p6e-gb200x72
+        has 18" (EKS user guide, "Use P6e-GB200 UltraServers with Amazon EKS",
+        https://docs.aws.amazon.com/eks/latest/userguide/ml-eks-nvidia-ultraserver.html). DescribeInstanceTopology
+        names an instance's UltraServer (CapacityBlockId) but not its size, so the smaller is assumed: a job is
+        never said to fit one UltraServer that a x36 could not hold."""
+        return min(catalog_gpus, 36) if self.family(instance_type).startswith("p6e-") else catalog_gpus
+
     def expects_fabric(self, shape: NodeShape, cap: Capability | None) -> bool:
         # EFA is not supported on AWS Outposts (EC2 User Guide, EFA limitations).
         return super().expects_fabric(shape, cap) and not shape.placed_by(OUTPOST)
