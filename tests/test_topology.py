@@ -330,3 +330,111 @@ def test_a_job_a_x36_ultraserver_cannot_hold_is_not_said_to_fit_one(tmp_path: Pa
 
     assert "AWS160" not in split(10)
     assert "AWS160" in split(4)
+
+
+# ------------------------------------------------------------------------------------------------ before launch
+
+
+def _gb200_plan(tmp_path: Path) -> Path:
+    """Four planned p6e-gb200.36xlarge of one EKS node group, two in each of two Capacity Reservations."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
+    from plan_builder import PlanBuilder, const
+
+    plan = PlanBuilder()
+    plan.region_settings["aws"] = {"region": const("us-east-1")}
+    for name, reservation in (("a", "cr-0aaaaaaaaaaaaaaa1"), ("b", "cr-0bbbbbbbbbbbbbbb2")):
+        for i in range(2):
+            target = [{"capacity_reservation_target": [{"capacity_reservation_id": reservation}]}]
+            plan.resource(
+                "aws_instance",
+                name,
+                {
+                    "instance_type": "p6e-gb200.36xlarge",
+                    "availability_zone": "us-east-1a",
+                    "capacity_reservation_specification": target,
+                    "tags": {"eks:cluster-name": "c", "eks:nodegroup-name": "gb200"},
+                },
+                index=i,
+                count=2,
+            )
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(plan.build()))
+    return path
+
+
+def _reservation_topology(tmp_path: Path, blocks: dict[str, str]) -> Path:
+    """`aws ec2 describe-capacity-reservation-topology --output json` (EC2 API reference,
+    CapacityReservationTopology: CapacityReservationId, CapacityBlockId, State, InstanceType, NetworkNodes,
+    AvailabilityZone, AvailabilityZoneId)."""
+    doc = {
+        "CapacityReservations": [
+            {
+                "CapacityReservationId": reservation,
+                "CapacityBlockId": block,
+                "State": "active",
+                "InstanceType": "p6e-gb200.36xlarge",
+                "NetworkNodes": ["nn-1", "nn-2", f"nn-{block}"],
+                "AvailabilityZone": "us-east-1a",
+                "AvailabilityZoneId": "use1-az1",
+            }
+            for reservation, block in blocks.items()
+        ]
+    }
+    path = tmp_path / f"topology-{len(set(blocks.values()))}.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def test_a_plan_whose_reservations_sit_in_two_ultraservers_is_flagged_before_apply(tmp_path: Path) -> None:
+    """plan --reservation-topology: the reservations the plan's instances name are placed before apply; two
+    UltraServers for 16 GPUs is AWS160 (exit 1 at --fail-on warning); one is not; a file that is no such answer is
+    one line, exit 2."""
+    from cli_run import one_clean_line, run
+
+    plan = _gb200_plan(tmp_path)
+    apart = _reservation_topology(tmp_path, {"cr-0aaaaaaaaaaaaaaa1": "cb-a", "cr-0bbbbbbbbbbbbbbb2": "cb-b"})
+    together = _reservation_topology(tmp_path, {"cr-0aaaaaaaaaaaaaaa1": "cb-a", "cr-0bbbbbbbbbbbbbbb2": "cb-a"})
+    split = run("plan", str(plan), "--reservation-topology", str(apart), "-f", "json", "--fail-on", "never")
+    found = json.loads(split.stdout)
+    aws160 = [f for f in found["findings"] if f["rule"] == "AWS160"]
+    assert len(aws160) == 1 and "cb-a, cb-b" in aws160[0]["message"], split.stdout
+    one = json.loads(run("plan", str(plan), "--reservation-topology", str(together), "-f", "json").stdout)
+    assert not [f for f in one["findings"] if f["rule"] == "AWS160"]
+    unplaced = json.loads(run("plan", str(plan), "-f", "json").stdout)  # no topology: not judged as split
+    assert not [f for f in unplaced["findings"] if f["rule"] == "AWS160"]
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"Instances": []}))
+    result = run("plan", str(plan), "--reservation-topology", str(bad))
+    assert result.returncode == 2
+    assert "describe-capacity-reservation-topology" in one_clean_line(result)
+
+
+def test_a_dump_reads_the_reservations_topology(tmp_path: Path) -> None:
+    """describe-capacity-reservation-topology.json in a dump places the reservation it names (the reservations
+    answer's own record gains it), where the instances answer is read as ever."""
+    docs = answers([instance("i-0000000000000000a", "p5.48xlarge", efa=32)])
+    docs["describe-capacity-reservations.json"] = {
+        "CapacityReservations": [
+            {
+                "CapacityReservationId": "cr-0aaaaaaaaaaaaaaa1",
+                "OwnerId": "111122223333",
+                "InstanceType": "p5.48xlarge",
+                "AvailabilityZone": "us-east-1a",
+                "State": "active",
+                "ReservationType": "default",
+            }
+        ]
+    }
+    topology = json.loads(_reservation_topology(tmp_path, {"cr-0aaaaaaaaaaaaaaa1": "cb-x"}).read_text())
+    del topology["CapacityReservations"][0]["CapacityBlockId"]  # only UltraServers' reservations name a block
+    docs["describe-capacity-reservation-topology.json"] = topology
+    inventory = load_dump(write(tmp_path / "dump", docs))
+    [capacity] = inventory.aws.capacity_reservations
+    assert capacity.topology == Topology(
+        source="DescribeCapacityReservationTopology",
+        levels=("nn-1", "nn-2", "nn-cb-x"),
+        level_names=("layer-1", "layer-2", "layer-3"),
+    )
+    assert "aws:111122223333:us-east-1:reservation_topology" in inventory.collected

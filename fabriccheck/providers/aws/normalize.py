@@ -64,6 +64,13 @@ SUBNETS = Ec2Call("DescribeSubnets", "Subnets", "subnets", True)
 LAUNCH_TEMPLATES = Ec2Call("DescribeLaunchTemplateVersions", "LaunchTemplateVersions", "launch_templates", True)
 CAPACITY_RESERVATIONS = Ec2Call("DescribeCapacityReservations", "CapacityReservations", "capacity_reservations", True)
 TOPOLOGY = Ec2Call("DescribeInstanceTopology", "Instances", "topology", False)
+# Where pending or active Capacity Reservations sit, before anything is launched into them (EC2 API reference,
+# DescribeCapacityReservationTopology: CapacityReservations[] of CapacityReservationId, CapacityBlockId, State,
+# InstanceType, GroupName, NetworkNodes, AvailabilityZone(Id)); opt-in with the instance topology.
+RESERVATION_TOPOLOGY = Ec2Call(
+    "DescribeCapacityReservationTopology", "CapacityReservations", "reservation_topology", False
+)
+
 
 def instance_topology(item: dict[str, Any], source: str = "DescribeInstanceTopology") -> Topology | None:
     """An InstanceTopology (or a CapacityReservationTopology: the same fields) as the node's topology: its
@@ -88,6 +95,7 @@ CALLS = (
     LAUNCH_TEMPLATES,
     CAPACITY_RESERVATIONS,
     TOPOLOGY,
+    RESERVATION_TOPOLOGY,
 )
 
 ACCOUNT_ID = re.compile(r"^\d{12}$")
@@ -229,6 +237,8 @@ class Normalizer:
             return self._instance_types(items, shape)
         if call is TOPOLOGY:
             return self._topology(items)
+        if call is RESERVATION_TOPOLOGY:
+            return self._reservation_topology(items)
         region = self.region or "unknown"
         if call is LAUNCH_TEMPLATES:
             owned = self._templates(items, region)
@@ -278,6 +288,25 @@ class Normalizer:
             if node.region == region and node.id in topology:
                 node.topology = topology[node.id]
         return self._node_scopes()
+
+    def _reservation_topology(self, items: Iterable[tuple[str, dict[str, Any]]]) -> set[tuple[str, str]]:
+        """Each reservation's topology onto its CapacityReservation (read before, in CALLS order); one the
+        reservations answer did not list is recorded with what its topology says of it."""
+        region = self.region or "unknown"
+        scopes = self._node_scopes()
+        listed = {(r.region, r.id): r for r in self.inventory.aws.capacity_reservations}
+        for _, item in items:
+            topology = instance_topology(item, RESERVATION_TOPOLOGY.operation)
+            found = listed.get((region, str(item["CapacityReservationId"])))
+            if found is None:
+                account = next(iter(sorted(scopes)))[0]
+                found = CapacityReservation(
+                    account=account, region=region, id=str(item["CapacityReservationId"]),
+                    instance_type=item.get("InstanceType"),
+                )  # fmt: skip
+                self.inventory.aws.capacity_reservations.append(found)
+            found.topology = topology
+        return scopes
 
     def _templates(self, items: Iterable[tuple[str, dict[str, Any]]], region: str) -> set[str]:
         versions = [item for _, item in items]

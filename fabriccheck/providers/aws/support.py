@@ -137,6 +137,21 @@ class AwsSupport(CloudSupport):
         fabric = tuple(i for i in shape.interfaces if i.interface_type in FABRIC_INTERFACE_TYPES)
         return FabricAttachment(len(fabric), len({i.network_card_index for i in fabric}), fabric)
 
+    def resolve(self, nodes: list[Node], inventory: Inventory) -> None:
+        """A node not launched yet (a plan's, a launch template's) that names a Capacity Reservation or Block sits
+        where that reservation's capacity sits: its DescribeCapacityReservationTopology answer ("the physical host
+        placement of your pending or active Capacity Reservations ... before it is launched", EC2 API reference)."""
+        placed = {r.scope_key(r.id): r.topology for r in inventory.aws.capacity_reservations if r.topology}
+        if not placed:
+            return
+        for node in nodes:
+            if node.origin == "running" or node.topology is not None:
+                continue
+            reservation = node.placed_by(CAPACITY_RESERVATION) or node.placed_by(CAPACITY_BLOCK)
+            found = placed.get(node.scope_key(reservation)) if reservation else None
+            if found is not None:
+                node.topology = found
+
     def notes(self, inventory: Inventory) -> list[str]:
         facts = {c.rsplit(":", 1)[-1] for c in inventory.collected if c.startswith("aws:")}
         notes = []
