@@ -535,6 +535,20 @@ def build_demo(folder: Path) -> None:
                 ]
             },
             "describe-instance-topology.json": topology,
+            # Where the Capacity Block's reservation sits (EC2 API reference, CapacityReservationTopology; no
+            # CapacityBlockId: that names UltraServer reservations only): the layers its first instance reports.
+            "describe-capacity-reservation-topology.json": {
+                "CapacityReservations": [
+                    {
+                        "CapacityReservationId": "cr-0cb000000000000b1",
+                        "State": "active",
+                        "InstanceType": "p5.48xlarge",
+                        "NetworkNodes": next(i for i in topology["Instances"] if "CapacityBlockId" in i)["NetworkNodes"],
+                        "AvailabilityZone": "us-east-1a",
+                        "AvailabilityZoneId": "use1-az1",
+                    }
+                ]
+            },
         },
     )
 
