@@ -475,6 +475,7 @@ def build_demo(folder: Path) -> None:
             for i, iid in enumerate(block)
         ]
     }
+    in_block = next(i for i in topology["Instances"] if "CapacityBlockId" in i)
     write(
         folder,
         {
@@ -543,7 +544,7 @@ def build_demo(folder: Path) -> None:
                         "CapacityReservationId": "cr-0cb000000000000b1",
                         "State": "active",
                         "InstanceType": "p5.48xlarge",
-                        "NetworkNodes": next(i for i in topology["Instances"] if "CapacityBlockId" in i)["NetworkNodes"],
+                        "NetworkNodes": in_block["NetworkNodes"],
                         "AvailabilityZone": "us-east-1a",
                         "AvailabilityZoneId": "use1-az1",
                     }
