@@ -438,3 +438,40 @@ def test_a_dump_reads_the_reservations_topology(tmp_path: Path) -> None:
         level_names=("layer-1", "layer-2", "layer-3"),
     )
     assert "aws:111122223333:us-east-1:reservation_topology" in inventory.collected
+
+
+def test_a_gcloud_dump_of_a3_ultra_over_two_blocks_is_gcp170_through_the_dump_reader(tmp_path: Path) -> None:
+    """`gcloud compute instances list --format=json` items with resourceStatus.physicalHostTopology (Compute
+    Engine API reference, Instance.resourceStatus), read by `gcp --from-dump`: two blocks are GCP170, one block
+    with two sub-blocks is not; exit code and the rest of the report as without topology."""
+    import sys
+
+    from cli_run import run
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
+    from build_demo_gcp import Project, gke
+
+    def dump(blocks: tuple[str, str], folder: Path) -> dict[str, Any]:
+        project = Project()
+        project.network("u-host", mtu=8896)
+        project.network("u-host2", mtu=8896)
+        project.network("roce-a", mtu=8896, profile_zone="us-central1-a")
+        for i, block in enumerate(blocks):
+            nics = [("u-host", "GVNIC"), ("u-host2", "GVNIC")] + [("roce-a", "MRDMA")] * 8
+            project.instance(f"u-{i}", "a3-ultragpu-8g", nics, gke("t", "ultra"), zone="us-central1-a", reservation="r")
+            project.instances[-1]["resourceStatus"] = {
+                "physicalHost": f"/c1/{block}/h{i}",
+                "physicalHostTopology": {"cluster": "c1", "block": block, "subblock": f"s{i}", "host": f"h{i}"},
+            }
+        project.write(folder)
+        result = run("gcp", "--from-dump", str(folder), "-f", "json", "--fail-on", "never")
+        assert result.returncode == 0, result.stderr
+        report: dict[str, Any] = json.loads(result.stdout)
+        return report
+
+    apart = dump(("b1", "b2"), tmp_path / "apart")
+    [finding] = [f for f in apart["findings"] if f["rule"] == "GCP170"]
+    assert finding["resources"] == ["u-0", "u-1"] and "/c1/b1, /c1/b2" in finding["message"]
+    together = dump(("b1", "b1"), tmp_path / "together")
+    assert not [f for f in together["findings"] if f["rule"] == "GCP170"]
+    assert {f["rule"] for f in apart["findings"]} - {"GCP170"} == {f["rule"] for f in together["findings"]}
