@@ -475,3 +475,51 @@ def test_a_gcloud_dump_of_a3_ultra_over_two_blocks_is_gcp170_through_the_dump_re
     together = dump(("b1", "b1"), tmp_path / "together")
     assert not [f for f in together["findings"] if f["rule"] == "GCP170"]
     assert {f["rule"] for f in apart["findings"]} - {"GCP170"} == {f["rule"] for f in together["findings"]}
+
+
+def _compute_domain(cliques: dict[str, str]) -> dict[str, Any]:
+    """A ComputeDomain as the API gives it (NVIDIA/k8s-dra-driver-gpu, api/nvidia.com/resource/v1beta1/
+    computedomain.go: spec.numNodes, spec.channel.resourceClaimTemplate.name; status.status, status.nodes[] of
+    name, ipAddress, cliqueID, index, status)."""
+    return {
+        "apiVersion": "resource.nvidia.com/v1beta1",
+        "kind": "ComputeDomain",
+        "metadata": {"name": "t-domain", "namespace": "ml"},
+        "spec": {"numNodes": 0, "channel": {"resourceClaimTemplate": {"name": "t-domain-channel"}}},
+        "status": {
+            "status": "Ready",
+            "nodes": [
+                {"name": node, "ipAddress": f"10.0.0.{i + 1}", "cliqueID": clique, "index": 0, "status": "Ready"}
+                for i, (node, clique) in enumerate(cliques.items())
+            ],
+        },
+    }
+
+
+def test_a_compute_domains_status_names_the_cliques_where_nodes_carry_no_label(tmp_path: Path) -> None:
+    """Listed live (the kubernetes client against an API server on 127.0.0.1, tests/kube_replay.py): the nodes
+    carry no nvidia.com/gpu.clique label, the ComputeDomain's status says which clique each joined; two cliques for
+    8 GPUs is K8S160, one clique is not. --print-role lists computedomains of resource.nvidia.com."""
+    import pytest
+
+    pytest.importorskip("kubernetes")
+    from cli_run import run
+    from kube_replay import KubeReplay, kubeconfig, serve
+
+    def judged(cliques: dict[str, str], folder: Path) -> set[str]:
+        nodes = [_k8s_node(name, "p6e-gb200.36xlarge", {}) for name in cliques]
+        pods = [_k8s_pod(f"t-{i}", name) for i, name in enumerate(cliques)]
+        replay = KubeReplay({"nodes": nodes, "pods": pods, "computedomains": [_compute_domain(cliques)]})
+        with serve(replay) as url:
+            config = kubeconfig(folder / "kubeconfig", url)
+            result = run("k8s", "--kubeconfig", str(config), "-f", "json", "--fail-on", "never")
+        assert result.returncode == 0, result.stderr
+        assert any("/apis/resource.nvidia.com/v1beta1/computedomains" in r for r in replay.requests)
+        return {f["rule"] for f in json.loads(result.stdout)["findings"]}
+
+    tmp_path.joinpath("a").mkdir()
+    tmp_path.joinpath("b").mkdir()
+    assert "K8S160" in judged({"n-0": "7d1e.1", "n-1": "7d1e.2"}, tmp_path / "a")
+    assert "K8S160" not in judged({"n-0": "7d1e.1", "n-1": "7d1e.1"}, tmp_path / "b")
+    role = run("k8s", "--print-role").stdout
+    assert "resource.nvidia.com" in role and "computedomains" in role

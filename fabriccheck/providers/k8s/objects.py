@@ -29,7 +29,7 @@ from fabriccheck.providers.k8s.support import (
     WORKLOAD_TAG,
     is_rdma_resource,
 )
-from fabriccheck.providers.k8s.topology import node_topology
+from fabriccheck.providers.k8s.topology import compute_domain_cliques, node_topology
 from fabriccheck.resources.k8s import DaemonSet, GkeNetwork, GkeNetworkParamSet
 from fabriccheck.sources.pools import node as pooled_node
 
@@ -323,6 +323,7 @@ class Normalizer:
             if isinstance(meta := item.get("metadata"), dict)
         }
         self._shapes: dict[NodeShape, NodeShape] = {}
+        self.cliques = compute_domain_cliques(objects.items.get("computedomains", []))
 
     def inventory(self, source: str) -> Inventory:
         inventory = Inventory(source=source)
@@ -406,7 +407,7 @@ class Normalizer:
         shape = self._shapes.setdefault(shape, shape)
         phase = str((item.get("status") or {}).get("phase") or "Pending").lower()
         # Where it runs in the network its node's labels publish: the pod's own value, not its shape's.
-        topology = node_topology(info.labels, info.instance_type) if info else None
+        topology = node_topology(info.labels, info.instance_type, self.cliques.get(info.name)) if info else None
         return pooled_node(pod_id or f"{namespace}/{meta.get('name', '')}", shape, state or phase, topology=topology)
 
     def _unstarted(self, seen: set[str]) -> dict[str, list[Node]]:

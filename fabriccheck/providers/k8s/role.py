@@ -41,6 +41,8 @@ KINDS: tuple[Kind, ...] = (
     Kind("vcjobs", "Job", "batch.volcano.sh", "v1alpha1", owner=True),  # Volcano's Job
     Kind("networks", "Network", "networking.gke.io", "v1", namespaced=False),
     Kind("gkenetworkparamsets", "GKENetworkParamSet", "networking.gke.io", "v1", namespaced=False),
+    # NVIDIA's GPU DRA driver: which NVLink clique each node of a multi-node NVLink domain joined (topology.py).
+    Kind("computedomains", "ComputeDomain", "resource.nvidia.com", "v1beta1"),
 )
 ROLE_NAME = "fabriccheck-reader"
 

@@ -11,10 +11,14 @@
 - NVIDIA's GPU DRA driver labels each GB200/GB300 node with `nvidia.com/gpu.clique`, its NVLink clique
   (<ClusterUUID>.<CliqueID>): "only GPUs in the same clique can use NVLink with each other" (Topograph DRA provider,
   https://docs.nvidia.com/topograph/v0.5.0/providers/dra; NVIDIA k8s-test-infra Topograph guide). It is the node's
-  multi-node NVLink domain.
+  multi-node NVLink domain. Where the label is absent, a ComputeDomain's status names it: `status.nodes[]` of `name`
+  and `cliqueID` for each node that joined the domain (NVIDIA/k8s-dra-driver-gpu,
+  api/nvidia.com/resource/v1beta1/computedomain.go, ComputeDomainNode).
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from fabriccheck import catalog
 from fabriccheck.model import Topology
@@ -25,11 +29,22 @@ GKE_SUBBLOCK = "cloud.google.com/gce-topology-subblock"
 GPU_CLIQUE = "nvidia.com/gpu.clique"
 
 
-def node_topology(labels: dict[str, str], instance_type: str | None) -> Topology | None:
+def compute_domain_cliques(items: list[dict[str, Any]]) -> dict[str, str]:
+    """Node name -> the NVLink clique its ComputeDomains' status says it joined (the first said, where several)."""
+    cliques: dict[str, str] = {}
+    for item in items:
+        status = item.get("status") if isinstance(item, dict) else None
+        for node in (status.get("nodes") if isinstance(status, dict) else None) or ():
+            if isinstance(node, dict) and node.get("name") and node.get("cliqueID"):
+                cliques.setdefault(str(node["name"]), str(node["cliqueID"]))
+    return cliques
+
+
+def node_topology(labels: dict[str, str], instance_type: str | None, joined: str | None = None) -> Topology | None:
     """The topology a node's labels publish; None when they publish none. On A4X (an NVL72 type on GKE) the
     sub-block is the NVLink domain where no clique label says it ("An NVLink domain, also known as a sub-block",
     https://cloud.google.com/ai-hypercomputer/docs/terminology)."""
-    clique = labels.get(GPU_CLIQUE) or None
+    clique = labels.get(GPU_CLIQUE) or joined or None
     eks = [labels[key] for key in EKS_LAYERS if labels.get(key)]
     if eks:
         names = tuple(f"layer-{n}" for n in range(1, len(eks) + 1))
@@ -43,5 +58,6 @@ def node_topology(labels: dict[str, str], instance_type: str | None) -> Topology
             clique = levels[-1]
         return Topology(source="GKE node labels", levels=levels, level_names=names, nvlink_domain=clique)
     if clique:
-        return Topology(source="nvidia.com/gpu.clique label", nvlink_domain=clique)
+        source = "nvidia.com/gpu.clique label" if labels.get(GPU_CLIQUE) else "ComputeDomain status"
+        return Topology(source=source, nvlink_domain=clique)
     return None
