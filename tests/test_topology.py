@@ -523,3 +523,22 @@ def test_a_compute_domains_status_names_the_cliques_where_nodes_carry_no_label(t
     assert "K8S160" not in judged({"n-0": "7d1e.1", "n-1": "7d1e.1"}, tmp_path / "b")
     role = run("k8s", "--print-role").stdout
     assert "resource.nvidia.com" in role and "computedomains" in role
+
+
+def test_node_labels_read_into_one_topology() -> None:
+    """EKS's four-layer types add layer 4 (EKS user guide, ml-workload-topology); a GKE A4X node's sub-block is its
+    NVLink domain where no clique label says it (AI Hypercomputer terminology), an A3 Ultra's is not; a clique label
+    wins over the sub-block; labels that publish nothing give no topology."""
+    from fabriccheck.providers.k8s.topology import node_topology
+
+    eks = {f"topology.k8s.aws/network-node-layer-{n}": f"nn-{n}" for n in (1, 2, 3, 4)}
+    four = node_topology(eks, "p6e-gb200.36xlarge")
+    assert four is not None and four.levels == ("nn-1", "nn-2", "nn-3", "nn-4") and four.level_names[-1] == "layer-4"
+    gke = {"cloud.google.com/gce-topology-block": "b7", "cloud.google.com/gce-topology-subblock": "s3"}
+    a4x = node_topology(gke, "a4x-highgpu-4g")
+    assert a4x is not None and a4x.levels == ("b7", "b7/s3") and a4x.nvlink_domain == "b7/s3"
+    a3_ultra = node_topology(gke, "a3-ultragpu-8g")
+    assert a3_ultra is not None and a3_ultra.nvlink_domain is None
+    labelled = node_topology(gke | {"nvidia.com/gpu.clique": "9f.4"}, "a4x-highgpu-4g")
+    assert labelled is not None and labelled.nvlink_domain == "9f.4"
+    assert node_topology({"topology.kubernetes.io/zone": "us-east-1a"}, "p5.48xlarge") is None
