@@ -249,3 +249,11 @@ def accelerator(name: str | None) -> Accelerator | None:
     names = _accelerator_names()
     key = names.get(name.strip().lower()) or names.get(_device_words(name))
     return table[key] if key else None
+
+
+def nvlink_domain_gpus(instance_type: str | None) -> int | None:
+    """GPUs one multi-node NVLink domain of the type's accelerator holds (72 for GB200/GB300 NVL72), per the shipped
+    catalog and accelerator table; None for a type whose NVLink ends at the node, or unknown."""
+    cap = catalog_entry(instance_type) if instance_type else None
+    accel = accelerator(cap.accelerator_name) if cap is not None else None
+    return accel.nvlink_domain_gpus if accel is not None else None

@@ -25,7 +25,8 @@ Facts = dict[str, Any]
 T = TypeVar("T")
 
 
-# The placement kind a normalizer records for a node's multi-node NVLink domain (CloudSupport.nvlink_domain).
+# The placement kind an earlier version recorded for a node's multi-node NVLink domain (now model.Topology's
+# nvlink_domain): still read from a saved inventory.
 NVLINK_DOMAIN = "nvlink-domain"
 
 
@@ -106,6 +107,9 @@ class CloudSupport:
     # The kinds of facts its collector records in Inventory.collected (model.fact_key); examples in rule
     # files count all of them as collected unless they say otherwise.
     collected_facts: tuple[str, ...] = ()
+    # The calls that publish its nodes' topology (model.Topology) apart from the nodes themselves: when one failed in a
+    # scope (access denied), the topology of that scope's nodes is unknown, and the rules that read it are not judged.
+    topology_calls: tuple[str, ...] = ()
 
     # ---------------------------------------------------------------------------------------- naming
 
@@ -178,9 +182,17 @@ class CloudSupport:
         return []
 
     def nvlink_domain(self, node: Node) -> str | None:
-        """The multi-node NVLink domain (a GB200/GB300 NVL72 rack) the node sits in, when this cloud's API tells
-        it: a placement of kind `nvlink-domain` its normalizer records. None: not told."""
+        """The multi-node NVLink domain (a GB200/GB300 NVL72 rack) the node sits in, when its publisher told it (its
+        topology, or a saved inventory's placement of kind `nvlink-domain`). None: not told."""
+        if node.topology is not None and node.topology.nvlink_domain:
+            return node.topology.nvlink_domain
         return node.placed_by(NVLINK_DOMAIN)
+
+    def nvlink_domain_gpus(self, instance_type: str, catalog_gpus: int) -> int:
+        """GPUs one multi-node NVLink domain of nodes of this type holds, as far as this cloud sells it, where its
+        nodes do not publish it (model.Topology.nvlink_domain_gpus): the accelerator table's (72 for NVL72) unless
+        the cloud sells smaller domains it does not tell apart."""
+        return catalog_gpus
 
     def cluster_facts(self, nodes: list[Node], node_facts: list[Facts], context: FactContext) -> Facts:
         """A cluster's facts of this cloud. `node_facts` holds the facts of each node's shape, in order (shared by

@@ -73,10 +73,15 @@ CLUSTER_FACTS = {
     "fabric_subnet_names": "their names",
     "types": "instance types",
     "type_names": "their names",
-    "topology": "network topology, where collected",
+    "topology": "network topology the cloud publishes (model.Topology), where collected",
     "topology.known": "every node's topology was collected",
+    "topology.source": "who published it (DescribeInstanceTopology, physicalHostTopology, node labels ...)",
     "topology.top_nodes": "distinct top-layer network nodes",
     "topology.top_node_names": "their names",
+    "topology.split_depth": "the coarsest level (1 = the top) at which the nodes part, 0 when they share every level",
+    "topology.split_level": "what the cloud calls that level (layer-1, cluster, block, subblock ...), or empty",
+    "topology.parts": "distinct network nodes (blocks ...) at that level",
+    "topology.part_names": "their names",
     "nvlink": "multi-node NVLink domains (GB200/GB300 NVL72 racks)",
     "nvlink.applies": "the nodes' accelerator comes in a multi-node NVLink domain",
     "nvlink.known": "the cloud told every such node's domain",
@@ -274,7 +279,12 @@ class FactBuilder:
         facts["id"] = cluster.id
         facts["signal"] = cluster.signal
         facts["topology"] = _topology(cluster)
-        facts["nvlink"] = self._nvlink(cluster, facts["types"])
+        facts["nvlink"] = self._nvlink(cluster, facts["types"], facts["gpus"])
+        unpublished = self._topology_failed(cluster)
+        if unpublished:
+            # The call that publishes topology failed for these nodes: what it would tell is unknown, never "not split"
+            read = ("topology", "nvlink") if facts["nvlink"]["applies"] else ("topology",)
+            facts["unknown"] = facts["unknown"] | dict.fromkeys(read, unpublished)
         extra = support(cluster.provider).cluster_facts(cluster.nodes, every, self)
         facts["unknown"] = facts["unknown"] | extra.pop("unknown", {})
         facts.update(extra)
@@ -338,25 +348,49 @@ class FactBuilder:
             facts["unknown"] = facts["unknown"] | dict.fromkeys(("zones", "zone_names"), unzoned[0])
         return facts
 
-    def _nvlink(self, cluster: Cluster, types: list[str]) -> Facts:
+    def _nvlink(self, cluster: Cluster, types: list[str], gpus: int) -> Facts:
         """Where the cluster's nodes sit among multi-node NVLink domains, for accelerators that come in them: a
-        domain holds `nvlink_domain_gpus` GPUs (72 on GB200/GB300 NVL72), so 18 nodes of 4."""
-        per_domain = 0
+        domain holds `nvlink_domain_gpus` GPUs (72 on GB200/GB300 NVL72: 18 nodes of 4), so the cluster's GPUs (a
+        Kubernetes workload's pods may take part of a node each) need that many domains at least."""
+        domain_gpus = 0
+        cloud = support(cluster.provider)
         for name in types:
             cap = self.type_capability(name)
             if cap is None:
                 continue
             accel = catalog.accelerator(cap.accelerator_name)
             if accel is not None and accel.nvlink_domain_gpus and 0 < cap.accelerators < accel.nvlink_domain_gpus:
-                per_domain = accel.nvlink_domain_gpus // cap.accelerators
-        if not per_domain:
+                domain_gpus = cloud.nvlink_domain_gpus(name, accel.nvlink_domain_gpus)
+        if not domain_gpus:
             return {"applies": False, "known": False, "domains": 0, "needed": 0, "names": ""}
-        cloud = support(cluster.provider)
+        published = {n.topology.nvlink_domain_gpus for n in cluster.nodes if n.topology is not None}
+        if len(published) == 1 and None not in published:  # the publisher's own size (an UltraServer of 36 GPUs)
+            domain_gpus = published.pop() or domain_gpus
         domains = [cloud.nvlink_domain(n) for n in cluster.nodes]
         names = sorted({d for d in domains if d})
-        needed = max(1, -(-cluster.size // per_domain)) if cluster.size else 0
+        needed = max(1, -(-gpus // domain_gpus)) if cluster.size else 0
         known = all(domains)
         return {"applies": True, "known": known, "domains": len(names), "needed": needed, "names": ", ".join(names)}
+
+    def _topology_failed(self, cluster: Cluster) -> str | None:
+        """Why the topology of the cluster's nodes is unknown, when the call that publishes it failed in their
+        scope (CloudSupport.topology_calls: EC2 DescribeInstanceTopology denied), else None."""
+        calls = support(cluster.provider).topology_calls
+        if not calls:
+            return None
+        failed = self.cached(
+            f"topology-failed:{cluster.provider}",
+            lambda: {
+                (e.account, e.region): e
+                for e in self.inventory.errors
+                if e.provider == cluster.provider and e.call in calls
+            },
+        )
+        for account, region in {(n.account, n.region) for n in cluster.nodes}:
+            error = failed.get((account, region))
+            if error is not None:
+                return f"{error.call} failed in {account} {region} ({error.code}): the nodes' topology is unknown"
+        return None
 
     def _choice(self, cluster: Cluster, nodes: list[Facts]) -> Facts:
         """A multi-node accelerated cluster on a type without fabric, where its generation has one."""
@@ -391,7 +425,27 @@ _PLAIN = frozenset({str, int, float, type(None)})  # the values frozen() keeps a
 
 
 def _topology(cluster: Cluster) -> Facts:
-    paths = [n.network_nodes for n in cluster.nodes]
-    known = bool(paths) and all(p for p in paths)
-    top = {p[0] for p in paths if p} if known else set()
-    return {"known": known, "top_nodes": len(top), "top_node_names": ", ".join(sorted(top))}
+    """Where the cluster's nodes sit in the network their cloud publishes (model.Topology): the coarsest level at
+    which they part, and the network nodes (blocks ...) they part into there. Unknown unless every node's is known."""
+    published = [n.topology for n in cluster.nodes]
+    paths = [t.levels if t is not None else () for t in published]
+    if not paths or not all(paths):
+        return {
+            "known": False, "source": "", "top_nodes": 0, "top_node_names": "",
+            "split_depth": 0, "split_level": "", "parts": 0, "part_names": "",
+        }  # fmt: skip
+    top = {p[0] for p in paths}
+    depth = min(map(len, paths))
+    split = next((i for i in range(depth) if len({p[i] for p in paths}) > 1), None)
+    parts = sorted({p[split] for p in paths}) if split is not None else []
+    names = next((t.level_names for t in published if t is not None and t.level_names), ())
+    return {
+        "known": True,
+        "source": ", ".join(sorted({t.source for t in published if t is not None})),
+        "top_nodes": len(top),
+        "top_node_names": ", ".join(sorted(top)),
+        "split_depth": split + 1 if split is not None else 0,
+        "split_level": names[split] if split is not None and split < len(names) else "",
+        "parts": len(parts),
+        "part_names": ", ".join(parts),
+    }

@@ -152,6 +152,30 @@ class Placement(Frozen):
     id: str
 
 
+class Topology(Frozen):
+    """Where a node sits in the network and NVLink fabric its cloud (or its scheduler) publishes: one neutral fact
+    whoever published it, so rules (and a Slurm reader later) read one thing. `levels` are the network levels above
+    the host, coarsest first, each as an id unique in the whole estate (a path where the cloud's ids are only unique
+    under their parent): EC2 DescribeInstanceTopology NetworkNodes (layer 1..3 or 4), EKS's
+    topology.k8s.aws/network-node-layer-N labels, GCP resourceStatus.physicalHostTopology (cluster, block, sub-block),
+    GKE's cloud.google.com/gce-topology-block/-subblock labels. `level_names` says what the cloud calls each level.
+    `nvlink_domain`: the multi-node NVLink domain (a GB200/GB300 NVL72 rack) the node's GPUs share NVLink with: an
+    UltraServer's Capacity Block, an A4X sub-block, NVIDIA's nvidia.com/gpu.clique; `nvlink_domain_gpus`: how many GPUs
+    the domain holds when the publisher says (else the accelerator table's figure)."""
+
+    source: str  # who published it: "DescribeInstanceTopology", "physicalHostTopology", "node labels" ...
+    levels: tuple[str, ...] = ()
+    level_names: tuple[str, ...] = ()
+    nvlink_domain: str | None = None
+    nvlink_domain_gpus: Count | None = None
+
+    @model_validator(mode="after")
+    def _one_name_per_level(self) -> Topology:
+        if self.level_names and len(self.level_names) != len(self.levels):
+            raise ValueError(f"{len(self.level_names)} level names for {len(self.levels)} levels")
+        return self
+
+
 class NodeSpec(Frozen):
     """What would launch a node that does not exist yet."""
 
@@ -263,14 +287,15 @@ class FlatInterface(NetworkInterface):
 
 
 # A node's own values; everything else a flat node (a saved inventory, a rule example, a plan) names is its shape.
-_OWN_FIELDS = frozenset({"id", "state", "network_nodes", "source", "unknown", "interface_ids"})
+_OWN_FIELDS = frozenset({"id", "state", "topology", "source", "unknown", "interface_ids"})
 # The order a flat node's fields are written in (saved inventories).
 _FLAT_ORDER = (
     "account", "region", "id", "provider", "origin", "spec", "zone", "instance_type", "state", "image", "tags",
-    "interfaces", "placement", "network", "software", "accelerators", "accelerator", "pod", "network_nodes",
+    "interfaces", "placement", "network", "software", "accelerators", "accelerator", "pod", "topology",
     "source", "unknown",
 )  # fmt: skip
-_WRITTEN_WHEN_SET = frozenset({"accelerators", "accelerator", "pod"})  # absent from nodes whose type says it all
+# Absent from nodes whose type says it all, and that no one published a topology of.
+_WRITTEN_WHEN_SET = frozenset({"accelerators", "accelerator", "pod", "topology"})
 
 
 class Node(Model):
@@ -280,7 +305,7 @@ class Node(Model):
 
     id: str
     state: str = "running"
-    network_nodes: list[str] | None = None  # network topology, top layer first; None when not collected
+    topology: Topology | None = None  # where it sits in the published network and NVLink fabric; None: not told
     source: SourceLocation | None = None  # a planned node's Terraform resource
     # Neutral facts its source leaves unknown (a plan's values known only after apply), with why.
     unknown: dict[str, str] = Field(default_factory=dict)
@@ -299,6 +324,11 @@ class Node(Model):
         shape."""
         if not isinstance(data, dict) or "shape" in data:
             return data
+        if "network_nodes" in data:  # a saved inventory of an earlier version: its network nodes, top layer first
+            data = dict(data)
+            levels = data.pop("network_nodes")
+            if levels is not None and "topology" not in data:
+                data["topology"] = {"source": "network_nodes", "levels": levels}
         own = {k: v for k, v in data.items() if k in _OWN_FIELDS}
         shape = {k: v for k, v in data.items() if k not in _OWN_FIELDS}
         interfaces = shape.get("interfaces")

@@ -58,10 +58,15 @@ def test_stubbed_full_scan_pages_and_matches_the_dump() -> None:
         "describe_capacity_reservations", answers["describe-capacity-reservations.json"], {"MaxResults": 1000}
     )
     stub.add_response("describe_instance_topology", answers["describe-instance-topology.json"], {"MaxResults": 100})
+    # Asked only because the demo has a reservation; 10 a page, its most (botocore EC2 model).
+    placed = answers["describe-capacity-reservation-topology.json"]
+    stub.add_response("describe_capacity_reservation_topology", placed, {"MaxResults": 10})
     with stub:
         inventory = collect.collect_region(client, "us-east-1", topology=True)
     stub.assert_no_pending_responses()
     assert inventory.complete
+    [capacity] = inventory.aws.capacity_reservations
+    assert capacity.topology is not None and capacity.topology.levels[0] == "nn-top-0002"
     states = [n.state for n in inventory.nodes]
     assert (states.count("running"), states.count("terminated")) == (34, 1)  # counted, not judged
     from_dump = dump.load_dump(DEMO)

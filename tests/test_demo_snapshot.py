@@ -89,6 +89,11 @@ REWORDED = {
     "so those pairs fall back to TCP.": (
         "so those pairs cannot reach each other over EFA and a job across them fails to connect or hangs at start."
     ),
+    # AWS150 says why it carries no cost (issue 28: where no figure is published, the cost is not estimated).
+    "traffic between those groups crosses the most network layers.": (
+        "traffic between those groups crosses the most network layers. Its cost is not estimated: AWS publishes no "
+        "bandwidth or latency figure for crossing a layer."
+    ),
 }
 
 

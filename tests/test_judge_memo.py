@@ -264,7 +264,7 @@ def test_a_fact_the_source_left_unknown_is_not_shared_from_an_alike_node(tmp_pat
 
 
 def _under(name: str, group: str, top: str) -> dict[str, Any]:
-    return _node(name, group, network_nodes=[top, f"{top}-spine", f"{name}-leaf"])
+    return _node(name, group, topology={"source": "test", "levels": [top, f"{top}-spine", f"{name}-leaf"]})
 
 
 def test_clusters_alike_in_the_dotted_facts_read_share_one_evaluation(

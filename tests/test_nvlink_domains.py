@@ -12,7 +12,6 @@ import pytest
 from ec2_shapes import answers, instance, write
 
 from fabriccheck import estimate, flow, penalty, report
-from fabriccheck.cloud import NVLINK_DOMAIN
 from fabriccheck.providers.aws.dump import load_dump
 
 GB200 = "p6e-gb200.36xlarge"
@@ -67,7 +66,7 @@ def test_the_aws_normalizer_records_the_ultraserver_as_the_nodes_domain(tmp_path
     docs = answers(nodes)
     docs["describe-instance-topology.json"] = _topology(nodes, ["cb-7", None])
     inventory = load_dump(write(tmp_path, docs))
-    domains = {n.id: n.placed_by(NVLINK_DOMAIN) for n in inventory.nodes}
+    domains = {n.id: n.topology.nvlink_domain if n.topology else None for n in inventory.nodes}
     assert domains == {nodes[0]["InstanceId"]: "cb-7", nodes[1]["InstanceId"]: None}
 
 

@@ -475,6 +475,7 @@ def build_demo(folder: Path) -> None:
             for i, iid in enumerate(block)
         ]
     }
+    in_block = next(i for i in topology["Instances"] if "CapacityBlockId" in i)
     write(
         folder,
         {
@@ -535,6 +536,20 @@ def build_demo(folder: Path) -> None:
                 ]
             },
             "describe-instance-topology.json": topology,
+            # Where the Capacity Block's reservation sits (EC2 API reference, CapacityReservationTopology; no
+            # CapacityBlockId: that names UltraServer reservations only): the layers its first instance reports.
+            "describe-capacity-reservation-topology.json": {
+                "CapacityReservations": [
+                    {
+                        "CapacityReservationId": "cr-0cb000000000000b1",
+                        "State": "active",
+                        "InstanceType": "p5.48xlarge",
+                        "NetworkNodes": in_block["NetworkNodes"],
+                        "AvailabilityZone": "us-east-1a",
+                        "AvailabilityZoneId": "use1-az1",
+                    }
+                ]
+            },
         },
     )
 

@@ -60,6 +60,14 @@ def plan(
         Path | None,
         typer.Option(metavar="DIR", help="The configuration's root: findings name the file and line of each block."),
     ] = None,
+    reservation_topology: Annotated[
+        str | None,
+        typer.Option(
+            metavar="FILE",
+            help="aws ec2 describe-capacity-reservation-topology --output json: where the Capacity Reservations and "
+            "Blocks the plan names sit, judged (network layers, UltraServers) before apply.",
+        ),
+    ] = None,
     *,
     scan: ScanOptions,
 ) -> None:
@@ -68,6 +76,10 @@ def plan(
 
     settled = scan.settle()
     inventory = loaded(plan_file, lambda: load_plan(plan_file, terraform_dir))
+    if reservation_topology is not None:
+        from fabriccheck.providers.aws.dump import add_reservation_topology
+
+        loaded(reservation_topology, lambda: add_reservation_topology(inventory, reservation_topology))
     finish(inventory, scan, settled)
 
 

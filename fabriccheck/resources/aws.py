@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from fabriccheck.model import Model, Scoped
+from fabriccheck.model import Model, Scoped, Topology
 
 
 class PlacementGroup(Scoped):
@@ -50,6 +50,8 @@ class CapacityReservation(Scoped):
     reservation_type: str | None = None  # "capacity-block" for Capacity Blocks
     instance_type: str | None = None
     placement_group_arn: str | None = None
+    # Where its capacity sits (DescribeCapacityReservationTopology), before launch; None: not asked or not told.
+    topology: Topology | None = None
 
 
 class AwsResources(Model):

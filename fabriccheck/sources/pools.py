@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 
 import msgspec
 
-from fabriccheck.model import Node, NodeShape
+from fabriccheck.model import Node, NodeShape, Topology
 
 T = TypeVar("T")
 # A field of an item: its keys from the top, "*" for every element of a list.
@@ -84,7 +84,7 @@ def node(
     shape: NodeShape,
     state: str = "running",
     interface_ids: tuple[str, ...] = (),
-    network_nodes: list[str] | None = None,
+    topology: Topology | None = None,
     unknown: dict[str, str] | None = None,
 ) -> Node:
     """A node of an interned shape, validated (in pydantic's core: faster than `model_construct`'s Python). The
@@ -92,7 +92,7 @@ def node(
     return Node(
         id=node_id,
         state=state,
-        network_nodes=network_nodes,
+        topology=topology,
         unknown=unknown if unknown is not None else {},
         interface_ids=interface_ids,
         shape=shape,

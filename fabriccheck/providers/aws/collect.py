@@ -16,10 +16,12 @@ from fabriccheck.model import UNKNOWN_ACCOUNT, CollectionError, ScopeStatus
 from fabriccheck.providers.aws import fleet
 from fabriccheck.providers.aws.normalize import (
     CALLS,
+    CAPACITY_RESERVATIONS,
     INSTANCE_TYPES,
     INSTANCES,
     LAUNCH_TEMPLATES,
     PLACEMENT_GROUPS,
+    RESERVATION_TOPOLOGY,
     SECURITY_GROUPS,
     TOPOLOGY,
     Ec2Call,
@@ -150,6 +152,14 @@ def _answer(
         return _paged(client, call, Versions=["$Latest", "$Default"], PaginationConfig={"PageSize": 200})
     if call is TOPOLOGY:
         return _paged(client, call, PaginationConfig={"PageSize": 100})
+    if call is RESERVATION_TOPOLOGY:  # botocore has no paginator for it: NextToken by hand
+        found: list[Any] = []
+        page: dict[str, Any] = {"MaxResults": 10}  # its most per page (botocore EC2 model: max 10)
+        while page.get("NextToken", True):
+            answer = client.describe_capacity_reservation_topology(**page)
+            found += answer.get(call.result_key, [])
+            page["NextToken"] = answer.get("NextToken")
+        return {call.result_key: found}
     return _paged(client, call, PaginationConfig={"PageSize": 1000})
 
 
@@ -217,8 +227,10 @@ def fetch_region(
     used_types: set[str] = set()
     scope = Scope("aws", account or UNKNOWN_ACCOUNT, region)
     for call in CALLS:
-        if call is TOPOLOGY and not topology:
+        if call in (TOPOLOGY, RESERVATION_TOPOLOGY) and not topology:
             continue
+        if call is RESERVATION_TOPOLOGY and not (answers.get(CAPACITY_RESERVATIONS) or {}).get("CapacityReservations"):
+            continue  # no reservation to place: no call
         progress.step(f"{account} {region}" if account else region, call.operation)
         try:
             answers[call] = _answer(client, call, used_types, types, region)

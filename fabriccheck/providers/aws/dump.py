@@ -20,6 +20,7 @@ from fabriccheck.providers.aws.normalize import (
     ACCOUNT_ID,
     CALLS,
     INSTANCES,
+    RESERVATION_TOPOLOGY,
     SECURITY_GROUPS,
     TOPOLOGY,
     Ec2Call,
@@ -146,7 +147,9 @@ class _Answer:
 
 
 # Lists of other AWS answers a file may hold by mistake, and the command that writes each.
-_OTHER_ANSWERS = {c.result_key: f"aws ec2 {c.dump_file[:-5]}" for c in CALLS if c is not TOPOLOGY} | {
+# (Topology answers are left out: theirs share a key with the instances' and the reservations' own answers.)
+_NAMED = [c for c in CALLS if c not in (TOPOLOGY, RESERVATION_TOPOLOGY)]
+_OTHER_ANSWERS = {c.result_key: f"aws ec2 {c.dump_file[:-5]}" for c in _NAMED} | {
     "Vpcs": "aws ec2 describe-vpcs",
     "NetworkInterfaces": "aws ec2 describe-network-interfaces",
     "InstanceStatuses": "aws ec2 describe-instance-status",
@@ -193,3 +196,42 @@ def _security_group_owner(folder: Path, present: list[Ec2Call]) -> str | None:
     if SECURITY_GROUPS not in present:
         return None
     return _single(owners(SECURITY_GROUPS, read_json(folder / SECURITY_GROUPS.dump_file, dump_file=True)))
+
+
+def add_reservation_topology(inventory: Inventory, path: str) -> Inventory:
+    """`plan --reservation-topology FILE`: where the Capacity Reservations (and Blocks) the plan's instances name sit
+    before apply, from `aws ec2 describe-capacity-reservation-topology --output json`; each becomes the topology of
+    the planned nodes that name it (AwsSupport.resolve). A reservation no planned node names is left out."""
+    from fabriccheck.providers.aws.instances import region_of_zone
+    from fabriccheck.providers.aws.normalize import instance_topology
+    from fabriccheck.resources.aws import CapacityReservation
+
+    doc = read_json(Path(path))
+    items = doc.get(RESERVATION_TOPOLOGY.result_key) if isinstance(doc, dict) else None
+    if not isinstance(items, list):
+        command = f"aws ec2 {RESERVATION_TOPOLOGY.dump_file[:-5]} --output json"
+        raise FabricCheckError(
+            f"{path}: holds {_what_it_holds(doc, RESERVATION_TOPOLOGY.result_key)}, not the answer of {command} "
+            f"(an object with its {RESERVATION_TOPOLOGY.result_key} list)"
+        )
+    naming: dict[str, set[tuple[str, str]]] = {}  # reservation id -> (account, region) of the nodes naming it
+    for node in [*inventory.nodes, *inventory.specs]:
+        for placement in node.placement:
+            naming.setdefault(placement.id, set()).add((node.account, node.region))
+    for index, item in enumerate(items):
+        reservation = item.get("CapacityReservationId") if isinstance(item, dict) else None
+        if not isinstance(reservation, str) or not reservation:
+            raise FabricCheckError(f"{path}: {RESERVATION_TOPOLOGY.result_key}[{index}] has no CapacityReservationId")
+        region = region_of_zone(item.get("AvailabilityZone"))
+        for account, node_region in sorted(naming.get(reservation, ())):
+            if region in (None, node_region):
+                inventory.aws.capacity_reservations.append(
+                    CapacityReservation(
+                        account=account,
+                        region=node_region,
+                        id=reservation,
+                        instance_type=item.get("InstanceType"),
+                        topology=instance_topology(item, RESERVATION_TOPOLOGY.operation),
+                    )
+                )
+    return inventory

@@ -15,15 +15,13 @@ from typing import Any
 from pydantic import ValidationError
 
 from fabriccheck.catalog import catalog_entry
-from fabriccheck.cloud import NVLINK_DOMAIN
 from fabriccheck.errors import FabricCheckError
 from fabriccheck.inventory import Inventory
 from fabriccheck.model import (
     UNKNOWN_ACCOUNT,
     CollectionError,
     Node,
-    NodeShape,
-    Placement,
+    Topology,
     fact_key,
 )
 from fabriccheck.providers.aws import values
@@ -66,6 +64,27 @@ SUBNETS = Ec2Call("DescribeSubnets", "Subnets", "subnets", True)
 LAUNCH_TEMPLATES = Ec2Call("DescribeLaunchTemplateVersions", "LaunchTemplateVersions", "launch_templates", True)
 CAPACITY_RESERVATIONS = Ec2Call("DescribeCapacityReservations", "CapacityReservations", "capacity_reservations", True)
 TOPOLOGY = Ec2Call("DescribeInstanceTopology", "Instances", "topology", False)
+# Where pending or active Capacity Reservations sit, before anything is launched into them (EC2 API reference,
+# DescribeCapacityReservationTopology: CapacityReservations[] of CapacityReservationId, CapacityBlockId, State,
+# InstanceType, GroupName, NetworkNodes, AvailabilityZone(Id)); opt-in with the instance topology.
+RESERVATION_TOPOLOGY = Ec2Call(
+    "DescribeCapacityReservationTopology", "CapacityReservations", "reservation_topology", False
+)
+
+
+def instance_topology(item: dict[str, Any], source: str = "DescribeInstanceTopology") -> Topology | None:
+    """An InstanceTopology (or a CapacityReservationTopology: the same fields) as the node's topology: its
+    NetworkNodes, top layer first ("How Amazon EC2 instance topology works": three or four layers, layer 1 the top),
+    and its CapacityBlockId, which "is only supported for UltraServer instances and identifies instances within the
+    UltraServer domain" (EC2 API reference, InstanceTopology): the UltraServer's NVLink domain. None: neither told
+    (a type without topology support answers an empty list)."""
+    levels = tuple(str(n) for n in item.get("NetworkNodes") or ())
+    block = item.get("CapacityBlockId")
+    if not levels and not block:
+        return None
+    names = tuple(f"layer-{i}" for i in range(1, len(levels) + 1))
+    return Topology(source=source, levels=levels, level_names=names, nvlink_domain=str(block) if block else None)
+
 
 CALLS = (
     INSTANCES,
@@ -76,6 +95,7 @@ CALLS = (
     LAUNCH_TEMPLATES,
     CAPACITY_RESERVATIONS,
     TOPOLOGY,
+    RESERVATION_TOPOLOGY,
 )
 
 ACCOUNT_ID = re.compile(r"^\d{12}$")
@@ -217,6 +237,8 @@ class Normalizer:
             return self._instance_types(items, shape)
         if call is TOPOLOGY:
             return self._topology(items)
+        if call is RESERVATION_TOPOLOGY:
+            return self._reservation_topology(items)
         region = self.region or "unknown"
         if call is LAUNCH_TEMPLATES:
             owned = self._templates(items, region)
@@ -261,22 +283,30 @@ class Normalizer:
 
     def _topology(self, items: Iterable[tuple[str, dict[str, Any]]]) -> set[tuple[str, str]]:
         region = self.region or "unknown"
-        read = [item for _, item in items]  # items arrive once
-        topology = {item["InstanceId"]: [str(n) for n in item.get("NetworkNodes") or ()] for item in read}
-        # An UltraServer instance's topology names its Capacity Block, which "identifies instances within the
-        # UltraServer domain" (EC2 API reference, InstanceTopology.capacityBlockId): its NVLink domain.
-        domains = {i["InstanceId"]: str(i["CapacityBlockId"]) for i in read if i.get("CapacityBlockId")}
-        placed: dict[tuple[NodeShape, str], NodeShape] = {}  # the nodes of a pool in one domain share a shape
+        topology = {item["InstanceId"]: instance_topology(item) for _, item in items}  # items arrive once
         for node in self.inventory.nodes:
             if node.region == region and node.id in topology:
-                node.network_nodes = topology[node.id]
-                if node.id in domains:
-                    pooled = (node.shape, domains[node.id])
-                    if pooled not in placed:
-                        placement = (*node.placement, Placement(kind=NVLINK_DOMAIN, id=domains[node.id]))
-                        placed[pooled] = node.shape.model_copy(update={"placement": placement})
-                    node.shape = placed[pooled]
+                node.topology = topology[node.id]
         return self._node_scopes()
+
+    def _reservation_topology(self, items: Iterable[tuple[str, dict[str, Any]]]) -> set[tuple[str, str]]:
+        """Each reservation's topology onto its CapacityReservation (read before, in CALLS order); one the
+        reservations answer did not list is recorded with what its topology says of it."""
+        region = self.region or "unknown"
+        scopes = self._node_scopes()
+        listed = {(r.region, r.id): r for r in self.inventory.aws.capacity_reservations}
+        for _, item in items:
+            topology = instance_topology(item, RESERVATION_TOPOLOGY.operation)
+            found = listed.get((region, str(item["CapacityReservationId"])))
+            if found is None:
+                account = next(iter(sorted(scopes)))[0]
+                found = CapacityReservation(
+                    account=account, region=region, id=str(item["CapacityReservationId"]),
+                    instance_type=item.get("InstanceType"),
+                )  # fmt: skip
+                self.inventory.aws.capacity_reservations.append(found)
+            found.topology = topology
+        return scopes
 
     def _templates(self, items: Iterable[tuple[str, dict[str, Any]]], region: str) -> set[str]:
         versions = [item for _, item in items]

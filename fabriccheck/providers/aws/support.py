@@ -93,6 +93,7 @@ class AwsSupport(CloudSupport):
         "capacity_reservations",
         "topology",
     )
+    topology_calls = ("DescribeInstanceTopology",)
 
     def family(self, instance_type: str) -> str:
         """'p4de.24xlarge' -> 'p4de'."""
@@ -119,6 +120,14 @@ class AwsSupport(CloudSupport):
         # Inf1 and Inf2 carry AWS Inferentia, AWS's inference accelerator (Trainium is its training one).
         return "inference" if self.generation(instance_type) in ("inf1", "inf2") else None
 
+    def nvlink_domain_gpus(self, instance_type: str, catalog_gpus: int) -> int:
+        """p6e-gb200 comes in two UltraServers: "u-p6e-gb200x36 has 9 p6e-gb200.36xlarge instances, u-p6e-gb200x72
+        has 18" (EKS user guide, "Use P6e-GB200 UltraServers with Amazon EKS",
+        https://docs.aws.amazon.com/eks/latest/userguide/ml-eks-nvidia-ultraserver.html). DescribeInstanceTopology
+        names an instance's UltraServer (CapacityBlockId) but not its size, so the smaller is assumed: a job is
+        never said to fit one UltraServer that a x36 could not hold."""
+        return min(catalog_gpus, 36) if self.family(instance_type).startswith("p6e-") else catalog_gpus
+
     def expects_fabric(self, shape: NodeShape, cap: Capability | None) -> bool:
         # EFA is not supported on AWS Outposts (EC2 User Guide, EFA limitations).
         return super().expects_fabric(shape, cap) and not shape.placed_by(OUTPOST)
@@ -127,6 +136,21 @@ class AwsSupport(CloudSupport):
         """EFA is an interface: `efa` (EFA with ENA) or `efa-only`, at most one per network card."""
         fabric = tuple(i for i in shape.interfaces if i.interface_type in FABRIC_INTERFACE_TYPES)
         return FabricAttachment(len(fabric), len({i.network_card_index for i in fabric}), fabric)
+
+    def resolve(self, nodes: list[Node], inventory: Inventory) -> None:
+        """A node not launched yet (a plan's, a launch template's) that names a Capacity Reservation or Block sits
+        where that reservation's capacity sits: its DescribeCapacityReservationTopology answer ("the physical host
+        placement of your pending or active Capacity Reservations ... before it is launched", EC2 API reference)."""
+        placed = {r.scope_key(r.id): r.topology for r in inventory.aws.capacity_reservations if r.topology}
+        if not placed:
+            return
+        for node in nodes:
+            if node.origin == "running" or node.topology is not None:
+                continue
+            reservation = node.placed_by(CAPACITY_RESERVATION) or node.placed_by(CAPACITY_BLOCK)
+            found = placed.get(node.scope_key(reservation)) if reservation else None
+            if found is not None:
+                node.topology = found
 
     def notes(self, inventory: Inventory) -> list[str]:
         facts = {c.rsplit(":", 1)[-1] for c in inventory.collected if c.startswith("aws:")}

@@ -13,9 +13,10 @@ from typing import Any, TypedDict
 
 from pydantic import ValidationError
 
+from fabriccheck import catalog
 from fabriccheck.errors import FabricCheckError
 from fabriccheck.inventory import Inventory
-from fabriccheck.model import UNKNOWN_ACCOUNT, Node, NodeShape, fact_key
+from fabriccheck.model import UNKNOWN_ACCOUNT, Node, NodeShape, Topology, fact_key
 from fabriccheck.providers.gcp.listing import (
     CALLS,
     FIREWALLS,
@@ -145,13 +146,35 @@ def _tags_of(inst: dict[str, Any]) -> dict[str, str]:
 _SLURM_JOB = re.compile(r"(\d+)-\d+")  # {job id}-{chunk}
 
 
-def _topology(physical_host: Any) -> list[str] | None:
-    """resourceStatus.physicalHost is /CLUSTER/RACK/HOST (cluster-toolkit reads the first two components as
-    the topology; CTK-TOPO): the layers above the host, top first, each as its path."""
-    if not isinstance(physical_host, str) or not physical_host.startswith("/"):
-        return None
-    parts = [p for p in physical_host.split("/") if p]
-    return ["/" + "/".join(parts[: i + 1]) for i in range(max(len(parts) - 1, 1))]
+# The levels of resourceStatus.physicalHostTopology above the host, coarsest first: "cluster: the global name of the
+# Compute Engine cluster", "block: ... Instances within the same block experience low network latency", "subblock:
+# ... lower network latency than instances in the same block" (Compute Engine API reference,
+# ResourceStatusPhysicalHostTopology; https://cloud.google.com/ai-hypercomputer/docs/terminology).
+_HOST_LEVELS = ("cluster", "block", "subblock")
+
+
+def instance_topology(resource_status: Any, machine_type: str | None) -> Topology | None:
+    """Where the instance sits: resourceStatus.physicalHostTopology (cluster, block, sub-block), else the older
+    resourceStatus.physicalHost /CLUSTER/RACK/HOST (cluster-toolkit reads its first two components as the topology;
+    CTK-TOPO). Each level's id is its path from the cluster, as a block's id is only its own within the cluster. On A4X
+    and A4X Max "an NVLink domain, also known as a sub-block, ... consists of 18 A4X Max or A4X instances (72 GPUs)"
+    (AI Hypercomputer terminology): the finest level is the node's NVLink domain there."""
+    status = resource_status if isinstance(resource_status, dict) else {}
+    published = status.get("physicalHostTopology")
+    if isinstance(published, dict) and published.get("cluster"):
+        named = [(name, str(published[name])) for name in _HOST_LEVELS if published.get(name)]
+        source, names = "physicalHostTopology", tuple(name for name, _ in named)
+        parts = [value for _, value in named]
+    else:
+        host = status.get("physicalHost")
+        if not isinstance(host, str) or not host.startswith("/"):
+            return None
+        parts = [p for p in host.split("/") if p][:-1] or [p for p in host.split("/") if p]
+        source, names = "physicalHost", ()
+    levels = tuple("/" + "/".join(parts[: i + 1]) for i in range(len(parts)))
+    in_domains = catalog.nvlink_domain_gpus(machine_type) is not None
+    nvlink = levels[-1] if in_domains and levels and (not names or names[-1] == "subblock") else None
+    return Topology(source=source, levels=levels, level_names=names, nvlink_domain=nvlink)
 
 
 # Where an instance's NICs are read, and the node facts made from them.
@@ -394,7 +417,7 @@ class Normalizer:
             shape,
             state=_STATES.get(status, status.lower()),
             interface_ids=tuple(f"{name}/{_nic_name(i, nic)}" for i, nic in enumerate(nics)),
-            network_nodes=_topology((inst.get("resourceStatus") or {}).get("physicalHost")),
+            topology=instance_topology(inst.get("resourceStatus"), last(str(inst.get("machineType") or ""))),
         )
 
     def _shape(self, inst: dict[str, Any], project: str) -> NodeShape:

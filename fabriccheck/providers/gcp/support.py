@@ -208,12 +208,6 @@ class GcpSupport(CloudSupport):
         match = _MACHINE_TYPE.match(instance_type)
         return match is not None and match["series"] in HPC_RDMA_SERIES
 
-    def nvlink_domain(self, node: Node) -> str | None:
-        """The layer right above the host in resourceStatus.physicalHost: on A4X and A4X Max machines it is the
-        GB200/GB300 NVL72 rack the VM's GPUs share one NVLink domain with (72 GPUs, 18 VMs of 4; "A4X ... NVIDIA
-        GB200 NVL72", Compute Engine accelerator-optimized machine family)."""
-        return node.network_nodes[-1] if node.network_nodes else None
-
     def fabric_attachment(self, shape: NodeShape, cap: Capability | None) -> FabricAttachment:
         """Which NICs carry the fabric depends on the type's fabric, so an unknown type has nothing known
         attached."""

@@ -30,6 +30,7 @@ from fabriccheck.providers.k8s.support import (
     WORKLOAD_TAG,
     is_rdma_resource,
 )
+from fabriccheck.providers.k8s.topology import compute_domain_cliques, node_topology
 from fabriccheck.resources.k8s import DaemonSet, GkeNetwork, GkeNetworkParamSet
 from fabriccheck.sources.pools import node as pooled_node
 
@@ -379,6 +380,7 @@ class Normalizer:
             if kind == "MPIJob":
                 self.launchers.add(namespace, name, owner)
         self.notes: list[str] = []
+        self.cliques = compute_domain_cliques(objects.items.get("computedomains", []))
 
     def inventory(self, source: str) -> Inventory:
         inventory = Inventory(source=source)
@@ -477,7 +479,9 @@ class Normalizer:
         )
         shape = self._shapes.setdefault(shape, shape)
         phase = str((item.get("status") or {}).get("phase") or "Pending").lower()
-        return pooled_node(pod_id or f"{namespace}/{meta.get('name', '')}", shape, state or phase)
+        # Where it runs in the network its node's labels publish: the pod's own value, not its shape's.
+        topology = node_topology(info.labels, info.instance_type, self.cliques.get(info.name)) if info else None
+        return pooled_node(pod_id or f"{namespace}/{meta.get('name', '')}", shape, state or phase, topology=topology)
 
     def _unstarted(self, seen: set[str]) -> dict[str, list[Node]]:
         """The would-be accelerator pods of each top-level workload that has none, unless it has finished: a pod

@@ -54,7 +54,8 @@ KINDS: tuple[Kind, ...] = (
     Kind("resourceclaimtemplates", "ResourceClaimTemplate", "resource.k8s.io", "v1", fallback=_DRA_OLDER),
     Kind("deviceclasses", "DeviceClass", "resource.k8s.io", "v1", namespaced=False, fallback=_DRA_OLDER),
     Kind("resourceslices", "ResourceSlice", "resource.k8s.io", "v1", namespaced=False, fallback=_DRA_OLDER),
-    # NVIDIA's ComputeDomain names the IMEX channel template its controller makes (NVIDIA/k8s-dra-driver-gpu).
+    # NVIDIA's ComputeDomain names the IMEX channel template its controller makes, and which NVLink clique each
+    # node of a multi-node NVLink domain joined (NVIDIA/k8s-dra-driver-gpu; claims.py, topology.py).
     Kind("computedomains", "ComputeDomain", "resource.nvidia.com", "v1beta1"),
 )
 ROLE_NAME = "fabriccheck-reader"

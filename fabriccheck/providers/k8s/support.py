@@ -187,6 +187,11 @@ class K8sSupport(CloudSupport):
         cloud = self._cloud(instance_type)
         return cloud.family(instance_type) if cloud else instance_type
 
+    def nvlink_domain_gpus(self, instance_type: str, catalog_gpus: int) -> int:
+        """As the node's cloud sells its domains (an EKS node in a u-p6e-gb200x36 UltraServer)."""
+        cloud = self._cloud(instance_type)
+        return cloud.nvlink_domain_gpus(instance_type, catalog_gpus) if cloud else catalog_gpus
+
     def generation(self, instance_type: str) -> str:
         cloud = self._cloud(instance_type)
         return cloud.generation(instance_type) if cloud else instance_type
