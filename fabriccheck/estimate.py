@@ -35,12 +35,13 @@ TRANSPORTS = {
     "tcp": FabricKind.NONE,
 }
 # --state: one fabric word, then modifiers, comma-separated ("tcp,pod,sockets=4", "nics=4,no-placement").
-_BASE = re.compile(r"^(healthy|tcp|no-gdr|no-placement|unreachable|nics=(\d+))$")
+_BASE = re.compile(r"^(healthy|tcp|no-gdr|no-placement|unreachable|nvlink-split|nvlink-down|nics=(\d+))$")
 _MODIFIER = re.compile(r"^(host|pod|overlay|cross-zone|no-placement|(sockets|mtu|domains)=(\d+))$")
 STATE_HELP = (
-    "healthy, tcp, nics=K, no-gdr, no-placement or unreachable, then modifiers: host, pod or overlay (how NCCL's "
-    "sockets reach the network), sockets=N (NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD), mtu=N, cross-zone, "
-    "no-placement, domains=K (NVLink domains the job spans), e.g. tcp,pod"
+    "healthy, tcp, nics=K, no-gdr, no-placement, unreachable, nvlink-split (one NVLink domain more than the job "
+    "needs; domains=K for more) or nvlink-down (multi-node NVLink down), then modifiers: host, pod or overlay "
+    "(how NCCL's sockets reach the network), sockets=N (NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD), mtu=N, "
+    "cross-zone, no-placement, domains=K (NVLink domains the job spans), e.g. tcp,pod"
 )
 
 
@@ -161,6 +162,8 @@ def _base_state(match: re.Match[str], text: str, nics: int) -> penalty.FabricSta
         "no-gdr": penalty.FabricState.gpudirect_off(),
         "no-placement": penalty.FabricState.healthy(loose_placement=True),
         "unreachable": penalty.FabricState.unreachable(),
+        penalty.NVLINK_SPLIT: penalty.FabricState.nvlink_split(),
+        penalty.NVLINK_DOWN: penalty.FabricState.nvlink_down(),
     }[match.group(1)]
 
 
@@ -393,5 +396,3 @@ def _span(value: Range, form: str) -> str:
 
 def _gbytes(value: float) -> str:
     return f"{value:.2f}" if value >= 1 else f"{value:.3g}"
-
-

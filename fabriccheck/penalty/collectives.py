@@ -170,7 +170,7 @@ def collective_estimate(
     if link is None and nodes > 1:
         return None
     link = link or Link(1.0, 0.0)
-    group = units(nodes, fabric.gpus_per_node, link, domain_nodes(fabric, accel), state.nvlink_domains)
+    group = units(nodes, fabric.gpus_per_node, link, domain_nodes(fabric, accel, state), state.nvlink_domains)
     intra = intra_bandwidth(accel)
     name, seconds = algorithm(op, size_bytes, group.count, group.gpus, group.link, intra, two_node_trees(accel, link))
     if seconds <= 0:

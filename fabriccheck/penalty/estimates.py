@@ -16,6 +16,7 @@ from fabriccheck import catalog
 from fabriccheck.penalty.collectives import Units, units
 from fabriccheck.penalty.links import (
     GB,
+    SPLIT_ONE_MORE,
     FabricDescription,
     FabricState,
     Link,
@@ -137,19 +138,22 @@ def _estimate_distinct(
         return Slowdown(estimated=False, reason=links)
     fabric = distinct[0][0]
     per_domain = domain_nodes(fabric, accel)
-    asked = max((s.nvlink_domains or 0 for _, s in distinct), default=0) or None
+    # The degraded side's domains: one node each when any node's multi-node NVLink is down (NVLINK_DOWN).
+    down = any(not s.multi_node_nvlink for _, s in distinct)
+    asked = _domains_asked(distinct)
     scale = compute_scale(fabric, workload, accel)
     made: dict[Units, StepTimes] = {}  # the four ends often share links: each step priced once
 
-    def steps_on(link: Link, domains: int | None) -> StepTimes:
-        group = units(nodes, gpus, link, per_domain, domains)
+    def steps_on(link: Link, domains: int | None, per: int = per_domain) -> StepTimes:
+        group = units(nodes, gpus, link, per, domains)
         found = made.get(group)
         if found is None:
             found = made[group] = step_times(workload, group.count, group.gpus, accel, group.link, scale)
         return found
 
     healthy, healthy_worst = steps_on(links.healthy, None), steps_on(links.healthy_worst, None)
-    best, worst = steps_on(links.best, asked), steps_on(links.worst, asked)
+    degraded_per = 1 if down else per_domain
+    best, worst = steps_on(links.best, asked, degraded_per), steps_on(links.worst, asked, degraded_per)
     healthy_step, low, _ = degraded_step_range(healthy, best, best)
     worst_base, _, high = degraded_step_range(healthy_worst, worst, worst)
     slow_low, slow_high = low / healthy_step, high / worst_base
@@ -166,6 +170,16 @@ def _estimate_distinct(
         degraded_best_gbytes_per_s=links.best.bandwidth / GB,
         degraded_worst_gbytes_per_s=links.worst.bandwidth / GB,
     )
+
+
+def _domains_asked(distinct: Sequence[tuple[FabricDescription, FabricState]]) -> int | None:
+    """The NVLink domains the states say the job spans: the most any names, SPLIT_ONE_MORE when one only says it
+    is split, None when none says."""
+    named = [s.nvlink_domains for _, s in distinct if s.nvlink_domains is not None]
+    counted = [d for d in named if d > 0]
+    if counted:
+        return max(counted)
+    return SPLIT_ONE_MORE if named else None
 
 
 def _placement_note(distinct: Sequence[tuple[FabricDescription, FabricState]], high: float) -> str | None:

@@ -209,7 +209,13 @@ class FabricState:
     fields describe NCCL's TCP path (used in tcp-fallback, and by a type without a fabric): `socket_path`, the
     sockets per connection (NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD; None: NCCL's default for the NIC), the
     MTU (None: the cloud's default) and whether peers sit in different zones. `nvlink_domains`: how many
-    multi-node NVLink domains (GB200/GB300 NVL72) the job spans; None: as few as hold it."""
+    multi-node NVLink domains (GB200/GB300 NVL72) the job spans; None: as few as hold it. `multi_node_nvlink`
+    False: the domain's NVLink between nodes is down (fabric manager or IMEX not running, NVLink switch trays
+    out), so every node reaches the others over its own NICs only.
+
+    Two named states say what happens to multi-node NVLink, for rule effects and `--state` alike (the names are
+    stable): NVLINK_SPLIT ("nvlink-split", effect split-nvlink-domain: the job spans more domains than it needs)
+    and NVLINK_DOWN ("nvlink-down", effect nvlink-down: no NVLink between the nodes of a domain)."""
 
     fabric: FabricHealth
     nics_used: int | None = None
@@ -219,6 +225,7 @@ class FabricState:
     mtu: int | None = None
     cross_zone: bool = False
     nvlink_domains: int | None = None
+    multi_node_nvlink: bool = True
 
     @classmethod
     def healthy(cls, loose_placement: bool = False) -> FabricState:
@@ -239,6 +246,32 @@ class FabricState:
     @classmethod
     def gpudirect_off(cls, loose_placement: bool = False) -> FabricState:
         return cls("gpudirect-off", loose_placement=loose_placement)
+
+    @classmethod
+    def nvlink_split(cls, domains: int | None = None, loose_placement: bool = False) -> FabricState:
+        """NVLINK_SPLIT: the fabric is healthy but the job spans `domains` multi-node NVLink domains (None: one
+        more than the fewest that hold it, the smallest split)."""
+        return cls("healthy", loose_placement=loose_placement, nvlink_domains=domains or SPLIT_ONE_MORE)
+
+    @classmethod
+    def nvlink_down(cls, loose_placement: bool = False) -> FabricState:
+        """NVLINK_DOWN: the fabric is healthy but multi-node NVLink is down: each node is its own unit."""
+        return cls("healthy", loose_placement=loose_placement, multi_node_nvlink=False)
+
+    @property
+    def name(self) -> str:
+        """The named state this is, for NVLink states (NVLINK_SPLIT, NVLINK_DOWN), else the fabric's health."""
+        if not self.multi_node_nvlink:
+            return NVLINK_DOWN
+        return NVLINK_SPLIT if self.nvlink_domains is not None else self.fabric
+
+
+# The named multi-node NVLink states (stable names: rule effects and `--state` use them).
+NVLINK_SPLIT = "nvlink-split"
+NVLINK_DOWN = "nvlink-down"
+# nvlink_domains for "one more domain than the job needs" (domains_spanned reads it); any positive count
+# is that many domains.
+SPLIT_ONE_MORE = -1
 
 
 HEALTHY = FabricState.healthy()
@@ -390,16 +423,19 @@ def bottleneck(links: list[Link]) -> Link:
     return Link(min(x.bandwidth for x in links), max(x.latency for x in links), all(x.tuned_trees for x in links))
 
 
-def domain_nodes(fabric: FabricDescription, accel: catalog.Accelerator | None) -> int:
-    """Nodes one multi-node NVLink domain holds (GB200/GB300 NVL72: 72 GPUs, 18 nodes of 4); 1 without one."""
-    gpus = accel.nvlink_domain_gpus if accel is not None else None
+def domain_nodes(fabric: FabricDescription, accel: catalog.Accelerator | None, state: FabricState = HEALTHY) -> int:
+    """Nodes one multi-node NVLink domain holds (GB200/GB300 NVL72: 72 GPUs, 18 nodes of 4); 1 without one, or
+    when the state says multi-node NVLink is down."""
+    gpus = accel.nvlink_domain_gpus if accel is not None and state.multi_node_nvlink else None
     if not gpus or fabric.gpus_per_node <= 0 or gpus <= fabric.gpus_per_node:
         return 1
     return gpus // fabric.gpus_per_node
 
 
 def domains_spanned(nodes: int, per_domain: int, asked: int | None) -> int:
-    """NVLink domains a job of `nodes` spans: as few as hold it, or as many as the state says (at most one per
-    node)."""
+    """NVLink domains a job of `nodes` spans: as few as hold it, or as many as the state says (SPLIT_ONE_MORE: one
+    more than the fewest), at most one per node."""
     fewest = max(1, math.ceil(nodes / max(1, per_domain)))
+    if asked == SPLIT_ONE_MORE:
+        asked = fewest + 1
     return min(nodes, max(fewest, asked or fewest)) if nodes > 0 else 1
