@@ -36,11 +36,12 @@ TRANSPORTS = {
 }
 # --state: one fabric word, then modifiers, comma-separated ("tcp,pod,sockets=4", "nics=4,no-placement").
 _BASE = re.compile(r"^(healthy|tcp|no-gdr|no-placement|unreachable|nvlink-split|nvlink-down|nics=(\d+))$")
-_MODIFIER = re.compile(r"^(host|pod|overlay|cross-zone|no-placement|(sockets|mtu|domains)=(\d+))$")
+_MODIFIER = re.compile(r"^(host|pod|overlay|cross-zone|no-placement|(sockets|channels|mtu|domains)=(\d+))$")
 STATE_HELP = (
     "healthy, tcp, nics=K, no-gdr, no-placement, unreachable, nvlink-split (one NVLink domain more than the job "
     "needs; domains=K for more) or nvlink-down (multi-node NVLink down), then modifiers: host, pod or overlay "
-    "(how NCCL's sockets reach the network), sockets=N (NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD), mtu=N, "
+    "(how NCCL's sockets reach the network), sockets=N (NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD), channels=N "
+    "(NCCL's channels over the sockets, a log's coll channels), mtu=N, "
     "cross-zone, no-placement, domains=K (NVLink domains the job spans), e.g. tcp,pod"
 )
 
@@ -175,6 +176,8 @@ def _modified(state: penalty.FabricState, modifier: re.Match[str]) -> penalty.Fa
             raise usage(f"--state: {word}: {key} must be at least 1")
         if key == "sockets":
             return replace(state, sockets=value)
+        if key == "channels":
+            return replace(state, channels=value)
         return replace(state, mtu=value) if key == "mtu" else replace(state, nvlink_domains=value)
     paths: dict[str, penalty.SocketPath] = {"host": "host", "pod": "pod", "overlay": "overlay"}
     if word in paths:

@@ -94,6 +94,45 @@ def test_every_socket_state_has_both_ends_and_the_worst_is_no_better(text: str) 
         assert best / worst <= links.STREAM_GBPS[0] / links.STREAM_GBPS[1] * (1 + 1e-9)
 
 
+def test_sockets_per_connection_follow_nccls_own_count() -> None:
+    """ncclNetSocketGetNsockNthread (NVIDIA/nccl@5067397 src/transport/net_socket.cc): what the job sets wins,
+    the rest comes from the NIC's PCI vendor (AWS ENA 2 x 8, gVNIC 4 x 1, else no helper thread: the control
+    socket alone), threads capped at 16 and sockets at 64 (NSOCKS_PERTHREAD then 64 / threads)."""
+    assert links.nccl_sockets(None, None, "aws", "host") == 16
+    assert links.nccl_sockets(None, None, "gcp", "host") == 4
+    assert links.nccl_sockets(None, None, "azure", "host") == 1
+    assert links.nccl_sockets(None, None, "aws", "pod") == 1  # a veth has no vendor file
+    assert links.nccl_sockets(None, 4, "gcp", "host") == 16  # GCP's 4 threads, the job's 4 each
+    assert links.nccl_sockets(4, None, "azure", "host") == 4
+    assert links.nccl_sockets(0, None, "aws", "host") == 1  # no helper thread: the control socket
+    assert links.nccl_sockets(20, 1, None, "host") == 16  # MAX_THREADS
+    assert links.nccl_sockets(16, 8, None, "host") == 64  # MAX_SOCKETS: 8 per thread becomes 4
+
+
+def test_a_jobs_socket_settings_and_channels_price_its_fallback() -> None:
+    """A workload that sets NCCL_SOCKET_NTHREADS / NCCL_NSOCKS_PERTHREAD, or whose log shows more channels, opens
+    more TCP streams: on ND H100 v5 (Azure's Mellanox VF: NCCL's default is one socket) the fallback costs less,
+    and never more than the line allows (the --state words sockets=N, channels=N say the same)."""
+    doc = {"parameters": "8B", "layers": 32, "hidden": 4096, "seq_len": 8192, "tokens_per_gpu": 8192,
+           "parallelism": "ddp"}  # fmt: skip
+    plain = workload_from_mapping(doc, "w.yaml")
+    tuned = workload_from_mapping(doc | {"nccl_socket_nthreads": 4, "nccl_nsocks_perthread": 4}, "w.yaml")
+    wide = workload_from_mapping(doc | {"nccl_channels": 16}, "w.yaml")
+    assert (tuned.socket_threads, tuned.sockets_per_thread, wide.socket_channels) == (4, 4, 16)
+    tcp = penalty.FabricState.tcp_fallback()
+    base, more, chans = (penalty.estimate(ND_H100, 2, tcp, w) for w in (plain, tuned, wide))
+    assert base.degraded_best_gbytes_per_s is not None and more.degraded_best_gbytes_per_s is not None
+    # two streams of the default reach 33 Gbps; sixteen fill the 80 Gbps line (x 0.66, less 40 of 1500 bytes)
+    line = (ND_H100.ethernet_gbps or 0.0) * links.TCP_LINE_EFFICIENCY * (1500 - 40) / 1500 / 8
+    assert base.degraded_best_gbytes_per_s == pytest.approx(2 * links.STREAM_GBPS[0] * (1500 - 40) / 1500 / 8)
+    assert more.degraded_best_gbytes_per_s == pytest.approx(line)
+    assert more.low < base.low and chans.low < base.low
+    assert _link(ND_H100, "tcp,sockets=16") == pytest.approx(more.degraded_best_gbytes_per_s)
+    assert _link(ND_H100, "tcp,channels=16") > _link(ND_H100, "tcp")
+    with pytest.raises(FabricCheckError, match="nccl_channels -1 is not a whole number"):
+        workload_from_mapping(doc | {"nccl_channels": -1}, "w.yaml")
+
+
 # ---------------------------------------------------------------------------------------------- RoCE at scale
 
 

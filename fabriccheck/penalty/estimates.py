@@ -10,7 +10,7 @@ still priced (so that scaling ratios can be formed) and it loses nothing.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from fabriccheck import catalog
 from fabriccheck.penalty.collectives import Units, units
@@ -25,6 +25,7 @@ from fabriccheck.penalty.links import (
     domain_nodes,
     healthy_ends,
     healthy_link_of,
+    nccl_sockets,
 )
 from fabriccheck.penalty.steps import StepTimes, degraded_step_range, step_times
 from fabriccheck.penalty.workloads import Workload
@@ -120,6 +121,7 @@ def _estimate_distinct(
     distinct: Sequence[tuple[FabricDescription, FabricState]], nodes: int, workload: Workload
 ) -> Slowdown:
     """`estimate_members` for `nodes` nodes whose distinct (fabric, state) pairs are `distinct`, first node first."""
+    distinct = [(fabric, job_sockets(fabric, state, workload)) for fabric, state in distinct]
     if not distinct or nodes < 1:
         return Slowdown(estimated=False, reason="no nodes")
     gpus = min(fabric.gpus_per_node for fabric, _ in distinct)
@@ -170,6 +172,17 @@ def _estimate_distinct(
         degraded_best_gbytes_per_s=links.best.bandwidth / GB,
         degraded_worst_gbytes_per_s=links.worst.bandwidth / GB,
     )
+
+
+def job_sockets(fabric: FabricDescription, state: FabricState, workload: Workload) -> FabricState:
+    """The state with the job's own socket settings (NCCL_SOCKET_NTHREADS, NCCL_NSOCKS_PERTHREAD, channels) where
+    the state does not give its own."""
+    threads, each, channels = workload.socket_threads, workload.sockets_per_thread, workload.socket_channels
+    if state.sockets is None and (threads is not None or each is not None):
+        state = replace(state, sockets=nccl_sockets(threads, each, fabric.provider, state.socket_path))
+    if state.channels is None and channels:
+        state = replace(state, channels=channels)
+    return state
 
 
 def _domains_asked(distinct: Sequence[tuple[FabricDescription, FabricState]]) -> int | None:

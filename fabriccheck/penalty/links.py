@@ -80,11 +80,20 @@ STAGED_GPUS_PER_NIC = 4
 # the NIC's PCI vendor: AWS ENA (0x1d0f) 2 threads x 8 sockets, Google gVNIC (0x1ae0) 4 x 1, anything else (an
 # Azure Mellanox VF, a pod's veth with no PCI device) no helper thread and one socket (NVIDIA/nccl@28189e2
 # src/transport/net_socket.cc, ncclNetSocketGetNsockNthread).
-SOCKET_AUTODETECT = {"aws": 16, "gcp": 4}
+SOCKET_AUTODETECT_THREADS = {"aws": (2, 8), "gcp": (4, 1)}  # (NCCL_SOCKET_NTHREADS, NCCL_NSOCKS_PERTHREAD)
+SOCKET_AUTODETECT = {cloud: threads * each for cloud, (threads, each) in SOCKET_AUTODETECT_THREADS.items()}
+# NCCL's caps on what the two variables ask for (net_socket.cc, same commit): MAX_THREADS 16 threads, MAX_SOCKETS
+# 64 sockets (beyond it NSOCKS_PERTHREAD becomes 64 / threads). With no helper thread (NTHREADS 0, the default on
+# an unknown NIC) nSocks is 0 and the main thread sends over the connection's control socket: one stream.
+SOCKET_MAX_THREADS = 16
+SOCKET_MAX_SOCKETS = 64
 # Channels per node over one socket NIC: "2 coll channels" in every socket log of the samples (a HyperPod EKS
 # socket run, aws-solutions-library-samples/guidance-for-protein-language-esm-model-training-with-sagemaker-
 # hyperpod@c1044ff; a g6e socket fallback, gnosia93/training-on-eks@7fb5c75).
 SOCKET_CHANNELS = 2
+# NCCL's channel limit (NVIDIA/nccl@5067397 src/include/device.h: MAXCHANNELS 64): a log's or a workload's channel
+# count beyond it is read as it.
+MAX_CHANNELS = 64
 # What one TCP stream carries (Gbps), fitted (best, worst) on 2-node runs over NCCL sockets divided by their
 # streams (channels x sockets): 2 x p4d on EKS pods, 4.13 GB/s busbw = 33 Gbps over 2 streams = 16.5
 # (skypilot examples/aws_efa); 2 x g4dn pods on EKS with EFA disabled, 2.00 GB/s = 16 Gbps over 2 = 8.0
@@ -226,6 +235,7 @@ class FabricState:
     cross_zone: bool = False
     nvlink_domains: int | None = None
     multi_node_nvlink: bool = True
+    channels: int | None = None  # NCCL channels over the sockets (a log's "N coll channels"); None: SOCKET_CHANNELS
 
     @classmethod
     def healthy(cls, loose_placement: bool = False) -> FabricState:
@@ -281,15 +291,28 @@ def uses_fabric(fabric: FabricDescription) -> bool:
     return fabric.fabric is not FabricKind.NONE and fabric.fabric_gbps > 0
 
 
+def nccl_sockets(threads: int | None, per_thread: int | None, provider: str | None, path: SocketPath) -> int:
+    """Sockets per NCCL connection as ncclNetSocketGetNsockNthread counts them (net_socket.cc): each variable the
+    job sets (None: unset) wins, the other comes from the NIC's PCI vendor (a pod's veth has none), threads are
+    capped at 16 and sockets at 64; no helper thread means the control socket alone."""
+    auto = SOCKET_AUTODETECT_THREADS.get(provider or "", (0, 1)) if path == "host" else (0, 1)
+    count = min(auto[0] if threads is None else max(0, threads), SOCKET_MAX_THREADS)
+    each = auto[1] if per_thread is None else max(0, per_thread)
+    if count * each > SOCKET_MAX_SOCKETS:
+        each = SOCKET_MAX_SOCKETS // count
+    return max(1, count * each)
+
+
 def socket_streams(fabric: FabricDescription, state: FabricState) -> int:
-    """TCP streams one node's sockets run at once: channels x sockets per connection (at least one)."""
+    """TCP streams one node's sockets run at once: channels x sockets per connection (at least one). The state's
+    own figures (a workload's NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD, a log's channels) win over NCCL's
+    defaults."""
     if state.sockets is not None:
-        sockets = state.sockets
-    elif state.socket_path == "host":
-        sockets = SOCKET_AUTODETECT.get(fabric.provider or "", 1)
+        sockets = max(1, min(state.sockets, SOCKET_MAX_SOCKETS))
     else:
-        sockets = 1  # a pod's veth has no PCI vendor for NCCL to read
-    return SOCKET_CHANNELS * max(1, sockets)
+        sockets = nccl_sockets(None, None, fabric.provider, state.socket_path)
+    channels = min(state.channels, MAX_CHANNELS) if state.channels else SOCKET_CHANNELS
+    return channels * sockets
 
 
 def _payload_share(fabric: FabricDescription, state: FabricState) -> float:

@@ -36,6 +36,11 @@ class Workload:
     # MFU prior for this job (0: use the prior).
     measured_step_seconds: float = 0.0
     measured_nodes: int = 0
+    # NCCL's socket transport as the job sets it (None: NCCL's default for the NIC, penalty.links.nccl_sockets):
+    # NCCL_SOCKET_NTHREADS, NCCL_NSOCKS_PERTHREAD, and the channels a log of the job shows ("N coll channels").
+    socket_threads: int | None = None
+    sockets_per_thread: int | None = None
+    socket_channels: int | None = None
 
 
 WORKLOADS = {
