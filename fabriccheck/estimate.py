@@ -202,13 +202,14 @@ def run(
     result = penalty.penalty_of(slowdown, workload, nodes * fabric.gpus_per_node, price_per_gpu_hour)
     notes = _notes(fabric, nodes, state) + [f"calibration run: {line}" for line in calibration_notes or ()]
     missing, assumed = figure_lines(fabric.accelerator)
-    reason = result.reason
+    reason = _how_to_give(result.reason)
     if missing is not None and result.estimated is False and nodes > 1:
         reason = missing  # one line says which figure is missing
     elif missing is not None:
         notes.append(missing)
     if assumed is not None:
         notes.append(assumed)
+    notes.extend(prior_lines(fabric.accelerator, workload))
     step = None
     if slowdown.degraded_step_seconds_low is not None and slowdown.degraded_step_seconds_high is not None:
         step = Range(low=slowdown.degraded_step_seconds_low, high=slowdown.degraded_step_seconds_high)
@@ -289,6 +290,35 @@ def _notes(fabric: penalty.FabricDescription, nodes: int, state: penalty.FabricS
 
 def _range(value: penalty.Range | None) -> Range | None:
     return Range(low=value.low, high=value.high) if value is not None else None
+
+
+# What a reason the core gives lacks, and the option that gives it (the core does not know the command line).
+_GIVE = {
+    "no ordinary-Ethernet bandwidth figure": "give it with --ethernet-gbps GBPS (the NIC NCCL's sockets would use)",
+}
+
+
+def _how_to_give(reason: str | None) -> str | None:
+    for lacking, how in _GIVE.items():
+        if reason is not None and reason.startswith(lacking):
+            return f"{reason}: {how}"
+    return reason
+
+
+def prior_lines(name: str, workload: penalty.Workload) -> list[str]:
+    """The priors the step time rests on, printed beside the figure: the accelerator's MFU and peak (or the
+    measured step that replaces them)."""
+    accel = catalog.accelerator(name)
+    if accel is None or accel.mfu is None or accel.peak_tflops is None:
+        return []
+    if workload.measured_step_seconds > 0:
+        return [f"compute from the measured step: {workload.measured_step_seconds:g} s on {workload.measured_nodes} "
+                "healthy nodes (replaces the MFU prior)"]  # fmt: skip
+    kind = "assumed: no published multi-node MFU" if "mfu" in accel.assumed else "from published runs"
+    return [
+        f"compute at an MFU prior of {accel.mfu:.0%} of {accel.name}'s {accel.peak_tflops:g} TFLOPS dense BF16 "
+        f"({kind}; fabriccheck/data/accelerators.yaml); a workload file's step_seconds replaces it"
+    ]
 
 
 def figure_lines(name: str) -> tuple[str | None, str | None]:
