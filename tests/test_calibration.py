@@ -298,6 +298,19 @@ def test_the_overlap_constant_reproduces_its_scaling_row() -> None:
         steps.COMM_SM_OVERHEAD = saved
 
 
+def test_nvl72_domain_busbw_is_what_its_fitted_rack_rows_say() -> None:
+    """The whole-rack MNNVL figures (GB200: CoreWeave's 72-rank run; GB300: Azure's rack baseline) are the busbw
+    of their rows, and a rack priced with a tray's 4-GPU ring figure instead (679.61) would miss GB200's by 19%."""
+    for name in ("GB200", "GB300"):
+        (row,) = _fitted(f"accelerators.yaml {name} domain_allreduce_busbw_gbytes")
+        accel = catalog.accelerator(name)
+        assert accel is not None and accel.domain_allreduce_busbw_gbytes == pytest.approx(row["busbw"])
+        assert check(row).error < 0.01
+    tray = catalog.accelerator("GB200")
+    assert tray is not None and tray.allreduce_busbw_gbytes is not None
+    assert abs(tray.allreduce_busbw_gbytes - 834.57) / 834.57 > 0.18
+
+
 def test_a_custom_fabric_row_prices_like_its_instance_type() -> None:
     """Rows describe fabrics by hand or by type: ND H100 v5 by hand (8 x 400 Gbps IB) and from the catalog give
     the same healthy busbw, so a custom row checks the same model the scan uses."""

@@ -56,9 +56,13 @@ def bus_factor(op: str, ranks: int) -> float:
     return 1.0
 
 
-def intra_bandwidth(accel: catalog.Accelerator) -> float:
+def intra_bandwidth(accel: catalog.Accelerator, domain: bool = False) -> float:
     """Bytes/s a collective reaches inside one node: the measured single-node busbw, else NVLink x ring efficiency
-    (0 when the accelerator has neither figure: callers check `Accelerator.missing` first)."""
+    (0 when the accelerator has neither figure: callers check `Accelerator.missing` first). Inside a multi-node
+    NVLink domain of several nodes (`domain`), the domain's measured busbw where one is sourced: NVLS over the
+    whole rack reaches more than one tray's ring."""
+    if domain and accel.domain_allreduce_busbw_gbytes:
+        return accel.domain_allreduce_busbw_gbytes * GB
     measured = accel.allreduce_busbw_gbytes
     return (measured if measured else (accel.nvlink_gbytes or 0.0) * INTRA_RING_EFFICIENCY) * GB
 
@@ -129,6 +133,7 @@ class Units:
     count: int
     gpus: int
     link: Link
+    nodes_per_unit: int = 1  # nodes one unit holds: more than one inside a multi-node NVLink domain
 
 
 def units(nodes: int, gpus: int, link: Link, per_domain: int, domains: int | None) -> Units:
@@ -137,7 +142,7 @@ def units(nodes: int, gpus: int, link: Link, per_domain: int, domains: int | Non
         return Units(nodes, gpus, link)
     spanned = domains_spanned(nodes, per_domain, domains)
     per_unit = max(1, nodes // spanned)
-    return Units(spanned, gpus * per_unit, replace(link, bandwidth=link.bandwidth * per_unit))
+    return Units(spanned, gpus * per_unit, replace(link, bandwidth=link.bandwidth * per_unit), per_unit)
 
 
 @dataclass(frozen=True)
@@ -171,7 +176,7 @@ def collective_estimate(
         return None
     link = link or Link(1.0, 0.0)
     group = units(nodes, fabric.gpus_per_node, link, domain_nodes(fabric, accel, state), state.nvlink_domains)
-    intra = intra_bandwidth(accel)
+    intra = intra_bandwidth(accel, group.nodes_per_unit > 1)
     name, seconds = algorithm(op, size_bytes, group.count, group.gpus, group.link, intra, two_node_trees(accel, link))
     if seconds <= 0:
         return None

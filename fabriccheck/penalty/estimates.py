@@ -150,7 +150,9 @@ def _estimate_distinct(
         group = units(nodes, gpus, link, per, domains)
         found = made.get(group)
         if found is None:
-            found = made[group] = step_times(workload, group.count, group.gpus, accel, group.link, scale)
+            found = made[group] = step_times(
+                workload, group.count, group.gpus, accel, group.link, scale, group.nodes_per_unit > 1
+            )
         return found
 
     healthy, healthy_worst = steps_on(links.healthy, None), steps_on(links.healthy_worst, None)
@@ -223,7 +225,7 @@ def compute_scale(fabric: FabricDescription, workload: Workload, accel: catalog.
         return 1.0
     link = link if isinstance(link, Link) else Link(1.0, 0.0)
     group = units(nodes, fabric.gpus_per_node, link, domain_nodes(fabric, accel), None)
-    modelled = step_times(workload, group.count, group.gpus, accel, group.link)
+    modelled = step_times(workload, group.count, group.gpus, accel, group.link, domain=group.nodes_per_unit > 1)
     communication = modelled.step(overlap=True) - modelled.compute
     compute = workload.measured_step_seconds - communication
     return max(0.05, compute / modelled.compute) if modelled.compute > 0 else 1.0

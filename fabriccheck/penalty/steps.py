@@ -80,19 +80,27 @@ def _expert_all_to_all(w: Workload, tokens: float, gpus: int, link: Link, intra:
 
 
 def step_times(
-    w: Workload, nodes: int, gpus: int, accel: catalog.Accelerator, link: Link, compute_scale: float = 1.0
+    w: Workload,
+    nodes: int,
+    gpus: int,
+    accel: catalog.Accelerator,
+    link: Link,
+    compute_scale: float = 1.0,
+    domain: bool = False,
 ) -> StepTimes:
     """One optimizer step of `w` on `nodes` x `gpus` GPUs whose inter-node link is `link` (one node: NVLink only).
-    `compute_scale` stretches the compute (a measured step time in place of the MFU prior)."""
+    `compute_scale` stretches the compute (a measured step time in place of the MFU prior); `domain`: each unit is
+    a multi-node NVLink domain of several nodes (its measured busbw inside)."""
     assert accel.peak_tflops is not None and accel.mfu is not None  # estimates check `missing`
     flops_per_gpu = accel.peak_tflops * 1e12 * accel.mfu / compute_scale
     # Model FLOPs per token: 6·N plus attention 12·L·h·s (PaLM appendix B, as torchtitan computes it;
     # penalty-model C.1 and C.4). MoE: N is the parameters one token uses.
     flops_per_token = 6 * (w.active_parameters or w.parameters) + 12 * w.layers * w.hidden * w.seq_len
+    intra = intra_bandwidth(accel, domain)
     if w.strategy in ("fsdp", "ddp"):
         tokens = tokens_per_gpu(w, nodes * gpus)
-        return _data_parallel(w, tokens, nodes, gpus, accel, link, flops_per_token * tokens / flops_per_gpu)
-    return _three_d(w, nodes, gpus, accel, link, flops_per_token, flops_per_gpu)
+        return _data_parallel(w, tokens, nodes, gpus, accel, link, flops_per_token * tokens / flops_per_gpu, intra)
+    return _three_d(w, nodes, gpus, accel, link, flops_per_token, flops_per_gpu, intra)
 
 
 def tokens_per_gpu(w: Workload, gpus: int) -> float:
@@ -104,9 +112,15 @@ def tokens_per_gpu(w: Workload, gpus: int) -> float:
 
 
 def _data_parallel(
-    w: Workload, tokens: float, nodes: int, gpus: int, accel: catalog.Accelerator, link: Link, compute: float
+    w: Workload,
+    tokens: float,
+    nodes: int,
+    gpus: int,
+    accel: catalog.Accelerator,
+    link: Link,
+    compute: float,
+    intra: float,
 ) -> StepTimes:
-    intra = intra_bandwidth(accel)
     size = w.parameters * w.bytes_per_value
     m = max(1, w.micro_batches)
     forward, backward = compute / 3, 2 * compute / 3  # backward does twice the forward's FLOPs
@@ -136,10 +150,10 @@ def _three_d(
     link: Link,
     flops_per_token: float,
     flops_per_gpu: float,
+    intra: float,
 ) -> StepTimes:
     """Megatron-style 3D: a tensor-parallel group fills a node (or several, when the degree exceeds a node's
     GPUs), pipeline stages follow one another across groups, data-parallel replicas take the rest."""
-    intra = intra_bandwidth(accel)
     n = nodes * gpus
     tp_nodes = max(1, math.ceil(w.tensor_parallel / max(1, gpus)))  # nodes one tensor-parallel group spans
     stages = max(1, min(w.pipeline_parallel, nodes // tp_nodes))
