@@ -176,7 +176,9 @@ def test_rows_are_sourced_and_a_third_is_held_out() -> None:
         assert any(key in r for key in measured), r["id"]
         assert bool(r.get("held_out")) != bool(r.get("fits")), f"{r['id']}: held out, or names the constant it fits"
     held = sum(1 for r in ROWS if r.get("held_out"))
-    assert 0.3 <= held / len(ROWS) <= 0.5
+    # At least a third held out; more may be (published runs added to check the model, none fitted to them), as
+    # long as a good share still fits the constants.
+    assert 0.3 <= held / len(ROWS) <= 0.6
     for kind in ("collective", "scaling"):
         of_kind = [r for r in ROWS if r.get("kind", "collective") == kind]
         assert any(r.get("held_out") for r in of_kind) and any(r.get("fits") for r in of_kind), kind
