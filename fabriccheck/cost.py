@@ -17,6 +17,23 @@ from fabriccheck.model import Capability, Node, NodeShape
 from fabriccheck.penalty.members import TCP_EFFECTS, node_fabric, node_state
 
 Member = tuple[penalty.FabricDescription, penalty.FabricState]  # one node's fabric and what is wrong with it
+# Words that name a test job in a Kubernetes workload's name or its containers' names and images: nccl-tests
+# (NVIDIA/nccl-tests images, GKE's and AKS's nccl-test samples) and node health checks. A test runs minutes; what
+# its findings say holds for the training jobs of its nodes, but it is not a day of training to price.
+TEST_JOB_WORDS = ("nccl-test", "nccl_test", "health-check", "healthcheck", "node-health")
+
+
+def test_job(cluster: Cluster) -> str | None:
+    """The word that makes a Kubernetes workload a test job (nccl-tests, a health check), or None."""
+    for node in cluster.nodes:
+        pod = node.shape.pod
+        if pod is None:
+            continue
+        texts = [pod.workload.rsplit("/", 1)[-1].lower()] + [f"{c} {i}".lower() for c, i in pod.containers]
+        for word in TEST_JOB_WORDS:
+            if any(word in text for text in texts):
+                return word
+    return None
 
 
 def cluster_cost(
@@ -32,7 +49,23 @@ def cluster_cost(
     found = cluster_penalty(cluster, certain, workload, price_per_gpu_hour, facts)
     if any(f.confidence != "certain" and f.effect != "none" for f in findings):
         found.possible = cluster_penalty(cluster, findings, workload, price_per_gpu_hour, facts)
-    return found
+    word = test_job(cluster)
+    return found if word is None else _as_test_job(found, word)
+
+
+def _as_test_job(found: penalty.Penalty, word: str) -> penalty.Penalty:
+    """A test job keeps its slowdown (what its own run will show) but loses no day of training: 0 GPU-hours and
+    dollars a day, so no total counts it as one (its nodes are still paid for)."""
+    if not found.estimated or found.cannot_run:
+        return found
+    said = (
+        f"a test job ({word}): it runs minutes, not a day of {found.workload} training, so no GPU-hours a day are "
+        "counted lost; its findings hold for the training jobs on these nodes"
+    )
+    none = penalty.Range(low=0.0, high=0.0)
+    cleared = {"lost_gpu_hours_per_day": none, "lost_dollars_per_day": none if found.price_per_gpu_hour else None}
+    possible = found.possible.model_copy(update=cleared) if found.possible is not None else None
+    return found.model_copy(update={**cleared, "reason": said, "possible": possible})
 
 
 def cluster_penalty(

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from fabriccheck import catalog, estimate, penalty
+from fabriccheck import catalog, estimate, losses, penalty
+from fabriccheck.reports import wording
 
 FSDP = penalty.WORKLOADS["llm-70b-fsdp"]
 
@@ -50,3 +51,61 @@ def test_the_mfu_prior_is_printed_beside_the_figure() -> None:
     measured = estimate.run(estimate.fabric_of_type("p5.48xlarge"), 4, "tcp", FSDP.__class__(**{
         **FSDP.__dict__, "measured_step_seconds": 20.0, "measured_nodes": 4}))  # fmt: skip
     assert any("compute from the measured step: 20 s on 4 healthy nodes" in n for n in measured.notes)
+
+
+def test_a_cluster_whose_only_cost_is_a_possible_finding_is_not_called_fully_used() -> None:
+    """A possible finding (say AZ140: a custom image may lack the InfiniBand drivers) prices a TCP fallback apart;
+    the certain line then says no certain finding costs anything, never that the fabric is fully used."""
+    fabric = estimate.fabric_of_type("Standard_ND96isr_H100_v5")
+    healthy = penalty.penalty_of(penalty.estimate(fabric, 4, penalty.FabricState.healthy(), FSDP), FSDP, 32, None)
+    assert wording.penalty_line(healthy) == "no slowdown (the fabric is fully used)"
+    tcp = penalty.penalty_of(penalty.estimate(fabric, 4, penalty.FabricState.tcp_fallback(), FSDP), FSDP, 32, None)
+    healthy.possible = tcp
+    line = wording.penalty_line(healthy)
+    assert "fully used" not in line and line.startswith("no slowdown from the findings certain to hold")
+    said = wording.possible_line(healthy, ["AZ140"])
+    assert said is not None and said.startswith("if AZ140 holds (possible, not counted above):")
+
+
+def _paid(gpus: int, lost: float) -> penalty.Penalty:
+    return penalty.Penalty(
+        workload="w",
+        estimated=True,
+        gpu_hours_per_day=gpus * 24.0,
+        lost_gpu_hours_per_day=penalty.Range(low=lost, high=lost),
+    )
+
+
+def test_a_machine_named_by_several_clusters_is_paid_for_once_and_lost_once() -> None:
+    """A cloud node group of 4 machines (32 GPUs) and two Kubernetes workloads on 2 of them each: 32 GPUs are paid
+    for, not 64; the loss on a machine is the most any of its clusters says, not their sum; a cluster sharing no
+    machine adds its own."""
+    group = frozenset({"aws/i-1", "aws/i-2", "aws/i-3", "aws/i-4"})
+    left, right = frozenset({"aws/i-1", "aws/i-2"}), frozenset({"aws/i-3", "aws/i-4"})
+    alone = frozenset({"gcp/vm-9"})
+    clusters = [(32, _paid(32, 0.0)), (16, _paid(16, 300.0)), (16, _paid(16, 100.0)), (8, _paid(8, 50.0))]
+    found = losses.totals(clusters, [group, left, right, alone])
+    assert found["gpu_hours_per_day"] == (32 + 8) * 24
+    assert found["lost_gpu_hours_per_day"] == penalty.Range(low=450.0, high=450.0)  # 300 + 100 on disjoint halves
+    # two reports of the same machines (a cloud group and a workload on all of it) lose what the larger says
+    same = losses.totals([(32, _paid(32, 200.0)), (32, _paid(32, 500.0))], [group, group])
+    assert same["gpu_hours_per_day"] == 32 * 24 and same["lost_gpu_hours_per_day"] == penalty.Range(low=500, high=500)
+    # without machine names every cluster is its own (the old sum)
+    assert losses.totals(clusters)["gpu_hours_per_day"] == 72 * 24
+
+
+def test_a_nccl_tests_job_keeps_its_slowdown_but_loses_no_day_of_training() -> None:
+    """The demo's EKS nccl-tests MPIJob runs without EFA: its steps are as slow as a TCP fallback makes them, but a
+    test runs minutes, so no GPU-hours a day are counted lost; the training job beside it is priced as before."""
+    from fabriccheck import flow
+    from fabriccheck.cli import demo_inventory
+
+    report = flow.run(demo_inventory(), flow.Options())
+    by_id = {c.id.rsplit("/", 2)[-2] + "/" + c.id.rsplit("/", 1)[-1]: c for c in report.clusters if c.provider == "k8s"}
+    tests = by_id["MPIJob/nccl-tests"].penalty
+    assert tests.slowdown is not None and tests.slowdown.low > 2
+    assert tests.lost_gpu_hours_per_day == penalty.Range(low=0.0, high=0.0)
+    assert tests.reason is not None and tests.reason.startswith("a test job (nccl-test)")
+    assert wording.penalty_line(tests).endswith("its findings hold for the training jobs on these nodes")
+    training = by_id["PyTorchJob/llama3-1-8b-fsdp"].penalty
+    assert training.reason is None or "test job" not in training.reason
