@@ -8,6 +8,7 @@ into a slowdown range, and that into what the cluster loses out of the GPU-hours
 from __future__ import annotations
 
 import functools
+from dataclasses import replace
 
 from fabriccheck import penalty
 from fabriccheck.clusters import Cluster
@@ -114,7 +115,7 @@ def _slowdown(distinct: tuple[Member, ...], nodes: int, workload: penalty.Worklo
 
 
 # A node's type (with the GPUs attached to it, GCP N1), its findings' effects, fabric NICs attached if partial.
-_MemberKey = tuple[tuple[str, int | None, str | None], frozenset[str], int | None]
+_MemberKey = tuple[tuple[str, int | None, str | None], frozenset[str], int | None, tuple[int | None, int | None]]
 # Effects that decide a node's state ahead of partial-fabric (see _member): its attached NICs do not matter then.
 _DOWN_EFFECTS = frozenset({"unreachable", *TCP_EFFECTS})
 
@@ -123,7 +124,19 @@ def _key(node: Node, effects: frozenset[str], facts: FactBuilder) -> _MemberKey:
     """What decides a node's member: its type, its findings' effects, and its fabric NICs when they are partial."""
     partial = "partial-fabric" in effects and not effects & _DOWN_EFFECTS
     attached = int(facts.of(fact_key_of(node))["fabric"]["attached"]) if partial else None
-    return (_type_of(node.shape), effects, attached)
+    return (_type_of(node.shape), effects, attached, _job_sockets(node))
+
+
+def _job_sockets(node: Node) -> tuple[int | None, int | None]:
+    """NCCL_SOCKET_NTHREADS and NCCL_NSOCKS_PERTHREAD as a pod's containers set them (None: unset, or not a whole
+    number NCCL would read): NCCL's socket count follows them (penalty.links.nccl_sockets)."""
+    pod = node.shape.pod
+    env = dict(pod.env) if pod is not None else {}
+    found = []
+    for name in ("NCCL_SOCKET_NTHREADS", "NCCL_NSOCKS_PERTHREAD"):
+        value = env.get(name, "").strip()
+        found.append(int(value) if value.isdigit() else None)
+    return found[0], found[1]
 
 
 def _type_of(shape: NodeShape) -> tuple[str, int | None, str | None]:
@@ -139,9 +152,11 @@ def _member(
     where: tuple[penalty.SocketPath, int],
 ) -> Member:
     """A node's fabric and its state, from its (type, findings' effects, fabric NICs attached if partial)."""
-    type_key, effects, attached = key
+    type_key, effects, attached, (threads, each) = key
     cap = capabilities[type_key]
     assert cap is not None  # cluster_penalty estimates only clusters whose types are all known
     fabric = node_fabric(cap, effects, lambda: facts.siblings(provider, cap.instance_type))
     state = node_state(effects, attached, where[0], where[1])
+    if threads is not None or each is not None:
+        state = replace(state, sockets=penalty.links.nccl_sockets(threads, each, fabric.provider, state.socket_path))
     return fabric, state

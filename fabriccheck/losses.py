@@ -84,9 +84,7 @@ def _paid_gpus(members: Sequence[tuple[int, frozenset[str]]]) -> float:
     return sum(per_machine.values()) + sum(gpus for gpus, keys in members if not keys)
 
 
-def totals(
-    clusters: Sequence[tuple[int, Penalty]], hosts: Sequence[frozenset[str]] | None = None
-) -> dict[str, Any]:
+def totals(clusters: Sequence[tuple[int, Penalty]], hosts: Sequence[frozenset[str]] | None = None) -> dict[str, Any]:
     """The summary's cost fields from each reported cluster's (GPUs, penalty). `hosts`, one per cluster, names the
     machines it runs on: clusters that share machines (a Kubernetes workload on a cloud node group's instances) are
     paid for once, and each machine loses what the most of its clusters loses there, not the sum (the same

@@ -3,10 +3,15 @@ priors a figure rests on are printed beside it (issue 32, items 4-6)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from fabriccheck import catalog, estimate, losses, penalty
+from fabriccheck.inventory import Inventory
 from fabriccheck.reports import wording
+
+ROOT = Path(__file__).resolve().parents[1]
 
 FSDP = penalty.WORKLOADS["llm-70b-fsdp"]
 
@@ -109,3 +114,38 @@ def test_a_nccl_tests_job_keeps_its_slowdown_but_loses_no_day_of_training() -> N
     assert wording.penalty_line(tests).endswith("its findings hold for the training jobs on these nodes")
     training = by_id["PyTorchJob/llama3-1-8b-fsdp"].penalty
     assert training.reason is None or "test job" not in training.reason
+
+
+def _with_socket_env(inventory: Inventory, env: tuple[tuple[str, str], ...]) -> Inventory:
+    """The inventory with `env` in the pods of the EKS nccl-tests MPIJob (a job that sets NCCL's socket threads)."""
+    nodes = []
+    for node in inventory.nodes:
+        pod = node.shape.pod
+        if pod is not None and pod.workload.endswith("MPIJob/nccl-tests") and pod.cloud == "aws":
+            shape = node.shape.model_copy(update={"pod": pod.model_copy(update={"env": pod.env + env})})
+            node = node.model_copy(update={"shape": shape})
+        nodes.append(node)
+    return inventory.model_copy(update={"nodes": nodes})
+
+
+def test_a_pods_nccl_socket_settings_price_its_fallback() -> None:
+    """NCCL_SOCKET_NTHREADS=4 and NCCL_NSOCKS_PERTHREAD=4 in the pods' env (what NCCL reads, net_socket.cc):
+    16 sockets per channel instead of the veth's one, so the pods' TCP fallback is faster and costs less."""
+    from fabriccheck import flow
+    from fabriccheck.providers.k8s.dump import load_dump
+
+    plain = load_dump(ROOT / "fixtures" / "demo" / "k8s")
+    tuned = _with_socket_env(plain, (("NCCL_SOCKET_NTHREADS", "4"), ("NCCL_NSOCKS_PERTHREAD", "4")))
+
+    def slowdown(inventory: Inventory) -> penalty.Penalty:
+        report = flow.run(inventory, flow.Options())
+        return next(c.penalty for c in report.clusters if c.id.startswith("k8s:eks-train") and "nccl-tests" in c.id)
+
+    before, after = slowdown(plain), slowdown(tuned)
+    assert before.slowdown is not None and after.slowdown is not None
+    assert after.slowdown.low < before.slowdown.low
+    assert before.inter_node_gbytes_per_s is not None and after.inter_node_gbytes_per_s is not None
+    # two pod streams (33 Gbps) become 32, which fill the 100 Gbps ENA line (66 Gbps of it, penalty.links)
+    assert after.inter_node_gbytes_per_s["degraded_best"] == pytest.approx(
+        2 * before.inter_node_gbytes_per_s["degraded_best"]
+    )
