@@ -210,6 +210,7 @@ def run(
     if assumed is not None:
         notes.append(assumed)
     notes.extend(prior_lines(fabric.accelerator, workload))
+    notes.append(f"layout: {penalty.layout_line(workload)}")
     step = None
     if slowdown.degraded_step_seconds_low is not None and slowdown.degraded_step_seconds_high is not None:
         step = Range(low=slowdown.degraded_step_seconds_low, high=slowdown.degraded_step_seconds_high)

@@ -58,6 +58,7 @@ WORKLOAD_FIELDS = {
     "nccl_socket_nthreads": "NCCL_SOCKET_NTHREADS as the job sets it (NCCL's default for the NIC if absent)",
     "nccl_nsocks_perthread": "NCCL_NSOCKS_PERTHREAD as the job sets it (NCCL's default for the NIC if absent)",
     "nccl_channels": "NCCL channels over sockets, from a log of the job (`N coll channels`)",
+    "fsdp_wrap": "fsdp: layer (each transformer block, the default), model (one unit) or hybrid (HSDP)",
 }
 _SUFFIX = {"k": 1e3, "m": 1e6, "b": 1e9, "t": 1e12}
 _SIZED = (
@@ -184,7 +185,13 @@ def workload_from_mapping(doc: Any, where: str, name: str = "workload", source: 
         socket_threads=_count(doc, "nccl_socket_nthreads", where),
         sockets_per_thread=_count(doc, "nccl_nsocks_perthread", where),
         socket_channels=_count(doc, "nccl_channels", where),
+        fsdp_wrap=_wrap(doc, where),
     )
+
+
+def _wrap(doc: dict[str, Any], where: str) -> penalty.FsdpWrap:
+    word = _choice(doc, "fsdp_wrap", "layer", {w: w for w in penalty.FSDP_WRAPS}, where)
+    return next(w for w in penalty.FSDP_WRAPS if w == word)
 
 
 def _count(doc: dict[str, Any], key: str, where: str) -> int | None:

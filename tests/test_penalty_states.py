@@ -387,3 +387,49 @@ def test_a_type_without_a_fabric_on_a_pod_network_is_healthy_there(path: str) ->
     s = penalty.estimate(a2, 4, estimate.state_named(f"healthy,{path}", a2), FSDP)
     assert s.estimated and (s.low, s.high) == (1.0, 1.0)
     assert s.healthy_gbytes_per_s == pytest.approx(_link(a2, f"healthy,{path}"))
+
+
+# ---------------------------------------------------------------------------------------------- FSDP wrapping
+
+
+def _fsdp(wrap: str, micro_batches: int = 1) -> penalty.Workload:
+    return workload_from_mapping(
+        {"parameters": "70B", "layers": 80, "hidden": 8192, "seq_len": 8192, "tokens_per_gpu": 16384,
+         "parallelism": "fsdp", "fsdp_wrap": wrap, "micro_batches": micro_batches},
+        "w.yaml",
+    )  # fmt: skip
+
+
+def test_fsdp_wrapping_prices_the_traffic_each_wrap_moves() -> None:
+    """Per layer (the default): the parameters gathered for forward and again for backward, gradients
+    reduce-scattered, most of it behind compute. One unit around the model (fully_shard's root keeps its
+    parameters from forward into backward, docs.pytorch.org distributed.fsdp.fully_shard): one gather and one
+    reduce-scatter, less traffic but none of it hidden. Hybrid (HSDP): gathers over NVLink, only a gradient
+    all-reduce crosses the nodes, so a TCP fallback costs it less than full sharding."""
+    accel = catalog.accelerator("H100")
+    assert accel is not None
+    link = penalty.Link(364 * penalty.GB, 30e-6)
+    layer, model, hybrid = (steps.step_times(_fsdp(w), 8, 8, accel, link) for w in ("layer", "model", "hybrid"))
+    assert model.communication < layer.communication and model.phases == ()
+    assert hybrid.communication < layer.communication  # its gathers ride NVLink
+    # nothing hides the whole-model gather and reduce-scatter: both are on the critical path
+    intra = penalty.intra_bandwidth(accel)
+    size = 70e9 * 2
+    whole = penalty.collective_seconds("all_gather", size, 8, 8, link, intra) + penalty.collective_seconds(
+        "reduce_scatter", size, 8, 8, link, intra
+    )
+    assert model.critical == pytest.approx(whole) and layer.critical < whole / 10
+    tcp = penalty.FabricState.tcp_fallback()
+    costs = {w: penalty.estimate(ND_H100, 8, tcp, _fsdp(w)) for w in ("layer", "hybrid")}
+    assert costs["hybrid"].low < costs["layer"].low and costs["hybrid"].high < costs["layer"].high
+    assert _fsdp("hybrid").fsdp_wrap == "hybrid" and _fsdp("layer") == replace(_fsdp("hybrid"), fsdp_wrap="layer")
+    with pytest.raises(FabricCheckError, match="fsdp_wrap 'blocks': choose from layer, model, hybrid"):
+        _fsdp("blocks")
+
+
+def test_the_layout_and_its_defaults_are_named_in_every_report() -> None:
+    report = estimate.run(P5, 4, "tcp", FSDP)
+    assert "layout: FSDP wrapping each layer (the default; fsdp_wrap: layer, model or hybrid)" in report.notes
+    ddp = estimate.run(P5, 4, "tcp", penalty.WORKLOADS["llm-8b-ddp"])
+    assert "layout: DDP, 25 MB gradient buckets (the default) reduced during the backward pass" in ddp.notes
+    assert penalty.layout_line(_fsdp("model")) == "FSDP wrapping the whole model in one unit (fsdp_wrap: model)"

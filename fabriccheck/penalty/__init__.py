@@ -60,10 +60,13 @@ from fabriccheck.penalty.steps import Phase, StepTimes, degraded_step_range, ste
 from fabriccheck.penalty.workloads import (
     DDP_BUCKET_BYTES,
     DEFAULT_WORKLOAD,
+    FSDP_WRAPS,
     WORKLOADS,
+    FsdpWrap,
     Strategy,
     Workload,
     is_workload_file,
+    layout_line,
 )
 
 __all__ = [
@@ -72,6 +75,7 @@ __all__ = [
     "DDP_BUCKET_BYTES",
     "DEFAULT_WORKLOAD",
     "EFFICIENCY",
+    "FSDP_WRAPS",
     "GB",
     "INTRA_LATENCY_S",
     "INTRA_RING_EFFICIENCY",
@@ -89,6 +93,7 @@ __all__ = [
     "FabricDescription",
     "FabricHealth",
     "FabricState",
+    "FsdpWrap",
     "Link",
     "Penalty",
     "Phase",
@@ -112,6 +117,7 @@ __all__ = [
     "healthy_link",
     "intra_bandwidth",
     "is_workload_file",
+    "layout_line",
     "lost_share",
     "one_node_step",
     "penalty_of",

@@ -132,6 +132,10 @@ def _data_parallel(
         trees = two_node_trees(accel, link)
         bucket = collective_seconds("all_reduce", size / buckets, nodes, gpus, link, intra, trees)
         return StepTimes(compute, experts + bucket, (Phase((buckets - 1) * bucket, backward / m),))
+    if w.fsdp_wrap == "model":
+        return _fsdp_whole_model(w, size, nodes, gpus, link, intra, compute, experts)
+    if w.fsdp_wrap == "hybrid":
+        return _hsdp(w, size, nodes, gpus, accel, link, intra, compute, experts)
     # FSDP: each layer's parameters are gathered before its forward and again before its backward, in every
     # micro-batch; gradients are reduce-scattered once per step. The first layer's gather has nothing to
     # hide behind.
@@ -140,6 +144,43 @@ def _data_parallel(
     fwd = Phase(m * (w.layers - 1) * gather, forward)
     bwd = Phase(m * w.layers * gather + scatter, backward)
     return StepTimes(compute, experts + m * gather, (fwd, bwd))
+
+
+def _fsdp_whole_model(
+    w: Workload, size: float, nodes: int, gpus: int, link: Link, intra: float, compute: float, experts: float
+) -> StepTimes:
+    """FSDP with one unit around the whole model: one all-gather of every parameter before the forward (the root
+    keeps them for the backward) and one reduce-scatter of every gradient after it, in each micro-batch; no
+    compute runs beside either (2x the parameters' volume, all of it exposed)."""
+    m = max(1, w.micro_batches)
+    gather = collective_seconds("all_gather", size, nodes, gpus, link, intra)
+    scatter = collective_seconds("reduce_scatter", size, nodes, gpus, link, intra)
+    return StepTimes(compute, experts + m * (gather + scatter))
+
+
+def _hsdp(
+    w: Workload,
+    size: float,
+    nodes: int,
+    gpus: int,
+    accel: catalog.Accelerator,
+    link: Link,
+    intra: float,
+    compute: float,
+    experts: float,
+) -> StepTimes:
+    """Hybrid sharding: per-layer gathers and reduce-scatters inside the node (NVLink), and each GPU's gradient
+    shard all-reduced across the nodes' replicas once per step, layer by layer during the backward pass (the
+    nodes together move the whole gradient, as DDP's all-reduce does); the last layer's is exposed."""
+    m = max(1, w.micro_batches)
+    forward, backward = compute / 3, 2 * compute / 3
+    gather = collective_seconds("all_gather", size / w.layers, 1, gpus, link, intra)
+    scatter = w.layers * collective_seconds("reduce_scatter", size / w.layers, 1, gpus, link, intra)
+    trees = two_node_trees(accel, link)
+    reduce = collective_seconds("all_reduce", size / w.layers, nodes, gpus, link, intra, trees) if nodes > 1 else 0.0
+    fwd = Phase(m * (w.layers - 1) * gather, forward)
+    bwd = Phase(m * w.layers * gather + scatter + (w.layers - 1) * reduce, backward)
+    return StepTimes(compute, experts + m * gather + reduce, (fwd, bwd))
 
 
 def _three_d(

@@ -9,6 +9,14 @@ from typing import Literal
 DDP_BUCKET_BYTES = 25e6
 
 Strategy = Literal["fsdp", "ddp", "3d"]
+# How FSDP wraps the model (each unit is gathered with one all-gather; docs.pytorch.org/docs/stable/
+# distributed.fsdp.fully_shard.html): `layer`, one unit per transformer block (torchtitan and the FSDP tutorials
+# wrap each block; the default); `model`, one unit around the whole model, whose parameters the root keeps
+# gathered from forward into backward (fully_shard: the root's reshard_after_forward is False, "since its
+# parameters would typically be immediately all-gathered for backward"); `hybrid`, HSDP (ShardingStrategy
+# HYBRID_SHARD, "FULL_SHARD within a node, and replicate parameters across nodes"; fully_shard on a 2D mesh).
+FsdpWrap = Literal["layer", "model", "hybrid"]
+FSDP_WRAPS: tuple[FsdpWrap, ...] = ("layer", "model", "hybrid")
 
 
 @dataclass(frozen=True)
@@ -41,6 +49,7 @@ class Workload:
     socket_threads: int | None = None
     sockets_per_thread: int | None = None
     socket_channels: int | None = None
+    fsdp_wrap: FsdpWrap = "layer"  # fsdp: how the model is wrapped (FSDP_WRAPS)
 
 
 WORKLOADS = {
@@ -109,6 +118,21 @@ WORKLOADS = {
     )
 }
 DEFAULT_WORKLOAD = "llm-70b-fsdp"
+
+
+def layout_line(w: Workload) -> str:
+    """The data-parallel layout the step is priced with, defaults named, for every report."""
+    if w.strategy == "fsdp":
+        said = {
+            "layer": "FSDP wrapping each layer (the default; fsdp_wrap: layer, model or hybrid)",
+            "model": "FSDP wrapping the whole model in one unit (fsdp_wrap: model)",
+            "hybrid": "hybrid-shard FSDP: sharded inside a node, replicated across nodes (fsdp_wrap: hybrid)",
+        }
+        return said[w.fsdp_wrap]
+    if w.strategy == "ddp":
+        default = " (the default)" if w.bucket_bytes == DDP_BUCKET_BYTES else ""
+        return f"DDP, {w.bucket_bytes / 1e6:g} MB gradient buckets{default} reduced during the backward pass"
+    return f"3D: tensor {w.tensor_parallel}, pipeline {w.pipeline_parallel}, data parallel across the rest"
 
 
 def is_workload_file(name: str) -> bool:
