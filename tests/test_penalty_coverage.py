@@ -149,3 +149,34 @@ def test_a_pods_nccl_socket_settings_price_its_fallback() -> None:
     assert after.inter_node_gbytes_per_s["degraded_best"] == pytest.approx(
         2 * before.inter_node_gbytes_per_s["degraded_best"]
     )
+
+
+def test_a_workload_that_cannot_fit_the_gpus_is_switched_or_refused_and_says_so() -> None:
+    """Weights, gradients and Adam states take 16 bytes a parameter (ZeRO, SC20, section 3.1), sharded as the
+    layout shards them. 70B under FSDP on two g5.12xlarge (8 x 24 GB A10G) needs 144 GB a GPU (a layer gathered):
+    the preset is priced as the largest named dense FSDP workload that fits (8B: 16 GB), and the report says so;
+    the user's own 70B is refused with one line; 175B in 3D on 2 x p5 (16 H100) cannot hold its 2.8 TB either."""
+    from fabriccheck.penalty import memory
+
+    g5 = estimate.fabric_of_type("g5.12xlarge")
+    report = estimate.run(g5, 2, "tcp", FSDP)
+    assert report.estimated and report.workload == "llm-70b-fsdp"
+    assert report.reason is not None and report.reason.startswith(
+        "llm-70b-fsdp does not fit 2 x 4 A10G (24 GB each): its weights, gradients and Adam states need 144 GB a GPU:"
+        " priced as llm-8b-fsdp"
+    )
+    found = penalty.estimate(g5, 2, penalty.FabricState.tcp_fallback(), FSDP)
+    assert found.workload == "llm-8b-fsdp"
+    assert penalty.penalty_of(found, FSDP, 8).workload == "llm-8b-fsdp"
+    own = FSDP.__class__(**{**FSDP.__dict__, "name": "ours"})
+    refused = penalty.estimate(g5, 2, penalty.FabricState.tcp_fallback(), own)
+    assert not refused.estimated and refused.reason is not None and "shard it more" in refused.reason
+    h100 = catalog.accelerator("H100")
+    assert h100 is not None
+    assert memory.state_bytes_per_gpu(penalty.WORKLOADS["llm-175b-3d"], 2, 8) == pytest.approx(175e9)
+    assert not memory.fits(penalty.WORKLOADS["llm-175b-3d"], 2, 8, h100)
+    assert memory.fits(penalty.WORKLOADS["llm-175b-3d"], 8, 8, h100)  # 8 stages: 2.8 TB / 64 = 44 GB
+    # four single-A10G nodes hold only the 1B preset (ZeRO-2 form: 2.5 + 4.3 GB)
+    four = estimate.fabric_of_type("g5.xlarge")
+    small = penalty.estimate(four, 4, penalty.FabricState.tcp_fallback(), penalty.WORKLOADS["llm-8b-ddp"])
+    assert small.workload == "llm-1b-ddp"

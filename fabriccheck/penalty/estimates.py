@@ -27,6 +27,7 @@ from fabriccheck.penalty.links import (
     healthy_link_of,
     nccl_sockets,
 )
+from fabriccheck.penalty.memory import fitted
 from fabriccheck.penalty.steps import StepTimes, degraded_step_range, step_times
 from fabriccheck.penalty.workloads import Workload
 
@@ -54,6 +55,7 @@ class Slowdown:
     healthy_gbytes_per_s: float | None = None  # inter-node link, one direction
     degraded_best_gbytes_per_s: float | None = None
     degraded_worst_gbytes_per_s: float | None = None
+    workload: str | None = None  # the named workload priced in place of one that does not fit (penalty.memory)
 
 
 @dataclass(frozen=True)
@@ -135,6 +137,12 @@ def _estimate_distinct(
     if nodes < 2:
         step = one_node_step(distinct[0][0], workload)
         return Slowdown(estimated=False, reason=ONE_NODE, healthy_step_seconds=step)
+    priced, fit = fitted(workload, nodes, gpus, accel)
+    if priced is None:
+        return Slowdown(estimated=False, reason=fit)
+    if priced is not workload:
+        found = _estimate_distinct(distinct, nodes, priced)
+        return replace(found, workload=priced.name, reason="; ".join(r for r in (fit, found.reason) if r))
     links = _links(distinct, accel)
     if isinstance(links, str):
         return Slowdown(estimated=False, reason=links)

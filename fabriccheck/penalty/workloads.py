@@ -90,6 +90,18 @@ WORKLOADS = {
             source="pytorch/torchtitan@eaea6f6 docs/performance.md Tables 1 and 3 (Llama 3.1 8B, FSDP, local batch 2)",
         ),
         Workload(
+            "llm-1b-ddp",
+            "1B-class dense LLM, DDP / ZeRO-1 (a model small GPUs can train: 16 GB cards and up)",
+            1.24e9,
+            16,
+            2048,
+            8192,
+            "ddp",
+            tokens_per_gpu=8192,
+            source="Llama-3.2-1B shape (meta-llama/Llama-3.2-1B config.json: hidden_size 2048, 16 layers, 1.24B "
+            "parameters); local batch 1 x 8192 as llm-8b-ddp",
+        ),
+        Workload(
             "llm-175b-3d",
             "175B-class dense LLM, tensor parallel 8 inside the node, pipeline 8 and data parallel across nodes",
             175e9,
