@@ -8,6 +8,7 @@ worst), and the step on one node is priced so that a scaling ratio can be formed
 
 from __future__ import annotations
 
+import difflib
 import functools
 import re
 from dataclasses import replace
@@ -104,16 +105,59 @@ class EstimateReport(BaseModel):
 def fabric_of_type(instance_type: str) -> penalty.FabricDescription:
     cap = catalog.resolve(instance_type, {})
     if cap is None:
-        raise unknown_model(f"--instance-type {instance_type}: not in the catalog (describe the fabric instead)")
+        named = type_named(instance_type)
+        cap = catalog.resolve(named, {}) if named is not None else None
+    if cap is None:
+        raise unknown_model(f"--instance-type {instance_type}: not in the catalog; {_did_you_mean(instance_type)}")
     return penalty.FabricDescription.from_capability(cap)
+
+
+def _catalog_types() -> list[str]:
+    return sorted(set().union(*(catalog.known_types(p, {}) for p in ("aws", "azure", "gcp"))))
+
+
+def _squashed(text: str) -> str:
+    """Lower-case letters and digits only, without Azure's `Standard_` (whose "nd" would match every size)."""
+    return re.sub(r"[^a-z0-9]", "", re.sub(r"^standard_", "", text.lower()))
+
+
+def type_named(text: str) -> str | None:
+    """The one catalog type a name people type means: any case (`P4D.24XLARGE`), a family with one size
+    (`p4d`), or the words of a size (`ND H100 v5`: Standard_ND96isr_H100_v5); None when none or several."""
+    types = _catalog_types()
+    wanted = text.strip().lower()
+    exact = [t for t in types if t.lower() == wanted]
+    family = [t for t in types if t.lower().split(".")[0] == wanted]
+    words = [_squashed(w) for w in re.split(r"[\s_.-]+", wanted) if _squashed(w)]
+    spoken = [t for t in types if words and all(w in _squashed(t) for w in words)]
+    for found in (exact, family, spoken):
+        if len(found) == 1:
+            return found[0]
+    return None
+
+
+def _did_you_mean(text: str) -> str:
+    """One clause: the catalog types the name may mean, or how to describe the fabric instead."""
+    words = [_squashed(w) for w in re.split(r"[\s_.-]+", text.lower()) if _squashed(w)]
+    types = _catalog_types()
+    spoken = [t for t in types if words and all(w in _squashed(t) for w in words)]
+    close = spoken[:6] or difflib.get_close_matches(text, types, n=4, cutoff=0.6)
+    if close:
+        return f"did you mean {', '.join(close)}?"
+    return "describe the fabric instead (--gpu, --gpus-per-node, --nics, --nic-gbps, --transport, --ethernet-gbps)"
 
 
 def accelerator_named(name: str) -> str:
     """The accelerator table's name for `--gpu NAME` (any case, maker and memory words allowed)."""
     found = catalog.accelerator(name.strip())
     if found is None:
-        known = ", ".join(sorted(catalog.accelerators()))
-        raise unknown_model(f"--gpu {name}: unknown accelerator (known: {known})")
+        known = sorted(catalog.accelerators())
+        close = difflib.get_close_matches(name.strip(), known, n=3, cutoff=0.5)
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        raise unknown_model(
+            f"--gpu {name}: unknown accelerator (known: {', '.join(known)}){hint}; no sourced figures for it: its "
+            "peak, NVLink/PCIe and memory figures go in fabriccheck/data/accelerators.yaml"
+        )
     return found.name
 
 
@@ -296,6 +340,7 @@ def _range(value: penalty.Range | None) -> Range | None:
 # What a reason the core gives lacks, and the option that gives it (the core does not know the command line).
 _GIVE = {
     "no ordinary-Ethernet bandwidth figure": "give it with --ethernet-gbps GBPS (the NIC NCCL's sockets would use)",
+    "no bandwidth figure for": "give it with --ethernet-gbps GBPS (the NIC NCCL's sockets would use)",
 }
 
 
@@ -387,6 +432,8 @@ def render_text(report: EstimateReport) -> str:
     elif report.slowdown is not None and report.healthy_step_seconds is not None:
         lines.append(f"healthy step: {report.healthy_step_seconds:.2f} s")
         lines.append(f"slowdown: {report.slowdown.low:.2f}x–{report.slowdown.high:.2f}x")
+        if report.reason:
+            lines.append(f"priced with: {report.reason}")  # e.g. the named workload that fits in place of one
     if report.one_node_step_seconds is not None and report.scaling_efficiency is not None:
         lines.append(
             f"one-node step: {report.one_node_step_seconds:.2f} s; scaling efficiency from one node: "

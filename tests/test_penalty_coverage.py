@@ -180,3 +180,43 @@ def test_a_workload_that_cannot_fit_the_gpus_is_switched_or_refused_and_says_so(
     four = estimate.fabric_of_type("g5.xlarge")
     small = penalty.estimate(four, 4, penalty.FabricState.tcp_fallback(), penalty.WORKLOADS["llm-8b-ddp"])
     assert small.workload == "llm-1b-ddp"
+
+
+@pytest.mark.parametrize(
+    ("typed", "meant"),
+    [
+        ("p4d", "p4d.24xlarge"),
+        ("P4D.24XLARGE", "p4d.24xlarge"),
+        ("ND H100 v5", "Standard_ND96isr_H100_v5"),
+        ("standard_nd96isr_h100_v5", "Standard_ND96isr_H100_v5"),
+        ("ND GB200 v6", "Standard_ND128isr_NDR_GB200_v6"),
+        ("a3 mega", "a3-megagpu-8g"),
+    ],
+)
+def test_instance_type_names_people_type_resolve(typed: str, meant: str) -> None:
+    assert estimate.type_named(typed) == meant
+    assert estimate.fabric_of_type(typed).instance_type == meant
+
+
+def test_an_ambiguous_or_unknown_name_gets_a_did_you_mean_or_what_to_give() -> None:
+    from fabriccheck.errors import FabricCheckError
+
+    with pytest.raises(FabricCheckError, match=r"--instance-type p5: not in the catalog; did you mean p5\.48xlarge"):
+        estimate.fabric_of_type("p5")
+    with pytest.raises(FabricCheckError, match=r"describe the fabric instead \(--gpu, --gpus-per-node"):
+        estimate.fabric_of_type("xyz-9")
+    assert estimate.accelerator_named("gb200") == "GB200" and estimate.accelerator_named("NVIDIA H100 80GB") == "H100"
+    with pytest.raises(FabricCheckError, match=r"--gpu H10: unknown accelerator \(known: .*\); did you mean H100"):
+        estimate.accelerator_named("H10")
+    with pytest.raises(FabricCheckError, match=r"--gpu TPU v5p: .*go in fabriccheck/data/accelerators\.yaml"):
+        estimate.accelerator_named("TPU v5p")
+
+
+def test_a_small_multi_gpu_vm_without_an_ethernet_figure_says_how_to_give_it() -> None:
+    report = estimate.run(estimate.fabric_of_type("a3-highgpu-4g"), 2, "tcp", FSDP)
+    assert report.reason == (
+        "no bandwidth figure for a3-highgpu-4g: give it with --ethernet-gbps GBPS (the NIC NCCL's sockets would use)"
+    )
+    given = estimate.run(estimate.with_overrides(estimate.fabric_of_type("a3-highgpu-4g"), 100, False), 2, "tcp", FSDP)
+    assert given.estimated and given.reason is not None and "priced as llm-8b-fsdp" in given.reason
+    assert given.scaling_efficiency is not None and given.scaling_efficiency.high < 1.0  # 8B from one node, not 70B

@@ -29,7 +29,7 @@ from fabriccheck.penalty.links import (
 )
 from fabriccheck.penalty.memory import fitted
 from fabriccheck.penalty.steps import StepTimes, degraded_step_range, step_times
-from fabriccheck.penalty.workloads import Workload
+from fabriccheck.penalty.workloads import WORKLOADS, Workload
 
 # Peers that cannot reach each other over the fabric do not fall back to TCP one pair at a time: NCCL picks its
 # network at start, and on EFA a blocked security group or a cross-zone peer fails the connection ("Unable to
@@ -142,6 +142,8 @@ def _estimate_distinct(
         return Slowdown(estimated=False, reason=fit)
     if priced is not workload:
         found = _estimate_distinct(distinct, nodes, priced)
+        if not found.estimated:
+            return found  # what stops the estimate is the line to read, not which workload it would have priced
         return replace(found, workload=priced.name, reason="; ".join(r for r in (fit, found.reason) if r))
     links = _links(distinct, accel)
     if isinstance(links, str):
@@ -250,12 +252,16 @@ class Scaling:
 
 def scaling(fabric: FabricDescription, nodes: int, state: FabricState, workload: Workload) -> Scaling | None:
     """The scaling efficiency of `workload` from one node to `nodes` nodes of `fabric` in `state`, or None."""
-    one = one_node_step(fabric, workload)
-    if one is None or nodes < 1:
+    if nodes < 1:
         return None
-    if nodes == 1:
+    found = estimate(fabric, nodes, state, workload) if nodes > 1 else None
+    if found is not None and found.workload is not None:
+        workload = WORKLOADS[found.workload]  # one that fits was priced: scale that one from one node
+    one = one_node_step(fabric, workload)
+    if one is None:
+        return None
+    if found is None:
         return Scaling(one, 1.0, 1.0)
-    found = estimate(fabric, nodes, state, workload)
     if not found.estimated or found.cannot_run or found.degraded_step_seconds_low is None:
         return None
     assert found.degraded_step_seconds_high is not None
