@@ -220,3 +220,14 @@ def test_a_small_multi_gpu_vm_without_an_ethernet_figure_says_how_to_give_it() -
     given = estimate.run(estimate.with_overrides(estimate.fabric_of_type("a3-highgpu-4g"), 100, False), 2, "tcp", FSDP)
     assert given.estimated and given.reason is not None and "priced as llm-8b-fsdp" in given.reason
     assert given.scaling_efficiency is not None and given.scaling_efficiency.high < 1.0  # 8B from one node, not 70B
+
+
+def test_g4dn_has_no_gpudirect_rdma_and_is_priced_host_staged() -> None:
+    """2 x g4dn.metal over EFA: every channel 'via NET/AWS Libfabric/0' with no /GDRDMA (aws-ia/terraform-aws-eks-
+    blueprints@a56919d examples/eks-efa/README.md, samples nccl/nccl-log/g4dnmetal-2node-ofi-efa-mpi.log). The
+    catalog says so, and the healthy link is the host-staged path, not the NIC's 0.83 x 100 Gbps."""
+    for size in ("g4dn.8xlarge", "g4dn.12xlarge", "g4dn.16xlarge", "g4dn.metal"):
+        assert estimate.fabric_of_type(size).gpudirect_rdma is False
+    metal = estimate.fabric_of_type("g4dn.metal")
+    healthy = penalty.healthy_link(metal)
+    assert healthy is not None and healthy.bandwidth / penalty.GB < 100 / 8 * 0.83 * 0.9
