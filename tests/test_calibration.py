@@ -20,7 +20,7 @@ import yaml
 
 from fabriccheck import catalog, estimate, penalty
 from fabriccheck.model import FabricKind
-from fabriccheck.penalty import links, steps
+from fabriccheck.penalty import collectives, links, steps
 from fabriccheck.workloadfile import workload_from_mapping
 
 TOLERANCE = 0.25
@@ -311,6 +311,20 @@ def test_nvl72_domain_busbw_is_what_its_fitted_rack_rows_say() -> None:
     tray = catalog.accelerator("GB200")
     assert tray is not None and tray.allreduce_busbw_gbytes is not None
     assert abs(tray.allreduce_busbw_gbytes - 834.57) / 834.57 > 0.18
+
+
+def test_domain_ring_nics_is_what_its_fitted_row_says() -> None:
+    """The NICs' worth a GB200 rack's rings drive out of it: the 20-rack busbw over one 400 Gbps NIC at
+    InfiniBand's efficiency. Without the cap the model put all 72 of a rack's NICs on its rings (x2 high)."""
+    (row,) = _fitted("DOMAIN_RING_NICS")
+    per_nic = 400 / 8 * links.EFFICIENCY[FabricKind.INFINIBAND]
+    assert pytest.approx(row["busbw"] / per_nic, abs=0.05) == collectives.DOMAIN_RING_NICS
+    saved = collectives.DOMAIN_RING_NICS
+    try:
+        collectives.DOMAIN_RING_NICS = 1e9
+        assert check(row).predicted > 1.9 * row["busbw"]
+    finally:
+        collectives.DOMAIN_RING_NICS = saved
 
 
 def test_a_custom_fabric_row_prices_like_its_instance_type() -> None:
