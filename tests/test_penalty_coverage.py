@@ -231,3 +231,9 @@ def test_g4dn_has_no_gpudirect_rdma_and_is_priced_host_staged() -> None:
     metal = estimate.fabric_of_type("g4dn.metal")
     healthy = penalty.healthy_link(metal)
     assert healthy is not None and healthy.bandwidth / penalty.GB < 100 / 8 * 0.83 * 0.9
+
+
+def test_an_a10_is_priced_with_its_a10g_figures() -> None:
+    """AWS's A10G is the A10 (NVIDIA A10 datasheet: 24 GB GDDR6, PCIe Gen4, the BF16 peak accelerators.yaml cites
+    for A10G): `--gpu A10` and an Azure NVadsA10 device name resolve to that row."""
+    assert estimate.accelerator_named("A10") == "A10G" and estimate.accelerator_named("NVIDIA A10") == "A10G"
