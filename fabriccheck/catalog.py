@@ -171,6 +171,9 @@ class Accelerator:
     missing: tuple[str, ...] = ()  # the figures a full estimate needs that no source gives, in FIGURES' words
     host_link_gbytes: float | None = None  # one direction, GPU to host memory (PCIe, or NVLink-C2C on Grace)
     nvlink_domain_gpus: int | None = None  # GPUs one multi-node NVLink domain holds (NVL72), when beyond a node
+    # measured all_reduce busbw over a whole multi-node NVLink domain (MNNVL with NVLS), when sourced
+    domain_allreduce_busbw_gbytes: float | None = None
+    memory_gbytes: float | None = None  # device memory (the larger of a part's sizes)
 
 
 # What each figure is, for the one line that says which is missing or assumed.
@@ -182,6 +185,8 @@ FIGURES = {
     "nvls": "NVLink SHARP",
     "host_link_gbytes": "GPU-to-host bandwidth (the path without GPUDirect RDMA)",
     "nvlink_domain_gpus": "multi-node NVLink domain size",
+    "domain_allreduce_busbw_gbytes": "all_reduce busbw over a multi-node NVLink domain",
+    "memory_gbytes": "device memory",
 }
 NEEDED = ("nvlink_gbytes", "peak_tflops", "mfu")  # for collectives (the first) and step times (all three)
 # Words that name the maker or the memory, not the device: "NVIDIA H100 80GB HBM3" is H100, "Tesla V100-SXM2-32GB"
@@ -217,6 +222,8 @@ def accelerators() -> dict[str, Accelerator]:
             tuple(FIGURES[key] for key in NEEDED if figures[key][0] is None),
             figures["host_link_gbytes"][0],
             figures["nvlink_domain_gpus"][0],
+            figures["domain_allreduce_busbw_gbytes"][0],
+            figures["memory_gbytes"][0],
         )
     return found
 

@@ -8,6 +8,7 @@ into a slowdown range, and that into what the cluster loses out of the GPU-hours
 from __future__ import annotations
 
 import functools
+from dataclasses import replace
 
 from fabriccheck import penalty
 from fabriccheck.clusters import Cluster
@@ -17,6 +18,23 @@ from fabriccheck.model import Capability, Node, NodeShape
 from fabriccheck.penalty.members import TCP_EFFECTS, node_fabric, node_state
 
 Member = tuple[penalty.FabricDescription, penalty.FabricState]  # one node's fabric and what is wrong with it
+# Words that name a test job in a Kubernetes workload's name or its containers' names and images: nccl-tests
+# (NVIDIA/nccl-tests images, GKE's and AKS's nccl-test samples) and node health checks. A test runs minutes; what
+# its findings say holds for the training jobs of its nodes, but it is not a day of training to price.
+TEST_JOB_WORDS = ("nccl-test", "nccl_test", "health-check", "healthcheck", "node-health")
+
+
+def test_job(cluster: Cluster) -> str | None:
+    """The word that makes a Kubernetes workload a test job (nccl-tests, a health check), or None."""
+    for node in cluster.nodes:
+        pod = node.shape.pod
+        if pod is None:
+            continue
+        texts = [pod.workload.rsplit("/", 1)[-1].lower()] + [f"{c} {i}".lower() for c, i in pod.containers]
+        for word in TEST_JOB_WORDS:
+            if any(word in text for text in texts):
+                return word
+    return None
 
 
 def cluster_cost(
@@ -32,7 +50,23 @@ def cluster_cost(
     found = cluster_penalty(cluster, certain, workload, price_per_gpu_hour, facts)
     if any(f.confidence != "certain" and f.effect != "none" for f in findings):
         found.possible = cluster_penalty(cluster, findings, workload, price_per_gpu_hour, facts)
-    return found
+    word = test_job(cluster)
+    return found if word is None else _as_test_job(found, word)
+
+
+def _as_test_job(found: penalty.Penalty, word: str) -> penalty.Penalty:
+    """A test job keeps its slowdown (what its own run will show) but loses no day of training: 0 GPU-hours and
+    dollars a day, so no total counts it as one (its nodes are still paid for)."""
+    if not found.estimated or found.cannot_run:
+        return found
+    said = (
+        f"a test job ({word}): it runs minutes, not a day of {found.workload} training, so no GPU-hours a day are "
+        "counted lost; its findings hold for the training jobs on these nodes"
+    )
+    none = penalty.Range(low=0.0, high=0.0)
+    cleared = {"lost_gpu_hours_per_day": none, "lost_dollars_per_day": none if found.price_per_gpu_hour else None}
+    possible = found.possible.model_copy(update=cleared) if found.possible is not None else None
+    return found.model_copy(update={**cleared, "reason": said, "possible": possible})
 
 
 def cluster_penalty(
@@ -81,7 +115,7 @@ def _slowdown(distinct: tuple[Member, ...], nodes: int, workload: penalty.Worklo
 
 
 # A node's type (with the GPUs attached to it, GCP N1), its findings' effects, fabric NICs attached if partial.
-_MemberKey = tuple[tuple[str, int | None, str | None], frozenset[str], int | None]
+_MemberKey = tuple[tuple[str, int | None, str | None], frozenset[str], int | None, tuple[int | None, int | None]]
 # Effects that decide a node's state ahead of partial-fabric (see _member): its attached NICs do not matter then.
 _DOWN_EFFECTS = frozenset({"unreachable", *TCP_EFFECTS})
 
@@ -90,7 +124,19 @@ def _key(node: Node, effects: frozenset[str], facts: FactBuilder) -> _MemberKey:
     """What decides a node's member: its type, its findings' effects, and its fabric NICs when they are partial."""
     partial = "partial-fabric" in effects and not effects & _DOWN_EFFECTS
     attached = int(facts.of(fact_key_of(node))["fabric"]["attached"]) if partial else None
-    return (_type_of(node.shape), effects, attached)
+    return (_type_of(node.shape), effects, attached, _job_sockets(node))
+
+
+def _job_sockets(node: Node) -> tuple[int | None, int | None]:
+    """NCCL_SOCKET_NTHREADS and NCCL_NSOCKS_PERTHREAD as a pod's containers set them (None: unset, or not a whole
+    number NCCL would read): NCCL's socket count follows them (penalty.links.nccl_sockets)."""
+    pod = node.shape.pod
+    env = dict(pod.env) if pod is not None else {}
+    found = []
+    for name in ("NCCL_SOCKET_NTHREADS", "NCCL_NSOCKS_PERTHREAD"):
+        value = env.get(name, "").strip()
+        found.append(int(value) if value.isdigit() else None)
+    return found[0], found[1]
 
 
 def _type_of(shape: NodeShape) -> tuple[str, int | None, str | None]:
@@ -106,9 +152,11 @@ def _member(
     where: tuple[penalty.SocketPath, int],
 ) -> Member:
     """A node's fabric and its state, from its (type, findings' effects, fabric NICs attached if partial)."""
-    type_key, effects, attached = key
+    type_key, effects, attached, (threads, each) = key
     cap = capabilities[type_key]
     assert cap is not None  # cluster_penalty estimates only clusters whose types are all known
     fabric = node_fabric(cap, effects, lambda: facts.siblings(provider, cap.instance_type))
     state = node_state(effects, attached, where[0], where[1])
+    if threads is not None or each is not None:
+        state = replace(state, sockets=penalty.links.nccl_sockets(threads, each, fabric.provider, state.socket_path))
     return fabric, state

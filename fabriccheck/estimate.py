@@ -8,6 +8,7 @@ worst), and the step on one node is priced so that a scaling ratio can be formed
 
 from __future__ import annotations
 
+import difflib
 import functools
 import re
 from dataclasses import replace
@@ -35,12 +36,14 @@ TRANSPORTS = {
     "tcp": FabricKind.NONE,
 }
 # --state: one fabric word, then modifiers, comma-separated ("tcp,pod,sockets=4", "nics=4,no-placement").
-_BASE = re.compile(r"^(healthy|tcp|no-gdr|no-placement|unreachable|nics=(\d+))$")
-_MODIFIER = re.compile(r"^(host|pod|overlay|cross-zone|no-placement|(sockets|mtu|domains)=(\d+))$")
+_BASE = re.compile(r"^(healthy|tcp|no-gdr|no-placement|unreachable|nvlink-split|nvlink-down|nics=(\d+))$")
+_MODIFIER = re.compile(r"^(host|pod|overlay|cross-zone|no-placement|(sockets|channels|mtu|domains)=(\d+))$")
 STATE_HELP = (
-    "healthy, tcp, nics=K, no-gdr, no-placement or unreachable, then modifiers: host, pod or overlay (how NCCL's "
-    "sockets reach the network), sockets=N (NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD), mtu=N, cross-zone, "
-    "no-placement, domains=K (NVLink domains the job spans), e.g. tcp,pod"
+    "healthy, tcp, nics=K, no-gdr, no-placement, unreachable, nvlink-split (one NVLink domain more than the job "
+    "needs; domains=K for more) or nvlink-down (multi-node NVLink down), then modifiers: host, pod or overlay "
+    "(how NCCL's sockets reach the network), sockets=N (NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD), channels=N "
+    "(NCCL's channels over the sockets, a log's coll channels), mtu=N, "
+    "cross-zone, no-placement, domains=K (NVLink domains the job spans), e.g. tcp,pod"
 )
 
 
@@ -102,16 +105,59 @@ class EstimateReport(BaseModel):
 def fabric_of_type(instance_type: str) -> penalty.FabricDescription:
     cap = catalog.resolve(instance_type, {})
     if cap is None:
-        raise unknown_model(f"--instance-type {instance_type}: not in the catalog (describe the fabric instead)")
+        named = type_named(instance_type)
+        cap = catalog.resolve(named, {}) if named is not None else None
+    if cap is None:
+        raise unknown_model(f"--instance-type {instance_type}: not in the catalog; {_did_you_mean(instance_type)}")
     return penalty.FabricDescription.from_capability(cap)
+
+
+def _catalog_types() -> list[str]:
+    return sorted(set().union(*(catalog.known_types(p, {}) for p in ("aws", "azure", "gcp"))))
+
+
+def _squashed(text: str) -> str:
+    """Lower-case letters and digits only, without Azure's `Standard_` (whose "nd" would match every size)."""
+    return re.sub(r"[^a-z0-9]", "", re.sub(r"^standard_", "", text.lower()))
+
+
+def type_named(text: str) -> str | None:
+    """The one catalog type a name people type means: any case (`P4D.24XLARGE`), a family with one size
+    (`p4d`), or the words of a size (`ND H100 v5`: Standard_ND96isr_H100_v5); None when none or several."""
+    types = _catalog_types()
+    wanted = text.strip().lower()
+    exact = [t for t in types if t.lower() == wanted]
+    family = [t for t in types if t.lower().split(".")[0] == wanted]
+    words = [_squashed(w) for w in re.split(r"[\s_.-]+", wanted) if _squashed(w)]
+    spoken = [t for t in types if words and all(w in _squashed(t) for w in words)]
+    for found in (exact, family, spoken):
+        if len(found) == 1:
+            return found[0]
+    return None
+
+
+def _did_you_mean(text: str) -> str:
+    """One clause: the catalog types the name may mean, or how to describe the fabric instead."""
+    words = [_squashed(w) for w in re.split(r"[\s_.-]+", text.lower()) if _squashed(w)]
+    types = _catalog_types()
+    spoken = [t for t in types if words and all(w in _squashed(t) for w in words)]
+    close = spoken[:6] or difflib.get_close_matches(text, types, n=4, cutoff=0.6)
+    if close:
+        return f"did you mean {', '.join(close)}?"
+    return "describe the fabric instead (--gpu, --gpus-per-node, --nics, --nic-gbps, --transport, --ethernet-gbps)"
 
 
 def accelerator_named(name: str) -> str:
     """The accelerator table's name for `--gpu NAME` (any case, maker and memory words allowed)."""
     found = catalog.accelerator(name.strip())
     if found is None:
-        known = ", ".join(sorted(catalog.accelerators()))
-        raise unknown_model(f"--gpu {name}: unknown accelerator (known: {known})")
+        known = sorted(catalog.accelerators())
+        close = difflib.get_close_matches(name.strip(), known, n=3, cutoff=0.5)
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        raise unknown_model(
+            f"--gpu {name}: unknown accelerator (known: {', '.join(known)}){hint}; no sourced figures for it: its "
+            "peak, NVLink/PCIe and memory figures go in fabriccheck/data/accelerators.yaml"
+        )
     return found.name
 
 
@@ -161,6 +207,8 @@ def _base_state(match: re.Match[str], text: str, nics: int) -> penalty.FabricSta
         "no-gdr": penalty.FabricState.gpudirect_off(),
         "no-placement": penalty.FabricState.healthy(loose_placement=True),
         "unreachable": penalty.FabricState.unreachable(),
+        penalty.NVLINK_SPLIT: penalty.FabricState.nvlink_split(),
+        penalty.NVLINK_DOWN: penalty.FabricState.nvlink_down(),
     }[match.group(1)]
 
 
@@ -172,6 +220,8 @@ def _modified(state: penalty.FabricState, modifier: re.Match[str]) -> penalty.Fa
             raise usage(f"--state: {word}: {key} must be at least 1")
         if key == "sockets":
             return replace(state, sockets=value)
+        if key == "channels":
+            return replace(state, channels=value)
         return replace(state, mtu=value) if key == "mtu" else replace(state, nvlink_domains=value)
     paths: dict[str, penalty.SocketPath] = {"host": "host", "pod": "pod", "overlay": "overlay"}
     if word in paths:
@@ -196,13 +246,15 @@ def run(
     result = penalty.penalty_of(slowdown, workload, nodes * fabric.gpus_per_node, price_per_gpu_hour)
     notes = _notes(fabric, nodes, state) + [f"calibration run: {line}" for line in calibration_notes or ()]
     missing, assumed = figure_lines(fabric.accelerator)
-    reason = result.reason
+    reason = _how_to_give(result.reason)
     if missing is not None and result.estimated is False and nodes > 1:
         reason = missing  # one line says which figure is missing
     elif missing is not None:
         notes.append(missing)
     if assumed is not None:
         notes.append(assumed)
+    notes.extend(prior_lines(fabric.accelerator, workload))
+    notes.append(f"layout: {penalty.layout_line(workload)}")
     step = None
     if slowdown.degraded_step_seconds_low is not None and slowdown.degraded_step_seconds_high is not None:
         step = Range(low=slowdown.degraded_step_seconds_low, high=slowdown.degraded_step_seconds_high)
@@ -285,6 +337,36 @@ def _range(value: penalty.Range | None) -> Range | None:
     return Range(low=value.low, high=value.high) if value is not None else None
 
 
+# What a reason the core gives lacks, and the option that gives it (the core does not know the command line).
+_GIVE = {
+    "no ordinary-Ethernet bandwidth figure": "give it with --ethernet-gbps GBPS (the NIC NCCL's sockets would use)",
+    "no bandwidth figure for": "give it with --ethernet-gbps GBPS (the NIC NCCL's sockets would use)",
+}
+
+
+def _how_to_give(reason: str | None) -> str | None:
+    for lacking, how in _GIVE.items():
+        if reason is not None and reason.startswith(lacking):
+            return f"{reason}: {how}"
+    return reason
+
+
+def prior_lines(name: str, workload: penalty.Workload) -> list[str]:
+    """The priors the step time rests on, printed beside the figure: the accelerator's MFU and peak (or the
+    measured step that replaces them)."""
+    accel = catalog.accelerator(name)
+    if accel is None or accel.mfu is None or accel.peak_tflops is None:
+        return []
+    if workload.measured_step_seconds > 0:
+        return [f"compute from the measured step: {workload.measured_step_seconds:g} s on {workload.measured_nodes} "
+                "healthy nodes (replaces the MFU prior)"]  # fmt: skip
+    kind = "assumed: no published multi-node MFU" if "mfu" in accel.assumed else "from published runs"
+    return [
+        f"compute at an MFU prior of {accel.mfu:.0%} of {accel.name}'s {accel.peak_tflops:g} TFLOPS dense BF16 "
+        f"({kind}; fabriccheck/data/accelerators.yaml); a workload file's step_seconds replaces it"
+    ]
+
+
 def figure_lines(name: str) -> tuple[str | None, str | None]:
     """(one line naming the figures an accelerator lacks and what is therefore not estimated, one line naming the
     figures that are assumed rather than published), each None when there is nothing to say."""
@@ -350,6 +432,8 @@ def render_text(report: EstimateReport) -> str:
     elif report.slowdown is not None and report.healthy_step_seconds is not None:
         lines.append(f"healthy step: {report.healthy_step_seconds:.2f} s")
         lines.append(f"slowdown: {report.slowdown.low:.2f}x–{report.slowdown.high:.2f}x")
+        if report.reason:
+            lines.append(f"priced with: {report.reason}")  # e.g. the named workload that fits in place of one
     if report.one_node_step_seconds is not None and report.scaling_efficiency is not None:
         lines.append(
             f"one-node step: {report.one_node_step_seconds:.2f} s; scaling efficiency from one node: "
@@ -393,5 +477,3 @@ def _span(value: Range, form: str) -> str:
 
 def _gbytes(value: float) -> str:
     return f"{value:.2f}" if value >= 1 else f"{value:.3g}"
-
-

@@ -24,6 +24,7 @@ Category = Literal[
     "software",
 ]
 # What a finding does to the cluster's fabric; the penalty model reads this, never a number in the rule.
+# split-nvlink-domain and nvlink-down are penalty.NVLINK_SPLIT and penalty.NVLINK_DOWN.
 # gpudirect-off is said by evidence only (NCCL204, penalty.FabricState's word): no inventory shows it.
 Effect = Literal[
     "tcp-fallback",
@@ -32,6 +33,7 @@ Effect = Literal[
     "loose-placement",
     "weaker-fabric",
     "split-nvlink-domain",
+    "nvlink-down",
     "gpudirect-off",
     "none",
 ]

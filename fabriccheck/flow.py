@@ -114,7 +114,12 @@ def _run(inventory: Inventory, options: Options) -> Report:
         generated_at=dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat(),
         complete=inventory.complete,
         errors=inventory.errors,
-        workload={"name": workload.name, "description": workload.description, "source": workload.source},
+        workload={
+            "name": workload.name,
+            "description": workload.description,
+            "source": workload.source,
+            "layout": penalty.layout_line(workload),
+        },
         rules=rulebook.active_ids(rules),  # the rules that ran: those of the clouds in the inventory
         findings=findings,
         clusters=reported,

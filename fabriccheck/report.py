@@ -258,7 +258,7 @@ def tally(findings: list[Finding], clusters: list[ClusterReport], skipped: list[
         "findings": {s: sum(1 for f in findings if f.severity == s) for s in ("error", "warning", "info")},
         "by_category": dict(sorted(Counter(f.category for f in findings).items())),
         "by_rule": dict(sorted(Counter(f.rule for f in findings).items())),
-        **losses.totals([(c.gpus, c.penalty) for c in clusters]),
+        **losses.totals([(c.gpus, c.penalty) for c in clusters], [machines(c) for c in clusters]),
         "possible_findings": sum(1 for f in findings if f.confidence == "possible"),
         "clusters_by_status": {
             s: sum(1 for c in clusters if c.status == s) for s in ("clean", "findings", "incomplete")
@@ -268,6 +268,17 @@ def tally(findings: list[Finding], clusters: list[ClusterReport], skipped: list[
         "waived": sum(1 for f in findings if f.waiver is not None),
         "in_baseline": sum(1 for f in findings if f.baseline == "existing"),
     }
+
+
+def machines(cluster: ClusterReport) -> frozenset[str]:
+    """The machines a cluster runs on, named as the cloud names them: a cloud cluster's nodes, a Kubernetes
+    workload's cloud instances (its pending pods, on no machine yet, by their own names). Two reports of the same
+    estate name the same machine alike, so its GPU-hours are paid for once."""
+    if cluster.provider != "k8s":
+        return frozenset("/".join(_key(cluster.provider, node)) for node in cluster.nodes)
+    placed = frozenset("/".join(_key(i.cloud, i.instance)) for i in cluster.cloud_instances)
+    pending = max(0, len(cluster.nodes) - len(cluster.cloud_instances))
+    return placed | frozenset(f"k8s:{cluster.account}:{cluster.id}:pending:{n}" for n in range(pending))
 
 
 def load_report(path: Path) -> Report:

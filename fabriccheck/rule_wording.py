@@ -47,6 +47,10 @@ _CONTRADICTS: dict[str, tuple[tuple[re.Pattern[str], ...], str]] = {
         (FALLBACK, UNREACHABLE),
         "traffic NVLink could carry crosses the scale-out fabric (the penalty is a slowdown)",
     ),
+    "nvlink-down": (
+        (FALLBACK, UNREACHABLE),
+        "multi-node NVLink is down and every node uses its own NICs (the penalty is a slowdown)",
+    ),
     "none": ((FALLBACK, UNREACHABLE), "nothing the penalty counts"),
 }
 

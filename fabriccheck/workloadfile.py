@@ -55,6 +55,10 @@ WORKLOAD_FIELDS = {
     "bucket_mb": "ddp: gradient bucket in MB (PyTorch's bucket_cap_mb, 25 by default)",
     "step_seconds": "a step time you measured with a healthy fabric (replaces the MFU prior)",
     "step_nodes": "the nodes that step time was measured on",
+    "nccl_socket_nthreads": "NCCL_SOCKET_NTHREADS as the job sets it (NCCL's default for the NIC if absent)",
+    "nccl_nsocks_perthread": "NCCL_NSOCKS_PERTHREAD as the job sets it (NCCL's default for the NIC if absent)",
+    "nccl_channels": "NCCL channels over sockets, from a log of the job (`N coll channels`)",
+    "fsdp_wrap": "fsdp: layer (each transformer block, the default), model (one unit) or hybrid (HSDP)",
 }
 _SUFFIX = {"k": 1e3, "m": 1e6, "b": 1e9, "t": 1e12}
 _SIZED = (
@@ -178,4 +182,23 @@ def workload_from_mapping(doc: Any, where: str, name: str = "workload", source: 
         bucket_bytes=bucket,
         measured_step_seconds=seconds,
         measured_nodes=nodes,
+        socket_threads=_count(doc, "nccl_socket_nthreads", where),
+        sockets_per_thread=_count(doc, "nccl_nsocks_perthread", where),
+        socket_channels=_count(doc, "nccl_channels", where),
+        fsdp_wrap=_wrap(doc, where),
     )
+
+
+def _wrap(doc: dict[str, Any], where: str) -> penalty.FsdpWrap:
+    word = _choice(doc, "fsdp_wrap", "layer", {w: w for w in penalty.FSDP_WRAPS}, where)
+    return next(w for w in penalty.FSDP_WRAPS if w == word)
+
+
+def _count(doc: dict[str, Any], key: str, where: str) -> int | None:
+    """An optional whole-number NCCL setting (0 allowed: NCCL_SOCKET_NTHREADS=0 is no helper thread)."""
+    if key not in doc:
+        return None
+    value = doc[key]
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise FabricCheckError(f"{where}: {key} {value!r} is not a whole number (0 or more)")
+    return value

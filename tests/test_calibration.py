@@ -20,7 +20,7 @@ import yaml
 
 from fabriccheck import catalog, estimate, penalty
 from fabriccheck.model import FabricKind
-from fabriccheck.penalty import links, steps
+from fabriccheck.penalty import collectives, links, steps
 from fabriccheck.workloadfile import workload_from_mapping
 
 TOLERANCE = 0.25
@@ -176,7 +176,9 @@ def test_rows_are_sourced_and_a_third_is_held_out() -> None:
         assert any(key in r for key in measured), r["id"]
         assert bool(r.get("held_out")) != bool(r.get("fits")), f"{r['id']}: held out, or names the constant it fits"
     held = sum(1 for r in ROWS if r.get("held_out"))
-    assert 0.3 <= held / len(ROWS) <= 0.5
+    # At least a third held out; more may be (published runs added to check the model, none fitted to them), as
+    # long as a good share still fits the constants.
+    assert 0.3 <= held / len(ROWS) <= 0.6
     for kind in ("collective", "scaling"):
         of_kind = [r for r in ROWS if r.get("kind", "collective") == kind]
         assert any(r.get("held_out") for r in of_kind) and any(r.get("fits") for r in of_kind), kind
@@ -296,6 +298,33 @@ def test_the_overlap_constant_reproduces_its_scaling_row() -> None:
         assert scaling_ratio(row) > row["ratio"] + 0.02
     finally:
         steps.COMM_SM_OVERHEAD = saved
+
+
+def test_nvl72_domain_busbw_is_what_its_fitted_rack_rows_say() -> None:
+    """The whole-rack MNNVL figures (GB200: CoreWeave's 72-rank run; GB300: Azure's rack baseline) are the busbw
+    of their rows, and a rack priced with a tray's 4-GPU ring figure instead (679.61) would miss GB200's by 19%."""
+    for name in ("GB200", "GB300"):
+        (row,) = _fitted(f"accelerators.yaml {name} domain_allreduce_busbw_gbytes")
+        accel = catalog.accelerator(name)
+        assert accel is not None and accel.domain_allreduce_busbw_gbytes == pytest.approx(row["busbw"])
+        assert check(row).error < 0.01
+    tray = catalog.accelerator("GB200")
+    assert tray is not None and tray.allreduce_busbw_gbytes is not None
+    assert abs(tray.allreduce_busbw_gbytes - 834.57) / 834.57 > 0.18
+
+
+def test_domain_ring_nics_is_what_its_fitted_row_says() -> None:
+    """The NICs' worth a GB200 rack's rings drive out of it: the 20-rack busbw over one 400 Gbps NIC at
+    InfiniBand's efficiency. Without the cap the model put all 72 of a rack's NICs on its rings (x2 high)."""
+    (row,) = _fitted("DOMAIN_RING_NICS")
+    per_nic = 400 / 8 * links.EFFICIENCY[FabricKind.INFINIBAND]
+    assert pytest.approx(row["busbw"] / per_nic, abs=0.05) == collectives.DOMAIN_RING_NICS
+    saved = collectives.DOMAIN_RING_NICS
+    try:
+        collectives.DOMAIN_RING_NICS = 1e9
+        assert check(row).predicted > 1.9 * row["busbw"]
+    finally:
+        collectives.DOMAIN_RING_NICS = saved
 
 
 def test_a_custom_fabric_row_prices_like_its_instance_type() -> None:

@@ -28,7 +28,15 @@ PENALTIES = Path(__file__).parent / "snapshots" / "demo-penalties.json"
 # Rules added since, which the report lists among those it ran (issue 22: UltraServers spread over NVLink domains).
 RULES_SINCE = ("AWS160",)
 # The penalty model's own figures (issue 22 changed them): held against PENALTIES instead of BEFORE.
-MODEL_FIGURES = ("slowdown", "healthy_step_seconds", "degraded_step_seconds", "inter_node_gbytes_per_s", "reason")
+# Issue 32 adds the workload priced: a named workload that does not fit a cluster's GPUs is priced as one that does.
+MODEL_FIGURES = (
+    "slowdown",
+    "healthy_step_seconds",
+    "degraded_step_seconds",
+    "inter_node_gbytes_per_s",
+    "reason",
+    "workload",
+)
 DEMO_ACCOUNT = "111122223333"
 
 
@@ -106,6 +114,7 @@ def _without_additions(report: dict[str, Any]) -> dict[str, Any]:
     for key in ADDED_SINCE["report"]:
         stripped.pop(key)
     stripped["rules"] = [r for r in stripped["rules"] if r not in RULES_SINCE]
+    stripped["workload"].pop("layout")  # issue 32: the data-parallel layout priced, its defaults named
     for cluster in stripped["clusters"]:
         for key in ADDED_SINCE["clusters"]:
             cluster.pop(key)

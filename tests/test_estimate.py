@@ -196,14 +196,22 @@ def test_a_scan_prices_a_workload_file_as_its_preset(tmp_path: Path) -> None:
     demo = Path(__file__).resolve().parent.parent / "fixtures" / "demo" / "aws"
     path = tmp_path / "w.yaml"
     path.write_text(PRESET_AS_FILE.replace("name: llm-8b-ddp", "name: our-8b"))
-    penalties = {}
+    penalties, reasons = {}, {}
     for workload in ("llm-8b-ddp", str(path)):
         out = tmp_path / "report.json"
         result = run("aws", "--from-dump", str(demo), "--workload", workload, "-f", "json", "-o", str(out))
         assert result.returncode == 1, result.stderr
         report = json.loads(out.read_text())
         penalties[workload] = {c["id"]: c["penalty"]["slowdown"] for c in report["clusters"]}
-    assert penalties[str(path)] == penalties["llm-8b-ddp"]
+        reasons[workload] = {c["id"]: c["penalty"]["reason"] or "" for c in report["clusters"]}
+    # Issue 32: 8B does not fit legacy-g5's four 24 GB A10Gs; the preset is priced as the named workload that
+    # fits, the user's own file is refused, each saying so. Everywhere else the two agree.
+    small = "aws:111122223333:us-east-1:auto-scaling-group/legacy-g5"
+    assert "priced as llm-1b-ddp" in reasons["llm-8b-ddp"][small]
+    assert reasons[str(path)][small].startswith("our-8b does not fit 4 x 1 A10G (24 GB each)")
+    assert {k: v for k, v in penalties[str(path)].items() if k != small} == {
+        k: v for k, v in penalties["llm-8b-ddp"].items() if k != small
+    }
     assert any(s is not None for s in penalties["llm-8b-ddp"].values())
     assert report["workload"]["name"] == "our-8b"
     path.write_text("parameters: many\n")

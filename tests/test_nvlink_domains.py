@@ -12,6 +12,8 @@ import pytest
 from ec2_shapes import answers, instance, write
 
 from fabriccheck import estimate, flow, penalty, report
+from fabriccheck.penalty import collectives
+from fabriccheck.penalty.members import node_state
 from fabriccheck.providers.aws.dump import load_dump
 
 GB200 = "p6e-gb200.36xlarge"
@@ -87,10 +89,41 @@ def test_spreading_over_more_domains_costs_and_one_domain_costs_nothing(workload
 
 
 def test_a_domain_counts_its_nodes_nics_together() -> None:
-    """Two domains of 9 nodes: the traffic between them rides 9 nodes' NICs at once, where two domains of one node
-    each (2 nodes, each in its own rack) have one node's NICs; then NVLink inside the domain is the cap."""
+    """Two domains of 9 nodes: the traffic between them rides more NICs than one node's, where two domains of one
+    node each (2 nodes, each in its own rack) have one node's 4; but a domain's rings drive about 8.9 NICs' worth
+    of its own (coreweave/nccl-tests@cb86553, 20 GB200 racks: 405.74 GB/s busbw over 400 Gbps NICs), not all 36."""
     fabric = estimate.fabric_of_type("a4x-highgpu-4g")
     two = penalty.FabricState("healthy", nvlink_domains=2)
     wide = penalty.collective_bandwidth(fabric, 18, "all_gather", 2**34, two)
     narrow = penalty.collective_bandwidth(fabric, 2, "all_gather", 2**34, two)
-    assert wide is not None and narrow is not None and wide[0] > 3 * narrow[0]  # NVLink caps it then
+    assert wide is not None and narrow is not None and wide[0] > 1.8 * narrow[0]
+    per_nic = fabric.gbps_per_nic / 8 * penalty.EFFICIENCY[fabric.fabric]
+    assert wide[1] <= collectives.DOMAIN_RING_NICS * per_nic * 1.01  # busbw: the rings' NICs, not all 36
+
+
+def test_the_named_nvlink_states_split_and_down_are_stable_and_priced() -> None:
+    """penalty.NVLINK_SPLIT and penalty.NVLINK_DOWN are the names rule effects (split-nvlink-domain, nvlink-down)
+    and `--state` share. A split with no count takes one domain more than the job needs; multi-node NVLink down
+    leaves every GB200 tray on its own NICs (NVIDIA MNNVL: the IMEX/fabric-manager service joins trays into one
+    NVLink domain; without it each tray is a 4-GPU node, docs.nvidia.com/multi-node-nvlink-systems)."""
+    assert (penalty.NVLINK_SPLIT, penalty.NVLINK_DOWN) == ("nvlink-split", "nvlink-down")
+    fabric = estimate.fabric_of_type("a4x-highgpu-4g")
+    split, down = estimate.state_named("nvlink-split", fabric), estimate.state_named("nvlink-down", fabric)
+    assert (split.name, down.name, penalty.FabricState.healthy().name) == ("nvlink-split", "nvlink-down", "healthy")
+    assert estimate.state_named("nvlink-split,domains=3", fabric).nvlink_domains == 3
+    # 8 trays fit one domain: the smallest split is two domains, priced as domains=2
+    smallest = penalty.estimate(fabric, 8, split, FSDP)
+    assert smallest.low == penalty.estimate(fabric, 8, penalty.FabricState("healthy", nvlink_domains=2), FSDP).low
+    assert smallest.low > 1.0
+    # down: each tray its own unit, as 8 domains of one tray; worse than any split into fewer domains
+    cut = penalty.estimate(fabric, 8, down, FSDP)
+    assert cut.low == penalty.estimate(fabric, 8, penalty.FabricState("healthy", nvlink_domains=8), FSDP).low
+    assert cut.low > smallest.low
+    # a type without multi-node NVLink loses nothing when it is "down"
+    assert penalty.estimate(estimate.fabric_of_type("p5.48xlarge"), 4, down, FSDP).high == 1.0
+
+
+def test_the_nvlink_down_effect_maps_to_the_named_state() -> None:
+    assert node_state({"nvlink-down"}, None, "host", 0).name == penalty.NVLINK_DOWN
+    assert node_state({"split-nvlink-domain"}, None, "host", 0).name == penalty.NVLINK_SPLIT
+    assert node_state({"split-nvlink-domain"}, None, "host", 3).nvlink_domains == 3

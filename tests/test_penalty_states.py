@@ -94,6 +94,45 @@ def test_every_socket_state_has_both_ends_and_the_worst_is_no_better(text: str) 
         assert best / worst <= links.STREAM_GBPS[0] / links.STREAM_GBPS[1] * (1 + 1e-9)
 
 
+def test_sockets_per_connection_follow_nccls_own_count() -> None:
+    """ncclNetSocketGetNsockNthread (NVIDIA/nccl@5067397 src/transport/net_socket.cc): what the job sets wins,
+    the rest comes from the NIC's PCI vendor (AWS ENA 2 x 8, gVNIC 4 x 1, else no helper thread: the control
+    socket alone), threads capped at 16 and sockets at 64 (NSOCKS_PERTHREAD then 64 / threads)."""
+    assert links.nccl_sockets(None, None, "aws", "host") == 16
+    assert links.nccl_sockets(None, None, "gcp", "host") == 4
+    assert links.nccl_sockets(None, None, "azure", "host") == 1
+    assert links.nccl_sockets(None, None, "aws", "pod") == 1  # a veth has no vendor file
+    assert links.nccl_sockets(None, 4, "gcp", "host") == 16  # GCP's 4 threads, the job's 4 each
+    assert links.nccl_sockets(4, None, "azure", "host") == 4
+    assert links.nccl_sockets(0, None, "aws", "host") == 1  # no helper thread: the control socket
+    assert links.nccl_sockets(20, 1, None, "host") == 16  # MAX_THREADS
+    assert links.nccl_sockets(16, 8, None, "host") == 64  # MAX_SOCKETS: 8 per thread becomes 4
+
+
+def test_a_jobs_socket_settings_and_channels_price_its_fallback() -> None:
+    """A workload that sets NCCL_SOCKET_NTHREADS / NCCL_NSOCKS_PERTHREAD, or whose log shows more channels, opens
+    more TCP streams: on ND H100 v5 (Azure's Mellanox VF: NCCL's default is one socket) the fallback costs less,
+    and never more than the line allows (the --state words sockets=N, channels=N say the same)."""
+    doc = {"parameters": "8B", "layers": 32, "hidden": 4096, "seq_len": 8192, "tokens_per_gpu": 8192,
+           "parallelism": "ddp"}  # fmt: skip
+    plain = workload_from_mapping(doc, "w.yaml")
+    tuned = workload_from_mapping(doc | {"nccl_socket_nthreads": 4, "nccl_nsocks_perthread": 4}, "w.yaml")
+    wide = workload_from_mapping(doc | {"nccl_channels": 16}, "w.yaml")
+    assert (tuned.socket_threads, tuned.sockets_per_thread, wide.socket_channels) == (4, 4, 16)
+    tcp = penalty.FabricState.tcp_fallback()
+    base, more, chans = (penalty.estimate(ND_H100, 2, tcp, w) for w in (plain, tuned, wide))
+    assert base.degraded_best_gbytes_per_s is not None and more.degraded_best_gbytes_per_s is not None
+    # two streams of the default reach 33 Gbps; sixteen fill the 80 Gbps line (x 0.66, less 40 of 1500 bytes)
+    line = (ND_H100.ethernet_gbps or 0.0) * links.TCP_LINE_EFFICIENCY * (1500 - 40) / 1500 / 8
+    assert base.degraded_best_gbytes_per_s == pytest.approx(2 * links.STREAM_GBPS[0] * (1500 - 40) / 1500 / 8)
+    assert more.degraded_best_gbytes_per_s == pytest.approx(line)
+    assert more.low < base.low and chans.low < base.low
+    assert _link(ND_H100, "tcp,sockets=16") == pytest.approx(more.degraded_best_gbytes_per_s)
+    assert _link(ND_H100, "tcp,channels=16") > _link(ND_H100, "tcp")
+    with pytest.raises(FabricCheckError, match="nccl_channels -1 is not a whole number"):
+        workload_from_mapping(doc | {"nccl_channels": -1}, "w.yaml")
+
+
 # ---------------------------------------------------------------------------------------------- RoCE at scale
 
 
@@ -348,3 +387,53 @@ def test_a_type_without_a_fabric_on_a_pod_network_is_healthy_there(path: str) ->
     s = penalty.estimate(a2, 4, estimate.state_named(f"healthy,{path}", a2), FSDP)
     assert s.estimated and (s.low, s.high) == (1.0, 1.0)
     assert s.healthy_gbytes_per_s == pytest.approx(_link(a2, f"healthy,{path}"))
+
+
+# ---------------------------------------------------------------------------------------------- FSDP wrapping
+
+
+def _fsdp(wrap: str, micro_batches: int = 1) -> penalty.Workload:
+    return workload_from_mapping(
+        {"parameters": "70B", "layers": 80, "hidden": 8192, "seq_len": 8192, "tokens_per_gpu": 16384,
+         "parallelism": "fsdp", "fsdp_wrap": wrap, "micro_batches": micro_batches},
+        "w.yaml",
+    )  # fmt: skip
+
+
+def test_fsdp_wrapping_prices_the_traffic_each_wrap_moves() -> None:
+    """Per layer (the default): the parameters gathered for forward and again for backward, gradients
+    reduce-scattered, most of it behind compute. One unit around the model (fully_shard's root keeps its
+    parameters from forward into backward, docs.pytorch.org distributed.fsdp.fully_shard): one gather and one
+    reduce-scatter, less traffic but none of it hidden. Hybrid (HSDP): gathers over NVLink, only a gradient
+    all-reduce crosses the nodes, so a TCP fallback costs it less than full sharding."""
+    accel = catalog.accelerator("H100")
+    assert accel is not None
+    link = penalty.Link(364 * penalty.GB, 30e-6)
+    layer, model, hybrid = (steps.step_times(_fsdp(w), 8, 8, accel, link) for w in ("layer", "model", "hybrid"))
+    assert model.communication < layer.communication and model.phases == ()
+    assert hybrid.communication > 0
+    # over a slow link (4 GB/s, a TCP fallback's order) hybrid moves less: its gathers ride NVLink
+    slow = penalty.Link(4 * penalty.GB, 200e-6)
+    slow_layer, slow_hybrid = (steps.step_times(_fsdp(w), 8, 8, accel, slow) for w in ("layer", "hybrid"))
+    assert slow_hybrid.communication < slow_layer.communication / 1.3
+    # nothing hides the whole-model gather and reduce-scatter: both are on the critical path
+    intra = penalty.intra_bandwidth(accel)
+    size = 70e9 * 2
+    whole = penalty.collective_seconds("all_gather", size, 8, 8, link, intra) + penalty.collective_seconds(
+        "reduce_scatter", size, 8, 8, link, intra
+    )
+    assert model.critical == pytest.approx(whole) and layer.critical < whole / 10
+    tcp = penalty.FabricState.tcp_fallback()
+    costs = {w: penalty.estimate(ND_H100, 8, tcp, _fsdp(w)) for w in ("layer", "hybrid")}
+    assert costs["hybrid"].low < costs["layer"].low and costs["hybrid"].high < costs["layer"].high
+    assert _fsdp("hybrid").fsdp_wrap == "hybrid" and _fsdp("layer") == replace(_fsdp("hybrid"), fsdp_wrap="layer")
+    with pytest.raises(FabricCheckError, match="fsdp_wrap 'blocks': choose from layer, model, hybrid"):
+        _fsdp("blocks")
+
+
+def test_the_layout_and_its_defaults_are_named_in_every_report() -> None:
+    report = estimate.run(P5, 4, "tcp", FSDP)
+    assert "layout: FSDP wrapping each layer (the default; fsdp_wrap: layer, model or hybrid)" in report.notes
+    ddp = estimate.run(P5, 4, "tcp", penalty.WORKLOADS["llm-8b-ddp"])
+    assert "layout: DDP, 25 MB gradient buckets (the default) reduced during the backward pass" in ddp.notes
+    assert penalty.layout_line(_fsdp("model")) == "FSDP wrapping the whole model in one unit (fsdp_wrap: model)"

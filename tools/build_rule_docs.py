@@ -46,6 +46,7 @@ EFFECTS: dict[Effect, str] = {
     "loose-placement": "the nodes are placed further apart than the fabric expects: more latency.",
     "weaker-fabric": "a type with a weaker fabric (or none) where its family offers a stronger one.",
     "split-nvlink-domain": "the job is spread over NVLink domains it could have shared.",
+    "nvlink-down": "multi-node NVLink is down: every node of an NVLink domain reaches the others over its own NICs.",
     "gpudirect-off": "GPUDirect RDMA is off: traffic is staged through host memory.",
     "none": "no effect on the fabric's speed; the finding is a risk or a configuration error.",
 }

@@ -56,9 +56,13 @@ def bus_factor(op: str, ranks: int) -> float:
     return 1.0
 
 
-def intra_bandwidth(accel: catalog.Accelerator) -> float:
+def intra_bandwidth(accel: catalog.Accelerator, domain: bool = False) -> float:
     """Bytes/s a collective reaches inside one node: the measured single-node busbw, else NVLink x ring efficiency
-    (0 when the accelerator has neither figure: callers check `Accelerator.missing` first)."""
+    (0 when the accelerator has neither figure: callers check `Accelerator.missing` first). Inside a multi-node
+    NVLink domain of several nodes (`domain`), the domain's measured busbw where one is sourced: NVLS over the
+    whole rack reaches more than one tray's ring."""
+    if domain and accel.domain_allreduce_busbw_gbytes:
+        return accel.domain_allreduce_busbw_gbytes * GB
     measured = accel.allreduce_busbw_gbytes
     return (measured if measured else (accel.nvlink_gbytes or 0.0) * INTRA_RING_EFFICIENCY) * GB
 
@@ -129,15 +133,27 @@ class Units:
     count: int
     gpus: int
     link: Link
+    nodes_per_unit: int = 1  # nodes one unit holds: more than one inside a multi-node NVLink domain
 
 
-def units(nodes: int, gpus: int, link: Link, per_domain: int, domains: int | None) -> Units:
-    """`nodes` of `gpus` each, grouped into NVLink domains of `per_domain` nodes (1: no domain beyond the node)."""
+# What a multi-node NVLink domain's rings carry out of it: NCCL's channels cross the domain boundary on the rails
+# of the GPUs at their ends, not on all of the domain's NICs at once. Fitted: 20 GB200 NVL72 racks (1,440 ranks,
+# 4 x 400 Gbps InfiniBand a tray), all_reduce 16 GiB busbw 405.74 GB/s (coreweave/nccl-tests@cb86553 README.md,
+# "20 Racks"): 405.74 / (50 GB/s x 0.91) = 8.9 NICs' worth of the rack's 72. Held out: the same README's 2 racks
+# (810.41 at 16 GiB).
+DOMAIN_RING_NICS = 8.9
+
+
+def units(nodes: int, gpus: int, link: Link, per_domain: int, domains: int | None, nics: int = 0) -> Units:
+    """`nodes` of `gpus` each, grouped into NVLink domains of `per_domain` nodes (1: no domain beyond the node).
+    A domain's link is its nodes' links together, up to what its rings drive (DOMAIN_RING_NICS of the `nics` a
+    node has; 0: no cap)."""
     if per_domain <= 1 or nodes <= 1:
         return Units(nodes, gpus, link)
     spanned = domains_spanned(nodes, per_domain, domains)
     per_unit = max(1, nodes // spanned)
-    return Units(spanned, gpus * per_unit, replace(link, bandwidth=link.bandwidth * per_unit))
+    share = min(float(per_unit), DOMAIN_RING_NICS / nics) if nics > 0 else float(per_unit)
+    return Units(spanned, gpus * per_unit, replace(link, bandwidth=link.bandwidth * max(1.0, share)), per_unit)
 
 
 @dataclass(frozen=True)
@@ -170,8 +186,9 @@ def collective_estimate(
     if link is None and nodes > 1:
         return None
     link = link or Link(1.0, 0.0)
-    group = units(nodes, fabric.gpus_per_node, link, domain_nodes(fabric, accel), state.nvlink_domains)
-    intra = intra_bandwidth(accel)
+    per_domain = domain_nodes(fabric, accel, state)
+    group = units(nodes, fabric.gpus_per_node, link, per_domain, state.nvlink_domains, fabric.nics)
+    intra = intra_bandwidth(accel, group.nodes_per_unit > 1)
     name, seconds = algorithm(op, size_bytes, group.count, group.gpus, group.link, intra, two_node_trees(accel, link))
     if seconds <= 0:
         return None

@@ -10,12 +10,13 @@ still priced (so that scaling ratios can be formed) and it loses nothing.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from fabriccheck import catalog
 from fabriccheck.penalty.collectives import Units, units
 from fabriccheck.penalty.links import (
     GB,
+    SPLIT_ONE_MORE,
     FabricDescription,
     FabricState,
     Link,
@@ -24,9 +25,11 @@ from fabriccheck.penalty.links import (
     domain_nodes,
     healthy_ends,
     healthy_link_of,
+    nccl_sockets,
 )
+from fabriccheck.penalty.memory import fitted
 from fabriccheck.penalty.steps import StepTimes, degraded_step_range, step_times
-from fabriccheck.penalty.workloads import Workload
+from fabriccheck.penalty.workloads import WORKLOADS, Workload
 
 # Peers that cannot reach each other over the fabric do not fall back to TCP one pair at a time: NCCL picks its
 # network at start, and on EFA a blocked security group or a cross-zone peer fails the connection ("Unable to
@@ -52,6 +55,7 @@ class Slowdown:
     healthy_gbytes_per_s: float | None = None  # inter-node link, one direction
     degraded_best_gbytes_per_s: float | None = None
     degraded_worst_gbytes_per_s: float | None = None
+    workload: str | None = None  # the named workload priced in place of one that does not fit (penalty.memory)
 
 
 @dataclass(frozen=True)
@@ -119,6 +123,7 @@ def _estimate_distinct(
     distinct: Sequence[tuple[FabricDescription, FabricState]], nodes: int, workload: Workload
 ) -> Slowdown:
     """`estimate_members` for `nodes` nodes whose distinct (fabric, state) pairs are `distinct`, first node first."""
+    distinct = [(fabric, job_sockets(fabric, state, workload)) for fabric, state in distinct]
     if not distinct or nodes < 1:
         return Slowdown(estimated=False, reason="no nodes")
     gpus = min(fabric.gpus_per_node for fabric, _ in distinct)
@@ -132,24 +137,37 @@ def _estimate_distinct(
     if nodes < 2:
         step = one_node_step(distinct[0][0], workload)
         return Slowdown(estimated=False, reason=ONE_NODE, healthy_step_seconds=step)
+    priced, fit = fitted(workload, nodes, gpus, accel)
+    if priced is None:
+        return Slowdown(estimated=False, reason=fit)
+    if priced is not workload:
+        found = _estimate_distinct(distinct, nodes, priced)
+        if not found.estimated:
+            return found  # what stops the estimate is the line to read, not which workload it would have priced
+        return replace(found, workload=priced.name, reason="; ".join(r for r in (fit, found.reason) if r))
     links = _links(distinct, accel)
     if isinstance(links, str):
         return Slowdown(estimated=False, reason=links)
     fabric = distinct[0][0]
     per_domain = domain_nodes(fabric, accel)
-    asked = max((s.nvlink_domains or 0 for _, s in distinct), default=0) or None
+    # The degraded side's domains: one node each when any node's multi-node NVLink is down (NVLINK_DOWN).
+    down = any(not s.multi_node_nvlink for _, s in distinct)
+    asked = _domains_asked(distinct)
     scale = compute_scale(fabric, workload, accel)
     made: dict[Units, StepTimes] = {}  # the four ends often share links: each step priced once
 
-    def steps_on(link: Link, domains: int | None) -> StepTimes:
-        group = units(nodes, gpus, link, per_domain, domains)
+    def steps_on(link: Link, domains: int | None, per: int = per_domain) -> StepTimes:
+        group = units(nodes, gpus, link, per, domains, fabric.nics)
         found = made.get(group)
         if found is None:
-            found = made[group] = step_times(workload, group.count, group.gpus, accel, group.link, scale)
+            found = made[group] = step_times(
+                workload, group.count, group.gpus, accel, group.link, scale, group.nodes_per_unit > 1
+            )
         return found
 
     healthy, healthy_worst = steps_on(links.healthy, None), steps_on(links.healthy_worst, None)
-    best, worst = steps_on(links.best, asked), steps_on(links.worst, asked)
+    degraded_per = 1 if down else per_domain
+    best, worst = steps_on(links.best, asked, degraded_per), steps_on(links.worst, asked, degraded_per)
     healthy_step, low, _ = degraded_step_range(healthy, best, best)
     worst_base, _, high = degraded_step_range(healthy_worst, worst, worst)
     slow_low, slow_high = low / healthy_step, high / worst_base
@@ -166,6 +184,27 @@ def _estimate_distinct(
         degraded_best_gbytes_per_s=links.best.bandwidth / GB,
         degraded_worst_gbytes_per_s=links.worst.bandwidth / GB,
     )
+
+
+def job_sockets(fabric: FabricDescription, state: FabricState, workload: Workload) -> FabricState:
+    """The state with the job's own socket settings (NCCL_SOCKET_NTHREADS, NCCL_NSOCKS_PERTHREAD, channels) where
+    the state does not give its own."""
+    threads, each, channels = workload.socket_threads, workload.sockets_per_thread, workload.socket_channels
+    if state.sockets is None and (threads is not None or each is not None):
+        state = replace(state, sockets=nccl_sockets(threads, each, fabric.provider, state.socket_path))
+    if state.channels is None and channels:
+        state = replace(state, channels=channels)
+    return state
+
+
+def _domains_asked(distinct: Sequence[tuple[FabricDescription, FabricState]]) -> int | None:
+    """The NVLink domains the states say the job spans: the most any names, SPLIT_ONE_MORE when one only says it
+    is split, None when none says."""
+    named = [s.nvlink_domains for _, s in distinct if s.nvlink_domains is not None]
+    counted = [d for d in named if d > 0]
+    if counted:
+        return max(counted)
+    return SPLIT_ONE_MORE if named else None
 
 
 def _placement_note(distinct: Sequence[tuple[FabricDescription, FabricState]], high: float) -> str | None:
@@ -195,8 +234,8 @@ def compute_scale(fabric: FabricDescription, workload: Workload, accel: catalog.
     if isinstance(link, str) and nodes > 1:
         return 1.0
     link = link if isinstance(link, Link) else Link(1.0, 0.0)
-    group = units(nodes, fabric.gpus_per_node, link, domain_nodes(fabric, accel), None)
-    modelled = step_times(workload, group.count, group.gpus, accel, group.link)
+    group = units(nodes, fabric.gpus_per_node, link, domain_nodes(fabric, accel), None, fabric.nics)
+    modelled = step_times(workload, group.count, group.gpus, accel, group.link, domain=group.nodes_per_unit > 1)
     communication = modelled.step(overlap=True) - modelled.compute
     compute = workload.measured_step_seconds - communication
     return max(0.05, compute / modelled.compute) if modelled.compute > 0 else 1.0
@@ -213,12 +252,16 @@ class Scaling:
 
 def scaling(fabric: FabricDescription, nodes: int, state: FabricState, workload: Workload) -> Scaling | None:
     """The scaling efficiency of `workload` from one node to `nodes` nodes of `fabric` in `state`, or None."""
-    one = one_node_step(fabric, workload)
-    if one is None or nodes < 1:
+    if nodes < 1:
         return None
-    if nodes == 1:
+    found = estimate(fabric, nodes, state, workload) if nodes > 1 else None
+    if found is not None and found.workload is not None:
+        workload = WORKLOADS[found.workload]  # one that fits was priced: scale that one from one node
+    one = one_node_step(fabric, workload)
+    if one is None:
+        return None
+    if found is None:
         return Scaling(one, 1.0, 1.0)
-    found = estimate(fabric, nodes, state, workload)
     if not found.estimated or found.cannot_run or found.degraded_step_seconds_low is None:
         return None
     assert found.degraded_step_seconds_high is not None

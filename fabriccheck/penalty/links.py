@@ -80,11 +80,20 @@ STAGED_GPUS_PER_NIC = 4
 # the NIC's PCI vendor: AWS ENA (0x1d0f) 2 threads x 8 sockets, Google gVNIC (0x1ae0) 4 x 1, anything else (an
 # Azure Mellanox VF, a pod's veth with no PCI device) no helper thread and one socket (NVIDIA/nccl@28189e2
 # src/transport/net_socket.cc, ncclNetSocketGetNsockNthread).
-SOCKET_AUTODETECT = {"aws": 16, "gcp": 4}
+SOCKET_AUTODETECT_THREADS = {"aws": (2, 8), "gcp": (4, 1)}  # (NCCL_SOCKET_NTHREADS, NCCL_NSOCKS_PERTHREAD)
+SOCKET_AUTODETECT = {cloud: threads * each for cloud, (threads, each) in SOCKET_AUTODETECT_THREADS.items()}
+# NCCL's caps on what the two variables ask for (net_socket.cc, same commit): MAX_THREADS 16 threads, MAX_SOCKETS
+# 64 sockets (beyond it NSOCKS_PERTHREAD becomes 64 / threads). With no helper thread (NTHREADS 0, the default on
+# an unknown NIC) nSocks is 0 and the main thread sends over the connection's control socket: one stream.
+SOCKET_MAX_THREADS = 16
+SOCKET_MAX_SOCKETS = 64
 # Channels per node over one socket NIC: "2 coll channels" in every socket log of the samples (a HyperPod EKS
 # socket run, aws-solutions-library-samples/guidance-for-protein-language-esm-model-training-with-sagemaker-
 # hyperpod@c1044ff; a g6e socket fallback, gnosia93/training-on-eks@7fb5c75).
 SOCKET_CHANNELS = 2
+# NCCL's channel limit (NVIDIA/nccl@5067397 src/include/device.h: MAXCHANNELS 64): a log's or a workload's channel
+# count beyond it is read as it.
+MAX_CHANNELS = 64
 # What one TCP stream carries (Gbps), fitted (best, worst) on 2-node runs over NCCL sockets divided by their
 # streams (channels x sockets): 2 x p4d on EKS pods, 4.13 GB/s busbw = 33 Gbps over 2 streams = 16.5
 # (skypilot examples/aws_efa); 2 x g4dn pods on EKS with EFA disabled, 2.00 GB/s = 16 Gbps over 2 = 8.0
@@ -209,7 +218,13 @@ class FabricState:
     fields describe NCCL's TCP path (used in tcp-fallback, and by a type without a fabric): `socket_path`, the
     sockets per connection (NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD; None: NCCL's default for the NIC), the
     MTU (None: the cloud's default) and whether peers sit in different zones. `nvlink_domains`: how many
-    multi-node NVLink domains (GB200/GB300 NVL72) the job spans; None: as few as hold it."""
+    multi-node NVLink domains (GB200/GB300 NVL72) the job spans; None: as few as hold it. `multi_node_nvlink`
+    False: the domain's NVLink between nodes is down (fabric manager or IMEX not running, NVLink switch trays
+    out), so every node reaches the others over its own NICs only.
+
+    Two named states say what happens to multi-node NVLink, for rule effects and `--state` alike (the names are
+    stable): NVLINK_SPLIT ("nvlink-split", effect split-nvlink-domain: the job spans more domains than it needs)
+    and NVLINK_DOWN ("nvlink-down", effect nvlink-down: no NVLink between the nodes of a domain)."""
 
     fabric: FabricHealth
     nics_used: int | None = None
@@ -219,6 +234,8 @@ class FabricState:
     mtu: int | None = None
     cross_zone: bool = False
     nvlink_domains: int | None = None
+    multi_node_nvlink: bool = True
+    channels: int | None = None  # NCCL channels over the sockets (a log's "N coll channels"); None: SOCKET_CHANNELS
 
     @classmethod
     def healthy(cls, loose_placement: bool = False) -> FabricState:
@@ -240,6 +257,32 @@ class FabricState:
     def gpudirect_off(cls, loose_placement: bool = False) -> FabricState:
         return cls("gpudirect-off", loose_placement=loose_placement)
 
+    @classmethod
+    def nvlink_split(cls, domains: int | None = None, loose_placement: bool = False) -> FabricState:
+        """NVLINK_SPLIT: the fabric is healthy but the job spans `domains` multi-node NVLink domains (None: one
+        more than the fewest that hold it, the smallest split)."""
+        return cls("healthy", loose_placement=loose_placement, nvlink_domains=domains or SPLIT_ONE_MORE)
+
+    @classmethod
+    def nvlink_down(cls, loose_placement: bool = False) -> FabricState:
+        """NVLINK_DOWN: the fabric is healthy but multi-node NVLink is down: each node is its own unit."""
+        return cls("healthy", loose_placement=loose_placement, multi_node_nvlink=False)
+
+    @property
+    def name(self) -> str:
+        """The named state this is, for NVLink states (NVLINK_SPLIT, NVLINK_DOWN), else the fabric's health."""
+        if not self.multi_node_nvlink:
+            return NVLINK_DOWN
+        return NVLINK_SPLIT if self.nvlink_domains is not None else self.fabric
+
+
+# The named multi-node NVLink states (stable names: rule effects and `--state` use them).
+NVLINK_SPLIT = "nvlink-split"
+NVLINK_DOWN = "nvlink-down"
+# nvlink_domains for "one more domain than the job needs" (domains_spanned reads it); any positive count
+# is that many domains.
+SPLIT_ONE_MORE = -1
+
 
 HEALTHY = FabricState.healthy()
 
@@ -248,15 +291,28 @@ def uses_fabric(fabric: FabricDescription) -> bool:
     return fabric.fabric is not FabricKind.NONE and fabric.fabric_gbps > 0
 
 
+def nccl_sockets(threads: int | None, per_thread: int | None, provider: str | None, path: SocketPath) -> int:
+    """Sockets per NCCL connection as ncclNetSocketGetNsockNthread counts them (net_socket.cc): each variable the
+    job sets (None: unset) wins, the other comes from the NIC's PCI vendor (a pod's veth has none), threads are
+    capped at 16 and sockets at 64; no helper thread means the control socket alone."""
+    auto = SOCKET_AUTODETECT_THREADS.get(provider or "", (0, 1)) if path == "host" else (0, 1)
+    count = min(auto[0] if threads is None else max(0, threads), SOCKET_MAX_THREADS)
+    each = auto[1] if per_thread is None else max(0, per_thread)
+    if count * each > SOCKET_MAX_SOCKETS:
+        each = SOCKET_MAX_SOCKETS // count
+    return max(1, count * each)
+
+
 def socket_streams(fabric: FabricDescription, state: FabricState) -> int:
-    """TCP streams one node's sockets run at once: channels x sockets per connection (at least one)."""
+    """TCP streams one node's sockets run at once: channels x sockets per connection (at least one). The state's
+    own figures (a workload's NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD, a log's channels) win over NCCL's
+    defaults."""
     if state.sockets is not None:
-        sockets = state.sockets
-    elif state.socket_path == "host":
-        sockets = SOCKET_AUTODETECT.get(fabric.provider or "", 1)
+        sockets = max(1, min(state.sockets, SOCKET_MAX_SOCKETS))
     else:
-        sockets = 1  # a pod's veth has no PCI vendor for NCCL to read
-    return SOCKET_CHANNELS * max(1, sockets)
+        sockets = nccl_sockets(None, None, fabric.provider, state.socket_path)
+    channels = min(state.channels, MAX_CHANNELS) if state.channels else SOCKET_CHANNELS
+    return channels * sockets
 
 
 def _payload_share(fabric: FabricDescription, state: FabricState) -> float:
@@ -390,16 +446,19 @@ def bottleneck(links: list[Link]) -> Link:
     return Link(min(x.bandwidth for x in links), max(x.latency for x in links), all(x.tuned_trees for x in links))
 
 
-def domain_nodes(fabric: FabricDescription, accel: catalog.Accelerator | None) -> int:
-    """Nodes one multi-node NVLink domain holds (GB200/GB300 NVL72: 72 GPUs, 18 nodes of 4); 1 without one."""
-    gpus = accel.nvlink_domain_gpus if accel is not None else None
+def domain_nodes(fabric: FabricDescription, accel: catalog.Accelerator | None, state: FabricState = HEALTHY) -> int:
+    """Nodes one multi-node NVLink domain holds (GB200/GB300 NVL72: 72 GPUs, 18 nodes of 4); 1 without one, or
+    when the state says multi-node NVLink is down."""
+    gpus = accel.nvlink_domain_gpus if accel is not None and state.multi_node_nvlink else None
     if not gpus or fabric.gpus_per_node <= 0 or gpus <= fabric.gpus_per_node:
         return 1
     return gpus // fabric.gpus_per_node
 
 
 def domains_spanned(nodes: int, per_domain: int, asked: int | None) -> int:
-    """NVLink domains a job of `nodes` spans: as few as hold it, or as many as the state says (at most one per
-    node)."""
+    """NVLink domains a job of `nodes` spans: as few as hold it, or as many as the state says (SPLIT_ONE_MORE: one
+    more than the fewest), at most one per node."""
     fewest = max(1, math.ceil(nodes / max(1, per_domain)))
+    if asked == SPLIT_ONE_MORE:
+        asked = fewest + 1
     return min(nodes, max(fewest, asked or fewest)) if nodes > 0 else 1

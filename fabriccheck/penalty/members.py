@@ -7,7 +7,7 @@ from collections.abc import Callable, Collection, Sequence
 
 from fabriccheck import catalog
 from fabriccheck.model import Capability
-from fabriccheck.penalty.links import FabricDescription, FabricHealth, FabricState, SocketPath
+from fabriccheck.penalty.links import SPLIT_ONE_MORE, FabricDescription, FabricHealth, FabricState, SocketPath
 
 # Effects that leave a node on TCP sockets: no fabric used, or a type without one (judged against its sibling's).
 TCP_EFFECTS = frozenset({"tcp-fallback", "weaker-fabric"})
@@ -31,7 +31,8 @@ def node_state(
     effects: Collection[str], nics_attached: int | None, socket_path: SocketPath, nvlink_domains: int
 ) -> FabricState:
     """What the effects do to the node's fabric: peers unreachable, TCP sockets, some fabric NICs (`nics_attached`
-    of them), looser placement, NVLink domains split (`nvlink_domains`)."""
+    of them), looser placement, NVLink domains split (`nvlink_domains`; state NVLINK_SPLIT), multi-node NVLink
+    down (effect nvlink-down; state NVLINK_DOWN)."""
     health: FabricHealth = "healthy"
     if "unreachable" in effects:
         health = "unreachable"
@@ -44,5 +45,6 @@ def node_state(
         nics_used=nics_attached if health == "partial" else None,
         loose_placement="loose-placement" in effects,
         socket_path=socket_path,
-        nvlink_domains=nvlink_domains if "split-nvlink-domain" in effects else None,
+        nvlink_domains=(nvlink_domains or SPLIT_ONE_MORE) if "split-nvlink-domain" in effects else None,
+        multi_node_nvlink="nvlink-down" not in effects,
     )

@@ -51,7 +51,7 @@ def penalty_of(
     GPU-hours a day paid for, those lost and, given a price, their dollars. Peers that cannot reach each other
     lose every GPU-hour."""
     if not slowdown.estimated:
-        return Penalty(workload=workload.name, estimated=False, reason=slowdown.reason)
+        return Penalty(workload=slowdown.workload or workload.name, estimated=False, reason=slowdown.reason)
     paid = total_gpus * 24.0
     if slowdown.cannot_run:
         share = Range(low=1.0, high=1.0)
@@ -69,7 +69,7 @@ def penalty_of(
     }
     if slowdown.cannot_run:
         return Penalty(
-            workload=workload.name,
+            workload=slowdown.workload or workload.name,
             estimated=True,
             reason=slowdown.reason,
             cannot_run=True,
@@ -90,7 +90,7 @@ def penalty_of(
         if value is not None
     }
     return Penalty(
-        workload=workload.name,
+        workload=slowdown.workload or workload.name,
         estimated=True,
         reason=slowdown.reason,
         slowdown=Range(low=slowdown.low, high=slowdown.high),

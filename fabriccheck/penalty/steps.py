@@ -80,19 +80,27 @@ def _expert_all_to_all(w: Workload, tokens: float, gpus: int, link: Link, intra:
 
 
 def step_times(
-    w: Workload, nodes: int, gpus: int, accel: catalog.Accelerator, link: Link, compute_scale: float = 1.0
+    w: Workload,
+    nodes: int,
+    gpus: int,
+    accel: catalog.Accelerator,
+    link: Link,
+    compute_scale: float = 1.0,
+    domain: bool = False,
 ) -> StepTimes:
     """One optimizer step of `w` on `nodes` x `gpus` GPUs whose inter-node link is `link` (one node: NVLink only).
-    `compute_scale` stretches the compute (a measured step time in place of the MFU prior)."""
+    `compute_scale` stretches the compute (a measured step time in place of the MFU prior); `domain`: each unit is
+    a multi-node NVLink domain of several nodes (its measured busbw inside)."""
     assert accel.peak_tflops is not None and accel.mfu is not None  # estimates check `missing`
     flops_per_gpu = accel.peak_tflops * 1e12 * accel.mfu / compute_scale
     # Model FLOPs per token: 6·N plus attention 12·L·h·s (PaLM appendix B, as torchtitan computes it;
     # penalty-model C.1 and C.4). MoE: N is the parameters one token uses.
     flops_per_token = 6 * (w.active_parameters or w.parameters) + 12 * w.layers * w.hidden * w.seq_len
+    intra = intra_bandwidth(accel, domain)
     if w.strategy in ("fsdp", "ddp"):
         tokens = tokens_per_gpu(w, nodes * gpus)
-        return _data_parallel(w, tokens, nodes, gpus, accel, link, flops_per_token * tokens / flops_per_gpu)
-    return _three_d(w, nodes, gpus, accel, link, flops_per_token, flops_per_gpu)
+        return _data_parallel(w, tokens, nodes, gpus, accel, link, flops_per_token * tokens / flops_per_gpu, intra)
+    return _three_d(w, nodes, gpus, accel, link, flops_per_token, flops_per_gpu, intra)
 
 
 def tokens_per_gpu(w: Workload, gpus: int) -> float:
@@ -104,9 +112,15 @@ def tokens_per_gpu(w: Workload, gpus: int) -> float:
 
 
 def _data_parallel(
-    w: Workload, tokens: float, nodes: int, gpus: int, accel: catalog.Accelerator, link: Link, compute: float
+    w: Workload,
+    tokens: float,
+    nodes: int,
+    gpus: int,
+    accel: catalog.Accelerator,
+    link: Link,
+    compute: float,
+    intra: float,
 ) -> StepTimes:
-    intra = intra_bandwidth(accel)
     size = w.parameters * w.bytes_per_value
     m = max(1, w.micro_batches)
     forward, backward = compute / 3, 2 * compute / 3  # backward does twice the forward's FLOPs
@@ -118,6 +132,10 @@ def _data_parallel(
         trees = two_node_trees(accel, link)
         bucket = collective_seconds("all_reduce", size / buckets, nodes, gpus, link, intra, trees)
         return StepTimes(compute, experts + bucket, (Phase((buckets - 1) * bucket, backward / m),))
+    if w.fsdp_wrap == "model":
+        return _fsdp_whole_model(w, size, nodes, gpus, link, intra, compute, experts)
+    if w.fsdp_wrap == "hybrid":
+        return _hsdp(w, size, nodes, gpus, accel, link, intra, compute, experts)
     # FSDP: each layer's parameters are gathered before its forward and again before its backward, in every
     # micro-batch; gradients are reduce-scattered once per step. The first layer's gather has nothing to
     # hide behind.
@@ -128,6 +146,43 @@ def _data_parallel(
     return StepTimes(compute, experts + m * gather, (fwd, bwd))
 
 
+def _fsdp_whole_model(
+    w: Workload, size: float, nodes: int, gpus: int, link: Link, intra: float, compute: float, experts: float
+) -> StepTimes:
+    """FSDP with one unit around the whole model: one all-gather of every parameter before the forward (the root
+    keeps them for the backward) and one reduce-scatter of every gradient after it, in each micro-batch; no
+    compute runs beside either (2x the parameters' volume, all of it exposed)."""
+    m = max(1, w.micro_batches)
+    gather = collective_seconds("all_gather", size, nodes, gpus, link, intra)
+    scatter = collective_seconds("reduce_scatter", size, nodes, gpus, link, intra)
+    return StepTimes(compute, experts + m * (gather + scatter))
+
+
+def _hsdp(
+    w: Workload,
+    size: float,
+    nodes: int,
+    gpus: int,
+    accel: catalog.Accelerator,
+    link: Link,
+    intra: float,
+    compute: float,
+    experts: float,
+) -> StepTimes:
+    """Hybrid sharding: per-layer gathers and reduce-scatters inside the node (NVLink), and each GPU's gradient
+    shard all-reduced across the nodes' replicas once per step, layer by layer during the backward pass (the
+    nodes together move the whole gradient, as DDP's all-reduce does); the last layer's is exposed."""
+    m = max(1, w.micro_batches)
+    forward, backward = compute / 3, 2 * compute / 3
+    gather = collective_seconds("all_gather", size / w.layers, 1, gpus, link, intra)
+    scatter = w.layers * collective_seconds("reduce_scatter", size / w.layers, 1, gpus, link, intra)
+    trees = two_node_trees(accel, link)
+    reduce = collective_seconds("all_reduce", size / w.layers, nodes, gpus, link, intra, trees) if nodes > 1 else 0.0
+    fwd = Phase(m * (w.layers - 1) * gather, forward)
+    bwd = Phase(m * w.layers * gather + scatter + (w.layers - 1) * reduce, backward)
+    return StepTimes(compute, experts + m * gather + reduce, (fwd, bwd))
+
+
 def _three_d(
     w: Workload,
     nodes: int,
@@ -136,10 +191,10 @@ def _three_d(
     link: Link,
     flops_per_token: float,
     flops_per_gpu: float,
+    intra: float,
 ) -> StepTimes:
     """Megatron-style 3D: a tensor-parallel group fills a node (or several, when the degree exceeds a node's
     GPUs), pipeline stages follow one another across groups, data-parallel replicas take the rest."""
-    intra = intra_bandwidth(accel)
     n = nodes * gpus
     tp_nodes = max(1, math.ceil(w.tensor_parallel / max(1, gpus)))  # nodes one tensor-parallel group spans
     stages = max(1, min(w.pipeline_parallel, nodes // tp_nodes))

@@ -9,6 +9,14 @@ from typing import Literal
 DDP_BUCKET_BYTES = 25e6
 
 Strategy = Literal["fsdp", "ddp", "3d"]
+# How FSDP wraps the model (each unit is gathered with one all-gather; docs.pytorch.org/docs/stable/
+# distributed.fsdp.fully_shard.html): `layer`, one unit per transformer block (torchtitan and the FSDP tutorials
+# wrap each block; the default); `model`, one unit around the whole model, whose parameters the root keeps
+# gathered from forward into backward (fully_shard: the root's reshard_after_forward is False, "since its
+# parameters would typically be immediately all-gathered for backward"); `hybrid`, HSDP (ShardingStrategy
+# HYBRID_SHARD, "FULL_SHARD within a node, and replicate parameters across nodes"; fully_shard on a 2D mesh).
+FsdpWrap = Literal["layer", "model", "hybrid"]
+FSDP_WRAPS: tuple[FsdpWrap, ...] = ("layer", "model", "hybrid")
 
 
 @dataclass(frozen=True)
@@ -36,6 +44,12 @@ class Workload:
     # MFU prior for this job (0: use the prior).
     measured_step_seconds: float = 0.0
     measured_nodes: int = 0
+    # NCCL's socket transport as the job sets it (None: NCCL's default for the NIC, penalty.links.nccl_sockets):
+    # NCCL_SOCKET_NTHREADS, NCCL_NSOCKS_PERTHREAD, and the channels a log of the job shows ("N coll channels").
+    socket_threads: int | None = None
+    sockets_per_thread: int | None = None
+    socket_channels: int | None = None
+    fsdp_wrap: FsdpWrap = "layer"  # fsdp: how the model is wrapped (FSDP_WRAPS)
 
 
 WORKLOADS = {
@@ -76,6 +90,18 @@ WORKLOADS = {
             source="pytorch/torchtitan@eaea6f6 docs/performance.md Tables 1 and 3 (Llama 3.1 8B, FSDP, local batch 2)",
         ),
         Workload(
+            "llm-1b-ddp",
+            "1B-class dense LLM, DDP / ZeRO-1 (a model small GPUs can train: 16 GB cards and up)",
+            1.24e9,
+            16,
+            2048,
+            8192,
+            "ddp",
+            tokens_per_gpu=8192,
+            source="Llama-3.2-1B shape (meta-llama/Llama-3.2-1B config.json: hidden_size 2048, 16 layers, 1.24B "
+            "parameters); local batch 1 x 8192 as llm-8b-ddp",
+        ),
+        Workload(
             "llm-175b-3d",
             "175B-class dense LLM, tensor parallel 8 inside the node, pipeline 8 and data parallel across nodes",
             175e9,
@@ -104,6 +130,21 @@ WORKLOADS = {
     )
 }
 DEFAULT_WORKLOAD = "llm-70b-fsdp"
+
+
+def layout_line(w: Workload) -> str:
+    """The data-parallel layout the step is priced with, defaults named, for every report."""
+    if w.strategy == "fsdp":
+        said = {
+            "layer": "FSDP wrapping each layer (the default; fsdp_wrap: layer, model or hybrid)",
+            "model": "FSDP wrapping the whole model in one unit (fsdp_wrap: model)",
+            "hybrid": "hybrid-shard FSDP: sharded inside a node, replicated across nodes (fsdp_wrap: hybrid)",
+        }
+        return said[w.fsdp_wrap]
+    if w.strategy == "ddp":
+        default = " (the default)" if w.bucket_bytes == DDP_BUCKET_BYTES else ""
+        return f"DDP, {w.bucket_bytes / 1e6:g} MB gradient buckets{default} reduced during the backward pass"
+    return f"3D: tensor {w.tensor_parallel}, pipeline {w.pipeline_parallel}, data parallel across the rest"
 
 
 def is_workload_file(name: str) -> bool:

@@ -57,6 +57,8 @@ def curves(cluster: ClusterReport, findings: Sequence[Finding]) -> Curves | str:
     effects = {f.effect for f in findings if f.confidence == "certain"}
     if "split-nvlink-domain" in effects:
         return "the NVLink domains it spans are not in the report"
+    if "nvlink-down" in effects:
+        return "its multi-node NVLink is down: the chart draws the NICs of one node, not of its domain"
     fabric = _fabric(cluster.provider, instance_type, effects)
     if fabric is None:
         return f"{instance_type} is not in the catalog"

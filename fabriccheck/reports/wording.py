@@ -32,7 +32,12 @@ def penalty_line(p: Penalty) -> str:
     if p.cannot_run or p.slowdown is None:
         every = f"; loses all {paid:,.0f} of its GPU-hours a day{money}" if paid is not None else ""
         return f"cannot run: {p.reason}{every}"
+    if p.slowdown.high >= 1.005 and lost is not None and lost.high == 0 and p.reason:
+        return f"{span(p.slowdown.low, p.slowdown.high, '{:.2f}x')} slower steps: {p.reason}"  # a test job
     if p.slowdown.high < 1.005 or lost is None or share is None or paid is None:
+        if p.possible is not None and lost_hours(p.possible) >= 0.5:
+            # A finding that may be wrong says the fabric may not be used: "fully used" would contradict it.
+            return p.reason or "no slowdown from the findings certain to hold (a possible one may cost, below)"
         return p.reason or "no slowdown (the fabric is fully used)"
     return (
         f"{span(p.slowdown.low, p.slowdown.high, '{:.2f}x')} slower steps: loses "

@@ -1,0 +1,239 @@
+"""Every accelerator a user rents gets an estimate or one line saying what is missing and how to give it, and the
+priors a figure rests on are printed beside it (issue 32, items 4-6)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fabriccheck import catalog, estimate, losses, penalty
+from fabriccheck.inventory import Inventory
+from fabriccheck.reports import wording
+
+ROOT = Path(__file__).resolve().parents[1]
+
+FSDP = penalty.WORKLOADS["llm-70b-fsdp"]
+
+
+def test_nd_gb300_v6_is_four_400_gbps_infiniband_ports() -> None:
+    """Microsoft's node baseline for Standard_ND128isr_GB300_v6 lists IB ports 4 x 400 Gb/s (ib0-ib3), NDR 400
+    across racks (stored 'sku-performance-baseline' file, catalog source AZ-NDGB300-BASELINE); the size summary's
+    "800 Gb/s per GPU" stays in the row's `uncertain`."""
+    fabric = estimate.fabric_of_type("Standard_ND128isr_GB300_v6")
+    assert (fabric.nics, fabric.gbps_per_nic, fabric.fabric_gbps) == (4, 400, 1600)
+    cap = catalog.resolve("Standard_ND128isr_GB300_v6", {})
+    assert cap is not None and "IB ports 4 x 400 Gb/s" in str(cap.source) and "800 Gb/s" in str(cap.source)
+
+
+@pytest.mark.parametrize("size", ["Standard_ND128isr_GB300_v6", "Standard_ND128isr_NDR_GB200_v6"])
+def test_tcp_fallback_on_nd_gb_v6_is_priced_over_its_160_gbps_ethernet(size: str) -> None:
+    """MicrosoftDocs/azure-compute-docs nd-gb200-v6-series-specs.md and nd-gb300-v6-series-specs.md: 1 NIC,
+    160 Gb/s Ethernet. Two NVL72 domains' worth of nodes over sockets: a slowdown, not 'not estimated'."""
+    fabric = estimate.fabric_of_type(size)
+    assert fabric.ethernet_gbps == 160
+    found = penalty.estimate(fabric, 36, penalty.FabricState.tcp_fallback(), FSDP)
+    assert found.estimated and found.low > 1.0
+
+
+def test_a_type_without_an_ethernet_figure_says_which_option_gives_it() -> None:
+    report = estimate.run(estimate.fabric_of_type("a3-edgegpu-8g"), 4, "tcp", FSDP)
+    assert report.estimated is False
+    assert report.reason is not None and report.reason.endswith(
+        "give it with --ethernet-gbps GBPS (the NIC NCCL's sockets would use)"
+    )
+    given = estimate.run(estimate.with_overrides(estimate.fabric_of_type("a3-edgegpu-8g"), 200, False), 4, "tcp", FSDP)
+    assert given.estimated and given.slowdown is not None and given.slowdown.low > 1.0
+
+
+def test_the_mfu_prior_is_printed_beside_the_figure() -> None:
+    """H100's 45% MFU prior (penalty-model C.3, from published runs) and GB300's assumed 40% are named in the
+    report's notes; a measured step time replaces the prior and the note says so."""
+    h100 = estimate.run(estimate.fabric_of_type("p5.48xlarge"), 4, "tcp", FSDP)
+    assert any("MFU prior of 45% of H100's 989 TFLOPS" in n and "from published runs" in n for n in h100.notes)
+    gb300 = estimate.run(estimate.fabric_of_type("Standard_ND128isr_GB300_v6"), 36, "tcp", FSDP)
+    assert any("MFU prior of 40% of GB300" in n and "assumed" in n for n in gb300.notes)
+    measured = estimate.run(estimate.fabric_of_type("p5.48xlarge"), 4, "tcp", FSDP.__class__(**{
+        **FSDP.__dict__, "measured_step_seconds": 20.0, "measured_nodes": 4}))  # fmt: skip
+    assert any("compute from the measured step: 20 s on 4 healthy nodes" in n for n in measured.notes)
+
+
+def test_a_cluster_whose_only_cost_is_a_possible_finding_is_not_called_fully_used() -> None:
+    """A possible finding (say AZ140: a custom image may lack the InfiniBand drivers) prices a TCP fallback apart;
+    the certain line then says no certain finding costs anything, never that the fabric is fully used."""
+    fabric = estimate.fabric_of_type("Standard_ND96isr_H100_v5")
+    healthy = penalty.penalty_of(penalty.estimate(fabric, 4, penalty.FabricState.healthy(), FSDP), FSDP, 32, None)
+    assert wording.penalty_line(healthy) == "no slowdown (the fabric is fully used)"
+    tcp = penalty.penalty_of(penalty.estimate(fabric, 4, penalty.FabricState.tcp_fallback(), FSDP), FSDP, 32, None)
+    healthy.possible = tcp
+    line = wording.penalty_line(healthy)
+    assert "fully used" not in line and line.startswith("no slowdown from the findings certain to hold")
+    said = wording.possible_line(healthy, ["AZ140"])
+    assert said is not None and said.startswith("if AZ140 holds (possible, not counted above):")
+
+
+def _paid(gpus: int, lost: float) -> penalty.Penalty:
+    return penalty.Penalty(
+        workload="w",
+        estimated=True,
+        gpu_hours_per_day=gpus * 24.0,
+        lost_gpu_hours_per_day=penalty.Range(low=lost, high=lost),
+    )
+
+
+def test_a_machine_named_by_several_clusters_is_paid_for_once_and_lost_once() -> None:
+    """A cloud node group of 4 machines (32 GPUs) and two Kubernetes workloads on 2 of them each: 32 GPUs are paid
+    for, not 64; the loss on a machine is the most any of its clusters says, not their sum; a cluster sharing no
+    machine adds its own."""
+    group = frozenset({"aws/i-1", "aws/i-2", "aws/i-3", "aws/i-4"})
+    left, right = frozenset({"aws/i-1", "aws/i-2"}), frozenset({"aws/i-3", "aws/i-4"})
+    alone = frozenset({"gcp/vm-9"})
+    clusters = [(32, _paid(32, 0.0)), (16, _paid(16, 300.0)), (16, _paid(16, 100.0)), (8, _paid(8, 50.0))]
+    found = losses.totals(clusters, [group, left, right, alone])
+    assert found["gpu_hours_per_day"] == (32 + 8) * 24
+    assert found["lost_gpu_hours_per_day"] == penalty.Range(low=450.0, high=450.0)  # 300 + 100 on disjoint halves
+    # two reports of the same machines (a cloud group and a workload on all of it) lose what the larger says
+    same = losses.totals([(32, _paid(32, 200.0)), (32, _paid(32, 500.0))], [group, group])
+    assert same["gpu_hours_per_day"] == 32 * 24 and same["lost_gpu_hours_per_day"] == penalty.Range(low=500, high=500)
+    # without machine names every cluster is its own (the old sum)
+    assert losses.totals(clusters)["gpu_hours_per_day"] == 72 * 24
+
+
+def test_a_nccl_tests_job_keeps_its_slowdown_but_loses_no_day_of_training() -> None:
+    """The demo's EKS nccl-tests MPIJob runs without EFA: its steps are as slow as a TCP fallback makes them, but a
+    test runs minutes, so no GPU-hours a day are counted lost; the training job beside it is priced as before."""
+    from fabriccheck import flow
+    from fabriccheck.cli import demo_inventory
+
+    report = flow.run(demo_inventory(), flow.Options())
+    by_id = {c.id.rsplit("/", 2)[-2] + "/" + c.id.rsplit("/", 1)[-1]: c for c in report.clusters if c.provider == "k8s"}
+    tests = by_id["MPIJob/nccl-tests"].penalty
+    assert tests.slowdown is not None and tests.slowdown.low > 2
+    assert tests.lost_gpu_hours_per_day == penalty.Range(low=0.0, high=0.0)
+    assert tests.reason is not None and tests.reason.startswith("a test job (nccl-test)")
+    assert wording.penalty_line(tests).endswith("its findings hold for the training jobs on these nodes")
+    training = by_id["PyTorchJob/llama3-1-8b-fsdp"].penalty
+    assert training.reason is None or "test job" not in training.reason
+
+
+def _with_socket_env(inventory: Inventory, env: tuple[tuple[str, str], ...]) -> Inventory:
+    """The inventory with `env` in the pods of the EKS nccl-tests MPIJob (a job that sets NCCL's socket threads)."""
+    nodes = []
+    for node in inventory.nodes:
+        pod = node.shape.pod
+        if pod is not None and pod.workload.endswith("MPIJob/nccl-tests") and pod.cloud == "aws":
+            shape = node.shape.model_copy(update={"pod": pod.model_copy(update={"env": pod.env + env})})
+            node = node.model_copy(update={"shape": shape})
+        nodes.append(node)
+    return inventory.model_copy(update={"nodes": nodes})
+
+
+def test_a_pods_nccl_socket_settings_price_its_fallback() -> None:
+    """NCCL_SOCKET_NTHREADS=4 and NCCL_NSOCKS_PERTHREAD=4 in the pods' env (what NCCL reads, net_socket.cc):
+    16 sockets per channel instead of the veth's one, so the pods' TCP fallback is faster and costs less."""
+    from fabriccheck import flow
+    from fabriccheck.providers.k8s.dump import load_dump
+
+    plain = load_dump(ROOT / "fixtures" / "demo" / "k8s")
+    tuned = _with_socket_env(plain, (("NCCL_SOCKET_NTHREADS", "4"), ("NCCL_NSOCKS_PERTHREAD", "4")))
+
+    def slowdown(inventory: Inventory) -> penalty.Penalty:
+        report = flow.run(inventory, flow.Options())
+        return next(c.penalty for c in report.clusters if c.id.startswith("k8s:eks-train") and "nccl-tests" in c.id)
+
+    before, after = slowdown(plain), slowdown(tuned)
+    assert before.slowdown is not None and after.slowdown is not None
+    assert after.slowdown.low < before.slowdown.low
+    assert before.inter_node_gbytes_per_s is not None and after.inter_node_gbytes_per_s is not None
+    # two pod streams (33 Gbps) become 32, which fill the 100 Gbps ENA line (66 Gbps of it, penalty.links)
+    assert after.inter_node_gbytes_per_s["degraded_best"] == pytest.approx(
+        2 * before.inter_node_gbytes_per_s["degraded_best"]
+    )
+
+
+def test_a_workload_that_cannot_fit_the_gpus_is_switched_or_refused_and_says_so() -> None:
+    """Weights, gradients and Adam states take 16 bytes a parameter (ZeRO, SC20, section 3.1), sharded as the
+    layout shards them. 70B under FSDP on two g5.12xlarge (8 x 24 GB A10G) needs 144 GB a GPU (a layer gathered):
+    the preset is priced as the largest named dense FSDP workload that fits (8B: 16 GB), and the report says so;
+    the user's own 70B is refused with one line; 175B in 3D on 2 x p5 (16 H100) cannot hold its 2.8 TB either."""
+    from fabriccheck.penalty import memory
+
+    g5 = estimate.fabric_of_type("g5.12xlarge")
+    report = estimate.run(g5, 2, "tcp", FSDP)
+    assert report.estimated and report.workload == "llm-70b-fsdp"
+    assert report.reason is not None and report.reason.startswith(
+        "llm-70b-fsdp does not fit 2 x 4 A10G (24 GB each): its weights, gradients and Adam states need 144 GB a GPU:"
+        " priced as llm-8b-fsdp"
+    )
+    found = penalty.estimate(g5, 2, penalty.FabricState.tcp_fallback(), FSDP)
+    assert found.workload == "llm-8b-fsdp"
+    assert penalty.penalty_of(found, FSDP, 8).workload == "llm-8b-fsdp"
+    own = FSDP.__class__(**{**FSDP.__dict__, "name": "ours"})
+    refused = penalty.estimate(g5, 2, penalty.FabricState.tcp_fallback(), own)
+    assert not refused.estimated and refused.reason is not None and "shard it more" in refused.reason
+    h100 = catalog.accelerator("H100")
+    assert h100 is not None
+    assert memory.state_bytes_per_gpu(penalty.WORKLOADS["llm-175b-3d"], 2, 8) == pytest.approx(175e9)
+    assert not memory.fits(penalty.WORKLOADS["llm-175b-3d"], 2, 8, h100)
+    assert memory.fits(penalty.WORKLOADS["llm-175b-3d"], 8, 8, h100)  # 8 stages: 2.8 TB / 64 = 44 GB
+    # four single-A10G nodes hold only the 1B preset (ZeRO-2 form: 2.5 + 4.3 GB)
+    four = estimate.fabric_of_type("g5.xlarge")
+    small = penalty.estimate(four, 4, penalty.FabricState.tcp_fallback(), penalty.WORKLOADS["llm-8b-ddp"])
+    assert small.workload == "llm-1b-ddp"
+
+
+@pytest.mark.parametrize(
+    ("typed", "meant"),
+    [
+        ("p4d", "p4d.24xlarge"),
+        ("P4D.24XLARGE", "p4d.24xlarge"),
+        ("ND H100 v5", "Standard_ND96isr_H100_v5"),
+        ("standard_nd96isr_h100_v5", "Standard_ND96isr_H100_v5"),
+        ("ND GB200 v6", "Standard_ND128isr_NDR_GB200_v6"),
+        ("a3 mega", "a3-megagpu-8g"),
+    ],
+)
+def test_instance_type_names_people_type_resolve(typed: str, meant: str) -> None:
+    assert estimate.type_named(typed) == meant
+    assert estimate.fabric_of_type(typed).instance_type == meant
+
+
+def test_an_ambiguous_or_unknown_name_gets_a_did_you_mean_or_what_to_give() -> None:
+    from fabriccheck.errors import FabricCheckError
+
+    with pytest.raises(FabricCheckError, match=r"--instance-type p5: not in the catalog; did you mean p5\.48xlarge"):
+        estimate.fabric_of_type("p5")
+    with pytest.raises(FabricCheckError, match=r"describe the fabric instead \(--gpu, --gpus-per-node"):
+        estimate.fabric_of_type("xyz-9")
+    assert estimate.accelerator_named("gb200") == "GB200" and estimate.accelerator_named("NVIDIA H100 80GB") == "H100"
+    with pytest.raises(FabricCheckError, match=r"--gpu H10: unknown accelerator \(known: .*\); did you mean H100"):
+        estimate.accelerator_named("H10")
+    with pytest.raises(FabricCheckError, match=r"--gpu TPU v5p: .*go in fabriccheck/data/accelerators\.yaml"):
+        estimate.accelerator_named("TPU v5p")
+
+
+def test_a_small_multi_gpu_vm_without_an_ethernet_figure_says_how_to_give_it() -> None:
+    report = estimate.run(estimate.fabric_of_type("a3-highgpu-4g"), 2, "tcp", FSDP)
+    assert report.reason == (
+        "no bandwidth figure for a3-highgpu-4g: give it with --ethernet-gbps GBPS (the NIC NCCL's sockets would use)"
+    )
+    given = estimate.run(estimate.with_overrides(estimate.fabric_of_type("a3-highgpu-4g"), 100, False), 2, "tcp", FSDP)
+    assert given.estimated and given.reason is not None and "priced as llm-8b-fsdp" in given.reason
+    assert given.scaling_efficiency is not None and given.scaling_efficiency.high < 1.0  # 8B from one node, not 70B
+
+
+def test_g4dn_has_no_gpudirect_rdma_and_is_priced_host_staged() -> None:
+    """2 x g4dn.metal over EFA: every channel 'via NET/AWS Libfabric/0' with no /GDRDMA (aws-ia/terraform-aws-eks-
+    blueprints@a56919d examples/eks-efa/README.md, samples nccl/nccl-log/g4dnmetal-2node-ofi-efa-mpi.log). The
+    catalog says so, and the healthy link is the host-staged path, not the NIC's 0.83 x 100 Gbps."""
+    for size in ("g4dn.8xlarge", "g4dn.12xlarge", "g4dn.16xlarge", "g4dn.metal"):
+        assert estimate.fabric_of_type(size).gpudirect_rdma is False
+    metal = estimate.fabric_of_type("g4dn.metal")
+    healthy = penalty.healthy_link(metal)
+    assert healthy is not None and healthy.bandwidth / penalty.GB < 100 / 8 * 0.83 * 0.9
+
+
+def test_an_a10_is_priced_with_its_a10g_figures() -> None:
+    """AWS's A10G is the A10 (NVIDIA A10 datasheet: 24 GB GDDR6, PCIe Gen4, the BF16 peak accelerators.yaml cites
+    for A10G): `--gpu A10` and an Azure NVadsA10 device name resolve to that row."""
+    assert estimate.accelerator_named("A10") == "A10G" and estimate.accelerator_named("NVIDIA A10") == "A10G"
