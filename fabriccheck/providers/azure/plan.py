@@ -366,7 +366,7 @@ class AzurePlan:
             unknown=self._unknown(res, scale_set.size, "the size"),
         )
         # Its VMs spread over every zone it names, as Azure spreads them (best effort, evenly).
-        zones = _zones(scale_set.region, res) or [None]
+        zones: list[str | None] = [*_zones(scale_set.region, res)] or [None]
         for i in range(count):
             shape = model.shape.model_copy(update={"zone": zones[i % len(zones)]})
             self._add(model.model_copy(update={"id": f"{res.address}#{i}", "shape": shape}))
