@@ -312,6 +312,9 @@ class GcpPlan:
         others = [n for n in nics if n not in rdma]
         gpu = nics[1:] if len(nics) > 1 else []  # the NICs besides nic0 (which of them are GPU NICs needs nic0's)
         unread = [n for n in nics if n.network is None or is_unknown(n.network)]
+        # RDMA networks are asked about only of a node with RDMA NICs or of an RDMA type (issue 28, item 10): an
+        # A3 High on the `default` network has no RoCE VPC to misplace a NIC on.
+        rdma_node = bool(rdma) or (cap is not None and cap.fabric is FabricKind.RDMA)
         outside = [n.network for n in gpu if n not in unread and n.network not in self.networks]
         unknown: dict[str, str] = {}
         if unread:
@@ -323,12 +326,12 @@ class GcpPlan:
                 unknown |= dict.fromkeys(("gpu_firewall", "gpu_mtu"), why)
             if any(n in unread for n in rdma):
                 unknown["rdma_profile"] = why
-            if any(n in unread for n in others):
+            if rdma_node and any(n in unread for n in others):
                 unknown["non_rdma_on_rdma_vpc"] = why
         if outside and "gpu_firewall" not in unknown:
             unknown["gpu_firewall"] = _not_created(res, outside, "firewall rules")
         placed = [n.network for n in others if n not in unread and n.network not in self.networks]
-        if placed and "non_rdma_on_rdma_vpc" not in unknown:
+        if rdma_node and placed and "non_rdma_on_rdma_vpc" not in unknown:
             unknown["non_rdma_on_rdma_vpc"] = _not_created(res, placed, "network profile")
         return unknown
 

@@ -277,7 +277,9 @@ class GcpSupport(CloudSupport):
             if why:
                 unknown["rdma_profile"] = why
 
-        misplaced, why = index.misplaced(shape)
+        misplaced, why = 0, None
+        if rdma_nics or (cap is not None and cap.fabric is FabricKind.RDMA):  # no RDMA NIC, no RDMA network asked
+            misplaced, why = index.misplaced(shape)
         if why:
             unknown["non_rdma_on_rdma_vpc"] = why
 
