@@ -14,6 +14,7 @@ from fabriccheck import penalty
 from fabriccheck.clusters import Cluster
 from fabriccheck.facts import FactBuilder, fact_key_of
 from fabriccheck.findings import Finding
+from fabriccheck.judge import named_as
 from fabriccheck.model import Capability, Node, NodeShape
 from fabriccheck.penalty.members import TCP_EFFECTS, node_fabric, node_state
 
@@ -84,13 +85,17 @@ def cluster_penalty(
         return penalty.Penalty(
             workload=workload.name, estimated=False, reason="an instance type's capability is unknown"
         )
-    # A finding naming one node of the cluster acts on that node; any other (a cluster finding) on every node.
+    # A finding naming one node of the cluster acts on that node (one planned group's Terraform address: on each of
+    # its nodes); any other (a cluster finding) on every node.
     everyone: set[str] = set()
     own: dict[str, set[str]] = {}
-    ids = {n.id for n in cluster.nodes}
+    ids: dict[str, list[str]] = {}
+    for node in cluster.nodes:
+        ids.setdefault(named_as(node), []).append(node.id)
     for finding in findings:
         if len(finding.resources) == 1 and finding.resources[0] in ids:
-            own.setdefault(finding.resources[0], set()).add(finding.effect)
+            for node_id in ids[finding.resources[0]]:
+                own.setdefault(node_id, set()).add(finding.effect)
         else:
             everyone.add(finding.effect)
     # What the findings cannot say but the cluster does: how its sockets reach the network (a Kubernetes node group's

@@ -231,7 +231,9 @@ def _skipped(cluster: Cluster) -> SkippedCluster:
 
 def _locations(inventory: Inventory) -> dict[str, SourceLocation]:
     """Where in its source each node came from, for the nodes that have one (plans and templates)."""
-    return {node.id: node.source for node in [*inventory.nodes, *inventory.specs] if node.source is not None}
+    # By node id, and by Terraform address: a finding names a planned group's nodes by their address (judge.named_as).
+    located = [(node.id, node.source) for node in [*inventory.nodes, *inventory.specs] if node.source is not None]
+    return {key: source for node_id, source in located for key in (node_id, source.address)}
 
 
 def _providers(inventory: Inventory) -> set[str]:

@@ -81,7 +81,8 @@ def judge(
         for judging in cluster_rules:
             matched, reasons = verdicts.cluster(judging, scene)
             if matched:
-                findings.append(scene.finding(judging.rule, [n.id for n in cluster.nodes], None))
+                named = list(dict.fromkeys(map(named_as, cluster.nodes)))
+                findings.append(scene.finding(judging.rule, named, None))
             for reason in reasons:
                 missed[(judging.rule.id, reason)] = []
         if scene.facts["multi_node"] and node_rules:
@@ -141,12 +142,25 @@ def _judge_nodes(
             outcomes = [found[key] for key in keys]
         else:
             outcomes = [verdicts.node(judging, scene, n, kinds[k], token) for n, k in zip(nodes, keys, strict=True)]
+        said: set[tuple[str, str]] = set()  # (resource, message): a planned group's nodes say it once
         for node, (matched, reasons) in zip(nodes, outcomes, strict=True):
+            name = named_as(node)
             if matched:
-                findings.append(scene.finding(judging.rule, [node.id], node))
+                finding = scene.finding(judging.rule, [name], node, name)
+                if (name, finding.message) not in said:
+                    said.add((name, finding.message))
+                    findings.append(finding)
             elif reasons and not scene.cluster.spec:
                 for reason in reasons:
-                    missed.setdefault((judging.rule.id, reason), []).append(node.id)
+                    listed = missed.setdefault((judging.rule.id, reason), [])
+                    if name not in listed:
+                        listed.append(name)
+
+
+def named_as(node: Node) -> str:
+    """What a finding calls a node: a planned node its Terraform address (a group's nodes #0, #1 ... are no address
+    a user can find, and say one thing), any other its id."""
+    return node.source.address if node.origin == "plan" and node.source is not None else node.id
 
 
 class _Cluster:
@@ -166,10 +180,11 @@ class _Cluster:
         unknown = self.facts["unknown"]
         return (tuple(unknown.get(name) for name in names), tuple(self.values[path] for path in paths))
 
-    def finding(self, rule: Rule, resources: list[str], node: Node | None) -> Finding:
+    def finding(self, rule: Rule, resources: list[str], node: Node | None, name: str | None = None) -> Finding:
         variables: dict[str, Any] = {"cluster": self.facts}
         if node is not None:
-            variables["node"] = self.builder.node(node)
+            facts = self.builder.node(node)
+            variables["node"] = facts if name is None or name == node.id else {**facts, "id": name}
         return make_finding(rule, self.cluster, self.origin, resources, rule.render(variables, self.origin))
 
 

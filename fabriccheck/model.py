@@ -255,6 +255,9 @@ class NodeShape(Frozen):
     accelerators: Count | None = None
     accelerator: str | None = None  # their kind, as the accelerator table names it ("V100"), else as the API does
     pod: PodPart | None = None  # provider k8s: the pod this node stands for
+    # GCP: what VPC firewall rules target it by, its network tags ("tag:NAME", instances.tags.items) and service
+    # accounts ("sa:EMAIL", instances.serviceAccounts[].email); None: not read (rules are then taken to apply).
+    firewall_targets: tuple[str, ...] | None = None
 
     def placed_by(self, kind: str) -> str | None:
         """The id of this node's placement of `kind`, if any."""

@@ -170,6 +170,8 @@ class Report(BaseModel):
     tool: dict[str, str]
     source: str
     generated_at: str
+    # False whenever the run cannot pass a gate: a fact not collected (`errors`) or a cluster some selected rule
+    # could not judge (its `complete` false); the exit code is then 2 unless --allow-incomplete.
     complete: bool
     errors: list[CollectionError]
     workload: dict[str, str]
@@ -191,6 +193,19 @@ class Report(BaseModel):
     gate: config.Gate | None = None
     # What changed since the earlier report of --previous (trend.compare; set by the CLI): None without one.
     trend: Trend | None = None
+
+    @model_validator(mode="after")
+    def _complete_only_when_fully_judged(self) -> Report:
+        """`complete` is false whenever the run cannot pass a gate: a fact not collected (errors) or a cluster a
+        selected rule could not judge, as the exit code (cli.finish.exit_for) decides; a report read back (merge,
+        diff, --previous) is held to the same."""
+        if self.complete and not all(c.complete for c in self.clusters):
+            self.complete = False
+        return self
+
+    def collected(self) -> bool:
+        """Every fact was collected (no collection error); `complete` also asks every cluster to be judged."""
+        return not self.errors
 
     def fully_judged(self) -> bool:
         """Every fact collected and every selected rule judged on every cluster: only such a run can pass a gate,

@@ -58,7 +58,9 @@ def test_findings_and_a_rule_not_judged_both_hold(dump: Path) -> None:
     result = run("aws", "--from-dump", str(dump), "-f", "json")
     assert result.returncode == 2, result.stderr  # not judged: not green, whatever else fired
     report = _json(result)
-    assert report["complete"]  # every call was answered: the gap is in judging, not in collecting
+    # Every call was answered (no error), but the gap in judging means this run cannot pass a gate: `complete`
+    # says so as the exit code does (issue 28, "complete" contract).
+    assert report["errors"] == [] and report["complete"] is False
     llm = _cluster(report, LLM_EXP)
     assert llm["status"] == "findings" and llm["findings"] == 4
     assert llm["complete"] is False
@@ -85,6 +87,7 @@ def test_a_waiver_of_the_finding_does_not_make_the_unjudged_rule_pass(dump: Path
     allowed = run("aws", "--from-dump", str(dump), *ONLY, "--waivers", str(waivers), "--allow-incomplete")
     assert allowed.returncode == 0, allowed.stderr
     assert "NOT FULLY JUDGED" in allowed.stdout  # the report still says so
+    assert "INCOMPLETE:" not in allowed.stdout  # every fact was collected: no collection error is claimed
 
 
 def test_a_baseline_holding_the_finding_does_not_make_the_unjudged_rule_pass(dump: Path, tmp_path: Path) -> None:
@@ -103,6 +106,21 @@ def test_a_deselected_rule_does_not_count_as_not_judged(dump: Path) -> None:
     llm = _cluster(_json(result), LLM_EXP)
     assert llm["complete"] is True and any(n["rule"] == "AWS110" for n in llm["not_judged"])  # listed: deselected
     assert result.returncode == 1  # the AWS102 errors decide
+
+
+def test_complete_agrees_with_the_exit_code(dump: Path) -> None:
+    """Issue 28's contract: `complete` is false exactly when the run cannot pass a gate for something not judged
+    (exit 2), and true when every selected rule was judged (the findings decide)."""
+    unjudged = run("aws", "--from-dump", str(dump), *ONLY, "-f", "json")
+    judged = run("aws", "--from-dump", str(dump), "--select", "AWS102", "-f", "json")
+    assert (unjudged.returncode, _json(unjudged)["complete"]) == (2, False)
+    assert (judged.returncode, _json(judged)["complete"]) == (1, True)
+    # A report read back (merge) is held to the same: its unjudged cluster keeps it incomplete.
+    from fabriccheck.report import Report
+
+    reread = json.loads(unjudged.stdout)
+    reread["complete"] = True  # as a report written before this contract said it
+    assert Report.model_validate(reread).complete is False
 
 
 def test_every_format_says_it(dump: Path, tmp_path: Path) -> None:

@@ -35,10 +35,9 @@ def test_text_names_file_and_line_and_gives_the_terraform_fix() -> None:
     group = _block_line(CONFIG / "main.tf", 'resource "aws_autoscaling_group" "vision_train"')
     worker = _block_line(CONFIG / "modules" / "gpu" / "main.tf", 'resource "aws_instance" "worker"')
     out = result.stdout
-    # A scaling group's nodes share their group's block: the location follows the last of them.
-    assert (
-        f"on aws_autoscaling_group.vision_train#0, aws_autoscaling_group.vision_train#1 ({CONFIG}/main.tf:{group})"
-    ) in out
+    # A scaling group's nodes are its one Terraform address, named once with its block (issue 28, item 10).
+    assert f"on aws_autoscaling_group.vision_train ({CONFIG}/main.tf:{group})" in out
+    assert "vision_train#" not in out
     assert f"module.gpu.aws_instance.worker[1] ({CONFIG}/modules/gpu/main.tf:{worker})" in out
     assert f"fix (Terraform): {TERRAFORM_FIX}" in out
     assert RUNNING_ADVICE not in out
@@ -56,8 +55,7 @@ def test_markdown_fix_is_a_fenced_hcl_block_at_the_block_to_change() -> None:
     group = _block_line(CONFIG / "main.tf", 'resource "aws_autoscaling_group" "vision_train"')
     out = result.stdout
     assert (
-        f"- **Resources:** `aws_autoscaling_group.vision_train#0`, `aws_autoscaling_group.vision_train#1` "
-        f"(`{CONFIG}/main.tf:{group}`)"
+        f"- **Resources:** `aws_autoscaling_group.vision_train` (`{CONFIG}/main.tf:{group}`)"
     ) in out
     blocks = re.findall(r"```hcl\n(.*?)```", out, flags=re.S)
     # The group's block (not its node #0) and where it is, then the rule's Terraform change.

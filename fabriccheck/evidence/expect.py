@@ -135,8 +135,33 @@ def healthy_busbw(fabric: penalty.FabricDescription, nodes: int, op: str, size: 
         found = fn(fabric, nodes, op, size, None)
     if found is None:
         what = fabric.instance_type or f"{fabric.gpus_per_node} x {fabric.accelerator or '?'}"
-        raise ValueError(f"the penalty model has no bandwidth figure for {op} on {what} ({fabric.accelerator or '?'})")
+        missing = (
+            f"accelerator {fabric.accelerator!r} has no figures in the accelerator table (its NVLink/PCIe "
+            "bandwidth bounds the ring with several GPUs per node)"
+            if catalog.accelerator(fabric.accelerator) is None
+            else "no bandwidth figure"
+        )
+        raise ValueError(f"the penalty model has no bandwidth figure for {op} on {what}: {missing}")
     return found[1]
+
+
+def line_rate_busbw(fabric: penalty.FabricDescription) -> float | None:
+    """A healthy run's busbw (GB/s) from the fabric's published line rate alone, where that is all that bounds it:
+    one GPU per node, so no intra-node step (NVLink, PCIe) shares the ring, and every collective's busbw is the
+    node's link ("busbw ... reflects how optimally the hardware is used": NVIDIA/nccl-tests doc/PERFORMANCE.md).
+    The line rate is the type's published fabric bandwidth (EC2 DescribeInstanceTypes' EfaInfo / network cards,
+    Compute and Azure size tables: the capability catalog), times the fabric's sourced efficiency
+    (penalty.links.EFFICIENCY). None for several GPUs per node (their accelerator's figures bound the ring too) or
+    a fabric without a sourced efficiency."""
+    from fabriccheck.penalty.links import EFFICIENCY
+
+    efficiency = EFFICIENCY.get(fabric.fabric)
+    cap = catalog.catalog_entry(fabric.instance_type) if fabric.instance_type else None
+    if cap is not None and cap.accelerators != 1:
+        return None  # a run on one GPU of a larger node: its GPU reaches only part of the node's fabric
+    if fabric.gpus_per_node != 1 or not fabric.fabric_gbps or efficiency is None:
+        return None
+    return fabric.fabric_gbps / 8 * efficiency
 
 
 def tcp_busbw(fabric: penalty.FabricDescription, nodes: int, op: str, size: float) -> float | None:

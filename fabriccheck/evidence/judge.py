@@ -37,6 +37,7 @@ LOCAL_INTERFACES = ("lo", "docker", "virbr", "veth", "cni", "flannel", "cali", "
 # src/platform-aws.cpp sets gdr_required false for p3dn.24xlarge and g5.48xlarge and lists no g type as needing it
 # (fabriccheck/data/catalog.yaml carries gpudirect_rdma: false for the rows it knows).
 EFA_WITHOUT_GDR = "p3dn, g5 and the other g types"
+MAX_GPUS_PER_HOST = 16  # a2-megagpu-16g (16 x A100), DGX-2 / HGX-2 (16 x V100): no single host has more
 
 
 @dataclass
@@ -64,11 +65,19 @@ def p_hosts(procs: list[Process]) -> str:
     return _shown(sorted({p.host for p in procs}), 3)
 
 
-def _plugin_wanted(proc: Process, log: Log) -> bool:
+def _plugin_asked(proc: Process) -> bool:
+    """The process was asked for a plugin's network: NCCL_NET_PLUGIN, NCCL_NET naming a plugin's network, or NCCL
+    saying the network it was asked for is not there (NCCL env docs: NCCL_NET "Forces NCCL to use a specific network",
+    https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html)."""
     net = proc.env.get("NCCL_NET", "")
     return (
-        "NCCL_NET_PLUGIN" in proc.env
-        or (net != "" and net.lower() not in ("ib", "socket"))
+        "NCCL_NET_PLUGIN" in proc.env or (net != "" and net.lower() not in ("ib", "socket")) or bool(proc.net_not_found)
+    )
+
+
+def _plugin_wanted(proc: Process, log: Log) -> bool:
+    return (
+        _plugin_asked(proc)
         or bool(proc.plugin_loaded and proc.plugin_failures)
         or any("NET/OFI" in f for f in proc.plugin_failures)
         or bool(log.libfabric_failures)
@@ -79,8 +88,14 @@ def _plugin_failure(proc: Process, log: Log) -> str | None:
     """The first failure of a plugin the process wanted, with its cause: `cause (the log says: ...)`."""
     if not _plugin_wanted(proc, log):
         return None
-    said = (proc.plugin_failures or log.libfabric_failures or [""])[0]
-    return f"{failure_cause(said)} (the log says: {said})" if said else None
+    # A process that only says its network is missing: the plugin that should have brought it failed to load in
+    # another process of the host (the same container image), which printed why.
+    same_host = [f for p in log.processes.values() if p.host == proc.host for f in p.plugin_failures]
+    said = (proc.plugin_failures or log.libfabric_failures or same_host or [""])[0]
+    if said:
+        cause = f"{failure_cause(said)} (the log says: {said})"
+        return f"network {proc.net_not_found} was asked for and not found: {cause}" if proc.net_not_found else cause
+    return f"network {proc.net_not_found} was asked for and not found" if proc.net_not_found else None
 
 
 def _socket_causes(proc: Process, log: Log) -> list[str]:
@@ -161,6 +176,18 @@ class LogRun:
     multi: bool
     instance_type: str | None = None  # the type the nodes are, when the user says (nccl-tests)
 
+    @property
+    def joining(self) -> bool:
+        """More than one host takes part, or will: the run spans hosts, or a communicator has more ranks than one
+        host holds. NCCL puts no two ranks of a communicator on one GPU ("Duplicate GPU detected"), so ranks beyond
+        the host's GPUs (the type's, when the user names it; else 16, the most any single host has: a2-megagpu-16g,
+        DGX-2) are on other hosts, even when the log holds one host's lines only."""
+        if self.multi:
+            return True
+        cap = catalog.catalog_entry(self.instance_type) if self.instance_type else None
+        per_host = cap.accelerators if cap is not None and cap.accelerators > 0 else MAX_GPUS_PER_HOST
+        return (self.log.nranks or 0) > per_host
+
 
 @evidence_check("NCCL206")
 def mixed_networks(run: LogRun) -> list[Hit]:
@@ -198,6 +225,15 @@ def sockets(run: LogRun) -> list[Hit]:
 @evidence_check("NCCL202")
 def plugin_failed(run: LogRun) -> list[Hit]:
     failed = [p for p in run.procs if p.transport_family not in PLUGIN_FAMILIES and _plugin_failure(p, run.log)]
+    # It matters where the plugin was the inter-node transport (a multi-node run) or a network asked for by name;
+    # one host that asked for none runs on its NVLink/PCIe paths whatever the plugin did.
+    mattered = [p for p in failed if run.multi or _plugin_asked(p)]
+    if failed and not mattered:
+        run.ev.notes.append(
+            f"a network plugin did not start on {len(failed)} process(es) of one host, which asked for no network "
+            "by name: no inter-node traffic depended on it, not a finding"
+        )
+    failed = mattered
     if not failed:
         return []
     first = next(f for p in failed if (f := _plugin_failure(p, run.log)))
@@ -271,7 +307,7 @@ def local_interfaces(run: LogRun) -> list[Hit]:
         bad = sorted({n for n in names if n.lstrip("=").startswith(LOCAL_INTERFACES)})
         if bad:
             local.append((p, bad))
-    if not run.multi or not local:
+    if not run.joining or not local:
         return []
     names = sorted({n for _, bad in local for n in bad})
     return [

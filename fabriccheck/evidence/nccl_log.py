@@ -81,6 +81,7 @@ class Process:
     plugin_loaded: dict[str, None] = field(default_factory=dict)
     plugin_missing: bool = False
     plugin_failures: list[str] = field(default_factory=list)  # at most a few messages
+    net_not_found: str | None = None  # the network NCCL was asked for and did not find (`Error: network X not found`)
     ofi_provider: str | None = None
     ofi_nics: int | None = None
     ofi_platform: str | None = None  # the instance type (or family) aws-ofi-nccl says it runs on
@@ -443,6 +444,10 @@ def _plugin_missing(proc: Process, event: Event, times: int) -> None:
         proc.note_failure(event[1])
 
 
+def _net_not_found(proc: Process, event: Event, times: int) -> None:
+    proc.net_not_found = event[1]
+
+
 def _no_verbs(proc: Process, event: Event, times: int) -> None:
     proc.no_verbs = True
 
@@ -463,6 +468,7 @@ _EVENTS: dict[str, Callable[[Process, Event, int], None]] = {
     "plugin": _plugin,
     "plugin-missing": _plugin_missing,
     "no-verbs": _no_verbs,
+    "net-not-found": _net_not_found,
 }
 
 

@@ -35,6 +35,9 @@ _P2P_PLUGIN = re.compile(r"P2P plugin (\S+)")
 _VIA_NET = re.compile(r" via NET/([^/\n]+)((?:/\S*)?)")
 _RANK = re.compile(r"\brank (\d+) nranks (\d+)\b|\brank (\d+) nRanks (\d+) nNodes (\d+)")
 _GDR = re.compile(r"GPU Direct RDMA (Enabled|Disabled)")
+# NCCL asked for a network (NCCL_NET) that no plugin nor its own transports provide: net.cc prints `NCCL WARN Error:
+# network gIB not found.` and the communicator fails (AI-Hypercomputer/gpu-recipes#5: gIB's plugin failed to load).
+_NET_NOT_FOUND = re.compile(r"Error: network (.+?)\.? not found")
 
 PLUGIN_MISSING = (
     "No plugin found",
@@ -194,4 +197,9 @@ def parse(msg: str) -> Event | None:
         return _plugin(msg)
     if "libibverbs" in msg and "Failed to open" in msg:
         return ("no-verbs",)
-    return None
+    return _network_not_found(msg)
+
+
+def _network_not_found(msg: str) -> Event | None:
+    missing = _NET_NOT_FOUND.search(msg) if "Error: network " in msg else None
+    return ("net-not-found", missing.group(1).strip()) if missing else None

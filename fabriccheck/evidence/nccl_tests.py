@@ -63,6 +63,7 @@ _NOT_MEASURED = ("nan", "inf", "-inf", "+inf", "infinity", "-nan")
 _OUT_OF_BOUNDS = re.compile(r"#\s*Out of bounds values\s*:\s*(\d+)\s*(OK|FAILED)", re.IGNORECASE)
 _AVG = re.compile(r"#\s*Avg bus bandwidth\s*:\s*([0-9.eE+-]+)")
 _COLUMNS = re.compile(r"#\s+size\s+count\s+type")
+_UNMARKED_SUMMARY = ("Avg bus bandwidth", "Out of bounds values")
 
 
 @dataclass
@@ -364,6 +365,11 @@ class _Tables:
             return
         if line.startswith("#"):
             self.header(line, label)
+            return
+        if line.lstrip().startswith(_UNMARKED_SUMMARY):
+            # dstack prints the summary without nccl-tests' `#` (dstackai/dstack mkdocs/docs/examples/clusters/gcp.md:
+            # "    Avg bus bandwidth    : 165.789"): the same lines.
+            self.header("# " + line.lstrip(), label)
             return
         command = _COMMAND.search(line)
         if command and not line[:1].isdigit():

@@ -10,7 +10,7 @@
 - One passing test case per clean cluster, so a green run shows what was judged.
 - A cluster that could not be fully judged (findings or not) is a `<skipped>` test case naming the rules
   not judged and why, and the run gets one `<error>` test case listing them: such a run cannot pass a gate.
-- An incomplete run (`report.complete` false) adds one `<error>` test case listing every collection error,
+- A run with collection errors (`report.errors`) adds one `<error>` test case listing every collection error,
   so the suite has errors="1" and never looks green.
 
 Every value from the cloud goes through `safe.visible`: control characters would make the XML invalid.
@@ -96,7 +96,7 @@ def render(report: Report, color: bool = False, fail_on: str = "error") -> str:
     cases, skipped = _cluster_cases(suite, report)
     tests += cases
 
-    if not report.complete:
+    if not report.collected():
         tests += 1
         errors += 1
         case = ET.SubElement(suite, "testcase", classname="fabriccheck.collection", name="collection complete")

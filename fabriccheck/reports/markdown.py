@@ -60,7 +60,7 @@ def account(value: str) -> str:
 def _head(report: Report) -> list[str]:
     s = report.summary
     out = [f"# fabriccheck report: {md_text(report.source)}", ""]
-    if not report.complete:
+    if not report.collected():
         out.append(
             f"> **Incomplete:** {plural(len(report.errors), 'collection error')}; some facts could not be "
             "collected, so this report cannot pass a gate."
@@ -99,7 +99,7 @@ def _head(report: Report) -> list[str]:
             f"**Not fully judged:** {plural(unjudged, 'cluster')} {'has' if unjudged == 1 else 'have'} a selected "
             "rule that could not be judged, so this result cannot pass a gate, whatever waivers and baselines accept.",
         ]
-    if not report.complete:
+    if not report.collected():
         out += ["", "**Incomplete run:** this result cannot pass a gate."]
     return out
 

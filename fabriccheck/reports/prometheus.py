@@ -100,7 +100,8 @@ def registry_of(report: Report) -> CollectorRegistry:
 
     Gauge(
         "fabriccheck_scan_complete",
-        "1 when every fact was collected, 0 when the audit is incomplete (it cannot pass a gate).",
+        "1 when every fact was collected and every cluster judged, 0 when the audit is incomplete (it cannot pass "
+        "a gate).",
         registry=registry,
     ).set(1 if report.complete else 0)
     Gauge(

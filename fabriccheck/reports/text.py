@@ -444,7 +444,7 @@ def _cannot_pass(page: _Page, report: Report) -> None:
             ],
             "  ",
         )
-    if not report.complete:
+    if not report.collected():
         page.styled(
             [
                 ("INCOMPLETE: ", STYLE["error"]),
@@ -492,7 +492,7 @@ def render(report: Report, color: bool = False, verbose: bool = False, width: in
     )
     if report.gate is not None:
         page.para(gate_line(report.gate), "", "  ")
-    if not report.complete:
+    if not report.collected():
         page.blank()
         page.para(
             "INCOMPLETE: some facts could not be collected; this result cannot pass a gate.", style=STYLE["error"]

@@ -52,6 +52,11 @@ class Network(Scoped):
     name: str
     mtu: int | None = None  # None: the API leaves it unset, which means 1460
     network_profile: str | None = None  # projects/P/global/networkProfiles/ZONE-vpc-roce[-metal], or None
+    # networks.firewallPolicy: the global network firewall policy associated with it (output only), and
+    # networkFirewallPolicyEnforcementOrder, AFTER_CLASSIC_FIREWALL when unset (Compute API v1 Network;
+    # https://cloud.google.com/ruby/docs/reference/google-cloud-compute-v1/latest/Google-Cloud-Compute-V1-Network-NetworkFirewallPolicyEnforcementOrder).
+    firewall_policy: str | None = None
+    policy_order: str | None = None
 
 
 class Subnetwork(Scoped):
@@ -84,14 +89,21 @@ class FirewallRule(Scoped):
     source_ranges: list[str] = Field(default_factory=list)
     source_tags: list[str] = Field(default_factory=list)
     source_service_accounts: list[str] = Field(default_factory=list)
+    # The instances a rule applies to: those with one of these network tags, or running as one of these service
+    # accounts; neither: every instance of the network (Firewall resource, targetTags / targetServiceAccounts;
+    # https://cloud.google.com/firewall/docs/firewalls#rule_assignment).
+    target_tags: list[str] = Field(default_factory=list)
+    target_service_accounts: list[str] = Field(default_factory=list)
 
     @field_validator("entries")
     @classmethod
     def _entries_are_protocol_and_ports(cls, entries: list[str]) -> list[str]:
         for entry in entries:
             match = FIREWALL_ENTRY.match(entry)
-            if match is None or int(match["low"] or 0) > int(match["high"] or match["low"] or 0) or any(
-                int(match[edge] or 0) > MAX_PORT for edge in ("low", "high")
+            if (
+                match is None
+                or int(match["low"] or 0) > int(match["high"] or match["low"] or 0)
+                or any(int(match[edge] or 0) > MAX_PORT for edge in ("low", "high"))
             ):
                 raise ValueError(f"{entry!r} is not PROTOCOL or PROTOCOL:PORT[-PORT] with ports 0-{MAX_PORT}")
         return entries

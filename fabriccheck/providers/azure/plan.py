@@ -78,11 +78,18 @@ def _image(res: PlanResource) -> str | None:
 
 
 def _zone(region: str, res: PlanResource) -> str | None:
+    zones = _zones(region, res)
+    return zones[0] if zones else None
+
+
+def _zones(region: str, res: PlanResource) -> list[str]:
+    """Every zone a resource names: `zone`, or each of `zones = [...]`. A zone-spanning scale set spreads its VMs
+    over all of them ("A zone redundant or zone spanning scale set spreads instances across all selected zones",
+    learn.microsoft.com/azure/virtual-machine-scale-sets/virtual-machine-scale-sets-use-availability-zones)."""
     zone = res.known("zone")
     zones = res.known("zones")
-    if not zone and isinstance(zones, list) and zones:
-        zone = zones[0]
-    return f"{region}-{zone}" if zone else None
+    found = [str(zone)] if zone else [str(z) for z in zones if z] if isinstance(zones, list) else []
+    return [f"{region}-{z}" for z in found]
 
 
 class AzurePlan:
@@ -348,7 +355,7 @@ class AzurePlan:
             region=scale_set.region,
             origin="plan",
             spec=NodeSpec(kind="terraform", name=res.base, role=f"instances {count}"),
-            zone=_zone(scale_set.region, res),
+            zone=None,
             instance_type=scale_set.size,
             state="planned",
             image=scale_set.image,
@@ -358,8 +365,11 @@ class AzurePlan:
             source=SourceLocation(address=res.address, cloud_id=res.cloud_id()),
             unknown=self._unknown(res, scale_set.size, "the size"),
         )
+        # Its VMs spread over every zone it names, as Azure spreads them (best effort, evenly).
+        zones: list[str | None] = [*_zones(scale_set.region, res)] or [None]
         for i in range(count):
-            self._add(model.model_copy(update={"id": f"{res.address}#{i}"}))
+            shape = model.shape.model_copy(update={"zone": zones[i % len(zones)]})
+            self._add(model.model_copy(update={"id": f"{res.address}#{i}", "shape": shape}))
 
     def _node_pool(self, res: PlanResource) -> None:
         """An AKS node pool is a Uniform scale set that AKS creates (its VMs are not limited to one placement

@@ -85,23 +85,46 @@ def covers(ranges: list[str], cidr: str | None) -> bool:
     return False
 
 
-def _applies(rule: FirewallRule, cidr: str | None) -> bool:
-    """An enabled ingress rule that matches the subnet's own traffic. An allow rule by source tags or service
-    accounts names the instances themselves and counts as internal; a deny rule so narrowed is not taken to block
-    them all."""
-    if rule.disabled or rule.direction != "INGRESS":
+def _targets(rule: FirewallRule, targets: frozenset[str] | None) -> bool:
+    """Whether a rule applies to the instance: a rule with target tags or target service accounts applies only to
+    the instances that carry one of them ("Rule assignment": https://cloud.google.com/firewall/docs/firewalls#rule_assignment).
+    `targets` None (not read: an inventory saved before them) takes every rule to apply, as before."""
+    if targets is None or not (rule.target_tags or rule.target_service_accounts):
+        return True
+    wanted = {f"tag:{t}" for t in rule.target_tags} | {f"sa:{s}" for s in rule.target_service_accounts}
+    return bool(wanted & targets)
+
+
+def _from_peers(rule: FirewallRule, targets: frozenset[str] | None) -> bool:
+    """Whether a rule's source tags or source service accounts name the GPU peers: the other nodes of the pool,
+    which carry the node's own tags and service account ("Sources for ingress rules": source tags and source
+    service accounts match the primary NIC's address of instances that have them). Not read: an allow rule so
+    narrowed counts as internal, a deny rule is not taken to block them all (as before)."""
+    if targets is None:
+        return False
+    wanted = {f"tag:{t}" for t in rule.source_tags} | {f"sa:{s}" for s in rule.source_service_accounts}
+    return bool(wanted & targets)
+
+
+def _applies(rule: FirewallRule, cidr: str | None, targets: frozenset[str] | None) -> bool:
+    """An enabled ingress rule that applies to the node and matches its subnet's own traffic (by range, or by the
+    peers' tags or service accounts)."""
+    if rule.disabled or rule.direction != "INGRESS" or not _targets(rule, targets):
         return False
     by_instance = bool(rule.source_tags or rule.source_service_accounts)
-    if rule.action == "allow":
-        return by_instance or covers(rule.source_ranges, cidr)
-    return rule.action == "deny" and not by_instance and covers(rule.source_ranges, cidr)
+    if targets is None and by_instance:
+        return rule.action == "allow"
+    if rule.action not in ("allow", "deny"):
+        return False
+    return covers(rule.source_ranges, cidr) or (by_instance and _from_peers(rule, targets))
 
 
-def tcp_reach(rules: list[FirewallRule], cidr: str | None) -> Reach:
-    """Which TCP ports the subnet `cidr` reaches through `rules` (those of its network)."""
+def tcp_reach(rules: list[FirewallRule], cidr: str | None, targets: frozenset[str] | None = None) -> Reach:
+    """Which TCP ports the subnet `cidr` reaches through `rules` (those of its network) on a node that firewall
+    rules target by `targets` (NodeShape.firewall_targets)."""
     matching: list[tuple[int, bool, int]] = []  # (priority, is an allow rule, its TCP ports)
     for rule in rules:
-        if not _applies(rule, cidr):
+        if not _applies(rule, cidr, targets):
             continue
         entries = rule.known_entries()
         if entries is None:

@@ -56,7 +56,7 @@ class GcpIndex:
         for rule in gcp.firewalls:
             self.rules.setdefault((rule.account, rule.network or ""), []).append(rule)
         self._networks: dict[tuple[str, str, str], _Found] = {}
-        self._reaches: dict[tuple[str, str, str, str | None], Reach] = {}
+        self._reaches: dict[tuple[str, str, str, str | None, frozenset[str] | None], Reach] = {}
 
     # ---------------------------------------------------------------------------------------- by owner
 
@@ -126,13 +126,14 @@ class GcpIndex:
 
     def _reach(self, node: NodeShape, nic: NetworkInterface) -> Reach:
         url = nic.network or ""
-        key = (node.account, node.region, url, nic.subnet)
+        targets = frozenset(node.firewall_targets) if node.firewall_targets is not None else None
+        key = (node.account, node.region, url, nic.subnet, targets)
         found = self._reaches.get(key)
         if found is None:
-            found = self._reaches[key] = self._find_reach(node, url, nic.subnet)
+            found = self._reaches[key] = self._find_reach(node, url, nic.subnet, targets)
         return found
 
-    def _find_reach(self, node: NodeShape, url: str, subnet_url: str | None) -> Reach:
+    def _find_reach(self, node: NodeShape, url: str, subnet_url: str | None, targets: frozenset[str] | None) -> Reach:
         why = self.uncollected(node, url, "firewalls", "firewall rules")
         if why:
             return Reach("unknown", why)
@@ -141,7 +142,29 @@ class GcpIndex:
         subnet = None
         if self.has(node, subnet_owner, "subnetworks"):
             subnet = self.subnets.get((subnet_owner, subnet_url or ""))
-        return tcp_reach(self.rules.get((owner, url), []), subnet.cidr if subnet else None)
+        reach = tcp_reach(self.rules.get((owner, url), []), subnet.cidr if subnet else None, targets)
+        return self._governed(node, url, reach)
+
+    def _governed(self, node: NodeShape, url: str, classic: Reach) -> Reach:
+        """The VPC rules' reach, unless a network firewall policy the run did not read may decide it. Cloud NGFW
+        evaluates a network's global and regional network firewall policies after its VPC firewall rules
+        (AFTER_CLASSIC_FIREWALL, the default) or before them (BEFORE_CLASSIC_FIREWALL), and a VPC rule's allow or
+        deny ends the evaluation ("Evaluation order for firewall policies and rules",
+        https://cloud.google.com/firewall/docs/firewall-policies-rule-eval-order). So after the VPC rules, every
+        port they allow is allowed whatever the policy says; any other port, or every port before them, is the
+        policy's to decide, and a policy not read leaves the reach not judged, never refused."""
+        network = self.networks.get((self.owner(node, url), url))
+        if network is None or network.firewall_policy is None:
+            return classic
+        after = (network.policy_order or "AFTER_CLASSIC_FIREWALL") == "AFTER_CLASSIC_FIREWALL"
+        if after and classic.verdict == "ok":
+            return classic
+        return Reach(
+            "unknown",
+            f"network {network.name} is governed by network firewall policy {name_of(network.firewall_policy)} "
+            f"({network.policy_order or 'AFTER_CLASSIC_FIREWALL'}), whose rules were not read, so which ports its "
+            "GPU NICs reach is not judged",
+        )
 
     def rdma_profile(self, node: NodeShape, nics: list[NetworkInterface]) -> tuple[str, str, str | None]:
         """ok, missing (an RDMA NIC on a network without the RDMA profile of its NIC type), wrong-zone, or unknown."""

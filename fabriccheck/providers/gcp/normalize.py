@@ -123,7 +123,17 @@ def _firewall(item: dict[str, Any], project: str) -> FirewallRule:
         source_ranges=[str(r) for r in item.get("sourceRanges") or ()],
         source_tags=[str(t) for t in item.get("sourceTags") or ()],
         source_service_accounts=[str(s) for s in item.get("sourceServiceAccounts") or ()],
+        target_tags=[str(t) for t in item.get("targetTags") or ()],
+        target_service_accounts=[str(s) for s in item.get("targetServiceAccounts") or ()],
     )
+
+
+def firewall_targets(inst: dict[str, Any]) -> list[str]:
+    """What VPC firewall rules target an instance by: its network tags (tags.items) and the email of its service
+    account (serviceAccounts[].email), as NodeShape.firewall_targets holds them (Compute API v1 Instance)."""
+    tags = (inst.get("tags") or {}).get("items") or ()
+    accounts = [a.get("email") for a in inst.get("serviceAccounts") or () if isinstance(a, dict)]
+    return [*(f"tag:{t}" for t in tags), *(f"sa:{e}" for e in accounts if e)]
 
 
 def _tags_of(inst: dict[str, Any]) -> dict[str, str]:
@@ -217,6 +227,14 @@ class _ReservationAffinity(TypedDict, total=False):
     values: list[str] | None
 
 
+class _NetworkTags(TypedDict, total=False):
+    items: list[str] | None
+
+
+class _ServiceAccount(TypedDict, total=False):
+    email: str | None
+
+
 class InstanceFields(TypedDict, total=False):
     kind: str | None  # compute#instance: what dump.py checks a file holds
     name: Any
@@ -230,6 +248,8 @@ class InstanceFields(TypedDict, total=False):
     reservationAffinity: _ReservationAffinity | None
     labels: dict[str, str] | None
     metadata: _MetadataFields | None
+    tags: _NetworkTags | None  # what VPC firewall rules target (firewall_targets)
+    serviceAccounts: list[_ServiceAccount] | None
     resourceStatus: Any
     guestAccelerators: Any  # read by machines: an N1 node's attached GPUs; for types outside the catalog, GPUs or not
 
@@ -325,6 +345,8 @@ class Normalizer:
                         name=str(item["name"]),
                         mtu=item.get("mtu"),
                         network_profile=short(profile) if profile else None,
+                        firewall_policy=short(item["firewallPolicy"]) if item.get("firewallPolicy") else None,
+                        policy_order=item.get("networkFirewallPolicyEnforcementOrder"),
                     )
                 )
             elif call is SUBNETWORKS:
@@ -435,6 +457,7 @@ class Normalizer:
                 "tags": _tags_of(inst),
                 "interfaces": [_interface(i, nic) for i, nic in enumerate(inst.get("networkInterfaces") or ())],
                 "placement": self._placement_of(inst, project),
+                "firewall_targets": firewall_targets(inst),
             }
         )
 

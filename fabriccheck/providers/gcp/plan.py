@@ -41,6 +41,10 @@ from fabriccheck.sources.terraform import Plan
 from fabriccheck.sources.terraform_resource import PlanResource, Resolved, is_unknown, unknown_value
 
 TEMPLATE_TYPES = ("google_compute_instance_template", "google_compute_region_instance_template")
+POLICY_ASSOCIATIONS = (
+    "google_compute_network_firewall_policy_association",
+    "google_compute_region_network_firewall_policy_association",
+)
 PLAN_FACTS = ("instances", "resource_policies", "networks", "subnetworks", "firewalls", "max_distance")
 TYPES = (
     "google_compute_instance",
@@ -53,6 +57,7 @@ TYPES = (
     "google_compute_subnetwork",
     "google_compute_firewall",
     "google_container_node_pool",
+    *POLICY_ASSOCIATIONS,
 )
 
 
@@ -132,6 +137,7 @@ class GcpPlan:
                 name=name,
                 mtu=res.known("mtu") or None,
                 network_profile=short(profile) if isinstance(profile, str) and profile else None,
+                policy_order=_text(res.known("network_firewall_policy_enforcement_order")),
             )
             self.network_ids[res.address] = network.id
             gcp.networks.append(network)
@@ -171,8 +177,27 @@ class GcpPlan:
                     source_ranges=[str(r) for r in res.known("source_ranges") or ()],
                     source_tags=[str(t) for t in res.known("source_tags") or ()],
                     source_service_accounts=[str(s) for s in res.known("source_service_accounts") or ()],
+                    target_tags=[str(t) for t in res.known("target_tags") or ()],
+                    target_service_accounts=[str(s) for s in res.known("target_service_accounts") or ()],
                 )
             )
+        self._policy_associations()
+
+    def _policy_associations(self) -> None:
+        """A network firewall policy associated with a network of the plan governs it (Terraform
+        google_compute_network_firewall_policy_association and its regional twin: attachment_target, the network;
+        firewall_policy, the policy; registry.terraform.io/providers/hashicorp/google/latest/docs/resources/
+        compute_network_firewall_policy_association). The policy's rules are not judged, so that network's reach
+        is not judged either, unless VPC rules before it allow every port (lookup.GcpIndex._governed)."""
+        for res in self.plan.of_type(*POLICY_ASSOCIATIONS):
+            target = self._network_id(res, "attachment_target")
+            network = self.networks.get(target or "")
+            if network is not None:
+                policy = res.known("firewall_policy")
+                name = policy if isinstance(policy, str) and policy else res.address
+                self.networks[network.id] = updated = network.model_copy(update={"firewall_policy": short(name)})
+                gcp = self.inventory.gcp
+                gcp.networks = [updated if n is network else n for n in gcp.networks]
 
     def run(self) -> None:
         plan = self.plan
@@ -287,6 +312,9 @@ class GcpPlan:
         others = [n for n in nics if n not in rdma]
         gpu = nics[1:] if len(nics) > 1 else []  # the NICs besides nic0 (which of them are GPU NICs needs nic0's)
         unread = [n for n in nics if n.network is None or is_unknown(n.network)]
+        # RDMA networks are asked about only of a node with RDMA NICs or of an RDMA type (issue 28, item 10): an
+        # A3 High on the `default` network has no RoCE VPC to misplace a NIC on.
+        rdma_node = bool(rdma) or (cap is not None and cap.fabric is FabricKind.RDMA)
         outside = [n.network for n in gpu if n not in unread and n.network not in self.networks]
         unknown: dict[str, str] = {}
         if unread:
@@ -298,12 +326,12 @@ class GcpPlan:
                 unknown |= dict.fromkeys(("gpu_firewall", "gpu_mtu"), why)
             if any(n in unread for n in rdma):
                 unknown["rdma_profile"] = why
-            if any(n in unread for n in others):
+            if rdma_node and any(n in unread for n in others):
                 unknown["non_rdma_on_rdma_vpc"] = why
         if outside and "gpu_firewall" not in unknown:
             unknown["gpu_firewall"] = _not_created(res, outside, "firewall rules")
         placed = [n.network for n in others if n not in unread and n.network not in self.networks]
-        if placed and "non_rdma_on_rdma_vpc" not in unknown:
+        if rdma_node and placed and "non_rdma_on_rdma_vpc" not in unknown:
             unknown["non_rdma_on_rdma_vpc"] = _not_created(res, placed, "network profile")
         return unknown
 
@@ -436,6 +464,10 @@ class GcpPlan:
 def _not_created(res: PlanResource, networks: list[str | None], what: str) -> str:
     names = ", ".join(sorted({last(n) for n in networks if n}))
     return f"{res.address}: network {names} is not created by this plan, so its {what} is not in it"
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
 
 
 def map_plan(plan: Plan, inventory: Inventory) -> None:

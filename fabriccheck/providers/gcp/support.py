@@ -271,7 +271,9 @@ class GcpSupport(CloudSupport):
             if why:
                 unknown["rdma_profile"] = why
 
-        misplaced, why = index.misplaced(shape)
+        misplaced, why = 0, None
+        if rdma_nics or (cap is not None and cap.fabric is FabricKind.RDMA):  # no RDMA NIC, no RDMA network asked
+            misplaced, why = index.misplaced(shape)
         if why:
             unknown["non_rdma_on_rdma_vpc"] = why
 
@@ -413,8 +415,16 @@ def _gpu_nic_attachment(node: NodeShape, limit: int) -> FabricAttachment:
     host = node.primary_interface
     if host is None:
         return FabricAttachment(0, 0)
-    gpu_nics = tuple(nic for nic in node.interfaces if nic.network is not None and nic.network != host.network)
-    attached = _capped(len({nic.network for nic in gpu_nics}), limit)
+    others = sorted(
+        (nic for nic in node.interfaces if nic.network is not None and nic.network != host.network),
+        key=lambda nic: (nic.network_card_index, nic.device_index),
+    )
+    # The GPU NICs are nic1..nicN, N the type's GPU NIC count (A3 Mega: nic0 and 8 GPU NICs; GCP-NETBW, CTK-A3M):
+    # a NIC beyond them (GCP103) is no GPU NIC, so its network is no GPU network for the firewall and MTU rules.
+    networks = list(dict.fromkeys(nic.network for nic in others))
+    gpu_networks = set(networks[:limit] if limit > 0 else networks)
+    gpu_nics = tuple(nic for nic in others if nic.network in gpu_networks)
+    attached = len(gpu_networks)
     return FabricAttachment(attached, attached, gpu_nics)
 
 
