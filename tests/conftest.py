@@ -43,6 +43,9 @@ SAFE_ENV = {
 os.environ.update(SAFE_ENV)
 for leaking in ("AWS_PROFILE", "AWS_ENDPOINT_URL", "AWS_SESSION_TOKEN"):
     os.environ.pop(leaking, None)
+# The tests that start `fabriccheck` as a process find the console script installed beside this interpreter,
+# whether or not the virtualenv was activated (`.venv/bin/pytest` as well as `. .venv/bin/activate && pytest`).
+os.environ["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
 
 
 
