@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import hypothesis
 import pytest
 
 if TYPE_CHECKING:
@@ -70,6 +71,13 @@ def _share_botocore_models() -> None:
 
 _share_botocore_models()
 
+# Hypothesis times each example (200 ms deadline) and the generation of its data (the too_slow health check): both
+# fail a property test on a busy machine, where nothing about the property changed. The suite measures neither.
+hypothesis.settings.register_profile(
+    "fabriccheck", deadline=None, suppress_health_check=[hypothesis.HealthCheck.too_slow]
+)
+hypothesis.settings.load_profile("fabriccheck")
+
 _real_connect = socket.socket.connect
 
 
@@ -82,6 +90,19 @@ def _loopback_only(self: _socket.socket, address: _Address) -> None:
 
 
 socket.socket.connect = _loopback_only  # type: ignore[method-assign]  # patching a method is the point
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own, which reads -n
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    """One worker per core (worksteal: a worker that runs out takes half of another's queue, so the few long tests
+    do not leave a core idle at the end) when pytest-xdist is there and -n was not given. `-n 0` or
+    `-p no:xdist` runs the suite in this one process (`-n auto` in addopts made pytest refuse `-p no:xdist`)."""
+    if not config.pluginmanager.hasplugin("xdist") or "PYTEST_XDIST_WORKER" in os.environ:
+        return
+    if config.getoption("numprocesses", None) is None and not config.getoption("usepdb", False):
+        config.option.numprocesses = "auto"
+        if config.option.dist == "no":
+            config.option.dist = "worksteal"
 
 
 @pytest.fixture
