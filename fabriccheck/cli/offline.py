@@ -32,7 +32,12 @@ if TYPE_CHECKING:
     from fabriccheck.evidence.judge import Evidence
     from fabriccheck.rulebook import EvidenceRule
 
-TextOrJson = Annotated[str, typer.Option("--format", "-f", metavar="FORMAT", help="text or json.")]
+
+def _lowered(value: str) -> str:
+    return value.lower()  # -f JSON as -f json, as every command's --format
+
+
+TextOrJson = Annotated[str, typer.Option("--format", "-f", metavar="FORMAT", help="text or json.", callback=_lowered)]
 
 
 @app.command(cls=Command)
@@ -293,7 +298,9 @@ def show_config(*, scan: ScanOptions, fmt: TextOrJson = "text") -> None:
     write_stdout(text)
 
 
-DiffFormat = Annotated[str, typer.Option("--format", "-f", metavar="FORMAT", help="text, json or markdown.")]
+DiffFormat = Annotated[
+    str, typer.Option("--format", "-f", metavar="FORMAT", help="text, json or markdown.", callback=_lowered)
+]
 
 
 @app.command(cls=Command)

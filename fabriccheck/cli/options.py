@@ -93,6 +93,7 @@ FormatOpt = Annotated[
         "--format",
         "-f",
         metavar="FORMAT",
+        case_sensitive=False,  # -f JSON as -f json
         help="Report format: text, json, sarif, junit, markdown, prometheus or html (of stdout, and of an --output "
         "whose name has no suffix).",
     ),

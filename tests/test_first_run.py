@@ -1,0 +1,40 @@
+"""First-run polish (issue 30, item 8): what a new user's first mistakes get back.
+
+typer (0.2x) converts option values through pydantic and words a failure in pydantic's words ("Value error, 'JSON'
+is not one of ...", "Input should be a valid number, unable to parse string as a number": pydantic-core's
+error messages, docs.pydantic.dev "Validation Errors"); fabriccheck's line says it in its own."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from cli_run import one_clean_line, run
+
+LIBRARY_WORDS = ("Value error", "Input should", "validation error", "pydantic", "Assertion failed")
+
+
+@pytest.mark.parametrize("fmt", ["JSON", "Json", "json"])
+def test_format_is_case_insensitive(fmt: str) -> None:
+    result = run("demo", "-f", fmt, "--fail-on", "never")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["schema_version"] == 1
+    listed = run("rules", "--format", fmt)
+    assert listed.returncode == 0 and json.loads(listed.stdout)[0]["id"], listed.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["demo", "-f", "yaml"], "Invalid value for '--format' / '-f': 'yaml' is not one of 'text', 'json'"),
+        (["demo", "--fail-on", "sometimes"], "Invalid value for '--fail-on': 'sometimes' is not one of 'error'"),
+        (["demo", "--price-per-gpu-hour", "abc"], "Invalid value for '--price-per-gpu-hour': 'abc': not a number"),
+        (["estimate", "--nodes", "abc"], "Invalid value for '--nodes': 'abc': not a whole number"),
+        (["estimate", "--nodes", "2.5"], "Invalid value for '--nodes': '2.5': not a whole number"),
+        (["aws", "--concurrency", "many"], "Invalid value for '--concurrency': 'many': not a whole number"),
+    ],
+)
+def test_a_value_typer_cannot_convert_is_said_in_our_words(args: list[str], says: str) -> None:
+    line = one_clean_line(run(*args))
+    assert says in line, line
+    assert not any(word in line for word in LIBRARY_WORDS), line
