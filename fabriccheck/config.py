@@ -1,5 +1,6 @@
 """The effective settings of a scanning command, in layers, later wins: the command's defaults, a config file
-(`fabriccheck.toml` in the working directory, else `[tool.fabriccheck]` of `pyproject.toml` there, or the file
+(`fabriccheck.toml` in the working directory, else `[tool.fabriccheck]` of `pyproject.toml` there, else the same in
+the closest folder above, up to the repository's root; or the file
 `--config FILE` / `FABRICCHECK_CONFIG` names), `FABRICCHECK_*` environment variables, then the flags given.
 
 Every value remembers where it came from, so `fabriccheck config` can say why the gate is what it is. A file or
@@ -190,7 +191,8 @@ def read_toml(path: Path, what: str) -> dict[str, Any]:
 
 def find_file(cwd: Path, explicit: Path | None) -> tuple[Path, dict[str, Any], str] | None:
     """The config file and its settings table: the one named, else fabriccheck.toml in `cwd`, else
-    pyproject.toml there when it has [tool.fabriccheck]. A file named but missing is an error."""
+    pyproject.toml there when it has [tool.fabriccheck], else the same in the folder above, and so on up to the
+    repository's root. A file named but missing is an error."""
     if explicit is not None:
         if not explicit.is_file():
             raise FabricCheckError(f"config file {explicit}: no such file")
@@ -201,10 +203,24 @@ def find_file(cwd: Path, explicit: Path | None) -> tuple[Path, dict[str, Any], s
                 raise FabricCheckError(f"config file {explicit}: has no [tool.fabriccheck] table")
             return explicit, section, "[tool.fabriccheck] "
         return explicit, data, ""
-    own = cwd / CONFIG_FILE
+    # The closest one from the working folder up, as ruff finds its own (docs/configuration.md, "Config file
+    # discovery": the closest file, a pyproject.toml without the tool's table skipped), but not above the
+    # repository's root (the folder holding .git: a folder or, in a worktree, a file).
+    for folder in (cwd, *cwd.parents):
+        found = _in_folder(folder)
+        if found is not None:
+            return found
+        if (folder / ".git").exists():
+            break
+    return None
+
+
+def _in_folder(folder: Path) -> tuple[Path, dict[str, Any], str] | None:
+    """fabriccheck.toml in `folder`, else pyproject.toml there when it has [tool.fabriccheck]."""
+    own = folder / CONFIG_FILE
     if own.is_file():
         return own, read_toml(own, "config file"), ""
-    pyproject = cwd / PYPROJECT
+    pyproject = folder / PYPROJECT
     if pyproject.is_file():
         tool = read_toml(pyproject, "config file").get("tool", {})
         section = tool.get("fabriccheck") if isinstance(tool, dict) else None

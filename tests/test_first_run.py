@@ -7,10 +7,12 @@ error messages, docs.pydantic.dev "Validation Errors"); fabriccheck's line says 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from cli_run import one_clean_line, run
 
+DEMO_AWS = Path(__file__).resolve().parent.parent / "fixtures" / "demo" / "aws"
 LIBRARY_WORDS = ("Value error", "Input should", "validation error", "pydantic", "Assertion failed")
 
 
@@ -38,3 +40,33 @@ def test_a_value_typer_cannot_convert_is_said_in_our_words(args: list[str], says
     line = one_clean_line(run(*args))
     assert says in line, line
     assert not any(word in line for word in LIBRARY_WORDS), line
+
+
+def test_the_config_file_is_found_from_a_sub_folder_up_to_the_repository_root(tmp_path: Path) -> None:
+    """As ruff finds its own (astral-sh/ruff docs/configuration.md, "Config file discovery"): the closest file up
+    from the working folder, a pyproject.toml without the tool's table skipped, paths relative to the file; not
+    above the repository's root."""
+    outer = tmp_path / "outer"
+    repo = outer / "repo"
+    deep = repo / "infra" / "modules"
+    deep.mkdir(parents=True)
+    (repo / ".git").mkdir()
+    (repo / "fabriccheck.toml").write_text('fail-on = "never"\nwaivers = "waivers.yaml"\n')
+    (repo / "waivers.yaml").write_text("waivers: []\n")
+    (repo / "infra" / "pyproject.toml").write_text("[tool.black]\nline-length = 100\n")  # not ours: skipped
+    shown = json.loads(run("config", "-f", "json", cwd=deep).stdout)
+    assert shown["file"] == str(repo / "fabriccheck.toml")
+    assert (shown["settings"]["fail-on"]["value"], shown["settings"]["waivers"]["value"]) == (
+        "never",
+        str(repo / "waivers.yaml"),
+    )
+    assert run("aws", "--from-dump", str(DEMO_AWS), cwd=deep).returncode == 0  # the gate the file sets
+    # The closest wins: a sub-folder's own file.
+    (repo / "infra" / "pyproject.toml").write_text('[tool.fabriccheck]\nfail-on = "warning"\n')
+    assert json.loads(run("config", "-f", "json", cwd=deep).stdout)["file"] == str(repo / "infra" / "pyproject.toml")
+    # Above the repository's root is another project's: not read.
+    (repo / "fabriccheck.toml").unlink()
+    (repo / "infra" / "pyproject.toml").unlink()
+    (outer / "fabriccheck.toml").write_text('fail-on = "never"\n')
+    assert json.loads(run("config", "-f", "json", cwd=deep).stdout)["file"] is None
+    assert run("aws", "--from-dump", str(DEMO_AWS), cwd=deep).returncode == 1  # the default: error findings fail
