@@ -353,9 +353,14 @@ def _default(key: Key, defaults: Mapping[str, Any]) -> Any:
 
 
 def _check_price(setting: Setting) -> None:
+    from fabriccheck.bounds import MAX_PRICE_PER_GPU_HOUR
+
     value = setting.value
-    if value is not None and not (math.isfinite(value) and value >= 0):
-        raise FabricCheckError(f"price-per-gpu-hour {value} ({setting.source}): not a price")
+    if value is not None and not (math.isfinite(value) and 0 <= value <= MAX_PRICE_PER_GPU_HOUR):
+        raise FabricCheckError(
+            f"price-per-gpu-hour {value:g} ({setting.source}): not a price (dollars a GPU-hour, 0 to "
+            f"{MAX_PRICE_PER_GPU_HOUR:,.0f})"
+        )
 
 
 def render_text(config: Config) -> str:

@@ -7,6 +7,7 @@ error messages, docs.pydantic.dev "Validation Errors"); fabriccheck's line says 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -70,3 +71,38 @@ def test_the_config_file_is_found_from_a_sub_folder_up_to_the_repository_root(tm
     (outer / "fabriccheck.toml").write_text('fail-on = "never"\n')
     assert json.loads(run("config", "-f", "json", cwd=deep).stdout)["file"] is None
     assert run("aws", "--from-dump", str(DEMO_AWS), cwd=deep).returncode == 1  # the default: error findings fail
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["demo", "--price-per-gpu-hour", "1e300"], "'--price-per-gpu-hour': 1e+300: not a price (dollars a GPU-hour"),
+        (["demo", "--price-per-gpu-hour", "1000.01"], "1000.01: not a price (dollars a GPU-hour, 0 to 1,000)"),
+        (["estimate", "--nodes", "100000000000", "--instance-type", "p5.48xlarge"], "more than 100,000 nodes"),
+        (["nccl-tests", "-", "--nodes", "100000000000"], "Invalid value for '--nodes': '100000000000': more than"),
+    ],
+)
+def test_an_absurd_number_is_refused_in_one_line(args: list[str], says: str) -> None:
+    """bounds.py: far above anything real (an H100 rents for about $5 to $12 a GPU-hour; the largest clusters hold
+    about 100,000 GPUs), so a typo is told, not priced: 1e300 dollars a GPU-hour made a report of 6e303 dollars."""
+    line = one_clean_line(run(*args))
+    assert says in line and not any(word in line for word in LIBRARY_WORDS), line
+
+
+def test_an_absurd_price_in_a_config_file_or_variable_is_refused_too(tmp_path: Path) -> None:
+    (tmp_path / "fabriccheck.toml").write_text("price-per-gpu-hour = 1e300\n")
+    line = one_clean_line(run("demo", cwd=tmp_path))
+    assert line.endswith("price-per-gpu-hour 1e+300 (fabriccheck.toml): not a price (dollars a GPU-hour, 0 to 1,000)")
+    (tmp_path / "fabriccheck.toml").unlink()
+    env = {**os.environ, "FABRICCHECK_PRICE_PER_GPU_HOUR": "5000"}
+    assert "(env FABRICCHECK_PRICE_PER_GPU_HOUR): not a price" in one_clean_line(run("demo", cwd=tmp_path, env=env))
+    # The real ones still price: the top of the range, and a real H100 price.
+    for price in ("1000", "12.29"):
+        priced = run("demo", "--price-per-gpu-hour", price, "-f", "json", "--fail-on", "never", cwd=tmp_path)
+        assert json.loads(priced.stdout)["summary"]["lost_dollars_per_day"]["high"] > 0, priced.stderr
+
+
+def test_the_largest_real_cluster_is_still_estimated() -> None:
+    result = run("estimate", "--nodes", "100000", "--instance-type", "p5.48xlarge", "-f", "json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["nodes"] == 100_000

@@ -111,7 +111,11 @@ def _in_our_words(error: dict[str, Any]) -> str:
     value = error.get("input")
     if error["type"] in _NOT:
         return f"{value!r}: {_NOT[error['type']]}" if isinstance(value, str) else _NOT[error["type"]]
-    raised = (error.get("ctx") or {}).get("error")
+    ctx = error.get("ctx") or {}
+    bound = {"less_than_equal": ("more than", "le"), "greater_than_equal": ("less than", "ge")}.get(error["type"])
+    if bound is not None and bound[1] in ctx:  # typer's min= and max=
+        return f"{value!r}: {bound[0]} {ctx[bound[1]]}"
+    raised = ctx.get("error")
     if error["type"] == "value_error" and raised is not None:
         return str(raised)  # the check's own words (typer's choices: "'JSON' is not one of ...")
     text = str(error["msg"]).removeprefix("Value error, ").removeprefix("Assertion failed, ")

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
+from fabriccheck.bounds import MAX_NODES
 from fabriccheck.cli.app import Command, app, emit
 from fabriccheck.cli.finish import exit_for, push, write_reports
 from fabriccheck.cli.options import (
@@ -173,7 +174,10 @@ def nccl_tests(
     ],
     fabric: FabricOptions,
     nodes: Annotated[
-        int | None, typer.Option(metavar="N", min=1, help="Nodes the test ran on (default: the hosts the file names).")
+        int | None,
+        typer.Option(
+            metavar="N", min=1, max=MAX_NODES, help="Nodes the test ran on (default: the hosts the file names)."
+        ),
     ] = None,
     op: Annotated[
         str | None,
