@@ -40,7 +40,16 @@ from loopback import serving
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from prometheus_client.parser import text_string_to_metric_families
-from test_examples import EXPECTED, SARIF_SCHEMA, _shell_commands, _workspace, demo_argv
+from test_examples import (
+    EXPECTED,
+    SARIF_SCHEMA,
+    _copy,
+    _instructions,
+    _shell_commands,
+    _workspace,
+    demo_argv,
+    examples,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -189,32 +198,7 @@ def test_a_ci_job_installs_what_its_commands_need_and_uploads_its_files(job: Job
         for line in job.installs:
             done = subprocess.run(["sh", "-c", line], env=env, cwd=workspace, capture_output=True, text=True)
             assert done.returncode == 0, (line, done.stderr[-3000:])
-        installed = subprocess.run(
-            [str(venv / "bin" / "python"), "-c", "import fabriccheck; print(fabriccheck.__file__)"],
-            env=env,
-            cwd=workspace,
-            capture_output=True,
-            text=True,
-        )
-        assert installed.stdout.startswith(str(venv)), installed  # the wheel's copy, not this checkout
-        imported: set[str] = set()
-        live: set[str] = set()
-        for argv in job.commands:
-            words = demo_argv(argv, gateway, env)
-            if words[1:2] == ["--from-dump"] and "--from-dump" not in argv:
-                live.add(words[0])  # a live scan as written, run on the demo's dump here: it needs the cloud's SDK
-            result = subprocess.run(
-                [str(venv / "bin" / "fabriccheck"), *words],
-                env={**env, "PYTHONPROFILEIMPORTTIME": "1"},  # each module imported, one stderr line each
-                cwd=workspace,
-                capture_output=True,
-                text=True,
-                timeout=300,
-            )
-            modules, stderr = _imports(result.stderr)
-            imported |= modules
-            assert result.returncode == EXPECTED[(job.example, shlex.join(argv))], (argv, stderr[-3000:])
-            assert "Traceback" not in stderr
+        imported, live = _run_installed(venv, job.example, job.commands, env, workspace, gateway)
     extras, allowed = _allowed(wheel, job.extras)
     outside = _outside(imported, allowed)
     assert not outside, f"{job.installs} does not install what its commands import: {outside}"
@@ -225,6 +209,93 @@ def test_a_ci_job_installs_what_its_commands_need_and_uploads_its_files(job: Job
     if any("--pushgateway" in argv for argv in job.commands):
         [metrics] = pushed.bodies.values()
         assert "fabriccheck_findings" in {f.name for f in text_string_to_metric_families(metrics)}
+
+
+def _run_installed(
+    venv: Path, example: str, commands: list[tuple[str, ...]], env: dict[str, str], folder: Path, gateway: str
+) -> tuple[set[str], set[str]]:
+    """Run an example's commands, in order, through the virtualenv's console script (the wheel's copy, checked):
+    each must exit as EXPECTED says. The modules they imported, and the clouds they scan live as written."""
+    installed = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", "import fabriccheck; print(fabriccheck.__file__)"],
+        env=env,
+        cwd=folder,
+        capture_output=True,
+        text=True,
+    )
+    assert installed.stdout.startswith(str(venv)), installed  # the wheel's copy, not this checkout
+    imported: set[str] = set()
+    live: set[str] = set()
+    for argv in commands:
+        words = demo_argv(argv, gateway, env)
+        if words[1:2] == ["--from-dump"] and "--from-dump" not in argv:
+            live.add(words[0])  # a live scan as written, run on the demo's dump here: it needs the cloud's SDK
+        result = subprocess.run(
+            [str(venv / "bin" / "fabriccheck"), *words],
+            env={**env, "PYTHONPROFILEIMPORTTIME": "1"},  # each module imported, one stderr line each
+            cwd=folder,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        modules, stderr = _imports(result.stderr)
+        imported |= modules
+        assert result.returncode == EXPECTED[(example, shlex.join(argv))], (argv, stderr[-3000:])
+        assert "Traceback" not in stderr
+    return imported, live
+
+
+def test_the_dockerfile_builds_and_installs_offline_what_its_image_runs(wheel: Path, tmp_path: Path) -> None:
+    """The Dockerfile's COPY steps replayed from the checkout (the build context) into a folder standing for the
+    image's root, then its `RUN pip install` line, as written but for the image's paths, in a fresh virtualenv
+    standing for the image's Python: pip builds the wheel from only what was copied, with no index and no build
+    isolation (hatchling from the test extra; PIP_NO_BUILD_ISOLATION=0 turns isolation off: pip's option names
+    beginning with no- read the variable inverted, pip docs "Configuration", environment variables). The installed
+    command must run the demo from another folder (the wheel carries the rules and the demo data), and every
+    command the image runs (its CMD, the CronJobs' args, the commands its comments give) imports nothing and scans
+    no cloud that the extras of its install line do not cover."""
+    image = tmp_path / "image"
+    venv = fresh_venv(tmp_path / "python")
+    ran: list[str] = []
+    for op, args in _instructions((EXAMPLES / "Dockerfile").read_text()):
+        if op == "COPY":
+            *sources, target = shlex.split(args)
+            for source in sources:
+                _copy(ROOT / source, image / target.lstrip("/"), many=len(sources) > 1 or target.endswith("/"))
+        elif op == "RUN" and "pip install" in args:
+            ran.append(args)
+    [install] = ran
+    assert not (image / "src" / ".git").exists() and (image / "src" / "pyproject.toml").is_file()
+    pushed = Pushed()
+    with serving(_gateway(pushed)) as gateway:
+        env = {**_ci_env(venv, wheel, tmp_path, gateway), "PIP_NO_BUILD_ISOLATION": "0"}
+        command = re.sub(r"(?<![\w/])/src\b", str(image / "src"), install)
+        done = subprocess.run(["sh", "-c", command], env=env, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert not (image / "src").exists()  # the step also removes the sources it installed from
+        demo = subprocess.run(
+            [str(venv / "bin" / "fabriccheck"), "demo", "-f", "json"], capture_output=True, text=True, cwd=tmp_path
+        )
+        assert demo.returncode == 0, demo.stderr
+        report = json.loads(demo.stdout)
+        assert report["complete"] is True and len(report["findings"]) == 48
+        runs = [e for e in examples() if e.file == "Dockerfile" or e.file.startswith("kubernetes/")]
+        imported: set[str] = set()
+        live: set[str] = set()
+        for file in dict.fromkeys(e.file for e in runs):
+            found = _run_installed(venv, file, [e.argv for e in runs if e.file == file], env, tmp_path, gateway)
+            imported, live = imported | found[0], live | found[1]
+    named = re.search(r"/src\[([\w,\s-]+)\]", install)
+    assert named is not None, install
+    extras, allowed = _allowed(wheel, {e.strip() for e in named.group(1).split(",")})
+    outside = _outside(imported, allowed)
+    assert not outside, f"{install} does not install what the image's commands import: {outside}"
+    assert live == {"aws", "azure", "gcp"} and live <= extras, (live, extras)
+    assert {path.split("/")[-1] for path in pushed.bodies} == {
+        "fabriccheck-aws",
+        "fabriccheck-gcp",
+        "fabriccheck-azure",
+    }
 
 
 def _ci_env(venv: Path, wheel: Path, tmp_path: Path, gateway: str) -> dict[str, str]:
@@ -285,7 +356,19 @@ def _allowed(wheel: Path, extras: set[str]) -> tuple[set[str], set[str]]:
         except importlib.metadata.PackageNotFoundError:
             continue  # not installed here, so nothing can import it
         pending += [r for r in map(Requirement, nested) if _applies(r, set(requirement.extras))]
-    return wanted, found
+    # Every extra whose requirements all come with the install (hatchling writes `all`'s self-reference out into
+    # the requirements it names, so `all` covers `aws` this way).
+    covered = {
+        extra
+        for extra in declared
+        if all(canonicalize_name(r.name) in found for r in own if r.name != "fabriccheck" and _only_for(r, extra))
+    }
+    return wanted | covered, found
+
+
+def _only_for(requirement: Requirement, extra: str) -> bool:
+    marker = requirement.marker
+    return marker is not None and marker.evaluate({"extra": extra}) and not marker.evaluate({"extra": ""})
 
 
 def _applies(requirement: Requirement, extras: set[str]) -> bool:
