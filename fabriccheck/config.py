@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from fabriccheck import textfiles
-from fabriccheck.errors import FabricCheckError
+from fabriccheck.errors import FabricCheckError, in_our_words
 
 if TYPE_CHECKING:
     from fabriccheck.clusters import Cluster
@@ -172,8 +172,7 @@ def _problem(where: str, exc: ValidationError, key_prefix: str = "") -> FabricCh
     key = ".".join(str(p) for p in first["loc"])
     if first["type"] == "extra_forbidden":
         return FabricCheckError(f"{where}: unknown key {key_prefix}{key!r} (known: {', '.join(k.name for k in KEYS)})")
-    message = first["msg"].removeprefix("Value error, ")
-    return FabricCheckError(f"{where}: {key_prefix}{key}: {message}")
+    return FabricCheckError(f"{where}: {key_prefix}{key}: {in_our_words(first)}")
 
 
 def read_toml(path: Path, what: str) -> dict[str, Any]:

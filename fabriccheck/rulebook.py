@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 
 from fabriccheck import celbudget, rule_wording, shipped, textfiles
 from fabriccheck import facts as derived
-from fabriccheck.errors import FabricCheckError
+from fabriccheck.errors import FabricCheckError, in_our_words
 from fabriccheck.findings import Category, Confidence, Effect, Severity
 from fabriccheck.model import PROVIDERS, Origin, Provider
 
@@ -288,7 +288,8 @@ def _problems(kind: type[BaseModel], exc: ValidationError) -> str:
             guess = f" (did you mean {guesses[number]}?)" if number in guesses else ""
             said.append(f"field {where}: not a field of a rule{guess}")
         else:
-            said.append(f"field {where}: {_in_words(error)}")
+            words = "missing (every rule has it)" if error["type"] == "missing" else in_our_words(error)
+            said.append(f"field {where}: {words}")
     return said[0] if len(said) == 1 else f"{len(said)} problems: " + "; ".join(said)
 
 
@@ -306,23 +307,6 @@ def _model_in(annotation: Any) -> type[BaseModel] | None:
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return annotation
     return next((m for m in map(_model_in, get_args(annotation)) if m is not None), None)
-
-
-def _in_words(error: Any) -> str:
-    """One pydantic error as fabriccheck says it (pydantic-core's messages: "Field required", "Input should be
-    ...", "Value error, ...")."""
-    kind, value, ctx = error["type"], error.get("input"), error.get("ctx") or {}
-    if kind == "missing":
-        return "missing (every rule has it)"
-    if kind in ("literal_error", "enum") and "expected" in ctx:
-        return f"{value!r} is not one of {ctx['expected']}"
-    if kind == "value_error" and ctx.get("error") is not None:
-        return str(ctx["error"])
-    if kind == "string_pattern_mismatch" and "pattern" in ctx:
-        return f"{value!r} does not have the form {ctx['pattern']}"
-    if kind == "too_short" and "min_length" in ctx:
-        return f"needs at least {ctx['min_length']}"
-    return str(error["msg"]).removeprefix("Value error, ").removeprefix("Input ")
 
 
 def _load_file(path: Path) -> Rule:

@@ -86,37 +86,14 @@ def _run(argv: list[str] | None) -> int:
         return 2
 
 
-# What a value typer could not convert is (typer converts options through pydantic), in our words, not pydantic's.
-_NOT = {
-    "float_parsing": "not a number",
-    "float_type": "not a number",
-    "int_parsing": "not a whole number",
-    "int_from_float": "not a whole number",
-    "int_type": "not a whole number",
-    "bool_parsing": "not true or false",
-}
-
-
 def _usage_message(exc: Any) -> str:
-    """A usage error's message with none of the library's wording ("Value error, ", "Input should be")."""
+    """A usage error's message with none of the library's wording: typer converts options through pydantic, and
+    words a failure in pydantic's words ("Value error, ", "Input should be")."""
+    from fabriccheck.errors import in_our_words
+
     message = str(exc.format_message())
     errors = getattr(exc.__cause__, "errors", None)
     said = getattr(exc, "message", None)
     if not callable(errors) or not isinstance(said, str) or not said or said not in message:
         return message
-    return message.replace(said, "; ".join(_in_our_words(error) for error in errors()))
-
-
-def _in_our_words(error: dict[str, Any]) -> str:
-    value = error.get("input")
-    if error["type"] in _NOT:
-        return f"{value!r}: {_NOT[error['type']]}" if isinstance(value, str) else _NOT[error["type"]]
-    ctx = error.get("ctx") or {}
-    bound = {"less_than_equal": ("more than", "le"), "greater_than_equal": ("less than", "ge")}.get(error["type"])
-    if bound is not None and bound[1] in ctx:  # typer's min= and max=
-        return f"{value!r}: {bound[0]} {ctx[bound[1]]}"
-    raised = ctx.get("error")
-    if error["type"] == "value_error" and raised is not None:
-        return str(raised)  # the check's own words (typer's choices: "'JSON' is not one of ...")
-    text = str(error["msg"]).removeprefix("Value error, ").removeprefix("Assertion failed, ")
-    return f"{value!r}: {text[0].lower()}{text[1:]}" if text.startswith("Input should") else text
+    return message.replace(said, "; ".join(in_our_words(error) for error in errors()))
