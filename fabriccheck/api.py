@@ -180,13 +180,14 @@ def _existing(path: str | Path) -> Path:
 def _live(provider: str, source: Live) -> Inventory:
     from fabriccheck.cli.live import cloud_sdk
 
-    collect = importlib.import_module(f"fabriccheck.providers.{provider}.collect")
+    with cloud_sdk(provider):  # the collector imports its SDK: not installed is the missing extra, one line
+        collect = importlib.import_module(f"fabriccheck.providers.{provider}.collect")
     accepted = inspect.signature(collect.collect_live).parameters
     unknown = sorted(set(source.options) - set(accepted) - {"progress"})
     if unknown or "progress" in source.options:
         raise FabricCheckError(
             f"Live({', '.join(f'{u}=' for u in unknown or ['progress'])}): not an option of a live {provider} run"
         )
-    with cloud_sdk():
+    with cloud_sdk(provider):
         found: Inventory = collect.collect_live(list(source.scopes), **source.options)
     return found

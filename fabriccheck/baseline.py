@@ -21,7 +21,7 @@ from pathlib import Path
 import orjson
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from fabriccheck.errors import FabricCheckError
+from fabriccheck.errors import FabricCheckError, in_our_words
 from fabriccheck.findings import Finding
 from fabriccheck.version import __version__
 
@@ -123,7 +123,7 @@ def load(path: Path) -> Baseline:
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
-        raise FabricCheckError(f"baseline {path}: field {where}: {first['msg']}") from None
+        raise FabricCheckError(f"baseline {path}: field {where}: {in_our_words(first)}") from None
 
 
 def apply(findings: Iterable[Finding], baseline: Baseline, source: str) -> BaselineSummary:

@@ -1,5 +1,6 @@
 """The effective settings of a scanning command, in layers, later wins: the command's defaults, a config file
-(`fabriccheck.toml` in the working directory, else `[tool.fabriccheck]` of `pyproject.toml` there, or the file
+(`fabriccheck.toml` in the working directory, else `[tool.fabriccheck]` of `pyproject.toml` there, else the same in
+the closest folder above, up to the repository's root; or the file
 `--config FILE` / `FABRICCHECK_CONFIG` names), `FABRICCHECK_*` environment variables, then the flags given.
 
 Every value remembers where it came from, so `fabriccheck config` can say why the gate is what it is. A file or
@@ -20,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from fabriccheck import textfiles
-from fabriccheck.errors import FabricCheckError
+from fabriccheck.errors import FabricCheckError, in_our_words
 
 if TYPE_CHECKING:
     from fabriccheck.clusters import Cluster
@@ -171,8 +172,7 @@ def _problem(where: str, exc: ValidationError, key_prefix: str = "") -> FabricCh
     key = ".".join(str(p) for p in first["loc"])
     if first["type"] == "extra_forbidden":
         return FabricCheckError(f"{where}: unknown key {key_prefix}{key!r} (known: {', '.join(k.name for k in KEYS)})")
-    message = first["msg"].removeprefix("Value error, ")
-    return FabricCheckError(f"{where}: {key_prefix}{key}: {message}")
+    return FabricCheckError(f"{where}: {key_prefix}{key}: {in_our_words(first)}")
 
 
 def read_toml(path: Path, what: str) -> dict[str, Any]:
@@ -190,7 +190,8 @@ def read_toml(path: Path, what: str) -> dict[str, Any]:
 
 def find_file(cwd: Path, explicit: Path | None) -> tuple[Path, dict[str, Any], str] | None:
     """The config file and its settings table: the one named, else fabriccheck.toml in `cwd`, else
-    pyproject.toml there when it has [tool.fabriccheck]. A file named but missing is an error."""
+    pyproject.toml there when it has [tool.fabriccheck], else the same in the folder above, and so on up to the
+    repository's root. A file named but missing is an error."""
     if explicit is not None:
         if not explicit.is_file():
             raise FabricCheckError(f"config file {explicit}: no such file")
@@ -201,10 +202,24 @@ def find_file(cwd: Path, explicit: Path | None) -> tuple[Path, dict[str, Any], s
                 raise FabricCheckError(f"config file {explicit}: has no [tool.fabriccheck] table")
             return explicit, section, "[tool.fabriccheck] "
         return explicit, data, ""
-    own = cwd / CONFIG_FILE
+    # The closest one from the working folder up, as ruff finds its own (docs/configuration.md, "Config file
+    # discovery": the closest file, a pyproject.toml without the tool's table skipped), but not above the
+    # repository's root (the folder holding .git: a folder or, in a worktree, a file).
+    for folder in (cwd, *cwd.parents):
+        found = _in_folder(folder)
+        if found is not None:
+            return found
+        if (folder / ".git").exists():
+            break
+    return None
+
+
+def _in_folder(folder: Path) -> tuple[Path, dict[str, Any], str] | None:
+    """fabriccheck.toml in `folder`, else pyproject.toml there when it has [tool.fabriccheck]."""
+    own = folder / CONFIG_FILE
     if own.is_file():
         return own, read_toml(own, "config file"), ""
-    pyproject = cwd / PYPROJECT
+    pyproject = folder / PYPROJECT
     if pyproject.is_file():
         tool = read_toml(pyproject, "config file").get("tool", {})
         section = tool.get("fabriccheck") if isinstance(tool, dict) else None
@@ -337,9 +352,14 @@ def _default(key: Key, defaults: Mapping[str, Any]) -> Any:
 
 
 def _check_price(setting: Setting) -> None:
+    from fabriccheck.bounds import MAX_PRICE_PER_GPU_HOUR
+
     value = setting.value
-    if value is not None and not (math.isfinite(value) and value >= 0):
-        raise FabricCheckError(f"price-per-gpu-hour {value} ({setting.source}): not a price")
+    if value is not None and not (math.isfinite(value) and 0 <= value <= MAX_PRICE_PER_GPU_HOUR):
+        raise FabricCheckError(
+            f"price-per-gpu-hour {value:g} ({setting.source}): not a price (dollars a GPU-hour, 0 to "
+            f"{MAX_PRICE_PER_GPU_HOUR:,.0f})"
+        )
 
 
 def render_text(config: Config) -> str:

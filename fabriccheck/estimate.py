@@ -16,6 +16,7 @@ from dataclasses import replace
 from pydantic import BaseModel
 
 from fabriccheck import catalog, penalty
+from fabriccheck.bounds import MAX_NODES
 from fabriccheck.errors import unknown_model, usage
 from fabriccheck.model import FabricKind
 from fabriccheck.penalty.collectives import size_label
@@ -241,6 +242,8 @@ def run(
 ) -> EstimateReport:
     if nodes < 1:
         raise usage("--nodes must be at least 1")
+    if nodes > MAX_NODES:
+        raise usage(f"--nodes {nodes:,}: more than {MAX_NODES:,} nodes is not a cluster (a typo?)")
     state = state_named(state_text, fabric)
     slowdown = penalty.estimate(fabric, nodes, state, workload)
     result = penalty.penalty_of(slowdown, workload, nodes * fabric.gpus_per_node, price_per_gpu_hour)

@@ -15,7 +15,7 @@ from pydantic import ValidationError
 from fabriccheck import rulebook
 from fabriccheck.cloud import resolve, support
 from fabriccheck.clusters import build_clusters
-from fabriccheck.errors import FabricCheckError
+from fabriccheck.errors import FabricCheckError, in_our_words
 from fabriccheck.inventory import Inventory
 from fabriccheck.judge import evaluate
 from fabriccheck.model import PROVIDERS, fact_key, field_path
@@ -59,7 +59,7 @@ def example_inventory(rule: Rule, example: Example) -> Inventory:
     except ValidationError as exc:
         first = exc.errors()[0]
         where = field_path(first["loc"])
-        raise FabricCheckError(f"{rule.path}: example {example.name!r}: field {where}: {first['msg']}") from None
+        raise FabricCheckError(f"{rule.path}: example {example.name!r}: field {where}: {in_our_words(first)}") from None
     resolve(inventory)
     return inventory
 

@@ -46,7 +46,8 @@ class TrendFinding(BaseModel):
 
 
 class Change(BaseModel):
-    """A figure in the earlier report and now (low and high bounds), and now minus then."""
+    """A figure in the earlier report and now (low and high bounds), and now minus then at each bound, put low to
+    high."""
 
     previous: Range | None
     current: Range | None

@@ -13,6 +13,7 @@ read only the shared metadata, so they treat both alike.
 
 from __future__ import annotations
 
+import difflib
 import functools
 import re
 import sys
@@ -21,14 +22,14 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Literal, TypeVar, cast
+from typing import Any, Literal, TypeVar, cast, get_args
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from fabriccheck import celbudget, rule_wording, shipped, textfiles
 from fabriccheck import facts as derived
-from fabriccheck.errors import FabricCheckError
+from fabriccheck.errors import FabricCheckError, in_our_words
 from fabriccheck.findings import Category, Confidence, Effect, Severity
 from fabriccheck.model import PROVIDERS, Origin, Provider
 
@@ -260,11 +261,52 @@ def _validated(kind: type[Meta], doc: dict[str, Any], path: Path) -> Meta:
     try:
         rule = kind.model_validate(doc)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        field = ".".join(str(p) for p in first["loc"]) or "(top level)"
-        raise FabricCheckError(f"{path}: field {field}: {first['msg']}") from None
+        raise FabricCheckError(f"{path}: {_problems(kind, exc)}") from None
     rule._path = str(path)
     return rule
+
+
+def _problems(kind: type[BaseModel], exc: ValidationError) -> str:
+    """Every problem of a rule file at once, in one line and in our words: a key that is no field names the field
+    it is closest to, and that field is then not also said to be missing."""
+    errors = exc.errors()
+    meant: set[tuple[Any, ...]] = set()
+    guesses: dict[int, str] = {}
+    for number, error in enumerate(errors):
+        if error["type"] == "extra_forbidden":
+            *parent, key = error["loc"]
+            close = difflib.get_close_matches(str(key), _fields_at(kind, parent), n=1, cutoff=0.7)
+            if close:
+                guesses[number] = close[0]
+                meant.add((*parent, close[0]))
+    said = []
+    for number, error in enumerate(errors):
+        where = ".".join(str(p) for p in error["loc"]) or "(top level)"
+        if error["type"] == "missing" and tuple(error["loc"]) in meant:
+            continue  # the misspelt key says it
+        if error["type"] == "extra_forbidden":
+            guess = f" (did you mean {guesses[number]}?)" if number in guesses else ""
+            said.append(f"field {where}: not a field of a rule{guess}")
+        else:
+            words = "missing (every rule has it)" if error["type"] == "missing" else in_our_words(error)
+            said.append(f"field {where}: {words}")
+    return said[0] if len(said) == 1 else f"{len(said)} problems: " + "; ".join(said)
+
+
+def _fields_at(kind: type[BaseModel], loc: Sequence[Any]) -> list[str]:
+    """The field names of the model at `loc` inside `kind` (list indexes and mapping keys passed over)."""
+    model: type[BaseModel] | None = kind
+    for part in loc:
+        field = model.model_fields.get(str(part)) if model is not None else None
+        if field is not None:
+            model = _model_in(field.annotation)
+    return sorted(model.model_fields) if model is not None else []
+
+
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    return next((m for m in map(_model_in, get_args(annotation)) if m is not None), None)
 
 
 def _load_file(path: Path) -> Rule:

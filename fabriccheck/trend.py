@@ -31,11 +31,12 @@ def _named(finding: Finding) -> TrendFinding:
 
 
 def _change(previous: Range | None, current: Range | None) -> Change:
+    """How each end of the estimate moved, as a range low to high: the high end may move down more than the low
+    end does (a fix that narrows the estimate), and "-187 to -26" reads as a range where "-26 to -187" did not."""
     zero = Range(low=0.0, high=0.0)
     before, now = previous or zero, current or zero
-    return Change(
-        previous=previous, current=current, change=Range(low=now.low - before.low, high=now.high - before.high)
-    )
+    low, high = sorted((now.low - before.low, now.high - before.high))
+    return Change(previous=previous, current=current, change=Range(low=low, high=high))
 
 
 def _lost(report: Report) -> dict[str, Range | None]:
@@ -49,7 +50,12 @@ def _clusters(previous: Report, current: Report) -> list[ClusterChange]:
         for cluster in dict.fromkeys([*now, *before])
     ]
     changed = [c for c in changes if c.lost_gpu_hours_per_day.change != Range(low=0.0, high=0.0)]
-    return sorted(changed, key=lambda c: (-abs(c.lost_gpu_hours_per_day.change.high), c.id))
+    # The most moved first: the larger of the two ends' moves (the high end's, before the ends were put in order).
+    return sorted(changed, key=lambda c: (-_moved(c.lost_gpu_hours_per_day.change), c.id))
+
+
+def _moved(change: Range) -> float:
+    return max(abs(change.low), abs(change.high))
 
 
 def _order(found: list[TrendFinding]) -> list[TrendFinding]:

@@ -27,7 +27,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from fabriccheck import textfiles
-from fabriccheck.errors import FabricCheckError
+from fabriccheck.errors import FabricCheckError, in_our_words
 from fabriccheck.findings import Category, Finding, Waived
 
 
@@ -165,8 +165,7 @@ def load(path: Path) -> list[Waiver]:
             raise FabricCheckError(f"waivers file {path}: unknown key {where}") from None
         if first["type"] == "missing":
             raise FabricCheckError(f"waivers file {path}: {where}: required") from None
-        message = first["msg"].removeprefix("Value error, ")
-        raise FabricCheckError(f"waivers file {path}: {where}: {message}") from None
+        raise FabricCheckError(f"waivers file {path}: {where}: {in_our_words(first)}") from None
 
 
 def check_rules(waivers: list[Waiver], known: Collection[str], path: Path) -> None:

@@ -69,6 +69,9 @@ class FleetReplay:
     page_size: int = 2  # ListAccounts page size, to exercise paging
     # STS or Organizations action -> (content type, body) answered with HTTP 200 instead of its answer
     wrong: dict[str, tuple[str, str]] = field(default_factory=dict)
+    # Every 2xx answer sent under this Content-Type instead of its own: an emulator's or proxy's loose header (moto's
+    # server answers Organizations' JSON as text/html; charset=utf-8)
+    content_type: str | None = None
     requests: list[Request] = field(default_factory=list)
     in_flight: int = 0
     most_in_flight: int = 0  # the most EC2 requests answered at once
@@ -208,6 +211,8 @@ def serve(replay: FleetReplay) -> Iterator[str]:
             length = int(self.headers.get("Content-Length", 0))
             body = self.rfile.read(length).decode()
             status, kind, text = replay.respond(dict(self.headers.items()), body)
+            if replay.content_type is not None and 200 <= status < 300:
+                kind = replay.content_type
             data = text.encode()
             try:
                 self.send_response(status)

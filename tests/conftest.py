@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import hypothesis
 import pytest
 
 if TYPE_CHECKING:
@@ -43,6 +44,9 @@ SAFE_ENV = {
 os.environ.update(SAFE_ENV)
 for leaking in ("AWS_PROFILE", "AWS_ENDPOINT_URL", "AWS_SESSION_TOKEN"):
     os.environ.pop(leaking, None)
+# The tests that start `fabriccheck` as a process find the console script installed beside this interpreter,
+# whether or not the virtualenv was activated (`.venv/bin/pytest` as well as `. .venv/bin/activate && pytest`).
+os.environ["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
 
 
 
@@ -67,6 +71,13 @@ def _share_botocore_models() -> None:
 
 _share_botocore_models()
 
+# Hypothesis times each example (200 ms deadline) and the generation of its data (the too_slow health check): both
+# fail a property test on a busy machine, where nothing about the property changed. The suite measures neither.
+hypothesis.settings.register_profile(
+    "fabriccheck", deadline=None, suppress_health_check=[hypothesis.HealthCheck.too_slow]
+)
+hypothesis.settings.load_profile("fabriccheck")
+
 _real_connect = socket.socket.connect
 
 
@@ -79,6 +90,19 @@ def _loopback_only(self: _socket.socket, address: _Address) -> None:
 
 
 socket.socket.connect = _loopback_only  # type: ignore[method-assign]  # patching a method is the point
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own, which reads -n
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    """One worker per core (worksteal: a worker that runs out takes half of another's queue, so the few long tests
+    do not leave a core idle at the end) when pytest-xdist is there and -n was not given. `-n 0` or
+    `-p no:xdist` runs the suite in this one process (`-n auto` in addopts made pytest refuse `-p no:xdist`)."""
+    if not config.pluginmanager.hasplugin("xdist") or "PYTEST_XDIST_WORKER" in os.environ:
+        return
+    if config.getoption("numprocesses", None) is None and not config.getoption("usepdb", False):
+        config.option.numprocesses = "auto"
+        if config.option.dist == "no":
+            config.option.dist = "worksteal"
 
 
 @pytest.fixture

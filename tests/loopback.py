@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -21,3 +22,34 @@ def serving(handler: type[BaseHTTPRequestHandler], daemon_threads: bool = False)
     finally:
         server.shutdown()
         server.server_close()
+
+
+@contextmanager
+def closing_endpoint() -> Iterator[tuple[str, threading.Event]]:
+    """127.0.0.1: takes each connection and closes it at once, and sets the event. A command that must fail before
+    it calls anything shows that it called nothing (the event is not set), whatever the time it took; one that
+    calls by mistake fails fast (a reset connection) instead of hanging for its read timeout."""
+    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    server.bind(("127.0.0.1", 0))
+    server.listen(64)
+    server.settimeout(0.2)
+    connected = threading.Event()
+    stop = threading.Event()
+
+    def accept() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                continue
+            connected.set()
+            conn.close()
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.getsockname()[1]}", connected
+    finally:
+        stop.set()
+        thread.join(timeout=5)
+        server.close()

@@ -10,6 +10,7 @@ serialized from botocore's own service model) and tests/aws_fleet_replay.py (STS
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -64,9 +65,26 @@ def _captive_portal(action: str) -> tuple[str, str]:
     return CAPTIVE_PORTAL
 
 
+def _portal_as_xml(action: str) -> tuple[str, str]:
+    """The portal's page under the header EC2's answers carry (a proxy that rewrites headers): the body decides."""
+    return "text/xml;charset=UTF-8", CAPTIVE_PORTAL[1]
+
+
+def _json_for_xml(action: str) -> tuple[str, str]:
+    """The other protocol's answer: JSON where EC2's query protocol answers XML."""
+    return "application/x-amz-json-1.1", json.dumps({"Reservations": [], "Subnets": []})
+
+
+def _empty(action: str) -> tuple[str, str]:
+    return "text/xml;charset=UTF-8", ""
+
+
 # fault -> (the answer it gives an action, what the error says)
 FAULTS: dict[str, tuple[Callable[[str], tuple[str, str]], str]] = {
-    "captive-portal": (_captive_portal, "Content-Type text/html"),
+    "captive-portal": (_captive_portal, "with an HTML page (Content-Type text/html), not XML: not an AWS answer"),
+    "portal-as-xml": (_portal_as_xml, "with an HTML page (Content-Type text/xml), not XML: not an AWS answer"),
+    "json-for-xml": (_json_for_xml, "with JSON (Content-Type application/x-amz-json-1.1), not XML"),
+    "empty-body": (_empty, "with an empty body (Content-Type text/xml), not XML"),
     "another-root": (_another_answer, "XML whose root is <"),
     "without-its-list": (_without_list, "answered without its"),
 }
@@ -193,3 +211,80 @@ def test_a_wrong_list_accounts_answer_is_one_line(monkeypatch: pytest.MonkeyPatc
             collect.collect_live(
                 ["us-east-1"], session=boto3.session.Session(), accounts=fleet.Fleet(org_role="Auditor")
             )
+
+
+LOOSE = "text/html; charset=utf-8"  # the Content-Type moto's server (5.2) gives Organizations' JSON answers
+
+
+def test_real_answers_under_a_loose_content_type_are_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 33: the body decides, not the header. Every answer of every protocol (Organizations' JSON, STS's and
+    EC2's XML, every EC2 call fabriccheck makes, topology included) sent as `text/html; charset=utf-8`, as moto's
+    server sends Organizations' (getmoto/moto moto/organizations/responses.py returns a bare json.dumps string, which
+    moto/core/utils.py convert_to_flask_response wraps in a flask Response with no Content-Type; pallets/flask
+    src/flask/wrappers.py: Response.default_mimetype = "text/html"): every account is read in full."""
+    replay = FleetReplay({a: {"us-east-1": _demo()} for a in ("222222222222", "333333333333")}, content_type=LOOSE)
+    with serve_fleet(replay) as url:
+        monkeypatch.setenv("AWS_ENDPOINT_URL", url)
+        inventory = collect.collect_live(
+            ["us-east-1"], session=boto3.session.Session(), accounts=fleet.Fleet(org_role="Auditor"), topology=True
+        )
+    assert inventory.complete and inventory.errors == []
+    assert {s.account: s.nodes for s in inventory.scopes if s.region} == {"222222222222": 35, "333333333333": 35}
+    asked = {a for _, a in replay.actions()}
+    assert {"ListAccounts", "AssumeRole"} | {c.operation for c in CALLS} <= asked
+
+
+# Answers to Organizations' JSON protocol that are not ListAccounts' answer, whatever their header says.
+NOT_JSON = {
+    "captive-portal": (CAPTIVE_PORTAL, "with an HTML page (Content-Type text/html), not JSON"),
+    "portal-as-json": (("application/x-amz-json-1.1", CAPTIVE_PORTAL[1]), "with an HTML page (Content-Type applic"),
+    "xml-for-json": (("text/xml", answer_xml("DescribeRegions", {"Regions": []})), "with XML (Content-Type text/xml)"),
+    "empty-body": (("application/x-amz-json-1.1", " \n"), "with an empty body"),
+    "json-list": ((LOOSE, "[]"), "answered a JSON list, not an object"),
+    "not-json": ((LOOSE, "Service Unavailable"), "with text (Content-Type text/html), not JSON"),
+}
+
+
+@pytest.mark.parametrize("fault", sorted(NOT_JSON))
+def test_a_list_accounts_answer_that_is_not_json_is_one_line(monkeypatch: pytest.MonkeyPatch, fault: str) -> None:
+    """Issue 33: what the body is decides; a JSON object under a loose header is read (above), these are not."""
+    answer, said = NOT_JSON[fault]
+    replay = _organization()
+    replay.wrong["ListAccounts"] = answer
+    with serve_fleet(replay) as url:
+        line = one_clean_line(run("aws", "--org-role", "Auditor", "-r", "us-east-1", env=_to(url)))
+    assert line.startswith("fabriccheck: error: --org-role: listing the organization's accounts failed: ListAccounts")
+    assert said in line and "not an AWS answer" in line
+
+
+@pytest.mark.parametrize(
+    ("answer", "said"),
+    [
+        (("application/json", '{"Credentials": {}}'), "with JSON (Content-Type application/json), not XML"),
+        ((LOOSE, ""), "with an empty body (Content-Type text/html), not XML"),
+    ],
+    ids=["json-for-xml", "empty-body"],
+)
+def test_an_assume_role_answer_of_the_other_protocol_is_bad_response(
+    monkeypatch: pytest.MonkeyPatch, answer: tuple[str, str], said: str
+) -> None:
+    replay = _organization()
+    replay.wrong["AssumeRole"] = answer
+    with serve_fleet(replay) as url:
+        monkeypatch.setenv("AWS_ENDPOINT_URL", url)
+        plan = fleet.Fleet(role_arn="arn:aws:iam::222222222222:role/Auditor")
+        inventory = collect.collect_live(["us-east-1"], session=boto3.session.Session(), accounts=plan)
+    [error] = inventory.errors
+    assert (error.account, error.call, error.code) == ("222222222222", "AssumeRole", "BadResponse")
+    assert said in error.message and not inventory.complete and inventory.nodes == []
+
+
+def _to(url: str) -> dict[str, str]:
+    """The environment a user's CI gives fabriccheck to reach an emulator: its endpoint and made-up keys."""
+    return {
+        **os.environ,
+        "AWS_ENDPOINT_URL": url,
+        "AWS_ACCESS_KEY_ID": "AKIAIOSFODNN7EXAMPLE",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }

@@ -5,7 +5,6 @@ region and call."""
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -115,9 +114,7 @@ def test_a_failing_account_or_region_leaves_the_rest_collected(monkeypatch: pyte
     replay.deny_assume = {ACCOUNTS[0]}
     replay.fail = {(ACCOUNTS[1], "us-east-1"): 503}
     replay.slow = {(ACCOUNTS[2], "eu-west-1"): 3.0}
-    started = time.monotonic()
     inventory = run(replay, monkeypatch, fleet.Fleet(org_role="Auditor"), retry=QUICK)
-    assert time.monotonic() - started < 20
     assert not inventory.complete
     denied = [e for e in inventory.errors if e.call == "AssumeRole"]
     assert len(denied) == 1 and denied[0].account == ACCOUNTS[0] and denied[0].permission == "sts:AssumeRole"

@@ -7,7 +7,6 @@ import json
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -232,16 +231,15 @@ def test_azure_never_imports_boto3_or_google() -> None:
     assert not found & {"boto3", "botocore", "google"}
 
 
-def test_azure_help_imports_no_sdk_and_is_fast() -> None:
+def test_azure_help_imports_no_sdk() -> None:
+    """What keeps `azure --help` quick is that no SDK is imported; its time is measured by
+    benchmarks/bench_help.py (a test asserting it failed on a busy machine: issue 30, item 6)."""
     found = _modules_after(
         "from fabriccheck.cli import main\ntry:\n main(['azure', '--help'])\nexcept SystemExit:\n pass"
     )
     assert not found & {"azure", "boto3", "botocore", "google"}
-    start = time.perf_counter()
     result = run_installed("azure", "--help")  # the whole process: start-up and imports included
-    elapsed = time.perf_counter() - start
     assert result.returncode == 0 and "--subscription" in result.stdout and "--print-role" in result.stdout
-    assert elapsed < 1.5  # 0.3 s target measured by benchmarks/bench_help.py; loose here for a busy CI box
 
 
 def test_scale_set_with_no_vms_is_judged_as_the_model_it_launches(tmp_path: Path) -> None:

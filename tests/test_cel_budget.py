@@ -6,7 +6,6 @@ condition; the CLI runs judge the demo's account (fixtures/demo/aws)."""
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -44,9 +43,8 @@ def test_the_issues_nested_all_is_refused_at_load_naming_its_file(tmp_path: Path
     evaluation, in about the time the command takes to start."""
     numbers = _numbers(1_000)
     path = _rule(tmp_path / "rules", "X911", f"{numbers}.all(x, {numbers}.all(y, {numbers}.all(z, x + y + z >= 0)))")
-    started = time.monotonic()
     line = one_clean_line(run("demo", "--rules-dir", str(path.parent)))
-    assert time.monotonic() - started < 20  # the evaluation alone took 10 s a time, and it ran per cluster
+    # Refused by counting the loops at load (the error names them), not by evaluating (10 s each, per cluster).
     assert line.startswith(f"fabriccheck: error: {path}: rule X911: condition over its evaluation budget: ")
     assert "3 nested comprehension(s)" in line and "(budget 100,000 per evaluation)" in line
 
@@ -73,8 +71,9 @@ def test_an_evaluation_over_budget_on_the_facts_it_is_given_is_refused(tmp_path:
     assert rule.matches({"cluster": fewer}) is True  # 42^3 = 74,088 steps: judged
 
 
-def test_the_costliest_condition_the_budget_admits_evaluates_well_within_a_second() -> None:
-    """A signal is seen between evaluations: the longest one the budget lets start must be short."""
+def test_the_costliest_condition_the_budget_admits_is_exactly_at_it() -> None:
+    """A signal is seen between evaluations: the longest one the budget lets start must be short. Its time is
+    measured by benchmarks/bench_cel_budget.py (a test asserting it failed on a busy machine: issue 30, item 6)."""
     at_budget = celbudget.cost_of(f"{_numbers(celbudget.BUDGET)}.exists(x, x < 0)")
     assert at_budget is not None and at_budget.steps({}) == celbudget.BUDGET
     celbudget.check(at_budget, {}, "test")
@@ -82,9 +81,7 @@ def test_the_costliest_condition_the_budget_admits_evaluates_well_within_a_secon
     with pytest.raises(FabricCheckError, match="over its evaluation budget"):
         celbudget.check(over, {}, "test")
     program = rulebook.cel_module().compile(f"{_numbers(celbudget.BUDGET)}.exists(x, x < 0)")
-    started = time.perf_counter()
     assert program.execute({}) is False
-    assert time.perf_counter() - started < 0.5
 
 
 @pytest.mark.parametrize(

@@ -23,6 +23,8 @@ from typing import Any
 import pytest
 from cli_run import one_clean_line, run, run_installed
 
+from fabriccheck.sources.common import RETRIES
+
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / "fixtures" / "demo" / "aws"
 AWS121 = ROOT / "rules" / "aws" / "AWS121-spread-placement-group.yaml"
@@ -286,15 +288,14 @@ def test_ctrl_c_during_collection_stops_at_once_and_writes_nothing(tmp_path: Pat
             time.sleep(1.0)
             assert proc.poll() is None, proc.communicate()
             proc.send_signal(signal.SIGINT)
-            sent = time.monotonic()
-            stdout, stderr = proc.communicate(timeout=10)
-            took = time.monotonic() - sent
+            # The endpoint never answers: a process that waited for its calls would wait out their read timeout;
+            # ending inside half of it is stopping at once, however busy the machine.
+            stdout, stderr = proc.communicate(timeout=RETRIES.read_timeout / 2)
         finally:
             if proc.poll() is None:
                 proc.kill()
                 proc.communicate()
     assert proc.returncode == 130, stderr
-    assert took < 2.0, f"took {took:.1f} s to stop"
     assert stderr == "fabriccheck: interrupted\n"
     assert stdout == ""
     assert list(out.iterdir()) == []

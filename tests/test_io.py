@@ -8,7 +8,6 @@ import json
 import os
 import stat
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -136,32 +135,39 @@ def test_read_json_accepts_a_byte_order_mark(tmp_path: Path) -> None:
 
 
 def test_a_stopped_pool_starts_nothing_more_and_waits_for_nothing() -> None:
+    """Told by events, not by the clock: the calls under way hang until the test lets them go, so closing the
+    results while they still hang shows it waited for none of them, however busy the machine is."""
     release = threading.Event()
     started: list[int] = []
-    lock = threading.Lock()
+    finished: list[int] = []
+    changed = threading.Condition()
 
     def work(n: int) -> int:
-        with lock:
+        with changed:
             started.append(n)
-        if n == 0:
-            return 0
-        release.wait(30)  # a call that hangs (an endpoint that never answers)
+            changed.notify_all()
+        if n != 0:
+            release.wait(120)  # a call that hangs (an endpoint that never answers) until released
+        with changed:
+            finished.append(n)
+            changed.notify_all()
         return n
 
+    before = set(threading.enumerate())
     results = in_parallel(range(10), work, max_workers=3)
     assert next(results) == 0
-    time.sleep(0.2)  # the other two workers are now inside a hanging call each
-    began = time.monotonic()
+    with changed:  # the freed worker takes one more: three calls hang, one a worker
+        assert changed.wait_for(lambda: len(started) == 4, timeout=60), started
     results.close()  # what Ctrl-C in the caller's loop does: leave the generator
-    assert time.monotonic() - began < 0.5  # did not wait for the calls under way
-    time.sleep(0.2)
-    with lock:
-        assert sorted(started) == [0, 1, 2, 3]  # a freed worker took one more; the rest were cancelled
+    with changed:
+        assert finished == [0] and sorted(started) == [0, 1, 2, 3]  # closed while the three still hang
     release.set()
-    time.sleep(0.2)
-    with lock:
-        assert sorted(started) == [0, 1, 2, 3]  # and nothing started after the hanging calls returned
-    assert all(t.daemon for t in threading.enumerate() if t.name.startswith("fabriccheck-worker-"))
+    workers = [t for t in set(threading.enumerate()) - before if t.name.startswith("fabriccheck-worker-")]
+    assert len(workers) == 3 and all(t.daemon for t in workers)
+    for worker in workers:
+        worker.join(60)
+    assert not any(t.is_alive() for t in workers)
+    assert sorted(started) == [0, 1, 2, 3] and sorted(finished) == [0, 1, 2, 3]  # the rest were cancelled
 
 
 def test_an_error_in_one_item_reaches_the_caller() -> None:

@@ -59,7 +59,7 @@ GOOD = (Path(__file__).parent.parent / "rules" / "aws" / "AWS121-spread-placemen
         (lambda t: t.replace("severity: warning", "severity: fatal"), "field severity"),
         (lambda t: t.replace("category: placement", "category: speed"), "field category"),
         (lambda t: t.replace("id: X901", "id: lower1"), "field id"),
-        (lambda t: t.replace("effect: loose-placement\n", ""), "field effect: Field required"),
+        (lambda t: t.replace("effect: loose-placement\n", ""), "field effect: missing"),
         (
             lambda t: t.replace('cluster.placement.strategy in ["spread", "partition"]', "cluster.fabric_cluster &&"),
             "field condition: does not compile",
@@ -197,3 +197,29 @@ def test_select_and_ignore() -> None:
     assert "AWS101" not in {r.id for r in rulebook.select_rules(RULES, [], ["AWS101", "AWS140"])}
     with pytest.raises(FabricCheckError, match="no rule or category matches 'AWS999'"):
         rulebook.select_rules(RULES, ["AWS999"], [])
+
+
+def test_a_custom_rules_every_problem_is_told_at_once_with_its_misspelt_keys_named(tmp_path: Path) -> None:
+    """Issue 30, item 8: one run names them all (it named one, then the next on the next run), each key that is no
+    field with the field it is closest to (which is then not also said to be missing), in fabriccheck's words."""
+    text = (
+        GOOD.replace("id: AWS121", "id: X902")
+        .replace("title: Training", "titel: Training")
+        .replace("severity: warning", "severty: warning")
+        .replace("category: placement", "category: speed")
+        .replace("  summary: Move", "  sumary: Move")
+    )
+    with pytest.raises(FabricCheckError) as caught:
+        examples.load_rules([_write(tmp_path, text)])
+    message = str(caught.value)
+    assert message.startswith(f"{tmp_path / 'rules' / 'X900-test.yaml'}: 4 problems: ") and "\n" not in message
+    for said in (
+        "field titel: not a field of a rule (did you mean title?)",
+        "field severty: not a field of a rule (did you mean severity?)",
+        "field remediation.sumary: not a field of a rule (did you mean summary?)",
+        "field category: 'speed' is not one of ",
+    ):
+        assert said in message, message
+    for meant in ("title", "severity", "remediation.summary"):  # the misspelt keys say these are missing
+        assert f"field {meant}:" not in message, message
+    assert not any(word in message for word in ("Field required", "Input should", "Value error", "Extra inputs"))

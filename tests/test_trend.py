@@ -30,3 +30,18 @@ def test_the_same_report_changes_nothing() -> None:
     found = trend.compare(report, report, "old.json")
     assert not found.new and not found.fixed and not found.clusters
     assert len(found.unchanged) == len(report.findings)
+
+
+def test_a_change_whose_ends_move_apart_reads_low_to_high() -> None:
+    """A fix that narrows the estimate: the low end up 50, the high end down 140. The change is the range -140 to
+    +50 in the report and in every text that words it (issue 30, item 8: it printed "+50 to -140")."""
+    from fabriccheck.penalty import Range
+    from fabriccheck.reports import changes
+
+    before, now = _demo(), _demo()
+    before.summary.lost_gpu_hours_per_day = Range(low=100.0, high=300.0)
+    now.summary.lost_gpu_hours_per_day = Range(low=150.0, high=160.0)
+    found = trend.compare(before, now, "old.json")
+    change = found.lost_gpu_hours_per_day.change
+    assert (change.low, change.high) == (-140.0, 50.0)
+    assert "Lost GPU-hours a day: 100-300 -> 150-160 (-140 to +50)." in changes.lines(found)

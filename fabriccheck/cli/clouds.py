@@ -81,7 +81,7 @@ def aws(*, region: RegionOpt = None, live: AwsLive, common: CloudOptions, fleet:
     print_privilege("aws", scan, common, accounts)
     check_live_options("aws", scan, live.endpoint_url)
     settled = scan.settle()
-    with cloud_sdk():
+    with cloud_sdk("aws"):
         dump_region = region[0] if region else None
         inventory = collected("aws", scan, common.from_dump, dump_region, region or [], live, accounts=accounts)
         finish(inventory, scan, settled)
@@ -125,7 +125,7 @@ def azure(*, subscription: SubscriptionOpt = None, live: AzureLive, common: Clou
         raise FabricCheckError(f"--cloud {live.cloud}: choose from public, usgov, china")
     check_live_options("azure", scan, live.endpoint_url)
     settled = scan.settle()
-    with cloud_sdk():
+    with cloud_sdk("azure"):
         inventory = collected("azure", scan, common.from_dump, subscription, subscription or [], live)
         finish(inventory, scan, settled)
 
@@ -164,6 +164,6 @@ def gcp(*, project: ProjectOpt = None, live: GcpLive, common: CloudOptions, scan
     print_privilege("gcp", scan, common, live.organization is not None or live.folder is not None)
     check_live_options("gcp", scan, live.endpoint_url)
     settled = scan.settle()
-    with cloud_sdk():
+    with cloud_sdk("gcp"):
         inventory = collected("gcp", scan, common.from_dump, project[0] if project else None, project or [], live)
         finish(inventory, scan, settled)

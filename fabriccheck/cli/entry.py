@@ -65,7 +65,7 @@ def _run(argv: list[str] | None) -> int:
         return 0
     except click_errors.UsageError as exc:
         where = exc.ctx.command_path if exc.ctx is not None else "fabriccheck"
-        say(f"fabriccheck: error: {exc.format_message()} (see: {where} --help)")
+        say(f"fabriccheck: error: {_usage_message(exc)} (see: {where} --help)")
         return 2
     except typer.Abort:
         say("fabriccheck: aborted")
@@ -84,3 +84,16 @@ def _run(argv: list[str] | None) -> int:
             raise
         say(f"fabriccheck: internal error: {type(exc).__name__}: {exc} (set FABRICCHECK_DEBUG=1 for details)")
         return 2
+
+
+def _usage_message(exc: Any) -> str:
+    """A usage error's message with none of the library's wording: typer converts options through pydantic, and
+    words a failure in pydantic's words ("Value error, ", "Input should be")."""
+    from fabriccheck.errors import in_our_words
+
+    message = str(exc.format_message())
+    errors = getattr(exc.__cause__, "errors", None)
+    said = getattr(exc, "message", None)
+    if not callable(errors) or not isinstance(said, str) or not said or said not in message:
+        return message
+    return message.replace(said, "; ".join(in_our_words(error) for error in errors()))

@@ -108,7 +108,7 @@ def k8s(
     else:
         from fabriccheck.cli.live import cloud_sdk, collected
 
-        with cloud_sdk():  # the client not installed is the missing extra, in one line
+        with cloud_sdk("k8s"):  # the client (or urllib3, its dependency) not installed: the extra, in one line
             context, kubeconfig = source.context, source.kubeconfig
             scopes = source.namespaces or []
             inventory = collected(

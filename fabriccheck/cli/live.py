@@ -32,15 +32,22 @@ _EXTRAS = {
     "google": GCP_EXTRA,
     "kubernetes": K8S_EXTRA,
 }
+_PROVIDER_EXTRAS = {"aws": AWS_EXTRA, "azure": AZURE_EXTRA, "gcp": GCP_EXTRA, "k8s": K8S_EXTRA}
 
 
 @contextmanager
-def cloud_sdk() -> Iterator[None]:
-    """A cloud SDK that is not installed is the missing extra, named with how to install it (one line)."""
+def cloud_sdk(provider: str | None = None) -> Iterator[None]:
+    """A cloud SDK that is not installed is the missing extra, named with how to install it (one line). In a live
+    run of `provider`, any library missing is: the SDK's own dependencies come with the extra too, and the first
+    import to fail may be one of them (the Kubernetes collector imports urllib3 before the client), while
+    fabriccheck's own dependencies are installed with it (and the extra's install would bring them back too)."""
     try:
         yield
     except ModuleNotFoundError as exc:
-        message = _EXTRAS.get((exc.name or "").partition(".")[0])
+        top = (exc.name or "").partition(".")[0]
+        message = _EXTRAS.get(top)
+        if message is None and provider is not None and top not in ("", "fabriccheck"):
+            message = _PROVIDER_EXTRAS.get(provider)
         if message is None:
             raise
         raise FabricCheckError(message) from None

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
+from fabriccheck.bounds import MAX_NODES
 from fabriccheck.cli.app import Command, app, emit
 from fabriccheck.cli.finish import exit_for, push, write_reports
 from fabriccheck.cli.options import (
@@ -32,7 +33,12 @@ if TYPE_CHECKING:
     from fabriccheck.evidence.judge import Evidence
     from fabriccheck.rulebook import EvidenceRule
 
-TextOrJson = Annotated[str, typer.Option("--format", "-f", metavar="FORMAT", help="text or json.")]
+
+def _lowered(value: str) -> str:
+    return value.lower()  # -f JSON as -f json, as every command's --format
+
+
+TextOrJson = Annotated[str, typer.Option("--format", "-f", metavar="FORMAT", help="text or json.", callback=_lowered)]
 
 
 @app.command(cls=Command)
@@ -168,7 +174,10 @@ def nccl_tests(
     ],
     fabric: FabricOptions,
     nodes: Annotated[
-        int | None, typer.Option(metavar="N", min=1, help="Nodes the test ran on (default: the hosts the file names).")
+        int | None,
+        typer.Option(
+            metavar="N", min=1, max=MAX_NODES, help="Nodes the test ran on (default: the hosts the file names)."
+        ),
     ] = None,
     op: Annotated[
         str | None,
@@ -293,7 +302,9 @@ def show_config(*, scan: ScanOptions, fmt: TextOrJson = "text") -> None:
     write_stdout(text)
 
 
-DiffFormat = Annotated[str, typer.Option("--format", "-f", metavar="FORMAT", help="text, json or markdown.")]
+DiffFormat = Annotated[
+    str, typer.Option("--format", "-f", metavar="FORMAT", help="text, json or markdown.", callback=_lowered)
+]
 
 
 @app.command(cls=Command)

@@ -40,8 +40,10 @@ class FailOn(StrEnum):
 
 
 def _price(value: float | None) -> float | None:
-    if value is not None and not (math.isfinite(value) and value >= 0):
-        raise typer.BadParameter(f"{value}: not a price (a finite number of dollars, 0 or more)")
+    from fabriccheck.bounds import MAX_PRICE_PER_GPU_HOUR
+
+    if value is not None and not (math.isfinite(value) and 0 <= value <= MAX_PRICE_PER_GPU_HOUR):
+        raise typer.BadParameter(f"{value:g}: not a price (dollars a GPU-hour, 0 to {MAX_PRICE_PER_GPU_HOUR:,.0f})")
     return value
 
 
@@ -93,14 +95,13 @@ FormatOpt = Annotated[
         "--format",
         "-f",
         metavar="FORMAT",
+        case_sensitive=False,  # -f JSON as -f json
         help="Report format: text, json, sarif, junit, markdown, prometheus or html (of stdout, and of an --output "
         "whose name has no suffix).",
     ),
 ]
 # One file (estimate, diff, schema); `-` is stdout.
-OutputOpt = Annotated[
-    Path | None, typer.Option("--output", "-o", metavar="FILE", help="Write to FILE (- is stdout).")
-]
+OutputOpt = Annotated[Path | None, typer.Option("--output", "-o", metavar="FILE", help="Write to FILE (- is stdout).")]
 # A report's outputs: as many as wanted, each in the format its suffix names (fabriccheck.targets has the rule).
 OutputsOpt = Annotated[
     list[Path] | None,

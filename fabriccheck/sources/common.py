@@ -27,7 +27,7 @@ import orjson
 from pydantic import ValidationError
 
 from fabriccheck import stopping
-from fabriccheck.errors import STDIN_NAME, DumpShapeError, FabricCheckError
+from fabriccheck.errors import STDIN_NAME, DumpShapeError, FabricCheckError, in_our_words
 from fabriccheck.model import UNKNOWN_ACCOUNT, CollectionError, Provider, ScopeStatus
 
 T = TypeVar("T")
@@ -495,8 +495,7 @@ def describe(exc: Exception) -> str:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
         # A model's own check (no field: one id per interface) says it in its own words, not pydantic's.
-        error = (first.get("ctx") or {}).get("error")
-        message = str(error) if first["type"] == "value_error" and error is not None else first["msg"]
+        message = in_our_words(first)
         return f"field {where}: {message}" if where else message
     if isinstance(exc, KeyError):
         return f"missing field {exc}"

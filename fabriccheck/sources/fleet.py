@@ -53,11 +53,15 @@ RATES: dict[str, Rate] = {
 
 
 class TokenBucket:
-    """Waits until a call may be made. Thread-safe; the wait happens outside the lock."""
+    """Waits until a call may be made. Thread-safe; the wait happens outside the lock. `clock` and `sleep` are
+    the process's own unless a test runs the bucket on a made-up time."""
 
-    def __init__(self, rate: Rate, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, rate: Rate, clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep
+    ) -> None:
         self.rate = rate
         self.clock = clock
+        self.sleep = sleep
         self.tokens = float(rate.burst)
         self.stamp = clock()
         self.lock = threading.Lock()
@@ -71,15 +75,21 @@ class TokenBucket:
             self.tokens -= 1.0  # reserved now; a negative balance is the wait of the callers queued behind
             wait = -self.tokens / self.rate.per_second if self.tokens < 0 else 0.0
         if wait > 0:
-            time.sleep(wait)
+            self.sleep(wait)
         return wait
 
 
 class RateLimits:
     """One token bucket per (service, throttling domain), made on first use."""
 
-    def __init__(self, rates: dict[str, Rate] | None = None) -> None:
+    def __init__(
+        self,
+        rates: dict[str, Rate] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
         self.rates = RATES if rates is None else rates
+        self.clock, self.sleep = clock, sleep
         self.buckets: dict[tuple[str, str], TokenBucket] = {}
         self.lock = threading.Lock()
 
@@ -90,13 +100,13 @@ class RateLimits:
         with self.lock:
             found = self.buckets.get((service, domain))
             if found is None:
-                found = self.buckets[(service, domain)] = TokenBucket(rate)
+                found = self.buckets[(service, domain)] = TokenBucket(rate, self.clock, self.sleep)
             return found
 
-    def take(self, service: str, domain: str) -> None:
+    def take(self, service: str, domain: str) -> float:
+        """Take a token of the domain's bucket (none for a service without a published rate); how long it waited."""
         bucket = self.bucket(service, domain)
-        if bucket is not None:
-            bucket.take()
+        return 0.0 if bucket is None else bucket.take()
 
 
 @dataclass

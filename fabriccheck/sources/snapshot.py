@@ -10,7 +10,7 @@ import orjson
 from pydantic import ValidationError
 
 from fabriccheck.cloud import resolve, support
-from fabriccheck.errors import FabricCheckError
+from fabriccheck.errors import FabricCheckError, in_our_words
 from fabriccheck.inventory import Inventory
 from fabriccheck.model import PROVIDERS, SCHEMA_VERSION, CollectionError, Provider, field_path
 from fabriccheck.sources.common import read_json, write_atomic
@@ -45,7 +45,7 @@ def load_inventory(path: Path) -> Inventory:
         inventory = Inventory.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
-        raise FabricCheckError(f"{path}: field {field_path(first['loc'])}: {first['msg']}") from None
+        raise FabricCheckError(f"{path}: field {field_path(first['loc'])}: {in_our_words(first)}") from None
     for index, key in enumerate(inventory.collected):  # provider:account:region:fact (model.fact_key)
         if key.count(":") < 3 or key.split(":", 1)[0] not in PROVIDERS:
             raise FabricCheckError(

@@ -4,10 +4,14 @@ botocore's parsers are lenient: a captive portal's HTML page, XML with another r
 without its reservationSet all parse to `{}`, which reads as "no instances" (complete, 0 nodes, exit 0); a boolean
 that is not `true` parses to False ("no EFA"). `check(client)` hooks every client fabriccheck makes (EC2, STS,
 Organizations) so that such an answer is a `NotTheAnswer`, a botocore ResponseParserError, and the call is recorded
-as BadResponse like an empty or cut body:
-- before parsing: the content type is the protocol's (XML for EC2 and STS, JSON for Organizations), an XML
-  answer's root element is `<Operation>Response`, and every boolean and number in it reads as one;
+as BadResponse like a cut body:
+- before parsing: the body is what the protocol answers (XML for EC2 and STS, a JSON object for Organizations),
+  not an HTML page, an empty body, or the other protocol's; an XML answer's root element is `<Operation>Response`,
+  and every boolean and number in it reads as one;
 - after parsing: the answer holds the list (or result) fabriccheck reads, even when empty.
+The body decides, the Content-Type only words the error: emulators and header-rewriting proxies send real answers
+under a loose type (moto's server answers Organizations' JSON as `text/html; charset=utf-8`, issue 33), while a
+captive portal's page is HTML whatever its header says.
 Error answers (3xx and up) are left to botocore, which already reads them.
 """
 
@@ -29,8 +33,10 @@ EXPECTED = {c.operation: c.result_key for c in CALLS} | {
     "ListAccounts": "Accounts",
 }
 _XML_PROTOCOLS = ("ec2", "query")
-_XML_TYPES = ("text/xml", "application/xml")
-_JSON_TYPES = ("application/json", "application/x-amz-json-1.0", "application/x-amz-json-1.1")
+# What a body is, as an error line names it.
+_KINDS = {"xml": "XML", "json": "JSON", "html": "an HTML page", "empty": "an empty body", "text": "text"}
+# The start of an HTML page, after any byte-order mark, blank space and XML or SGML prologue (comments included).
+_HTML = re.compile(rb"(?:<(?:\?[^>]*\?|!--.*?--)>\s*)*<(?:!doctype\s+html|html|head|body)[\s>]", re.I | re.S)
 # The text of a scalar as the XML protocols write it, by the member's type in the service model.
 _SCALAR = {
     "boolean": re.compile(r"true|false"),
@@ -62,12 +68,15 @@ def _before_parse(operation_model: Any, response_dict: dict[str, Any], **_: Any)
         return
     operation = operation_model.name
     body: bytes = response_dict.get("body") or b""
-    media = str(response_dict["headers"].get("Content-Type") or "").split(";")[0].strip().lower()
     xml = operation_model.service_model.resolved_protocol in _XML_PROTOCOLS
-    expected = _XML_TYPES if xml else _JSON_TYPES
-    if media and media not in expected and not media.endswith("+xml" if xml else "+json"):
+    kind = body_kind(body)
+    if kind == "empty" and operation_model.output_shape is None:
+        return  # an operation that answers nothing (none that fabriccheck calls)
+    if kind != ("xml" if xml else "json"):
+        media = str(response_dict["headers"].get("Content-Type") or "").split(";")[0].strip().lower()
+        typed = f" (Content-Type {_quoted(media)})" if media else ""
         raise NotTheAnswer(
-            f"{operation} answered HTTP {status} with Content-Type {_quoted(media)}, not {expected[0]}: "
+            f"{operation} answered HTTP {status} with {_KINDS[kind]}{typed}, not {'XML' if xml else 'JSON'}: "
             "not an AWS answer (a proxy or captive-portal page?)"
         )
     if not xml:
@@ -77,6 +86,19 @@ def _before_parse(operation_model: Any, response_dict: dict[str, Any], **_: Any)
     if root is not None and root != f"{operation}Response":
         raise NotTheAnswer(f"{operation} answered with XML whose root is <{_quoted(root)}>, not <{operation}Response>")
     _scalars(operation_model, body)
+
+
+def body_kind(body: bytes) -> str:
+    """What a body is, from its first characters: "empty", "html", "xml", "json" or "text". Whether it is whole
+    and well-formed is left to the checks after this one and to botocore's parser."""
+    start = body[:4096].lstrip(b"\xef\xbb\xbf \t\r\n")
+    if not start:
+        return "empty"
+    if _HTML.match(start):
+        return "html"
+    if start.startswith(b"<"):
+        return "xml"
+    return "json" if start[:1] in (b"{", b"[") else "text"
 
 
 def _after_call(http_response: Any, parsed: dict[str, Any], model: Any, **_: Any) -> None:
@@ -160,7 +182,7 @@ def _walk(shape: Any, kinds: dict[str, set[str]], seen: set[str]) -> None:
 
 def _json_object(operation: str, body: bytes) -> None:
     try:
-        doc = json.loads(body) if body.strip() else {}
+        doc = json.loads(body)
     except ValueError:
         raise NotTheAnswer(f"{operation} answered a body that is not JSON: not an AWS answer") from None
     if not isinstance(doc, dict):

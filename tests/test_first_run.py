@@ -1,0 +1,108 @@
+"""First-run polish (issue 30, item 8): what a new user's first mistakes get back.
+
+typer (0.2x) converts option values through pydantic and words a failure in pydantic's words ("Value error, 'JSON'
+is not one of ...", "Input should be a valid number, unable to parse string as a number": pydantic-core's
+error messages, docs.pydantic.dev "Validation Errors"); fabriccheck's line says it in its own."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from cli_run import one_clean_line, run
+
+DEMO_AWS = Path(__file__).resolve().parent.parent / "fixtures" / "demo" / "aws"
+LIBRARY_WORDS = ("Value error", "Input should", "validation error", "pydantic", "Assertion failed")
+
+
+@pytest.mark.parametrize("fmt", ["JSON", "Json", "json"])
+def test_format_is_case_insensitive(fmt: str) -> None:
+    result = run("demo", "-f", fmt, "--fail-on", "never")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["schema_version"] == 1
+    listed = run("rules", "--format", fmt)
+    assert listed.returncode == 0 and json.loads(listed.stdout)[0]["id"], listed.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["demo", "-f", "yaml"], "Invalid value for '--format' / '-f': 'yaml' is not one of 'text', 'json'"),
+        (["demo", "--fail-on", "sometimes"], "Invalid value for '--fail-on': 'sometimes' is not one of 'error'"),
+        (["demo", "--price-per-gpu-hour", "abc"], "Invalid value for '--price-per-gpu-hour': 'abc': not a number"),
+        (["estimate", "--nodes", "abc"], "Invalid value for '--nodes': 'abc': not a whole number"),
+        (["estimate", "--nodes", "2.5"], "Invalid value for '--nodes': '2.5': not a whole number"),
+        (["aws", "--concurrency", "many"], "Invalid value for '--concurrency': 'many': not a whole number"),
+    ],
+)
+def test_a_value_typer_cannot_convert_is_said_in_our_words(args: list[str], says: str) -> None:
+    line = one_clean_line(run(*args))
+    assert says in line, line
+    assert not any(word in line for word in LIBRARY_WORDS), line
+
+
+def test_the_config_file_is_found_from_a_sub_folder_up_to_the_repository_root(tmp_path: Path) -> None:
+    """As ruff finds its own (astral-sh/ruff docs/configuration.md, "Config file discovery"): the closest file up
+    from the working folder, a pyproject.toml without the tool's table skipped, paths relative to the file; not
+    above the repository's root."""
+    outer = tmp_path / "outer"
+    repo = outer / "repo"
+    deep = repo / "infra" / "modules"
+    deep.mkdir(parents=True)
+    (repo / ".git").mkdir()
+    (repo / "fabriccheck.toml").write_text('fail-on = "never"\nwaivers = "waivers.yaml"\n')
+    (repo / "waivers.yaml").write_text("waivers: []\n")
+    (repo / "infra" / "pyproject.toml").write_text("[tool.black]\nline-length = 100\n")  # not ours: skipped
+    shown = json.loads(run("config", "-f", "json", cwd=deep).stdout)
+    assert shown["file"] == str(repo / "fabriccheck.toml")
+    assert (shown["settings"]["fail-on"]["value"], shown["settings"]["waivers"]["value"]) == (
+        "never",
+        str(repo / "waivers.yaml"),
+    )
+    assert run("aws", "--from-dump", str(DEMO_AWS), cwd=deep).returncode == 0  # the gate the file sets
+    # The closest wins: a sub-folder's own file.
+    (repo / "infra" / "pyproject.toml").write_text('[tool.fabriccheck]\nfail-on = "warning"\n')
+    assert json.loads(run("config", "-f", "json", cwd=deep).stdout)["file"] == str(repo / "infra" / "pyproject.toml")
+    # Above the repository's root is another project's: not read.
+    (repo / "fabriccheck.toml").unlink()
+    (repo / "infra" / "pyproject.toml").unlink()
+    (outer / "fabriccheck.toml").write_text('fail-on = "never"\n')
+    assert json.loads(run("config", "-f", "json", cwd=deep).stdout)["file"] is None
+    assert run("aws", "--from-dump", str(DEMO_AWS), cwd=deep).returncode == 1  # the default: error findings fail
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["demo", "--price-per-gpu-hour", "1e300"], "'--price-per-gpu-hour': 1e+300: not a price (dollars a GPU-hour"),
+        (["demo", "--price-per-gpu-hour", "1000.01"], "1000.01: not a price (dollars a GPU-hour, 0 to 1,000)"),
+        (["estimate", "--nodes", "100000000000", "--instance-type", "p5.48xlarge"], "more than 100,000 nodes"),
+        (["nccl-tests", "-", "--nodes", "100000000000"], "Invalid value for '--nodes': '100000000000': more than"),
+    ],
+)
+def test_an_absurd_number_is_refused_in_one_line(args: list[str], says: str) -> None:
+    """bounds.py: far above anything real (an H100 rents for about $5 to $12 a GPU-hour; the largest clusters hold
+    about 100,000 GPUs), so a typo is told, not priced: 1e300 dollars a GPU-hour made a report of 6e303 dollars."""
+    line = one_clean_line(run(*args))
+    assert says in line and not any(word in line for word in LIBRARY_WORDS), line
+
+
+def test_an_absurd_price_in_a_config_file_or_variable_is_refused_too(tmp_path: Path) -> None:
+    (tmp_path / "fabriccheck.toml").write_text("price-per-gpu-hour = 1e300\n")
+    line = one_clean_line(run("demo", cwd=tmp_path))
+    assert line.endswith("price-per-gpu-hour 1e+300 (fabriccheck.toml): not a price (dollars a GPU-hour, 0 to 1,000)")
+    (tmp_path / "fabriccheck.toml").unlink()
+    env = {**os.environ, "FABRICCHECK_PRICE_PER_GPU_HOUR": "5000"}
+    assert "(env FABRICCHECK_PRICE_PER_GPU_HOUR): not a price" in one_clean_line(run("demo", cwd=tmp_path, env=env))
+    # The real ones still price: the top of the range, and a real H100 price.
+    for price in ("1000", "12.29"):
+        priced = run("demo", "--price-per-gpu-hour", price, "-f", "json", "--fail-on", "never", cwd=tmp_path)
+        assert json.loads(priced.stdout)["summary"]["lost_dollars_per_day"]["high"] > 0, priced.stderr
+
+
+def test_the_largest_real_cluster_is_still_estimated() -> None:
+    result = run("estimate", "--nodes", "100000", "--instance-type", "p5.48xlarge", "-f", "json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["nodes"] == 100_000
