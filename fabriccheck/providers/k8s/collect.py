@@ -2,8 +2,12 @@
 kubeconfig loading (exec credential plugins such as `aws eks get-token`, `gke-gcloud-auth-plugin`, `kubelogin`
 included) or the pod's service account in a cluster. Only `list` calls, one per kind (role.KINDS), paged with
 `limit`/`continue`; per namespace when namespaces are named. A forbidden kind or namespace is recorded with the RBAC
-rule it needed (the run is incomplete); a custom resource that is not installed (404) has no objects; 429 and 5xx
-are retried, honouring Retry-After. An API server that cannot be reached is one line, exit 2.
+rule it needed (the run is incomplete); a custom resource that is not installed (404) has no objects; 429 and 5xx,
+a connection reset and a read timeout are retried with back-off (a Retry-After up to MAX_RETRY_AFTER is honoured;
+one asking for more is recorded at once). An answer that is not the list asked for (dump.list_items, the dump
+reader's own check) and a continue token that leads back to a page already read are recorded as BadResponse: the
+run is incomplete, never an empty cluster. An API server that cannot be reached is one line, exit 2; so is a
+server URL that would send the user's credential over plain http:// to another machine (endpoints.py).
 
 The client's raw answers (`_preload_content=False`) are read as the API's own JSON, the same objects a
 `kubectl get -o json` dump holds, so both go through one normalizer (objects.py).
