@@ -393,5 +393,3 @@ def _span(value: Range, form: str) -> str:
 
 def _gbytes(value: float) -> str:
     return f"{value:.2f}" if value >= 1 else f"{value:.3g}"
-
-

@@ -19,30 +19,36 @@ from fabriccheck.inventory import Inventory
 from fabriccheck.providers.k8s import role
 from fabriccheck.providers.k8s.dump import read_list
 from fabriccheck.providers.k8s.objects import KINDS, ClusterObjects, Normalizer
-from fabriccheck.providers.k8s.templates import pods_of, templates
+from fabriccheck.providers.k8s.templates import BadField, pods_of, templates
 
 SUFFIXES = (".yaml", ".yml", ".json")
 # Objects in the manifests that the judging reads besides pods: applied with them.
 _APPLIED = {k.kind: k.plural for k in role.KINDS if not (k.required or k.owner)}
 
 
-def _documents(path: Path) -> Iterator[dict[str, Any]]:
-    """The objects of one file (a List's items one by one); anything but objects is one line naming the file."""
+def _documents(path: Path, named: bool) -> Iterator[tuple[str, dict[str, Any]]]:
+    """The objects of one file (a List's items one by one), each with where it is; anything but objects is one line
+    naming the file. A file named on the command line (or standard input) that holds none is one line too: an empty
+    `helm template` output is a failed render, not a plan with nothing to judge."""
     text = textfiles.read_text(path, stdin=True)
     where = STDIN_NAME if str(path) == "-" else path
     try:
         docs = textfiles.load_yaml_all(text)
     except yaml.YAMLError as exc:
         raise textfiles.yaml_error(where, exc) from None
+    read = 0
     for index, doc in enumerate(docs):
         if doc is None:
             continue  # an empty document (`---` at the end, a Helm template that renders nothing)
         items = doc.get("items") if isinstance(doc, dict) and str(doc.get("kind", "")).endswith("List") else None
         for number, item in enumerate(items if isinstance(items, list) else [doc]):
+            which = f"document {index + 1}" + (f", item {number + 1}" if isinstance(items, list) else "")
             if not isinstance(item, dict) or not isinstance(item.get("kind"), str):
-                which = f"document {index + 1}" + (f", item {number + 1}" if isinstance(items, list) else "")
                 raise FabricCheckError(f"{where}: {which} is not a Kubernetes object (no kind)")
-            yield item
+            read += 1
+            yield f"{where}: {which}", item
+    if named and not read:
+        raise FabricCheckError(f"--manifests {where}: nothing read (no Kubernetes object in it): nothing to judge")
 
 
 def manifest_files(paths: list[Path]) -> list[Path]:
@@ -54,6 +60,8 @@ def manifest_files(paths: list[Path]) -> list[Path]:
             found += sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in SUFFIXES)
         elif path.is_file():
             found.append(path)
+        elif path.exists():  # /dev/null reads as nothing, a FIFO may never end: neither is a manifest file
+            raise FabricCheckError(f"--manifests {path}: not a file or folder: nothing read")
         else:
             raise FabricCheckError(f"--manifests {path}: no such file or folder")
     if not found:
@@ -70,19 +78,31 @@ def load_manifests(paths: list[Path], nodes_from: Path) -> Inventory:
         for plural in KINDS
         if plural != "pods" and (nodes_from / f"{plural}.json").is_file()
     }
-    workloads: list[dict[str, Any]] = []
+    workloads: list[tuple[dict[str, Any], list[tuple[str, dict[str, Any]]]]] = []
+    named = {str(p) for p in paths}
+    read = 0
     for path in manifest_files(paths):
-        for doc in _documents(path):
+        for which, doc in _documents(path, str(path) in named):
+            read += 1
             plural = _APPLIED.get(doc["kind"])
             if plural is not None:
                 items.setdefault(plural, []).append(doc)
-            elif templates(doc):
-                workloads.append(doc)
+                continue
+            try:
+                pods = list(pods_of(doc)) if templates(doc) else None
+            except BadField as exc:  # one line naming the file, the document, the object and the field
+                meta = doc.get("metadata")
+                name = meta.get("name") if isinstance(meta, dict) else None
+                raise FabricCheckError(f"{which} ({doc['kind']} {name or 'unnamed'}): {exc}") from None
+            if pods is not None:
+                workloads.append((doc, pods))
+    if not read:
+        raise FabricCheckError(f"--manifests {' '.join(map(str, paths))}: nothing read (no Kubernetes object in them)")
     objects = ClusterObjects(name=nodes_from.resolve().name, items=items, origin="plan")
     normalizer = Normalizer(objects)
     inventory = normalizer.inventory(f"k8s manifests {' '.join(map(str, paths))} on nodes of {nodes_from}")
-    for doc in workloads:
-        for pod_id, pod in pods_of(doc):
+    for _, pods in workloads:
+        for pod_id, pod in pods:
             node = normalizer.pod(pod, pod_id, state="planned")
             if node is not None:
                 inventory.nodes.append(node)

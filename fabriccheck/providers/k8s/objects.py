@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fabriccheck import catalog
+from fabriccheck.errors import FabricCheckError
 from fabriccheck.inventory import Inventory
 from fabriccheck.model import MAX_COUNT, CollectionError, Node, NodeShape, Origin, Placement, PodPart, fact_key
 from fabriccheck.providers.k8s import role
@@ -409,7 +410,7 @@ class Normalizer:
     def _unstarted(self, seen: set[str]) -> dict[str, list[Node]]:
         """The would-be accelerator pods of each top-level workload that has none, unless it has finished: a pod
         the API refused (an annotation naming a network that does not exist) leaves only its workload to judge."""
-        from fabriccheck.providers.k8s.templates import pods_of
+        from fabriccheck.providers.k8s.templates import BadField, pods_of
 
         found: dict[str, list[Node]] = {}
         for (namespace, kind, name), owner in self.owners.items():
@@ -418,8 +419,12 @@ class Normalizer:
             if key in seen or kind in SERVING_KINDS or _controller(meta) is not None or _finished(owner):
                 continue
             doc = {**owner, "kind": kind, "metadata": {**meta, "namespace": namespace}}
+            try:
+                pods = list(pods_of(doc, checked=False))
+            except BadField as exc:  # a field the API would have refused: the dump was damaged or hand-made
+                raise FabricCheckError(f"cluster {self.objects.name}: {kind} {namespace}/{name}: {exc}") from None
             nodes = []
-            for pod_id, pod in pods_of(doc):
+            for pod_id, pod in pods:
                 made = self.pod(pod, pod_id, state="pending")  # None for a CPU-only pod
                 if made is not None:
                     nodes.append(made)
