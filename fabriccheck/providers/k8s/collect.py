@@ -144,7 +144,10 @@ class _Lister:
             if not isinstance(found, str) or found in seen:
                 # An API server's continue token names where the next page starts; one already followed leads back
                 # to a page read before, and the list would never end (as GCP's nextPageToken: gcp/collect.py).
-                said = f"the continue token {str(found)[:40]!r} leads back to a page already read (page {number})"
+                if not isinstance(found, str):
+                    self._bad(what, f"page {number} of the answer has a continue token that is not text")
+                    return None
+                said = f"the continue token {found[:40]!r} leads back to a page already read (page {number})"
                 self._bad(what, f"{said}: the list never ends")
                 return None
             token = found
@@ -184,10 +187,13 @@ class _Lister:
                 self._retry(policy.backoff(0.5 * 2**attempt))
                 continue
             try:
-                return orjson.loads(data)
+                page = orjson.loads(data)
             except orjson.JSONDecodeError:
                 self._bad(what, "the answer is not JSON: not read")
                 return None
+            if page is None:  # JSON null: None means "recorded" to the caller, so it is recorded here
+                self._bad(what, "the answer is null: not read")
+            return page
         raise AssertionError("not reached: the last attempt returns or raises")
 
     def _call(self, path: str, query: list[tuple[str, Any]]) -> bytes:

@@ -28,11 +28,11 @@ def list_items(doc: Any, plural: str) -> list[dict[str, Any]]:
     kind = KINDS[plural]
     if isinstance(doc, dict) and doc.get("kind") == "Status":
         # A Status is what the API answers a failed call with (metav1.Status: status, reason, message, code).
-        said = " ".join(str(doc.get(k)) for k in ("status", "reason", "code") if doc.get(k) not in (None, ""))
+        said = " ".join(_word(doc.get(k)) for k in ("status", "reason", "code") if doc.get(k) not in (None, ""))
         raise NotAList(f"a Status ({said or 'no status'}), not a List of {kind}")
     if not isinstance(doc, dict) or not isinstance(doc.get("items"), list):
         raise NotAList("no items list")
-    listed = str(doc.get("kind") or "List")
+    listed = _word(doc.get("kind") or "List")
     if listed not in ("List", f"{kind}List"):  # kubectl's List, or the typed list the API answers with
         raise NotAList(f"a {listed}, not a List of {kind}")
     items: list[dict[str, Any]] = doc["items"]
@@ -41,10 +41,18 @@ def list_items(doc: Any, plural: str) -> list[dict[str, Any]]:
             raise NotAList(f"items[{index}] is not an object")
         found = item.get("kind")
         if found is not None and found != kind:
-            raise NotAList(f"items[{index}] is a {found}, not a {kind}")
+            raise NotAList(f"items[{index}] is a {_word(found)}, not a {kind}")
         if not isinstance(item.get("metadata", {}), dict):
             raise NotAList(f"items[{index}].metadata is not an object")
     return items
+
+
+def _word(value: Any) -> str:
+    """A value an answer names something by, shown short: a string or number as it is, anything else by its type
+    (a list 1,000 deep has no printable repr)."""
+    if isinstance(value, str | int | float):
+        return str(value)[:60]
+    return f"({type(value).__name__})"
 
 
 def read_list(path: Path, plural: str) -> list[dict[str, Any]]:

@@ -18,12 +18,19 @@ from fabriccheck.errors import STDIN_NAME, FabricCheckError
 from fabriccheck.inventory import Inventory
 from fabriccheck.providers.k8s import role
 from fabriccheck.providers.k8s.dump import read_list
-from fabriccheck.providers.k8s.objects import KINDS, ClusterObjects, Normalizer
+from fabriccheck.providers.k8s.objects import KINDS, ClusterObjects, Normalizer, read_shape
 from fabriccheck.providers.k8s.templates import BadField, pods_of, templates
+from fabriccheck.sources.common import Scope
 
 SUFFIXES = (".yaml", ".yml", ".json")
 # Objects in the manifests that the judging reads besides pods: applied with them.
 _APPLIED = {k.kind: k.plural for k in role.KINDS if not (k.required or k.owner)}
+# Kinds that create pods (templates.py): one without a pod template is cut short, not a plan with nothing to judge.
+_WORKLOADS = frozenset({"Pod", "CronJob", *(k.kind for k in role.KINDS if k.owner)})
+# The API groups of those kinds, and every kind of theirs that creates no pod of its own: any other kind there (a
+# PaddleJob, a misspelt PyTorchJob) creates pods that are not judged, and the run says so (incomplete).
+_WORKLOAD_GROUPS = frozenset({"apps", "batch", *(k.group for k in role.KINDS if k.owner)})
+_NO_PODS = frozenset({"DaemonSet", "ControllerRevision"})
 
 
 def _documents(path: Path, named: bool) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -81,6 +88,7 @@ def load_manifests(paths: list[Path], nodes_from: Path) -> Inventory:
     workloads: list[tuple[dict[str, Any], list[tuple[str, dict[str, Any]]]]] = []
     named = {str(p) for p in paths}
     read = 0
+    unread: list[str] = []
     for path in manifest_files(paths):
         for which, doc in _documents(path, str(path) in named):
             read += 1
@@ -89,23 +97,40 @@ def load_manifests(paths: list[Path], nodes_from: Path) -> Inventory:
                 items.setdefault(plural, []).append(doc)
                 continue
             try:
-                pods = list(pods_of(doc)) if templates(doc) else None
+                found = templates(doc)
+                if not found and doc["kind"] in _WORKLOADS:  # a workload the API would refuse: none to create pods
+                    raise BadField("spec", f"no pod template (a {doc['kind']} has one: is the manifest cut short?)")
+                pods = list(pods_of(doc)) if found else None
             except BadField as exc:  # one line naming the file, the document, the object and the field
                 meta = doc.get("metadata")
                 name = meta.get("name") if isinstance(meta, dict) else None
                 raise FabricCheckError(f"{which} ({doc['kind']} {name or 'unnamed'}): {exc}") from None
             if pods is not None:
                 workloads.append((doc, pods))
+            elif _unknown_workload(doc):
+                unread.append(f"{which}: {doc.get('apiVersion')} {doc['kind']} is a kind fabriccheck does not read")
     if not read:
         raise FabricCheckError(f"--manifests {' '.join(map(str, paths))}: nothing read (no Kubernetes object in them)")
     objects = ClusterObjects(name=nodes_from.resolve().name, items=items, origin="plan")
     normalizer = Normalizer(objects)
     inventory = normalizer.inventory(f"k8s manifests {' '.join(map(str, paths))} on nodes of {nodes_from}")
-    for _, pods in workloads:
-        for pod_id, pod in pods:
-            node = normalizer.pod(pod, pod_id, state="planned")
-            if node is not None:
-                inventory.nodes.append(node)
+    for doc, pods in workloads:
+        with read_shape(f"--manifests: {doc['kind']} {pods[0][0] if pods else ''}"):
+            for pod_id, pod in pods:
+                node = normalizer.pod(pod, pod_id, state="planned")
+                if node is not None:
+                    inventory.nodes.append(node)
+    scope = Scope("k8s", objects.name, normalizer.region)
+    inventory.errors += [
+        scope.error("read manifests", "UnknownKind", f"{why}: its pods were not judged") for why in unread
+    ]
     if not workloads:
         inventory.notes.append("the manifests hold no workload with a pod template (nothing to judge)")
     return inventory
+
+
+def _unknown_workload(doc: dict[str, Any]) -> bool:
+    """A kind of a workload API group (batch, kubeflow.org, ray.io ...) that is neither judged nor known to create
+    no pods."""
+    group = str(doc.get("apiVersion") or "").rpartition("/")[0]
+    return group in _WORKLOAD_GROUPS and doc["kind"] not in _WORKLOADS | _NO_PODS

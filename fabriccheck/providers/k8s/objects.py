@@ -12,7 +12,8 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +32,7 @@ from fabriccheck.providers.k8s.support import (
     is_rdma_resource,
 )
 from fabriccheck.resources.k8s import DaemonSet, GkeNetwork, GkeNetworkParamSet
+from fabriccheck.sources.common import unexpected_shape
 from fabriccheck.sources.pools import node as pooled_node
 
 # The plural each kind is dumped and listed as, and its kind (role.KINDS: every kind read).
@@ -309,22 +311,40 @@ def _one(values: Iterable[str | None]) -> str | None:
     return distinct.pop() if len(distinct) == 1 else None
 
 
+@contextmanager
+def read_shape(where: str) -> Iterator[None]:
+    """sources.common.unexpected_shape, and a value nested past Python's recursion limit (a label that is a list
+    1,000 deep has no str()) as one line too."""
+    try:
+        with unexpected_shape(where):
+            yield
+    except RecursionError:
+        raise FabricCheckError(f"{where}: unexpected shape: a value nested too deeply") from None
+
+
 class Normalizer:
     """One cluster's objects into an inventory."""
 
     def __init__(self, objects: ClusterObjects) -> None:
         self.objects = objects
-        self.nodes = _Nodes(objects.items.get("nodes", []))
+        # An object the API would never answer (labels as a list, a spec that is a string) is one line naming the
+        # cluster, never an internal error (sources.common.unexpected_shape, as every cloud's normalizer does).
+        with read_shape(f"cluster {objects.name}"):
+            self.nodes = _Nodes(objects.items.get("nodes", []))
+            self.owners = {
+                (str(meta.get("namespace") or ""), KINDS[plural], str(meta.get("name") or "")): item
+                for plural in OWNER_KINDS
+                for item in objects.items.get(plural, [])
+                if isinstance(meta := item.get("metadata"), dict)
+            }
         self.region = self.nodes.region
-        self.owners = {
-            (str(meta.get("namespace") or ""), KINDS[plural], str(meta.get("name") or "")): item
-            for plural in OWNER_KINDS
-            for item in objects.items.get(plural, [])
-            if isinstance(meta := item.get("metadata"), dict)
-        }
         self._shapes: dict[NodeShape, NodeShape] = {}
 
     def inventory(self, source: str) -> Inventory:
+        with read_shape(source):
+            return self._inventory(source)
+
+    def _inventory(self, source: str) -> Inventory:
         inventory = Inventory(source=source)
         name, region = self.objects.name, self.region
         for item in self.objects.items.get("pods", []):
