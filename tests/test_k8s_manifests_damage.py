@@ -99,8 +99,13 @@ def test_a_failed_helm_template_and_a_closed_stdin_are_exit_2() -> None:
             "nvidia.com/gpu: -8\n                  memory",
             "containers[0].resources.limits.nvidia.com/gpu: -8 is negative",
         ),
+        (
+            "resources:",
+            "resourceS:",
+            "Worker.template.spec.containers[0].resourceS: unknown field (did you mean resources?)",
+        ),
     ],
-    ids=["negative-replicas", "text-replicas", "unrendered-gpus", "negative-gpus"],
+    ids=["negative-replicas", "text-replicas", "unrendered-gpus", "negative-gpus", "misspelt-resources"],
 )
 def test_a_value_the_api_would_refuse_is_one_line_naming_file_and_field(
     tmp_path: Path, old: str, new: str, said: str
@@ -238,3 +243,28 @@ def test_a_yaml_alias_bomb_is_refused_before_it_costs_memory(tmp_path: Path) -> 
     path = tmp_path / "anchored.yaml"
     path.write_text(anchored_text)
     assert _judged(path)["summary"]["nodes"] == 2
+
+
+def test_a_carriage_return_in_metadata_is_one_line(tmp_path: Path) -> None:
+    """Found by the fuzz test: `nam\\re: x` reads as two lines, making metadata a string: was an internal error."""
+    path = tmp_path / "job.yaml"
+    path.write_bytes(MPIJOB.read_bytes().replace(b"  name: nccl-tests\n", b"  nam\re: nccl-tests\n", 1))
+    line = one_clean_line(run("k8s", "--manifests", str(path), *NODES))
+    assert line.startswith(f"fabriccheck: error: {path}: document 1 (MPIJob unnamed): metadata: "), line
+
+
+def test_a_workload_kind_not_read_is_not_judged_as_nothing(tmp_path: Path) -> None:
+    """A kind of a workload API group that fabriccheck does not read (a PaddleJob; a PyTorchJob misspelt) creates
+    pods that are not judged: the run is incomplete, exit 2, the report naming it, never "nothing to judge"."""
+    path = tmp_path / "paddle.yaml"
+    path.write_text(
+        "apiVersion: kubeflow.org/v1\nkind: PaddleJob\nmetadata:\n  name: paddle\nspec:\n  paddleReplicaSpecs: {}\n"
+    )
+    result = run("k8s", "--manifests", str(path), *NODES)
+    report = json.loads(result.stdout)
+    assert result.returncode == 2 and report["complete"] is False
+    [error] = report["errors"]
+    assert error["code"] == "UnknownKind"
+    assert error["message"] == (
+        f"{path}: document 1: kubeflow.org/v1 PaddleJob is a kind fabriccheck does not read: its pods were not judged"
+    )

@@ -36,6 +36,12 @@ QUANTITY = re.compile(r"^[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:Ki|Mi|Gi|Ti|Pi|
 TRAINER_JOB = "node"
 
 
+# The Container fields the judging reads (k8s.io/api core/v1 Container): one spelt in another case (`resourceS`) is
+# an unknown field, which kubectl apply refuses (strict field validation, the default since Kubernetes 1.27:
+# kubernetes.io/docs/reference/using-api/api-concepts/#field-validation); read as absent, the pod would ask nothing.
+_MISSPELT = {k.lower(): k for k in ("name", "image", "resources", "env", "securityContext", "restartPolicy")}
+
+
 class BadField(FabricCheckError):
     """A field of a workload the API would refuse, named by its path in the object."""
 
@@ -206,6 +212,10 @@ def check_template(template: dict[str, Any], where: str) -> None:
             container = _obj(container, at)
             if not isinstance(container.get("name"), str) or not container["name"]:
                 raise BadField(f"{at}.name", "missing (every container has a name: is the manifest cut short?)")
+            for key in container:
+                meant = _MISSPELT.get(str(key).lower())
+                if meant is not None and key != meant:
+                    raise BadField(f"{at}.{key}", f"unknown field (did you mean {meant}?): kubectl apply refuses it")
             resources = _obj(container.get("resources"), f"{at}.resources")
             for kind in ("limits", "requests"):
                 for name, value in _obj(resources.get(kind), f"{at}.resources.{kind}").items():
@@ -224,7 +234,7 @@ def pods_of(doc: dict[str, Any], checked: bool = True) -> Iterator[tuple[str, di
     """(pod id, pod object) for each pod the workload would create, owned by it. `checked`: each template is
     checked first (check_template); a cluster's own objects passed the API's checks, and a dump may hold them cut
     down to what is judged."""
-    meta = doc.get("metadata") or {}
+    meta = _obj(doc.get("metadata"), "metadata")
     name, namespace = str(meta.get("name") or "unnamed"), str(meta.get("namespace") or "default")
     owner = [{"kind": doc["kind"], "name": name, "controller": True}]
     for role, template, times, where in templates(doc):
