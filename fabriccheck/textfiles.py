@@ -110,14 +110,23 @@ def _construct_document(loader: yaml.SafeLoader, node: yaml.Node) -> Any:
     return yaml.constructor.SafeConstructor.construct_document(loader, node)
 
 
-_Loader.construct_document = _construct_document
+class _AliasedLoader(_Loader):
+    """_Loader, for a text that may hold aliases (it has an `&`, without which YAML has no anchor to refer to): each
+    document's expanded size is checked before it is built. A text without one skips the walk."""
+
+
+_AliasedLoader.construct_document = _construct_document
+
+
+def _loader(text: str) -> type[_Loader]:
+    return _AliasedLoader if "&" in text else _Loader
 
 
 def load_yaml(text: str) -> Any:
     """yaml.safe_load, where a date that does not exist, or nesting deeper than about 1,000 levels, is a
     yaml.YAMLError like any other fault in the text."""
     try:
-        return yaml.load(text, Loader=_Loader)  # a safe loader: _Loader is CSafeLoader's
+        return yaml.load(text, Loader=_loader(text))  # a safe loader: _Loader is CSafeLoader's
     except RecursionError:
         raise yaml.YAMLError("nested too deeply (more than about 1,000 levels)") from None
 
@@ -125,7 +134,7 @@ def load_yaml(text: str) -> Any:
 def load_yaml_all(text: str) -> list[Any]:
     """Every document of a multi-document YAML text (`---`), as load_yaml reads one."""
     try:
-        return list(yaml.load_all(text, Loader=_Loader))
+        return list(yaml.load_all(text, Loader=_loader(text)))
     except RecursionError:
         raise yaml.YAMLError("nested too deeply (more than about 1,000 levels)") from None
 
