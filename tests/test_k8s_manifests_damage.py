@@ -268,3 +268,68 @@ def test_a_workload_kind_not_read_is_not_judged_as_nothing(tmp_path: Path) -> No
     assert error["message"] == (
         f"{path}: document 1: kubeflow.org/v1 PaddleJob is a kind fabriccheck does not read: its pods were not judged"
     )
+
+
+RUNTIME = """\
+apiVersion: trainer.kubeflow.org/v1alpha1
+kind: ClusterTrainingRuntime
+metadata:
+  name: torch-efa
+spec:
+  mlPolicy:
+    numNodes: 2
+    torch:
+      numProcPerNode: auto
+  template:
+    spec:
+      replicatedJobs:
+        - name: node
+          template:
+            metadata:
+              labels:
+                trainer.kubeflow.org/trainjob-ancestor-step: trainer
+            spec:
+              template:
+                spec:
+                  nodeSelector:
+                    node.kubernetes.io/instance-type: p5.48xlarge
+                  containers:
+                    - name: node
+                      image: pytorch/pytorch:2.7.1-cuda12.6-cudnn9-runtime
+                      resources:
+                        limits:
+                          nvidia.com/gpu: 8
+                          vpc.amazonaws.com/efa: 32
+                          hugepages-2Mi: 5120Mi
+                          memory: 32000Mi
+"""
+
+TRAINJOB_ON_RUNTIME = """\
+apiVersion: trainer.kubeflow.org/v1alpha1
+kind: TrainJob
+metadata:
+  name: llama-efa
+spec:
+  runtimeRef:
+    name: torch-efa
+  trainer:
+    image: 111122223333.dkr.ecr.us-east-1.amazonaws.com/llama:latest
+"""
+
+
+def test_a_trainjob_is_judged_on_the_runtime_it_names(tmp_path: Path) -> None:
+    """The runtime's trainer pod (the replicated job labelled trainjob-ancestor-step: trainer, as kubeflow/trainer
+    manifests/base/runtimes/torch_distributed.yaml has it) asks for the node's 32 EFA interfaces and hugepages, and
+    its mlPolicy.numNodes says 2: judged as two pods that use the fabric (no K8S101). Without the runtime, the
+    TrainJob alone asks for nothing and the report says what it was judged on."""
+    path = tmp_path / "job.yaml"
+    path.write_text(RUNTIME + "---\n" + TRAINJOB_ON_RUNTIME)
+    report = _judged(path)
+    assert report["summary"]["nodes"] == 2
+    assert "K8S101" not in {f["rule"] for f in report["findings"]}
+    alone = tmp_path / "alone.yaml"
+    alone.write_text(TRAINJOB_ON_RUNTIME)
+    result = run("k8s", "--manifests", str(alone), "--nodes-from", str(EKS))
+    assert "names ClusterTrainingRuntime torch-efa, not in the manifests: judged on its spec.trainer alone" in (
+        " ".join(result.stdout.split())
+    )

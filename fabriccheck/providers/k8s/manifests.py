@@ -19,7 +19,7 @@ from fabriccheck.inventory import Inventory
 from fabriccheck.providers.k8s import role
 from fabriccheck.providers.k8s.dump import read_list
 from fabriccheck.providers.k8s.objects import KINDS, ClusterObjects, Normalizer, read_shape
-from fabriccheck.providers.k8s.templates import BadField, pods_of, templates
+from fabriccheck.providers.k8s.templates import RUNTIME_KINDS, BadField, Runtimes, pods_of, runtime_of, templates
 from fabriccheck.sources.common import Scope
 
 SUFFIXES = (".yaml", ".yml", ".json")
@@ -30,7 +30,7 @@ _WORKLOADS = frozenset({"Pod", "CronJob", *(k.kind for k in role.KINDS if k.owne
 # The API groups of those kinds, and every kind of theirs that creates no pod of its own: any other kind there (a
 # PaddleJob, a misspelt PyTorchJob) creates pods that are not judged, and the run says so (incomplete).
 _WORKLOAD_GROUPS = frozenset({"apps", "batch", *(k.group for k in role.KINDS if k.owner)})
-_NO_PODS = frozenset({"DaemonSet", "ControllerRevision"})
+_NO_PODS = frozenset({"DaemonSet", "ControllerRevision", *RUNTIME_KINDS})
 
 
 def _documents(path: Path, named: bool) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -85,32 +85,24 @@ def load_manifests(paths: list[Path], nodes_from: Path) -> Inventory:
         for plural in KINDS
         if plural != "pods" and (nodes_from / f"{plural}.json").is_file()
     }
-    workloads: list[tuple[dict[str, Any], list[tuple[str, dict[str, Any]]]]] = []
     named = {str(p) for p in paths}
-    read = 0
-    unread: list[str] = []
-    for path in manifest_files(paths):
-        for which, doc in _documents(path, str(path) in named):
-            read += 1
-            plural = _APPLIED.get(doc["kind"])
-            if plural is not None:
-                items.setdefault(plural, []).append(doc)
-                continue
-            try:
-                found = templates(doc)
-                if not found and doc["kind"] in _WORKLOADS:  # a workload the API would refuse: none to create pods
-                    raise BadField("spec", f"no pod template (a {doc['kind']} has one: is the manifest cut short?)")
-                pods = list(pods_of(doc)) if found else None
-            except BadField as exc:  # one line naming the file, the document, the object and the field
-                meta = doc.get("metadata")
-                name = meta.get("name") if isinstance(meta, dict) else None
-                raise FabricCheckError(f"{which} ({doc['kind']} {name or 'unnamed'}): {exc}") from None
-            if pods is not None:
-                workloads.append((doc, pods))
-            elif _unknown_workload(doc):
-                unread.append(f"{which}: {doc.get('apiVersion')} {doc['kind']} is a kind fabriccheck does not read")
-    if not read:
+    documents = [found for path in manifest_files(paths) for found in _documents(path, str(path) in named)]
+    if not documents:
         raise FabricCheckError(f"--manifests {' '.join(map(str, paths))}: nothing read (no Kubernetes object in them)")
+    # The TrainingRuntimes a TrainJob may name, wherever they are in the manifests (templates.runtime_of).
+    runtimes = {(d["kind"], _name(d)): d for _, d in documents if d["kind"] in RUNTIME_KINDS}
+    workloads: list[tuple[dict[str, Any], list[tuple[str, dict[str, Any]]]]] = []
+    unread: list[str] = []
+    notes: list[str] = []
+    for which, doc in documents:
+        plural = _APPLIED.get(doc["kind"])
+        if plural is not None:
+            items.setdefault(plural, []).append(doc)
+        elif (pods := _pods(which, doc, runtimes)) is not None:
+            workloads.append((doc, pods))
+            notes += _runtime_note(which, doc, runtimes)
+        elif _unknown_workload(doc):
+            unread.append(f"{which}: {doc.get('apiVersion')} {doc['kind']} is a kind fabriccheck does not read")
     objects = ClusterObjects(name=nodes_from.resolve().name, items=items, origin="plan")
     normalizer = Normalizer(objects)
     inventory = normalizer.inventory(f"k8s manifests {' '.join(map(str, paths))} on nodes of {nodes_from}")
@@ -124,9 +116,41 @@ def load_manifests(paths: list[Path], nodes_from: Path) -> Inventory:
     inventory.errors += [
         scope.error("read manifests", "UnknownKind", f"{why}: its pods were not judged") for why in unread
     ]
+    inventory.notes += notes
     if not workloads:
         inventory.notes.append("the manifests hold no workload with a pod template (nothing to judge)")
     return inventory
+
+
+def _pods(which: str, doc: dict[str, Any], runtimes: Runtimes) -> list[tuple[str, dict[str, Any]]] | None:
+    """The pods a workload would create (None: not a workload); a field the API would refuse is one line naming the
+    file, the document, the object and the field."""
+    try:
+        found = templates(doc, runtimes)
+        if not found and doc["kind"] in _WORKLOADS:  # a workload the API would refuse: nothing to create pods from
+            raise BadField("spec", f"no pod template (a {doc['kind']} has one: is the manifest cut short?)")
+        return list(pods_of(doc, runtimes=runtimes)) if found else None
+    except BadField as exc:
+        raise FabricCheckError(f"{which} ({doc['kind']} {_name(doc) or 'unnamed'}): {exc}") from None
+
+
+def _name(doc: dict[str, Any]) -> str:
+    meta = doc.get("metadata")
+    name = meta.get("name") if isinstance(meta, dict) else None
+    return name if isinstance(name, str) else ""
+
+
+def _runtime_note(which: str, doc: dict[str, Any], runtimes: Runtimes) -> list[str]:
+    """What a TrainJob whose runtime is not in the manifests is judged on, in words."""
+    if doc["kind"] != "TrainJob":
+        return []
+    kind, name, runtime = runtime_of(doc.get("spec") or {}, runtimes)
+    if runtime is not None:
+        return []
+    return [
+        f"{which}: TrainJob {_name(doc)} names {kind} {name or '(none)'}, not in the manifests: judged on its "
+        "spec.trainer alone (the runtime's pod template, its node selector and network annotations, not known)"
+    ]
 
 
 def _unknown_workload(doc: dict[str, Any]) -> bool:

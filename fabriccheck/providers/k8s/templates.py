@@ -18,6 +18,7 @@ a gate on less than was written.
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -107,23 +108,76 @@ def _ray(spec: dict[str, Any], field: str) -> list[Template]:
     return found
 
 
-def _trainjob(spec: dict[str, Any]) -> list[Template]:
-    """A TrainJob's training nodes: spec.trainer.numNodes pods (1 when unset: the runtime's own count is not in the
-    object) of the trainer container with its resourcesPerNode and env, placed as its podSpecOverrides for the
-    `node` job say. The runtime's own pod template (spec.runtimeRef) is not part of the object."""
+Runtimes = dict[tuple[str, str], dict[str, Any]]  # (kind, name) -> a TrainingRuntime or ClusterTrainingRuntime
+RUNTIME_KINDS = ("ClusterTrainingRuntime", "TrainingRuntime")
+_ANCESTOR = "trainer.kubeflow.org/trainjob-ancestor-step"
+
+
+def runtime_of(spec: dict[str, Any], runtimes: Runtimes) -> tuple[str, str, dict[str, Any] | None]:
+    """(kind, name, the runtime or None) a TrainJob's spec.runtimeRef names; the kind defaults to
+    ClusterTrainingRuntime (kubeflow/trainer trainjob_types.go RuntimeRef)."""
+    ref = _obj(spec.get("runtimeRef"), "spec.runtimeRef")
+    kind, name = str(ref.get("kind") or RUNTIME_KINDS[0]), str(ref.get("name") or "")
+    return kind, name, runtimes.get((kind, name))
+
+
+def _runtime_pod(runtime: dict[str, Any]) -> tuple[dict[str, Any], int]:
+    """The trainer's pod template in a runtime's JobSet template (the replicated job labelled
+    trainjob-ancestor-step: trainer, else the one named `node`, as torch-distributed has it) and
+    spec.mlPolicy.numNodes, a copy the TrainJob's own settings go into."""
+    meta = runtime.get("metadata")
+    at = f"{runtime.get('kind')} {meta.get('name') if isinstance(meta, dict) else ''}: spec"
+    spec = _obj(runtime.get("spec"), at)
+    nodes = _count(_obj(spec.get("mlPolicy"), f"{at}.mlPolicy").get("numNodes"), f"{at}.mlPolicy.numNodes")
+    jobs = _list(
+        _obj(_obj(spec.get("template"), f"{at}.template").get("spec"), f"{at}.template.spec").get("replicatedJobs"),
+        f"{at}.template.spec.replicatedJobs",
+    )
+    jobs = [_obj(job, f"{at}.template.spec.replicatedJobs[]") for job in jobs]
+    trainer = next((j for j in jobs if _ancestor(j) == "trainer"), None)
+    trainer = trainer or next((j for j in jobs if j.get("name") == TRAINER_JOB), None)
+    if trainer is None:
+        return {"spec": {}}, nodes
+    job_spec = _obj(_obj(trainer.get("template"), f"{at}.replicatedJobs.template").get("spec"), f"{at}.job spec")
+    return copy.deepcopy(_obj(job_spec.get("template"), f"{at}.pod template")), nodes
+
+
+def _ancestor(job: dict[str, Any]) -> Any:
+    template = job.get("template")
+    meta = template.get("metadata") if isinstance(template, dict) else None
+    labels = meta.get("labels") if isinstance(meta, dict) else None
+    return labels.get(_ANCESTOR) if isinstance(labels, dict) else None
+
+
+def _trainjob(spec: dict[str, Any], runtimes: Runtimes) -> list[Template]:
+    """A TrainJob's training nodes: spec.trainer.numNodes pods (else its runtime's mlPolicy.numNodes, else 1), each
+    the runtime's trainer pod (when the runtime is at hand) with the trainer container's resources, image and env
+    from spec.trainer, placed as the podSpecOverrides for the `node` job say."""
     trainer = _obj(spec.get("trainer"), "spec.trainer")
-    container: dict[str, Any] = {"name": TRAINER_JOB, "image": str(trainer.get("image") or "")}
-    container["resources"] = _obj(trainer.get("resourcesPerNode"), "spec.trainer.resourcesPerNode")
-    container["env"] = _list(trainer.get("env"), "spec.trainer.env")
-    pod: dict[str, Any] = {"containers": [container]}
+    _, _, runtime = runtime_of(spec, runtimes)
+    template, nodes = _runtime_pod(runtime) if runtime is not None else ({"spec": {}}, 1)
+    pod = template.setdefault("spec", {})
+    containers = pod.setdefault("containers", [])
+    container = next((c for c in containers if isinstance(c, dict) and c.get("name") == TRAINER_JOB), None)
+    if container is None:
+        container = {"name": TRAINER_JOB, "image": ""}
+        containers.append(container)
+    if trainer.get("image"):
+        container["image"] = str(trainer["image"])
+    per_node = _obj(trainer.get("resourcesPerNode"), "spec.trainer.resourcesPerNode")
+    if per_node.get("limits") is not None or per_node.get("requests") is not None:
+        # They replace the trainer container's resources (kubeflow/trainer pkg/runtime/framework/plugins/jobset
+        # builder.go: Trainer.ResourcesPerNode with limits or requests set).
+        container["resources"] = {k: per_node[k] for k in ("limits", "requests") if per_node.get(k) is not None}
+    container["env"] = [*(container.get("env") or []), *_list(trainer.get("env"), "spec.trainer.env")]
     for index, override in enumerate(_list(spec.get("podSpecOverrides"), "spec.podSpecOverrides")):
         at = f"spec.podSpecOverrides[{index}]"
         override = _obj(override, at)
         targets = _list(override.get("targetJobs"), f"{at}.targetJobs")
         if any(isinstance(t, dict) and t.get("name") == TRAINER_JOB for t in targets):
             pod.update({k: override[k] for k in ("nodeSelector", "affinity", "tolerations") if k in override})
-    nodes = _count(trainer.get("numNodes"), "spec.trainer.numNodes")
-    return [(TRAINER_JOB, {"metadata": {}, "spec": pod}, nodes, "spec.trainer")]
+    nodes = _count(trainer.get("numNodes"), "spec.trainer.numNodes", default=nodes)
+    return [(TRAINER_JOB, template, nodes, "spec.trainer")]
 
 
 def _lws(spec: dict[str, Any]) -> list[Template]:
@@ -158,9 +212,9 @@ def _jobset(spec: dict[str, Any]) -> list[Template]:
 _REPLICA_SPECS = {"PyTorchJob": "pytorchReplicaSpecs", "MPIJob": "mpiReplicaSpecs", "TFJob": "tfReplicaSpecs"}
 
 
-def templates(doc: dict[str, Any]) -> list[Template]:
+def templates(doc: dict[str, Any], runtimes: Runtimes | None = None) -> list[Template]:
     """The pod templates a workload object would create pods from, with how many of each; BadField for a field the
-    API would refuse."""
+    API would refuse. `runtimes`: the TrainingRuntimes a TrainJob may name (found beside it)."""
     kind = doc.get("kind")
     spec = _obj(doc.get("spec"), "spec")
     api = str(doc.get("apiVersion") or "")
@@ -188,7 +242,7 @@ def templates(doc: dict[str, Any]) -> list[Template]:
     if kind in _REPLICA_SPECS:
         return _replica_specs(spec.get(_REPLICA_SPECS[kind]), f"spec.{_REPLICA_SPECS[kind]}")
     if kind == "TrainJob":
-        return _trainjob(spec)
+        return _trainjob(spec, runtimes or {})
     if kind == "LeaderWorkerSet":
         return _lws(spec)
     if kind == "RayCluster":
@@ -230,14 +284,16 @@ def _check_quantity(value: Any, field: str) -> None:
         raise BadField(field, f"{_shown(value)} is negative")
 
 
-def pods_of(doc: dict[str, Any], checked: bool = True) -> Iterator[tuple[str, dict[str, Any]]]:
+def pods_of(
+    doc: dict[str, Any], checked: bool = True, runtimes: Runtimes | None = None
+) -> Iterator[tuple[str, dict[str, Any]]]:
     """(pod id, pod object) for each pod the workload would create, owned by it. `checked`: each template is
     checked first (check_template); a cluster's own objects passed the API's checks, and a dump may hold them cut
     down to what is judged."""
     meta = _obj(doc.get("metadata"), "metadata")
     name, namespace = str(meta.get("name") or "unnamed"), str(meta.get("namespace") or "default")
     owner = [{"kind": doc["kind"], "name": name, "controller": True}]
-    for role, template, times, where in templates(doc):
+    for role, template, times, where in templates(doc, runtimes):
         if times and checked:
             check_template(template, where)
         template_meta = _obj(template.get("metadata"), f"{where}.metadata" if where else "metadata")
