@@ -205,3 +205,21 @@ def test_a_malformed_kubeconfig_is_one_line(tmp_path: Path, text: str | None, sa
     line = one_clean_line(run("k8s", "--kubeconfig", str(path)))
     assert line.startswith(f"fabriccheck: error: kubeconfig {path}: ")
     assert "internal error" not in line
+
+
+def test_the_debug_traceback_masks_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
+    """FABRICCHECK_DEBUG=1 shows an internal error's traceback: whatever credential its text quotes (a refused
+    Authorization header, a URL's password) is masked there as in every error line (sources.common.redact)."""
+    import os
+
+    from fabriccheck.providers.k8s import role
+
+    def broken() -> str:
+        raise ValueError("Invalid header value b'Bearer s3cr3t-t0ken' for https://admin:PASSWORD@10.0.0.1")
+
+    monkeypatch.setattr(role, "cluster_role_yaml", broken)
+    result = run("k8s", "--print-role", env={**os.environ, "FABRICCHECK_DEBUG": "1"})
+    assert result.returncode == 2
+    assert "Traceback (most recent call last)" in result.stderr
+    assert "ValueError: Invalid header value b'Bearer ***' for https://***@10.0.0.1" in result.stderr
+    assert "s3cr3t" not in result.stderr and "PASSWORD" not in result.stderr
