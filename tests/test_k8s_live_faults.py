@@ -223,3 +223,24 @@ def test_the_debug_traceback_masks_credentials(monkeypatch: pytest.MonkeyPatch) 
     assert "Traceback (most recent call last)" in result.stderr
     assert "ValueError: Invalid header value b'Bearer ***' for https://***@10.0.0.1" in result.stderr
     assert "s3cr3t" not in result.stderr and "PASSWORD" not in result.stderr
+
+
+def test_a_failing_credential_plugin_is_one_line(tmp_path: Path) -> None:
+    """Was two lines (the client's own `ERROR:root:` log, then a refused connection or a 401): an exec credential
+    plugin that fails (here a stand-in for `aws eks get-token` whose SSO session expired) is one line in its words,
+    before any request."""
+    plugin = tmp_path / "get-token"
+    plugin.write_text("#!/bin/sh\necho 'Error loading SSO Token: Token for sso expired' >&2\nexit 255\n")
+    plugin.chmod(0o755)
+    replay = KubeReplay.from_dump(EKS)
+    with serve(replay) as url:
+        config = _write_kubeconfig(tmp_path / "kc", url)
+        doc = json.loads(config.read_text())
+        doc["users"][0]["user"] = {
+            "exec": {"apiVersion": "client.authentication.k8s.io/v1beta1", "command": str(plugin)}
+        }
+        config.write_text(json.dumps(doc))
+        line = one_clean_line(run("k8s", "--kubeconfig", str(config)))
+    assert line.startswith(f"fabriccheck: error: kubeconfig {config}: the user's credential plugin failed: "), line
+    assert "exit" in line or "SSO" in line
+    assert replay.requests == []

@@ -15,10 +15,13 @@ The client's raw answers (`_preload_content=False`) are read as the API's own JS
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import re
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -76,7 +79,13 @@ def _configuration(context: str | None, kubeconfig: Path | None) -> tuple[client
         chosen = context or (active or {}).get("name")
         if context is not None and not any(c.get("name") == context for c in contexts or ()):
             raise FabricCheckError(f"--context {context}: no such context in the kubeconfig")
-        config.load_kube_config(config_file=file, context=chosen, client_configuration=configuration)
+        with _logged_errors() as logged:
+            config.load_kube_config(config_file=file, context=chosen, client_configuration=configuration)
+        if logged and not configuration.api_key:
+            # The client logs a failed exec credential plugin (aws eks get-token not installed, an expired SSO
+            # session) and goes on without a credential (kubernetes-client/python config/kube_config.py
+            # _load_from_exec_plugin): the run would only meet a 401. Said here, in the plugin's words.
+            raise FabricCheckError(f"{_where(kubeconfig)}: the user's credential plugin failed: {logged[0]}")
     except FabricCheckError:
         raise
     except (config.ConfigException, yaml.YAMLError, OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
@@ -85,6 +94,25 @@ def _configuration(context: str | None, kubeconfig: Path | None) -> tuple[client
         raise FabricCheckError(f"{_where(kubeconfig)}: {first_line(exc)}") from None
     _check_credentials(configuration, kubeconfig)
     return configuration, str(chosen or "kubernetes")
+
+
+@contextmanager
+def _logged_errors() -> Iterator[list[str]]:
+    """The ERROR records the client logs (on the root logger) while the block runs, kept from stderr: the run says
+    what matters in its own one line."""
+    found: list[str] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            found.append(redact(record.getMessage().splitlines()[0] if record.getMessage() else record.levelname))
+
+    root = logging.getLogger()
+    handler = Keep(logging.ERROR)
+    root.addHandler(handler)
+    try:
+        yield found
+    finally:
+        root.removeHandler(handler)
 
 
 def _where(kubeconfig: Path | None) -> str:
