@@ -18,6 +18,7 @@ import pytest
 from cli_run import one_clean_line, run
 from kube_replay import TOKEN, KubeReplay, kubeconfig, serve
 
+from fabriccheck.providers.k8s.role import KINDS
 from fabriccheck.sources import common
 
 pytest.importorskip("kubernetes")
@@ -67,8 +68,9 @@ def test_an_answer_that_is_not_the_list_is_not_an_empty_cluster(tmp_path: Path, 
     [error] = report["errors"]
     assert (error["call"], error["code"]) == ("list pods", "BadResponse")
     assert error["message"] == f"list pods: page 1 of the answer is not the pods list: {said}"
-    # Nothing else lost: one list call per kind, nodes and DaemonSets still collected.
+    # Nothing else lost: every kind still listed, one call each, and only the pods list is named as not read.
     assert _pods_calls(replay) == 1
+    assert len(replay.requests) == len(KINDS)
     assert report["summary"]["nodes"] == 0
 
 
