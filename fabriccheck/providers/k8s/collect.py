@@ -145,6 +145,7 @@ class _Lister:
     calls: int = 0
     retries: int = 0
     policy: RetryPolicy = field(default_factory=retry_policy)  # read from the environment once per run
+    down: str | None = None  # the list that failed through every retry on a reset or timeout: none is tried after
 
     def objects(self, kind: Kind, namespace: str | None) -> list[dict[str, Any]] | None:
         """Every object of `kind` (in `namespace`), page by page; None when it could not be read whole (recorded:
@@ -153,6 +154,12 @@ class _Lister:
         where = f"/namespaces/{namespace}" if namespace else ""
         path = f"{base}{where}/{resource_of(kind)}"
         what = f"list {kind.plural}" + (f" in namespace {namespace}" if namespace else "")
+        if self.down is not None:
+            # A server that stopped answering one list through every retry is not waited on again for each kind
+            # (at the 60 s read timeout, eight attempts each would hold a run for hours): the rest are recorded.
+            detail = f"{what}: not listed: the API server stopped answering ({self.down} failed after retries)"
+            self.errors.append(self.scope.error(what, UNREACHABLE, detail))
+            return None
         items: list[dict[str, Any]] = []
         token, seen = "", set[str]()
         for number in range(1, MAX_PAGES + 1):
@@ -211,6 +218,7 @@ class _Lister:
                 if last:
                     detail = f"{what}: {first_line(exc)}: still failing after {policy.max_attempts} attempts"
                     self.errors.append(self.scope.error(what, UNREACHABLE, detail))
+                    self.down = what
                     return None
                 self._retry(policy.backoff(0.5 * 2**attempt))
                 continue
