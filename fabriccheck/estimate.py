@@ -393,3 +393,5 @@ def _span(value: Range, form: str) -> str:
 
 def _gbytes(value: float) -> str:
     return f"{value:.2f}" if value >= 1 else f"{value:.3g}"
+
+

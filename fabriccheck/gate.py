@@ -325,7 +325,6 @@ def _inside(path: Path, folder: Path) -> bool:
     except OSError:
         return False
 
-
 # ---------------------------------------------------------------------------------------------- evidence
 # The gate on evidence: a scan's selection, severity overrides, waivers and baselines, applied to the findings of
 # `nccl-log` and `nccl-tests`. The settings are settled as a scan's are (settle), so one config file and one

@@ -308,7 +308,9 @@ class Node(Model):
         values: dict[str, Any] = {**own.pop("shape"), **own}
         ids = values.pop("interface_ids")
         values["interfaces"] = [{"id": i, **nic} for i, nic in zip(ids, values["interfaces"], strict=True)]
-        return {name: values[name] for name in _FLAT_ORDER if name not in _WRITTEN_WHEN_SET or values[name] is not None}
+        return {
+            name: values[name] for name in _FLAT_ORDER if name not in _WRITTEN_WHEN_SET or values[name] is not None
+        }
 
     @model_validator(mode="after")
     def _one_id_per_interface(self) -> Node:

@@ -98,7 +98,9 @@ FormatOpt = Annotated[
     ),
 ]
 # One file (estimate, diff, schema); `-` is stdout.
-OutputOpt = Annotated[Path | None, typer.Option("--output", "-o", metavar="FILE", help="Write to FILE (- is stdout).")]
+OutputOpt = Annotated[
+    Path | None, typer.Option("--output", "-o", metavar="FILE", help="Write to FILE (- is stdout).")
+]
 # A report's outputs: as many as wanted, each in the format its suffix names (fabriccheck.targets has the rule).
 OutputsOpt = Annotated[
     list[Path] | None,

@@ -90,10 +90,8 @@ class FirewallRule(Scoped):
     def _entries_are_protocol_and_ports(cls, entries: list[str]) -> list[str]:
         for entry in entries:
             match = FIREWALL_ENTRY.match(entry)
-            if (
-                match is None
-                or int(match["low"] or 0) > int(match["high"] or match["low"] or 0)
-                or any(int(match[edge] or 0) > MAX_PORT for edge in ("low", "high"))
+            if match is None or int(match["low"] or 0) > int(match["high"] or match["low"] or 0) or any(
+                int(match[edge] or 0) > MAX_PORT for edge in ("low", "high")
             ):
                 raise ValueError(f"{entry!r} is not PROTOCOL or PROTOCOL:PORT[-PORT] with ports 0-{MAX_PORT}")
         return entries
