@@ -61,12 +61,72 @@ def _timestamp(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> dt.date | dt.d
 
 _Loader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp)
 
+# Aliases share one parsed object, but whoever walks the result walks every alias again: nine levels of nine
+# aliases ("billion laughs") are 387 million strings to a reader, CVE-2019-11253 in the Kubernetes API server's own
+# YAML reader. As go-yaml v3 (decode.go, allowedAliasRatio) does, a document whose aliases expand it past a
+# million nodes, and ten times its own size, is refused before any of it is built; so is an alias to itself.
+MAX_EXPANDED = 1_000_000
+ALIAS_RATIO = 10
+
+
+def _expanded(root: yaml.Node) -> tuple[int, int]:
+    """(nodes once every alias is expanded, distinct nodes), walking each distinct node once; raises
+    ConstructorError for an alias inside itself."""
+    sizes: dict[int, int] = {}
+    open_nodes: set[int] = set()
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        key = id(node)
+        children = _children(node)
+        if done:
+            open_nodes.discard(key)
+            sizes[key] = 1 + sum(sizes[id(child)] for child in children)
+            continue
+        if key in sizes:
+            continue
+        if key in open_nodes:
+            raise yaml.constructor.ConstructorError(None, None, "an alias refers to a node inside itself", None)
+        open_nodes.add(key)
+        stack.append((node, True))
+        stack += [(child, False) for child in children if id(child) not in sizes]
+    return sizes[id(root)], len(sizes)
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    return []
+
+
+def _construct_document(loader: yaml.SafeLoader, node: yaml.Node) -> Any:
+    total, distinct = _expanded(node)
+    if total > MAX_EXPANDED and total > ALIAS_RATIO * distinct:
+        raise yaml.constructor.ConstructorError(
+            None, None, f"its aliases expand to more than {MAX_EXPANDED:,} values (a billion laughs)", None
+        )
+    return yaml.constructor.SafeConstructor.construct_document(loader, node)
+
+
+class _AliasedLoader(_Loader):
+    """_Loader, for a text that may hold aliases (it has an `&`, without which YAML has no anchor to refer to): each
+    document's expanded size is checked before it is built. A text without one skips the walk."""
+
+
+_AliasedLoader.construct_document = _construct_document
+
+
+def _loader(text: str) -> type[_Loader]:
+    return _AliasedLoader if "&" in text else _Loader
+
 
 def load_yaml(text: str) -> Any:
     """yaml.safe_load, where a date that does not exist, or nesting deeper than about 1,000 levels, is a
     yaml.YAMLError like any other fault in the text."""
     try:
-        return yaml.load(text, Loader=_Loader)  # a safe loader: _Loader is CSafeLoader's
+        return yaml.load(text, Loader=_loader(text))  # a safe loader: _Loader is CSafeLoader's
     except RecursionError:
         raise yaml.YAMLError("nested too deeply (more than about 1,000 levels)") from None
 
@@ -74,7 +134,7 @@ def load_yaml(text: str) -> Any:
 def load_yaml_all(text: str) -> list[Any]:
     """Every document of a multi-document YAML text (`---`), as load_yaml reads one."""
     try:
-        return list(yaml.load_all(text, Loader=_Loader))
+        return list(yaml.load_all(text, Loader=_loader(text)))
     except RecursionError:
         raise yaml.YAMLError("nested too deeply (more than about 1,000 levels)") from None
 

@@ -1,13 +1,17 @@
 """A Kubernetes API server on 127.0.0.1 for the live `fabriccheck k8s` tests: it serves the objects of a dump folder
 (tests' own fixtures, fixtures/k8s/) at the paths the API serves them, as the API does: List answers with
 `metadata.continue` pages when a `limit` is given, per namespace or across all, 404 for a kind it does not hold as
-a custom resource, and faults on request (a 403 on one namespace, 429 with Retry-After a number of times).
-Every request is recorded, so a test can count the list calls and pages a run made.
+a custom resource, and faults on request (a 403 on one namespace, 429 with Retry-After a number of times; a list
+answered with a body that is not the list, a continue token that loops, a connection reset or an answer that stalls
+past the client's read timeout). Every request is recorded, so a test can count the list calls and pages a run made.
 """
 
 from __future__ import annotations
 
 import json
+import socket
+import struct
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -30,6 +34,11 @@ class KubeReplay:
     forbidden_kinds: set[str] = field(default_factory=set)
     throttle: dict[str, int] = field(default_factory=dict)  # plural -> 429 answers before the real one
     versions: dict[str, str] = field(default_factory=dict)  # plural -> the one version served (else the kind's own)
+    retry_after: str = "1"  # the Retry-After of those 429s
+    bodies: dict[str, Any] = field(default_factory=dict)  # plural -> what a 200 answer to its list holds instead
+    looping: set[str] = field(default_factory=set)  # plurals whose every page says continue=again
+    faults: dict[str, list[str]] = field(default_factory=dict)  # plural -> "reset" / "stall", one per request
+    stall: float = 1.0  # seconds a stalled answer waits before it is sent
     requests: list[str] = field(default_factory=list)
 
     @classmethod
@@ -37,7 +46,7 @@ class KubeReplay:
         objects = {p.stem: json.loads(p.read_text())["items"] for p in sorted(folder.glob("*.json"))}
         return cls(objects, **kwargs)
 
-    def answer(self, raw: str, authorization: str | None) -> tuple[int, dict[str, Any], dict[str, str]]:
+    def answer(self, raw: str, authorization: str | None) -> tuple[int, Any, dict[str, str]]:
         self.requests.append(raw)
         if authorization != f"Bearer {TOKEN}":
             return 401, _status(401, "Unauthorized"), {}
@@ -55,12 +64,16 @@ class KubeReplay:
             return 404, _status(404, "NotFound"), {}
         if kind.plural in self.forbidden_kinds or (namespace and namespace in self.forbidden_namespaces):
             return 403, _status(403, "Forbidden"), {}
+        if self.faults.get(kind.plural):
+            return 0, self.faults[kind.plural].pop(0), {}
         if self.throttle.get(kind.plural, 0) > 0:
             self.throttle[kind.plural] -= 1
-            return 429, _status(429, "TooManyRequests"), {"Retry-After": "1"}
+            return 429, _status(429, "TooManyRequests"), {"Retry-After": self.retry_after}
         version = parts[1] if parts[0] == "api" else parts[2]
         if version != self.versions.get(kind.plural, kind.version):
             return 404, _status(404, "NotFound"), {}
+        if kind.plural in self.bodies:
+            return 200, self.bodies[kind.plural], {}
         if kind.plural not in self.objects:
             return (404, _status(404, "NotFound"), {}) if kind.group else (200, _list([], ""), {})
         items = [
@@ -68,6 +81,8 @@ class KubeReplay:
         ]
         query = parse_qs(url.query)
         limit = int(query.get("limit", ["0"])[0])
+        if kind.plural in self.looping:
+            return 200, _list(items[:limit] if limit else items, "again"), {}
         start = int(query.get("continue", ["0"])[0] or 0)
         if limit:
             page, rest = items[start : start + limit], items[start + limit :]
@@ -88,7 +103,15 @@ def serve(replay: KubeReplay) -> Iterator[str]:
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
             status, body, headers = replay.answer(self.path, self.headers.get("Authorization"))
-            data = json.dumps(body).encode()
+            if body == "reset":  # the connection reset under the client (RST, not a clean close)
+                self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                self.connection.close()
+                self.close_connection = True
+                return
+            if body == "stall":  # past the client's read timeout, then the answer it no longer waits for
+                time.sleep(replay.stall)
+                status, body = 200, _list([], "")
+            data = body if isinstance(body, bytes) else json.dumps(body).encode()
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
@@ -100,7 +123,7 @@ def serve(replay: KubeReplay) -> Iterator[str]:
         def log_message(self, format: str, *args: Any) -> None:  # quiet
             pass
 
-    with serving(Handler) as url:
+    with serving(Handler, daemon_threads=True) as url:
         yield url
 
 

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from fabriccheck.cli import main
 
@@ -68,6 +69,7 @@ class Target:
     files: Callable[[Path], list[Path]]  # the files that may be damaged (in the copy)
     command: Callable[[Path, Path], list[str]]  # (the copy or the damaged file, the case folder) -> arguments
     report: bool = True  # a scan's JSON report, compared with the undamaged input's
+    live: bool = False  # `fabriccheck k8s` live: the damaged file is what the API server answers its kind's list with
 
 
 def _json_files(folder: Path) -> list[Path]:
@@ -105,6 +107,24 @@ TARGETS = [
     Target("baseline", None, lambda f: [f / "baseline.json"], _on_aws_demo("--baseline", "PATH", "-f", "json")),
     Target("nccl-log", NCCL, lambda f: sorted(f.glob("log_*.txt")), _on("nccl-log")),
     Target("nccl-tests", NCCL, lambda f: sorted(f.glob("tests_*.txt")), _on("nccl-tests")),
+    # Kubernetes (issue 29): the demo clusters' kubectl dumps; manifests before apply on the EKS demo's nodes; the
+    # live reader, the real client against the replay API server serving a damaged answer for one kind (`live`).
+    Target("k8s", DEMO / "k8s", _json_files, lambda copy_, case: ["k8s", "--from-dump", str(copy_), "-f", "json"]),
+    Target(
+        "k8s-manifests",
+        ROOT / "fixtures" / "k8s" / "manifests",
+        lambda f: sorted(f.glob("*.yaml")),
+        lambda path, case: [
+            "k8s",
+            "--manifests",
+            str(path),
+            "--nodes-from",
+            str(DEMO / "k8s" / "eks-train"),
+            "-f",
+            "json",
+        ],
+    ),
+    Target("k8s-live", DEMO / "k8s" / "eks-train", _json_files, lambda path, case: ["-f", "json"], live=True),
 ]
 
 
@@ -263,6 +283,22 @@ class Outcome:
         return loaded if isinstance(loaded, dict) else None
 
 
+def _run_live(target: Target, path: Path, cwd: Path) -> Outcome:
+    """`fabriccheck k8s` live against the replay API server (tests/kube_replay.py) serving the undamaged cluster,
+    except for the damaged file's kind: its bytes, as they are, are the answer to every list call of that kind."""
+    from kube_replay import KubeReplay, kubeconfig, serve
+
+    assert target.folder is not None
+    replay = KubeReplay.from_dump(target.folder, bodies={path.stem: path.read_bytes()})
+    with serve(replay) as url:
+        config = kubeconfig(cwd / "kubeconfig", url)
+        return _run(["k8s", "--kubeconfig", str(config), *target.command(path, cwd)], cwd)
+
+
+def _outcome(target: Target, subject: Path, cwd: Path) -> Outcome:
+    return _run_live(target, subject, cwd) if target.live else _run(target.command(subject, cwd), cwd)
+
+
 def _run(args: list[str], cwd: Path) -> Outcome:
     out, err = io.StringIO(), io.StringIO()
     with contextlib.chdir(cwd), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
@@ -279,6 +315,20 @@ def _another_readable_log(target: Target, what: str) -> bool:
     (In a log, numbers made huge or negative garble the process prefix: another unreadable line.)"""
     kept = what.startswith("truncated") or (target.name == "nccl-tests" and what.endswith(": numbers"))
     return target.name.startswith("nccl") and not kept
+
+
+def _another_manifest(target: Target, what: str, victim: Path) -> bool:
+    """A manifest with a line taken out, or its tail cut off, that still reads as YAML is another manifest a person
+    could have written (a PyTorchJob without its `replicas: 2` line runs one worker; one cut after a complete
+    container asks what that container asks): nothing tells a reader what was there. Every other damage is held to
+    "never green on less", and so is a cut that leaves a container, a workload or a value incomplete (checked)."""
+    if target.name != "k8s-manifests" or not (what.startswith("truncated") or what.endswith(": drop")):
+        return False
+    try:
+        list(yaml.safe_load_all(victim.read_bytes()))
+    except yaml.YAMLError:
+        return False
+    return True
 
 
 def _size(value: Any) -> int:
@@ -344,17 +394,22 @@ def test_damaged_input_never_breaks_the_gate(target: Target, inputs: Path, tmp_p
         shutil.copytree(source, folder)
         relative = rng.choice(candidates)
         victim = folder / relative
-        subject = folder if target.folder is not None and target.name in ("aws", "gcp", "azure") else victim
+        subject = folder if target.folder is not None and target.name in ("aws", "gcp", "azure", "k8s") else victim
         if relative not in bases and target.report:  # the undamaged input's report, to compare with
-            bases[relative] = _run(target.command(subject, folder), folder).report()
+            bases[relative] = _outcome(target, subject, folder).report()
         what = damage(rng, victim)
-        outcome = _run(target.command(subject, folder), folder)
+        outcome = _outcome(target, subject, folder)
         where = f"{target.name} case {case}: {relative}: {what} (kept in {victim})"
         if "internal error" in outcome.stderr or "Traceback" in outcome.stderr:
             failures.append(f"{where}: {outcome.stderr.strip()[:300]}")
         elif outcome.code not in (0, 1, 2):
             failures.append(f"{where}: exit {outcome.code}")
-        elif outcome.code == 0 and target.report and not _another_readable_log(target, what):
+        elif (
+            outcome.code == 0
+            and target.report
+            and not _another_readable_log(target, what)
+            and not _another_manifest(target, what, victim)
+        ):
             report, base = outcome.report(), bases[relative]
             lost = _lost(report, base) if report is not None and base is not None else ["no JSON report"]
             if lost:

@@ -160,3 +160,29 @@ def test_a_bad_back_off_base_is_one_line_naming_the_variable() -> None:
     env = {**os.environ, RETRY_BASE_ENV: "soon"}
     line = one_clean_line(run("aws", "-r", "us-east-1", "--endpoint-url", "http://127.0.0.1:9", env=env))
     assert f"environment variable {RETRY_BASE_ENV}: 'soon'" in line
+
+
+def test_k8s_waits_on_the_scale_with_the_same_attempts(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The live k8s reader (the real `kubernetes` client against tests/kube_replay.py): a 429 with Retry-After 1,
+    then a connection reset, then the answer. The same three calls at either scale; the waits it asks for are the
+    server's Retry-After and the exponential back-off (0.5 s x 2^attempt), a hundredth of them at 0.01."""
+    pytest.importorskip("kubernetes")
+    from kube_replay import KubeReplay, kubeconfig
+    from kube_replay import serve as serve_kube
+
+    from fabriccheck.providers.k8s import collect
+
+    counts = []
+
+    def one() -> Any:
+        replay = KubeReplay.from_dump(ROOT / "fixtures" / "demo" / "k8s" / "eks-train", throttle={"pods": 1})
+        replay.faults = {"pods": ["reset"]}
+        with serve_kube(replay) as url:
+            inventory = collect.collect_live([], kubeconfig=kubeconfig(tmp_path / "kubeconfig", url))
+        counts.append(sum(1 for r in replay.requests if r.startswith("/api/v1/pods")))
+        return inventory
+
+    production, scaled = _both_scales(monkeypatch, "fabriccheck.providers.k8s", one)
+    assert counts == [3, 3]
+    assert production == [0.5, 1.0]  # the reset's back-off first (the fault comes before the 429), then Retry-After
+    assert scaled == pytest.approx([0.005, 0.01])

@@ -81,7 +81,15 @@ def _run(argv: list[str] | None) -> int:
         return TERMINATED
     except Exception as exc:  # the promise is one line, never a traceback; FABRICCHECK_DEBUG=1 shows it
         if os.environ.get("FABRICCHECK_DEBUG"):
-            raise
+            # Masked as every error line is (sources.common.redact): an SDK's error text can quote the header or
+            # URL that carries a credential (http.client quotes a whole Authorization header it refuses).
+            import traceback
+
+            from fabriccheck.sources.common import redact
+
+            with suppress(OSError, ValueError):
+                sys.stderr.write(redact("".join(traceback.format_exception(exc))))
+            return 2
         say(f"fabriccheck: internal error: {type(exc).__name__}: {exc} (set FABRICCHECK_DEBUG=1 for details)")
         return 2
 

@@ -20,25 +20,54 @@ LOOP = (
 )
 
 
-def read_list(path: Path, plural: str) -> list[dict[str, Any]]:
-    """The items of one kubectl List file, each of the kind its name says; anything else is one line naming it."""
-    doc = read_json(path, dump_file=True)
-    if not isinstance(doc, dict) or not isinstance(doc.get("items"), list):
-        raise FabricCheckError(f"{path}: not the output of kubectl get {plural} -A -o json (no items list)")
-    listed = str(doc.get("kind") or "List")
+class NotAList(ValueError):
+    """An answer or file that is not the List of the kind asked for: what it is instead, in words."""
+
+
+def list_items(doc: Any, plural: str) -> list[dict[str, Any]]:
+    """The items of one List answer (a `kubectl get PLURAL -o json` file, or the API's answer to a list call), each
+    of the kind asked for. The one check both readers share: anything else (`{}`, a JSON array, `items` as an
+    object, a failure Status under 200, objects of another kind) is NotAList, never an empty cluster."""
     kind = KINDS[plural]
-    if not listed.endswith("List"):
-        raise FabricCheckError(f"{path}: a {listed}, not a List of {kind} (kubectl get {plural} -A -o json)")
+    if isinstance(doc, dict) and doc.get("kind") == "Status":
+        # A Status is what the API answers a failed call with (metav1.Status: status, reason, message, code).
+        said = " ".join(_word(doc.get(k)) for k in ("status", "reason", "code") if doc.get(k) not in (None, ""))
+        raise NotAList(f"a Status ({said or 'no status'}), not a List of {kind}")
+    if not isinstance(doc, dict) or not isinstance(doc.get("items"), list):
+        raise NotAList("no items list")
+    listed = _word(doc.get("kind") or "List")
+    if listed not in ("List", f"{kind}List"):  # kubectl's List, or the typed list the API answers with
+        raise NotAList(f"a {listed}, not a List of {kind}")
     items: list[dict[str, Any]] = doc["items"]
     for index, item in enumerate(items):
         if not isinstance(item, dict):
-            raise FabricCheckError(f"{path}: items[{index}] is not an object")
+            raise NotAList(f"items[{index}] is not an object")
         found = item.get("kind")
         if found is not None and found != kind:
-            raise FabricCheckError(f"{path}: items[{index}] is a {found}, not a {kind} (kubectl get {plural})")
+            raise NotAList(f"items[{index}] is a {_word(found)}, not a {kind}")
         if not isinstance(item.get("metadata", {}), dict):
-            raise FabricCheckError(f"{path}: items[{index}].metadata is not an object")
+            raise NotAList(f"items[{index}].metadata is not an object")
     return items
+
+
+def _word(value: Any) -> str:
+    """A value an answer names something by, shown short: a string or number as it is, anything else by its type
+    (a list 1,000 deep has no printable repr)."""
+    if isinstance(value, str | int | float):
+        return str(value)[:60]
+    return f"({type(value).__name__})"
+
+
+def read_list(path: Path, plural: str) -> list[dict[str, Any]]:
+    """The items of one kubectl List file, each of the kind its name says; anything else is one line naming it."""
+    doc = read_json(path, dump_file=True)
+    try:
+        return list_items(doc, plural)
+    except NotAList as exc:
+        how = f"kubectl get {plural} -A -o json"
+        if str(exc) == "no items list":
+            raise FabricCheckError(f"{path}: not the output of {how} (no items list)") from None
+        raise FabricCheckError(f"{path}: {exc} ({how})") from None
 
 
 def cluster_folders(directory: Path) -> list[Path]:

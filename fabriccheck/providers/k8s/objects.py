@@ -12,11 +12,13 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 from fabriccheck import catalog
+from fabriccheck.errors import FabricCheckError
 from fabriccheck.inventory import Inventory
 from fabriccheck.model import MAX_COUNT, CollectionError, Node, NodeShape, Origin, Placement, PodPart, fact_key
 from fabriccheck.providers.k8s import bare_pods, rankenv, role
@@ -32,6 +34,7 @@ from fabriccheck.providers.k8s.support import (
 )
 from fabriccheck.providers.k8s.topology import compute_domain_cliques, node_topology
 from fabriccheck.resources.k8s import DaemonSet, GkeNetwork, GkeNetworkParamSet
+from fabriccheck.sources.common import unexpected_shape
 from fabriccheck.sources.pools import node as pooled_node
 
 # The plural each kind is dumped and listed as, and its kind (role.KINDS: every kind read).
@@ -359,19 +362,33 @@ def _one(values: Iterable[str | None]) -> str | None:
     return distinct.pop() if len(distinct) == 1 else None
 
 
+@contextmanager
+def read_shape(where: str) -> Iterator[None]:
+    """sources.common.unexpected_shape, and a value nested past Python's recursion limit (a label that is a list
+    1,000 deep has no str()) as one line too."""
+    try:
+        with unexpected_shape(where):
+            yield
+    except RecursionError:
+        raise FabricCheckError(f"{where}: unexpected shape: a value nested too deeply") from None
+
+
 class Normalizer:
     """One cluster's objects into an inventory."""
 
     def __init__(self, objects: ClusterObjects) -> None:
         self.objects = objects
-        self.nodes = _Nodes(objects.items.get("nodes", []))
+        # An object the API would never answer (labels as a list, a spec that is a string) is one line naming the
+        # cluster, never an internal error (sources.common.unexpected_shape, as every cloud's normalizer does).
+        with read_shape(f"cluster {objects.name}"):
+            self.nodes = _Nodes(objects.items.get("nodes", []))
+            self.owners = {
+                (str(meta.get("namespace") or ""), KINDS[plural], str(meta.get("name") or "")): item
+                for plural in OWNER_KINDS
+                for item in objects.items.get(plural, [])
+                if isinstance(meta := item.get("metadata"), dict)
+            }
         self.region = self.nodes.region
-        self.owners = {
-            (str(meta.get("namespace") or ""), KINDS[plural], str(meta.get("name") or "")): item
-            for plural in OWNER_KINDS
-            for item in objects.items.get(plural, [])
-            if isinstance(meta := item.get("metadata"), dict)
-        }
         self._shapes: dict[NodeShape, NodeShape] = {}
         self.claims = Claims(objects.items)
         self.config_maps = rankenv.ConfigMaps(objects.items.get("configmaps"))
@@ -383,6 +400,10 @@ class Normalizer:
         self.cliques = compute_domain_cliques(objects.items.get("computedomains", []))
 
     def inventory(self, source: str) -> Inventory:
+        with read_shape(source):
+            return self._inventory(source)
+
+    def _inventory(self, source: str) -> Inventory:
         inventory = Inventory(source=source)
         name, region = self.objects.name, self.region
         for item in self.objects.items.get("pods", []):
@@ -486,7 +507,7 @@ class Normalizer:
     def _unstarted(self, seen: set[str]) -> dict[str, list[Node]]:
         """The would-be accelerator pods of each top-level workload that has none, unless it has finished: a pod
         the API refused (an annotation naming a network that does not exist) leaves only its workload to judge."""
-        from fabriccheck.providers.k8s.templates import pods_of
+        from fabriccheck.providers.k8s.templates import BadField, pods_of
 
         found: dict[str, list[Node]] = {}
         for (namespace, kind, name), owner in self.owners.items():
@@ -495,8 +516,12 @@ class Normalizer:
             if key in seen or kind in SERVING_KINDS or _controller(meta) is not None or _finished(owner):
                 continue
             doc = {**owner, "kind": kind, "metadata": {**meta, "namespace": namespace}}
+            try:
+                pods = list(pods_of(doc, checked=False))
+            except BadField as exc:  # a field the API would have refused: the dump was damaged or hand-made
+                raise FabricCheckError(f"cluster {self.objects.name}: {kind} {namespace}/{name}: {exc}") from None
             nodes = []
-            for pod_id, pod in pods_of(doc):
+            for pod_id, pod in pods:
                 made = self.pod(pod, pod_id, state="pending")  # None for a CPU-only pod
                 if made is not None:
                     nodes.append(made)
