@@ -1,0 +1,102 @@
+"""A Slurm dump (and the cloud dump underneath, when given) as the one inventory every source ends in.
+
+A Slurm node is judged once per partition it is in: a node of provider slurm whose `slurm` part names the partition,
+and whose shape is the joined cloud instance's (type, zone, placement, interfaces, read by the cloud's own dump
+reader) with the Slurm scope: the account is Slurm's ClusterName. Slurm's scope has no region of its own, so every
+node of one Slurm cluster has the region `slurm` (a partition over two cloud regions is one cluster, whose zones show
+the split).
+"""
+
+from __future__ import annotations
+
+from fabriccheck.inventory import Inventory
+from fabriccheck.model import Node, NodeShape, SlurmPart, fact_key
+from fabriccheck.providers.slurm.files import SlurmDump, SlurmNode
+from fabriccheck.providers.slurm.join import Joined, Joiner
+from fabriccheck.providers.slurm.topology import Topology
+from fabriccheck.resources.slurm import TopologyGroup
+
+REGION = "slurm"
+PARTITION_TAG = "fabriccheck.io/slurm-partition"  # set by the reader: the partition the node is judged in
+# Inventory.collected kinds (model.fact_key): which optional parts of the dump were there.
+PARTITIONS, TOPOLOGY, CLOUD = "partitions", "topology", "cloud"
+
+
+def _topology(dump: SlurmDump, partition: str) -> tuple[str, Topology | None]:
+    """(plugin, topology in force) for a partition's jobs: the one its `topology` names (topology.yaml), else the
+    cluster's. slurm.conf's TopologyPlugin says which plugin reads topology.conf: topology/flat ignores the file."""
+    wanted = dump.partitions[partition].topology if dump.partitions and partition in dump.partitions else ""
+    found = dump.topologies.get(wanted) or dump.topologies.get("")
+    conf = dump.topology_plugin
+    if found is not None and not (conf == "flat" and found.source.endswith("topology.conf")):
+        return found.plugin, found
+    return conf or "", None
+
+
+class Normalizer:
+    def __init__(self, dump: SlurmDump, cloud: Inventory | None, joiner: Joiner | None) -> None:
+        self.dump = dump
+        self.cloud = cloud
+        self.joiner = joiner
+        self._groups: dict[str, dict[str, str]] = {}
+
+    def _group(self, topology: Topology) -> dict[str, str]:
+        key = f"{topology.source}:{topology.name}"
+        if key not in self._groups:
+            self._groups[key] = topology.group_of()
+        return self._groups[key]
+
+    def _partitions(self, node: SlurmNode) -> list[str]:
+        """The partitions the node is in (those partitions.json lists, when it was given)."""
+        known = self.dump.partitions
+        return [p for p in node.partitions if known is None or p in known]
+
+    def _multi_node(self, partition: str) -> bool:
+        known = self.dump.partitions
+        most = known[partition].max_nodes if known and partition in known else None
+        return most is None or most > 1
+
+    def _node(self, slurm: SlurmNode, partition: str, joined: Joined | None) -> Node:
+        plugin, topology = _topology(self.dump, partition)
+        part = SlurmPart(
+            cluster=self.dump.cluster,
+            partition=partition,
+            multi_node=self._multi_node(partition),
+            gpus=min(slurm.gpus, 256),
+            topology=plugin,
+            groups_known=topology is not None and bool(topology.groups),
+            group=self._group(topology).get(slurm.name) if topology is not None else None,
+            cloud=joined.node.provider if joined else None,
+            instance=joined.instance if joined else None,
+            joined_by=joined.how if joined else None,
+        )
+        update = {"provider": "slurm", "account": self.dump.cluster, "region": REGION, "origin": "running",
+                  "spec": None, "tags": {PARTITION_TAG: partition}, "slurm": part}  # fmt: skip
+        if joined is not None:
+            shape = NodeShape.model_validate({**joined.node.shape.model_dump(), **update})
+            ids, network_nodes = joined.node.interface_ids, joined.node.network_nodes
+        else:
+            shape = NodeShape.model_validate({**update, "instance_type": slurm.instance_type or None})
+            ids, network_nodes = (), None
+        return Node(id=slurm.name, state=slurm.state, interface_ids=ids, network_nodes=network_nodes, shape=shape)
+
+    def inventory(self, source: str) -> Inventory:
+        inventory = Inventory(source=source)
+        for slurm in self.dump.nodes:
+            joined = self.joiner.join(slurm) if self.joiner else None
+            for partition in self._partitions(slurm):
+                inventory.nodes.append(self._node(slurm, partition, joined))
+        if self.cloud is not None:
+            inventory.capabilities.update(self.cloud.capabilities)
+        cluster = self.dump.cluster
+        kinds = ["nodes"]
+        kinds += [PARTITIONS] if self.dump.partitions is not None else []
+        kinds += [TOPOLOGY] if self.dump.topologies or self.dump.topology_plugin else []
+        kinds += [CLOUD] if self.joiner is not None else []
+        inventory.collected = [fact_key("slurm", cluster, REGION, kind) for kind in kinds]
+        for topology in {id(t): t for t in self.dump.topologies.values()}.values():  # the default is also named
+            inventory.slurm.groups.extend(
+                TopologyGroup(account=cluster, region=REGION, kind=topology.group_kind, name=name, nodes=nodes)
+                for name, nodes in topology.groups.items()
+            )
+        return inventory
