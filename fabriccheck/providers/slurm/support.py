@@ -196,6 +196,11 @@ class SlurmSupport(CloudSupport):
             "unjoined_names": _names(unjoined),
         }
         facts["unknown"] = _unknown(parts, bool(unjoined))
+        untyped = any(p.cloud is None and not node.instance_type for node, p in zip(nodes, parts, strict=True))
+        if untyped and facts["multi_node_jobs"]:
+            # Slurm alone does not tell a node's type: whether the partition's fabric matters is not known either,
+            # so what could not be judged is said, never taken as nothing to judge.
+            facts["unknown"] |= dict.fromkeys(("fabric_cluster", "nvlink"), NOT_JOINED)
         if untold and "nvlink_mixed" not in facts["unknown"]:
             why = f"the cloud did not tell the NVLink domain of {untold} node(s)"
             facts["unknown"] |= dict.fromkeys(("nvlink_mixed", "nvlink_mixed_names"), why)
