@@ -72,6 +72,7 @@ def test_scontrol_show_topology_text_of_both_plugins() -> None:
         "topology.txt",
     )
     assert block.plugin == "block" and set(block.groups) == {"b1"}
+    assert topology.from_lines("", "topology.txt").plugin == "flat"  # topology/flat prints no record
     with pytest.raises(FabricCheckError, match="mixes SwitchName= and BlockName="):
         topology.from_lines("SwitchName=s0 Nodes=a\nBlockName=b Nodes=c\n", "topology.conf")
 

@@ -57,7 +57,8 @@ def _pairs(line: str) -> dict[str, str]:
 
 
 def from_lines(text: str, source: str) -> Topology:
-    """topology.conf, or the text `scontrol show topology` prints: the same Key=Value words, one record a line."""
+    """topology.conf, or the text `scontrol show topology` prints: the same Key=Value words, one record a line. An
+    empty text is a flat topology (topology/flat has no record to print)."""
     topology: Topology | None = None
     for number, raw in enumerate(text.splitlines(), 1):
         line = raw.split("#", 1)[0].strip()
@@ -76,6 +77,9 @@ def from_lines(text: str, source: str) -> Topology:
             name, plugin = pairs.get("switchname"), TREE
         if name is None and "aggregatedblock" in pairs:
             continue  # an aggregate of base blocks: the base blocks hold the nodes
+        if name is None and "ringname" in pairs:  # topology/ring (RingName=): no group this release judges
+            topology = topology or Topology("ring", source)
+            continue
         if name is None:
             raise FabricCheckError(f"{source}: line {number}: neither SwitchName= nor BlockName= ({line[:60]!r})")
         topology = topology or Topology(plugin, source)
@@ -83,9 +87,8 @@ def from_lines(text: str, source: str) -> Topology:
             raise FabricCheckError(f"{source}: line {number}: mixes SwitchName= and BlockName= records")
         if "nodes" in pairs:  # leaf switches and base blocks list nodes; upper switches list switches
             topology.groups[name] = expand(pairs["nodes"])
-    if topology is None:
-        raise FabricCheckError(f"{source}: no SwitchName= or BlockName= record")
-    return topology
+    # No record at all: what `scontrol show topology` prints under topology/flat (nothing to print).
+    return topology or Topology(FLAT, source)
 
 
 def _leaves(entries: Any, key: str, source: str) -> dict[str, list[str]]:
