@@ -212,6 +212,8 @@ class SlurmPart(Frozen):
     topology: str = ""  # the topology plugin: block, tree, flat (ring, torus3d); "" when the dump does not say
     groups_known: bool = False  # the dump says which block or leaf switch holds each node
     group: str | None = None  # the block (topology/block) or leaf switch (topology/tree) that holds the node
+    group_size: int = Field(default=0, ge=0)  # the nodes that block or switch holds (of every partition)
+    job: str | None = None  # a running job's id: the node as that job's allocation holds it (None: the partition's)
     cloud: str | None = None  # aws | azure | gcp: the cloud of the instance it was joined to
     instance: str | None = None  # that instance's id
     joined_by: str | None = None  # instance_id | address | name: how the join was made (None: not joined)

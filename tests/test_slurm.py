@@ -107,7 +107,8 @@ def test_topology_yaml_of_the_man_page() -> None:
 def test_a_parallelcluster_dump_on_aws() -> None:
     """Three partitions over the demo's EC2 instances: `train` has a node outside every block (SLURM101) and spans
     two placement groups (SLURM121); `spot` spans us-east-1a and us-east-1b (SLURM120); `dev` (MaxNodes=1) trains
-    alone and is not judged."""
+    alone and is not judged. Of the jobs (squeue --json), 101 runs in one block and zone (clean), 102 across the
+    two zones (SLURM141), 103 is pending (no nodes yet: not judged)."""
     code, report = _report("--from-dump", str(SLURM), "--cloud-dump", str(AWS))
     assert code == 1 and report["complete"] is True
     assert _findings(report) == {
@@ -115,8 +116,12 @@ def test_a_parallelcluster_dump_on_aws() -> None:
         ("SLURM120", "spot-dy-p5-1"),
         ("SLURM120", "spot-dy-p5-2"),
         *{("SLURM121", f"train-st-p5-{n}") for n in range(1, 6)},
+        ("SLURM141", "spot-dy-p5-1"),
+        ("SLURM141", "spot-dy-p5-2"),
     }
-    status = {c["id"]: c["status"] for c in report["clusters"]}
+    jobs = {c["id"]: c["status"] for c in report["clusters"] if "slurm-job" in c["id"]}
+    assert jobs == {"slurm:llm:slurm:slurm-job/101": "clean", "slurm:llm:slurm:slurm-job/102": "findings"}
+    status = {c["id"]: c["status"] for c in report["clusters"] if "slurm-partition" in c["id"]}
     assert status == {
         "slurm:llm:slurm:slurm-partition/spot": "findings",
         "slurm:llm:slurm:slurm-partition/train": "findings",
@@ -186,9 +191,14 @@ def test_without_the_cloud_only_slurms_view_is_judged() -> None:
     assert {rule for rule, _ in _findings(report)} == {"SLURM101"}
     train = next(c for c in report["clusters"] if c["id"].endswith("train"))
     assert train["status"] == "findings" and train["complete"] is False
-    assert {n["rule"] for n in train["not_judged"]} == {"SLURM110", "SLURM120", "SLURM121", "SLURM122", "SLURM130"}
+    # The job rules read the same facts: a partition lists them too (they never fire on one).
+    assert {n["rule"] for n in train["not_judged"]} == {
+        "SLURM110", "SLURM120", "SLURM121", "SLURM122", "SLURM130", "SLURM140", "SLURM141",
+    }  # fmt: skip
     text = run("slurm", "--from-dump", str(SLURM)).stdout
-    assert "not joined to a cloud instance" in text and "NOT FULLY JUDGED" in text
+    assert "not joined to a cloud instance" in " ".join(text.split()) and "NOT FULLY JUDGED" in text
+    job = next(c for c in report["clusters"] if c["id"].endswith("slurm-job/102"))
+    assert job["complete"] is False and "SLURM141" in {n["rule"] for n in job["not_judged"]}
     # dev (MaxNodes=1, one node) trains alone: nothing of it is unjudged.
     assert not any(c["id"].endswith("dev") for c in report["clusters"])
 

@@ -13,11 +13,13 @@ from fabriccheck.inventory import Inventory
 from fabriccheck.model import Node, NodeShape, SlurmPart, fact_key
 from fabriccheck.providers.slurm.files import SlurmDump, SlurmNode
 from fabriccheck.providers.slurm.join import Joined, Joiner
+from fabriccheck.providers.slurm.support import JOB_TAG, PARTITION_TAG
 from fabriccheck.providers.slurm.topology import Topology
 from fabriccheck.resources.slurm import TopologyGroup
 
 REGION = "slurm"
-PARTITION_TAG = "fabriccheck.io/slurm-partition"  # set by the reader: the partition the node is judged in
+# Job states (data_parser JOB_STATE flags) in which the job holds its nodes.
+ALLOCATED = frozenset({"RUNNING", "SUSPENDED", "COMPLETING", "CONFIGURING", "STAGE_OUT", "SIGNALING"})
 # Inventory.collected kinds (model.fact_key): which optional parts of the dump were there.
 PARTITIONS, TOPOLOGY, CLOUD = "partitions", "topology", "cloud"
 
@@ -56,8 +58,9 @@ class Normalizer:
         most = known[partition].max_nodes if known and partition in known else None
         return most is None or most > 1
 
-    def _node(self, slurm: SlurmNode, partition: str, joined: Joined | None) -> Node:
+    def _node(self, slurm: SlurmNode, partition: str, joined: Joined | None, job: str | None = None) -> Node:
         plugin, topology = _topology(self.dump, partition)
+        group = self._group(topology).get(slurm.name) if topology is not None else None
         part = SlurmPart(
             cluster=self.dump.cluster,
             partition=partition,
@@ -65,13 +68,16 @@ class Normalizer:
             gpus=min(slurm.gpus, 256),
             topology=plugin,
             groups_known=topology is not None and bool(topology.groups),
-            group=self._group(topology).get(slurm.name) if topology is not None else None,
+            group=group,
+            group_size=topology.size_of(group) if topology is not None and group else 0,
+            job=job,
             cloud=joined.node.provider if joined else None,
             instance=joined.instance if joined else None,
             joined_by=joined.how if joined else None,
         )
+        tags = {JOB_TAG: job} if job else {PARTITION_TAG: partition}
         update = {"provider": "slurm", "account": self.dump.cluster, "region": REGION, "origin": "running",
-                  "spec": None, "tags": {PARTITION_TAG: partition}, "slurm": part}  # fmt: skip
+                  "spec": None, "tags": tags, "slurm": part}  # fmt: skip
         if joined is not None:
             shape = NodeShape.model_validate({**joined.node.shape.model_dump(), **update})
             ids, network_nodes = joined.node.interface_ids, joined.node.network_nodes
@@ -80,12 +86,28 @@ class Normalizer:
             ids, network_nodes = (), None
         return Node(id=slurm.name, state=slurm.state, interface_ids=ids, network_nodes=network_nodes, shape=shape)
 
+    def _jobs(self, joins: dict[str, tuple[SlurmNode, Joined | None]]) -> list[Node]:
+        """The nodes of each running job that holds more than one: its allocation, judged as a cluster of its own
+        (a node the job names that nodes.json does not hold is left out: it has nothing to judge it by)."""
+        nodes = []
+        for job in self.dump.jobs or []:
+            if not set(job.states) & ALLOCATED or len(job.nodes) < 2:
+                continue
+            for name in job.nodes:
+                if name in joins:
+                    slurm, joined = joins[name]
+                    nodes.append(self._node(slurm, job.partition, joined, job.id))
+        return nodes
+
     def inventory(self, source: str) -> Inventory:
         inventory = Inventory(source=source)
+        joins: dict[str, tuple[SlurmNode, Joined | None]] = {}
         for slurm in self.dump.nodes:
             joined = self.joiner.join(slurm) if self.joiner else None
+            joins[slurm.name] = (slurm, joined)
             for partition in self._partitions(slurm):
                 inventory.nodes.append(self._node(slurm, partition, joined))
+        inventory.nodes.extend(self._jobs(joins))
         if self.cloud is not None:
             inventory.capabilities.update(self.cloud.capabilities)
         cluster = self.dump.cluster

@@ -31,6 +31,7 @@ from fabriccheck.cloud import (
 from fabriccheck.model import Capability, Node, NodeShape, SlurmPart
 
 PARTITION_TAG = "fabriccheck.io/slurm-partition"  # set by the reader (normalize.py): the partition judged
+JOB_TAG = "fabriccheck.io/slurm-job"  # set by the reader: the running job whose allocation the node is judged in
 CLOUDS = ("aws", "azure", "gcp")
 GROUPED = ("block", "tree")  # the plugins that put nodes in groups a job is kept within
 # Placements that make an island of the fabric: jobs across two of them lose the tight placement, or the fabric.
@@ -56,7 +57,7 @@ def _mixed(groups: dict[str, set[str]]) -> tuple[int, str]:
 
 class SlurmSupport(CloudSupport):
     name = "slurm"
-    signals: tuple[Signal, ...] = (TagSignal((PARTITION_TAG,), "Slurm partition"),)
+    signals: tuple[Signal, ...] = (TagSignal((JOB_TAG,), "Slurm job"), TagSignal((PARTITION_TAG,), "Slurm partition"))
     collected_facts = ("nodes", "partitions", "topology", "cloud")
     schema = FactSchema(
         node={
@@ -69,6 +70,7 @@ class SlurmSupport(CloudSupport):
         },
         cluster={
             "partition": "the Slurm partition",
+            "job": "the running job whose allocation the cluster is, or empty (a partition)",
             "slurm_cluster": "Slurm's ClusterName",
             "multi_node_jobs": "the partition has two or more nodes and lets a job have more than one",
             "slurm_gpus": "GPUs the partition's nodes' Gres= give in all",
@@ -77,6 +79,7 @@ class SlurmSupport(CloudSupport):
             "ungrouped_names": "their names",
             "ungrouped_gpus": "their GPUs",
             "groups": "distinct blocks or leaf switches its nodes are in",
+            "groups_needed": "the fewest of them that would hold its nodes (by the largest block or switch it uses)",
             "nvlink_mixed": "blocks or leaf switches that hold nodes of two or more NVLink domains",
             "nvlink_mixed_names": "them, each with its domains",
             "zone_mixed": "blocks or leaf switches that hold nodes of two or more zones",
@@ -178,13 +181,18 @@ class SlurmSupport(CloudSupport):
         facts: Facts = {
             "partition": first.partition,
             "slurm_cluster": first.cluster,
-            "multi_node_jobs": len(nodes) > 1 and all(p.multi_node for p in parts),
+            "job": first.job or "",
+            # A partition's: a job's allocation is judged by the job rules.
+            "multi_node_jobs": len(nodes) > 1 and all(p.multi_node for p in parts) and not first.job,
             "slurm_gpus": sum(p.gpus for p in parts),
             "topology_plugin": first.topology,
             "ungrouped": len(ungrouped) if in_groups else 0,
             "ungrouped_names": _names(node.id for node, _ in ungrouped) if in_groups else "",
             "ungrouped_gpus": sum(part.gpus for _, part in ungrouped) if in_groups else 0,
             "groups": len({part.group for _, part in grouped}),
+            "groups_needed": -(-len(nodes) // largest)
+            if (largest := max((p.group_size for p in parts), default=0))
+            else 0,
             "nvlink_mixed": nvlink_mixed,
             "nvlink_mixed_names": nvlink_words,
             "zone_mixed": zone_mixed,
@@ -197,7 +205,7 @@ class SlurmSupport(CloudSupport):
         }
         facts["unknown"] = _unknown(parts, bool(unjoined))
         untyped = any(p.cloud is None and not node.instance_type for node, p in zip(nodes, parts, strict=True))
-        if untyped and facts["multi_node_jobs"]:
+        if untyped and (facts["multi_node_jobs"] or (first.job and len(nodes) > 1)):
             # Slurm alone does not tell a node's type: whether the partition's fabric matters is not known either,
             # so what could not be judged is said, never taken as nothing to judge.
             facts["unknown"] |= dict.fromkeys(("fabric_cluster", "nvlink"), NOT_JOINED)
@@ -220,7 +228,9 @@ def _unknown(parts: list[SlurmPart], unjoined: bool) -> dict[str, str]:
     if not parts[0].topology:
         unknown["topology_plugin"] = NO_PLUGIN
     if (parts[0].topology in GROUPED and not parts[0].groups_known) or not parts[0].topology:
-        unknown |= dict.fromkeys(("ungrouped", "ungrouped_names", "ungrouped_gpus", "groups"), NO_GROUPS)
+        unknown |= dict.fromkeys(
+            ("ungrouped", "ungrouped_names", "ungrouped_gpus", "groups", "groups_needed"), NO_GROUPS
+        )
     if unjoined:
         unknown |= dict.fromkeys(("islands", "island_names", "clouds"), NOT_JOINED)
     if unjoined or "ungrouped" in unknown:

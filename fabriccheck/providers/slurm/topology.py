@@ -43,6 +43,9 @@ class Topology:
     def group_kind(self) -> str:
         return "block" if self.plugin == BLOCK else "switch"
 
+    def size_of(self, group: str) -> int:
+        return len(self.groups.get(group, ()))
+
     def group_of(self) -> dict[str, str]:
         """Each node's leaf group (a node listed twice keeps the first)."""
         found: dict[str, str] = {}
