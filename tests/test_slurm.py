@@ -244,3 +244,43 @@ def test_bad_dumps_are_one_line_naming_the_file(tmp_path: Path) -> None:
     assert "host list" in _bad(tmp_path, {"nodes.json": nodes, "topology.conf": "BlockName=b Nodes=a[1-\n"})
     assert "give one cloud's dump" in _bad(tmp_path, {"nodes.json": nodes}, "--cloud-dump", str(tmp_path / "slurm"))
     assert "needs --from-dump" in one_clean_line(run("slurm"))
+
+
+SCRIPTS = ROOT / "fixtures" / "slurm" / "scripts"
+
+
+def test_job_scripts_that_turn_the_fabric_off() -> None:
+    """sbatch(1) reads #SBATCH lines before the first command; NCCL_NET=Socket forces sockets on any fabric and
+    NCCL_SOCKET_IFNAME=lo leaves NCCL's bootstrap an address no other node reaches (NCCL environment variables,
+    docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html). The EFA script (FI_PROVIDER=efa, an exclusion list
+    for the socket interfaces) is clean."""
+    good, bad = SCRIPTS / "fsdp-efa.sbatch", SCRIPTS / "debug-sockets.sbatch"
+    _, report = _report(
+        "--from-dump", str(SLURM), "--cloud-dump", str(AWS), "--scripts", str(good), "--scripts", str(bad)
+    )
+    scripts = {(rule, r) for rule, r in _findings(report) if rule.startswith("SLURM15")}
+    assert scripts == {("SLURM150", str(bad)), ("SLURM151", str(bad))}
+    fabric_off = next(f for f in report["findings"] if f["rule"] == "SLURM150")
+    assert "NCCL_NET=Socket" in fabric_off["message"] and "efa fabric of their p5.48xlarge" in fabric_off["message"]
+
+
+def test_script_settings_are_read_as_the_shell_and_srun_read_them(tmp_path: Path) -> None:
+    """srun(1) --export separates variables with commas; elsewhere a comma is part of the value."""
+    from fabriccheck.providers.slurm.scripts import read_script, settings
+
+    assert settings("srun --export=ALL,NCCL_SOCKET_IFNAME=^docker,lo python x.py") == [
+        ("NCCL_SOCKET_IFNAME", "^docker")
+    ]
+    assert settings('export NCCL_SOCKET_IFNAME="lo,eth0"  # both') == [("NCCL_SOCKET_IFNAME", "lo,eth0")]
+    assert settings("mpirun -x FI_PROVIDER=tcp a.out") == [("FI_PROVIDER", "tcp")]
+    script = tmp_path / "job.sh"
+    script.write_text("#!/bin/bash\n#SBATCH -p gpu -N 4-8\nsrun hostname\n#SBATCH --nodes=1\n")
+    found = read_script(script)
+    assert (found.partition, found.nodes) == ("gpu", 4)  # an #SBATCH line after the first command is a comment
+    script.write_text("#SBATCH --nodes=many\n")
+    with pytest.raises(FabricCheckError, match="not a node count"):
+        read_script(script)
+    unnamed = tmp_path / "other.sh"
+    unnamed.write_text("#!/bin/bash\nsrun hostname\n")
+    _, report = _report("--from-dump", str(SLURM), "--scripts", str(unnamed))
+    assert f"{unnamed} names no partition (#SBATCH --partition) of the dump: not judged" in report["notes"]

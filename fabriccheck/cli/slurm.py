@@ -37,6 +37,15 @@ class SlurmSource:
             "--from-dump reads): each node is joined by its InstanceId, its NodeAddr (private IP), else its name.",
         ),
     ] = None
+    scripts: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--scripts",
+            metavar="PATH",
+            help="A job script (sbatch) to judge on the partition its #SBATCH --partition names: NCCL / libfabric "
+            "settings that turn the fabric off (repeatable).",
+        ),
+    ] = None
     print_commands: Annotated[
         bool,
         typer.Option("--print-commands", help="Print the read-only commands that save a Slurm dump, and exit."),
@@ -70,6 +79,6 @@ def slurm(*, source: SlurmSource, scan: ScanOptions) -> None:
     settled = scan.settle()
     from fabriccheck.providers.slurm.dump import load_dump
 
-    from_dump, cloud_dump = source.from_dump, source.cloud_dump
-    inventory = loaded(from_dump, lambda: load_dump(from_dump, None, cloud_dump))
+    from_dump, cloud_dump, scripts = source.from_dump, source.cloud_dump, list(source.scripts or [])
+    inventory = loaded(from_dump, lambda: load_dump(from_dump, None, cloud_dump, scripts))
     finish(inventory, scan, settled)

@@ -12,6 +12,7 @@ from fabriccheck.inventory import Inventory
 from fabriccheck.providers.slurm.files import read_dump
 from fabriccheck.providers.slurm.join import Joiner, addresses
 from fabriccheck.providers.slurm.normalize import Normalizer
+from fabriccheck.providers.slurm.scripts import read_script
 from fabriccheck.sources.common import paused_gc
 
 # The file that marks each cloud's dump (the instances answer each reader requires).
@@ -36,15 +37,18 @@ def load_cloud(folder: Path) -> Inventory:
     return cloud
 
 
-def load_dump(directory: Path, scope: object = None, cloud_dump: Path | None = None) -> Inventory:
-    """The Slurm dump in `directory`, each node joined to its instance in `cloud_dump` when given; `scope` (unused)
-    keeps the signature the cloud dumps share."""
+def load_dump(
+    directory: Path, scope: object = None, cloud_dump: Path | None = None, scripts: list[Path] | None = None
+) -> Inventory:
+    """The Slurm dump in `directory`, each node joined to its instance in `cloud_dump` when given, and the job
+    `scripts` judged on the partitions they name; `scope` (unused) keeps the signature the cloud dumps share."""
     dump = read_dump(directory)
+    jobs = [read_script(path) for path in scripts or []]
     cloud = load_cloud(cloud_dump) if cloud_dump is not None else None
     joiner = Joiner(cloud.nodes, addresses(cloud_dump)) if cloud is not None and cloud_dump is not None else None
     source = f"slurm dump {directory}" + (f" + {cloud.source}" if cloud is not None else "")
     with paused_gc():
-        inventory = Normalizer(dump, cloud, joiner).inventory(source)
+        inventory = Normalizer(dump, cloud, joiner, jobs).inventory(source)
     if cloud is not None:
         # What the cloud could not collect leaves the joined nodes' facts short: the run is incomplete with it.
         inventory.errors.extend(cloud.errors)

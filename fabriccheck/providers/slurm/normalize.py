@@ -10,9 +10,10 @@ the split).
 from __future__ import annotations
 
 from fabriccheck.inventory import Inventory
-from fabriccheck.model import Node, NodeShape, SlurmPart, fact_key
+from fabriccheck.model import FrozenTags, Node, NodeShape, NodeSpec, SlurmPart, fact_key
 from fabriccheck.providers.slurm.files import SlurmDump, SlurmNode
 from fabriccheck.providers.slurm.join import Joined, Joiner
+from fabriccheck.providers.slurm.scripts import JobScript
 from fabriccheck.providers.slurm.support import JOB_TAG, PARTITION_TAG
 from fabriccheck.providers.slurm.topology import Topology
 from fabriccheck.resources.slurm import TopologyGroup
@@ -36,8 +37,11 @@ def _topology(dump: SlurmDump, partition: str) -> tuple[str, Topology | None]:
 
 
 class Normalizer:
-    def __init__(self, dump: SlurmDump, cloud: Inventory | None, joiner: Joiner | None) -> None:
+    def __init__(
+        self, dump: SlurmDump, cloud: Inventory | None, joiner: Joiner | None, scripts: list[JobScript] | None = None
+    ) -> None:
         self.dump = dump
+        self.scripts = scripts or []
         self.cloud = cloud
         self.joiner = joiner
         self._groups: dict[str, dict[str, str]] = {}
@@ -99,6 +103,25 @@ class Normalizer:
                     nodes.append(self._node(slurm, job.partition, joined, job.id))
         return nodes
 
+    def _scripts(self, inventory: Inventory) -> None:
+        """Each job script as a spec node of the partition it names, shaped as that partition's first node."""
+        first: dict[str, Node] = {}
+        for node in inventory.nodes:
+            if node.shape.slurm is not None and node.shape.slurm.job is None:
+                first.setdefault(node.shape.slurm.partition, node)
+        for script in self.scripts:
+            found = first.get(script.partition or "")
+            own = found.shape.slurm if found is not None else None
+            if found is None or own is None:
+                named = f"partition {script.partition}" if script.partition else "no partition (#SBATCH --partition)"
+                inventory.notes.append(f"{script.path} names {named} of the dump: not judged")
+                continue
+            part = own.model_copy(update={"job": script.path, "job_nodes": min(script.nodes, 256), "env": script.env})
+            spec = NodeSpec(kind="job-script", name=script.path, role=f"sbatch, {script.nodes} node(s)")
+            tags = FrozenTags({JOB_TAG: script.path})
+            shape = found.shape.model_copy(update={"origin": "template", "spec": spec, "slurm": part, "tags": tags})
+            inventory.specs.append(Node(id=script.path, interface_ids=found.interface_ids, shape=shape))
+
     def inventory(self, source: str) -> Inventory:
         inventory = Inventory(source=source)
         joins: dict[str, tuple[SlurmNode, Joined | None]] = {}
@@ -108,6 +131,7 @@ class Normalizer:
             for partition in self._partitions(slurm):
                 inventory.nodes.append(self._node(slurm, partition, joined))
         inventory.nodes.extend(self._jobs(joins))
+        self._scripts(inventory)
         if self.cloud is not None:
             inventory.capabilities.update(self.cloud.capabilities)
         cluster = self.dump.cluster

@@ -28,7 +28,8 @@ from fabriccheck.cloud import (
     TagSignal,
     support,
 )
-from fabriccheck.model import Capability, Node, NodeShape, SlurmPart
+from fabriccheck.model import Capability, Node, NodeShape, PodPart, SlurmPart
+from fabriccheck.providers.k8s.support import _fabric_off, _socket_ifname
 
 PARTITION_TAG = "fabriccheck.io/slurm-partition"  # set by the reader (normalize.py): the partition judged
 JOB_TAG = "fabriccheck.io/slurm-job"  # set by the reader: the running job whose allocation the node is judged in
@@ -67,11 +68,15 @@ class SlurmSupport(CloudSupport):
             "instance": "that instance's id, or empty (not joined, or joined to a compute resource by name only)",
             "joined_by": "instance_id, address or name: how the node was joined to its instance, or empty",
             "topology_group": "the block or leaf switch that holds the node, or empty",
+            "fabric_off": "a job script's NCCL or libfabric setting that turns the node's fabric off, or empty",
+            "socket_ifname": "a job script's NCCL_SOCKET_IFNAME that leaves NCCL only the loopback or a Docker "
+            "bridge, or empty",
         },
         cluster={
             "partition": "the Slurm partition",
             "job": "the running job whose allocation the cluster is, or empty (a partition)",
             "slurm_cluster": "Slurm's ClusterName",
+            "job_nodes": "the nodes a job script asks for (#SBATCH --nodes), 0 for a partition or a running job",
             "multi_node_jobs": "the partition has two or more nodes and lets a job have more than one",
             "slurm_gpus": "GPUs the partition's nodes' Gres= give in all",
             "topology_plugin": "block, tree, flat (ring, torus3d): the topology its jobs are placed by",
@@ -145,7 +150,15 @@ class SlurmSupport(CloudSupport):
             "instance": part.instance or "",
             "joined_by": part.joined_by or "",
             "topology_group": part.group or "",
+            "fabric_off": "",
+            "socket_ifname": "",
         }
+        if part.env:
+            # The same settings, judged as the Kubernetes provider judges a pod's env (providers/k8s/support.py).
+            env = PodPart(workload=part.job or "", kind="sbatch", env=part.env)
+            cap = context.capability(shape)
+            facts["fabric_off"] = _fabric_off(env, cap.fabric) if cap else ""
+            facts["socket_ifname"] = _socket_ifname(env)
         unknown: dict[str, str] = {}
         if part.cloud is None:
             # What only the cloud tells: unknown, so no rule reads an empty zone as "one zone".
@@ -182,6 +195,7 @@ class SlurmSupport(CloudSupport):
             "partition": first.partition,
             "slurm_cluster": first.cluster,
             "job": first.job or "",
+            "job_nodes": first.job_nodes,
             # A partition's: a job's allocation is judged by the job rules.
             "multi_node_jobs": len(nodes) > 1 and all(p.multi_node for p in parts) and not first.job,
             "slurm_gpus": sum(p.gpus for p in parts),
