@@ -217,8 +217,9 @@ class SlurmPart(Frozen):
     # A job script (`fabriccheck slurm --scripts`): the nodes it asks for, and its NCCL_* / FI_* settings.
     job_nodes: Count = 0
     env: tuple[tuple[str, str], ...] = ()
-    cloud: str | None = None  # aws | azure | gcp: the cloud of the instance it was joined to
-    instance: str | None = None  # that instance's id
+    # aws | azure | gcp: the cloud of the instance it was joined to. The instance's own id is no part of the shape
+    # (the nodes of one block and pool share one): resources.slurm.SlurmResources.instances holds it.
+    cloud: str | None = None
     joined_by: str | None = None  # instance_id | address | name: how the join was made (None: not joined)
 
 

@@ -134,8 +134,9 @@ def test_nodes_join_by_address_and_keep_their_instance() -> None:
     """NodeAddr 10.0.0.6 is i-00000000000000001's PrivateIpAddress in the demo's describe-instances.json."""
     inventory = load_dump(SLURM, None, AWS)
     node = next(n for n in inventory.nodes if n.id == "train-st-p5-1")
-    assert node.shape.slurm is not None
-    assert (node.shape.slurm.instance, node.shape.slurm.joined_by) == ("i-00000000000000001", "address")
+    assert node.shape.slurm is not None and node.shape.slurm.joined_by == "address"
+    joined = {(i.node, i.cloud, i.instance) for i in inventory.slurm.instances}
+    assert ("train-st-p5-1", "aws", "i-00000000000000001") in joined
     assert (node.instance_type, node.zone, node.placed_by("placement-group")) == (
         "p5.48xlarge",
         "us-east-1a",
@@ -170,9 +171,11 @@ def test_a_powered_down_parallelcluster_node_joins_its_compute_resource(tmp_path
              "state": ["IDLE", "CLOUD", "POWERED_DOWN"]}  # fmt: skip
     nodes["nodes"].append(ghost)
     (slurm / "nodes.json").write_text(json.dumps(nodes))
-    node = next(n for n in load_dump(slurm, None, _tagged_aws(tmp_path)).nodes if n.id == "train-dy-p5-1")
+    inventory = load_dump(slurm, None, _tagged_aws(tmp_path))
+    node = next(n for n in inventory.nodes if n.id == "train-dy-p5-1")
     assert node.state == "pending" and node.instance_type == "p5.48xlarge"
-    assert node.shape.slurm is not None and (node.shape.slurm.joined_by, node.shape.slurm.instance) == ("name", None)
+    assert node.shape.slurm is not None and node.shape.slurm.joined_by == "name"
+    assert not any(i.node == "train-dy-p5-1" for i in inventory.slurm.instances)  # no instance of its own
     # Not joined (the untagged demo): its zone is unknown, so the partition's zone rule is not judged, not passed.
     code, report = _report("--from-dump", str(slurm), "--cloud-dump", str(AWS))
     train = next(c for c in report["clusters"] if c["id"].endswith("train"))

@@ -20,11 +20,12 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from fabriccheck.model import Node
 from fabriccheck.providers.slurm.files import SlurmNode
 from fabriccheck.sources.common import read_json
+from fabriccheck.sources.stream import walk
 
 PCLUSTER_NAME = re.compile(r"^(?P<queue>.+)-(?:st|dy)-(?P<resource>.+)-\d+$")
 PCLUSTER_QUEUE = "parallelcluster:queue-name"
@@ -73,12 +74,44 @@ def _pairs(name: str, doc: Any) -> Iterator[tuple[str, str]]:
                         yield vm["id"], config["privateIPAddress"]
 
 
+class _Address(TypedDict, total=False):
+    PrivateIpAddress: Any
+
+
+class _Interface(TypedDict, total=False):
+    PrivateIpAddress: Any
+    PrivateIpAddresses: list[_Address] | None
+
+
+class _Instance(TypedDict, total=False):
+    InstanceId: Any
+    PrivateIpAddress: Any
+    NetworkInterfaces: list[_Interface] | None
+
+
+class _Reservation(TypedDict, total=False):
+    Instances: list[_Instance] | None
+
+
+def _reservations(at: tuple[str | int, ...], opener: str) -> bool:
+    return (at == () and opener == "{") or (at == ("Reservations",) and opener == "[")
+
+
+def _ec2_pairs(path: Path) -> Iterator[tuple[str, str]]:
+    """(instance id, private ip) pairs of a describe-instances answer, streamed with only the fields they need: the
+    answer is the largest file of a dump (sources/stream.py), and the cloud's own reader has parsed it once already."""
+    for at, value in walk(path, _reservations, _Reservation):
+        if len(at) == 2 and at[0] == "Reservations" and isinstance(value, dict):
+            yield from _pairs("describe-instances.json", {"Reservations": [value]})
+
+
 def addresses(folder: Path) -> dict[str, str]:
     """Private IP -> instance id or name, from every answer of the cloud dump that carries them."""
     found: dict[str, str] = {}
     for name in _ADDRESS_FILES:
         for path in sorted(folder.rglob(name)):
-            for instance, address in _pairs(name, read_json(path, dump_file=True)):
+            pairs = _ec2_pairs(path) if name == "describe-instances.json" else _pairs(name, read_json(path, True))
+            for instance, address in pairs:
                 found.setdefault(address, instance)
     return found
 

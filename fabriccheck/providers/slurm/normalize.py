@@ -16,7 +16,7 @@ from fabriccheck.providers.slurm.join import Joined, Joiner
 from fabriccheck.providers.slurm.scripts import JobScript
 from fabriccheck.providers.slurm.support import JOB_TAG, PARTITION_TAG
 from fabriccheck.providers.slurm.topology import Topology
-from fabriccheck.resources.slurm import TopologyGroup
+from fabriccheck.resources.slurm import JoinedInstance, TopologyGroup
 
 REGION = "slurm"
 # Job states (data_parser JOB_STATE flags) in which the job holds its nodes.
@@ -76,7 +76,6 @@ class Normalizer:
             group_size=topology.size_of(group) if topology is not None and group else 0,
             job=job,
             cloud=joined.node.provider if joined else None,
-            instance=joined.instance if joined else None,
             joined_by=joined.how if joined else None,
         )
         tags = {JOB_TAG: job} if job else {PARTITION_TAG: partition}
@@ -131,6 +130,12 @@ class Normalizer:
             for partition in self._partitions(slurm):
                 inventory.nodes.append(self._node(slurm, partition, joined))
         inventory.nodes.extend(self._jobs(joins))
+        cluster = self.dump.cluster
+        inventory.slurm.instances = [
+            JoinedInstance(account=cluster, region=REGION, node=name, cloud=j.node.provider, instance=j.instance)
+            for name, (_, j) in joins.items()
+            if j is not None and j.instance
+        ]
         self._scripts(inventory)
         if self.cloud is not None:
             inventory.capabilities.update(self.cloud.capabilities)
