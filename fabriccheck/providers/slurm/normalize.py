@@ -45,6 +45,7 @@ class Normalizer:
         self.cloud = cloud
         self.joiner = joiner
         self._groups: dict[str, dict[str, str]] = {}
+        self._shapes: dict[tuple[NodeShape | None, SlurmPart, str], NodeShape] = {}
 
     def _group(self, topology: Topology) -> dict[str, str]:
         key = f"{topology.source}:{topology.name}"
@@ -78,15 +79,19 @@ class Normalizer:
             cloud=joined.node.provider if joined else None,
             joined_by=joined.how if joined else None,
         )
-        tags = {JOB_TAG: job} if job else {PARTITION_TAG: partition}
-        update = {"provider": "slurm", "account": self.dump.cluster, "region": REGION, "origin": "running",
-                  "spec": None, "tags": tags, "slurm": part}  # fmt: skip
-        if joined is not None:
-            shape = NodeShape.model_validate({**joined.node.shape.model_dump(), **update})
-            ids, network_nodes = joined.node.interface_ids, joined.node.network_nodes
-        else:
-            shape = NodeShape.model_validate({**update, "instance_type": slurm.instance_type or None})
-            ids, network_nodes = (), None
+        base = joined.node.shape if joined is not None else None
+        key = (base, part, slurm.instance_type if base is None else "")
+        shape = self._shapes.get(key)
+        if shape is None:
+            # Made once per cloud shape and Slurm part: the nodes of one block and pool share it, as the pools of
+            # every source do (sources/pools.py), so facts and verdicts are worked out once for all of them.
+            tags = {JOB_TAG: job} if job else {PARTITION_TAG: partition}
+            update = {"provider": "slurm", "account": self.dump.cluster, "region": REGION, "origin": "running",
+                      "spec": None, "tags": tags, "slurm": part}  # fmt: skip
+            made = {**base.model_dump(), **update} if base is not None else {**update, "instance_type": key[2] or None}
+            shape = self._shapes[key] = NodeShape.model_validate(made)
+        ids = joined.node.interface_ids if joined is not None else ()
+        network_nodes = joined.node.network_nodes if joined is not None else None
         return Node(id=slurm.name, state=slurm.state, interface_ids=ids, network_nodes=network_nodes, shape=shape)
 
     def _jobs(self, joins: dict[str, tuple[SlurmNode, Joined | None]]) -> list[Node]:
