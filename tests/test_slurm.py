@@ -287,3 +287,36 @@ def test_script_settings_are_read_as_the_shell_and_srun_read_them(tmp_path: Path
     unnamed.write_text("#!/bin/bash\nsrun hostname\n")
     _, report = _report("--from-dump", str(SLURM), "--scripts", str(unnamed))
     assert f"{unnamed} names no partition (#SBATCH --partition) of the dump: not judged" in report["notes"]
+
+
+GCP = ROOT / "fixtures" / "demo" / "gcp"
+
+
+def test_a_slurm_gcp_cluster_joins_its_instances_by_name(tmp_path: Path) -> None:
+    """slurm-gcp (Cluster Toolkit) names each GCE instance after its Slurm node, so the demo's GCP instances
+    (fixtures/demo/gcp/instances-list.json) join by name. Partition a3h: four A3 High nodes under a tree topology
+    whose leaf switch misses one (SLURM101, cluster-toolkit#3316); partition mixed: an A3 High and an A3 Mega node of
+    two compact placement policies (SLURM121)."""
+    dump = tmp_path / "slurm"
+    dump.mkdir()
+    template = json.loads((SLURM / "nodes.json").read_text())
+    names = {f"a3h-train-{n}": ["a3h", "mixed"] if n == 0 else ["a3h"] for n in range(4)} | {"a3m-half-0": ["mixed"]}
+    nodes = [
+        {**template["nodes"][0], "name": name, "address": name, "hostname": name, "partitions": parts}
+        for name, parts in names.items()
+    ]
+    (dump / "nodes.json").write_text(json.dumps({**template, "nodes": nodes}))
+    (dump / "topology.txt").write_text(
+        "SwitchName=s0 Level=0 LinkSpeed=1 Nodes=a3h-train-[0-2],a3m-half-0\n"
+        "SwitchName=root Level=1 LinkSpeed=1 Switches=s0\n"
+    )
+    inventory = load_dump(dump, None, GCP)
+    joined = {(i.node, i.cloud, i.instance) for i in inventory.slurm.instances}
+    assert ("a3h-train-0", "gcp", "a3h-train-0") in joined and len(joined) == 5
+    code, report = _report("--from-dump", str(dump), "--cloud-dump", str(GCP))
+    assert code == 1 and report["complete"] is True
+    assert {(rule, r) for rule, r in _findings(report)} == {
+        ("SLURM101", "a3h-train-3"),
+        ("SLURM121", "a3h-train-0"),
+        ("SLURM121", "a3m-half-0"),
+    }
