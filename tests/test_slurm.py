@@ -320,3 +320,12 @@ def test_a_slurm_gcp_cluster_joins_its_instances_by_name(tmp_path: Path) -> None
         ("SLURM121", "a3h-train-0"),
         ("SLURM121", "a3m-half-0"),
     }
+
+
+def test_a_node_without_a_type_is_no_unknown_type() -> None:
+    """Without the cloud, a Slurm node whose cloud plugin sets no InstanceType has no type: the report calls no type
+    unknown (a note "capability unknown for instance type(s) " naming nothing), and says under each partition what
+    that leaves unjudged."""
+    _, report = _report("--from-dump", str(SLURM))
+    assert report["summary"]["unknown_instance_types"] == []
+    assert not any("capability unknown" in note for note in report["notes"])
