@@ -106,13 +106,16 @@ def test_topology_yaml_of_the_man_page() -> None:
 
 def test_a_parallelcluster_dump_on_aws() -> None:
     """Three partitions over the demo's EC2 instances: `train` has a node outside every block (SLURM101) and spans
-    two placement groups (SLURM121); `spot` spans us-east-1a and us-east-1b (SLURM120); `dev` (MaxNodes=1) trains
-    alone and is not judged. Of the jobs (squeue --json), 101 runs in one block and zone (clean), 102 across the
-    two zones (SLURM141), 103 is pending (no nodes yet: not judged)."""
+        two placement groups (SLURM121); `spot` spans us-east-1a and us-east-1b (SLURM120), and so does its block
+    (SLURM111); `dev` (MaxNodes=1) trains
+        alone and is not judged. Of the jobs (squeue --json), 101 runs in one block and zone (clean), 102 across the
+        two zones (SLURM141), 103 is pending (no nodes yet: not judged)."""
     code, report = _report("--from-dump", str(SLURM), "--cloud-dump", str(AWS))
     assert code == 1 and report["complete"] is True
     assert _findings(report) == {
         ("SLURM101", "train-st-p5-5"),
+        ("SLURM111", "spot-dy-p5-1"),  # block2 holds both zones' nodes
+        ("SLURM111", "spot-dy-p5-2"),
         ("SLURM120", "spot-dy-p5-1"),
         ("SLURM120", "spot-dy-p5-2"),
         *{("SLURM121", f"train-st-p5-{n}") for n in range(1, 6)},
@@ -196,7 +199,7 @@ def test_without_the_cloud_only_slurms_view_is_judged() -> None:
     assert train["status"] == "findings" and train["complete"] is False
     # The job rules read the same facts: a partition lists them too (they never fire on one).
     assert {n["rule"] for n in train["not_judged"]} == {
-        "SLURM110", "SLURM120", "SLURM121", "SLURM122", "SLURM130", "SLURM140", "SLURM141",
+        "SLURM110", "SLURM111", "SLURM120", "SLURM121", "SLURM122", "SLURM130", "SLURM140", "SLURM141",
     }  # fmt: skip
     text = run("slurm", "--from-dump", str(SLURM)).stdout
     assert "not joined to a cloud instance" in " ".join(text.split()) and "NOT FULLY JUDGED" in text
