@@ -104,7 +104,9 @@ def _run(inventory: Inventory, options: Options) -> Report:
     reported, joined = join_cloud_instances(reported)  # a run that saw a cloud and its Kubernetes clusters (demo)
     skipped = [_skipped(c) for c in [*every_cluster, *specs] if not c.judged]
     # A capability is a type's: each type of the judged nodes is looked up once, not each node.
-    judged_types = {n.instance_type or "" for c in every_cluster for n in c.nodes}
+    # A node whose source names no type (a Slurm node not joined to its instance) has no type to call unknown: what
+    # it leaves unjudged is said under its cluster.
+    judged_types = {n.instance_type for c in every_cluster for n in c.nodes if n.instance_type}
     states = Counter(n.state for n in inventory.nodes)
     unknown = sorted(t for t in judged_types if facts.type_capability(t) is None)
     judged_nodes = sum(len(c.nodes) for c in reported)

@@ -14,6 +14,7 @@ from fabriccheck.resources.aws import AwsResources
 from fabriccheck.resources.azure import AzureResources
 from fabriccheck.resources.gcp import GcpResources
 from fabriccheck.resources.k8s import K8sResources
+from fabriccheck.resources.slurm import SlurmResources
 
 
 class Inventory(Model):
@@ -26,6 +27,7 @@ class Inventory(Model):
     azure: AzureResources = Field(default_factory=AzureResources)
     gcp: GcpResources = Field(default_factory=GcpResources)
     k8s: K8sResources = Field(default_factory=K8sResources)
+    slurm: SlurmResources = Field(default_factory=SlurmResources)
     errors: list[CollectionError] = Field(default_factory=list)
     # Which kinds of facts were collected, as "provider:account:region:fact" (model.fact_key). A rule needing
     # facts that were not collected for a node's own account and region stays silent and the report says so,
@@ -51,6 +53,7 @@ class Inventory(Model):
         self.azure.merge(other.azure)
         self.gcp.merge(other.gcp)
         self.k8s.merge(other.k8s)
+        self.slurm.merge(other.slurm)
         self.errors.extend(other.errors)
         self.notes.extend(other.notes)
         self.collected = sorted(set(self.collected) | set(other.collected))

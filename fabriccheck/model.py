@@ -29,8 +29,9 @@ from pydantic import (
 SCHEMA_VERSION = 3
 
 # k8s: a Kubernetes pod, judged against the node (of any cloud) it runs or would run on.
-Provider = Literal["aws", "azure", "gcp", "k8s"]
-PROVIDERS: tuple[Provider, ...] = ("aws", "azure", "gcp", "k8s")
+# slurm: a Slurm node as one partition schedules it, judged against the cloud instance it runs on.
+Provider = Literal["aws", "azure", "gcp", "k8s", "slurm"]
+PROVIDERS: tuple[Provider, ...] = ("aws", "azure", "gcp", "k8s", "slurm")
 # running: it exists now. template: a launch template / scale-set model / instance template would launch it.
 # plan: a Terraform plan would create it.
 Origin = Literal["running", "template", "plan"]
@@ -231,6 +232,30 @@ class PodPart(Frozen):
     unadvertised: tuple[str, ...] = ()
 
 
+class SlurmPart(Frozen):
+    """What Slurm (provider slurm) says of a node as one partition schedules it: the partition, where the topology
+    plugin puts the node, and the cloud instance it was joined to (providers/slurm/join.py). The instance's type,
+    zone and placement are the rest of its shape. Slurm's topology stays here, Slurm's own words, until the model
+    has a neutral one."""
+
+    cluster: str  # Slurm's ClusterName
+    partition: str
+    multi_node: bool = True  # the partition lets a job have more than one node (MaxNodes unset or above 1)
+    gpus: Count = 0  # GPUs its Gres= gives the node (gpu:8, gpu:h100:8)
+    topology: str = ""  # the topology plugin: block, tree, flat (ring, torus3d); "" when the dump does not say
+    groups_known: bool = False  # the dump says which block or leaf switch holds each node
+    group: str | None = None  # the block (topology/block) or leaf switch (topology/tree) that holds the node
+    group_size: int = Field(default=0, ge=0)  # the nodes that block or switch holds (of every partition)
+    job: str | None = None  # a running job's id: the node as that job's allocation holds it (None: the partition's)
+    # A job script (`fabriccheck slurm --scripts`): the nodes it asks for, and its NCCL_* / FI_* settings.
+    job_nodes: Count = 0
+    env: tuple[tuple[str, str], ...] = ()
+    # aws | azure | gcp: the cloud of the instance it was joined to. The instance's own id is no part of the shape
+    # (the nodes of one block and pool share one): resources.slurm.SlurmResources.instances holds it.
+    cloud: str | None = None
+    joined_by: str | None = None  # instance_id | address | name: how the join was made (None: not joined)
+
+
 class NodeShape(Frozen):
     """Everything about a node but its name and its own values (state, topology, source location, unknown facts,
     interface ids): the nodes of one scale set, node pool or launch template share one shape, and every fact and
@@ -255,6 +280,7 @@ class NodeShape(Frozen):
     accelerators: Count | None = None
     accelerator: str | None = None  # their kind, as the accelerator table names it ("V100"), else as the API does
     pod: PodPart | None = None  # provider k8s: the pod this node stands for
+    slurm: SlurmPart | None = None  # provider slurm: the Slurm node and partition this node stands for
     # GCP: what VPC firewall rules target it by, its network tags ("tag:NAME", instances.tags.items) and service
     # accounts ("sa:EMAIL", instances.serviceAccounts[].email); None: not read (rules are then taken to apply).
     firewall_targets: tuple[str, ...] | None = None
@@ -294,11 +320,11 @@ _OWN_FIELDS = frozenset({"id", "state", "topology", "source", "unknown", "interf
 # The order a flat node's fields are written in (saved inventories).
 _FLAT_ORDER = (
     "account", "region", "id", "provider", "origin", "spec", "zone", "instance_type", "state", "image", "tags",
-    "interfaces", "placement", "network", "software", "accelerators", "accelerator", "pod", "topology",
+    "interfaces", "placement", "network", "software", "accelerators", "accelerator", "pod", "slurm", "topology",
     "source", "unknown",
 )  # fmt: skip
 # Absent from nodes whose type says it all, and that no one published a topology of.
-_WRITTEN_WHEN_SET = frozenset({"accelerators", "accelerator", "pod", "topology"})
+_WRITTEN_WHEN_SET = frozenset({"accelerators", "accelerator", "pod", "slurm", "topology"})
 
 
 class Node(Model):

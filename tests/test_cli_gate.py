@@ -362,6 +362,7 @@ def test_demo_takes_rules_dir_as_readme_says(tmp_path: Path) -> None:
 OTHER_TOOLS = (
     *("aws ec2", "az ", "gcloud", "kubectl", "helm ", "docker ", "curl ", "terraform ", "tofu "),
     *("pip ", "mkdocs", "mypy", "benchmarks/", "tools/"),
+    *("sbatch", "srun ", "scontrol ", "squeue ", "sinfo "),  # Slurm's own commands (docs/slurm.md)
 )
 # Options documented ahead of the branches that add them (repeatable outputs and the Pushgateway; the k8s
 # command). Each is exempt only while no --help shows it: once merged it is checked like any other, and this set

@@ -32,7 +32,7 @@ def _user_rule(folder: Path, source: str, old: str, new: str, rule_id: str) -> P
 
 def test_every_shipped_rule_of_every_cloud_agrees_with_its_effect() -> None:
     rules = examples.load_rules()
-    assert {r.provider for r in rules} == {"aws", "azure", "gcp", "k8s"}
+    assert {r.provider for r in rules} == {"aws", "azure", "gcp", "k8s", "slurm"}
     for rule in rules:
         messages = [rule.message, *(v.message for v in rule.by_origin.values() if v.message)]
         assert all(rule_wording.disagreement(rule.effect, m) is None for m in messages), rule.id

@@ -17,7 +17,7 @@ SDKs and the engine are imported inside the commands, so `fabriccheck --help` st
 from __future__ import annotations
 
 # The command modules register their commands on the app, in the order `fabriccheck --help` lists them.
-from fabriccheck.cli import clouds, kube, scans, offline  # noqa: F401  isort: skip
+from fabriccheck.cli import clouds, kube, slurm, scans, offline  # noqa: F401  isort: skip
 from fabriccheck.cli.app import app
 from fabriccheck.cli.entry import main
 from fabriccheck.cli.scans import demo_dir, demo_inventory, demo_plan_inventory

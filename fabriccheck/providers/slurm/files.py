@@ -1,0 +1,238 @@
+"""The files of a Slurm dump, read into plain records: what a user saves on a login node with read-only commands
+(COMMANDS). nodes.json is required; every other file is optional, and its absence narrows what is judged.
+
+JSON shapes are Slurm's data_parser (v0.0.40 to v0.0.43; SchedMD/slurm src/plugins/data_parser/v0.0.43/parsers.c
+at 284c3b95): `scontrol show nodes --json` answers `{"nodes": [...], "meta": {"slurm": {"cluster": NAME}}}`
+(OPENAPI_NODES_RESP, OPENAPI_META), each node with `name`, `address` (NodeAddr), `hostname`, `partitions` and
+`features` (CSV_STRING: a list), `gres` (a string), `state` (NODE_STATES: a list of flags), `instance_id` and
+`instance_type` (PARSER_ARRAY(NODE)); `scontrol show partitions --json` answers `{"partitions": [...]}`, each with
+`name`, `nodes.configured`, `maximums.nodes` (UINT32_NO_VAL: `{"set", "infinite", "number"}`) and `topology`
+(PARSER_ARRAY(PARTITION_INFO)); `squeue --json` answers `{"jobs": [...]}`, each with `job_id`, `partition`,
+`job_state` (a list), `nodes` (a host list) and `node_count` (PARSER_ARRAY(JOB_INFO)).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fabriccheck.errors import FabricCheckError
+from fabriccheck.providers.slurm.hostlist import expand
+from fabriccheck.providers.slurm.topology import Topology, read_topologies
+from fabriccheck.sources.common import read_json
+from fabriccheck.textfiles import read_text
+
+# file in the dump -> the read-only command that makes it (docs/slurm.md, `fabriccheck slurm --print-commands`).
+COMMANDS: dict[str, str] = {
+    "nodes.json": "scontrol show nodes --json > nodes.json",
+    "partitions.json": "scontrol show partitions --json > partitions.json",
+    "jobs.json": "squeue --json > jobs.json",
+    "topology.txt": "scontrol show topology > topology.txt",
+    "slurm.conf": 'cp "$(dirname "$(scontrol show config | awk \'/^SLURM_CONF/ {print $3}\')")"/slurm.conf .',
+    "topology.conf": "cp /etc/slurm/topology.conf .   # if the cluster has one (topology/tree or topology/block)",
+    "topology.yaml": "cp /etc/slurm/topology.yaml .   # Slurm 25.05+, if the cluster has one",
+    "gres.conf": "cp /etc/slurm/gres.conf .   # if the cluster has one",
+}
+REQUIRED = "nodes.json"
+# Node states a node is not scheduled in now (NODE_STATES flags): counted, not judged.
+_OUT = frozenset({"DOWN", "DRAIN", "FAIL", "FUTURE", "INVALID", "INVALID_REG", "MAINTENANCE", "DYNAMIC_FUTURE"})
+# Cloud nodes Slurm powers up when a job needs them (power saving): judged as what a job would get.
+_ON_DEMAND = frozenset({"POWERED_DOWN", "POWERING_UP", "POWERING_DOWN", "POWER_DOWN"})
+_GPU_COUNT = re.compile(r"(\d+)$")
+
+
+@dataclass
+class SlurmNode:
+    name: str
+    address: str = ""  # NodeAddr
+    hostname: str = ""
+    partitions: list[str] = field(default_factory=list)
+    gpus: int = 0
+    states: list[str] = field(default_factory=list)
+    instance_id: str = ""  # set by the cloud plugin, where it does
+    instance_type: str = ""
+
+    @property
+    def state(self) -> str:
+        """running, pending (a powered-down cloud node a job would power up) or down (counted, not judged)."""
+        if _OUT & set(self.states):
+            return "down"
+        return "pending" if _ON_DEMAND & set(self.states) else "running"
+
+
+@dataclass
+class Partition:
+    name: str
+    max_nodes: int | None = None  # None: unlimited
+    topology: str = ""  # the topology.yaml name its jobs use ('' the cluster default)
+
+
+@dataclass
+class Job:
+    id: str
+    partition: str
+    states: list[str]
+    nodes: list[str]
+    node_count: int
+
+
+@dataclass
+class SlurmDump:
+    folder: Path
+    cluster: str
+    nodes: list[SlurmNode]
+    partitions: dict[str, Partition] | None  # None: no partitions.json
+    jobs: list[Job] | None  # None: no jobs.json
+    topologies: dict[str, Topology]  # by name, '' the cluster default; empty: none in the dump
+    topology_plugin: str | None  # slurm.conf's TopologyPlugin (block, tree, flat), None: no slurm.conf
+    read: list[str]  # the files read
+
+
+def gpus_of(gres: str) -> int:
+    """GPUs a Gres= string gives (`gpu:8`, `gpu:h100:8(S:0-1)`, `gpu:a100:4,nvme:1`); `gpu` alone is one."""
+    total = 0
+    for part in re.sub(r"\([^)]*\)", "", gres or "").split(","):
+        words = part.strip().split(":")
+        if words[0] != "gpu":
+            continue
+        found = _GPU_COUNT.search(words[-1]) if len(words) > 1 else None
+        total += int(found.group(1)) if found else 1
+    return total
+
+
+def _number(value: Any) -> int | None:
+    """A data_parser number: plain, or `{"set": true, "infinite": false, "number": N}` (None: unset/infinite)."""
+    if isinstance(value, dict):
+        if value.get("infinite") or not value.get("set", True):
+            return None
+        value = value.get("number")
+    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _list(value: Any) -> list[str]:
+    if isinstance(value, str):  # older data_parsers and hand-made files write a CSV string
+        return [v for v in value.split(",") if v]
+    return [str(v) for v in value] if isinstance(value, list) else []
+
+
+def _items(path: Path, key: str, command: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    doc = read_json(path, dump_file=True)
+    if not isinstance(doc, dict) or not isinstance(doc.get(key), list):
+        raise FabricCheckError(f"{path}: not the output of {command} (no {key} list)")
+    for index, item in enumerate(doc[key]):
+        if not isinstance(item, dict):
+            raise FabricCheckError(f"{path}: {key}[{index}] is not an object")
+    return doc[key], doc
+
+
+def _nodes(path: Path) -> tuple[list[SlurmNode], str]:
+    items, doc = _items(path, "nodes", "scontrol show nodes --json")
+    nodes = []
+    for index, item in enumerate(items):
+        if not isinstance(item.get("name"), str) or not item["name"]:
+            raise FabricCheckError(f"{path}: nodes[{index}] has no name")
+        nodes.append(
+            SlurmNode(
+                name=item["name"],
+                address=str(item.get("address") or ""),
+                hostname=str(item.get("hostname") or ""),
+                partitions=_list(item.get("partitions")),
+                gpus=gpus_of(str(item.get("gres") or "")),
+                states=[s.upper() for s in _list(item.get("state"))],
+                instance_id=str(item.get("instance_id") or ""),
+                instance_type=str(item.get("instance_type") or ""),
+            )
+        )
+    meta = doc.get("meta")
+    slurm = meta.get("slurm") if isinstance(meta, dict) else None
+    cluster = slurm.get("cluster") if isinstance(slurm, dict) else None
+    return nodes, cluster if isinstance(cluster, str) else ""
+
+
+def _partitions(path: Path) -> dict[str, Partition]:
+    items, _ = _items(path, "partitions", "scontrol show partitions --json")
+    found = {}
+    for index, item in enumerate(items):
+        if not isinstance(item.get("name"), str):
+            raise FabricCheckError(f"{path}: partitions[{index}] has no name")
+        maximums = item.get("maximums")
+        most = _number(maximums.get("nodes")) if isinstance(maximums, dict) else None
+        topology = item.get("topology")
+        found[item["name"]] = Partition(item["name"], most, topology if isinstance(topology, str) else "")
+    return found
+
+
+def _jobs(path: Path) -> list[Job]:
+    items, _ = _items(path, "jobs", "squeue --json")
+    jobs = []
+    for index, item in enumerate(items):
+        job_id = _number(item.get("job_id"))
+        if job_id is None:
+            raise FabricCheckError(f"{path}: jobs[{index}] has no job_id")
+        nodes = expand(str(item.get("nodes") or ""))
+        count = _number(item.get("node_count")) or len(nodes)
+        states = [s.upper() for s in _list(item.get("job_state"))]
+        jobs.append(Job(str(job_id), str(item.get("partition") or ""), states, nodes, count))
+    return jobs
+
+
+def conf_values(path: Path) -> dict[str, str]:
+    """slurm.conf's Key=Value settings, keys lower-cased (the file's keys are case-insensitive); node and
+    partition lines are left to the JSON files."""
+    values: dict[str, str] = {}
+    for line in read_text(path).splitlines():
+        line = line.split("#", 1)[0].strip()
+        key, sep, value = line.partition("=")
+        if sep and key.strip() and " " not in key.strip() and key.strip().lower() not in ("nodename", "partitionname"):
+            values.setdefault(key.strip().lower(), value.strip().split()[0] if value.strip() else "")
+    if not values:
+        raise FabricCheckError(f"{path}: no Key=Value setting (not a slurm.conf)")
+    return values
+
+
+def gres_gpus(path: Path) -> dict[str, int]:
+    """GPUs per node that gres.conf gives (Name=gpu lines with NodeName=; Count=, else one per File= device)."""
+    found: dict[str, int] = {}
+    for number, raw in enumerate(read_text(path).splitlines(), 1):
+        line = raw.split("#", 1)[0].strip()
+        pairs = {k.lower(): v for k, v in re.findall(r"(\w+)=(\S+)", line)}
+        if not line or pairs.get("name") != "gpu" or "nodename" not in pairs:
+            continue
+        count = pairs.get("count")
+        if count is not None and not count.isdigit():
+            raise FabricCheckError(f"{path}: line {number}: Count={count} is not a number")
+        gpus = int(count) if count is not None else len(expand(pairs.get("file", "")))
+        for node in expand(pairs["nodename"]):
+            found[node] = found.get(node, 0) + gpus
+    return found
+
+
+def read_dump(folder: Path) -> SlurmDump:
+    """The Slurm files of one dump folder; nodes.json must be there."""
+    if not folder.is_dir():
+        raise FabricCheckError(f"--from-dump {folder}: not a folder")
+    if not (folder / REQUIRED).is_file():
+        raise FabricCheckError(f"--from-dump {folder}: no {REQUIRED} (make it with: {COMMANDS[REQUIRED]})")
+    nodes, cluster = _nodes(folder / REQUIRED)
+    read = [REQUIRED]
+    partitions = jobs = conf = None
+    if (folder / "partitions.json").is_file():
+        partitions, read = _partitions(folder / "partitions.json"), [*read, "partitions.json"]
+    if (folder / "jobs.json").is_file():
+        jobs, read = _jobs(folder / "jobs.json"), [*read, "jobs.json"]
+    if (folder / "slurm.conf").is_file():
+        conf, read = conf_values(folder / "slurm.conf"), [*read, "slurm.conf"]
+    if (folder / "gres.conf").is_file():
+        by_node, read = gres_gpus(folder / "gres.conf"), [*read, "gres.conf"]
+        for node in nodes:
+            node.gpus = node.gpus or by_node.get(node.name, 0)  # the node's own Gres= first
+    topologies = read_topologies(folder)
+    read += [name for name in ("topology.txt", "topology.yaml", "topology.conf") if (folder / name).is_file()]
+    plugin = None
+    if conf is not None:
+        plugin = conf.get("topologyplugin", "topology/flat").rsplit("/", 1)[-1]
+        plugin = "flat" if plugin in ("default", "none") else plugin
+        cluster = cluster or conf.get("clustername", "")
+    return SlurmDump(folder, cluster or folder.resolve().name, nodes, partitions, jobs, topologies, plugin, read)
