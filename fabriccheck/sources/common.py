@@ -481,11 +481,14 @@ class Shape:
     def __init__(self, where: str) -> None:
         self.where = where
 
-    def items(self, obj: Any, key: str, path: str) -> list[Any]:
+    def items(self, obj: Any, key: str, path: str, required: str = "") -> list[Any]:
+        """The list under `key` ([] when absent, unless `required`: then why it must be there, for the error)."""
         value = obj.get(key) if isinstance(obj, dict) else None
         if value is None:
             if not isinstance(obj, dict):
                 raise DumpShapeError(self.where, path, "an object")
+            if required:
+                raise DumpShapeError(self.where, f"{path}.{key}" if path else key, f"a list ({required})")
             return []
         if not isinstance(value, list):
             raise DumpShapeError(self.where, f"{path}.{key}" if path else key, "a list")
