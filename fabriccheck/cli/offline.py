@@ -327,6 +327,9 @@ def diff(
         raise FabricCheckError(f"--format {fmt}: diff writes text, json or markdown")
     gate.check_output_reads(output, [("the earlier report (OLD)", previous), ("the later report (NEW)", current)])
     old, new = load_report(previous), load_report(current)
+    mismatch = trend.other_scope(old, new, str(previous))
+    if mismatch is not None:  # "9 fixed, 19 new" between an AWS account and a GCP project says nothing true
+        raise FabricCheckError(mismatch.replace("this report", f"{current}", 1))
     found = trend.compare(old, new, str(previous))
     if fmt == "json":
         emit(found.model_dump_json(indent=2) + "\n", output)
