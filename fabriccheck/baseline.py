@@ -21,6 +21,7 @@ from pathlib import Path
 import orjson
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from fabriccheck import pipes
 from fabriccheck.errors import FabricCheckError, in_our_words
 from fabriccheck.findings import Finding
 from fabriccheck.version import __version__
@@ -101,6 +102,7 @@ def write(findings: Iterable[Finding], path: Path) -> None:
 
 def load(path: Path) -> Baseline:
     """A baseline written by --write-baseline; a missing or malformed one is one line naming the file."""
+    pipes.refuse_named_pipe(path, "baseline")
     try:
         data = path.read_bytes()
     except FileNotFoundError:

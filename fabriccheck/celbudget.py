@@ -29,7 +29,13 @@ from typing import Any
 from fabriccheck.errors import FabricCheckError
 
 BUDGET = 100_000  # comprehension steps per evaluation: ~1 us each on this machine's class
-_STRING = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'')
+# A string or bytes literal, or a comment, as CEL's lexis has them (github.com/google/cel-spec doc/langdef.md,
+# "Syntax" and "String and Bytes Values"): an optional b/B, then an optional r/R (raw: a backslash escapes
+# nothing), then one or three quotes of either kind; a triple-quoted literal may hold newlines and single quotes.
+# A comment runs from `//` to the end of the line. Both are blanked before the condition's text is read, so that
+# nothing they hold is counted and nothing outside them is hidden (a regex that took `\"` for an escape in the raw
+# `r"\"` ran to the next quote and hid a comprehension over a thousand elements from the budget: 167 s).
+_PREFIX = re.compile(r"(?:(?<![_a-zA-Z0-9])[bB]?[rR]?)?(?='|\")")  # b, r: a prefix only where a token starts
 _MACRO = re.compile(r"\.\s*(?:all|exists_one|exists|map|filter)\s*\(")
 _OPEN = {"(": ")", "[": "]", "{": "}"}
 
@@ -68,7 +74,7 @@ class _Frame:
 
 def cost_of(condition: str) -> Cost | None:
     """The condition's Cost, or None when it has no comprehension macro (nothing in it iterates)."""
-    text = _STRING.sub('""', condition)
+    text = blanked(condition)
     if not _MACRO.search(text):
         return None
     stack = [_Frame("")]
@@ -101,6 +107,39 @@ def cost_of(condition: str) -> Cost | None:
             if char != ".":  # `).all(`: the macro applies to what just closed
                 top.last = 0
     return Cost(depth=max(1, stack[0].inner), written=written, joins=1 + text.count("+"))
+
+
+def blanked(condition: str) -> str:
+    """`condition` with every string or bytes literal written `""` and every comment dropped."""
+    out: list[str] = []
+    at = 0
+    while at < len(condition):
+        if condition.startswith("//", at):
+            end = condition.find("\n", at)
+            at = len(condition) if end < 0 else end
+            continue
+        prefix = _PREFIX.match(condition, at)
+        if prefix is None:
+            out.append(condition[at])
+            at += 1
+            continue
+        out.append('""')
+        at = _string_end(condition, prefix.end(), raw="r" in prefix.group().lower())
+    return "".join(out)
+
+
+def _string_end(text: str, start: int, raw: bool) -> int:
+    """Where the literal whose quotes open at `start` ends (past its closing quotes; the text's end if it never
+    closes: CEL then refuses the condition itself)."""
+    quote = text[start] * 3 if text.startswith(text[start] * 3, start) else text[start]
+    at = start + len(quote)
+    while at < len(text):
+        if text.startswith(quote, at):
+            return at + len(quote)
+        if text[at] in "\r\n" and len(quote) == 1:
+            return at  # a one-quote literal ends at the line's end: CEL refuses it
+        at += 2 if text[at] == "\\" and not raw else 1
+    return at
 
 
 def longest(value: Any) -> int:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from fabriccheck import textfiles
+from fabriccheck import pipes, textfiles
 from fabriccheck.errors import FabricCheckError, in_our_words
 
 if TYPE_CHECKING:
@@ -176,6 +176,7 @@ def _problem(where: str, exc: ValidationError, key_prefix: str = "") -> FabricCh
 
 
 def read_toml(path: Path, what: str) -> dict[str, Any]:
+    pipes.refuse_named_pipe(path, what)
     try:
         data = path.read_bytes()
     except OSError as exc:
@@ -193,6 +194,7 @@ def find_file(cwd: Path, explicit: Path | None) -> tuple[Path, dict[str, Any], s
     pyproject.toml there when it has [tool.fabriccheck], else the same in the folder above, and so on up to the
     repository's root. A file named but missing is an error."""
     if explicit is not None:
+        pipes.refuse_named_pipe(explicit, "config file")  # not "no such file": it is there, and is no file
         if not explicit.is_file():
             raise FabricCheckError(f"config file {explicit}: no such file")
         data = read_toml(explicit, "config file")

@@ -15,6 +15,14 @@ stopping.install()
 def main(argv: list[str] | None = None) -> int:
     """The console script calls it without arguments (the command line is sys.argv); a caller in its own process
     (the tests) passes argv, and gets its signal handlers back when the command returns (fabriccheck.cli.main)."""
-    from fabriccheck.cli import main as run
+    try:
+        from fabriccheck.cli import main as run
+    except Exception as exc:  # a broken installation: still one line and exit 2, never a traceback and exit 1
+        import os
+        import sys
 
+        if os.environ.get("FABRICCHECK_DEBUG"):
+            raise
+        sys.stderr.write(f"fabriccheck: internal error: {type(exc).__name__}: {exc} (set FABRICCHECK_DEBUG=1)\n")
+        return 2
     return run(argv)

@@ -15,6 +15,11 @@ class FabricCheckError(Exception):
     """Bad input, bad usage, or a check that cannot run. The message names the file, field or option."""
 
 
+class OutputOverInput(FabricCheckError):
+    """An output named over a file the run reads: refused before anything is written (not even a report of the
+    failure, which would land on that very file)."""
+
+
 class DumpShapeError(FabricCheckError):
     def __init__(self, where: str, path: str, expected: str) -> None:
         super().__init__(f"{where}: field {path}: expected {expected}")

@@ -130,6 +130,7 @@ def _run(inventory: Inventory, options: Options) -> Report:
         notes=_notes(inventory, unknown, options) + joined,
         locations=_locations(inventory),
         scopes=inventory.scopes,
+        scanned=sorted({key.rsplit(":", 1)[0] for key in inventory.collected}),
         gate=options.gate,
     )
     _settle(report, options)

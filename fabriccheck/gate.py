@@ -22,7 +22,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fabriccheck.errors import FabricCheckError
+from fabriccheck.errors import FabricCheckError, OutputOverInput
 
 if TYPE_CHECKING:
     from fabriccheck.config import Config, Gate
@@ -289,7 +289,19 @@ def check_outputs(params: dict[str, Any], found: Config, baseline_path: Path | N
             if flag == "--write-baseline" and source == baseline_path:
                 continue  # reading a baseline and writing its successor over it is how one tightens a gate
             if _inside(path, source) if folder else same_file(path, source):
-                raise FabricCheckError(f"{flag} {path} is {label}: write {what} elsewhere")
+                raise OutputOverInput(f"{flag} {path} is {label}: write {what} elsewhere")
+
+
+def check_output_reads(output: Path | None, inputs: list[tuple[str, Path | None]]) -> None:
+    """The --output of a command with one output and no gate (diff, estimate) is none of the files it reads
+    (`inputs`: what each is, and its path): one line naming both."""
+    from fabriccheck.sources.common import same_file
+
+    if output is None or str(output) == "-":
+        return
+    for label, source in inputs:
+        if source is not None and str(source) != "-" and same_file(output, source):
+            raise OutputOverInput(f"--output {output} is {label}: write it elsewhere")
 
 
 def _inputs(params: dict[str, Any], found: Config, baseline_path: Path | None) -> Iterator[tuple[str, Path, bool]]:
@@ -304,13 +316,18 @@ def _inputs(params: dict[str, Any], found: Config, baseline_path: Path | None) -
         ("the plan being checked", params.get("plan_file")),
         ("the evidence being judged", params.get("file")),  # nccl-log, nccl-tests
         ("the workload file being read (--workload)", workload_file),
+        ("the kubeconfig being read (--kubeconfig)", params.get("kubeconfig")),
     ]
+    manifests = params.get("paths") or [] if params.get("manifests") else []
+    for manifest in manifests:  # k8s --manifests PATH ...: files, or folders read whole
+        files.append(("a manifest being judged (--manifests)", manifest))
     for label, path in files:
         if path is not None and str(path) != "-":
-            yield label, Path(path), False
+            yield label, Path(path), Path(path).is_dir()
     folders: list[tuple[str, Any]] = [
         ("a file in the dump folder being read (--from-dump)", params.get("from_dump")),
         ("a file in the configuration being read (--terraform-dir)", params.get("terraform_dir")),
+        ("a file in the nodes' dump folder being read (--nodes-from)", params.get("nodes_from")),
         *(("a file in a rules folder being read (--rules-dir)", d) for d in found.value("rules-dir") or ()),
     ]
     for label, path in folders:

@@ -84,6 +84,7 @@ def merge(parts: list[tuple[Path, Report]]) -> Report:
         # ran side by side, so the merged duration is the longest part's.
         waivers=[w for r in reports for w in r.waivers],
         scopes=[s for r in reports for s in r.scopes],
+        scanned=sorted({scope for r in reports for scope in r.scanned}),
         locations={k: v for r in reports for k, v in r.locations.items()},
         api_calls=sum(calls) if calls else None,
         duration_seconds=max((r.duration_seconds for r in reports if r.duration_seconds is not None), default=None),

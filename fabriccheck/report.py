@@ -189,6 +189,9 @@ class Report(BaseModel):
     # Where each planned resource is declared (Terraform address, file and line, cloud id), by node id.
     locations: dict[str, SourceLocation] = {}
     scopes: list[ScopeStatus] = []  # per-scope completeness of a live collection
+    # What the run read facts of, as "provider:account:region" (its inventory's `collected` without the facts):
+    # `--previous` and `diff` compare findings only where both reports looked. Empty in reports made before it.
+    scanned: list[str] = []
     # The gate the findings were judged under, each setting with where it came from (set by the CLI; None for a
     # library caller's own Options).
     gate: config.Gate | None = None

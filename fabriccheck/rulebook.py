@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import difflib
 import functools
+import os
 import re
 import sys
 from collections.abc import Callable, Collection, Iterable, Sequence
@@ -317,6 +318,38 @@ def _load_file(path: Path) -> Rule:
     return rule
 
 
+MAX_ENTRIES = 100_000  # what a rules folder may hold, sub-folders included: `/` or `/proc` is no rules folder
+
+
+def rule_files(directory: Path) -> list[Path]:
+    """The rule files (*.yaml, then *.yml, each sorted) anywhere under `directory`, without following symlinked
+    folders. A folder that cannot be read as it is walked (`/proc`, whose entries vanish as processes end), that
+    holds more than MAX_ENTRIES entries, or that holds no rule file at all is one line naming it: a gate that
+    silently added no rule is not the gate that was asked for."""
+
+    def unreadable(exc: OSError) -> None:
+        raise FabricCheckError(
+            f"--rules-dir {directory}: cannot read {exc.filename or directory} ({exc.strerror or exc})"
+        ) from None
+
+    found: dict[str, list[Path]] = {".yaml": [], ".yml": []}
+    entries = 0
+    for folder, folders, files in os.walk(directory, onerror=unreadable):
+        entries += len(folders) + len(files)
+        if entries > MAX_ENTRIES:
+            raise FabricCheckError(
+                f"--rules-dir {directory}: more than {MAX_ENTRIES:,} files and folders under it: name the folder "
+                "that holds your rules"
+            )
+        for name in files:
+            suffix = os.path.splitext(name)[1]
+            if suffix in found:
+                found[suffix].append(Path(folder, name))
+    if not found[".yaml"] and not found[".yml"]:
+        raise FabricCheckError(f"--rules-dir {directory}: holds no rule file (*.yaml or *.yml)")
+    return sorted(found[".yaml"]) + sorted(found[".yml"])
+
+
 def _load_entry(path: Path) -> Rule | EvidenceRule:
     """A rule file: an evidence rule when it says which `evidence` it judges, else an inventory rule."""
     try:
@@ -423,7 +456,7 @@ def load_book(
         users = index >= len(builtins)
         if not directory.is_dir():
             raise FabricCheckError(f"--rules-dir {directory}: not a folder")
-        for path in sorted(directory.rglob("*.yaml")) + sorted(directory.rglob("*.yml")):
+        for path in rule_files(directory):
             rule = _load_entry(path)
             for finding_id in rule.finding_ids():
                 if finding_id in owners:

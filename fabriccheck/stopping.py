@@ -103,6 +103,21 @@ def running() -> Iterator[None]:
 
 
 @contextmanager
+def live() -> Iterator[None]:
+    """A wait after the run's outputs are in place (the --pushgateway push): a signal ends the run at once with its
+    code, as before settle(); one that came since settle() ends it here, before the wait starts."""
+    global _settled
+    was = _settled
+    if _pending:
+        exit_now(code_of(_pending[0]))
+    _settled = False
+    try:
+        yield
+    finally:
+        _settled = was
+
+
+@contextmanager
 def held() -> Iterator[None]:
     """Signals wait (blocked, then delivered) for the few renames that put a run's outputs in place, so that a
     stop lands before all of them or after all of them."""

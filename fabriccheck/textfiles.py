@@ -18,6 +18,7 @@ from typing import Any
 
 import yaml
 
+from fabriccheck import pipes
 from fabriccheck.errors import STDIN_NAME, FabricCheckError
 
 
@@ -31,6 +32,7 @@ def read_text(path: Path, what: str = "", stdin: bool = False) -> str:
         data = sys.stdin.buffer.read() if sys.stdin is not None else b""
         return _decoded(data, where)
     where = f"{what} {path}" if what else str(path)
+    pipes.refuse_named_pipe(path, what)
     try:
         data = path.read_bytes()
     except OSError as exc:

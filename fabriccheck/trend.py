@@ -58,15 +58,84 @@ def _moved(change: Range) -> float:
     return max(abs(change.low), abs(change.high))
 
 
+# ---------------------------------------------------------------------------------------------- scopes
+# A report's scope is what it read facts of ("provider:account:region", Report.scanned) and the kind of input it
+# judged (a Terraform plan, Kubernetes manifests, or what runs). Findings are compared only where both reports looked:
+# a finding of a region the later report never scanned is not "fixed", and two reports with no scope in common, or
+# of different kinds, are not compared at all ("9 fixed, 19 new" between an AWS account and a GCP project).
+
+_KINDS = (("terraform plan", "a Terraform plan"), ("k8s manifests", "Kubernetes manifests"))
+
+
+def kind(report: Report) -> str:
+    """What the report judged: a Terraform plan, Kubernetes manifests, or what runs (its `source` says which)."""
+    return next((name for prefix, name in _KINDS if report.source.startswith(prefix)), "what runs")
+
+
+def _scope(provider: str, account: str, cluster: str | None) -> tuple[str, str, str | None]:
+    """(provider, account, region or None) of a finding or cluster; a cluster id starts provider:account:region."""
+    parts = (cluster or "").split(":")
+    region = parts[2] if len(parts) > 3 and parts[0] == provider and parts[1] == account else None
+    return provider, account.lower(), region
+
+
+def _scanned(report: Report) -> set[tuple[str, str, str | None]]:
+    found: set[tuple[str, str, str | None]] = set()
+    for scope in report.scanned:
+        provider, account, region = [*scope.split(":", 2), "", ""][:3]
+        found.add((provider, account.lower(), region))
+    return found
+
+
+def _within(scope: tuple[str, str, str | None], scanned: set[tuple[str, str, str | None]]) -> bool:
+    provider, account, region = scope
+    return any(p == provider and a == account and (region is None or r == region) for p, a, r in scanned)
+
+
+def other_scope(previous: Report, current: Report, where: str) -> str | None:
+    """Why `previous` (read from `where`) cannot be compared with `current`: another kind of input, or no scope in
+    common; None when they can be (a report made before `scanned` existed is taken as comparable)."""
+    if kind(previous) != kind(current):
+        return f"{where} judged {kind(previous)} and this report {kind(current)}: there is nothing to compare"
+    before, now = set(previous.scanned), set(current.scanned)
+    if before and now and not before & now:
+        return (
+            f"{where} scanned {_listed(before)}, and this report {_listed(now)}: no scope in common, so no finding "
+            "is new or fixed between them"
+        )
+    return None
+
+
+def _listed(scopes: set[str]) -> str:
+    shown = sorted(scopes)
+    return ", ".join(shown[:3]) + (f" and {len(shown) - 3} more" if len(shown) > 3 else "")
+
+
+def _unscanned(previous: Report, current: Report) -> tuple[set[str], list[str]]:
+    """The fingerprints of the earlier findings in scopes the later report did not scan, and a note saying so."""
+    scanned = _scanned(current)
+    if not scanned:
+        return set(), []
+    left = {_key(f) for f in previous.findings if not _within(_scope(f.provider, f.account, f.cluster), scanned)}
+    if not left:
+        return set(), []
+    scopes = sorted(set(previous.scanned) - set(current.scanned))
+    where = f" ({_listed(set(scopes))})" if scopes else ""
+    return left, [
+        f"{len(left)} finding(s) of the earlier report are in scopes this report did not scan{where}: not called "
+        "fixed (nobody looked)"
+    ]
+
+
 def _order(found: list[TrendFinding]) -> list[TrendFinding]:
     return sorted(found, key=lambda f: (-SEVERITY_RANK.get(f.severity, 0), f.rule, f.cluster or "", f.resources))
 
 
 def compare(previous: Report, current: Report, where: str) -> Trend:
     """The trend from `previous` (read from `where`) to `current`."""
-    before = {_key(f): f for f in previous.findings}
+    unseen, notes = _unscanned(previous, current)
+    before = {_key(f): f for f in previous.findings if _key(f) not in unseen}
     now = {_key(f): f for f in current.findings}
-    notes = []
     if previous.workload.get("name") != current.workload.get("name"):
         notes.append(
             f"the earlier report assumed workload {previous.workload.get('name')}, this one "
@@ -84,9 +153,16 @@ def compare(previous: Report, current: Report, where: str) -> Trend:
         unchanged=_order([_named(f) for k, f in now.items() if k in before]),
         lost_gpu_hours_per_day=_change(previous.summary.lost_gpu_hours_per_day, current.summary.lost_gpu_hours_per_day),
         lost_dollars_per_day=dollars,
-        clusters=_clusters(previous, current),
+        clusters=[c for c in _clusters(previous, current) if _looked(c.id, current)],
         notes=notes,
     )
+
+
+def _looked(cluster: str, current: Report) -> bool:
+    """The later report scanned the cluster's scope (or says nothing of what it scanned)."""
+    scanned = _scanned(current)
+    provider, account = ([*cluster.split(":", 2), ""])[:2]
+    return not scanned or _within(_scope(provider, account, cluster), scanned)
 
 
 def fails(trend: Trend, fail_on: str) -> bool:

@@ -288,3 +288,32 @@ def _to(url: str) -> dict[str, str]:
         "AWS_SECRET_ACCESS_KEY": "testing",
         "AWS_DEFAULT_REGION": "us-east-1",
     }
+
+
+def test_a_reservation_without_its_instances_is_damaged_not_a_clean_account(tmp_path: Path) -> None:
+    """Issue 29 item 9: `{"Reservations": [{}]}` read as an account with no instances (complete, exit 0). A
+    reservation "describes a launch request for one or more instances" (EC2 API Reference, Reservation:
+    https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_Reservation.html), so one without its Instances is a
+    damaged answer: in a dump, one line naming the file and field, exit 2, the dump as it was; live, the call's
+    BadResponse and an incomplete run (served as EC2's XML by tests/ec2_replay.py, parsed by boto3)."""
+    folder = tmp_path / "aws"
+    folder.mkdir()
+    for name, answer in _demo().items():
+        (folder / name).write_text(json.dumps(answer))
+    damaged = folder / "describe-instances.json"
+    damaged.write_text('{"Reservations": [{}]}')
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    line = one_clean_line(run("aws", "--from-dump", str(folder), "-f", "json"))
+    assert line == (
+        f"fabriccheck: error: {damaged}: field Reservations[0].Instances: expected a list (a reservation lists its "
+        "instances)"
+    )
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
+    replay = Ec2Replay({"us-east-1": {**_demo(), "describe-instances.json": {"Reservations": [{}]}}})
+    with serve(replay) as url:
+        result = run("aws", "--endpoint-url", url, "-r", "us-east-1", "-f", "json", "--fail-on", "never")
+    assert result.returncode == 2, result.stderr
+    report = json.loads(result.stdout)
+    assert report["complete"] is False
+    assert [(e["call"], e["code"]) for e in report["errors"]] == [("normalize", "BadResponse")]
+    assert "Reservations[0].Instances: expected a list" in report["errors"][0]["message"]

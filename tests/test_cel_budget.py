@@ -98,3 +98,31 @@ def test_the_costliest_condition_the_budget_admits_is_exactly_at_it() -> None:
 def test_the_depth_read_from_a_condition(condition: str, depth: int | None) -> None:
     cost = celbudget.cost_of(condition)
     assert (cost.depth if cost else None) == depth
+
+
+def test_a_raw_string_ending_in_a_backslash_hides_no_comprehension_from_the_budget(tmp_path: Path) -> None:
+    """Issue 29 item 9: in the raw string `r"\\"` the backslash escapes nothing (github.com/google/cel-spec
+    doc/langdef.md, "String and Bytes Values": a raw string "does not interpret escape sequences"). Read as an
+    escaped quote, the literal ran on to the next quote and hid three nested all() over a thousand numbers from
+    the budget: 167 s of evaluation. Now refused at load, as without the string."""
+    numbers = _numbers(1_000)
+    loop = f'size(r"\\") == 1 && {numbers}.all(x, {numbers}.all(y, {numbers}.all(z, x + y + z >= 0))) && "" == ""'
+    path = _rule(tmp_path / "rules", "X913", loop)
+    line = one_clean_line(run("demo", "--rules-dir", str(path.parent)))
+    assert line.startswith(f"fabriccheck: error: {path}: rule X913: condition over its evaluation budget: ")
+    assert "3 nested comprehension(s)" in line
+
+
+@pytest.mark.parametrize(
+    ("condition", "text"),
+    [
+        ('r"\\" == x', '"" == x'),  # raw: the backslash is the whole literal
+        ('"a\\"b" == x', '"" == x'),  # not raw: \\" is an escaped quote
+        ("br'\\' + '''it's''' + x", '"" + "" + x'),  # raw bytes; a triple-quoted literal holds a single quote
+        ("x // it's [1].all(y, y)\n && z", "x \n && z"),  # a comment: its quote opens no literal
+        ('attr + r"[1].all(x, x)"', 'attr + ""'),  # the r of `attr` ends a name; the r before a quote is a prefix
+    ],
+)
+def test_string_literals_and_comments_are_blanked_as_cel_lexes_them(condition: str, text: str) -> None:
+    """CEL's lexis (github.com/google/cel-spec doc/langdef.md, "Syntax": STRING_LIT, BYTES_LIT, COMMENT)."""
+    assert celbudget.blanked(condition) == text

@@ -57,6 +57,7 @@ ADDED_SINCE = {
         "scopes",
         "gate",
         "trend",  # what changed since --previous (None without it)
+        "scanned",  # the scopes the run read facts of (what --previous and diff compare within)
     ),
     # cloud_instances, cloud_clusters: a k8s workload's nodes as instances of the clouds (empty on a cloud's clusters)
     "clusters": ("status", "complete", "not_judged", "cloud_instances", "cloud_clusters"),

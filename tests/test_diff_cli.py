@@ -81,3 +81,75 @@ def test_a_report_read_from_standard_input(tmp_path: Path) -> None:
     broken = subprocess.run(["fabriccheck", "merge", "-"], input=b"{", capture_output=True, timeout=120)
     assert broken.returncode == 2
     assert broken.stderr.decode().startswith("fabriccheck: error: standard input (-): not valid JSON")
+
+
+# ---------------------------------------------------------------------------------------------- scopes
+# Issue 29 item 9 and issue 30 item 8: reports of another scope (cloud, account, region, or kind of input) are not
+# compared, and a finding of a scope the later report never scanned is not "fixed".
+
+DEMO = DEMO_AWS.parent
+
+
+def _scan(tmp_path: Path, name: str, *args: str) -> Path:
+    out = tmp_path / name
+    result = run(*args, "-f", "json", "-o", str(out))
+    assert result.returncode in (0, 1), result.stderr
+    return out
+
+
+def test_reports_of_another_cloud_or_kind_are_not_compared(tmp_path: Path) -> None:
+    aws = _scan(tmp_path, "aws.json", "aws", "--from-dump", str(DEMO / "aws"))
+    gcp = _scan(tmp_path, "gcp.json", "gcp", "--from-dump", str(DEMO / "gcp"))
+    plan = _scan(tmp_path, "plan.json", "plan", str(DEMO / "plans" / "gcp-wrong.json"))
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    assert one_clean_line(run("diff", str(aws), str(gcp), "-o", str(tmp_path / "changes.txt"))) == (
+        f"fabriccheck: error: {aws} scanned aws:111122223333:us-east-1, and {gcp} gcp:fabriccheck-demo:global, "
+        "gcp:fabriccheck-demo:us-central1: no scope in common, so no finding is new or fixed between them"
+    )
+    assert one_clean_line(run("diff", str(plan), str(gcp))) == (
+        f"fabriccheck: error: {plan} judged a Terraform plan and {gcp} what runs: there is nothing to compare"
+    )
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before  # no changes.txt, every report kept
+
+
+def test_another_region_of_the_same_account_is_another_scope(tmp_path: Path) -> None:
+    east = _scan(tmp_path, "east.json", "aws", "--from-dump", str(DEMO / "aws"))
+    document = json.loads(east.read_text())
+    document["scanned"] = ["aws:111122223333:us-west-2"]  # the same account's audit of another region
+    west = tmp_path / "west.json"
+    west.write_text(json.dumps(document))
+    line = one_clean_line(run("diff", str(west), str(east)))
+    assert "scanned aws:111122223333:us-west-2, and " in line and "no scope in common" in line
+
+
+def test_findings_of_a_scope_the_new_report_never_scanned_are_not_fixed(tmp_path: Path) -> None:
+    """The demo's report holds AWS, Azure, GCP and Kubernetes; the later report scanned GCP only. Before, every
+    finding of the other clouds read "fixed"; now only what both scanned is compared."""
+    demo = _scan(tmp_path, "demo.json", "demo")
+    gcp = _scan(tmp_path, "gcp.json", "gcp", "--from-dump", str(DEMO / "gcp"))
+    result = run("diff", str(demo), str(gcp), "-f", "json")
+    assert result.returncode == 0, result.stderr
+    found = json.loads(result.stdout)
+    everything = json.loads(demo.read_text())["findings"]
+    outside = [f for f in everything if f["provider"] != "gcp"]
+    assert (len(found["fixed"]), len(found["new"]), len(found["unchanged"])) == (0, 0, len(everything) - len(outside))
+    assert found["notes"][0].startswith(
+        f"{len(outside)} finding(s) of the earlier report are in scopes this report did not scan (aws:111122223333:"
+    )
+    assert not any(c["id"].startswith(("aws:", "azure:", "k8s:")) for c in found["clusters"])
+
+
+def test_previous_of_another_scope_gives_no_trend_and_says_so(tmp_path: Path) -> None:
+    """`--previous` does not change the exit code (docs/html-report.md): the scan's report is written, with no
+    trend and a note, and one warning line says why."""
+    aws = _scan(tmp_path, "aws.json", "aws", "--from-dump", str(DEMO / "aws"))
+    out = tmp_path / "gcp.json"
+    result = run("gcp", "--from-dump", str(DEMO / "gcp"), "--previous", str(aws), "-f", "json", "-o", str(out))
+    said = (
+        f"--previous {aws} scanned aws:111122223333:us-east-1, and this report gcp:fabriccheck-demo:global, "
+        "gcp:fabriccheck-demo:us-central1: no scope in common, so no finding is new or fixed between them"
+    )
+    assert (result.returncode, result.stderr) == (1, f"fabriccheck: warning: {said}\n")
+    report = json.loads(out.read_text())
+    assert report["trend"] is None
+    assert report["notes"][-1] == f"no change since the earlier report is shown: {said}"

@@ -237,3 +237,25 @@ def test_evidence_read_from_standard_input(tmp_path: Path) -> None:
     assert garbage.returncode == 2
     assert garbage.stderr.decode().startswith("fabriccheck: error: unreadable input: standard input (-): no NCCL")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_log_whose_lines_name_no_host_is_not_taken_for_one_host(tmp_path: Path) -> None:
+    """Issue 29 item 9: lines without NCCL's `host:pid:tid` prefix (tests/fixtures/nccl/log_ofi_gdr_off_no_host.txt,
+    whose source SOURCES.md names) were read as one host, "nothing inter-node to judge", exit 0. NCCL prefixes every
+    INFO line with them (`%s:%d:%d [%d] NCCL INFO`: hostname, pid, tid, device), so a log without them was stripped, and
+    may hold any number of hosts: incomplete, exit 2, said in the report; the log as it was. (NCCL's format:
+    github.com/NVIDIA/nccl src/debug.cc, ncclDebugLog.)"""
+    log = tmp_path / "no-host.txt"
+    log.write_bytes((FIXTURES / "log_ofi_gdr_off_no_host.txt").read_bytes())
+    before = log.read_bytes()
+    result = run("nccl-log", str(log), "-f", "json")
+    assert result.returncode == 2 and result.stderr == "", result.stderr
+    report = json.loads(result.stdout)
+    assert report["complete"] is False
+    assert report["notes"] == [
+        "lines of the log name no host (`[0] NCCL INFO ...`, without NCCL's `host:pid:tid` prefix): how many hosts "
+        "the run spans is unknown, so the inter-node transport is not judged (pass the log as NCCL wrote it)"
+    ]
+    assert log.read_bytes() == before
+    # Lines without a host that show inter-node channels are judged as before (NVIDIA/nccl#385's numbered lines).
+    assert run("nccl-log", str(FIXTURES / "log_ring_lines_2.4_gdrdma_numbered.txt")).returncode == 0

@@ -6,14 +6,21 @@ from __future__ import annotations
 
 import json
 import re
+import signal
+import subprocess
+import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
 from cli_run import one_clean_line, run
 from gateway_run import free_port, needs_gateway, pushgateway, samples, served
+from loopback import serving
 
 from fabriccheck import flow
+from fabriccheck import pushgateway as pushgateway_module
 from fabriccheck.cli import demo_inventory
 from fabriccheck.reports.prometheus import registry_of
 from fabriccheck.waivers import Waiver
@@ -151,3 +158,79 @@ def test_metric_names_types_and_labels_are_the_documented_contract() -> None:
     for name, (_, names) in CONTRACT.items():
         row = next(line for line in docs.splitlines() if line.startswith(f"| `{name}`"))
         assert all(f"`{label}`" in row for label in names), (name, row)
+
+
+# ---------------------------------------------------------------------------------------------- a trickling gateway
+# Issue 29 item 6: a gateway that answers one byte every 10 s held a run for 375 s, because urllib's timeout bounds
+# each blocking socket call, not the request (https://docs.python.org/3/library/urllib.request.html, urlopen
+# "timeout"); and SIGTERM or Ctrl-C during the push waited for it. The gateway here is a real HTTP server on
+# 127.0.0.1 that reads the PUT (prometheus_client's push_to_gateway: PUT /metrics/job/NAME, body the text
+# exposition) and then trickles its answer.
+
+ANSWER = b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"
+
+
+def _trickling(every: float, got: threading.Event, stop: threading.Event) -> type[BaseHTTPRequestHandler]:
+    class Trickle(BaseHTTPRequestHandler):
+        def do_PUT(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            got.set()
+            for byte in ANSWER:
+                if stop.wait(every):
+                    return
+                self.wfile.write(bytes([byte]))
+                self.wfile.flush()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    return Trickle
+
+
+@contextmanager
+def _trickling_gateway(every: float) -> Iterator[tuple[str, threading.Event]]:
+    got, stop = threading.Event(), threading.Event()
+    try:
+        with serving(_trickling(every, got, stop), daemon_threads=True) as url:
+            yield url, got
+    finally:
+        stop.set()
+
+
+def test_a_trickling_gateway_ends_the_push_at_its_bound_in_one_line_after_the_report_is_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A byte every 0.5 s: each read well inside the per-read timeout, the whole answer (38 bytes) far beyond the
+    bound (set to 1 s here; 30 s by default, as docs/scheduled-audit.md says)."""
+    monkeypatch.setattr(pushgateway_module, "TIMEOUT_SECONDS", 1.0)
+    report = tmp_path / "report.json"
+    with _trickling_gateway(0.5) as (url, got):
+        line = one_clean_line(run("demo", "-o", str(report), "--pushgateway", url))
+        assert got.is_set()
+    assert line == f"fabriccheck: error: --pushgateway {url}: cannot push (no whole answer within 1 s)"
+    assert len(json.loads(report.read_text())["findings"]) == 48  # written before the push was tried
+
+
+@pytest.mark.parametrize(
+    ("signum", "code", "says"), [(signal.SIGTERM, 143, "terminated"), (signal.SIGINT, 130, "interrupted")]
+)
+def test_a_signal_during_a_push_ends_the_run_with_its_code_and_the_report_kept(
+    tmp_path: Path, signum: int, code: int, says: str
+) -> None:
+    """The issue's gateway (a byte every 10 s): the signal is sent once the gateway has the PUT. The run ends with
+    the signal's code and line (docs/usage.md, "Exit codes") instead of waiting for the push; the report, put in
+    place before the push, is whole. No time is asserted: 60 s is only the safety timeout of a run that hangs."""
+    report = tmp_path / "report.json"
+    with _trickling_gateway(10.0) as (url, got):
+        args = ["fabriccheck", "demo", "-o", str(report), "--pushgateway", url]
+        proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+        try:
+            assert got.wait(60), "the push never came"
+            proc.send_signal(signum)
+            stdout, stderr = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+    assert (proc.returncode, stderr, stdout) == (code, f"fabriccheck: {says}\n", "")
+    assert len(json.loads(report.read_text())["findings"]) == 48

@@ -102,12 +102,13 @@ def _main(
 
 def say(line: str) -> None:
     """One line on stderr: credentials masked and control characters written out (`\\x1b`, `\\n`), so that a value it
-    quotes (a key holding ESC[2J or a newline) can neither clear the screen nor forge a second line."""
-    from fabriccheck.reports.safe import visible
+    quotes (a key holding ESC[2J or a newline) can neither clear the screen nor forge a second line; a value of
+    any length it quotes is cut to a few hundred characters (safe.clipped)."""
+    from fabriccheck.reports.safe import clipped, visible
     from fabriccheck.sources.common import redact
 
     with suppress(OSError, ValueError, AttributeError):  # no stderr left to say it on: nothing more to do
-        sys.stderr.write(visible(redact(line)) + "\n")
+        sys.stderr.write(visible(clipped(redact(line))) + "\n")
         sys.stderr.flush()
 
 

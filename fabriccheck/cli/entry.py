@@ -79,7 +79,12 @@ def _run(argv: list[str] | None) -> int:
     except Terminated:
         say("fabriccheck: terminated")
         return TERMINATED
-    except Exception as exc:  # the promise is one line, never a traceback; FABRICCHECK_DEBUG=1 shows it
+    except click_errors.ClickException as exc:  # click's other refusals (a file option it could not open)
+        say(f"fabriccheck: error: {exc.format_message()}")
+        return 2
+    except (Exception, SystemExit) as exc:  # the promise is one line, never a traceback; FABRICCHECK_DEBUG=1 shows it
+        # SystemExit: a library that called sys.exit() inside a command; its code is no verdict (1 would read as
+        # findings), so it is an internal error like any other.
         if os.environ.get("FABRICCHECK_DEBUG"):
             # Masked as every error line is (sources.common.redact): an SDK's error text can quote the header or
             # URL that carries a credential (http.client quotes a whole Authorization header it refuses).
@@ -90,8 +95,16 @@ def _run(argv: list[str] | None) -> int:
             with suppress(OSError, ValueError):
                 sys.stderr.write(redact("".join(traceback.format_exception(exc))))
             return 2
-        say(f"fabriccheck: internal error: {type(exc).__name__}: {exc} (set FABRICCHECK_DEBUG=1 for details)")
+        say(f"fabriccheck: internal error: {type(exc).__name__}: {_message(exc)} (set FABRICCHECK_DEBUG=1 for details)")
         return 2
+
+
+def _message(exc: BaseException) -> str:
+    """What the error says, even when saying it fails (an exception whose __str__ raises)."""
+    try:
+        return str(exc)
+    except Exception:
+        return "(its message could not be shown)"
 
 
 def _usage_message(exc: Any) -> str:

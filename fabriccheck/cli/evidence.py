@@ -199,6 +199,8 @@ def run(
         write_baseline = settled.write_baseline if settled is not None else None
         recorded = gate.apply_to_evidence(ev, options, write_baseline, chosen)
     except FabricCheckError as error:
+        if isinstance(error, errors.OutputOverInput):  # its report would land on the file being read
+            raise
         with contextlib.suppress(FabricCheckError):  # the failure itself is the line to print
             error_targets = _error_targets(out, path)
             if error_targets:

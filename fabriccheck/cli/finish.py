@@ -76,7 +76,12 @@ def finish(inventory: Inventory, scan: ScanOptions, settled: Settled) -> NoRetur
             from fabriccheck import trend
 
             where, previous = settled.previous
-            report.trend = trend.compare(previous, report, where)
+            mismatch = trend.other_scope(previous, report, f"--previous {where}")
+            if mismatch is None:
+                report.trend = trend.compare(previous, report, where)
+            else:  # no trend rather than one that calls another account's findings fixed
+                report.notes.append(f"no change since the earlier report is shown: {mismatch}")
+                say(f"fabriccheck: warning: {mismatch}")
         write_reports(report, settled.targets, fail_on, scan.verbose, outputs)
         outputs.commit()
     except BaseException:

@@ -105,10 +105,18 @@ def estimate(
     """What a fabric should do (nccl-tests bandwidths) and what a fabric state costs, for a catalog type or a
     fabric described by hand (unless told otherwise: 8 GPUs and 8 NICs of 400 Gbps per node, over ib)."""
     from fabriccheck import estimate as estimating
+    from fabriccheck import gate
     from fabriccheck.errors import FabricCheckError, usage
 
     if fmt not in ("text", "json"):
         raise usage(f"--format {fmt}: estimates are shown as text or json")
+    named_file = Path(workload) if workload.endswith((".yaml", ".yml", ".toml")) else None
+    read = [
+        ("the workload file being read (--workload-file)", workload_file),
+        ("the workload file being read (--workload)", named_file),
+        ("the nccl-tests output being read (--calibrate)", calibrate),
+    ]
+    gate.check_output_reads(output, read)
     try:
         result = _estimate(nodes, fabric, state, workload, workload_file, price_per_gpu_hour, calibrate)
     except FabricCheckError as error:
@@ -321,14 +329,18 @@ def diff(
     """What changed between two JSON reports: new, fixed and unchanged findings (by fingerprint) and the change in
     lost GPU-hours. Exit 1 when a new finding that fails the gate is at or above --fail-on; 2 when NEW is
     incomplete (unless --allow-incomplete), since what it did not see cannot be called fixed."""
-    from fabriccheck import trend
+    from fabriccheck import gate, trend
     from fabriccheck.errors import FabricCheckError
     from fabriccheck.report import load_report
     from fabriccheck.reports import changes
 
     if fmt not in ("text", "json", "markdown"):
         raise FabricCheckError(f"--format {fmt}: diff writes text, json or markdown")
+    gate.check_output_reads(output, [("the earlier report (OLD)", previous), ("the later report (NEW)", current)])
     old, new = load_report(previous), load_report(current)
+    mismatch = trend.other_scope(old, new, str(previous))
+    if mismatch is not None:  # "9 fixed, 19 new" between an AWS account and a GCP project says nothing true
+        raise FabricCheckError(mismatch.replace("this report", f"{current}", 1))
     found = trend.compare(old, new, str(previous))
     if fmt == "json":
         emit(found.model_dump_json(indent=2) + "\n", output)

@@ -20,7 +20,7 @@ from typing import Any
 from fabriccheck import catalog
 from fabriccheck.baseline import BaselineSummary
 from fabriccheck.evidence import registry
-from fabriccheck.evidence.nccl_log import Log, Process
+from fabriccheck.evidence.nccl_log import UNNAMED_HOST, Log, Process
 from fabriccheck.evidence.nccl_messages import failure_cause
 from fabriccheck.evidence.registry import Hit, evidence_check
 from fabriccheck.findings import Finding
@@ -353,7 +353,17 @@ def judge_log(
         # Cut short: the lines that were not kept may name more hosts, and ranks on sockets. What is judged is
         # reported, but a cut log cannot pass a gate.
         ev.complete = False
-    if not multi:
+    if not multi and any(p.host == UNNAMED_HOST for p in procs):
+        # NCCL names every line's host (`host:pid:tid [dev] NCCL INFO`, github.com/NVIDIA/nccl src/debug.cc,
+        # ncclDebugLog); lines without it were stripped of it, and
+        # may come from any number of hosts: the run is not taken for a one-host run that passes.
+        ev.complete = False
+        ev.notes.append(
+            "lines of the log name no host (`[0] NCCL INFO ...`, without NCCL's `host:pid:tid` prefix): how many "
+            "hosts the run spans is unknown, so the inter-node transport is not judged (pass the log as NCCL "
+            "wrote it)"
+        )
+    elif not multi:
         ev.notes.append(
             "the log shows one host and no inter-node channel: there is no inter-node transport to judge "
             "(pass the log of a multi-node run)"

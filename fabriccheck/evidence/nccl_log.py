@@ -49,6 +49,8 @@ from fabriccheck.evidence.nccl_messages import (
 # (`int nccl_net_ofi_create_plugin(nccl_net_ofi_plugin_t**):259 `). The lookahead keeps the common line
 # (`[0] NCCL INFO`) from trying either.
 _LOC = r"(?:(?!NCCL )(?:\S+:\d+ (?:\(\w+\) )?|(?:[\w:<>,*&~]+ )*[\w:<>~]+\([^()\n]*\)(?: const)?:\d+ ))?"
+UNNAMED_HOST = "?"  # the host of lines without NCCL's `host:pid:tid` prefix: unknown, never one host
+
 # NCCL 2.26+ puts a timestamp before WARN lines (`[2025-12-28 16:04:25] host:pid:tid [0] ...`).
 _STAMP = r"(?:\[\d{4}-\d\d-\d\d[\d :.,]*\] )?"
 # host:pid:tid [dev] [location] NCCL INFO|WARN message -- searched, not matched, so launcher prefixes do not matter.
@@ -178,7 +180,7 @@ class Log:
 
     @property
     def hosts(self) -> list[str]:
-        return list(dict.fromkeys(p.host for p in self.processes.values() if p.host != "?"))
+        return list(dict.fromkeys(p.host for p in self.processes.values() if p.host != UNNAMED_HOST))
 
     @property
     def nodes(self) -> int:
@@ -272,7 +274,7 @@ class _Reader:
                 if self.previous is not None and self.previous.version is None:
                     self.previous.version = version.group(1)
             return
-        self.one(slow.group("host") or "?", slow.group("pid") or "?", slow.group("dev"), slow.group("level"),
+        self.one(slow.group("host") or UNNAMED_HOST, slow.group("pid") or "?", slow.group("dev"), slow.group("level"),
                  slow.group("msg"), 1)  # fmt: skip
 
     def one(self, host: str, pid: str, dev: str, level: str, msg: str, times: int) -> None:

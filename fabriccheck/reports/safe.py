@@ -5,6 +5,8 @@
   separators, BOM) are written as visible escapes (`\\x1b`, `\\u202e`). No cloud value can move the cursor,
   hide the rest of a line, start a new line or flip its direction (newline, return and tab as `\\n`, `\\r`,
   `\\t`), and the result is valid XML 1.0 text.
+- `clipped`: every run of more than LONG_RUN characters without a space cut to its start and end, with its length
+  said: a 100 MB value quoted in an error is one short line, not 100 MB on stderr.
 - `md_text`: `visible`, then every character markdown gives a meaning to inline is backslash-escaped, so a
   value is never emphasis, a link, HTML, a table cell boundary or (with `line_start`) a heading or list item,
   and no `@name` in it notifies anyone.
@@ -33,6 +35,20 @@ def _escape(match: re.Match[str]) -> str:
         return _SHORT[char]
     code = ord(char)
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+LONG_RUN = 400  # characters without a space: longer than any path, resource id or URL a line names whole
+_LONG = re.compile(rf"\S{{{LONG_RUN + 1},}}")
+
+
+def _clip(match: re.Match[str]) -> str:
+    run = match.group()
+    return f"{run[:200]}…[{len(run) - 240:,} characters left out]…{run[-40:]}"
+
+
+def clipped(text: str) -> str:
+    """`text` with every run of more than LONG_RUN characters without a space cut to its first 200 and last 40."""
+    return _LONG.sub(_clip, text)
 
 
 def visible(value: object) -> str:

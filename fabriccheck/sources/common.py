@@ -26,7 +26,7 @@ from typing import Any, BinaryIO, TypeVar
 import orjson
 from pydantic import ValidationError
 
-from fabriccheck import stopping
+from fabriccheck import pipes, stopping
 from fabriccheck.errors import STDIN_NAME, DumpShapeError, FabricCheckError, in_our_words
 from fabriccheck.model import UNKNOWN_ACCOUNT, CollectionError, Provider, ScopeStatus
 
@@ -328,6 +328,7 @@ def read_json(path: Path, dump_file: bool = False) -> Any:
             with open_dump_file(path) as file:
                 data = file.read()
         else:
+            pipes.refuse_named_pipe(path)  # `<(cat FILE)` is read; a FIFO nobody may ever write to is not
             data = path.read_bytes()
     except OSError as exc:
         raise FabricCheckError(f"{name}: cannot read ({exc.strerror})") from None
@@ -377,6 +378,9 @@ class Staged:
 
     def commit(self) -> None:
         if self.temporary is None:
+            if pipes.is_named_pipe(self.path):  # its reader may never come: a bounded wait (fabriccheck.pipes)
+                pipes.write(self.path, self.data or b"", self.option)
+                return
             try:
                 with self.path.open("wb") as out:
                     out.write(self.data or b"")
@@ -450,10 +454,14 @@ class Outputs:
         self._staged.append(stage(path, data, option))
 
     def commit(self) -> None:
-        # Devices and pipes (/dev/stdout) first: they are written, not renamed, and may fail (/dev/full); no file
-        # has been replaced yet when one does.
+        # Devices and pipes (/dev/stdout, a FIFO) first: they are written, not renamed, and may fail (/dev/full) or
+        # wait for their reader; no file has been replaced yet when one does. They are written with SIGTERM and
+        # Ctrl-C live (a signal then leaves every file as it was): only the renames hold signals off.
         self._staged.sort(key=lambda staged: staged.temporary is not None)
         try:
+            while self._staged and self._staged[0].temporary is None:
+                self._staged[0].commit()
+                self._staged.pop(0)
             with stopping.held():
                 while self._staged:
                     self._staged[0].commit()
@@ -473,11 +481,14 @@ class Shape:
     def __init__(self, where: str) -> None:
         self.where = where
 
-    def items(self, obj: Any, key: str, path: str) -> list[Any]:
+    def items(self, obj: Any, key: str, path: str, required: str = "") -> list[Any]:
+        """The list under `key` ([] when absent, unless `required`: then why it must be there, for the error)."""
         value = obj.get(key) if isinstance(obj, dict) else None
         if value is None:
             if not isinstance(obj, dict):
                 raise DumpShapeError(self.where, path, "an object")
+            if required:
+                raise DumpShapeError(self.where, f"{path}.{key}" if path else key, f"a list ({required})")
             return []
         if not isinstance(value, list):
             raise DumpShapeError(self.where, f"{path}.{key}" if path else key, "a list")

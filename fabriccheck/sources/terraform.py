@@ -23,6 +23,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from fabriccheck import pipes
 from fabriccheck.errors import FabricCheckError
 from fabriccheck.sources.terraform_resource import (
     PlanResource,
@@ -427,6 +428,8 @@ def read_plan(path: str) -> Plan:
     import orjson
 
     where = "standard input" if path == "-" else path
+    if path != "-":
+        pipes.refuse_named_pipe(path)
     try:
         data = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
     except OSError as exc:

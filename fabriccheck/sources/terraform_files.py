@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from fabriccheck import pipes
 from fabriccheck.errors import FabricCheckError
 
 _KEY = re.compile(r'\[(?:"(?:[^"\\]|\\.)*"|\d+)\]')
@@ -58,6 +59,7 @@ def _blocks(path: Path) -> list[tuple[str, list[str], int, dict[str, str]]]:
     hcl2 = _hcl()
     from lark import Tree
 
+    pipes.refuse_named_pipe(path, "--terraform-dir:")
     try:
         text = path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:

@@ -256,7 +256,11 @@ class Normalizer:
         scopes: set[tuple[str, str]] = set()
         for path, reservation in items:
             owner = self._owner(reservation)
-            for i, inst in enumerate(shape.items(reservation, "Instances", path)):
+            # A reservation "describes a launch request for one or more instances" (EC2 API Reference, Reservation:
+            # https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_Reservation.html): one without its
+            # Instances (`{"Reservations": [{}]}`) is a damaged answer, not an account without instances.
+            listed = shape.items(reservation, "Instances", path, required="a reservation lists its instances")
+            for i, inst in enumerate(listed):
                 where = f"{path}.Instances[{i}]"
                 try:
                     node: Node | None = instance_node(shape.obj(inst, where), self.region, owner, self._pools)

@@ -91,8 +91,8 @@ class Normalizer:
             made = {**base.model_dump(), **update} if base is not None else {**update, "instance_type": key[2] or None}
             shape = self._shapes[key] = NodeShape.model_validate(made)
         ids = joined.node.interface_ids if joined is not None else ()
-        topology = joined.node.topology if joined is not None else None
-        return Node(id=slurm.name, state=slurm.state, interface_ids=ids, topology=topology, shape=shape)
+        published = joined.node.topology if joined is not None else None  # the cloud's, not Slurm's
+        return Node(id=slurm.name, state=slurm.state, interface_ids=ids, topology=published, shape=shape)
 
     def _jobs(self, joins: dict[str, tuple[SlurmNode, Joined | None]]) -> list[Node]:
         """The nodes of each running job that holds more than one: its allocation, judged as a cluster of its own
