@@ -40,6 +40,12 @@ SIMPLE_STARTUP_HOPS = 4.0
 # its units (all_reduce: nsteps - nInterSteps), a tree's chain 2(R/U - 1). Between ordinary nodes the measured
 # 2-node latency already holds a node's own hops; inside one node and inside a multi-node NVLink domain (NCCL 2.26
 # counts a rack as one node: init.cc groups ranks by their ring's first rank) every hop is counted.
+# A tree's chain through a node reaches 0.92 of the NVLink bandwidth (tuning.cc: up to 2 nodes a tree's bandwidth is
+# the intra-node one, `bw = nNodes <= 2 ? graphs[a]->bwIntra : ...`, then `if (a == NCCL_ALGO_TREE) busBw =
+# std::min(busBw*.92, ...)`; the same lines in v2.19 through NVIDIA/nccl@5067397). It decides the 2-node trees of
+# fast fabrics (8 x 400 Gbps InfiniBand on H100), which the NVLink chain, not the NICs, bounds. The NIC side keeps the
+# efficiency its fitted rows measured (2-node rows measure the tree itself).
+TREE_EFFICIENCY = 0.92
 NVLINK_BASE_S = (6.6e-6, 8.4e-6)  # (LL, Simple)
 NVLINK_STEP_S = {"ring": (0.6e-6, 3.4e-6), "tree": (0.6e-6, 4.0e-6)}  # (LL, Simple) per NVLink hop
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast", "reduce")
@@ -121,7 +127,8 @@ def algorithm(
     inter = (1.0 if nodes == 2 else 2.0) * size / link.bandwidth
     chain = 2 * (gpus - 1) / gpus * size / intra if gpus > 1 else 0.0
     tree_hops = 2 * (gpus - 1) if domain else 0  # the chain down and up through a domain's ranks
-    tree = _protocol(link.latency * math.log2(nodes), link.latency, max(inter, chain), tree_hops, "tree")
+    transfer = max(inter, chain / TREE_EFFICIENCY)
+    tree = _protocol(link.latency * math.log2(nodes), link.latency, transfer, tree_hops, "tree")
     return ("tree", tree) if tree < ring else ("ring", ring)
 
 
