@@ -369,6 +369,19 @@ def test_a_split_over_more_nvl72_domains_is_never_free() -> None:
         assert packed is not None and split is not None and split[1] < packed[1], size
 
 
+def test_first_generation_efa_pays_its_own_small_message_latency() -> None:
+    """p4d and p4de (4 x 100 Gbps first-generation EFA) take p4de's published 8-byte latency, ~161 us
+    (aws-samples/awsome-distributed-training micro-benchmarks/nccl-tests/README.md), p5 its 70 us: a 32 MiB
+    all_reduce on 2 x p4d is then within 25% of skypilot's measured 17.4 GB/s algbw (it was 66% high)."""
+    p4d, p5 = estimate.fabric_of_type("p4d.24xlarge"), estimate.fabric_of_type("p5.48xlarge")
+    assert links.fabric_link(p4d, catalog.accelerator("A100"), True) == links.Link(
+        400 / 8 * 1e9 * links.EFFICIENCY[FabricKind.EFA], 161e-6, True
+    )
+    link = links.fabric_link(p5, catalog.accelerator("H100"), True)
+    assert isinstance(link, links.Link) and link.latency == links.LATENCY_S[FabricKind.EFA]
+    assert check(_row("p4d-2n-efa4-vm-32mib")).error <= TOLERANCE
+
+
 def test_a_custom_fabric_row_prices_like_its_instance_type() -> None:
     """Rows describe fabrics by hand or by type: ND H100 v5 by hand (8 x 400 Gbps IB) and from the catalog give
     the same healthy busbw, so a custom row checks the same model the scan uses."""
