@@ -465,5 +465,5 @@ def test_ddp_without_overlap_exposes_every_bucket_and_says_so() -> None:
         (1 - steps.COMM_SM_OVERHEAD) * hidden
     )
     assert penalty.layout_line(after).endswith("reduced after the backward pass ends (ddp_overlap: false)")
-    with pytest.raises(FabricCheckError, match="w.yaml: ddp_overlap must be true or false, not 'no'"):
+    with pytest.raises(FabricCheckError, match=r"w\.yaml: ddp_overlap must be true or false, not 'no'"):
         workload_from_mapping({**fields, "ddp_overlap": "no"}, "w.yaml")
