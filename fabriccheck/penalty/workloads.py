@@ -149,10 +149,14 @@ def layout_line(w: Workload) -> str:
     if w.strategy == "ddp":
         default = " (the default)" if w.bucket_bytes == DDP_BUCKET_BYTES else ""
         if not w.ddp_overlap:
-            return f"DDP, {w.bucket_bytes / 1e6:g} MB gradient buckets{default} reduced after the backward pass ends" \
+            return (
+                f"DDP, {w.bucket_bytes / 1e6:g} MB gradient buckets{default} reduced after the backward pass ends"
                 " (ddp_overlap: false)"
-        return f"DDP, {w.bucket_bytes / 1e6:g} MB gradient buckets{default} reduced during the backward pass" \
+            )
+        return (
+            f"DDP, {w.bucket_bytes / 1e6:g} MB gradient buckets{default} reduced during the backward pass"
             " (ddp_overlap: true, the default)"
+        )
     return f"3D: tensor {w.tensor_parallel}, pipeline {w.pipeline_parallel}, data parallel across the rest"
 
 
