@@ -108,6 +108,7 @@ def algorithm(
     if ranks <= 1 or size <= 0:
         return "none", 0.0
     hops = 2 if op == "all_reduce" else 1  # NVLink steps per rank of a ring
+    domain = domain or link.domain_units
     if nodes <= 1:
         return "nvlink", _nvlink_protocol(hops * (gpus - 1), "ring", factor * size / intra)
     steps = 2 * (nodes - 1) if op == "all_reduce" else nodes - 1
@@ -199,7 +200,8 @@ def units(nodes: int, gpus: int, link: Link, per_domain: int, domains: int | Non
     spanned = domains_spanned(nodes, per_domain, domains)
     per_unit = max(1, nodes // spanned)
     share = min(float(per_unit), DOMAIN_RING_NICS / nics) if nics > 0 else float(per_unit)
-    return Units(spanned, gpus * per_unit, replace(link, bandwidth=link.bandwidth * max(1.0, share)), per_unit)
+    joined = replace(link, bandwidth=link.bandwidth * max(1.0, share), domain_units=per_unit > 1)
+    return Units(spanned, gpus * per_unit, joined, per_unit)
 
 
 @dataclass(frozen=True)

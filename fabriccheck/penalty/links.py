@@ -138,6 +138,9 @@ class Link:
     # aws-ofi-nccl (EFA) does (aws/aws-ofi-nccl src/tuner/nccl_ofi_regions.cpp); NCCL's own model on its own
     # picks rings at 2 nodes unless NVLSTree applies (tuning.cc).
     tuned_trees: bool = False
+    # The units this link joins are multi-node NVLink domains (penalty.collectives.units): their NVLink hops cost
+    # NCCL's step latency (collectives.NVLINK_STEP_S), which a node's measured latency does not hold.
+    domain_units: bool = False
 
 
 FabricHealth = Literal["healthy", "tcp-fallback", "partial", "gpudirect-off", "unreachable"]
