@@ -384,7 +384,10 @@ def figure_lines(name: str) -> tuple[str | None, str | None]:
     missing = None
     if accel.missing:
         lost = "no collectives and no step time" if accel.nvlink_gbytes is None else "no step time"
-        missing = f"no sourced {' or '.join(accel.missing)} for {accel.name}: {lost}"
+        missing = (
+            f"no sourced {' or '.join(accel.missing)} for {accel.name}: {lost} (give them, with their source, in "
+            "fabriccheck/data/accelerators.yaml)"
+        )
     assumed = [catalog.FIGURES[f] for f in accel.assumed if f != "mfu"]  # every MFU is a prior (README)
     said = f"{accel.name}'s {' and '.join(assumed)} is assumed, not published (fabriccheck/data/accelerators.yaml)"
     return missing, said if assumed else None

@@ -53,6 +53,8 @@ WORKLOAD_FIELDS = {
     "top_k": "MoE: experts per token",
     "precision": "fp32, bf16, fp16 or fp8 (bytes of communicated values)",
     "bucket_mb": "ddp: gradient bucket in MB (PyTorch's bucket_cap_mb, 25 by default)",
+    "ddp_overlap": "ddp: true (the default: buckets reduced during the backward pass, as PyTorch DDP does) or false"
+    " (after it: DeepSpeed ZeRO-1, or ZeRO-2 without overlap_comm)",
     "step_seconds": "a step time you measured with a healthy fabric (replaces the MFU prior)",
     "step_nodes": "the nodes that step time was measured on",
     "nccl_socket_nthreads": "NCCL_SOCKET_NTHREADS as the job sets it (NCCL's default for the NIC if absent)",
@@ -186,7 +188,16 @@ def workload_from_mapping(doc: Any, where: str, name: str = "workload", source: 
         sockets_per_thread=_count(doc, "nccl_nsocks_perthread", where),
         socket_channels=_count(doc, "nccl_channels", where),
         fsdp_wrap=_wrap(doc, where),
+        ddp_overlap=_flag(doc, "ddp_overlap", True, where),
     )
+
+
+def _flag(doc: dict[str, Any], key: str, default: bool, where: str) -> bool:
+    """A true/false field (YAML and TOML booleans only: a word like "yes" in quotes is refused)."""
+    value = doc.get(key, default)
+    if not isinstance(value, bool):
+        raise FabricCheckError(f"{where}: {key} must be true or false, not {value!r}")
+    return value
 
 
 def _wrap(doc: dict[str, Any], where: str) -> penalty.FsdpWrap:

@@ -290,5 +290,6 @@ def test_device_names_as_nccl_tests_and_clouds_print_them() -> None:
     assert named == {
         "NVIDIA H100 80GB HBM3": "H100", "Tesla V100-SXM2-32GB": "V100", "A100-SXM4-40GB": "A100",
         "Tesla T4": "T4", "AMD Instinct MI300X": "MI300X", "Gaudi HL-205": "Gaudi", "h100": "H100",
-        "H100 PCIe": None, "V100-PCIE-16GB": None, "Gaudi2": None,  # other figures: not the SXM part's
+        "H100 PCIe": None, "V100-PCIE-16GB": None,  # other figures: not the SXM part's
+        "Gaudi2": "Gaudi2",  # its own row (432 BF16 TFLOPS, 96 GB), never first-generation Gaudi's figures
     }  # fmt: skip

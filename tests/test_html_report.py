@@ -135,13 +135,14 @@ def test_clusters_in_the_text_reports_order(demo: Report, page: str) -> None:
 def test_the_headline_and_statuses(demo: Report, page: str) -> None:
     # Issue 32: the three nccl-tests jobs (EKS, AKS over IPoIB, GKE's sample) are test jobs, not a day of training:
     # their 1,022-1,086 GPU-hours are no longer counted lost (the demo said 5,920-6,164); and 70B is priced only
-    # where it fits (four clusters of 4-32 small or few GPUs are priced as 1B or 8B: 25 and 17 fewer).
-    assert '<div class="big">4,873–5,061 GPU-hours lost a day</div>' in page
+    # where it fits (four clusters of 4-32 small or few GPUs are priced as 1B or 8B: 25 and 17 fewer). p4d's
+    # first-generation EFA latency (161 us) prices vision-train's healthy step slower: one fewer lost.
+    assert '<div class="big">4,872–5,060 GPU-hours lost a day</div>' in page
     assert "6 clusters cannot run at all" in page and "Pass --price-per-gpu-hour for dollars." in page
     cards = dict(re.findall(r'data-status="([^"]+)"><b>(\d+)</b>', page))
     assert cards == {"with findings": "26", "clean": "8", "incomplete": "0", "skipped (not training)": "0"}
     priced = render(flow.run(demo_inventory(), flow.Options(price_per_gpu_hour=2.0)), "html")
-    assert "4,873–5,061 GPU-hours lost a day · $9,745–$10,122</div>" in priced
+    assert "4,872–5,060 GPU-hours lost a day · $9,745–$10,121</div>" in priced
     # what could not be seen: the demo's stopped instances and the clusters it could not price
     unseen = section(page, "unseen")
     assert "instances not judged: 2 deallocated, 1 stopped, 1 terminated" in unseen

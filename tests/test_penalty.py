@@ -114,12 +114,13 @@ def test_algorithm_choice_follows_nccl() -> None:
     assert penalty.algorithm("all_reduce", 16 * 2**30, 8, 8, link, nvl)[0] == "ring"
     assert penalty.algorithm("all_gather", 8, 16, 8, link, nvl)[0] == "ring"
     assert penalty.algorithm("all_reduce", 2**30, 1, 8, link, nvl)[0] == "nvlink"
-    # ring busbw at 8 nodes is the node's achieved NIC bandwidth; the 2-node tree's algbw is capped by NVLink
+    # ring busbw at 8 nodes is the node's achieved NIC bandwidth; the 2-node tree's algbw is capped by its NVLink
+    # chain at NCCL's 0.92 of it (NVIDIA/nccl src/graph/tuning.cc: a tree's busBw x .92, intra-node up to 2 nodes)
     size = 16 * 2**30
     ring = size / penalty.collective_seconds("all_reduce", size, 8, 8, link, nvl) * 2 * 63 / 64
     assert ring == pytest.approx(link.bandwidth, rel=0.01)
     tree = size / penalty.collective_seconds("all_reduce", size, 2, 8, link, nvl)
-    assert tree == pytest.approx(nvl / (2 * 7 / 8), rel=0.01)
+    assert tree == pytest.approx(nvl / (2 * 7 / 8) * 0.92, rel=0.01)
 
 
 def _p4d_busbw(link: Link | None) -> float:

@@ -237,3 +237,44 @@ def test_an_a10_is_priced_with_its_a10g_figures() -> None:
     """AWS's A10G is the A10 (NVIDIA A10 datasheet: 24 GB GDDR6, PCIe Gen4, the BF16 peak accelerators.yaml cites
     for A10G): `--gpu A10` and an Azure NVadsA10 device name resolve to that row."""
     assert estimate.accelerator_named("A10") == "A10G" and estimate.accelerator_named("NVIDIA A10") == "A10G"
+
+
+@pytest.mark.parametrize(
+    ("typed", "name", "peak", "scale_up", "memory"),
+    [
+        ("L40", "L40", 181, 32, 48),  # NVIDIA L40 datasheet table (mullet.se): 181.05 BF16 dense, PCIe Gen4, 48 GB
+        ("a40", "A40", 149.7, 32, 48),  # hmc-tech.com A40 figures; NVLink bridges pairs only: a ring crosses PCIe Gen4
+        ("MI325X", "MI325X", 1307, 448, 256),  # awesomeagents.ai, wiaix.com: MI300X's compute and 7 IF links
+        ("Gaudi 3", "Gaudi3", 1835, 525, 128),  # docs.habana.ai Network Configuration: 21 x 200 Gbps scale-up
+    ],
+)
+def test_newly_sourced_accelerators_are_priced(
+    typed: str, name: str, peak: float, scale_up: float, memory: float
+) -> None:
+    """Accelerators that had no row (issue 32 item 5) resolve under the names people type and get a step time, with
+    the figure the source beside each value gives."""
+    assert estimate.accelerator_named(typed) == name
+    accel = catalog.accelerator(name)
+    assert accel is not None and not accel.missing
+    assert (accel.peak_tflops, accel.nvlink_gbytes, accel.memory_gbytes) == (peak, scale_up, memory)
+    fabric = estimate.custom_fabric(name, 8, 4, 200, "roce", True, 100)
+    found = penalty.estimate(fabric, 4, penalty.FabricState.tcp_fallback(), penalty.WORKLOADS["llm-8b-fsdp"])
+    assert found.estimated and found.low > 1.0
+
+
+@pytest.mark.parametrize(
+    ("typed", "missing"),
+    [
+        ("MI355X", "no sourced NVLink/PCIe bandwidth between the devices of a node or dense BF16/FP16 peak"),
+        ("Gaudi 2", "no sourced NVLink/PCIe bandwidth between the devices of a node for Gaudi2"),
+        ("RTX PRO 6000", "no sourced dense BF16/FP16 peak throughput or MFU prior for RTX PRO 6000: no step time"),
+    ],
+)
+def test_an_accelerator_without_a_published_figure_says_which_and_where_it_goes(typed: str, missing: str) -> None:
+    """MI355X (288 GB HBM3E, theregister.com), Gaudi 2 (432 BF16 TFLOPS, 96 GB) and the RTX PRO 6000 (96 GB GDDR7,
+    PCIe Gen5, gpu.name) are known by name, but the figures no stored source gives are named in one line that says
+    where they go, not guessed."""
+    name = estimate.accelerator_named(typed)
+    line, _ = estimate.figure_lines(name)
+    assert line is not None and missing in line
+    assert line.endswith("(give them, with their source, in fabriccheck/data/accelerators.yaml)")

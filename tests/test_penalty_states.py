@@ -435,5 +435,35 @@ def test_the_layout_and_its_defaults_are_named_in_every_report() -> None:
     report = estimate.run(P5, 4, "tcp", FSDP)
     assert "layout: FSDP wrapping each layer (the default; fsdp_wrap: layer, model or hybrid)" in report.notes
     ddp = estimate.run(P5, 4, "tcp", penalty.WORKLOADS["llm-8b-ddp"])
-    assert "layout: DDP, 25 MB gradient buckets (the default) reduced during the backward pass" in ddp.notes
+    assert (
+        "layout: DDP, 25 MB gradient buckets (the default) reduced during the backward pass"
+        " (ddp_overlap: true, the default)" in ddp.notes
+    )
     assert penalty.layout_line(_fsdp("model")) == "FSDP wrapping the whole model in one unit (fsdp_wrap: model)"
+
+
+def test_ddp_without_overlap_exposes_every_bucket_and_says_so() -> None:
+    """ddp_overlap (workload file): PyTorch DDP reduces each bucket during the backward pass as its gradients are
+    ready (docs.pytorch.org/docs/stable/notes/ddp.html, the default); DeepSpeed ZeRO-1 reduces after it
+    (microsoft/DeepSpeed#1246: its backward hooks trigger no reduction), so every bucket but none hidden is paid."""
+    fields = {"parameters": "8B", "layers": 32, "hidden": 4096, "seq_len": 8192, "tokens_per_gpu": 8192,
+              "parallelism": "zero1"}  # fmt: skip
+    overlapped = workload_from_mapping(fields, "w.yaml")
+    after = workload_from_mapping({**fields, "ddp_overlap": False}, "w.yaml")
+    assert overlapped.ddp_overlap and not after.ddp_overlap
+    link = links.Link(50e9, 30e-6)
+    h100 = catalog.accelerator("H100")
+    assert h100 is not None
+    with_overlap = steps.step_times(overlapped, 4, 8, h100, link)
+    without = steps.step_times(after, 4, 8, h100, link)
+    assert without.step(overlap=True) == pytest.approx(without.compute + without.communication)
+    # what hid behind the backward pass cost COMM_SM_OVERHEAD of itself; without overlap it costs all of itself
+    [phase] = with_overlap.phases
+    hidden = min(phase.comm, phase.window)
+    assert hidden > 0
+    assert without.step(overlap=True) - with_overlap.step(overlap=True) == pytest.approx(
+        (1 - steps.COMM_SM_OVERHEAD) * hidden
+    )
+    assert penalty.layout_line(after).endswith("reduced after the backward pass ends (ddp_overlap: false)")
+    with pytest.raises(FabricCheckError, match=r"w\.yaml: ddp_overlap must be true or false, not 'no'"):
+        workload_from_mapping({**fields, "ddp_overlap": "no"}, "w.yaml")

@@ -16,7 +16,6 @@ from fabriccheck import catalog
 from fabriccheck.penalty.links import (
     GB,
     HEALTHY,
-    INTRA_LATENCY_S,
     INTRA_RING_EFFICIENCY,
     FabricDescription,
     FabricState,
@@ -34,6 +33,21 @@ from fabriccheck.penalty.links import (
 # p5 (4.3 x its 70 us latency) and ~600 us on p4de (3.7 x 161 us).
 LL_BANDWIDTH_FRACTION = 0.2
 SIMPLE_STARTUP_HOPS = 4.0
+# NCCL's own latency model for the steps a collective takes over NVLink (NVIDIA/nccl@5067397 src/graph/tuning.cc,
+# ncclTunerConstantsDefaults; the same figures in v2.26.2-1, the NCCL of coreweave/nccl-tests' GB200 runs): a base
+# per launch (baseLatencies, Ring: LL 6.6 us, Simple 8.4 us) and one NVLink hop per step (hwLatencies[NVLINK]:
+# Ring LL 0.6, Simple 3.4 us; Tree LL 0.6, Simple 4.0 us). A ring of R ranks over U units takes 2(R-U) steps inside
+# its units (all_reduce: nsteps - nInterSteps), a tree's chain 2(R/U - 1). Between ordinary nodes the measured
+# 2-node latency already holds a node's own hops; inside one node and inside a multi-node NVLink domain (NCCL 2.26
+# counts a rack as one node: init.cc groups ranks by their ring's first rank) every hop is counted.
+# A tree's chain through a node reaches 0.92 of the NVLink bandwidth (tuning.cc: up to 2 nodes a tree's bandwidth is
+# the intra-node one, `bw = nNodes <= 2 ? graphs[a]->bwIntra : ...`, then `if (a == NCCL_ALGO_TREE) busBw =
+# std::min(busBw*.92, ...)`; the same lines in v2.19 through NVIDIA/nccl@5067397). It decides the 2-node trees of
+# fast fabrics (8 x 400 Gbps InfiniBand on H100), which the NVLink chain, not the NICs, bounds. The NIC side keeps the
+# efficiency its fitted rows measured (2-node rows measure the tree itself).
+TREE_EFFICIENCY = 0.92
+NVLINK_BASE_S = (6.6e-6, 8.4e-6)  # (LL, Simple)
+NVLINK_STEP_S = {"ring": (0.6e-6, 3.4e-6), "tree": (0.6e-6, 4.0e-6)}  # (LL, Simple) per NVLink hop
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast", "reduce")
 
 
@@ -68,7 +82,14 @@ def intra_bandwidth(accel: catalog.Accelerator, domain: bool = False) -> float:
 
 
 def algorithm(
-    op: str, size: float, nodes: int, gpus: int, link: Link, intra: float, two_node_tree: bool = True
+    op: str,
+    size: float,
+    nodes: int,
+    gpus: int,
+    link: Link,
+    intra: float,
+    two_node_tree: bool = True,
+    domain: bool = False,
 ) -> tuple[str, float]:
     """The algorithm NCCL would pick for one collective of `size` bytes and its time in seconds.
 
@@ -79,13 +100,17 @@ def algorithm(
     - tree (all_reduce only; double binary tree): log2(N) latency; each node sends and receives the buffer once
       at 2 nodes and twice beyond, while the chain inside the node moves 2(g-1)/g of it over NVLink.
     Trees win small messages at scale; at 2 nodes they also win large ones, where NCCL runs them: with NVLSTree
-    (NVLS accelerators) or a plugin's tuner (`two_node_tree`); otherwise NCCL's model keeps rings there."""
+    (NVLS accelerators) or a plugin's tuner (`two_node_tree`); otherwise NCCL's model keeps rings there.
+    Inside one node, and inside the units when they are multi-node NVLink domains (`domain`), every NVLink hop
+    costs NCCL's own step latency (NVLINK_STEP_S): a ring of 1,440 ranks pays for its 2,840 hops inside racks."""
     ranks = nodes * gpus
     factor = bus_factor(op, ranks)
     if ranks <= 1 or size <= 0:
         return "none", 0.0
+    hops = 2 if op == "all_reduce" else 1  # NVLink steps per rank of a ring
+    domain = domain or link.domain_units
     if nodes <= 1:
-        return "nvlink", _protocol(INTRA_LATENCY_S, INTRA_LATENCY_S, factor * size / intra)
+        return "nvlink", _nvlink_protocol(hops * (gpus - 1), "ring", factor * size / intra)
     steps = 2 * (nodes - 1) if op == "all_reduce" else nodes - 1
     if op == "alltoall":
         # Point-to-point sends, no ring: each GPU sends (N-1)/N of its buffer off the node, so the node's NICs
@@ -94,29 +119,51 @@ def algorithm(
         on_node = (gpus - 1) / ranks * size / intra if gpus > 1 else 0.0
         return "p2p", _protocol(steps * link.latency / 2, link.latency, max(off_node, on_node))
     ring_bandwidth = min(link.bandwidth, intra) if gpus > 1 else link.bandwidth
-    ring = _protocol(steps * link.latency / 2, link.latency, factor * size / ring_bandwidth)
+    ring_hops = hops * nodes * (gpus - 1) if domain else 0  # NCCL's (nsteps - nInterSteps) inside the domains
+    ring = _protocol(steps * link.latency / 2, link.latency, factor * size / ring_bandwidth, ring_hops, "ring")
     if op != "all_reduce":
         return "ring", ring
     if nodes == 2 and not two_node_tree:
         return "ring", ring
     inter = (1.0 if nodes == 2 else 2.0) * size / link.bandwidth
     chain = 2 * (gpus - 1) / gpus * size / intra if gpus > 1 else 0.0
-    tree = _protocol(link.latency * math.log2(nodes), link.latency, max(inter, chain))
+    tree_hops = 2 * (gpus - 1) if domain else 0  # the chain down and up through a domain's ranks
+    transfer = max(inter, chain / TREE_EFFICIENCY)
+    tree = _protocol(link.latency * math.log2(nodes), link.latency, transfer, tree_hops, "tree")
     return ("tree", tree) if tree < ring else ("ring", ring)
 
 
-def _protocol(latency: float, hop: float, transfer: float) -> float:
+def _protocol(latency: float, hop: float, transfer: float, nvlink_hops: int = 0, kind: str = "ring") -> float:
     """Seconds for an algorithm whose latency is `latency` and whose bytes take `transfer` at full bandwidth, under
     the faster of NCCL's protocols (tuning.cc): LL, at the measured small-message latency but a fraction of the
-    bandwidth, or Simple, at full bandwidth after a start-up of a few per-hop latencies (`hop`)."""
-    return latency + min(transfer / LL_BANDWIDTH_FRACTION, SIMPLE_STARTUP_HOPS * hop + transfer)
+    bandwidth, or Simple, at full bandwidth after a start-up of a few per-hop latencies (`hop`). `nvlink_hops`
+    NVLink steps the measured latency does not hold add NCCL's per-hop latency of each protocol."""
+    ll_hop, simple_hop = NVLINK_STEP_S[kind]
+    ll = transfer / LL_BANDWIDTH_FRACTION + nvlink_hops * ll_hop
+    simple = SIMPLE_STARTUP_HOPS * hop + transfer + nvlink_hops * simple_hop
+    return latency + min(ll, simple)
+
+
+def _nvlink_protocol(hops: int, kind: str, transfer: float) -> float:
+    """Seconds for a collective over NVLink alone (one node, or one multi-node NVLink domain): NCCL's base and
+    per-hop latencies (NVLINK_BASE_S, NVLINK_STEP_S) under the faster of LL and Simple."""
+    ll_hop, simple_hop = NVLINK_STEP_S[kind]
+    ll = NVLINK_BASE_S[0] + hops * ll_hop + transfer / LL_BANDWIDTH_FRACTION
+    return min(ll, NVLINK_BASE_S[1] + hops * simple_hop + transfer)
 
 
 def collective_seconds(
-    op: str, size: float, nodes: int, gpus: int, link: Link, intra: float, two_node_tree: bool = True
+    op: str,
+    size: float,
+    nodes: int,
+    gpus: int,
+    link: Link,
+    intra: float,
+    two_node_tree: bool = True,
+    domain: bool = False,
 ) -> float:
     """Seconds one collective of `size` bytes takes on `nodes` x `gpus` ranks (see `algorithm`)."""
-    return algorithm(op, size, nodes, gpus, link, intra, two_node_tree)[1]
+    return algorithm(op, size, nodes, gpus, link, intra, two_node_tree, domain)[1]
 
 
 def two_node_trees(accel: catalog.Accelerator, link: Link) -> bool:
@@ -153,7 +200,8 @@ def units(nodes: int, gpus: int, link: Link, per_domain: int, domains: int | Non
     spanned = domains_spanned(nodes, per_domain, domains)
     per_unit = max(1, nodes // spanned)
     share = min(float(per_unit), DOMAIN_RING_NICS / nics) if nics > 0 else float(per_unit)
-    return Units(spanned, gpus * per_unit, replace(link, bandwidth=link.bandwidth * max(1.0, share)), per_unit)
+    joined = replace(link, bandwidth=link.bandwidth * max(1.0, share), domain_units=per_unit > 1)
+    return Units(spanned, gpus * per_unit, joined, per_unit)
 
 
 @dataclass(frozen=True)
@@ -189,7 +237,9 @@ def collective_estimate(
     per_domain = domain_nodes(fabric, accel, state)
     group = units(nodes, fabric.gpus_per_node, link, per_domain, state.nvlink_domains, fabric.nics)
     intra = intra_bandwidth(accel, group.nodes_per_unit > 1)
-    name, seconds = algorithm(op, size_bytes, group.count, group.gpus, group.link, intra, two_node_trees(accel, link))
+    trees = two_node_trees(accel, link)
+    domain = group.nodes_per_unit > 1
+    name, seconds = algorithm(op, size_bytes, group.count, group.gpus, group.link, intra, trees, domain)
     if seconds <= 0:
         return None
     algbw = size_bytes / seconds / GB

@@ -47,6 +47,10 @@ LATENCY_S = {
     FabricKind.TCPXO: 123e-6,
     FabricKind.TCPX: 123e-6,
 }
+# First-generation EFA (p4d, p4de: 4 x 100 Gbps) is slower to a small message than p5's: 8-byte all_reduce between
+# 2 x p4de ~161 us (aws-samples/awsome-distributed-training micro-benchmarks/nccl-tests/README.md, penalty-model B
+# row 5); p4d carries the same EFA NICs (catalog: 4 x 100 Gbps, the same sources).
+LATENCY_BY_FAMILY_S = {"p4d": 161e-6, "p4de": 161e-6}
 # NCCL over sockets, 8-byte all_reduce between 2 nodes: 98.8-112.9 us on EKS with EFA disabled
 # (aws-samples/aws-do-eks@509da3f Container-Root/eks/deployment/karpenter/README.md); 200 us kept as the high side.
 TCP_LATENCY_S = 200e-6
@@ -134,6 +138,9 @@ class Link:
     # aws-ofi-nccl (EFA) does (aws/aws-ofi-nccl src/tuner/nccl_ofi_regions.cpp); NCCL's own model on its own
     # picks rings at 2 nodes unless NVLSTree applies (tuning.cc).
     tuned_trees: bool = False
+    # The units this link joins are multi-node NVLink domains (penalty.collectives.units): their NVLink hops cost
+    # NCCL's step latency (collectives.NVLINK_STEP_S), which a node's measured latency does not hold.
+    domain_units: bool = False
 
 
 FabricHealth = Literal["healthy", "tcp-fallback", "partial", "gpudirect-off", "unreachable"]
@@ -356,6 +363,9 @@ def ecmp_share(fabric: FabricDescription, nodes: int, best: bool) -> float:
 def fabric_link(fabric: FabricDescription, accel: catalog.Accelerator | None, best: bool) -> Link | str:
     """The fabric itself with nothing wrong, at the best or worst end (they differ only without GPUDirect RDMA)."""
     efficiency, latency = EFFICIENCY.get(fabric.fabric), LATENCY_S.get(fabric.fabric)
+    family = (fabric.instance_type or "").split(".")[0]
+    if latency is not None and fabric.fabric is FabricKind.EFA:
+        latency = LATENCY_BY_FAMILY_S.get(family, latency)
     if efficiency is None or latency is None:
         return f"no sourced efficiency for {fabric.fabric} fabrics"
     bandwidth = fabric.fabric_gbps / 8 * GB * efficiency * fabric.calibration

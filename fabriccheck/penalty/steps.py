@@ -127,11 +127,13 @@ def _data_parallel(
     experts = m * _expert_all_to_all(w, tokens / m, gpus, link, intra)
     if w.strategy == "ddp":
         # One all-reduce per step (no_sync while accumulating), bucket by bucket during the last backward;
-        # the last bucket is reduced after the backward pass ends.
+        # the last bucket is reduced after the backward pass ends. Without overlap (ddp_overlap false) every
+        # bucket waits for the backward pass to end: nothing hides.
         buckets = max(1, math.ceil(size / max(1.0, w.bucket_bytes)))
         trees = two_node_trees(accel, link)
         bucket = collective_seconds("all_reduce", size / buckets, nodes, gpus, link, intra, trees)
-        return StepTimes(compute, experts + bucket, (Phase((buckets - 1) * bucket, backward / m),))
+        window = backward / m if w.ddp_overlap else 0.0
+        return StepTimes(compute, experts + bucket, (Phase((buckets - 1) * bucket, window),))
     if w.fsdp_wrap == "model":
         return _fsdp_whole_model(w, size, nodes, gpus, link, intra, compute, experts)
     if w.fsdp_wrap == "hybrid":

@@ -50,6 +50,11 @@ class Workload:
     sockets_per_thread: int | None = None
     socket_channels: int | None = None
     fsdp_wrap: FsdpWrap = "layer"  # fsdp: how the model is wrapped (FSDP_WRAPS)
+    # ddp: whether gradient buckets are reduced during the backward pass as their gradients become ready (PyTorch
+    # DDP's reducer, docs.pytorch.org/docs/stable/notes/ddp.html: "overlapping the gradient communication with
+    # backward computation"; the default), or only after it ends (DeepSpeed ZeRO-1, whose backward hooks reduce
+    # nothing, microsoft/DeepSpeed#1246; ZeRO-2 with zero_optimization.overlap_comm false).
+    ddp_overlap: bool = True
 
 
 WORKLOADS = {
@@ -143,7 +148,15 @@ def layout_line(w: Workload) -> str:
         return said[w.fsdp_wrap]
     if w.strategy == "ddp":
         default = " (the default)" if w.bucket_bytes == DDP_BUCKET_BYTES else ""
-        return f"DDP, {w.bucket_bytes / 1e6:g} MB gradient buckets{default} reduced during the backward pass"
+        if not w.ddp_overlap:
+            return (
+                f"DDP, {w.bucket_bytes / 1e6:g} MB gradient buckets{default} reduced after the backward pass ends"
+                " (ddp_overlap: false)"
+            )
+        return (
+            f"DDP, {w.bucket_bytes / 1e6:g} MB gradient buckets{default} reduced during the backward pass"
+            " (ddp_overlap: true, the default)"
+        )
     return f"3D: tensor {w.tensor_parallel}, pipeline {w.pipeline_parallel}, data parallel across the rest"
 
 
