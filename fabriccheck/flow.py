@@ -191,6 +191,7 @@ def _cluster_reports(
                 provider=cluster.provider,
                 account=cluster.account,
                 grouped_by=cluster.signal,
+                network_path=cluster.network_path,
                 nodes=[n.id for n in cluster.nodes],
                 instance_types=list(cluster_facts["types"]),
                 gpus=int(cluster_facts["gpus"]),
