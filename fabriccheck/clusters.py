@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from fabriccheck.cloud import PlacementSignal, TagSignal, support
 from fabriccheck.inventory import Inventory
-from fabriccheck.model import NetworkPath, Node, NodeShape
+from fabriccheck.model import PROVIDERS, NetworkPath, Node, NodeShape
 
 # Only these are training nodes; stopped, stopping, shutting-down and terminated ones are counted, not judged.
 JUDGED_STATES = frozenset({"pending", "running", "planned"})  # planned: a Terraform plan would create it
@@ -45,10 +45,6 @@ class Cluster:
         return len(self.nodes)
 
 
-def _slug(label: str) -> str:
-    return label.lower().replace(" ", "-")
-
-
 _Signal = tuple[tuple[str, ...], frozenset[str], str | None, str, str, str | None, NetworkPath]
 # (cluster id, what grouped it in words, the path its sockets take)
 Group = tuple[str, str, NetworkPath]
@@ -63,13 +59,13 @@ def _signals(provider: str) -> tuple[_Signal, ...]:
             signal.keys,
             frozenset(signal.keys),
             None,
-            _slug(signal.label),
+            signal.slug,
             signal.label,
             signal.within,
             signal.network_path,
         )
         if isinstance(signal, TagSignal)
-        else ((), frozenset(), signal.kind, _slug(signal.label), signal.label, None, signal.network_path)
+        else ((), frozenset(), signal.kind, signal.slug, signal.label, None, signal.network_path)
         for signal in support(provider).signals
         if isinstance(signal, TagSignal | PlacementSignal)
     )
@@ -80,6 +76,23 @@ def _grouping(provider: str) -> tuple[frozenset[tuple[str, str]], tuple[_Signal,
     """The provider's (tag, value) pairs that mark a node alone, and its signals: looked up once per provider,
     not once per node (a fleet has thousands)."""
     return frozenset(support(provider).alone_tags), _signals(provider)
+
+
+@functools.cache
+def _renamed(provider: str) -> dict[str, str]:
+    """The provider's former signal slugs, each to the slug that replaced it."""
+    return {old: signal.slug for signal in support(provider).signals for old in signal.former_slugs}
+
+
+def current_id(cluster_id: str) -> str | None:
+    """The id now given to the cluster an earlier version called `cluster_id` (or a glob over such ids), when a
+    signal's slug was renamed since (TagSignal.former_slugs); None when the id is not one of a renamed slug.
+    Ids are `provider:account:region:slug/name...`: only the slug is mapped."""
+    provider, account, region, rest = [*cluster_id.split(":", 3), "", "", ""][:4]
+    slug, sep, name = rest.partition("/")
+    # A --cluster-tag id (provider:account:tag/key=value) has no region: its value is never a slug.
+    new = _renamed(provider).get(slug) if provider in PROVIDERS and sep and "/" not in region else None
+    return f"{provider}:{account}:{region}:{new}/{name}" if new else None
 
 
 def _alone(node: Node) -> Group:

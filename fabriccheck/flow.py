@@ -16,7 +16,7 @@ from fabriccheck import config, cost, examples, judge, penalty, rulebook
 from fabriccheck import waivers as waiving
 from fabriccheck.baseline import Baseline
 from fabriccheck.cloud import resolve, support
-from fabriccheck.clusters import JUDGED_STATES, ROLES, Cluster, build_clusters, spec_clusters
+from fabriccheck.clusters import JUDGED_STATES, ROLES, Cluster, build_clusters, current_id, spec_clusters
 from fabriccheck.errors import FabricCheckError
 from fabriccheck.facts import FactBuilder
 from fabriccheck.findings import Finding
@@ -251,12 +251,16 @@ def _providers(inventory: Inventory) -> set[str]:
 
 def _settle(report: Report, options: Options) -> None:
     """Waivers and baseline: mark the findings they cover, and say what each did."""
+    # Ids an earlier version gave clusters (a signal's slug renamed since) still match, with a note naming the new.
+    renamed = current_id
     if options.waivers:
         today = options.today or dt.datetime.now(dt.UTC).date()
-        report.waivers = waiving.apply(report.findings, options.waivers, options.waivers_file, today, report.rules)
-        report.notes += waiving.notes(report.waivers)
+        found = waiving.apply(report.findings, options.waivers, options.waivers_file, today, report.rules, renamed)
+        report.waivers = found
+        report.notes += waiving.notes(found) + waiving.renamed_notes(options.waivers, options.waivers_file, renamed)
     if options.baseline is not None:
-        report.baseline = baselines.apply(report.findings, options.baseline, options.baseline_file)
+        report.baseline = baselines.apply(report.findings, options.baseline, options.baseline_file, renamed)
+        report.notes += baselines.renamed_notes(options.baseline, options.baseline_file, renamed)
     report.summary.waived = sum(1 for f in report.findings if f.waiver is not None)
     report.summary.in_baseline = sum(1 for f in report.findings if f.baseline == "existing")
 

@@ -123,7 +123,9 @@ def _daemonset_has(daemonsets: list[DaemonSet], marks: tuple[str, ...]) -> bool:
 
 class K8sSupport(CloudSupport):
     name = "k8s"
-    signals: tuple[Signal, ...] = (TagSignal((WORKLOAD_TAG,), "Kubernetes workload", NetworkPath.POD),)
+    signals: tuple[Signal, ...] = (
+        TagSignal((WORKLOAD_TAG,), "Kubernetes workload", NetworkPath.POD, slug="kubernetes-workload"),
+    )
     role_tag = ROLE_TAG
     collected_facts = ("nodes", "pods", DAEMONSETS, NETWORKS, PARAM_SETS)
     schema = FactSchema(

@@ -58,8 +58,8 @@ def _mixed(groups: dict[str, set[str]]) -> tuple[int, str]:
 class SlurmSupport(CloudSupport):
     name = "slurm"
     signals: tuple[Signal, ...] = (
-        TagSignal((JOB_TAG,), "Slurm job", NetworkPath.HOST),
-        TagSignal((PARTITION_TAG,), "Slurm partition", NetworkPath.HOST),
+        TagSignal((JOB_TAG,), "Slurm job", NetworkPath.HOST, slug="slurm-job"),
+        TagSignal((PARTITION_TAG,), "Slurm partition", NetworkPath.HOST, slug="slurm-partition"),
     )
     collected_facts = ("nodes", "partitions", "topology", "cloud")
     schema = FactSchema(
