@@ -85,14 +85,15 @@ def _renamed(provider: str) -> dict[str, str]:
 
 
 def current_id(cluster_id: str) -> str | None:
-    """The id now given to the cluster an earlier version called `cluster_id` (or a glob over such ids), when a
-    signal's slug was renamed since (TagSignal.former_slugs); None when the id is not one of a renamed slug.
-    Ids are `provider:account:region:slug/name...`: only the slug is mapped."""
-    provider, account, region, rest = [*cluster_id.split(":", 3), "", "", ""][:4]
-    slug, sep, name = rest.partition("/")
-    # A --cluster-tag id (provider:account:tag/key=value) has no region: its value is never a slug.
-    new = _renamed(provider).get(slug) if provider in PROVIDERS and sep and "/" not in region else None
-    return f"{provider}:{account}:{region}:{new}/{name}" if new else None
+    """The id now given to the cluster an earlier version called `cluster_id` (or a glob over such ids, as
+    `aws:*:eks-node-group/*`), when a signal's slug was renamed since (TagSignal.former_slugs); None when it names
+    no renamed slug. Ids are `provider:account:region:slug/name...`: the slug is the last `:` part before the
+    first `/`, and only it is mapped (a node alone has no `/`; a --cluster-tag id's `tag` is no signal's slug)."""
+    head, sep, name = cluster_id.partition("/")
+    prefix, _, slug = head.rpartition(":")
+    provider = head.split(":", 1)[0]
+    new = _renamed(provider).get(slug) if sep and prefix and provider in PROVIDERS else None
+    return f"{prefix}:{new}/{name}" if new else None
 
 
 def _alone(node: Node) -> Group:

@@ -91,7 +91,7 @@ def _run(inventory: Inventory, options: Options) -> Report:
     every_cluster = build_clusters(inventory, options.cluster_tag)
     specs = spec_clusters(inventory)
     # The config names clusters outright: templates and planned groups (specs) as well as running ones.
-    config.assign_roles([*every_cluster, *specs], options.roles)
+    config.assign_roles([*every_cluster, *specs], _roles_with_current_ids(options.roles))
     clusters = [c for c in every_cluster if c.judged]
     facts = FactBuilder(inventory)
     evaluation = judge.judge(rules, inventory, clusters, facts, [c for c in specs if c.judged])
@@ -238,6 +238,18 @@ def _locations(inventory: Inventory) -> dict[str, SourceLocation]:
     # By node id, and by Terraform address: a finding names a planned group's nodes by their address (judge.named_as).
     located = [(node.id, node.source) for node in [*inventory.nodes, *inventory.specs] if node.source is not None]
     return {key: source for node_id, source in located for key in (node_id, source.address)}
+
+
+def _roles_with_current_ids(roles: dict[str, str]) -> dict[str, str]:
+    """The config's role globs, each followed by its current id when it names a cluster by a former one (a
+    signal's slug renamed since): the role still applies."""
+    out: dict[str, str] = {}
+    for glob, role in roles.items():
+        out.setdefault(glob, role)
+        new = current_id(glob)
+        if new is not None:
+            out.setdefault(new, role)
+    return out
 
 
 def _providers(inventory: Inventory) -> set[str]:

@@ -265,3 +265,16 @@ def test_current_id_maps_only_a_former_slug(monkeypatch: pytest.MonkeyPatch) -> 
     finally:
         monkeypatch.undo()
         _forget_signals()
+
+
+def test_a_config_role_for_an_old_id_still_applies(monkeypatch: pytest.MonkeyPatch) -> None:
+    """[roles] "aws:*:eks-node-group/research/*" = "ignore", written before the rename: the renamed cluster is
+    still skipped, by the role the config gives it."""
+    _rename_eks(monkeypatch, keep_former=True)
+    try:
+        report = flow.run(demo_inventory(), flow.Options(roles={"aws:*:eks-node-group/research/*": "ignore"}))
+    finally:
+        monkeypatch.undo()
+        _forget_signals()
+    skipped = {c.id: c.reason for c in report.skipped_clusters}
+    assert EKS_NOW in skipped and EKS_NOW not in {c.id for c in report.clusters}
