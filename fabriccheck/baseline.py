@@ -15,7 +15,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import reprlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import orjson
@@ -128,9 +128,17 @@ def load(path: Path) -> Baseline:
         raise FabricCheckError(f"baseline {path}: field {where}: {in_our_words(first)}") from None
 
 
-def apply(findings: Iterable[Finding], baseline: Baseline, source: str) -> BaselineSummary:
-    """Mark each finding `existing` or `new`."""
-    recorded = {_digest(e.rule, e.identity) for e in baseline.findings}  # not the stored hash: files get edited
+# A cluster id an earlier version gave -> the id it has now, or None (clusters.current_id).
+Renamed = Callable[[str], str | None]
+
+
+def apply(
+    findings: Iterable[Finding], baseline: Baseline, source: str, renamed: Renamed | None = None
+) -> BaselineSummary:
+    """Mark each finding `existing` or `new`. A recorded cluster id that `renamed` maps to a new id is read as the
+    new one (renamed_notes says so)."""
+    # Not the stored hash: files get edited.
+    recorded = {_digest(e.rule, _current(e.identity, renamed)) for e in baseline.findings}
     seen: set[str] = set()
     existing = new = 0
     for finding in findings:
@@ -143,3 +151,18 @@ def apply(findings: Iterable[Finding], baseline: Baseline, source: str) -> Basel
             finding.baseline = "new"
             new += 1
     return BaselineSummary(file=source, recorded=len(recorded), existing=existing, new=new, fixed=len(recorded - seen))
+
+
+def _current(identity_: str, renamed: Renamed | None) -> str:
+    new = renamed(identity_) if renamed is not None else None
+    return new if new is not None else identity_
+
+
+def renamed_notes(baseline: Baseline, source: str, renamed: Renamed) -> list[str]:
+    """One note per recorded cluster id that is a former id: its findings still match, under the new id."""
+    pairs = {(e.identity, new) for e in baseline.findings if (new := renamed(e.identity)) is not None}
+    return [
+        f"baseline {source} records cluster {old}, now {new}: its findings still match; "
+        "write the baseline again (--write-baseline) to record the new id"
+        for old, new in sorted(pairs)
+    ]

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from fabriccheck.model import Capability, FabricKind, NetworkInterface, Node, NodeShape
+from fabriccheck.model import Capability, FabricKind, NetworkInterface, NetworkPath, Node, NodeShape
 
 if TYPE_CHECKING:
     from fabriccheck.inventory import Inventory
@@ -34,19 +34,30 @@ NVLINK_DOMAIN = "nvlink-domain"
 class TagSignal:
     """Nodes whose tags (labels) carry all of `keys` with the same values train together; with `within`, only
     those that also share their placement of that kind (see model.Placement), when they have one: the tag names a
-    group its scheduler splits along those placements (a CycleCloud node array over several scale sets)."""
+    group its scheduler splits along those placements (a CycleCloud node array over several scale sets).
+    `label` is for people only (the report's grouped_by); what the program needs of the group is typed beside it:
+    `network_path`, the path its nodes' NCCL sockets take, and `slug`, the part of a cluster id that names the
+    signal (baselines and waivers key on ids: a slug is never reworded; a renamed one keeps its old slugs in
+    `former_slugs`, which clusters.current_id maps to it, so old ids in baselines and waivers still match)."""
 
     keys: tuple[str, ...]
     label: str
+    network_path: NetworkPath
     within: str | None = None
+    slug: str = field(kw_only=True)
+    former_slugs: tuple[str, ...] = field(default=(), kw_only=True)
 
 
 @dataclass(frozen=True)
 class PlacementSignal:
-    """Nodes with the same placement of `kind` (see model.Placement) train together."""
+    """Nodes with the same placement of `kind` (see model.Placement) train together; `network_path`, `slug` and
+    `former_slugs` as TagSignal's."""
 
     kind: str
     label: str
+    network_path: NetworkPath
+    slug: str = field(kw_only=True)
+    former_slugs: tuple[str, ...] = field(default=(), kw_only=True)
 
 
 Signal = TagSignal | PlacementSignal

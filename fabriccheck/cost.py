@@ -101,7 +101,7 @@ def cluster_penalty(
     # What the findings cannot say but the cluster does: how its sockets reach the network (a Kubernetes node group's
     # pods may not use host networking) and the NVLink domains it spans, when a finding says it is spread.
     split = "split-nvlink-domain" in everyone or any("split-nvlink-domain" in e for e in own.values())
-    where = (penalty.socket_path_of(cluster.signal), int(facts.cluster(cluster)["nvlink"]["domains"]) if split else 0)
+    where = (cluster.network_path, int(facts.cluster(cluster)["nvlink"]["domains"]) if split else 0)
     shared = frozenset(everyone)
     # Each distinct (type, effects, NICs attached) once, in the order of the first node that has it: the core
     # prices the distinct members of a cluster, the first node's accelerator first.

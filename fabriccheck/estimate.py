@@ -18,7 +18,7 @@ from pydantic import BaseModel
 from fabriccheck import catalog, penalty
 from fabriccheck.bounds import MAX_NODES
 from fabriccheck.errors import unknown_model, usage
-from fabriccheck.model import FabricKind
+from fabriccheck.model import FabricKind, NetworkPath
 from fabriccheck.penalty.collectives import size_label
 from fabriccheck.workloadfile import PRECISIONS, STRATEGIES, WORKLOAD_FIELDS, workload_from_file
 
@@ -224,9 +224,8 @@ def _modified(state: penalty.FabricState, modifier: re.Match[str]) -> penalty.Fa
         if key == "channels":
             return replace(state, channels=value)
         return replace(state, mtu=value) if key == "mtu" else replace(state, nvlink_domains=value)
-    paths: dict[str, penalty.SocketPath] = {"host": "host", "pod": "pod", "overlay": "overlay"}
-    if word in paths:
-        return replace(state, socket_path=paths[word])
+    if word in set(NetworkPath):
+        return replace(state, socket_path=NetworkPath(word))
     if word == "cross-zone":
         return replace(state, cross_zone=True)
     return replace(state, loose_placement=True)

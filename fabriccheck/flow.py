@@ -16,7 +16,7 @@ from fabriccheck import config, cost, examples, judge, penalty, rulebook
 from fabriccheck import waivers as waiving
 from fabriccheck.baseline import Baseline
 from fabriccheck.cloud import resolve, support
-from fabriccheck.clusters import JUDGED_STATES, ROLES, Cluster, build_clusters, spec_clusters
+from fabriccheck.clusters import JUDGED_STATES, ROLES, Cluster, build_clusters, current_id, spec_clusters
 from fabriccheck.errors import FabricCheckError
 from fabriccheck.facts import FactBuilder
 from fabriccheck.findings import Finding
@@ -91,7 +91,7 @@ def _run(inventory: Inventory, options: Options) -> Report:
     every_cluster = build_clusters(inventory, options.cluster_tag)
     specs = spec_clusters(inventory)
     # The config names clusters outright: templates and planned groups (specs) as well as running ones.
-    config.assign_roles([*every_cluster, *specs], options.roles)
+    config.assign_roles([*every_cluster, *specs], _roles_with_current_ids(options.roles))
     clusters = [c for c in every_cluster if c.judged]
     facts = FactBuilder(inventory)
     evaluation = judge.judge(rules, inventory, clusters, facts, [c for c in specs if c.judged])
@@ -191,6 +191,7 @@ def _cluster_reports(
                 provider=cluster.provider,
                 account=cluster.account,
                 grouped_by=cluster.signal,
+                network_path=cluster.network_path,
                 nodes=[n.id for n in cluster.nodes],
                 instance_types=list(cluster_facts["types"]),
                 gpus=int(cluster_facts["gpus"]),
@@ -239,6 +240,18 @@ def _locations(inventory: Inventory) -> dict[str, SourceLocation]:
     return {key: source for node_id, source in located for key in (node_id, source.address)}
 
 
+def _roles_with_current_ids(roles: dict[str, str]) -> dict[str, str]:
+    """The config's role globs, each followed by its current id when it names a cluster by a former one (a
+    signal's slug renamed since): the role still applies."""
+    out: dict[str, str] = {}
+    for glob, role in roles.items():
+        out.setdefault(glob, role)
+        new = current_id(glob)
+        if new is not None:
+            out.setdefault(new, role)
+    return out
+
+
 def _providers(inventory: Inventory) -> set[str]:
     """The clouds an inventory's nodes, templates and collected facts belong to."""
     return (
@@ -250,12 +263,16 @@ def _providers(inventory: Inventory) -> set[str]:
 
 def _settle(report: Report, options: Options) -> None:
     """Waivers and baseline: mark the findings they cover, and say what each did."""
+    # Ids an earlier version gave clusters (a signal's slug renamed since) still match, with a note naming the new.
+    renamed = current_id
     if options.waivers:
         today = options.today or dt.datetime.now(dt.UTC).date()
-        report.waivers = waiving.apply(report.findings, options.waivers, options.waivers_file, today, report.rules)
-        report.notes += waiving.notes(report.waivers)
+        found = waiving.apply(report.findings, options.waivers, options.waivers_file, today, report.rules, renamed)
+        report.waivers = found
+        report.notes += waiving.notes(found) + waiving.renamed_notes(options.waivers, options.waivers_file, renamed)
     if options.baseline is not None:
-        report.baseline = baselines.apply(report.findings, options.baseline, options.baseline_file)
+        report.baseline = baselines.apply(report.findings, options.baseline, options.baseline_file, renamed)
+        report.notes += baselines.renamed_notes(options.baseline, options.baseline_file, renamed)
     report.summary.waived = sum(1 for f in report.findings if f.waiver is not None)
     report.summary.in_baseline = sum(1 for f in report.findings if f.baseline == "existing")
 

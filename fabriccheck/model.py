@@ -73,6 +73,16 @@ class FabricKind(StrEnum):
     NONE = "none"
 
 
+class NetworkPath(StrEnum):
+    """How a node's NCCL sockets reach the network: the VM's own NIC (or a pod with host networking), a Kubernetes
+    pod network (a veth: no PCI vendor for NCCL to tune for), or a pod network through a VXLAN overlay. A grouping
+    signal declares it (cloud.TagSignal), and the penalty reads it (penalty.links.nccl_sockets)."""
+
+    HOST = "host"
+    POD = "pod"
+    OVERLAY = "overlay"
+
+
 class Capability(Model):
     """What an instance type / VM size / machine type offers, from the cloud's own API or the shipped catalog."""
 

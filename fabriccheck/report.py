@@ -18,7 +18,7 @@ from fabriccheck import config, losses, penalty
 from fabriccheck.baseline import BaselineSummary
 from fabriccheck.errors import STDIN_NAME, FabricCheckError
 from fabriccheck.findings import SEVERITY_RANK, Finding
-from fabriccheck.model import CollectionError, ScopeStatus, SourceLocation
+from fabriccheck.model import CollectionError, NetworkPath, ScopeStatus, SourceLocation
 from fabriccheck.penalty import Range
 from fabriccheck.waivers import WaiverStatus
 
@@ -95,7 +95,10 @@ class ClusterReport(BaseModel):
     id: str
     provider: str
     account: str
-    grouped_by: str
+    grouped_by: str  # what grouped its nodes, in words (a signal's label): for people, nothing reads it
+    # The path its nodes' NCCL sockets take, as its grouping signal declares it (cloud.TagSignal.network_path): what
+    # the penalty priced. None: a report written before it was recorded.
+    network_path: NetworkPath | None = None
     nodes: list[str]
     instance_types: list[str]
     gpus: int

@@ -19,7 +19,7 @@ import datetime as dt
 import functools
 import re
 import tomllib
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -184,11 +184,21 @@ def _first_line(exc: Exception) -> str:
     return " ".join(str(exc).split())
 
 
+# An id (or glob over ids) an earlier version gave a cluster -> the id it has now, or None (clusters.current_id).
+Renamed = Callable[[str], str | None]
+
+
 def apply(
-    findings: Iterable[Finding], waivers: list[Waiver], source: str, today: dt.date, ran: Iterable[str]
+    findings: Iterable[Finding],
+    waivers: list[Waiver],
+    source: str,
+    today: dt.date,
+    ran: Iterable[str],
+    renamed: Renamed | None = None,
 ) -> list[WaiverStatus]:
     """Mark the findings the waivers cover (the first waiver that covers one wins) and say what each waiver did.
-    `ran` are the finding ids of the rules that ran, to tell a stale waiver from another cloud's."""
+    `ran` are the finding ids of the rules that ran, to tell a stale waiver from another cloud's. A resource that
+    names a cluster by an id `renamed` maps to a new one covers the cluster under either (renamed_notes says so)."""
     # Findings by rule and by category, each grouped by cluster (in report order): a waiver looks only at its own.
     groups: dict[str, dict[str | None, list[Finding]]] = {}
     for finding in findings:
@@ -198,7 +208,7 @@ def apply(
     statuses = []
     for number, waiver in enumerate(waivers, 1):
         key = f"rule {waiver.rule.upper()}" if waiver.rule else f"category {waiver.category}"
-        matched = Matcher(waiver.resources).covered(groups.get(key, {}))
+        matched = Matcher(_with_current(waiver.resources, renamed)).covered(groups.get(key, {}))
         expired = waiver.expired(today)
         if not expired:
             for finding in matched:
@@ -230,6 +240,23 @@ def apply(
             )
         )
     return statuses
+
+
+def _with_current(resources: list[str], renamed: Renamed | None) -> list[str]:
+    """The resources, and the current id of each that names a cluster by a former id."""
+    if renamed is None:
+        return resources
+    return resources + [new for r in resources if (new := renamed(r)) is not None]
+
+
+def renamed_notes(waivers: list[Waiver], source: str, renamed: Renamed) -> list[str]:
+    """One note per waiver resource that names a cluster by a former id: it still matches, under its new id."""
+    return [
+        f"waiver {number} in {source} names cluster {old}, which is now {new}: read as both; write the new id there"
+        for number, waiver in enumerate(waivers, 1)
+        for old in waiver.resources
+        if (new := renamed(old)) is not None
+    ]
 
 
 def notes(statuses: list[WaiverStatus]) -> list[str]:

@@ -60,7 +60,8 @@ ADDED_SINCE = {
         "scanned",  # the scopes the run read facts of (what --previous and diff compare within)
     ),
     # cloud_instances, cloud_clusters: a k8s workload's nodes as instances of the clouds (empty on a cloud's clusters)
-    "clusters": ("status", "complete", "not_judged", "cloud_instances", "cloud_clusters"),
+    # network_path: the path its sockets take, as its grouping signal declares it (issue 30 item 2)
+    "clusters": ("status", "complete", "not_judged", "cloud_instances", "cloud_clusters", "network_path"),
     "summary": (
         "clusters_by_status",
         "clusters_not_fully_judged",

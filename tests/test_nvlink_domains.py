@@ -12,6 +12,7 @@ import pytest
 from ec2_shapes import answers, instance, write
 
 from fabriccheck import estimate, flow, penalty, report
+from fabriccheck.model import NetworkPath
 from fabriccheck.penalty import collectives
 from fabriccheck.penalty.members import node_state
 from fabriccheck.providers.aws.dump import load_dump
@@ -124,6 +125,6 @@ def test_the_named_nvlink_states_split_and_down_are_stable_and_priced() -> None:
 
 
 def test_the_nvlink_down_effect_maps_to_the_named_state() -> None:
-    assert node_state({"nvlink-down"}, None, "host", 0).name == penalty.NVLINK_DOWN
-    assert node_state({"split-nvlink-domain"}, None, "host", 0).name == penalty.NVLINK_SPLIT
-    assert node_state({"split-nvlink-domain"}, None, "host", 3).nvlink_domains == 3
+    assert node_state({"nvlink-down"}, None, NetworkPath.HOST, 0).name == penalty.NVLINK_DOWN
+    assert node_state({"split-nvlink-domain"}, None, NetworkPath.HOST, 0).name == penalty.NVLINK_SPLIT
+    assert node_state({"split-nvlink-domain"}, None, NetworkPath.HOST, 3).nvlink_domains == 3

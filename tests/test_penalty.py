@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fabriccheck import catalog, penalty
-from fabriccheck.model import Capability, FabricKind
+from fabriccheck.model import Capability, FabricKind, NetworkPath
 from fabriccheck.penalty import (
     GB,
     WORKLOADS,
@@ -141,7 +141,7 @@ def test_collective_against_published_rows_not_used_for_fitting() -> None:
     assert one_efa == pytest.approx(20.31, rel=0.05)
     # the VM run's 16 sockets fill the line (8.20); the EKS run's pods get one socket per channel (4.13)
     assert _p4d_busbw(degraded_link(P4D, TCP, worst=True)) <= 8.20 <= _p4d_busbw(degraded_link(P4D, TCP)) * 1.001
-    pod = FabricState.tcp_fallback(socket_path="pod")
+    pod = FabricState.tcp_fallback(socket_path=NetworkPath.POD)
     assert _p4d_busbw(degraded_link(P4D, pod, worst=True)) <= 4.13 <= _p4d_busbw(degraded_link(P4D, pod)) * 1.01
 
 

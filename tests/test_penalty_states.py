@@ -14,7 +14,7 @@ from cli_run import one_clean_line, run
 
 from fabriccheck import calibrate, catalog, estimate, penalty
 from fabriccheck.errors import FabricCheckError
-from fabriccheck.model import FabricKind
+from fabriccheck.model import FabricKind, NetworkPath
 from fabriccheck.penalty import links, steps
 from fabriccheck.workloadfile import workload_from_mapping
 
@@ -98,15 +98,15 @@ def test_sockets_per_connection_follow_nccls_own_count() -> None:
     """ncclNetSocketGetNsockNthread (NVIDIA/nccl@5067397 src/transport/net_socket.cc): what the job sets wins,
     the rest comes from the NIC's PCI vendor (AWS ENA 2 x 8, gVNIC 4 x 1, else no helper thread: the control
     socket alone), threads capped at 16 and sockets at 64 (NSOCKS_PERTHREAD then 64 / threads)."""
-    assert links.nccl_sockets(None, None, "aws", "host") == 16
-    assert links.nccl_sockets(None, None, "gcp", "host") == 4
-    assert links.nccl_sockets(None, None, "azure", "host") == 1
-    assert links.nccl_sockets(None, None, "aws", "pod") == 1  # a veth has no vendor file
-    assert links.nccl_sockets(None, 4, "gcp", "host") == 16  # GCP's 4 threads, the job's 4 each
-    assert links.nccl_sockets(4, None, "azure", "host") == 4
-    assert links.nccl_sockets(0, None, "aws", "host") == 1  # no helper thread: the control socket
-    assert links.nccl_sockets(20, 1, None, "host") == 16  # MAX_THREADS
-    assert links.nccl_sockets(16, 8, None, "host") == 64  # MAX_SOCKETS: 8 per thread becomes 4
+    assert links.nccl_sockets(None, None, "aws", NetworkPath.HOST) == 16
+    assert links.nccl_sockets(None, None, "gcp", NetworkPath.HOST) == 4
+    assert links.nccl_sockets(None, None, "azure", NetworkPath.HOST) == 1
+    assert links.nccl_sockets(None, None, "aws", NetworkPath.POD) == 1  # a veth has no vendor file
+    assert links.nccl_sockets(None, 4, "gcp", NetworkPath.HOST) == 16  # GCP's 4 threads, the job's 4 each
+    assert links.nccl_sockets(4, None, "azure", NetworkPath.HOST) == 4
+    assert links.nccl_sockets(0, None, "aws", NetworkPath.HOST) == 1  # no helper thread: the control socket
+    assert links.nccl_sockets(20, 1, None, NetworkPath.HOST) == 16  # MAX_THREADS
+    assert links.nccl_sockets(16, 8, None, NetworkPath.HOST) == 64  # MAX_SOCKETS: 8 per thread becomes 4
 
 
 def test_a_jobs_socket_settings_and_channels_price_its_fallback() -> None:

@@ -24,7 +24,9 @@ def test_every_object_and_field_of_the_schema_is_on_the_page() -> None:
     page = docs.build(schema)
     for name, obj in [("report", schema), *schema["$defs"].items()]:
         section = page.split(f"{{ #{name.lower()} }}", 1)[1].split("\n## ", 1)[0]
-        for field in obj["properties"]:
+        for value in obj.get("enum", []):  # an enumeration's section names each value
+            assert f'`"{value}"`' in section, (name, value)
+        for field in obj.get("properties", {}):
             row = next(line for line in section.splitlines() if line.startswith(f"| `{field}` |"))
             assert row.endswith("| yes |") == (field in obj.get("required", [])), (name, field)
 

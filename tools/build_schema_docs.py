@@ -82,7 +82,9 @@ def build(schema: dict[str, Any] | None = None) -> str:
     lines += [f"Schema `{schema.get('$id', '')}`: {schema.get('title', '')}.", "", "## The report { #report }", ""]
     lines += [*_table(schema), ""]
     for name, obj in sorted(schema.get("$defs", {}).items()):
-        lines += [f"## {name} {{ #{_anchor(name)} }}", "", *_table(obj), ""]
+        # An enumeration (a StrEnum of the model) has values, not fields.
+        body = [f"One of {type_of(obj)}."] if "enum" in obj else _table(obj)
+        lines += [f"## {name} {{ #{_anchor(name)} }}", "", *body, ""]
     return "\n".join(lines).rstrip() + "\n"
 
 

@@ -53,7 +53,6 @@ from fabriccheck.penalty.links import (
     SocketPath,
     degraded_link,
     healthy_link,
-    socket_path_of,
 )
 from fabriccheck.penalty.report import Penalty, Range, lost_share, penalty_of
 from fabriccheck.penalty.steps import Phase, StepTimes, degraded_step_range, step_times
@@ -122,7 +121,6 @@ __all__ = [
     "one_node_step",
     "penalty_of",
     "scaling",
-    "socket_path_of",
     "step_times",
     "two_node_trees",
 ]

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from fabriccheck import catalog
-from fabriccheck.model import Capability, FabricKind
+from fabriccheck.model import Capability, FabricKind, NetworkPath
 
 GB = 1e9
 
@@ -144,20 +144,14 @@ class Link:
 
 
 FabricHealth = Literal["healthy", "tcp-fallback", "partial", "gpudirect-off", "unreachable"]
-# How NCCL's sockets reach the network: the VM's own NIC (or a pod with host networking), a Kubernetes pod network
-# (a veth: no PCI vendor for NCCL to tune for), or a pod network through a VXLAN overlay.
-SocketPath = Literal["host", "pod", "overlay"]
-# The cluster signals that name Kubernetes node groups (each cloud's support.py). Their training pods run on the
-# pod network unless a manifest asks for host networking, which the cloud API does not show; every published
-# Kubernetes fallback of the calibration table ran there (EKS p4d and g4dn, GKE a3-megagpu-8g).
-KUBERNETES_SIGNALS = frozenset(
-    {"EKS node group", "Karpenter node pool", "AKS node pool", "GKE node pool", "Kubernetes workload"}
-)
-
-
-def socket_path_of(signal: str) -> SocketPath:
-    """How a scanned cluster's sockets reach the network, from what grouped it."""
-    return "pod" if signal in KUBERNETES_SIGNALS else "host"
+# How NCCL's sockets reach the network (model.NetworkPath): the VM's own NIC (or a pod with host networking), a
+# Kubernetes pod network (a veth: no PCI device under /sys/class/net/<dev>/device for NCCL to read a vendor from,
+# NVIDIA/nccl src/transport/net_socket.cc ncclNetSocketGetPciPath), or a pod network through a VXLAN overlay. A
+# scanned cluster's path is the trait its grouping signal declares (cloud.TagSignal.network_path, in each
+# provider's support.py), never its label: a Kubernetes node group's pods run on the pod network unless a manifest
+# asks for host networking, which the cloud API does not show; every published Kubernetes fallback of the
+# calibration table ran there (EKS p4d and g4dn, GKE a3-megagpu-8g).
+SocketPath = NetworkPath
 
 
 @dataclass(frozen=True)
@@ -236,7 +230,7 @@ class FabricState:
     fabric: FabricHealth
     nics_used: int | None = None
     loose_placement: bool = False
-    socket_path: SocketPath = "host"
+    socket_path: SocketPath = NetworkPath.HOST
     sockets: int | None = None
     mtu: int | None = None
     cross_zone: bool = False
@@ -249,7 +243,7 @@ class FabricState:
         return cls("healthy", loose_placement=loose_placement)
 
     @classmethod
-    def tcp_fallback(cls, loose_placement: bool = False, socket_path: SocketPath = "host") -> FabricState:
+    def tcp_fallback(cls, loose_placement: bool = False, socket_path: SocketPath = NetworkPath.HOST) -> FabricState:
         return cls("tcp-fallback", loose_placement=loose_placement, socket_path=socket_path)
 
     @classmethod
@@ -302,7 +296,7 @@ def nccl_sockets(threads: int | None, per_thread: int | None, provider: str | No
     """Sockets per NCCL connection as ncclNetSocketGetNsockNthread counts them (net_socket.cc): each variable the
     job sets (None: unset) wins, the other comes from the NIC's PCI vendor (a pod's veth has none), threads are
     capped at 16 and sockets at 64; no helper thread means the control socket alone."""
-    auto = SOCKET_AUTODETECT_THREADS.get(provider or "", (0, 1)) if path == "host" else (0, 1)
+    auto = SOCKET_AUTODETECT_THREADS.get(provider or "", (0, 1)) if path == NetworkPath.HOST else (0, 1)
     count = min(auto[0] if threads is None else max(0, threads), SOCKET_MAX_THREADS)
     each = auto[1] if per_thread is None else max(0, per_thread)
     if count * each > SOCKET_MAX_SOCKETS:

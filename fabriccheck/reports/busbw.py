@@ -19,6 +19,7 @@ from fabriccheck import catalog, penalty
 from fabriccheck.cloud import support
 from fabriccheck.estimate import SIZES
 from fabriccheck.findings import Finding
+from fabriccheck.model import NetworkPath
 from fabriccheck.penalty.members import node_fabric, node_state
 from fabriccheck.report import ClusterReport
 
@@ -63,13 +64,7 @@ def curves(cluster: ClusterReport, findings: Sequence[Finding]) -> Curves | str:
     if fabric is None:
         return f"{instance_type} is not in the catalog"
     state = _state(cluster, fabric, effects, recorded)
-    links = (
-        penalty.healthy_link(fabric),
-        penalty.degraded_link(fabric, state),
-        penalty.degraded_link(fabric, state, True),
-    )
-    expected = (recorded["healthy"], recorded["degraded_best"], recorded["degraded_worst"])
-    if not all(link and _close(link.bandwidth / penalty.GB, want) for link, want in zip(links, expected, strict=True)):
+    if state is None:
         return "the model's links for its type and findings are not those its penalty recorded"
     nodes = len(cluster.nodes)
     ends = ((penalty.FabricState("healthy", socket_path=state.socket_path), False), (state, False), (state, True))
@@ -107,11 +102,23 @@ def _fabric(provider: str, instance_type: str, effects: set[str]) -> penalty.Fab
 
 def _state(
     cluster: ClusterReport, fabric: penalty.FabricDescription, effects: set[str], recorded: dict[str, float]
-) -> penalty.FabricState:
-    """The worst node's state (the ring runs at its pace), as the cost stage makes it. Some fabric NICs: how many
-    is not in the report, but the link scales with them, so the recorded bandwidths say it."""
+) -> penalty.FabricState | None:
+    """The worst node's state (the ring runs at its pace), as the cost stage makes it, when its links are the ones
+    the penalty recorded (else None). Some fabric NICs: how many is not in the report, but the link scales with
+    them, so the recorded bandwidths say it. The sockets' path is the cluster's network_path; a report written
+    before it was recorded: the path whose links are the recorded ones."""
     share = recorded["degraded_best"] / recorded["healthy"] if recorded["healthy"] else 0.0
-    return node_state(effects, round(fabric.nics * share), penalty.socket_path_of(cluster.grouped_by), 0)
+    expected = (recorded["healthy"], recorded["degraded_best"], recorded["degraded_worst"])
+    for path in [cluster.network_path] if cluster.network_path is not None else list(NetworkPath):
+        state = node_state(effects, round(fabric.nics * share), path, 0)
+        links = (
+            penalty.healthy_link(fabric),
+            penalty.degraded_link(fabric, state),
+            penalty.degraded_link(fabric, state, True),
+        )
+        if all(link and _close(link.bandwidth / penalty.GB, want) for link, want in zip(links, expected, strict=True)):
+            return state
+    return None
 
 
 def _words(state: penalty.FabricState, fabric: penalty.FabricDescription) -> str:

@@ -16,7 +16,7 @@ from fabriccheck.cloud import (
     Signal,
     TagSignal,
 )
-from fabriccheck.model import Capability, Node, NodeShape
+from fabriccheck.model import Capability, NetworkPath, Node, NodeShape
 from fabriccheck.resources.aws import CapacityReservation, PlacementGroup, SecurityGroup
 
 if TYPE_CHECKING:
@@ -51,19 +51,28 @@ class AwsSupport(CloudSupport):
                 "parallelcluster:compute-resource-name",
             ),
             "ParallelCluster compute resource",
+            NetworkPath.HOST,
+            slug="parallelcluster-compute-resource",
         ),
-        TagSignal(("parallelcluster:cluster-name", "parallelcluster:queue-name"), "ParallelCluster queue"),
+        TagSignal(
+            ("parallelcluster:cluster-name", "parallelcluster:queue-name"),
+            "ParallelCluster queue",
+            NetworkPath.HOST,
+            slug="parallelcluster-queue",
+        ),
         # AWS Parallel Computing Service compute node groups.
-        TagSignal(("aws:pcs:compute-node-group-id",), "AWS PCS node group"),
+        TagSignal(
+            ("aws:pcs:compute-node-group-id",), "AWS PCS node group", NetworkPath.HOST, slug="aws-pcs-node-group"
+        ),
         # EKS managed node groups.
-        TagSignal(("eks:cluster-name", "eks:nodegroup-name"), "EKS node group"),
+        TagSignal(("eks:cluster-name", "eks:nodegroup-name"), "EKS node group", NetworkPath.POD, slug="eks-node-group"),
         # Karpenter-launched nodes.
-        TagSignal(("karpenter.sh/nodepool",), "Karpenter node pool"),
+        TagSignal(("karpenter.sh/nodepool",), "Karpenter node pool", NetworkPath.POD, slug="karpenter-node-pool"),
         # Any Auto Scaling group (self-managed node groups, Slurm fleets built on ASGs).
-        TagSignal(("aws:autoscaling:groupName",), "Auto Scaling group"),
-        PlacementSignal(PLACEMENT_GROUP, "placement group"),
-        PlacementSignal(CAPACITY_BLOCK, "Capacity Block"),
-        PlacementSignal(CAPACITY_RESERVATION, "capacity reservation"),
+        TagSignal(("aws:autoscaling:groupName",), "Auto Scaling group", NetworkPath.HOST, slug="auto-scaling-group"),
+        PlacementSignal(PLACEMENT_GROUP, "placement group", NetworkPath.HOST, slug="placement-group"),
+        PlacementSignal(CAPACITY_BLOCK, "Capacity Block", NetworkPath.HOST, slug="capacity-block"),
+        PlacementSignal(CAPACITY_RESERVATION, "capacity reservation", NetworkPath.HOST, slug="capacity-reservation"),
     )
     alone_tags = (("parallelcluster:node-type", "HeadNode"),)
     schema = FactSchema(

@@ -26,7 +26,7 @@ from fabriccheck.cloud import (
     Signal,
     TagSignal,
 )
-from fabriccheck.model import Capability, FabricKind, Node, NodeShape
+from fabriccheck.model import Capability, FabricKind, NetworkPath, Node, NodeShape
 from fabriccheck.providers.azure.sizes import capability_from_name
 from fabriccheck.resources.azure import Extension, ScaleSet, VirtualNetwork
 
@@ -227,18 +227,26 @@ class AzureSupport(CloudSupport):
         # README, Topology: one switch per scale set's placement group). So each scale set of a node array is an
         # InfiniBand cluster of its own (notes() says they belong to one array); the array's VMs in no scale set
         # form one group, where each standalone VM is a partition of its own. Only --cluster-tag joins the sets.
-        TagSignal((CYCLECLOUD_NODE_ARRAY_TAG,), "CycleCloud node array", within=SCALE_SET),
+        TagSignal(
+            (CYCLECLOUD_NODE_ARRAY_TAG,),
+            "CycleCloud node array",
+            NetworkPath.HOST,
+            slug="cyclecloud-node-array",
+            within=SCALE_SET,
+        ),
         # An AKS node pool. A scale-set pool is one scale set anyway; for a Virtual Machines node pool (no
         # scale set) this would be the only signal, if those VMs carry the same tags (not verified).
-        TagSignal((AKS_CLUSTER_SUFFIX_TAG, AKS_POOL_TAG), "AKS node pool"),
+        TagSignal((AKS_CLUSTER_SUFFIX_TAG, AKS_POOL_TAG), "AKS node pool", NetworkPath.POD, slug="aks-node-pool"),
         # No Azure Batch signal: Batch puts no documented tag on pool VMs (only user-given resourceTags, in
         # user-subscription mode), and a Batch pool's VMs sit in its own scale sets anyway.
-        PlacementSignal(SCALE_SET, "scale set"),
-        PlacementSignal(AVAILABILITY_SET, "availability set"),
+        PlacementSignal(SCALE_SET, "scale set", NetworkPath.HOST, slug="scale-set"),
+        PlacementSignal(AVAILABILITY_SET, "availability set", NetworkPath.HOST, slug="availability-set"),
         # Last: a proximity placement group is advisory for InfiniBand (Z6) and often holds unrelated sets
         # (storage, services) next to the training set. Standalone VMs that share only a PPG still group
         # here, so that their lack of a shared scale set or availability set shows.
-        PlacementSignal(PROXIMITY_PLACEMENT_GROUP, "proximity placement group"),
+        PlacementSignal(
+            PROXIMITY_PLACEMENT_GROUP, "proximity placement group", NetworkPath.HOST, slug="proximity-placement-group"
+        ),
     )
 
     schema = FactSchema(

@@ -27,7 +27,7 @@ from fabriccheck.cloud import (
     Signal,
     TagSignal,
 )
-from fabriccheck.model import Capability, FabricKind, NetworkInterface, Node, NodeShape
+from fabriccheck.model import Capability, FabricKind, NetworkInterface, NetworkPath, Node, NodeShape
 from fabriccheck.providers.gcp.lookup import index_of
 from fabriccheck.resources.gcp import ResourcePolicy
 
@@ -128,14 +128,21 @@ class GcpSupport(CloudSupport):
     # under none) would form separate clusters, each fine, and the split would never show. A Slurm nodeset holds
     # one policy per exclusive job (SLURM_JOB_KEY): the nodes of one job train together, within its nodeset.
     signals: tuple[Signal, ...] = (
-        TagSignal((GKE_CLUSTER_LABEL, GKE_NODE_POOL_LABEL), "GKE node pool"),
-        TagSignal((SLURM_CLUSTER_LABEL, SLURM_NODESET_LABEL, SLURM_JOB_KEY), "Slurm job"),
-        TagSignal((SLURM_CLUSTER_LABEL, SLURM_NODESET_LABEL), "Slurm nodeset"),
+        TagSignal((GKE_CLUSTER_LABEL, GKE_NODE_POOL_LABEL), "GKE node pool", NetworkPath.POD, slug="gke-node-pool"),
+        TagSignal(
+            (SLURM_CLUSTER_LABEL, SLURM_NODESET_LABEL, SLURM_JOB_KEY), "Slurm job", NetworkPath.HOST, slug="slurm-job"
+        ),
+        TagSignal((SLURM_CLUSTER_LABEL, SLURM_NODESET_LABEL), "Slurm nodeset", NetworkPath.HOST, slug="slurm-nodeset"),
         # The compute instances of one Cluster Toolkit deployment (e.g. the A3 Ultra vm-instance blueprint,
         # which has no scheduler labels).
-        TagSignal((CTK_DEPLOYMENT_LABEL, CTK_ROLE_LABEL), "Cluster Toolkit deployment"),
-        TagSignal((MIG_METADATA_KEY,), "managed instance group"),
-        PlacementSignal(RESOURCE_POLICY, "compact placement policy"),
+        TagSignal(
+            (CTK_DEPLOYMENT_LABEL, CTK_ROLE_LABEL),
+            "Cluster Toolkit deployment",
+            NetworkPath.HOST,
+            slug="cluster-toolkit-deployment",
+        ),
+        TagSignal((MIG_METADATA_KEY,), "managed instance group", NetworkPath.HOST, slug="managed-instance-group"),
+        PlacementSignal(RESOURCE_POLICY, "compact placement policy", NetworkPath.HOST, slug="compact-placement-policy"),
     )
     # Slurm controller and login nodes never run the job's collectives.
     alone_tags = ((SLURM_ROLE_LABEL, "controller"), (SLURM_ROLE_LABEL, "login"))

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from fabriccheck import catalog
 from fabriccheck.cloud import CloudSupport, FabricAttachment, FactContext, Facts, FactSchema, Signal, TagSignal, support
-from fabriccheck.model import MAX_COUNT, Capability, FabricKind, Node, NodeShape, PodPart
+from fabriccheck.model import MAX_COUNT, Capability, FabricKind, NetworkPath, Node, NodeShape, PodPart
 from fabriccheck.providers.k8s.claims import FABRIC_NIC, IMEX_CHANNEL
 
 if TYPE_CHECKING:
@@ -123,7 +123,9 @@ def _daemonset_has(daemonsets: list[DaemonSet], marks: tuple[str, ...]) -> bool:
 
 class K8sSupport(CloudSupport):
     name = "k8s"
-    signals: tuple[Signal, ...] = (TagSignal((WORKLOAD_TAG,), "Kubernetes workload"),)
+    signals: tuple[Signal, ...] = (
+        TagSignal((WORKLOAD_TAG,), "Kubernetes workload", NetworkPath.POD, slug="kubernetes-workload"),
+    )
     role_tag = ROLE_TAG
     collected_facts = ("nodes", "pods", DAEMONSETS, NETWORKS, PARAM_SETS)
     schema = FactSchema(

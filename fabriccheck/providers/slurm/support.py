@@ -27,7 +27,7 @@ from fabriccheck.cloud import (
     TagSignal,
     support,
 )
-from fabriccheck.model import Capability, Node, NodeShape, PodPart, SlurmPart
+from fabriccheck.model import Capability, NetworkPath, Node, NodeShape, PodPart, SlurmPart
 from fabriccheck.providers.k8s.support import _fabric_off, _socket_ifname
 
 PARTITION_TAG = "fabriccheck.io/slurm-partition"  # set by the reader (normalize.py): the partition judged
@@ -57,7 +57,10 @@ def _mixed(groups: dict[str, set[str]]) -> tuple[int, str]:
 
 class SlurmSupport(CloudSupport):
     name = "slurm"
-    signals: tuple[Signal, ...] = (TagSignal((JOB_TAG,), "Slurm job"), TagSignal((PARTITION_TAG,), "Slurm partition"))
+    signals: tuple[Signal, ...] = (
+        TagSignal((JOB_TAG,), "Slurm job", NetworkPath.HOST, slug="slurm-job"),
+        TagSignal((PARTITION_TAG,), "Slurm partition", NetworkPath.HOST, slug="slurm-partition"),
+    )
     collected_facts = ("nodes", "partitions", "topology", "cloud")
     schema = FactSchema(
         node={
