@@ -40,6 +40,9 @@ class Project:
         self.networks: list[Item] = []
         self.subnetworks: list[Item] = []
         self.firewalls: list[Item] = []
+        # Global network firewall policies, as `gcloud compute network-firewall-policies list --format=json` prints
+        # them (the demo's networks name none: an empty list, collected).
+        self.firewall_policies: list[Item] = []
         self._ids = 1000
 
     def _id(self) -> str:
@@ -238,6 +241,7 @@ class Project:
             "networks-list.json": self.networks,
             "networks-subnets-list.json": self.subnetworks,
             "firewall-rules-list.json": self.firewalls,
+            "network-firewall-policies-list.json": self.firewall_policies,
         }
 
     def write(self, folder: Path) -> None:
