@@ -142,10 +142,16 @@ def test_source_tags_and_service_accounts_name_the_peers() -> None:
     assert tcp_reach([_rule(source_ranges=["10.0.0.0/8"]), deny], "10.1.0.0/16", None).verdict == "ok"
 
 
-def test_a_plan_that_associates_a_policy_with_a_gpu_network_leaves_its_reach_unjudged(tmp_path: Path) -> None:
-    """Terraform google_compute_network_firewall_policy_association (attachment_target: the network; firewall_policy:
-    the policy; registry.terraform.io/providers/hashicorp/google/latest/docs/resources/
-    compute_network_firewall_policy_association) on one GPU network of an A3 High plan without VPC rules there."""
+def _plan_report(
+    tmp_path: Path, rules: list[dict[str, Any]], policy: str | None = None, unknown_match: bool = False
+) -> Any:
+    """An A3 High plan whose GPU network gpu-3 has no VPC rules and is associated with a network firewall policy:
+    the plan's google_compute_network_firewall_policy `gpu-policy` with `rules` as its
+    google_compute_network_firewall_policy_rule resources (priority, action, direction, match { src_ip_ranges,
+    layer4_configs { ip_protocol, ports } }; registry.terraform.io/providers/hashicorp/google/latest/docs/resources/
+    compute_network_firewall_policy_rule), or, `policy` given, a policy the plan does not hold, named by its id.
+    The association: attachment_target, the network; firewall_policy, the policy (registry.terraform.io/providers/
+    hashicorp/google/latest/docs/resources/compute_network_firewall_policy_association)."""
     from plan_builder import PlanBuilder, const, ref
 
     from fabriccheck import flow
@@ -165,15 +171,29 @@ def test_a_plan_that_associates_a_policy_with_a_gpu_network_leaves_its_reach_unj
                 expressions={"network": ref(f"google_compute_network.{net.replace('-', '_')}.name")},
             )
     plan.resource("google_compute_network_firewall_policy", "gpu", {"name": "gpu-policy"})
+    for i, rule in enumerate(rules):
+        plan.resource(
+            "google_compute_network_firewall_policy_rule",
+            f"r{i}",
+            rule,
+            unknown={"firewall_policy": True, **({"match": True} if unknown_match else {})},
+            expressions={"firewall_policy": ref("google_compute_network_firewall_policy.gpu.name")},
+        )
+    association: dict[str, Any] = {"name": "gpu-3-assoc"}
+    unknown: dict[str, Any] = {"attachment_target": True, "firewall_policy": True}
+    expressions = {
+        "attachment_target": ref("google_compute_network.gpu_3.id"),
+        "firewall_policy": ref("google_compute_network_firewall_policy.gpu.id"),
+    }
+    if policy:
+        association["firewall_policy"] = policy
+        del unknown["firewall_policy"], expressions["firewall_policy"]
     plan.resource(
         "google_compute_network_firewall_policy_association",
         "gpu_3",
-        {"name": "gpu-3-assoc"},
-        unknown={"attachment_target": True, "firewall_policy": True},
-        expressions={
-            "attachment_target": ref("google_compute_network.gpu_3.id"),
-            "firewall_policy": ref("google_compute_network_firewall_policy.gpu.id"),
-        },
+        association,
+        unknown=unknown,
+        expressions=expressions,
     )
     plan.resource(
         "google_compute_instance_template",
@@ -195,13 +215,53 @@ def test_a_plan_that_associates_a_policy_with_a_gpu_network_leaves_its_reach_unj
         unknown={"version": [{"instance_template": True}]},
         expressions={"version": [{"instance_template": ref("google_compute_instance_template.a3.self_link")}]},
     )
-    path = tmp_path / "plan.json"
+    path = tmp_path / f"plan-{len(list(tmp_path.iterdir()))}.json"
     path.write_text(json.dumps(plan.build()))
-    report = flow.run(load_plan(str(path)), flow.Options())
+    return flow.run(load_plan(str(path)), flow.Options())
+
+
+def _plan_rule(priority: int, action: str, ranges: list[str]) -> dict[str, Any]:
+    return {
+        "priority": priority,
+        "action": action,
+        "direction": "INGRESS",
+        "match": [{"src_ip_ranges": ranges, "layer4_configs": [{"ip_protocol": "all"}]}],
+    }
+
+
+def test_a_plan_whose_policy_allows_the_gpu_network_is_clean(tmp_path: Path) -> None:
+    report = _plan_report(tmp_path, [_plan_rule(1000, "allow", ["10.0.0.0/8"])])
+    assert [f.rule for f in report.findings if f.rule == "GCP110"] == []
+    [cluster] = report.clusters
+    assert not [n for n in cluster.not_judged if n.rule == "GCP110"] and report.complete is True
+
+
+def test_a_plan_whose_new_policy_has_no_allow_rule_is_gcp110(tmp_path: Path) -> None:
+    """A policy the plan creates holds the rules the plan gives it (and the predefined goto_next ones): a deny, or
+    none at all, leaves gpu-3 to the implied deny. Judged (it was not judged before the rules were read)."""
+    for rules in ([], [_plan_rule(1000, "deny", ["10.0.0.0/8"])]):
+        report = _plan_report(tmp_path, rules)
+        messages = [f.message for f in report.findings if f.rule == "GCP110"]
+        assert messages and all(
+            "gpu-3 (VPC firewall rules and network firewall policy gpu-policy" in m for m in messages
+        )
+
+
+def test_a_plan_association_with_a_policy_the_plan_does_not_hold_leaves_the_reach_unjudged(tmp_path: Path) -> None:
+    report = _plan_report(tmp_path, [], policy="projects/proj/global/firewallPolicies/shared-policy")
     assert [f.rule for f in report.findings if f.rule == "GCP110"] == []
     [cluster] = report.clusters
     [gap] = [n for n in cluster.not_judged if n.rule == "GCP110"]
-    assert "gpu-3 is governed by network firewall policy" in gap.reason
+    assert "gpu-3 is governed by network firewall policy shared-policy" in gap.reason
+    assert "not among the collected policies of project proj" in gap.reason
+    assert report.complete is False
+
+
+def test_a_plan_rule_known_only_after_apply_is_not_judged(tmp_path: Path) -> None:
+    report = _plan_report(tmp_path, [_plan_rule(1000, "allow", ["10.0.0.0/8"])], unknown_match=True)
+    [cluster] = report.clusters
+    [gap] = [n for n in cluster.not_judged if n.rule == "GCP110"]
+    assert "google_compute_network_firewall_policy_rule.r0's match is known only after apply" in gap.reason
     assert report.complete is False
 
 
@@ -345,7 +405,8 @@ def test_a_policy_listed_without_its_rules_is_not_judged(tmp_path: Path) -> None
     del policy["rules"]
     code, report = _report(project, tmp_path, [policy])
     [gap] = [n for n in _cluster(report, A3_HIGH)["not_judged"] if n["rule"] == "GCP110"]
-    assert "read without its rules" in gap["reason"] and code == 2
+    assert "rules of network firewall policy gpu-fabric-policy are not known" in gap["reason"]
+    assert "saved without its rules" in gap["reason"] and code == 2
 
 
 def test_policy_stages_follow_the_enforcement_order() -> None:

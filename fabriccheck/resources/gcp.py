@@ -145,12 +145,14 @@ class PolicyRule(Model):
 
 
 class NetworkFirewallPolicy(Scoped):
-    """A global network firewall policy (networkFirewallPolicies) with its rules. `rules` None: the answer held
-    the policy without them (a list that leaves them out), so what it decides is unknown."""
+    """A global network firewall policy (networkFirewallPolicies) with its rules. `rules` None: they are not known
+    (an answer that left them out, a plan whose rule is known only after apply), so what it decides is unknown;
+    `unknown_rules` says why."""
 
     id: str  # projects/P/global/firewallPolicies/NAME, as networks[].firewallPolicy names it
     name: str
     rules: list[PolicyRule] | None = None
+    unknown_rules: str = ""
 
 
 class GcpResources(Model):

@@ -197,10 +197,8 @@ def _policy(
     matches goes on too ("Evaluation order for firewall policies and rules",
     https://cloud.google.com/firewall/docs/firewall-policies-rule-eval-order). Returns why it is unknown, or None."""
     if policy.rules is None:
-        return (
-            f"network firewall policy {policy.name} was read without its rules (save `gcloud compute "
-            f"network-firewall-policies describe {policy.name} --global --format=json` instead)"
-        )
+        why = policy.unknown_rules or "they were not read"
+        return f"the rules of network firewall policy {policy.name} are not known ({why}), so the reach is not judged"
     pending = ports.open  # the ports this stage still evaluates
     for rule in sorted(policy.rules, key=lambda r: r.priority):
         mask = port_mask(rule.entries) & pending

@@ -167,6 +167,12 @@ def network_firewall_policy(item: dict[str, Any], project: str) -> NetworkFirewa
         id=short(item.get("selfLink") or f"projects/{project}/global/firewallPolicies/{name}"),
         name=name,
         rules=None if rules is None else [_policy_rule(r) for r in rules],
+        unknown_rules=""
+        if rules is not None
+        else (
+            f"it was saved without its rules (save `gcloud compute network-firewall-policies describe {name} "
+            "--global --format=json` instead)"
+        ),
     )
 
 
