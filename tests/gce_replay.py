@@ -39,13 +39,25 @@ LIST_KIND = {
     "subnetworks": "compute#subnetworkList",
     "networks": "compute#networkList",
     "firewalls": "compute#firewallList",
+    # networkFirewallPolicies.list: GET .../projects/P/global/firewallPolicies answers a compute#firewallPolicyList
+    # (https://cloud.google.com/compute/docs/reference/rest/v1/networkFirewallPolicies/list).
+    "networkFirewallPolicies": "compute#firewallPolicyList",
 }
+# Collections whose REST path segment is not their API name: networkFirewallPolicies.list is
+# GET .../projects/P/global/firewallPolicies (https://cloud.google.com/compute/docs/reference/rest/v1/networkFirewallPolicies/list).
+RESOURCE_OF_PATH = {"firewallPolicies": "networkFirewallPolicies"}
+
+
+def resource_of(segment: str) -> str:
+    """The API collection a request path's last segment names."""
+    return RESOURCE_OF_PATH.get(segment, segment)
 FILES = {
     "instances": "instances-list.json",
     "resourcePolicies": "resource-policies-list.json",
     "networks": "networks-list.json",
     "subnetworks": "networks-subnets-list.json",
     "firewalls": "firewall-rules-list.json",
+    "networkFirewallPolicies": "network-firewall-policies-list.json",
 }
 REASONS = {403: "forbidden", 404: "notFound", 429: "rateLimitExceeded", 500: "backendError", 503: "backendError"}
 
@@ -77,7 +89,7 @@ class ComputeReplay:
     def reset_now(self, raw_path: str) -> bool:
         """Whether this request's connection is reset instead of answered (counted down per (project, resource))."""
         parts = urllib.parse.urlsplit(raw_path).path.strip("/").split("/")
-        key = (parts[3], parts[-1]) if len(parts) >= 6 else ("", "")
+        key = (parts[3], resource_of(parts[-1])) if len(parts) >= 6 else ("", "")
         with self.lock:
             left = self.resets.get(key, 0)
             if left == 0:
@@ -111,7 +123,7 @@ class ComputeReplay:
         parts = parsed.path.strip("/").split("/")
         if parts[:3] != ["compute", "v1", "projects"] or len(parts) < 6:
             return 404, _error(404, f"no such path {parsed.path}", "notFound")
-        project, resource = parts[3], parts[-1]
+        project, resource = parts[3], resource_of(parts[-1])
         for key in ((project, resource), (project, "*")):
             with self.lock:
                 once = self.failures_once.pop(key, None)

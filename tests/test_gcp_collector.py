@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from cli_run import one_clean_line, run, run_installed
-from gce_replay import ComputeReplay, fake_service_account_key, serve
+from gce_replay import ComputeReplay, fake_service_account_key, resource_of, serve
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
 from build_demo_gcp import PROJECT, Project, build
@@ -94,6 +94,7 @@ def test_zones_asked_use_zonal_and_regional_lists() -> None:
         f"/compute/v1/projects/{PROJECT}/regions/us-central1/subnetworks",
         f"/compute/v1/projects/{PROJECT}/global/networks",
         f"/compute/v1/projects/{PROJECT}/global/firewalls",
+        f"/compute/v1/projects/{PROJECT}/global/firewallPolicies",
     }
 
 
@@ -103,7 +104,7 @@ def test_only_get_requests_and_the_role_names_exactly_the_permissions_used() -> 
         collect.collect_live([PROJECT], endpoint_url=url)
         collect.collect_live([PROJECT], zones=["us-central1-a", "us-central1-b"], endpoint_url=url)
     assert {r.method for r in replay.requests} == {"GET"}
-    used = {f"compute.{r.path.rsplit('/', 1)[-1]}.list" for r in replay.requests}
+    used = {f"compute.{resource_of(r.path.rsplit('/', 1)[-1])}.list" for r in replay.requests}
     assert used == set(collect.custom_role()["includedPermissions"]) == {c.permission for c in CALLS}
 
 
@@ -198,7 +199,7 @@ def test_calls_per_project_do_not_grow_with_instances_except_for_pages() -> None
         assert not errors
         assert calls == len(replay.requests)
         counts.append(calls)
-    assert counts == [5, 5]  # one page of up to 500 per list
+    assert counts == [6, 6]  # one page of up to 500 per list
 
 
 def test_installed_command_against_the_local_endpoint(google_key: Path) -> None:

@@ -30,6 +30,10 @@ ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / "fixtures" / "demo" / "gcp"
 
 
+# The demo builder's list of each call, in CALLS order.
+ATTRIBUTES = ("policies", "networks", "subnetworks", "firewalls", "firewall_policies", "instances")
+
+
 def findings_by_cluster(inventory: Inventory) -> dict[str, set[str]]:
     report = flow.run(inventory, flow.Options())
     found: dict[str, set[str]] = {}
@@ -40,7 +44,7 @@ def findings_by_cluster(inventory: Inventory) -> dict[str, set[str]]:
 
 def answers(project: Project, skip: object = None) -> dict[Any, Any]:
     """The project's resource lists by call, as a dump or a live run hands them to the normalizer."""
-    lists = (project.policies, project.networks, project.subnetworks, project.firewalls, project.instances)
+    lists = [getattr(project, attribute) for attribute in ATTRIBUTES]
     return {call: items for call, items in zip(CALLS, lists, strict=True) if call is not skip}
 
 
@@ -173,11 +177,7 @@ def test_facts_are_unknown_when_networks_were_not_collected() -> None:
     project = Project()
     build(project)
     inventory = normalize(
-        {
-            c: getattr(project, a)
-            for c, a in zip(CALLS, ("policies", "networks", "subnetworks", "firewalls", "instances"), strict=True)
-            if c is not NETWORKS
-        },
+        {c: getattr(project, a) for c, a in zip(CALLS, ATTRIBUTES, strict=True) if c is not NETWORKS},
         PROJECT,
         lambda c: c.dump_file,
     )
@@ -195,13 +195,7 @@ def test_a_policy_not_among_the_collected_ones_is_unknown_placement() -> None:
         if item["name"].startswith("a3h-loose"):
             item["resourcePolicies"] = [project.url("regions/us-central1/resourcePolicies/elsewhere")]
     inventory = normalize(
-        dict(
-            zip(
-                CALLS,
-                (project.policies, project.networks, project.subnetworks, project.firewalls, project.instances),
-                strict=True,
-            )
-        ),
+        answers(project),
         PROJECT,
         lambda c: c.dump_file,
     )
@@ -228,13 +222,7 @@ def test_schedule_policies_do_not_place_and_workload_policies_do() -> None:
         if item["name"].startswith("a3h-loose"):
             item["resourcePolicies"].append(project.url("regions/us-central1/resourcePolicies/wl"))
     inventory = normalize(
-        dict(
-            zip(
-                CALLS,
-                (project.policies, project.networks, project.subnetworks, project.firewalls, project.instances),
-                strict=True,
-            )
-        ),
+        answers(project),
         PROJECT,
         lambda c: c.dump_file,
     )

@@ -18,16 +18,19 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from cli_run import run
+from gce_replay import ComputeReplay, fake_service_account_key, serve
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
-from build_demo_gcp import Project, build
+from build_demo_gcp import PROJECT, Project, build
 
 from fabriccheck.providers.gcp.firewall import tcp_reach
 from fabriccheck.resources.gcp import FirewallRule
 
 GPU_NET = "a3-gpu-2"
-POLICY = "https://www.googleapis.com/compute/v1/projects/demo-ml-project/global/firewallPolicies/gpu-fabric-policy"
+# A global network firewall policy is associated with networks of its own project.
+POLICY = f"https://www.googleapis.com/compute/v1/projects/{PROJECT}/global/firewallPolicies/gpu-fabric-policy"
 A3_HIGH = "a3-high"
 
 
@@ -45,9 +48,14 @@ def _project(order: str | None = None, vpc_rules: bool = False) -> Project:
     return project
 
 
-def _report(project: Project, tmp_path: Path) -> tuple[int, dict[str, Any]]:
+def _report(
+    project: Project, tmp_path: Path, policies: list[dict[str, Any]] | None = None
+) -> tuple[int, dict[str, Any]]:
+    """The GCP110 report of the project's dump; `policies`: the network-firewall-policies-list.json it also holds."""
     folder = tmp_path / "dump"
     project.write(folder)
+    if policies is not None:
+        (folder / "network-firewall-policies-list.json").write_text(json.dumps(policies))
     result = run("gcp", "--from-dump", str(folder), "--select", "GCP110", "-f", "json")
     report: dict[str, Any] = json.loads(result.stdout)
     return result.returncode, report
@@ -134,10 +142,16 @@ def test_source_tags_and_service_accounts_name_the_peers() -> None:
     assert tcp_reach([_rule(source_ranges=["10.0.0.0/8"]), deny], "10.1.0.0/16", None).verdict == "ok"
 
 
-def test_a_plan_that_associates_a_policy_with_a_gpu_network_leaves_its_reach_unjudged(tmp_path: Path) -> None:
-    """Terraform google_compute_network_firewall_policy_association (attachment_target: the network; firewall_policy:
-    the policy; registry.terraform.io/providers/hashicorp/google/latest/docs/resources/
-    compute_network_firewall_policy_association) on one GPU network of an A3 High plan without VPC rules there."""
+def _plan_report(
+    tmp_path: Path, rules: list[dict[str, Any]], policy: str | None = None, unknown_match: bool = False
+) -> Any:
+    """An A3 High plan whose GPU network gpu-3 has no VPC rules and is associated with a network firewall policy:
+    the plan's google_compute_network_firewall_policy `gpu-policy` with `rules` as its
+    google_compute_network_firewall_policy_rule resources (priority, action, direction, match { src_ip_ranges,
+    layer4_configs { ip_protocol, ports } }; registry.terraform.io/providers/hashicorp/google/latest/docs/resources/
+    compute_network_firewall_policy_rule), or, `policy` given, a policy the plan does not hold, named by its id.
+    The association: attachment_target, the network; firewall_policy, the policy (registry.terraform.io/providers/
+    hashicorp/google/latest/docs/resources/compute_network_firewall_policy_association)."""
     from plan_builder import PlanBuilder, const, ref
 
     from fabriccheck import flow
@@ -157,15 +171,29 @@ def test_a_plan_that_associates_a_policy_with_a_gpu_network_leaves_its_reach_unj
                 expressions={"network": ref(f"google_compute_network.{net.replace('-', '_')}.name")},
             )
     plan.resource("google_compute_network_firewall_policy", "gpu", {"name": "gpu-policy"})
+    for i, rule in enumerate(rules):
+        plan.resource(
+            "google_compute_network_firewall_policy_rule",
+            f"r{i}",
+            rule,
+            unknown={"firewall_policy": True, **({"match": True} if unknown_match else {})},
+            expressions={"firewall_policy": ref("google_compute_network_firewall_policy.gpu.name")},
+        )
+    association: dict[str, Any] = {"name": "gpu-3-assoc"}
+    unknown: dict[str, Any] = {"attachment_target": True, "firewall_policy": True}
+    expressions = {
+        "attachment_target": ref("google_compute_network.gpu_3.id"),
+        "firewall_policy": ref("google_compute_network_firewall_policy.gpu.id"),
+    }
+    if policy:
+        association["firewall_policy"] = policy
+        del unknown["firewall_policy"], expressions["firewall_policy"]
     plan.resource(
         "google_compute_network_firewall_policy_association",
         "gpu_3",
-        {"name": "gpu-3-assoc"},
-        unknown={"attachment_target": True, "firewall_policy": True},
-        expressions={
-            "attachment_target": ref("google_compute_network.gpu_3.id"),
-            "firewall_policy": ref("google_compute_network_firewall_policy.gpu.id"),
-        },
+        association,
+        unknown=unknown,
+        expressions=expressions,
     )
     plan.resource(
         "google_compute_instance_template",
@@ -187,11 +215,250 @@ def test_a_plan_that_associates_a_policy_with_a_gpu_network_leaves_its_reach_unj
         unknown={"version": [{"instance_template": True}]},
         expressions={"version": [{"instance_template": ref("google_compute_instance_template.a3.self_link")}]},
     )
-    path = tmp_path / "plan.json"
+    path = tmp_path / f"plan-{len(list(tmp_path.iterdir()))}.json"
     path.write_text(json.dumps(plan.build()))
-    report = flow.run(load_plan(str(path)), flow.Options())
+    return flow.run(load_plan(str(path)), flow.Options())
+
+
+def _plan_rule(priority: int, action: str, ranges: list[str]) -> dict[str, Any]:
+    return {
+        "priority": priority,
+        "action": action,
+        "direction": "INGRESS",
+        "match": [{"src_ip_ranges": ranges, "layer4_configs": [{"ip_protocol": "all"}]}],
+    }
+
+
+def test_a_plan_whose_policy_allows_the_gpu_network_is_clean(tmp_path: Path) -> None:
+    report = _plan_report(tmp_path, [_plan_rule(1000, "allow", ["10.0.0.0/8"])])
+    assert [f.rule for f in report.findings if f.rule == "GCP110"] == []
+    [cluster] = report.clusters
+    assert not [n for n in cluster.not_judged if n.rule == "GCP110"] and report.complete is True
+
+
+def test_a_plan_whose_new_policy_has_no_allow_rule_is_gcp110(tmp_path: Path) -> None:
+    """A policy the plan creates holds the rules the plan gives it (and the predefined goto_next ones): a deny, or
+    none at all, leaves gpu-3 to the implied deny. Judged (it was not judged before the rules were read)."""
+    for rules in ([], [_plan_rule(1000, "deny", ["10.0.0.0/8"])]):
+        report = _plan_report(tmp_path, rules)
+        messages = [f.message for f in report.findings if f.rule == "GCP110"]
+        assert messages and all(
+            "gpu-3 (VPC firewall rules and network firewall policy gpu-policy" in m for m in messages
+        )
+
+
+def test_a_plan_association_with_a_policy_the_plan_does_not_hold_leaves_the_reach_unjudged(tmp_path: Path) -> None:
+    report = _plan_report(tmp_path, [], policy="projects/proj/global/firewallPolicies/shared-policy")
     assert [f.rule for f in report.findings if f.rule == "GCP110"] == []
     [cluster] = report.clusters
     [gap] = [n for n in cluster.not_judged if n.rule == "GCP110"]
-    assert "gpu-3 is governed by network firewall policy" in gap.reason
+    assert "gpu-3 is governed by network firewall policy shared-policy" in gap.reason
+    assert "not among the collected policies of project proj" in gap.reason
     assert report.complete is False
+
+
+def test_a_plan_rule_known_only_after_apply_is_not_judged(tmp_path: Path) -> None:
+    report = _plan_report(tmp_path, [_plan_rule(1000, "allow", ["10.0.0.0/8"])], unknown_match=True)
+    [cluster] = report.clusters
+    [gap] = [n for n in cluster.not_judged if n.rule == "GCP110"]
+    assert "google_compute_network_firewall_policy_rule.r0's match is known only after apply" in gap.reason
+    assert report.complete is False
+
+
+# ------------------------------------------------------------------------- the rules inside the policy (item 1)
+
+
+def _policy(*rules: dict[str, Any]) -> dict[str, Any]:
+    """gpu-fabric-policy as `gcloud compute network-firewall-policies describe gpu-fabric-policy --global
+    --format=json` prints it: the FirewallPolicy resource of networkFirewallPolicies.get, `rules` included, each a
+    FirewallPolicyRule (priority, direction, action, match.srcIpRanges, match.layer4Configs[].ipProtocol / ports,
+    targetSecureTags[].name; https://cloud.google.com/compute/docs/reference/rest/v1/networkFirewallPolicies/get).
+    Every policy carries the lowest possible priority goto_next ingress rules, ::/0 at 2147483645 and 0.0.0.0/0 at
+    2147483647 ("Predefined rules for firewall policies", https://cloud.google.com/firewall/docs/pre-defined-rules)."""
+    default = [
+        {
+            "kind": "compute#firewallPolicyRule",
+            "priority": priority,
+            "direction": "INGRESS",
+            "action": "goto_next",
+            "match": {"srcIpRanges": [source], "layer4Configs": [{"ipProtocol": "all"}]},
+            "ruleTupleCount": 2,
+        }
+        for priority, source in ((2147483645, "::/0"), (2147483647, "0.0.0.0/0"))
+    ]
+    return {
+        "kind": "compute#firewallPolicy",
+        "id": "4136870237186423810",
+        "name": "gpu-fabric-policy",
+        "selfLink": POLICY,
+        "rules": [*rules, *default],
+        "associations": [
+            {
+                "name": "gpu-fabric-assoc",
+                "attachmentTarget": f"https://www.googleapis.com/compute/v1/projects/{PROJECT}/global/networks/"
+                + GPU_NET,
+            }
+        ],
+        "ruleTupleCount": 6,
+    }
+
+
+def _ingress(priority: int, action: str, ranges: list[str], ports: list[str] | None = None, **extra: Any) -> Any:
+    layer4: dict[str, Any] = {"ipProtocol": "tcp"}
+    if ports:
+        layer4["ports"] = ports
+    return {
+        "kind": "compute#firewallPolicyRule",
+        "priority": priority,
+        "direction": "INGRESS",
+        "action": action,
+        "match": {"srcIpRanges": ranges, "layer4Configs": [layer4]},
+        **extra,
+    }
+
+
+def _gpu_cidr(project: Project) -> str:
+    cidr: str = next(s["ipCidrRange"] for s in project.subnetworks if s["network"].endswith(f"/networks/{GPU_NET}"))
+    return cidr
+
+
+def test_a_policy_that_allows_the_gpu_subnet_every_port_is_judged_clean(tmp_path: Path) -> None:
+    """The issue's estate with the policy read: its allow rule for the GPU subnet on tcp (every port) decides, and
+    the run passes (exit 0, complete)."""
+    project = _project()
+    code, report = _report(project, tmp_path, [_policy(_ingress(1000, "allow", [_gpu_cidr(project)]))])
+    assert _cluster(report, A3_HIGH)["status"] == "clean"
+    assert code == 0 and report["complete"] is True
+
+
+def test_a_policy_that_allows_nothing_to_the_gpu_subnet_is_gcp110(tmp_path: Path) -> None:
+    """Only the default goto_next rule: no VPC rule either, so the implied deny-ingress rule ends it. A judged
+    error now (exit 1), the policy and network named."""
+    project = _project()
+    code, report = _report(project, tmp_path, [_policy(_ingress(1000, "allow", ["35.235.240.0/20"], ["22"]))])
+    findings = [f for f in report["findings"] if f["rule"] == "GCP110" and f["cluster"].endswith(A3_HIGH)]
+    assert len(findings) == 4  # one per a3h-train node
+    assert f"{GPU_NET} (VPC firewall rules and network firewall policy gpu-fabric-policy" in findings[0]["message"]
+    assert code == 1 and report["complete"] is True
+
+
+def test_a_policy_deny_of_higher_precedence_takes_ports_back(tmp_path: Path) -> None:
+    """deny tcp:1-1023 at 900, allow every TCP port at 1000: a partial reach, the ports named."""
+    project = _project()
+    cidr = _gpu_cidr(project)
+    policy = _policy(_ingress(900, "deny", [cidr], ["1-1023"]), _ingress(1000, "allow", [cidr]))
+    code, report = _report(project, tmp_path, [policy])
+    findings = [f for f in report["findings"] if f["rule"] == "GCP110" and f["cluster"].endswith(A3_HIGH)]
+    assert findings and all("TCP ports 1024-65535 only" in f["message"] for f in findings)
+    assert code == 1
+
+
+def test_goto_next_hands_the_ports_to_the_vpc_rules_before_classic(tmp_path: Path) -> None:
+    """BEFORE_CLASSIC_FIREWALL: the policy's goto_next for the GPU subnet passes every port on to the VPC rules,
+    whose allow-internal rule then decides (clean); a policy deny there would have won first."""
+    project = _project(order="BEFORE_CLASSIC_FIREWALL", vpc_rules=True)
+    cidr = _gpu_cidr(project)
+    code, report = _report(project, tmp_path, [_policy(_ingress(1000, "goto_next", [cidr]))])
+    assert _cluster(report, A3_HIGH)["status"] == "clean" and code == 0
+    denied = _policy(_ingress(1000, "deny", [cidr]))
+    code, report = _report(project, tmp_path / "deny", [denied])
+    assert any(f["rule"] == "GCP110" and f["cluster"].endswith(A3_HIGH) for f in report["findings"])
+    assert code == 1
+
+
+def test_a_rule_by_secure_tags_is_not_judged_and_named(tmp_path: Path) -> None:
+    """targetSecureTags ([{name: tagValues/N, state}]) bind to instances through Resource Manager tag bindings the
+    collector does not read: the rule that could decide is named, the reach not judged (exit 2)."""
+    project = _project()
+    tagged = _ingress(
+        1000,
+        "allow",
+        [_gpu_cidr(project)],
+        targetSecureTags=[{"name": "tagValues/281484836404786", "state": "EFFECTIVE"}],
+    )
+    code, report = _report(project, tmp_path, [_policy(tagged)])
+    [gap] = [n for n in _cluster(report, A3_HIGH)["not_judged"] if n["rule"] == "GCP110"]
+    assert "rule 1000 of network firewall policy gpu-fabric-policy" in gap["reason"]
+    assert "tagValues/281484836404786" in gap["reason"]
+    assert code == 2 and report["complete"] is False
+
+
+def test_target_service_accounts_of_a_policy_rule_match_the_nodes(tmp_path: Path) -> None:
+    """targetServiceAccounts: the rule applies to the nodes running as one of them (serviceAccounts[].email)."""
+    project = _project()
+    email = f"train@{PROJECT}.iam.gserviceaccount.com"
+    for inst in project.instances:
+        if inst["name"].startswith("a3h-train-"):
+            inst["serviceAccounts"] = [{"email": email, "scopes": ["https://www.googleapis.com/auth/cloud-platform"]}]
+    rule = _ingress(1000, "allow", [_gpu_cidr(project)], targetServiceAccounts=[email])
+    _, report = _report(project, tmp_path, [_policy(rule)])
+    assert _cluster(report, A3_HIGH)["status"] == "clean"
+    other = _ingress(1000, "allow", [_gpu_cidr(project)], targetServiceAccounts=["web@p.iam.gserviceaccount.com"])
+    code, report = _report(project, tmp_path / "other", [_policy(other)])
+    assert any(f["rule"] == "GCP110" and f["cluster"].endswith(A3_HIGH) for f in report["findings"]) and code == 1
+
+
+def test_a_policy_listed_without_its_rules_is_not_judged(tmp_path: Path) -> None:
+    """A list answer that left `rules` out says nothing of what the policy decides: not judged, never clean."""
+    project = _project()
+    policy = _policy()
+    del policy["rules"]
+    code, report = _report(project, tmp_path, [policy])
+    [gap] = [n for n in _cluster(report, A3_HIGH)["not_judged"] if n["rule"] == "GCP110"]
+    assert "rules of network firewall policy gpu-fabric-policy are not known" in gap["reason"]
+    assert "saved without its rules" in gap["reason"] and code == 2
+
+
+def test_policy_stages_follow_the_enforcement_order() -> None:
+    """Unit: AFTER_CLASSIC_FIREWALL lets a VPC allow stand over a later policy deny; BEFORE lets the deny win."""
+    from fabriccheck.providers.gcp.firewall import governed_reach
+    from fabriccheck.providers.gcp.normalize import network_firewall_policy
+
+    policy = network_firewall_policy(_policy(_ingress(1000, "deny", ["10.0.0.0/8"])), PROJECT)
+    vpc = [_rule(source_ranges=["10.0.0.0/8"])]
+    assert governed_reach(vpc, policy, False, "10.1.0.0/16").verdict == "ok"
+    assert governed_reach(vpc, policy, True, "10.1.0.0/16").verdict == "missing"
+    assert governed_reach([], policy, False, "10.1.0.0/16").verdict == "missing"
+
+
+@pytest.fixture
+def google_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A service-account key google-auth signs its own token with (no token endpoint: reference/testing.md)."""
+    key = tmp_path / "key.json"
+    key.write_text(json.dumps(fake_service_account_key(PROJECT)))
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(key))
+    monkeypatch.setenv("CLOUDSDK_CONFIG", str(tmp_path / "gcloud"))
+    monkeypatch.setenv("NO_GCE_CHECK", "True")
+    monkeypatch.setenv("GCE_METADATA_HOST", "127.0.0.1:9")
+    return key
+
+
+def test_a_live_scan_reads_the_policy_rules_through_the_real_client(google_key: Path) -> None:
+    """NetworkFirewallPoliciesClient.list (google-cloud-compute) against the replayed Compute API on 127.0.0.1:
+    GET /compute/v1/projects/P/global/firewallPolicies answers a compute#firewallPolicyList whose items carry their
+    rules (https://cloud.google.com/compute/docs/reference/rest/v1/networkFirewallPolicies/list). The policy denies
+    the GPU subnet every TCP port: a judged GCP110 on a complete run. A 403 on that list is the run's recorded
+    error naming compute.networkFirewallPolicies.list, and the governed network is not judged, never refused."""
+    from fabriccheck import flow
+    from fabriccheck.providers.gcp import collect
+
+    project = _project()
+    files = project.files()
+    denied = _policy(_ingress(1000, "deny", [_gpu_cidr(project)]))
+    replay = ComputeReplay.from_files({PROJECT: {**files, "network-firewall-policies-list.json": [denied]}})
+    with serve(replay) as url:
+        inventory = collect.collect_live([PROJECT], endpoint_url=url)
+        assert inventory.complete, inventory.errors
+        [policy] = inventory.gcp.network_firewall_policies
+        assert policy.rules is not None and [r.action for r in policy.rules] == ["deny", "goto_next", "goto_next"]
+        report = flow.run(inventory, flow.Options())
+        assert any(f.rule == "GCP110" and (f.cluster or "").endswith(A3_HIGH) for f in report.findings)
+        replay.failures[(PROJECT, "networkFirewallPolicies")] = 403
+        refused = collect.collect_live([PROJECT], endpoint_url=url)
+    assert f"/compute/v1/projects/{PROJECT}/global/firewallPolicies" in replay.paths()
+    [error] = refused.errors
+    assert error.permission == "compute.networkFirewallPolicies.list"
+    judged = flow.run(refused, flow.Options())
+    assert not [f for f in judged.findings if f.rule == "GCP110" and (f.cluster or "").endswith(A3_HIGH)]
+    [gap] = [n for c in judged.clusters if c.id.endswith(A3_HIGH) for n in c.not_judged if n.rule == "GCP110"]
+    assert "network firewall policies were not collected" in gap.reason

@@ -40,6 +40,9 @@ class Project:
         self.networks: list[Item] = []
         self.subnetworks: list[Item] = []
         self.firewalls: list[Item] = []
+        # Global network firewall policies, as `gcloud compute network-firewall-policies list --format=json` prints
+        # them (the demo's networks name none: an empty list, collected).
+        self.firewall_policies: list[Item] = []
         self._ids = 1000
 
     def _id(self) -> str:
@@ -238,6 +241,7 @@ class Project:
             "networks-list.json": self.networks,
             "networks-subnets-list.json": self.subnetworks,
             "firewall-rules-list.json": self.firewalls,
+            "network-firewall-policies-list.json": self.firewall_policies,
         }
 
     def write(self, folder: Path) -> None:
@@ -294,6 +298,37 @@ def build(project: Project) -> None:
     """One correct cluster and one per GCP rule category (each cluster's name says what it shows)."""
     host, *gpu = a3_high_nets(project)
     tcpx = [(host, "GVNIC")] + [(n, "GVNIC") for n in gpu]
+    # A global network firewall policy no network is associated with (it governs nothing): IAP's TCP forwarding
+    # range on SSH, as `gcloud compute network-firewall-policies describe` prints it (FirewallPolicy with its rules
+    # and the predefined lowest-priority goto_next rule; https://cloud.google.com/compute/docs/reference/rest/v1/
+    # networkFirewallPolicies/get, https://cloud.google.com/firewall/docs/pre-defined-rules).
+    project.firewall_policies.append(
+        {
+            "kind": "compute#firewallPolicy",
+            "id": "4136870237186423810",  # fixed: the other resources' ids stay as they were
+            "name": "ssh-from-iap",
+            "selfLink": project.url("global/firewallPolicies/ssh-from-iap"),
+            "rules": [
+                {
+                    "kind": "compute#firewallPolicyRule",
+                    "priority": 1000,
+                    "direction": "INGRESS",
+                    "action": "allow",
+                    "match": {
+                        "srcIpRanges": ["35.235.240.0/20"],
+                        "layer4Configs": [{"ipProtocol": "tcp", "ports": ["22"]}],
+                    },
+                },
+                {
+                    "kind": "compute#firewallPolicyRule",
+                    "priority": 2147483647,
+                    "direction": "INGRESS",
+                    "action": "goto_next",
+                    "match": {"srcIpRanges": ["0.0.0.0/0"], "layer4Configs": [{"ipProtocol": "all"}]},
+                },
+            ],
+        }
+    )
 
     # Correct: A3 High, 4 GPU NICs on 4 VPCs, one compact policy, GPU networks open internally, MTU 8244.
     project.policy("a3h-train-compact", vm_count=4)

@@ -73,6 +73,19 @@ class Subnetwork(Scoped):
 FIREWALL_ENTRY = re.compile(r"^(?P<protocol>[a-z0-9-]+)(?::(?P<low>\d{1,5})(?:-(?P<high>\d{1,5}))?)?$")
 
 
+def checked_entries(entries: list[str]) -> list[str]:
+    """`entries` when each is PROTOCOL or PROTOCOL:PORT[-PORT] with ports 0-65535."""
+    for entry in entries:
+        match = FIREWALL_ENTRY.match(entry)
+        if (
+            match is None
+            or int(match["low"] or 0) > int(match["high"] or match["low"] or 0)
+            or any(int(match[edge] or 0) > MAX_PORT for edge in ("low", "high"))
+        ):
+            raise ValueError(f"{entry!r} is not PROTOCOL or PROTOCOL:PORT[-PORT] with ports 0-{MAX_PORT}")
+    return entries
+
+
 class FirewallRule(Scoped):
     name: str
     network: str | None = None
@@ -98,15 +111,7 @@ class FirewallRule(Scoped):
     @field_validator("entries")
     @classmethod
     def _entries_are_protocol_and_ports(cls, entries: list[str]) -> list[str]:
-        for entry in entries:
-            match = FIREWALL_ENTRY.match(entry)
-            if (
-                match is None
-                or int(match["low"] or 0) > int(match["high"] or match["low"] or 0)
-                or any(int(match[edge] or 0) > MAX_PORT for edge in ("low", "high"))
-            ):
-                raise ValueError(f"{entry!r} is not PROTOCOL or PROTOCOL:PORT[-PORT] with ports 0-{MAX_PORT}")
-        return entries
+        return checked_entries(entries)
 
     def known_entries(self) -> list[str] | None:
         """`entries`, or a legacy rule's protocols when they listed no port; None when its ports are unknown."""
@@ -115,17 +120,54 @@ class FirewallRule(Scoped):
         return list(self.protocols) if self.all_ports is not False else None
 
 
+class PolicyRule(Model):
+    """One rule of a network firewall policy (Compute API v1 FirewallPolicyRule: priority, direction, action,
+    disabled, match.srcIpRanges, match.layer4Configs[].ipProtocol / ports, match.srcSecureTags[].name,
+    targetSecureTags[].name, targetServiceAccounts;
+    https://cloud.google.com/python/docs/reference/compute/latest/google.cloud.compute_v1.types.FirewallPolicyRule)."""
+
+    priority: int
+    direction: str = "INGRESS"
+    action: str = "allow"  # allow | deny | goto_next | apply_security_profile_group
+    disabled: bool = False
+    entries: list[str] = Field(default_factory=list)  # match.layer4Configs, as FirewallRule.entries
+    source_ranges: list[str] = Field(default_factory=list)  # match.srcIpRanges
+    # Other sources the collector cannot resolve to addresses: secure tags (tagValues/N), address groups.
+    source_secure_tags: list[str] = Field(default_factory=list)
+    source_address_groups: list[str] = Field(default_factory=list)
+    target_secure_tags: list[str] = Field(default_factory=list)  # tagValues/N: bound to instances, not read
+    target_service_accounts: list[str] = Field(default_factory=list)
+
+    @field_validator("entries")
+    @classmethod
+    def _entries_are_protocol_and_ports(cls, entries: list[str]) -> list[str]:
+        return checked_entries(entries)
+
+
+class NetworkFirewallPolicy(Scoped):
+    """A global network firewall policy (networkFirewallPolicies) with its rules. `rules` None: they are not known
+    (an answer that left them out, a plan whose rule is known only after apply), so what it decides is unknown;
+    `unknown_rules` says why."""
+
+    id: str  # projects/P/global/firewallPolicies/NAME, as networks[].firewallPolicy names it
+    name: str
+    rules: list[PolicyRule] | None = None
+    unknown_rules: str = ""
+
+
 class GcpResources(Model):
     resource_policies: list[ResourcePolicy] = Field(default_factory=list)
     networks: list[Network] = Field(default_factory=list)
     subnetworks: list[Subnetwork] = Field(default_factory=list)
     firewalls: list[FirewallRule] = Field(default_factory=list)
+    network_firewall_policies: list[NetworkFirewallPolicy] = Field(default_factory=list)
 
     def merge(self, other: GcpResources) -> None:
         self.resource_policies.extend(other.resource_policies)
         self.networks.extend(other.networks)
         self.subnetworks.extend(other.subnetworks)
         self.firewalls.extend(other.firewalls)
+        self.network_firewall_policies.extend(other.network_firewall_policies)
 
 
 def firewall_entries(items: list[dict[str, Any]], protocol_key: str) -> list[str]:

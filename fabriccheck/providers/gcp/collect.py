@@ -21,6 +21,7 @@ from fabriccheck.providers.gcp.listing import (
     CALLS,
     FIREWALLS,
     INSTANCES,
+    NETWORK_FIREWALL_POLICIES,
     NETWORKS,
     RESOURCE_POLICIES,
     SUBNETWORKS,
@@ -55,7 +56,8 @@ def custom_role(listing: bool = False) -> dict[str, Any]:
     also list projects and folders (grant that role at the organization or folder)."""
     return {
         "title": "fabriccheck reader",
-        "description": "Read-only: lists instances, resource policies, networks, subnetworks and firewall rules"
+        "description": "Read-only: lists instances, resource policies, networks, subnetworks, firewall rules and "
+        "network firewall policies"
         + (", and the projects and folders under an organization or folder" if listing else ""),
         "stage": "GA",
         "includedPermissions": sorted(PERMISSIONS + (LISTING_PERMISSIONS if listing else ())),
@@ -68,6 +70,9 @@ _CLIENTS = {
     NETWORKS: "NetworksClient",
     SUBNETWORKS: "SubnetworksClient",
     FIREWALLS: "FirewallsClient",
+    # networkFirewallPolicies.list: NetworkFirewallPoliciesClient.list(project=...) pages FirewallPolicy items with
+    # their rules (google-cloud-compute, compute_v1.services.network_firewall_policies).
+    NETWORK_FIREWALL_POLICIES: "NetworkFirewallPoliciesClient",
 }
 # The proto-plus message field of each collection in a scoped list of an aggregated answer.
 _SCOPED_FIELD = {INSTANCES: "instances", RESOURCE_POLICIES: "resource_policies", SUBNETWORKS: "subnetworks"}

@@ -20,7 +20,7 @@ import ipaddress
 import re
 from dataclasses import dataclass
 
-from fabriccheck.resources.gcp import FIREWALL_ENTRY, MAX_PORT, FirewallRule
+from fabriccheck.resources.gcp import FIREWALL_ENTRY, MAX_PORT, FirewallRule, NetworkFirewallPolicy, PolicyRule
 
 TCP = frozenset({"tcp", "6", "all"})  # IPProtocol values whose rule items reach TCP ports
 EVERY_PORT = (1 << (MAX_PORT + 1)) - 1
@@ -119,27 +119,123 @@ def _applies(rule: FirewallRule, cidr: str | None, targets: frozenset[str] | Non
     return covers(rule.source_ranges, cidr) or (by_instance and _from_peers(rule, targets))
 
 
-def tcp_reach(rules: list[FirewallRule], cidr: str | None, targets: frozenset[str] | None = None) -> Reach:
-    """Which TCP ports the subnet `cidr` reaches through `rules` (those of its network) on a node that firewall
-    rules target by `targets` (NodeShape.firewall_targets)."""
+class _Ports:
+    """Where the evaluation of one connection's TCP ports stands: those allowed, and those no stage decided yet."""
+
+    def __init__(self) -> None:
+        self.allowed = 0
+        self.open = EVERY_PORT
+
+    def decide(self, mask: int, allows: bool) -> None:
+        mask &= self.open
+        if allows:
+            self.allowed |= mask
+        self.open &= ~mask
+
+    def reach(self) -> Reach:
+        """The verdict once every stage ran: ports still open meet the implied deny-ingress rule."""
+        allowed = self.allowed & USABLE_PORTS
+        if allowed == USABLE_PORTS:
+            return Reach("ok")
+        if not allowed:
+            return Reach("missing")
+        return Reach("partial", f"TCP ports {port_ranges(allowed)} only")
+
+
+def _classic(rules: list[FirewallRule], cidr: str | None, targets: frozenset[str] | None, ports: _Ports) -> str | None:
+    """The VPC firewall rules' stage: each port goes to the matching rule of highest precedence (a deny first at
+    equal priority); a port no rule matches goes on to the next stage. Returns why the stage is unknown, or None."""
     matching: list[tuple[int, bool, int]] = []  # (priority, is an allow rule, its TCP ports)
     for rule in rules:
         if not _applies(rule, cidr, targets):
             continue
         entries = rule.known_entries()
         if entries is None:
-            return Reach("unknown", f"firewall rule {rule.name} was saved without its ports (collect it again)")
+            return f"firewall rule {rule.name} was saved without its ports (collect it again)"
         mask = port_mask(entries)
         if mask:
             matching.append((rule.priority, rule.action == "allow", mask))
-    decided = allowed = 0
     for _, allows, mask in sorted(matching):  # by priority, deny (False) before allow at the same priority
-        if allows:
-            allowed |= mask & ~decided
-        decided |= mask
-    allowed &= USABLE_PORTS
-    if allowed == USABLE_PORTS:
-        return Reach("ok")
-    if not allowed:
-        return Reach("missing")
-    return Reach("partial", f"TCP ports {port_ranges(allowed)} only")
+        ports.decide(mask, allows)
+    return None
+
+
+def tcp_reach(rules: list[FirewallRule], cidr: str | None, targets: frozenset[str] | None = None) -> Reach:
+    """Which TCP ports the subnet `cidr` reaches through `rules` (those of its network) on a node that firewall
+    rules target by `targets` (NodeShape.firewall_targets)."""
+    ports = _Ports()
+    why = _classic(rules, cidr, targets, ports)
+    return Reach("unknown", why) if why else ports.reach()
+
+
+def _policy_match(rule: PolicyRule, cidr: str | None, targets: frozenset[str] | None) -> bool | str:
+    """Whether a policy rule matches the GPU peers' traffic to the node: True, False, or why it cannot be told.
+    Targets: secure tags are bound to instances through Resource Manager tag bindings, which the collector does not
+    read; target service accounts match the node's (FirewallPolicyRule.targetSecureTags / targetServiceAccounts).
+    Sources: srcIpRanges against the subnet; srcSecureTags and srcAddressGroups name addresses it cannot see."""
+    if rule.target_secure_tags:
+        return f"targets secure tags {', '.join(rule.target_secure_tags)}, whose bindings to instances are not read"
+    if (
+        rule.target_service_accounts
+        and targets is not None
+        and not {f"sa:{s}" for s in rule.target_service_accounts} & targets
+    ):
+        return False
+    if covers(rule.source_ranges, cidr):
+        return True
+    unseen = rule.source_secure_tags + rule.source_address_groups
+    if unseen:
+        return f"matches sources by {', '.join(unseen)}, which the collector cannot resolve to addresses"
+    return False
+
+
+def _policy(
+    policy: NetworkFirewallPolicy, cidr: str | None, targets: frozenset[str] | None, ports: _Ports
+) -> str | None:
+    """A network firewall policy's stage: its enabled ingress rules by priority (unique within a policy); the first
+    that matches a port decides it (allow, deny) or sends it on to the next stage (goto_next), and a port no rule
+    matches goes on too ("Evaluation order for firewall policies and rules",
+    https://cloud.google.com/firewall/docs/firewall-policies-rule-eval-order). Returns why it is unknown, or None."""
+    if policy.rules is None:
+        why = policy.unknown_rules or "they were not read"
+        return f"the rules of network firewall policy {policy.name} are not known ({why}), so the reach is not judged"
+    pending = ports.open  # the ports this stage still evaluates
+    for rule in sorted(policy.rules, key=lambda r: r.priority):
+        mask = port_mask(rule.entries) & pending
+        if rule.disabled or rule.direction != "INGRESS" or not mask:
+            continue
+        matched = _policy_match(rule, cidr, targets)
+        if matched is False:
+            continue
+        where = f"rule {rule.priority} of network firewall policy {policy.name}"
+        if isinstance(matched, str):
+            return f"{where} {matched}, so which ports its GPU NICs reach is not judged"
+        if rule.action not in ("allow", "deny", "goto_next"):
+            return f"{where} hands the traffic to {rule.action} (Layer 7 inspection decides), so it is not judged"
+        pending &= ~mask
+        if rule.action != "goto_next":
+            ports.decide(mask, rule.action == "allow")
+    return None
+
+
+def governed_reach(
+    rules: list[FirewallRule],
+    policy: NetworkFirewallPolicy,
+    before_classic: bool,
+    cidr: str | None,
+    targets: frozenset[str] | None = None,
+) -> Reach:
+    """Which TCP ports reach the node through its network's VPC rules and its global network firewall policy, in
+    the network's enforcement order: VPC rules, then the policy (AFTER_CLASSIC_FIREWALL), or the reverse
+    (BEFORE_CLASSIC_FIREWALL); what neither decides meets the implied deny."""
+    ports = _Ports()
+    if before_classic:
+        why = _policy(policy, cidr, targets, ports) or _classic(rules, cidr, targets, ports)
+    else:
+        why = _classic(rules, cidr, targets, ports) or _policy(policy, cidr, targets, ports)
+    if why:
+        return Reach("unknown", why)
+    reach = ports.reach()
+    order = "BEFORE_CLASSIC_FIREWALL" if before_classic else "AFTER_CLASSIC_FIREWALL"
+    via = f"VPC firewall rules and network firewall policy {policy.name}, {order}"
+    return Reach(reach.verdict, f"{reach.detail}, {via}" if reach.detail else via)

@@ -17,8 +17,15 @@ from typing import NamedTuple
 
 from fabriccheck.cloud import FactContext
 from fabriccheck.model import NetworkInterface, NodeShape, fact_key
-from fabriccheck.providers.gcp.firewall import Reach, tcp_reach
-from fabriccheck.resources.gcp import GLOBAL, FirewallRule, Network, ResourcePolicy, Subnetwork
+from fabriccheck.providers.gcp.firewall import Reach, governed_reach, tcp_reach
+from fabriccheck.resources.gcp import (
+    GLOBAL,
+    FirewallRule,
+    Network,
+    NetworkFirewallPolicy,
+    ResourcePolicy,
+    Subnetwork,
+)
 
 # An RDMA network profile is projects/P/global/networkProfiles/{ZONE}-vpc-roce (bare metal: -vpc-roce-metal) for
 # MRDMA NICs, or {ZONE}-vpc-falcon for IRDMA NICs (H4D); the VPC serves instances of that zone only, and takes only
@@ -55,6 +62,7 @@ class GcpIndex:
         self.rules: dict[tuple[str, str], list[FirewallRule]] = {}
         for rule in gcp.firewalls:
             self.rules.setdefault((rule.account, rule.network or ""), []).append(rule)
+        self.firewall_policies = {(p.account, p.id): p for p in gcp.network_firewall_policies}
         self._networks: dict[tuple[str, str, str], _Found] = {}
         self._reaches: dict[tuple[str, str, str, str | None, frozenset[str] | None], Reach] = {}
 
@@ -115,7 +123,7 @@ class GcpIndex:
                 continue
             reach = self._reach(node, nic)
             if reach.verdict == "missing":
-                missing.add(name_of(nic.network))
+                missing.add(f"{name_of(nic.network)} ({reach.detail})" if reach.detail else name_of(nic.network))
             elif reach.verdict == "partial":
                 partial.add(f"{name_of(nic.network)} ({reach.detail})")
             elif reach.verdict == "unknown":
@@ -142,29 +150,44 @@ class GcpIndex:
         subnet = None
         if self.has(node, subnet_owner, "subnetworks"):
             subnet = self.subnets.get((subnet_owner, subnet_url or ""))
-        reach = tcp_reach(self.rules.get((owner, url), []), subnet.cidr if subnet else None, targets)
-        return self._governed(node, url, reach)
+        cidr = subnet.cidr if subnet else None
+        reach = tcp_reach(self.rules.get((owner, url), []), cidr, targets)
+        return self._governed(node, url, cidr, targets, reach)
 
-    def _governed(self, node: NodeShape, url: str, classic: Reach) -> Reach:
-        """The VPC rules' reach, unless a network firewall policy the run did not read may decide it. Cloud NGFW
-        evaluates a network's global and regional network firewall policies after its VPC firewall rules
-        (AFTER_CLASSIC_FIREWALL, the default) or before them (BEFORE_CLASSIC_FIREWALL), and a VPC rule's allow or
-        deny ends the evaluation ("Evaluation order for firewall policies and rules",
+    def _governed(
+        self, node: NodeShape, url: str, cidr: str | None, targets: frozenset[str] | None, classic: Reach
+    ) -> Reach:
+        """The reach through the VPC rules and the network's global network firewall policy. Cloud NGFW evaluates
+        a network's global and regional network firewall policies after its VPC firewall rules
+        (AFTER_CLASSIC_FIREWALL, the default) or before them (BEFORE_CLASSIC_FIREWALL), and an allow or deny ends
+        the evaluation ("Evaluation order for firewall policies and rules",
         https://cloud.google.com/firewall/docs/firewall-policies-rule-eval-order). So after the VPC rules, every
-        port they allow is allowed whatever the policy says; any other port, or every port before them, is the
-        policy's to decide, and a policy not read leaves the reach not judged, never refused."""
+        port they allow is allowed whatever the policy says; any other port is the policy's to decide, and a
+        policy not read leaves the reach not judged, never refused."""
         network = self.networks.get((self.owner(node, url), url))
         if network is None or network.firewall_policy is None:
             return classic
-        after = (network.policy_order or "AFTER_CLASSIC_FIREWALL") == "AFTER_CLASSIC_FIREWALL"
-        if after and classic.verdict == "ok":
+        order = network.policy_order or "AFTER_CLASSIC_FIREWALL"
+        if order == "AFTER_CLASSIC_FIREWALL" and classic.verdict == "ok":
             return classic
+        policy, why = self._policy(node, network.firewall_policy)
+        if policy is not None:
+            rules = self.rules.get((self.owner(node, url), url), [])
+            return governed_reach(rules, policy, order == "BEFORE_CLASSIC_FIREWALL", cidr, targets)
         return Reach(
             "unknown",
             f"network {network.name} is governed by network firewall policy {name_of(network.firewall_policy)} "
-            f"({network.policy_order or 'AFTER_CLASSIC_FIREWALL'}), whose rules were not read, so which ports its "
-            "GPU NICs reach is not judged",
+            f"({order}), whose rules were not read ({why}), so which ports its GPU NICs reach is not judged",
         )
+
+    def _policy(self, node: NodeShape, policy_id: str) -> tuple[NetworkFirewallPolicy | None, str]:
+        """The global network firewall policy `policy_id` names, or why it is unknown: its project's policies were
+        not collected, or it was not among them."""
+        owner = self.owner(node, policy_id)
+        if not self.has(node, owner, "network_firewall_policies"):
+            return None, f"network firewall policies were not collected for project {owner}"
+        policy = self.firewall_policies.get((owner, policy_id))
+        return policy, "" if policy else f"it was not among the collected policies of project {owner}"
 
     def rdma_profile(self, node: NodeShape, nics: list[NetworkInterface]) -> tuple[str, str, str | None]:
         """ok, missing (an RDMA NIC on a network without the RDMA profile of its NIC type), wrong-zone, or unknown."""

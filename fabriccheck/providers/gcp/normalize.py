@@ -21,6 +21,7 @@ from fabriccheck.providers.gcp.listing import (
     CALLS,
     FIREWALLS,
     INSTANCES,
+    NETWORK_FIREWALL_POLICIES,
     NETWORKS,
     RESOURCE_POLICIES,
     SUBNETWORKS,
@@ -38,7 +39,16 @@ from fabriccheck.providers.gcp.support import (
     SLURM_JOB_KEY,
     SLURM_NODESET_LABEL,
 )
-from fabriccheck.resources.gcp import GLOBAL, FirewallRule, Network, ResourcePolicy, Subnetwork, firewall_entries
+from fabriccheck.resources.gcp import (
+    GLOBAL,
+    FirewallRule,
+    Network,
+    NetworkFirewallPolicy,
+    PolicyRule,
+    ResourcePolicy,
+    Subnetwork,
+    firewall_entries,
+)
 from fabriccheck.sources import pools
 from fabriccheck.sources.common import BAD_RESPONSE, Scope, Shape, describe, unexpected_shape
 from fabriccheck.sources.items import INTERFACE_FACTS, ITEM_ERRORS, named, salvage, unknown_because
@@ -125,6 +135,44 @@ def _firewall(item: dict[str, Any], project: str) -> FirewallRule:
         source_service_accounts=[str(s) for s in item.get("sourceServiceAccounts") or ()],
         target_tags=[str(t) for t in item.get("targetTags") or ()],
         target_service_accounts=[str(s) for s in item.get("targetServiceAccounts") or ()],
+    )
+
+
+def _policy_rule(rule: dict[str, Any]) -> PolicyRule:
+    """A FirewallPolicyRule as networkFirewallPolicies.get returns it (match.srcIpRanges, match.layer4Configs[]
+    {ipProtocol, ports}, match.srcSecureTags[].name, targetSecureTags[].name; https://cloud.google.com/compute/docs/
+    reference/rest/v1/networkFirewallPolicies/get)."""
+    match = rule.get("match") or {}
+    return PolicyRule(
+        priority=int(rule["priority"]),
+        direction=str(rule.get("direction") or "INGRESS"),
+        action=str(rule.get("action") or "allow").lower(),
+        disabled=bool(rule.get("disabled")),
+        entries=firewall_entries(match.get("layer4Configs") or [], "ipProtocol"),
+        source_ranges=[str(r) for r in match.get("srcIpRanges") or ()],
+        source_secure_tags=[str(t.get("name")) for t in match.get("srcSecureTags") or ()],
+        source_address_groups=[str(g) for g in match.get("srcAddressGroups") or ()],
+        target_secure_tags=[str(t.get("name")) for t in rule.get("targetSecureTags") or ()],
+        target_service_accounts=[str(s) for s in rule.get("targetServiceAccounts") or ()],
+    )
+
+
+def network_firewall_policy(item: dict[str, Any], project: str) -> NetworkFirewallPolicy:
+    """A global network firewall policy; `rules` None when the answer left them out (not an empty policy)."""
+    name = str(item["name"])
+    rules = item.get("rules")
+    return NetworkFirewallPolicy(
+        account=project,
+        region=GLOBAL,
+        id=short(item.get("selfLink") or f"projects/{project}/global/firewallPolicies/{name}"),
+        name=name,
+        rules=None if rules is None else [_policy_rule(r) for r in rules],
+        unknown_rules=""
+        if rules is not None
+        else (
+            f"it was saved without its rules (save `gcloud compute network-firewall-policies describe {name} "
+            "--global --format=json` instead)"
+        ),
     )
 
 
@@ -362,6 +410,8 @@ class Normalizer:
                 )
             elif call is FIREWALLS:
                 gcp.firewalls.append(_firewall(item, project))
+            elif call is NETWORK_FIREWALL_POLICIES:
+                gcp.network_firewall_policies.append(network_firewall_policy(item, project))
             else:
                 try:
                     node = self._read_node(item, project)

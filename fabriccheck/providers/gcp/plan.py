@@ -27,6 +27,7 @@ from fabriccheck.model import (
     fact_key,
 )
 from fabriccheck.providers.gcp.normalize import last, region_of_zone, short
+from fabriccheck.providers.gcp.plan_policies import POLICY, POLICY_RULE, plan_policies
 from fabriccheck.providers.gcp.support import (
     FLEX_START,
     GKE_CLUSTER_LABEL,
@@ -45,7 +46,15 @@ POLICY_ASSOCIATIONS = (
     "google_compute_network_firewall_policy_association",
     "google_compute_region_network_firewall_policy_association",
 )
-PLAN_FACTS = ("instances", "resource_policies", "networks", "subnetworks", "firewalls", "max_distance")
+PLAN_FACTS = (
+    "instances",
+    "resource_policies",
+    "networks",
+    "subnetworks",
+    "firewalls",
+    "network_firewall_policies",
+    "max_distance",
+)
 TYPES = (
     "google_compute_instance",
     "google_compute_instance_template",
@@ -56,6 +65,8 @@ TYPES = (
     "google_compute_network",
     "google_compute_subnetwork",
     "google_compute_firewall",
+    POLICY,
+    POLICY_RULE,
     "google_container_node_pool",
     *POLICY_ASSOCIATIONS,
 )
@@ -187,17 +198,26 @@ class GcpPlan:
         """A network firewall policy associated with a network of the plan governs it (Terraform
         google_compute_network_firewall_policy_association and its regional twin: attachment_target, the network;
         firewall_policy, the policy; registry.terraform.io/providers/hashicorp/google/latest/docs/resources/
-        compute_network_firewall_policy_association). The policy's rules are not judged, so that network's reach
-        is not judged either, unless VPC rules before it allow every port (lookup.GcpIndex._governed)."""
+        compute_network_firewall_policy_association). A global policy of the plan is read with its rules
+        (plan_policies); one the plan does not hold is not judged (lookup.GcpIndex._governed)."""
+        gcp = self.inventory.gcp
+        planned = plan_policies(self.plan, {res.address: self.project(res) for res in self.plan.of_type(POLICY)})
+        gcp.network_firewall_policies.extend(planned.values())
         for res in self.plan.of_type(*POLICY_ASSOCIATIONS):
             target = self._network_id(res, "attachment_target")
             network = self.networks.get(target or "")
-            if network is not None:
-                policy = res.known("firewall_policy")
-                name = policy if isinstance(policy, str) and policy else res.address
-                self.networks[network.id] = updated = network.model_copy(update={"firewall_policy": short(name)})
-                gcp = self.inventory.gcp
-                gcp.networks = [updated if n is network else n for n in gcp.networks]
+            if network is None:
+                continue
+            policy = res.known("firewall_policy")
+            name = short(policy) if isinstance(policy, str) and policy else res.address
+            if res.type == POLICY_ASSOCIATIONS[0]:  # a regional policy is not read: keep naming it
+                if isinstance(policy, str) and policy and "projects/" not in policy:  # a global policy's name
+                    name = f"projects/{self.project(res)}/global/firewallPolicies/{policy}"
+                for item in self.plan.resolve(res, "firewall_policy", unset=[]):
+                    if isinstance(item, PlanResource) and item.address in planned:
+                        name = planned[item.address].id
+            self.networks[network.id] = updated = network.model_copy(update={"firewall_policy": name})
+            gcp.networks = [updated if n is network else n for n in gcp.networks]
 
     def run(self) -> None:
         plan = self.plan

@@ -187,7 +187,15 @@ class GcpSupport(CloudSupport):
             "zone): nodes in other zones cannot reach it. TCPX/TCPXO GPU NICs sit on regional subnets of global VPCs",
         },
     )
-    collected_facts = ("instances", "resource_policies", "networks", "subnetworks", "firewalls", "max_distance")
+    collected_facts = (
+        "instances",
+        "resource_policies",
+        "networks",
+        "subnetworks",
+        "firewalls",
+        "network_firewall_policies",
+        "max_distance",
+    )
 
     # ---------------------------------------------------------------------------------------- naming
 
