@@ -248,7 +248,17 @@ def test_bad_dumps_are_one_line_naming_the_file(tmp_path: Path) -> None:
     line = _bad(tmp_path, {"nodes.json": nodes, "topology.conf": "NodeName=a CPUs=4\n"})
     assert "topology.conf: line 1: neither SwitchName= nor BlockName=" in line
     assert "topology.yaml" in _bad(tmp_path, {"nodes.json": nodes, "topology.yaml": "- topology: [unclosed\n"})
-    assert "host list" in _bad(tmp_path, {"nodes.json": nodes, "topology.conf": "BlockName=b Nodes=a[1-\n"})
+    # A malformed host list names the file and the line or field it is in, not only the list.
+    line = _bad(tmp_path, {"nodes.json": nodes, "topology.conf": "BlockName=b Nodes=a[1-\n"})
+    assert "topology.conf: line 1: Nodes=: host list 'a[1-': unbalanced brackets" in line
+    jobs = {"jobs": [{"job_id": 7, "nodes": "a[", "job_state": ["RUNNING"]}]}
+    assert "jobs.json: jobs[0].nodes: host list 'a['" in _bad(tmp_path, {"nodes.json": nodes, "jobs.json": jobs})
+    gres = "NodeName=a[1-2 Name=gpu File=/dev/nvidia[0-7]\n"
+    assert "gres.conf: line 1: NodeName=: host list" in _bad(tmp_path, {"nodes.json": nodes, "gres.conf": gres})
+    block = "- topology: t\n  block:\n    blocks:\n      - block: b1\n        nodes: a[x]\n"
+    assert "topology.yaml: blocks[0].nodes: host list 'a[x]'" in _bad(
+        tmp_path, {"nodes.json": nodes, "topology.yaml": block}
+    )
     assert "give one cloud's dump" in _bad(tmp_path, {"nodes.json": nodes}, "--cloud-dump", str(tmp_path / "slurm"))
     assert "needs --from-dump" in one_clean_line(run("slurm"))
 
