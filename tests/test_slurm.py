@@ -266,6 +266,25 @@ def test_bad_dumps_are_one_line_naming_the_file(tmp_path: Path) -> None:
 SCRIPTS = ROOT / "fixtures" / "slurm" / "scripts"
 
 
+def test_no_report_is_written_over_a_job_script_or_into_the_cloud_dump(tmp_path: Path) -> None:
+    """`-o` naming a --scripts file replaced the job script with the report, and `-o` into --cloud-dump replaced
+    describe-instances.json: both are refused in one line (exit 2), every file kept."""
+    script = tmp_path / "fsdp-efa.sbatch"
+    shutil.copy(SCRIPTS / "fsdp-efa.sbatch", script)
+    cloud = tmp_path / "aws"
+    shutil.copytree(AWS, cloud)
+    before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    common = ("slurm", "--from-dump", str(SLURM), "--cloud-dump", str(cloud))
+    line = one_clean_line(run(*common, "--scripts", str(script), "-o", str(script), "-f", "text"))
+    assert line == f"fabriccheck: error: --output {script} is a job script being judged (--scripts): write the " + (
+        "report elsewhere"
+    )
+    inside = cloud / "describe-instances.json"
+    line = one_clean_line(run(*common, "-o", str(inside)))
+    assert f"--output {inside} is a file in the cloud's dump folder being read (--cloud-dump)" in line
+    assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before
+
+
 def test_job_scripts_that_turn_the_fabric_off() -> None:
     """sbatch(1) reads #SBATCH lines before the first command; NCCL_NET=Socket forces sockets on any fabric and
     NCCL_SOCKET_IFNAME=lo leaves NCCL's bootstrap an address no other node reaches (NCCL environment variables,
