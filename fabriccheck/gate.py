@@ -317,6 +317,7 @@ def _inputs(params: dict[str, Any], found: Config, baseline_path: Path | None) -
         ("the evidence being judged", params.get("file")),  # nccl-log, nccl-tests
         ("the workload file being read (--workload)", workload_file),
         ("the kubeconfig being read (--kubeconfig)", params.get("kubeconfig")),
+        ("the reservation topology being read (--reservation-topology)", params.get("reservation_topology")),
     ]
     manifests = params.get("paths") or [] if params.get("manifests") else []
     for manifest in manifests:  # k8s --manifests PATH ...: files, or folders read whole
