@@ -317,15 +317,19 @@ def _inputs(params: dict[str, Any], found: Config, baseline_path: Path | None) -
         ("the evidence being judged", params.get("file")),  # nccl-log, nccl-tests
         ("the workload file being read (--workload)", workload_file),
         ("the kubeconfig being read (--kubeconfig)", params.get("kubeconfig")),
+        ("the reservation topology being read (--reservation-topology)", params.get("reservation_topology")),
     ]
     manifests = params.get("paths") or [] if params.get("manifests") else []
     for manifest in manifests:  # k8s --manifests PATH ...: files, or folders read whole
         files.append(("a manifest being judged (--manifests)", manifest))
+    for script in params.get("scripts") or []:  # slurm --scripts PATH ...: a report over one would replace the script
+        files.append(("a job script being judged (--scripts)", script))
     for label, path in files:
         if path is not None and str(path) != "-":
             yield label, Path(path), Path(path).is_dir()
     folders: list[tuple[str, Any]] = [
         ("a file in the dump folder being read (--from-dump)", params.get("from_dump")),
+        ("a file in the cloud's dump folder being read (--cloud-dump)", params.get("cloud_dump")),
         ("a file in the configuration being read (--terraform-dir)", params.get("terraform_dir")),
         ("a file in the nodes' dump folder being read (--nodes-from)", params.get("nodes_from")),
         *(("a file in a rules folder being read (--rules-dir)", d) for d in found.value("rules-dir") or ()),

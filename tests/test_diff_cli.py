@@ -139,6 +139,21 @@ def test_findings_of_a_scope_the_new_report_never_scanned_are_not_fixed(tmp_path
     assert not any(c["id"].startswith(("aws:", "azure:", "k8s:")) for c in found["clusters"])
 
 
+def test_what_clusters_of_an_unscanned_scope_lose_is_not_counted_as_saved(tmp_path: Path) -> None:
+    """The demo (every cloud) then an AWS-only scan of the same account: nothing changed where both looked, so the
+    change in lost GPU-hours is zero, not the other clouds' 2,700-odd GPU-hours a day read as saved."""
+    demo = _scan(tmp_path, "demo.json", "demo")
+    aws = _scan(tmp_path, "aws.json", "aws", "--from-dump", str(DEMO / "aws"))
+    found = json.loads(run("diff", str(demo), str(aws), "-f", "json").stdout)
+    lost = found["lost_gpu_hours_per_day"]
+    assert lost["previous"] == lost["current"] == json.loads(aws.read_text())["summary"]["lost_gpu_hours_per_day"]
+    assert lost["change"] == {"low": 0.0, "high": 0.0}
+    assert "left out of the change in cost" in found["notes"][0]
+    # The other way, the clouds the AWS scan never looked at are new findings, and their cost is new too.
+    grown = json.loads(run("diff", str(aws), str(demo), "-f", "json").stdout)["lost_gpu_hours_per_day"]
+    assert grown["change"]["low"] > 2000
+
+
 def test_previous_of_another_scope_gives_no_trend_and_says_so(tmp_path: Path) -> None:
     """`--previous` does not change the exit code (docs/html-report.md): the scan's report is written, with no
     trend and a note, and one warning line says why."""

@@ -197,9 +197,10 @@ def test_without_the_cloud_only_slurms_view_is_judged() -> None:
     assert {rule for rule, _ in _findings(report)} == {"SLURM101"}
     train = next(c for c in report["clusters"] if c["id"].endswith("train"))
     assert train["status"] == "findings" and train["complete"] is False
-    # The job rules read the same facts: a partition lists them too (they never fire on one).
+    # The job rules read the same facts: a partition lists them too (they never fire on one). SLURM142 leaves a job
+    # over more NVLink domains than it needs to SLURM140, so without the nodes' types it is not judged either.
     assert {n["rule"] for n in train["not_judged"]} == {
-        "SLURM110", "SLURM111", "SLURM120", "SLURM121", "SLURM122", "SLURM130", "SLURM140", "SLURM141",
+        "SLURM110", "SLURM111", "SLURM120", "SLURM121", "SLURM122", "SLURM130", "SLURM140", "SLURM141", "SLURM142",
     }  # fmt: skip
     text = run("slurm", "--from-dump", str(SLURM)).stdout
     assert "not joined to a cloud instance" in " ".join(text.split()) and "NOT FULLY JUDGED" in text
@@ -247,12 +248,41 @@ def test_bad_dumps_are_one_line_naming_the_file(tmp_path: Path) -> None:
     line = _bad(tmp_path, {"nodes.json": nodes, "topology.conf": "NodeName=a CPUs=4\n"})
     assert "topology.conf: line 1: neither SwitchName= nor BlockName=" in line
     assert "topology.yaml" in _bad(tmp_path, {"nodes.json": nodes, "topology.yaml": "- topology: [unclosed\n"})
-    assert "host list" in _bad(tmp_path, {"nodes.json": nodes, "topology.conf": "BlockName=b Nodes=a[1-\n"})
+    # A malformed host list names the file and the line or field it is in, not only the list.
+    line = _bad(tmp_path, {"nodes.json": nodes, "topology.conf": "BlockName=b Nodes=a[1-\n"})
+    assert "topology.conf: line 1: Nodes=: host list 'a[1-': unbalanced brackets" in line
+    jobs = {"jobs": [{"job_id": 7, "nodes": "a[", "job_state": ["RUNNING"]}]}
+    assert "jobs.json: jobs[0].nodes: host list 'a['" in _bad(tmp_path, {"nodes.json": nodes, "jobs.json": jobs})
+    gres = "NodeName=a[1-2 Name=gpu File=/dev/nvidia[0-7]\n"
+    assert "gres.conf: line 1: NodeName=: host list" in _bad(tmp_path, {"nodes.json": nodes, "gres.conf": gres})
+    block = "- topology: t\n  block:\n    blocks:\n      - block: b1\n        nodes: a[x]\n"
+    assert "topology.yaml: blocks[0].nodes: host list 'a[x]'" in _bad(
+        tmp_path, {"nodes.json": nodes, "topology.yaml": block}
+    )
     assert "give one cloud's dump" in _bad(tmp_path, {"nodes.json": nodes}, "--cloud-dump", str(tmp_path / "slurm"))
     assert "needs --from-dump" in one_clean_line(run("slurm"))
 
 
 SCRIPTS = ROOT / "fixtures" / "slurm" / "scripts"
+
+
+def test_no_report_is_written_over_a_job_script_or_into_the_cloud_dump(tmp_path: Path) -> None:
+    """`-o` naming a --scripts file replaced the job script with the report, and `-o` into --cloud-dump replaced
+    describe-instances.json: both are refused in one line (exit 2), every file kept."""
+    script = tmp_path / "fsdp-efa.sbatch"
+    shutil.copy(SCRIPTS / "fsdp-efa.sbatch", script)
+    cloud = tmp_path / "aws"
+    shutil.copytree(AWS, cloud)
+    before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    common = ("slurm", "--from-dump", str(SLURM), "--cloud-dump", str(cloud))
+    line = one_clean_line(run(*common, "--scripts", str(script), "-o", str(script), "-f", "text"))
+    assert line == f"fabriccheck: error: --output {script} is a job script being judged (--scripts): write the " + (
+        "report elsewhere"
+    )
+    inside = cloud / "describe-instances.json"
+    line = one_clean_line(run(*common, "-o", str(inside)))
+    assert f"--output {inside} is a file in the cloud's dump folder being read (--cloud-dump)" in line
+    assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before
 
 
 def test_job_scripts_that_turn_the_fabric_off() -> None:

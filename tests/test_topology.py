@@ -418,6 +418,21 @@ def test_a_plan_whose_reservations_sit_in_two_ultraservers_is_flagged_before_app
     assert "describe-capacity-reservation-topology" in one_clean_line(result)
 
 
+def test_no_report_is_written_over_the_reservation_topology(tmp_path: Path) -> None:
+    """`-o` naming the --reservation-topology file replaced the answer with the report: refused in one line (exit
+    2), the file kept."""
+    from cli_run import one_clean_line, run
+
+    placed = _reservation_topology(tmp_path, {"cr-0aaaaaaaaaaaaaaa1": "cb-a"})
+    before = placed.read_bytes()
+    result = run("plan", str(_gb200_plan(tmp_path)), "--reservation-topology", str(placed), "-o", str(placed))
+    assert one_clean_line(result) == (
+        f"fabriccheck: error: --output {placed} is the reservation topology being read (--reservation-topology): "
+        "write the report elsewhere"
+    )
+    assert placed.read_bytes() == before
+
+
 def test_a_dump_reads_the_reservations_topology(tmp_path: Path) -> None:
     """describe-capacity-reservation-topology.json in a dump places the reservation it names (the reservations
     answer's own record gains it), where the instances answer is read as ever."""

@@ -171,7 +171,7 @@ def _jobs(path: Path) -> list[Job]:
         job_id = _number(item.get("job_id"))
         if job_id is None:
             raise FabricCheckError(f"{path}: jobs[{index}] has no job_id")
-        nodes = expand(str(item.get("nodes") or ""))
+        nodes = expand(str(item.get("nodes") or ""), f"{path}: jobs[{index}].nodes")
         count = _number(item.get("node_count")) or len(nodes)
         states = [s.upper() for s in _list(item.get("job_state"))]
         jobs.append(Job(str(job_id), str(item.get("partition") or ""), states, nodes, count))
@@ -203,8 +203,8 @@ def gres_gpus(path: Path) -> dict[str, int]:
         count = pairs.get("count")
         if count is not None and not count.isdigit():
             raise FabricCheckError(f"{path}: line {number}: Count={count} is not a number")
-        gpus = int(count) if count is not None else len(expand(pairs.get("file", "")))
-        for node in expand(pairs["nodename"]):
+        gpus = int(count) if count is not None else len(expand(pairs.get("file", ""), f"{path}: line {number}: File="))
+        for node in expand(pairs["nodename"], f"{path}: line {number}: NodeName="):
             found[node] = found.get(node, 0) + gpus
     return found
 

@@ -43,8 +43,18 @@ def _numbers(ranges: str, expression: str) -> list[str]:
     return found
 
 
-def expand(expression: str) -> list[str]:
-    """Every host name of a Slurm host list, in order; a malformed one is one line naming it."""
+def expand(expression: str, where: str = "") -> list[str]:
+    """Every host name of a Slurm host list, in order; a malformed one is one line naming it, after `where` (the
+    file and line or field it was read from)."""
+    try:
+        return _expand(expression)
+    except FabricCheckError as exc:
+        if not where:
+            raise
+        raise FabricCheckError(f"{where}: {exc}") from None
+
+
+def _expand(expression: str) -> list[str]:
     hosts: list[str] = []
     for name in _split(expression or ""):
         if name.count("[") != name.count("]"):

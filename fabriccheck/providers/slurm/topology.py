@@ -89,7 +89,7 @@ def from_lines(text: str, source: str) -> Topology:
         if topology.plugin != plugin:
             raise FabricCheckError(f"{source}: line {number}: mixes SwitchName= and BlockName= records")
         if "nodes" in pairs:  # leaf switches and base blocks list nodes; upper switches list switches
-            topology.groups[name] = expand(pairs["nodes"])
+            topology.groups[name] = expand(pairs["nodes"], f"{source}: line {number}: Nodes=")
     # No record at all: what `scontrol show topology` prints under topology/flat (nothing to print).
     return topology or Topology(FLAT, source)
 
@@ -102,7 +102,7 @@ def _leaves(entries: Any, key: str, source: str) -> dict[str, list[str]]:
         if not isinstance(entry, dict) or not isinstance(entry.get(key), str):
             raise FabricCheckError(f"{source}: {key}s[{index}] has no {key} name")
         if isinstance(entry.get("nodes"), str):
-            groups[entry[key]] = expand(entry["nodes"])
+            groups[entry[key]] = expand(entry["nodes"], f"{source}: {key}s[{index}].nodes")
     return groups
 
 
