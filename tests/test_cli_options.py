@@ -8,6 +8,7 @@ import dataclasses
 import importlib
 import inspect
 import json
+import typing
 from typing import Any
 
 import pytest
@@ -108,3 +109,13 @@ def test_a_fabric_by_hand_in_estimate_is_eight_gpus_and_nics_of_400_gbps_over_ib
         assert main(["estimate", "--nodes", "4", "--gpu", "H100", "--state", "nics=2", "-f", "json", *extra]) == 0
         outputs.append(json.loads(capsys.readouterr().out))
     assert outputs[0] == outputs[1]
+
+
+def test_the_workload_help_names_every_preset() -> None:
+    """The --workload help lists the presets by hand (the CLI's options import no penalty code); every preset the
+    penalty knows is named there, so a new one is not hidden from --help."""
+    from fabriccheck.cli.options import WorkloadOpt
+    from fabriccheck.penalty.workloads import WORKLOADS
+
+    option = typing.get_args(WorkloadOpt)[1]
+    assert all(name in option.help for name in WORKLOADS)

@@ -138,3 +138,12 @@ def test_a_type_whose_accelerator_the_model_lacks_is_judged_on_its_line_rate(tmp
     assert json.loads(
         run("nccl-tests", str(slow), "--instance-type", "g7e.8xlarge", "--nodes", "2", "-f", "json").stdout
     )["findings"]
+
+
+def test_a_fabric_fact_the_tables_lack_reads_as_not_known_in_text(tmp_path: Path) -> None:
+    """g7e's GPUDirect RDMA is in no table (None): the text report says so in words, never "None"."""
+    path = tmp_path / "g7e.txt"
+    path.write_text(_g7e_table(12.37))
+    result = run("nccl-tests", str(path), "--instance-type", "g7e.8xlarge", "--nodes", "2")
+    assert result.returncode == 0, result.stderr
+    assert "GPUDirect RDMA not known" in result.stdout and "None" not in result.stdout

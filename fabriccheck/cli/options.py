@@ -143,8 +143,8 @@ WorkloadOpt = Annotated[
     str,
     typer.Option(
         metavar="NAME|FILE",
-        help="Workload for the penalty: a preset (llm-70b-fsdp, llm-8b-ddp, llm-175b-3d) or your own in a .yaml/.toml"
-        " file (the fields of estimate --workload-file).",
+        help="Workload for the penalty: a preset (llm-70b-fsdp, llm-8b-fsdp, llm-8b-ddp, llm-1b-ddp, llm-175b-3d,"
+        " moe-47b-fsdp) or your own in a .yaml/.toml file (the fields of estimate --workload-file).",
     ),
 ]
 PriceOpt = Annotated[

@@ -215,7 +215,7 @@ def render_text(ev: Evidence, verbose: bool = False) -> str:
             name = fabric["instance_type"] or f"{fabric['gpus_per_node']} x {fabric['accelerator']}"
             out.append(
                 f"expected for {visible(name)}: {fabric['fabric']} {fabric['nics']} x {fabric['gbps_per_nic']:g} Gbps, "
-                f"GPUDirect RDMA {fabric['gpudirect_rdma']}; provider: {ev.provider}"
+                f"GPUDirect RDMA {_said(fabric['gpudirect_rdma'])}; provider: {ev.provider}"
             )
     heads, rows = _table_for(ev)
     if rows:
@@ -294,3 +294,8 @@ def exit_code(ev: Evidence, fail_on: str) -> int:
     if fail_on != "never" and worst is not None and worst >= SEVERITY_RANK[fail_on]:
         return 1
     return 0
+
+
+def _said(value: object) -> str:
+    """A fabric fact as a person reads it: None is a figure the tables do not hold, not the word None."""
+    return "not known" if value is None else str(value)
