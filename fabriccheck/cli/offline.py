@@ -124,7 +124,14 @@ def estimate(
         if fmt == "json" and (output is None or str(output) == "-"):  # stdout: a file is not written over
             emit(_failed_estimate(error), None)
         raise
-    emit(result.model_dump_json(indent=2) + "\n" if fmt == "json" else estimating.render_text(result), output)
+    emit(result.model_dump_json(indent=2) + "\n" if fmt == "json" else _fitted(estimating.render_text(result)), output)
+
+
+def _fitted(text: str) -> str:
+    """A text output with every line fitted to COLUMNS (reports.columns)."""
+    from fabriccheck.reports.columns import fit_all
+
+    return fit_all(text.splitlines())
 
 
 def _failed_estimate(error: "FabricCheckError") -> str:
@@ -251,8 +258,11 @@ def rules(
     fmt: TextOrJson = "text",
     facts: Annotated[bool, typer.Option("--facts", help="List the facts rule conditions may read.")] = False,
     provider: Annotated[str, typer.Option(metavar="PROVIDER", help="With --facts: aws, azure or gcp.")] = "aws",
+    show_examples: Annotated[
+        bool, typer.Option("--examples", help="With ID: also show its passing and failing examples, run now.")
+    ] = False,
 ) -> None:
-    """List the rules, or explain one with its passing and failing examples."""
+    """List the rules, or explain one (with --examples: its passing and failing examples too)."""
     from fabriccheck import examples
     from fabriccheck.errors import FabricCheckError
     from fabriccheck.reports import rules as rules_report
@@ -275,7 +285,7 @@ def rules(
     match = [r for r in loaded if rule_id.upper() in r.finding_ids()]
     if not match:
         raise FabricCheckError(f"no rule {rule_id} (see: fabriccheck rules)")
-    write_stdout(rules_report.explain(match[0], fmt))
+    write_stdout(rules_report.explain(match[0], fmt, show_examples))
 
 
 # The settings a scan would use (the gate's, without the report and the baselines).
@@ -307,7 +317,7 @@ def show_config(*, scan: ScanOptions, fmt: TextOrJson = "text") -> None:
     text = settings.render_text(effective)
     if path is not None:
         text += f"waivers file {path}: {len(loaded)} waiver{'s' if len(loaded) != 1 else ''}, valid\n"
-    write_stdout(text)
+    write_stdout(_fitted(text))
 
 
 DiffFormat = Annotated[
