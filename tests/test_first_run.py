@@ -106,3 +106,37 @@ def test_the_largest_real_cluster_is_still_estimated() -> None:
     result = run("estimate", "--nodes", "100000", "--instance-type", "p5.48xlarge", "-f", "json")
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["nodes"] == 100_000
+
+
+WEB = "aws:111122223333:us-east-1:auto-scaling-group/web"  # three c5.large behind a web tier (fixtures/demo/aws)
+
+
+def test_the_nodes_that_train_alone_or_have_no_fabric_are_named_in_json_and_with_verbose(tmp_path: Path) -> None:
+    """The summary's "N nodes train alone or have no fabric to use" names its nodes: in the JSON report
+    (`nodes_not_reported`, one entry per node counted, with why) and, with -v, in the text. A group made not
+    training by --role is counted there too, and says so."""
+    data = json.loads(run("demo", "-f", "json").stdout)
+    named = {n["id"]: (n["reason"], n["instance_type"], n["cluster"]) for n in data["nodes_not_reported"]}
+    assert len(named) == len(data["nodes_not_reported"]) == data["summary"]["nodes_not_in_reported_clusters"] == 9
+    assert named["i-00000000000000222"] == ("alone", "c5.large", "aws:111122223333:us-east-1:i-00000000000000222")
+    assert named["i-000000000000003e3"] == ("no-fabric", "c5.large", WEB)
+    assert named["web-0"][:2] == ("alone", "e2-standard-4")
+    reported = {node for c in data["clusters"] for node in c["nodes"]}
+    assert not reported & set(named)  # none of them is in a reported cluster
+    env = {**os.environ, "COLUMNS": "200"}
+    verbose = run("demo", "-v", "--role", f"{WEB}=ignore", env=env).stdout
+    block = verbose.split("Nodes in no reported cluster\n", 1)[1].split("\n\n", 1)[0]
+    assert "  Train alone (4): i-00000000000000222 (c5.large), i-000000000000003d3 (p5.48xlarge)," in block
+    assert "  No fabric to use (2): i-000000000000003e9 (c5n.18xlarge), i-000000000000003ee (c5n.18xlarge)" in block
+    assert "  Not training (skipped) (3): i-000000000000003d9 (c5.large)" in block
+    assert "Nodes in no reported cluster" not in run("demo", env=env).stdout  # without -v: the count alone
+    # merge keeps them: the parts' nodes, each once.
+    parts = []
+    for cloud in ("aws", "gcp"):
+        part = tmp_path / f"{cloud}.json"
+        dump = DEMO_AWS.parent / cloud
+        assert run(cloud, "--from-dump", str(dump), "-f", "json", "-o", str(part)).returncode in (0, 1)
+        parts.append(str(part))
+    merged = json.loads(run("merge", *parts, "-f", "json").stdout)
+    assert sorted(n["id"] for n in merged["nodes_not_reported"]) == sorted(named)  # the demo's are AWS and GCP
+    assert len(merged["nodes_not_reported"]) == merged["summary"]["nodes_not_in_reported_clusters"]
