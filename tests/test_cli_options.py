@@ -108,3 +108,11 @@ def test_a_fabric_by_hand_in_estimate_is_eight_gpus_and_nics_of_400_gbps_over_ib
         assert main(["estimate", "--nodes", "4", "--gpu", "H100", "--state", "nics=2", "-f", "json", *extra]) == 0
         outputs.append(json.loads(capsys.readouterr().out))
     assert outputs[0] == outputs[1]
+
+
+@pytest.mark.parametrize("name", ["quiet", "no_color"])
+def test_every_command_spells_quiet_and_no_color_alike(name: str) -> None:
+    """Issue 30 item 8: --quiet (-q) and --no-color, declared once (cli.app.with_output_mode), on every command."""
+    spelled = {c: spelling(c, name) for c in COMMANDS}
+    assert len(spelled) >= 16 and len(set(spelled.values())) == 1, spelled
+    assert spelled["demo"][0] == (("--quiet", "-q") if name == "quiet" else ("--no-color",))

@@ -140,3 +140,71 @@ def test_the_nodes_that_train_alone_or_have_no_fabric_are_named_in_json_and_with
     merged = json.loads(run("merge", *parts, "-f", "json").stdout)
     assert sorted(n["id"] for n in merged["nodes_not_reported"]) == sorted(named)  # the demo's are AWS and GCP
     assert len(merged["nodes_not_reported"]) == merged["summary"]["nodes_not_in_reported_clusters"]
+
+
+NCCL = Path(__file__).resolve().parent / "fixtures" / "nccl"
+
+
+def test_quiet_prints_the_verdict_line_and_errors_only(tmp_path: Path) -> None:
+    """--quiet: a scan's text is its verdict line (the exit code still says pass or fail), a warning is not
+    printed, a file asked for is written whole, JSON on stdout is left as it is, and an error is still its line."""
+    quiet = run("demo", "-q", "--fail-on", "error", "--cluster-tag", "no-such-tag")
+    assert quiet.returncode == 1 and quiet.stderr == ""
+    assert quiet.stdout == (
+        "fabriccheck: 33 errors, 14 warnings, 1 info in 34 training clusters of 92 nodes; "
+        "4,873–5,061 GPU-hours a day lost\n"
+    )
+    loud = run("demo", "--cluster-tag", "no-such-tag")
+    assert "warning: no node carries the tag no-such-tag" in loud.stderr and "Clusters that cost most" in loud.stdout
+    saved = tmp_path / "report.txt"
+    assert run("demo", "-q", "-o", str(saved), "-o", "-").stdout.count("\n") == 1
+    assert "Clusters that cost most" in saved.read_text()
+    assert json.loads(run("demo", "-q", "-f", "json").stdout)["summary"]["clusters"] == 34
+    assert one_clean_line(run("demo", "-q", "--format", "yaml")).startswith("fabriccheck: error: Invalid value")
+    evidence = run("nccl-log", str(NCCL / "log_mixed_networks.txt"), "--quiet")
+    assert (evidence.returncode, evidence.stdout) == (1, "fabriccheck nccl-log: 2 error, 0 warning, 0 info\n")
+    cut = tmp_path / "cut.txt"
+    cut.write_bytes((NCCL / "log_mixed_networks.txt").read_bytes()[:95])
+    partial = run("nccl-log", str(cut), "-q")
+    assert partial.returncode == 2 and partial.stdout.endswith("; INCOMPLETE: this result cannot pass a gate\n")
+    aws = tmp_path / "aws.json"
+    assert run("aws", "--from-dump", str(DEMO_AWS), "-f", "json", "-o", str(aws)).returncode == 1
+    changed = run("diff", str(aws), str(aws), "-q")
+    assert (changed.returncode, changed.stdout) == (0, "fabriccheck diff: 0 new, 0 fixed, 19 unchanged findings.\n")
+
+
+def _on_a_terminal(*args: str, env: dict[str, str]) -> bytes:
+    """`python -m fabriccheck ARGS` with stdout on a pseudo-terminal (colour is only for a terminal), its bytes."""
+    import pty
+    import subprocess
+    import sys
+
+    leader, follower = pty.openpty()
+    with subprocess.Popen(
+        [sys.executable, "-m", "fabriccheck", *args], stdout=follower, stderr=subprocess.DEVNULL, env=env
+    ) as child:
+        os.close(follower)
+        chunks = []
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # the terminal closed: the child is gone (Linux reads EIO)
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+        child.wait(timeout=120)
+    os.close(leader)
+    return b"".join(chunks)
+
+
+def test_no_color_and_the_no_color_variable_take_the_colour_away() -> None:
+    """https://no-color.org: NO_COLOR "when present and not an empty string (regardless of its value), prevents
+    the addition of ANSI color"; --no-color does the same for one run."""
+    env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR")} | {"COLUMNS": "100"}
+    args = ("aws", "--from-dump", str(DEMO_AWS))
+    assert b"\x1b[" in _on_a_terminal(*args, env=env)
+    assert b"\x1b[" in _on_a_terminal(*args, env=env | {"NO_COLOR": ""})  # empty: not set, says the convention
+    assert b"\x1b[" not in _on_a_terminal(*args, env=env | {"NO_COLOR": "1"})
+    plain = _on_a_terminal(*args, "--no-color", env=env)
+    assert b"\x1b[" not in plain and b"Clusters that cost most" in plain

@@ -10,6 +10,7 @@ import typer
 from fabriccheck.bounds import MAX_NODES
 from fabriccheck.cli.app import Command, app, emit
 from fabriccheck.cli.finish import exit_for, push, write_reports
+from fabriccheck.cli.mode import MODE
 from fabriccheck.cli.options import (
     EVIDENCE,
     PUSH,
@@ -354,6 +355,8 @@ def diff(
     found = trend.compare(old, new, str(previous))
     if fmt == "json":
         emit(found.model_dump_json(indent=2) + "\n", output)
+    elif fmt == "text" and MODE.quiet and (output is None or str(output) == "-"):  # --quiet: the counts alone
+        emit(f"fabriccheck diff: {changes.lines(found)[0]}\n", None)
     else:
         emit(changes.render(found, str(current), markdown=fmt == "markdown"), output)
     if not allow_incomplete and not new.fully_judged():

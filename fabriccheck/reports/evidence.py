@@ -247,6 +247,13 @@ def render_text(ev: Evidence, verbose: bool = False, width: int | None = None) -
     return fit_all(out, room, hang="")
 
 
+def verdict_line(ev: Evidence) -> str:
+    """The evidence report in one line (--quiet): its findings by severity, and whether it can pass a gate."""
+    counts = Counter(f.severity for f in ev.findings)
+    line = f"fabriccheck {ev.kind}: {counts['error']} error, {counts['warning']} warning, {counts['info']} info"
+    return line + ("" if ev.complete else "; INCOMPLETE: this result cannot pass a gate")
+
+
 def render_markdown(ev: Evidence) -> str:
     out = [f"## fabriccheck {ev.kind}: `{visible(ev.source)}`", ""]
     counts = Counter(f.severity for f in ev.findings)

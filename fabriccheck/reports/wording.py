@@ -15,6 +15,22 @@ def plural(count: int, word: str, many: str | None = None) -> str:
     return f"{count:,} {word if count == 1 else (many if many is not None else word + 's')}"
 
 
+def verdict_line(report: Report) -> str:
+    """The report in one line (--quiet): the findings by severity, the clusters they are in, the GPU-hours a day
+    lost, and whether the run can pass a gate."""
+    s = report.summary
+    counts = ", ".join(plural(s.findings.get(sev, 0), sev, "info" if sev == "info" else None) for sev in SEVERITIES)
+    lost = s.lost_gpu_hours_per_day
+    line = (
+        f"fabriccheck: {counts} in {plural(s.clusters, 'training cluster')} of {plural(s.nodes, 'node')}; "
+        f"{span(lost.low, lost.high)} GPU-hours a day lost"
+    )
+    return line + ("" if report.fully_judged() else "; INCOMPLETE: this result cannot pass a gate")
+
+
+SEVERITIES = ("error", "warning", "info")
+
+
 def span(low: float, high: float, form: str = "{:,.0f}") -> str:
     """`low–high` in `form`, or one figure when both ends read the same."""
     a, b = form.format(low), form.format(high)
