@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -167,6 +168,15 @@ def test_quiet_prints_the_verdict_line_and_errors_only(tmp_path: Path) -> None:
     cut.write_bytes((NCCL / "log_mixed_networks.txt").read_bytes()[:95])
     partial = run("nccl-log", str(cut), "-q")
     assert partial.returncode == 2 and partial.stdout.endswith("; INCOMPLETE: this result cannot pass a gate\n")
+    # A collection that missed something: INCOMPLETE on the verdict line, and what was not collected under it.
+    dump = tmp_path / "dump"
+    shutil.copytree(DEMO_AWS, dump)
+    (dump / "describe-security-groups.json").unlink()
+    missed = run("aws", "--from-dump", str(dump), "-q")
+    lines = missed.stdout.splitlines()
+    assert (missed.returncode, len(lines)) == (2, 2)
+    assert lines[0].endswith("; INCOMPLETE: this result cannot pass a gate")
+    assert lines[1].startswith("error: describe-security-groups.json in aws 111122223333 us-east-1: MissingDump: ")
     aws = tmp_path / "aws.json"
     assert run("aws", "--from-dump", str(DEMO_AWS), "-f", "json", "-o", str(aws)).returncode == 1
     changed = run("diff", str(aws), str(aws), "-q")

@@ -106,7 +106,7 @@ def write_reports(
     (put in place by the caller's commit, with the run's other files) or, without `outputs`, put in place here all
     together; stdout written first."""
     from fabriccheck import reports
-    from fabriccheck.reports.wording import verdict_line
+    from fabriccheck.reports.wording import quiet_text
     from fabriccheck.sources.common import Outputs
 
     tty = sys.stdout is not None and sys.stdout.isatty()
@@ -121,7 +121,7 @@ def write_reports(
                 # A file gets a fixed width; the terminal's own width applies to what goes to the terminal.
                 width = None if target.to_stdout else 100
                 if MODE.quiet and target.to_stdout and target.fmt == "text":  # --quiet: the verdict alone
-                    rendered[key] = verdict_line(report) + "\n"
+                    rendered[key] = quiet_text(report)
                 else:
                     rendered[key] = reports.render(
                         report, target.fmt, color, verbose=verbose, fail_on=fail_on.value, width=width

@@ -279,6 +279,8 @@ def rules(
         node, cluster = derived.described(provider)
         write_stdout(rules_report.facts(provider, node, cluster, fmt))
         return
+    if show_examples and rule_id is None:
+        raise FabricCheckError("--examples shows one rule's examples: give its ID (fabriccheck rules ID --examples)")
     loaded = examples.load_book(rules_dir or []).every
     if rule_id is None:
         write_stdout(rules_report.listing(loaded, fmt))

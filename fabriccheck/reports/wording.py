@@ -29,6 +29,21 @@ def verdict_line(report: Report) -> str:
 
 
 SEVERITIES = ("error", "warning", "info")
+QUIET_ERRORS = 10  # collection errors listed under the verdict line with --quiet
+
+
+def quiet_text(report: Report) -> str:
+    """--quiet's text: the verdict line, then the facts that could not be collected (what makes a run incomplete),
+    one a line; every value from the cloud escaped (reports.safe.visible)."""
+    from fabriccheck.reports.safe import visible
+
+    lines = [verdict_line(report)]
+    for e in report.errors[:QUIET_ERRORS]:
+        where = " ".join(w for w in (e.provider, e.account, e.region or "") if w)
+        lines.append(visible(f"error: {e.call} in {where}: {e.code}: {e.message}"))
+    if len(report.errors) > QUIET_ERRORS:
+        lines.append(f"… and {len(report.errors) - QUIET_ERRORS:,} more errors (--format json lists them all)")
+    return "\n".join(lines) + "\n"
 
 
 def span(low: float, high: float, form: str = "{:,.0f}") -> str:
