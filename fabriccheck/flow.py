@@ -26,6 +26,7 @@ from fabriccheck.report import (
     DESELECTED,
     CloudInstance,
     ClusterReport,
+    NodeNotReported,
     NotJudged,
     Report,
     SkippedCluster,
@@ -110,6 +111,7 @@ def _run(inventory: Inventory, options: Options) -> Report:
     states = Counter(n.state for n in inventory.nodes)
     unknown = sorted(t for t in judged_types if facts.type_capability(t) is None)
     judged_nodes = sum(len(c.nodes) for c in reported)
+    not_reported = _not_reported(every_cluster, {c.id for c in reported})
     report = Report(
         tool={"name": "fabriccheck", "version": __version__},
         source=inventory.source,
@@ -126,6 +128,7 @@ def _run(inventory: Inventory, options: Options) -> Report:
         findings=findings,
         clusters=reported,
         skipped_clusters=skipped,
+        nodes_not_reported=not_reported,
         summary=_summary(inventory, states, reported, skipped, findings, judged_nodes, unknown),
         notes=_notes(inventory, unknown, options) + joined,
         locations=_locations(inventory),
@@ -219,6 +222,28 @@ def _cloud_instances(cluster: Cluster) -> list[CloudInstance]:
         )
         known.pods.append(node.id)
     return sorted(found.values(), key=lambda c: c.node)
+
+
+def _not_reported(clusters: list[Cluster], reported: set[str]) -> list[NodeNotReported]:
+    """The judged nodes of the clusters not reported, each with why: alone in its group, a group without two
+    fabric nodes, or a group skipped as not training."""
+    out: list[NodeNotReported] = []
+    for cluster in clusters:
+        if cluster.id in reported:
+            continue
+        why = "not-training" if not cluster.judged else "alone" if cluster.size == 1 else "no-fabric"
+        out += [
+            NodeNotReported(
+                id=n.id,
+                provider=n.provider,
+                account=n.account,
+                instance_type=n.instance_type or "",
+                cluster=cluster.id,
+                reason=why,
+            )
+            for n in cluster.nodes
+        ]
+    return out
 
 
 def _skipped(cluster: Cluster) -> SkippedCluster:

@@ -78,6 +78,7 @@ def merge(parts: list[tuple[Path, Report]]) -> Report:
         findings=findings,
         clusters=clusters,
         skipped_clusters=skipped,
+        nodes_not_reported=[n for r in reports for n in r.nodes_not_reported],
         summary=summary,
         notes=list(dict.fromkeys([*(note for r in reports for note in r.notes), *joined])),
         # What each part's waivers did, its planned resources' locations and its API calls carry over; the parts

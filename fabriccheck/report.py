@@ -126,6 +126,20 @@ class ClusterReport(BaseModel):
         return data
 
 
+class NodeNotReported(BaseModel):
+    """A judged (running or pending) node in no reported cluster: the nodes summary.nodes_not_in_reported_clusters
+    counts, each with why."""
+
+    id: str
+    provider: str
+    account: str
+    instance_type: str  # "" when its source names none
+    cluster: str  # the group it was put in (its own id when it trains alone)
+    # alone: the only node of its group; no-fabric: its group has fewer than two nodes that have, or should have, a
+    # fabric; not-training: its group is a skipped cluster (skipped_clusters says why).
+    reason: Literal["alone", "no-fabric", "not-training"]
+
+
 class SkippedCluster(BaseModel):
     """Nodes that are not a training cluster by the user's word (role tag) or by their type (inference)."""
 
@@ -183,6 +197,8 @@ class Report(BaseModel):
     findings: list[Finding]
     clusters: list[ClusterReport]
     skipped_clusters: list[SkippedCluster] = []
+    # The nodes summary.nodes_not_in_reported_clusters counts, by id. Empty in reports made before it.
+    nodes_not_reported: list[NodeNotReported] = []
     summary: Summary
     notes: list[str]
     waivers: list[WaiverStatus] = []  # what each waiver did: active, expired, stale, not-run

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -199,8 +200,13 @@ def test_print_iam_policy() -> None:
 def test_rules_listing_and_explain() -> None:
     listing = run("rules")
     assert listing.returncode == 0 and "AWS101" in listing.stdout and "fabric-missing" in listing.stdout
-    explain = run("rules", "AWS110")
+    explain = run("rules", "AWS110", "--examples")
     assert "Failing examples (run now):" in explain.stdout and "flags i-1, i-2" in explain.stdout
+    # Without --examples (issue 30 item 8): the page and a count of the examples, none of them run or shown.
+    page = run("rules", "AWS110").stdout
+    assert "examples (run now)" not in page and "flags i-1" not in page
+    assert "--examples shows one rule's examples: give its ID" in one_clean_line(run("rules", "--examples"))
+    assert re.search(r"Examples: \d+ passing, \d+ failing \(show them: fabriccheck rules AWS110\s+--examples\)", page)
     data = json.loads(run("rules", "AWS120", "-f", "json").stdout)
     assert data["examples"]["failing"][0]["flags"] == ["i-1", "i-2"]
 

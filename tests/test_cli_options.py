@@ -119,3 +119,11 @@ def test_the_workload_help_names_every_preset() -> None:
 
     option = typing.get_args(WorkloadOpt)[1]
     assert all(name in option.help for name in WORKLOADS)
+
+
+@pytest.mark.parametrize("name", ["quiet", "no_color"])
+def test_every_command_spells_quiet_and_no_color_alike(name: str) -> None:
+    """Issue 30 item 8: --quiet (-q) and --no-color, declared once (cli.app.with_output_mode), on every command."""
+    spelled = {c: spelling(c, name) for c in COMMANDS}
+    assert len(spelled) >= 16 and len(set(spelled.values())) == 1, spelled
+    assert spelled["demo"][0] == (("--quiet", "-q") if name == "quiet" else ("--no-color",))

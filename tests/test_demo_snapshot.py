@@ -58,6 +58,7 @@ ADDED_SINCE = {
         "gate",
         "trend",  # what changed since --previous (None without it)
         "scanned",  # the scopes the run read facts of (what --previous and diff compare within)
+        "nodes_not_reported",  # the nodes summary.nodes_not_in_reported_clusters counts, named (issue 30 item 8)
     ),
     # cloud_instances, cloud_clusters: a k8s workload's nodes as instances of the clouds (empty on a cloud's clusters)
     # network_path: the path its sockets take, as its grouping signal declares it (issue 30 item 2)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -106,3 +107,114 @@ def test_the_largest_real_cluster_is_still_estimated() -> None:
     result = run("estimate", "--nodes", "100000", "--instance-type", "p5.48xlarge", "-f", "json")
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["nodes"] == 100_000
+
+
+WEB = "aws:111122223333:us-east-1:auto-scaling-group/web"  # three c5.large behind a web tier (fixtures/demo/aws)
+
+
+def test_the_nodes_that_train_alone_or_have_no_fabric_are_named_in_json_and_with_verbose(tmp_path: Path) -> None:
+    """The summary's "N nodes train alone or have no fabric to use" names its nodes: in the JSON report
+    (`nodes_not_reported`, one entry per node counted, with why) and, with -v, in the text. A group made not
+    training by --role is counted there too, and says so."""
+    data = json.loads(run("demo", "-f", "json").stdout)
+    named = {n["id"]: (n["reason"], n["instance_type"], n["cluster"]) for n in data["nodes_not_reported"]}
+    assert len(named) == len(data["nodes_not_reported"]) == data["summary"]["nodes_not_in_reported_clusters"] == 9
+    assert named["i-00000000000000222"] == ("alone", "c5.large", "aws:111122223333:us-east-1:i-00000000000000222")
+    assert named["i-000000000000003e3"] == ("no-fabric", "c5.large", WEB)
+    assert named["web-0"][:2] == ("alone", "e2-standard-4")
+    reported = {node for c in data["clusters"] for node in c["nodes"]}
+    assert not reported & set(named)  # none of them is in a reported cluster
+    env = {**os.environ, "COLUMNS": "200"}
+    verbose = run("demo", "-v", "--role", f"{WEB}=ignore", env=env).stdout
+    block = verbose.split("Nodes in no reported cluster\n", 1)[1].split("\n\n", 1)[0]
+    assert "  Train alone (4): i-00000000000000222 (c5.large), i-000000000000003d3 (p5.48xlarge)," in block
+    assert "  No fabric to use (2): i-000000000000003e9 (c5n.18xlarge), i-000000000000003ee (c5n.18xlarge)" in block
+    assert "  Not training (skipped) (3): i-000000000000003d9 (c5.large)" in block
+    assert "Nodes in no reported cluster" not in run("demo", env=env).stdout  # without -v: the count alone
+    # merge keeps them: the parts' nodes, each once.
+    parts = []
+    for cloud in ("aws", "gcp"):
+        part = tmp_path / f"{cloud}.json"
+        dump = DEMO_AWS.parent / cloud
+        assert run(cloud, "--from-dump", str(dump), "-f", "json", "-o", str(part)).returncode in (0, 1)
+        parts.append(str(part))
+    merged = json.loads(run("merge", *parts, "-f", "json").stdout)
+    assert sorted(n["id"] for n in merged["nodes_not_reported"]) == sorted(named)  # the demo's are AWS and GCP
+    assert len(merged["nodes_not_reported"]) == merged["summary"]["nodes_not_in_reported_clusters"]
+
+
+NCCL = Path(__file__).resolve().parent / "fixtures" / "nccl"
+
+
+def test_quiet_prints_the_verdict_line_and_errors_only(tmp_path: Path) -> None:
+    """--quiet: a scan's text is its verdict line (the exit code still says pass or fail), a warning is not
+    printed, a file asked for is written whole, JSON on stdout is left as it is, and an error is still its line."""
+    quiet = run("demo", "-q", "--fail-on", "error", "--cluster-tag", "no-such-tag")
+    assert quiet.returncode == 1 and quiet.stderr == ""
+    assert quiet.stdout == (
+        "fabriccheck: 33 errors, 14 warnings, 1 info in 34 training clusters of 92 nodes; "
+        "4,872–5,060 GPU-hours a day lost\n"
+    )
+    loud = run("demo", "--cluster-tag", "no-such-tag")
+    assert "warning: no node carries the tag no-such-tag" in loud.stderr and "Clusters that cost most" in loud.stdout
+    saved = tmp_path / "report.txt"
+    assert run("demo", "-q", "-o", str(saved), "-o", "-").stdout.count("\n") == 1
+    assert "Clusters that cost most" in saved.read_text()
+    assert json.loads(run("demo", "-q", "-f", "json").stdout)["summary"]["clusters"] == 34
+    assert one_clean_line(run("demo", "-q", "--format", "yaml")).startswith("fabriccheck: error: Invalid value")
+    evidence = run("nccl-log", str(NCCL / "log_mixed_networks.txt"), "--quiet")
+    assert (evidence.returncode, evidence.stdout) == (1, "fabriccheck nccl-log: 2 error, 0 warning, 0 info\n")
+    cut = tmp_path / "cut.txt"
+    cut.write_bytes((NCCL / "log_mixed_networks.txt").read_bytes()[:95])
+    partial = run("nccl-log", str(cut), "-q")
+    assert partial.returncode == 2 and partial.stdout.endswith("; INCOMPLETE: this result cannot pass a gate\n")
+    # A collection that missed something: INCOMPLETE on the verdict line, and what was not collected under it.
+    dump = tmp_path / "dump"
+    shutil.copytree(DEMO_AWS, dump)
+    (dump / "describe-security-groups.json").unlink()
+    missed = run("aws", "--from-dump", str(dump), "-q")
+    lines = missed.stdout.splitlines()
+    assert (missed.returncode, len(lines)) == (2, 2)
+    assert lines[0].endswith("; INCOMPLETE: this result cannot pass a gate")
+    assert lines[1].startswith("error: describe-security-groups.json in aws 111122223333 us-east-1: MissingDump: ")
+    aws = tmp_path / "aws.json"
+    assert run("aws", "--from-dump", str(DEMO_AWS), "-f", "json", "-o", str(aws)).returncode == 1
+    changed = run("diff", str(aws), str(aws), "-q")
+    assert (changed.returncode, changed.stdout) == (0, "fabriccheck diff: 0 new, 0 fixed, 19 unchanged findings.\n")
+
+
+def _on_a_terminal(*args: str, env: dict[str, str]) -> bytes:
+    """`python -m fabriccheck ARGS` with stdout on a pseudo-terminal (colour is only for a terminal), its bytes."""
+    import pty
+    import subprocess
+    import sys
+
+    leader, follower = pty.openpty()
+    with subprocess.Popen(
+        [sys.executable, "-m", "fabriccheck", *args], stdout=follower, stderr=subprocess.DEVNULL, env=env
+    ) as child:
+        os.close(follower)
+        chunks = []
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # the terminal closed: the child is gone (Linux reads EIO)
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+        child.wait(timeout=120)
+    os.close(leader)
+    return b"".join(chunks)
+
+
+def test_no_color_and_the_no_color_variable_take_the_colour_away() -> None:
+    """https://no-color.org: NO_COLOR "when present and not an empty string (regardless of its value), prevents
+    the addition of ANSI color"; --no-color does the same for one run."""
+    env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR")} | {"COLUMNS": "100"}
+    args = ("aws", "--from-dump", str(DEMO_AWS))
+    assert b"\x1b[" in _on_a_terminal(*args, env=env)
+    assert b"\x1b[" in _on_a_terminal(*args, env=env | {"NO_COLOR": ""})  # empty: not set, says the convention
+    assert b"\x1b[" not in _on_a_terminal(*args, env=env | {"NO_COLOR": "1"})
+    plain = _on_a_terminal(*args, "--no-color", env=env)
+    assert b"\x1b[" not in plain and b"Clusters that cost most" in plain

@@ -602,6 +602,62 @@ def test_demo_end_to_end() -> None:
     assert int(suite.get("tests", "")) == len(data["findings"]) + clean + incomplete
 
 
+NCCL = Path(__file__).parent / "fixtures" / "nccl"
+# Every command whose text is more than a line or two: the demo's report, the evidence reports (a table, findings
+# with long messages and fixes), the rule list, one rule's page, its examples (YAML, a log's long lines), the
+# facts rules read, an estimate and the settings in effect.
+TEXT_COMMANDS = {
+    "demo": ["demo"],
+    "nccl-log": ["nccl-log", str(NCCL / "log_mixed_networks.txt")],
+    "nccl-tests": [
+        *("nccl-tests", str(NCCL / "tests_rank_prefixed_truncated.txt")),
+        *("--instance-type", "p4d.24xlarge", "--nodes", "2"),
+    ],
+    "rules": ["rules"],
+    "rules ID": ["rules", "AWS101"],
+    "rules ID --examples": ["rules", "NCCL201", "--examples"],
+    "rules --facts": ["rules", "--facts"],
+    "estimate": ["estimate", "--nodes", "4", "--instance-type", "p5.48xlarge", "--state", "tcp"],
+    "config": [
+        *("config", "--isolated", "--select", "AWS101", "--select", "AWS102", "--select", "placement"),
+        *("--ignore", "AWS140", "--ignore", "AWS141", "--ignore", "fabric-isolated", "--role", "aws:*=training"),
+    ],
+}
+
+
+@pytest.mark.parametrize("columns", [60, 80, 100])
+@pytest.mark.parametrize("command", TEXT_COMMANDS)
+def test_every_text_output_fits_columns(command: str, columns: int) -> None:
+    """Issue 30 item 8: no line of a text output is wider than COLUMNS, and the width is used (when a line at 400
+    columns is wider, some line comes within 15 columns of COLUMNS), so that a report squeezed to 60 columns
+    would fail too."""
+
+    def widest(at: int) -> tuple[str, int]:
+        env = {**os.environ, "COLUMNS": str(at)}
+        env.pop("NO_COLOR", None)
+        result = cli_run.run(*TEXT_COMMANDS[command], cwd=Path.cwd(), env=env)
+        assert result.returncode in (0, 1), result.stderr
+        return result.stdout, max(len(line) for line in result.stdout.splitlines())
+
+    out, used = widest(columns)
+    assert not lines_too_long(out, columns) and ESC not in out
+    if widest(400)[1] > columns:
+        assert used > columns - 15
+
+
+def test_a_table_too_wide_cuts_text_cells_never_figures_or_heads() -> None:
+    """The nccl-tests table at 74 columns cuts the op name, keeps every byte count and bandwidth whole; at 60,
+    where the heads and figures alone do not fit, each row is shown as `head: cell` lines."""
+    args = TEXT_COMMANDS["nccl-tests"]
+    wide = cli_run.run(*args, cwd=Path.cwd(), env={**os.environ, "COLUMNS": "100"}).stdout
+    assert re.search(r"^  1 +all_reduce +536,870,912 +5\.33 +\d+\.\d\d", wide, flags=re.M)
+    at74 = cli_run.run(*args, cwd=Path.cwd(), env={**os.environ, "COLUMNS": "74"}).stdout
+    assert re.search(r"^  1 +all_re… +536,870,912 +5\.33 +\d+\.\d\d .* 7%$", at74, flags=re.M)
+    assert "measured/expected" in at74
+    at60 = cli_run.run(*args, cwd=Path.cwd(), env={**os.environ, "COLUMNS": "60"}).stdout
+    assert "  - run: 1\n    op: all_reduce\n    bytes: 536,870,912\n    busbw GB/s: 5.33\n" in at60
+
+
 def test_the_demo_ranks_what_cannot_run_first_then_by_gpu_hours_lost() -> None:
     """The blocks of the demo's text in the order the issue asks for, worked out here from the JSON: cannot-run
     first, then GPU-hours lost a day (high end, to the hour), then worst severity, then status and id."""

@@ -3,13 +3,17 @@ stderr, a file. Imports typer and nothing heavy: `fabriccheck --help` loads this
 
 from __future__ import annotations
 
+import functools
+import inspect
 import sys
+from collections.abc import Callable
 from contextlib import suppress
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
+from fabriccheck.cli.mode import MODE
 from fabriccheck.stdout import write_stdout
 
 
@@ -62,7 +66,52 @@ class Command(_PlainHelp, typer.core.TyperCommand):
                     formatter.write_dl(rows)
 
 
-app = typer.Typer(
+QuietOpt = Annotated[
+    bool,
+    typer.Option(
+        "--quiet",
+        "-q",
+        help="Print only the verdict line and errors: no progress, tables or warnings (files are written whole).",
+    ),
+]
+NoColorOpt = Annotated[bool, typer.Option("--no-color", help="No colour (as NO_COLOR=1 does).")]
+_MODE_PARAMS = ("quiet", "no_color")
+
+
+def with_output_mode(command: Callable[..., Any]) -> Callable[..., Any]:
+    """The command with --quiet and --no-color added (declared once, above), which set cli.mode.MODE before it runs
+    and are not passed to it."""
+    signature = inspect.signature(command, eval_str=True)
+    added = [
+        inspect.Parameter("quiet", inspect.Parameter.KEYWORD_ONLY, annotation=QuietOpt, default=False),
+        inspect.Parameter("no_color", inspect.Parameter.KEYWORD_ONLY, annotation=NoColorOpt, default=False),
+    ]
+
+    @functools.wraps(command)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        MODE.quiet, MODE.no_color = bool(kwargs.pop("quiet", False)), bool(kwargs.pop("no_color", False))
+        return command(*args, **kwargs)
+
+    parameters = [*signature.parameters.values(), *added]
+    run.__signature__ = signature.replace(parameters=parameters)  # type: ignore[attr-defined]
+    run.__annotations__ = {p.name: p.annotation for p in parameters} | {"return": signature.return_annotation}
+    return run
+
+
+class _App(typer.Typer):
+    """Every command registered gets --quiet and --no-color (with_output_mode)."""
+
+    def command(self, *args: Any, **kwargs: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:  # type: ignore[override]
+        register = super().command(*args, **kwargs)
+
+        def decorate(function: Callable[..., Any]) -> Callable[..., Any]:
+            register(with_output_mode(function))
+            return function
+
+        return decorate
+
+
+app = _App(
     name="fabriccheck",
     help="Find cloud GPU-cluster settings that leave the training fabric (EFA, InfiniBand, GPUDirect) "
     "unused, and estimate what they cost.",
@@ -110,6 +159,12 @@ def say(line: str) -> None:
     with suppress(OSError, ValueError, AttributeError):  # no stderr left to say it on: nothing more to do
         sys.stderr.write(visible(clipped(redact(line))) + "\n")
         sys.stderr.flush()
+
+
+def warn(line: str) -> None:
+    """A warning on stderr (say), unless --quiet: then only errors are printed."""
+    if not MODE.quiet:
+        say(line)
 
 
 def write(path: Path, text: str, option: str) -> None:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from fabriccheck import errors, gate
+from fabriccheck.cli.mode import MODE
 from fabriccheck.errors import STDIN_NAME, FabricCheckError
 from fabriccheck.evidence import bandwidth, expect, judge
 from fabriccheck.evidence import nccl_log as reader
@@ -126,7 +127,8 @@ def _emit(ev: Evidence, out: Output, targets: list[Target], baseline: tuple[Path
                 outputs.add(target.path, rendered[target.fmt].encode(), "--output")
         for target in targets:
             if target.path is None:
-                write_stdout(rendered[target.fmt])
+                quiet = MODE.quiet and target.fmt == "text"  # --quiet: the verdict alone
+                write_stdout(report.verdict_line(ev) + "\n" if quiet else rendered[target.fmt])
         outputs.commit()
     except BaseException:
         outputs.discard()

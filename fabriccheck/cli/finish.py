@@ -8,14 +8,14 @@ interrupted (Ctrl-C), with nothing written.
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, NoReturn
 
 import typer
 
-from fabriccheck.cli.app import STARTED, say
+from fabriccheck.cli.app import STARTED, warn
+from fabriccheck.cli.mode import MODE, color_allowed
 from fabriccheck.cli.options import FailOn, ScanOptions
 from fabriccheck.stdout import write_stdout
 
@@ -81,7 +81,7 @@ def finish(inventory: Inventory, scan: ScanOptions, settled: Settled) -> NoRetur
                 report.trend = trend.compare(previous, report, where)
             else:  # no trend rather than one that calls another account's findings fixed
                 report.notes.append(f"no change since the earlier report is shown: {mismatch}")
-                say(f"fabriccheck: warning: {mismatch}")
+                warn(f"fabriccheck: warning: {mismatch}")
         write_reports(report, settled.targets, fail_on, scan.verbose, outputs)
         outputs.commit()
     except BaseException:
@@ -90,7 +90,7 @@ def finish(inventory: Inventory, scan: ScanOptions, settled: Settled) -> NoRetur
     tag = options.cluster_tag
     if tag is not None and _untagged(inventory, tag):
         # After the report is out, so that a run that fails is still one line on stderr.
-        say(f"fabriccheck: warning: no node carries the tag {tag}; grouping by the usual signals")
+        warn(f"fabriccheck: warning: no node carries the tag {tag}; grouping by the usual signals")
     push(report, scan)
     exit_for(report, fail_on, scan.allow_incomplete)
 
@@ -106,6 +106,7 @@ def write_reports(
     (put in place by the caller's commit, with the run's other files) or, without `outputs`, put in place here all
     together; stdout written first."""
     from fabriccheck import reports
+    from fabriccheck.reports.wording import quiet_text
     from fabriccheck.sources.common import Outputs
 
     tty = sys.stdout is not None and sys.stdout.isatty()
@@ -116,12 +117,15 @@ def write_reports(
         for target in targets:
             key = (target.fmt, target.to_stdout)
             if key not in rendered:
-                color = target.to_stdout and target.fmt == "text" and tty and "NO_COLOR" not in os.environ
+                color = target.to_stdout and target.fmt == "text" and tty and color_allowed()
                 # A file gets a fixed width; the terminal's own width applies to what goes to the terminal.
                 width = None if target.to_stdout else 100
-                rendered[key] = reports.render(
-                    report, target.fmt, color, verbose=verbose, fail_on=fail_on.value, width=width
-                )
+                if MODE.quiet and target.to_stdout and target.fmt == "text":  # --quiet: the verdict alone
+                    rendered[key] = quiet_text(report)
+                else:
+                    rendered[key] = reports.render(
+                        report, target.fmt, color, verbose=verbose, fail_on=fail_on.value, width=width
+                    )
             if target.path is None:
                 stdout = rendered[key]
             else:

@@ -10,6 +10,7 @@ import typer
 from fabriccheck.bounds import MAX_NODES
 from fabriccheck.cli.app import Command, app, emit
 from fabriccheck.cli.finish import exit_for, push, write_reports
+from fabriccheck.cli.mode import MODE
 from fabriccheck.cli.options import (
     EVIDENCE,
     PUSH,
@@ -124,7 +125,14 @@ def estimate(
         if fmt == "json" and (output is None or str(output) == "-"):  # stdout: a file is not written over
             emit(_failed_estimate(error), None)
         raise
-    emit(result.model_dump_json(indent=2) + "\n" if fmt == "json" else estimating.render_text(result), output)
+    emit(result.model_dump_json(indent=2) + "\n" if fmt == "json" else _fitted(estimating.render_text(result)), output)
+
+
+def _fitted(text: str) -> str:
+    """A text output with every line fitted to COLUMNS (reports.columns)."""
+    from fabriccheck.reports.columns import fit_all
+
+    return fit_all(text.splitlines())
 
 
 def _failed_estimate(error: "FabricCheckError") -> str:
@@ -251,8 +259,11 @@ def rules(
     fmt: TextOrJson = "text",
     facts: Annotated[bool, typer.Option("--facts", help="List the facts rule conditions may read.")] = False,
     provider: Annotated[str, typer.Option(metavar="PROVIDER", help="With --facts: aws, azure or gcp.")] = "aws",
+    show_examples: Annotated[
+        bool, typer.Option("--examples", help="With ID: also show its passing and failing examples, run now.")
+    ] = False,
 ) -> None:
-    """List the rules, or explain one with its passing and failing examples."""
+    """List the rules, or explain one (with --examples: its passing and failing examples too)."""
     from fabriccheck import examples
     from fabriccheck.errors import FabricCheckError
     from fabriccheck.reports import rules as rules_report
@@ -268,6 +279,8 @@ def rules(
         node, cluster = derived.described(provider)
         write_stdout(rules_report.facts(provider, node, cluster, fmt))
         return
+    if show_examples and rule_id is None:
+        raise FabricCheckError("--examples shows one rule's examples: give its ID (fabriccheck rules ID --examples)")
     loaded = examples.load_book(rules_dir or []).every
     if rule_id is None:
         write_stdout(rules_report.listing(loaded, fmt))
@@ -275,7 +288,7 @@ def rules(
     match = [r for r in loaded if rule_id.upper() in r.finding_ids()]
     if not match:
         raise FabricCheckError(f"no rule {rule_id} (see: fabriccheck rules)")
-    write_stdout(rules_report.explain(match[0], fmt))
+    write_stdout(rules_report.explain(match[0], fmt, show_examples))
 
 
 # The settings a scan would use (the gate's, without the report and the baselines).
@@ -307,7 +320,7 @@ def show_config(*, scan: ScanOptions, fmt: TextOrJson = "text") -> None:
     text = settings.render_text(effective)
     if path is not None:
         text += f"waivers file {path}: {len(loaded)} waiver{'s' if len(loaded) != 1 else ''}, valid\n"
-    write_stdout(text)
+    write_stdout(_fitted(text))
 
 
 DiffFormat = Annotated[
@@ -344,6 +357,8 @@ def diff(
     found = trend.compare(old, new, str(previous))
     if fmt == "json":
         emit(found.model_dump_json(indent=2) + "\n", output)
+    elif fmt == "text" and MODE.quiet and (output is None or str(output) == "-"):  # --quiet: the counts alone
+        emit(f"fabriccheck diff: {changes.lines(found)[0]}\n", None)
     else:
         emit(changes.render(found, str(current), markdown=fmt == "markdown"), output)
     if not allow_incomplete and not new.fully_judged():

@@ -167,7 +167,8 @@ VerboseOpt = Annotated[
     typer.Option(
         "--verbose",
         "-v",
-        help="Text: list every clean and skipped cluster and every resource (live runs: log each scope on stderr).",
+        help="Text: list every clean and skipped cluster, every resource, and the nodes in no reported cluster "
+        "(live runs: log each scope on stderr).",
     ),
 ]
 SaveOpt = Annotated[Path | None, typer.Option(metavar="FILE", help="Also save the collected inventory to FILE (JSON).")]

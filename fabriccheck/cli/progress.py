@@ -6,11 +6,13 @@ import sys
 from typing import Any
 
 from fabriccheck.cli.app import say
+from fabriccheck.cli.mode import MODE
 
 
 class progress:
     """While collecting: on a terminal, a status line on stderr (scopes done and failed, nodes found, the call
-    under way); elsewhere, with --verbose, one log line on stderr per scope as it finishes. Nothing else."""
+    under way); elsewhere, with --verbose, one log line on stderr per scope as it finishes. Nothing else, and with
+    --quiet nothing at all."""
 
     def __init__(self, verbose: bool = False) -> None:
         self.verbose = verbose
@@ -21,6 +23,8 @@ class progress:
 
         self.status = None
         tally = Tally()
+        if MODE.quiet:  # --quiet: no progress, only the verdict and errors
+            return Progress()
         if sys.stderr.isatty():
             from rich.console import Console
 

@@ -19,9 +19,11 @@ import orjson
 
 from fabriccheck.evidence.judge import Evidence
 from fabriccheck.findings import SEVERITY_RANK
+from fabriccheck.reports.columns import fit, fit_all, table
 from fabriccheck.reports.machine import sarif_document, tracking
 from fabriccheck.reports.outline import suppressed
 from fabriccheck.reports.safe import visible
+from fabriccheck.reports.text import MIN_WIDTH, terminal_width
 from fabriccheck.rulebook import builtin_evidence_rules
 from fabriccheck.version import __version__
 
@@ -188,19 +190,13 @@ LOG_HEADS = ["process", "ranks", "NCCL", "transport", "GDR", "NICs", "plugin"]
 TESTS_HEADS = ["run", "op", "bytes", "busbw GB/s", "expected", "TCP", "measured/expected"]
 
 
-def _table(heads: list[str], rows: list[list[str]]) -> list[str]:
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(heads)]
-    line = "  " + "  ".join(h.ljust(w) for h, w in zip(heads, widths, strict=True))
-    out = [line.rstrip()]
-    out += ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
-    return out
-
-
 def _table_for(ev: Evidence) -> tuple[list[str], list[list[str]]]:
     return (LOG_HEADS, _log_rows(ev)) if ev.kind == "nccl-log" else (TESTS_HEADS, _tests_rows(ev))
 
 
-def render_text(ev: Evidence, verbose: bool = False) -> str:
+def render_text(ev: Evidence, verbose: bool = False, width: int | None = None) -> str:
+    """The text report, every line within `width` (None: COLUMNS, else the terminal, else 100)."""
+    room = terminal_width() if width is None else max(MIN_WIDTH, width)
     out = [f"fabriccheck {__version__} · {ev.kind} · {visible(ev.source)}"]
     if ev.kind == "nccl-log":
         d = ev.details
@@ -220,7 +216,7 @@ def render_text(ev: Evidence, verbose: bool = False) -> str:
     heads, rows = _table_for(ev)
     if rows:
         shown = rows if verbose else rows[:20]
-        out += ["", *_table(heads, shown)]
+        out += ["", *table(heads, shown, room)]
         if len(shown) < len(rows):
             out.append(f"  … and {len(rows) - len(shown)} more (use --verbose or --format json)")
     out.append("")
@@ -229,7 +225,7 @@ def render_text(ev: Evidence, verbose: bool = False) -> str:
             f" (+{len(f.resources) - 6} more)" if len(f.resources) > 6 else ""
         )
         out += [
-            f"  {f.severity:<7} {f.rule} {f.category}: {f.title}",
+            *fit(f"  {f.severity:<7} {f.rule} {f.category}: {f.title}", room, hang=" " * 8),
             f"          on {res}",
             f"          {visible(f.message)}",
             f"          fix: {f.remediation}",
@@ -248,7 +244,14 @@ def render_text(ev: Evidence, verbose: bool = False) -> str:
             "INCOMPLETE: something asked for could not be judged (see the notes); this result cannot pass a gate."
         )
     out += [f"note: {visible(n)}" for n in ev.notes]
-    return "\n".join(out) + "\n"
+    return fit_all(out, room, hang="")
+
+
+def verdict_line(ev: Evidence) -> str:
+    """The evidence report in one line (--quiet): its findings by severity, and whether it can pass a gate."""
+    counts = Counter(f.severity for f in ev.findings)
+    line = f"fabriccheck {ev.kind}: {counts['error']} error, {counts['warning']} warning, {counts['info']} info"
+    return line + ("" if ev.complete else "; INCOMPLETE: this result cannot pass a gate")
 
 
 def render_markdown(ev: Evidence) -> str:
@@ -275,7 +278,7 @@ def render_markdown(ev: Evidence) -> str:
     return "\n".join(out)[:65_000] + "\n"
 
 
-def render(ev: Evidence, fmt: str, fail_on: str = "error", verbose: bool = False) -> str:
+def render(ev: Evidence, fmt: str, fail_on: str = "error", verbose: bool = False, width: int | None = None) -> str:
     if fmt == "json":
         return render_json(ev)
     if fmt == "sarif":
@@ -284,7 +287,7 @@ def render(ev: Evidence, fmt: str, fail_on: str = "error", verbose: bool = False
         return render_junit(ev, fail_on)
     if fmt == "markdown":
         return render_markdown(ev)
-    return render_text(ev, verbose)
+    return render_text(ev, verbose, width)
 
 
 def exit_code(ev: Evidence, fail_on: str) -> int:

@@ -8,7 +8,11 @@ import orjson
 import yaml
 
 from fabriccheck.examples import run_any_example
+from fabriccheck.reports.columns import fit_all
+from fabriccheck.reports.text import MIN_WIDTH, terminal_width, wrap
 from fabriccheck.rulebook import EvidenceRule, Rule, RuleMeta
+
+TITLE_ROOM = 30  # the narrowest title column worth keeping beside the id, severity, category and source
 
 
 class PlainDumper(yaml.SafeDumper):
@@ -50,33 +54,49 @@ def _row(rule: RuleMeta) -> dict[str, Any]:
     }
 
 
-def listing(rules: list[RuleMeta], fmt: str) -> str:
+def listing(rules: list[RuleMeta], fmt: str, width: int | None = None) -> str:
+    """The rules, one a row; a title too long for the line continues under the title column (or, on a narrow
+    terminal, each title on its own indented line)."""
     if fmt == "json":
         return orjson.dumps([_row(r) for r in rules], option=orjson.OPT_INDENT_2).decode() + "\n"
-    width = max((len(r.category) for r in rules), default=8)
-    lines = [f"{'id':<7} {'severity':<8} {'category':<{width}} {'judges':<10} title"]
+    room = terminal_width() if width is None else max(MIN_WIDTH, width)
+    cat = max((len(r.category) for r in rules), default=8)
+    rows = [("id", "severity", "category", "judges", "title")]
     for r in rules:
-        lines.append(f"{r.id:<7} {r.severity:<8} {r.category:<{width}} {_judges(r):<10} {r.title}")
+        rows.append((r.id, r.severity, r.category, _judges(r), r.title))
         if not isinstance(r, Rule):
             continue
         for origin, variant in r.by_origin.items():
             if variant.id:
-                severity = variant.severity or r.severity
                 title = f"{r.id} on {origin}s: {variant.title or r.title}"
-                lines.append(f"{variant.id:<7} {severity:<8} {r.category:<{width}} {r.provider:<10} {title}")
+                rows.append((variant.id, variant.severity or r.severity, r.category, r.provider, title))
+    lead = len(f"{'':<7} {'':<8} {'':<{cat}} {'':<10} ")
+    own_line = room - lead < TITLE_ROOM  # too narrow for a title column: the title goes under its row
+    lines: list[str] = []
+    for rid, severity, category, judges, title in rows:
+        head = f"{rid:<7} {severity:<8} {category:<{cat}} {judges:<10} "
+        if own_line:
+            lines += [head.rstrip(), *wrap(title, room, "    ", "    ")]
+        else:
+            lines += wrap(title, room, head, " " * lead)
     return "\n".join(lines) + f"\n\n{len(rules)} rules. Explain one: fabriccheck rules ID\n"
 
 
-def facts(provider: str, node: dict[str, str], cluster: dict[str, str], fmt: str) -> str:
-    """The facts a rule of `provider` may read, with what each means."""
+def facts(provider: str, node: dict[str, str], cluster: dict[str, str], fmt: str, width: int | None = None) -> str:
+    """The facts a rule of `provider` may read, with what each means (continued under the meanings' column, or
+    on a narrow terminal under the fact's name)."""
     if fmt == "json":
         doc = {"provider": provider, "node": node, "cluster": cluster}
         return orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n"
+    room = terminal_width() if width is None else max(MIN_WIDTH, width)
     out = [f"Facts that {provider} rule conditions and messages may read:"]
     for root, table in (("node", node), ("cluster", cluster)):
         out.append("")
-        out += [f"  {root}.{name:<28} {meaning}" for name, meaning in sorted(table.items())]
-    return "\n".join(out) + "\n"
+        for name, meaning in sorted(table.items()):
+            head = f"  {root}.{name:<28} "
+            rest = " " * len(head) if room - len(head) >= TITLE_ROOM else " " * 6
+            out += wrap(meaning, room, head, rest)
+    return fit_all(out, room)
 
 
 def _examples(rule: RuleMeta) -> dict[str, list[dict[str, Any]]]:
@@ -102,17 +122,31 @@ def _logic(rule: RuleMeta) -> dict[str, Any]:
     return {"condition": inventory.condition, "message": inventory.message}
 
 
-def explain(rule: RuleMeta, fmt: str) -> str:
-    examples = _examples(rule)
-    logic = _logic(rule)
+def explain(rule: RuleMeta, fmt: str, with_examples: bool = True, width: int | None = None) -> str:
+    """One rule: what it flags, its fix and references; its passing and failing examples, run now, when
+    `with_examples` (the JSON document always holds them)."""
     if fmt == "json":
-        doc = _row(rule) | logic
+        doc = _row(rule) | _logic(rule)
         doc |= {
             "remediation": rule.remediation.model_dump(exclude_none=True),
             "references": rule.references,
-            "examples": examples,
+            "examples": _examples(rule),
         }
         return orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n"
+    room = terminal_width() if width is None else max(MIN_WIDTH, width)
+    out = _explained(rule)
+    if with_examples:
+        out += _example_lines(_examples(rule), room)
+    else:
+        book = cast(Rule | EvidenceRule, rule)
+        passing, failing = len(book.examples.passing), len(book.examples.failing)
+        shown = f"show them: fabriccheck rules {rule.id} --examples"
+        out += ["", f"Examples: {passing} passing, {failing} failing ({shown})"]
+    return fit_all(out, room)
+
+
+def _explained(rule: RuleMeta) -> list[str]:
+    logic = _logic(rule)
     row = _row(rule)
     out = [
         f"{rule.id}: {rule.title}",
@@ -135,13 +169,19 @@ def explain(rule: RuleMeta, fmt: str) -> str:
     for label, text in (("Console", r.console), ("CLI", r.cli), ("Terraform", r.terraform)):
         if text:
             out.append(f"  {label}: {' '.join(text.split())}")
-    out += ["", "References:"] + [f"  {ref}" for ref in rule.references]
+    return out + ["", "References:"] + [f"  {ref}" for ref in rule.references]
+
+
+def _example_lines(examples: dict[str, list[dict[str, Any]]], room: int) -> list[str]:
+    """Each example with what it flags now, and its input as YAML folded to the width (a literal block's long
+    line is folded by fit_all)."""
+    out: list[str] = []
     for kind in ("passing", "failing"):
         out += ["", f"{kind.capitalize()} examples (run now):"]
         for example in examples[kind]:
             flagged = ", ".join(example["flags"]) or "nothing"
             out.append(f"  - {example['name']}: flags {flagged}")
             shown = example.get("inventory", {"options": example.get("options"), "evidence": example.get("evidence")})
-            body = yaml.dump(shown, Dumper=PlainDumper, sort_keys=False, default_flow_style=None, width=100)
+            body = yaml.dump(shown, Dumper=PlainDumper, sort_keys=False, default_flow_style=None, width=room - 8)
             out += ["      " + line for line in body.rstrip().splitlines()]
-    return "\n".join(out) + "\n"
+    return out

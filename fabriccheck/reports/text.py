@@ -378,6 +378,22 @@ def _skipped(page: _Page, report: Report, verbose: bool, names: dict[str, Displa
         page.para(f"… and {len(skipped) - len(shown):,} more (use --verbose to list them)", "  ")
 
 
+NOT_REPORTED = {"alone": "Train alone", "no-fabric": "No fabric to use", "not-training": "Not training (skipped)"}
+
+
+def _not_reported(page: _Page, report: Report) -> None:
+    """--verbose: the nodes the summary counts as training alone or having no fabric, by id, by why."""
+    if not report.nodes_not_reported:
+        return
+    page.blank()
+    page.para("Nodes in no reported cluster", style="bold")
+    for reason, label in NOT_REPORTED.items():
+        nodes = [n for n in report.nodes_not_reported if n.reason == reason]
+        if nodes:
+            named = ", ".join(f"{visible(n.id)} ({visible(n.instance_type or '?')})" for n in nodes)
+            page.para(f"{label} ({len(nodes):,}): {named}", "  ", "    ")
+
+
 def _summary(page: _Page, report: Report) -> None:
     s = report.summary
     counts = status_counts(report)
@@ -526,6 +542,8 @@ def render(report: Report, color: bool = False, verbose: bool = False, width: in
         page.para("Templates (judged before any node launches)", style="bold")
         _finding_blocks(page, templates, verbose, report.locations)
     _skipped(page, report, verbose, names)
+    if verbose:
+        _not_reported(page, report)
     _summary(page, report)
     _trend(page, report)
     for note in report.notes:

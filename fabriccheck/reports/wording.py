@@ -15,6 +15,37 @@ def plural(count: int, word: str, many: str | None = None) -> str:
     return f"{count:,} {word if count == 1 else (many if many is not None else word + 's')}"
 
 
+def verdict_line(report: Report) -> str:
+    """The report in one line (--quiet): the findings by severity, the clusters they are in, the GPU-hours a day
+    lost, and whether the run can pass a gate."""
+    s = report.summary
+    counts = ", ".join(plural(s.findings.get(sev, 0), sev, "info" if sev == "info" else None) for sev in SEVERITIES)
+    lost = s.lost_gpu_hours_per_day
+    line = (
+        f"fabriccheck: {counts} in {plural(s.clusters, 'training cluster')} of {plural(s.nodes, 'node')}; "
+        f"{span(lost.low, lost.high)} GPU-hours a day lost"
+    )
+    return line + ("" if report.fully_judged() else "; INCOMPLETE: this result cannot pass a gate")
+
+
+SEVERITIES = ("error", "warning", "info")
+QUIET_ERRORS = 10  # collection errors listed under the verdict line with --quiet
+
+
+def quiet_text(report: Report) -> str:
+    """--quiet's text: the verdict line, then the facts that could not be collected (what makes a run incomplete),
+    one a line; every value from the cloud escaped (reports.safe.visible)."""
+    from fabriccheck.reports.safe import visible
+
+    lines = [verdict_line(report)]
+    for e in report.errors[:QUIET_ERRORS]:
+        where = " ".join(w for w in (e.provider, e.account, e.region or "") if w)
+        lines.append(visible(f"error: {e.call} in {where}: {e.code}: {e.message}"))
+    if len(report.errors) > QUIET_ERRORS:
+        lines.append(f"… and {len(report.errors) - QUIET_ERRORS:,} more errors (--format json lists them all)")
+    return "\n".join(lines) + "\n"
+
+
 def span(low: float, high: float, form: str = "{:,.0f}") -> str:
     """`low–high` in `form`, or one figure when both ends read the same."""
     a, b = form.format(low), form.format(high)
