@@ -10,15 +10,18 @@ so a test can check that nothing but the allowed read-only commands ever ran.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import shutil
 import stat
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
 import pytest
 from cli_run import one_clean_line, run
+from loopback import closing_endpoint, serving
 
 from fabriccheck.errors import FabricCheckError
 from fabriccheck.providers.slurm import live
@@ -160,3 +163,114 @@ def test_damaged_output_names_the_command_not_a_private_folder(tmp_path: Path) -
     bad.write_text('#!/bin/sh\necho \'{"jobs": [{"partition": "train"}]}\'\n')
     line = one_clean_line(run("slurm", env=env))
     assert line.endswith("`squeue --json`: jobs[0] has no job_id"), line
+
+
+# ---- slurmrestd --------------------------------------------------------------------------------------------------
+# The daemon answers GET /slurm/v0.0.4x/{nodes,partitions,jobs} with the data_parser JSON scontrol and squeue print
+# (SchedMD/slurm doc/html/rest_api.shtml); it authenticates with the X-SLURM-USER-TOKEN and X-SLURM-USER-NAME headers
+# (doc/html/rest_quickstart.shtml, doc/html/rest.shtml), the user being the JWT's `sun` claim (doc/html/jwt.shtml).
+
+
+def _jwt(claims: dict[str, Any]) -> str:
+    """A token shaped as `scontrol token` prints it: HS256 header, claims iat/exp/sun (jwt.shtml, Compatibility)."""
+
+    def part(value: dict[str, Any]) -> str:
+        return base64.urlsafe_b64encode(json.dumps(value).encode()).decode().rstrip("=")
+
+    return f"{part({'alg': 'HS256', 'typ': 'JWT'})}.{part(claims)}.c2lnbmF0dXJlLW5vdC1jaGVja2Vk"
+
+
+TOKEN = _jwt({"exp": 1893456000, "iat": 1764800000, "sun": "alice"})
+
+
+def _daemon(seen: list[dict[str, str]], status: dict[str, int] | None = None) -> type[BaseHTTPRequestHandler]:
+    """slurmrestd serving API v0.0.42 only (v0.0.43 is a 404, as for an older daemon); `status` fails endpoints."""
+    files = {"nodes": "nodes.json", "partitions": "partitions.json", "jobs": "jobs.json"}
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802  the name http.server calls
+            seen.append({"path": self.path, **{k.lower(): v for k, v in self.headers.items()}})
+            endpoint = self.path.removeprefix("/slurm/v0.0.42/")
+            code = (status or {}).get(endpoint, 200)
+            if self.headers.get("X-SLURM-USER-TOKEN") != TOKEN:
+                code = 401
+            body = (SLURM / files[endpoint]).read_bytes() if endpoint in files and code == 200 else b"{}"
+            self.send_response(code if endpoint in files else 404)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *_: Any) -> None:
+            pass
+
+    return Handler
+
+
+def test_slurmrestd_judges_what_the_same_answers_judge_from_a_dump(tmp_path: Path) -> None:
+    """Nodes, partitions and jobs from slurmrestd (API version found by the 404s) judge as the same files do; the
+    token and the user of its `sun` claim go in the two headers."""
+    seen: list[dict[str, str]] = []
+    env = dict(os.environ, SLURM_JWT=TOKEN)
+    with serving(_daemon(seen)) as url:
+        code, report = _report(env, "--slurmrestd", url, "--cloud-dump", str(AWS))
+    dump = tmp_path / "dump"
+    dump.mkdir()
+    for name in ("nodes.json", "partitions.json", "jobs.json"):
+        shutil.copy(SLURM / name, dump / name)
+    dump_code, from_dump = _report(dict(os.environ), "--from-dump", str(dump), "--cloud-dump", str(AWS))
+    assert _findings(report) and _findings(report) == _findings(from_dump)
+    assert (code, report["complete"]) == (dump_code, from_dump["complete"])
+    assert [s["path"] for s in seen] == [
+        "/slurm/v0.0.43/nodes", "/slurm/v0.0.42/nodes", "/slurm/v0.0.42/partitions", "/slurm/v0.0.42/jobs"
+    ]
+    assert {(s["x-slurm-user-token"], s["x-slurm-user-name"]) for s in seen} == {(TOKEN, "alice")}
+    assert report["source"].startswith(f"slurmrestd {url} + aws dump")
+    assert TOKEN not in json.dumps(report)
+
+
+def test_slurm_user_overrides_the_tokens_claim() -> None:
+    """--slurm-user names the user sent in X-SLURM-USER-NAME."""
+    seen: list[dict[str, str]] = []
+    with serving(_daemon(seen)) as url:
+        _report(dict(os.environ, SLURM_JWT=TOKEN), "--slurmrestd", url, "--slurm-user", "svc-audit")
+    assert {s["x-slurm-user-name"] for s in seen} == {"svc-audit"}
+
+
+def test_refused_token_is_one_line_and_never_printed_even_when_debugging() -> None:
+    """A refused token (HTTP 401) is one line naming the request; with FABRICCHECK_DEBUG=1 the token is still
+    nowhere in the output."""
+    other = _jwt({"exp": 1893456000, "iat": 1764800000, "sun": "mallory"})
+    with serving(_daemon([])) as url:
+        for debug in ("", "1"):
+            result = run("slurm", "--slurmrestd", url, env=dict(os.environ, SLURM_JWT=other, FABRICCHECK_DEBUG=debug))
+            assert other not in result.stdout + result.stderr
+            assert result.returncode == 2
+            assert f"GET {url}/slurm/v0.0.42/nodes: HTTP 401 (the token was refused" in result.stderr
+
+
+def test_a_failing_jobs_endpoint_leaves_the_run_incomplete() -> None:
+    """GET .../jobs failing: the job rules judge nothing, the run is incomplete (exit 2), the token unprinted."""
+    with serving(_daemon([], status={"jobs": 503})) as url:
+        code, report = _report(dict(os.environ, SLURM_JWT=TOKEN, FABRICCHECK_DEBUG="1"), "--slurmrestd", url)
+    assert (code, report["complete"]) == (2, False)
+    assert [e["call"] for e in report["errors"]] == [f"GET {url}/slurm/v0.0.42/jobs"]
+    assert TOKEN not in json.dumps(report)
+
+
+def test_slurmrestd_bad_setups_are_one_line_and_send_nothing() -> None:
+    """Plain http to another host would carry the token in clear (refused as endpoints.py refuses it for the
+    clouds); no token, or one that names no user, is one line before any request."""
+    with closing_endpoint() as (url, connected):
+        env = dict(os.environ, SLURM_JWT=TOKEN)
+        assert "plain http:// would send the Slurm JWT" in one_clean_line(
+            run("slurm", "--slurmrestd", "http://10.0.0.5:6820", env=env)
+        )
+        no_token = {k: v for k, v in os.environ.items() if k != "SLURM_JWT"}
+        assert "needs a token in SLURM_JWT" in one_clean_line(run("slurm", "--slurmrestd", url, env=no_token))
+        anonymous = dict(os.environ, SLURM_JWT=_jwt({"exp": 1893456000}))
+        assert "give --slurm-user NAME" in one_clean_line(run("slurm", "--slurmrestd", url, env=anonymous))
+        assert "cannot be used together" in one_clean_line(
+            run("slurm", "--slurmrestd", url, "--from-dump", str(SLURM), env=env)
+        )
+        assert not connected.is_set()

@@ -47,6 +47,24 @@ class SlurmSource:
             "settings that turn the fabric off (repeatable).",
         ),
     ] = None
+    slurmrestd: Annotated[
+        str | None,
+        typer.Option(
+            "--slurmrestd",
+            metavar="URL",
+            help="Read the cluster from slurmrestd at URL (https://, or http:// to this machine only) with the JWT in "
+            "SLURM_JWT (export $(scontrol token)); the token is never printed. Nodes, partitions and jobs only: the "
+            "REST API serves no topology or config files.",
+        ),
+    ] = None
+    slurm_user: Annotated[
+        str | None,
+        typer.Option(
+            "--slurm-user",
+            metavar="NAME",
+            help="The user slurmrestd is told (X-SLURM-USER-NAME); by default the one SLURM_JWT names (sun claim).",
+        ),
+    ] = None
     print_commands: Annotated[
         bool,
         typer.Option("--print-commands", help="Print the read-only commands that save a Slurm dump, and exit."),
@@ -77,11 +95,16 @@ def slurm(*, source: SlurmSource, scan: ScanOptions) -> None:
         raise typer.Exit(0)
     settled = scan.settle()
     from_dump, cloud_dump, scripts = source.from_dump, source.cloud_dump, list(source.scripts or [])
+    if from_dump is not None and source.slurmrestd is not None:
+        raise FabricCheckError("--from-dump and --slurmrestd cannot be used together: give one source")
+    if source.slurm_user is not None and source.slurmrestd is None:
+        raise FabricCheckError("--slurm-user is only for --slurmrestd URL")
     if from_dump is None:
         from fabriccheck.providers.slurm.live import load_live
 
-        # On a login node: the read-only commands the dump documents, run here (providers/slurm/live.py).
-        inventory = loaded("slurm live", lambda: load_live(cloud_dump, scripts))
+        # On a login node: the read-only commands the dump documents, run here, or slurmrestd (providers/slurm/).
+        restd, user = source.slurmrestd, source.slurm_user
+        inventory = loaded("slurm live", lambda: load_live(cloud_dump, scripts, slurmrestd=restd, user=user))
     else:
         from fabriccheck.providers.slurm.dump import load_dump
 

@@ -111,26 +111,36 @@ def collect(folder: Path, timeout: float = TIMEOUT_SECONDS) -> list[CollectionEr
     return errors
 
 
-def load_live(cloud_dump: Path | None, scripts: list[Path], timeout: float = TIMEOUT_SECONDS) -> Inventory:
-    """The live cluster, read as its dump would be: each node joined to `cloud_dump` when given."""
+def load_live(
+    cloud_dump: Path | None,
+    scripts: list[Path],
+    timeout: float = TIMEOUT_SECONDS,
+    slurmrestd: str | None = None,
+    user: str | None = None,
+) -> Inventory:
+    """The live cluster (the commands run here, or slurmrestd at `slurmrestd`), read as its dump would be: each node
+    joined to `cloud_dump` when given."""
+    from fabriccheck.providers.slurm import restd
     from fabriccheck.providers.slurm.dump import load_dump
 
     with tempfile.TemporaryDirectory(prefix="fabriccheck-slurm-") as private:
         folder = Path(private) / "slurm"  # the cluster's name when neither nodes.json nor slurm.conf gives one
         folder.mkdir(mode=0o700)
-        errors = collect(folder, timeout)
+        if slurmrestd is not None:
+            errors, names = restd.collect(folder, slurmrestd, user)
+            source = f"slurmrestd {redact(slurmrestd)}"
+        else:
+            errors = collect(folder, timeout)
+            names = {name: f"`{shown(argv)}`" for name, argv in RUNS.items()}
+            names.update({name: f"{name} (from `{shown(CONFIG)}`)" for name in CONFIG_FILES})
+            source = "slurm live"
         try:
             inventory = load_dump(folder, None, cloud_dump, scripts)
-        except FabricCheckError as exc:  # name the command, not the private folder that held its output
-            raise FabricCheckError(_named(str(exc), folder)) from None
-    inventory.source = "slurm live" + inventory.source.partition(str(folder))[2]
+        except FabricCheckError as exc:  # name the command or request, not the private folder that held its answer
+            message = str(exc)
+            for name, said in names.items():
+                message = message.replace(str(folder / name), said)
+            raise FabricCheckError(message) from None
+    inventory.source = source + inventory.source.partition(str(folder))[2]
     inventory.errors.extend(errors)
     return inventory
-
-
-def _named(message: str, folder: Path) -> str:
-    for name, argv in RUNS.items():
-        message = message.replace(str(folder / name), f"`{shown(argv)}`")
-    for name in CONFIG_FILES:
-        message = message.replace(str(folder / name), f"{name} (from `{shown(CONFIG)}`)")
-    return message
