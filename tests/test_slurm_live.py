@@ -188,7 +188,7 @@ def _daemon(seen: list[dict[str, str]], status: dict[str, int] | None = None) ->
     files = {"nodes": "nodes.json", "partitions": "partitions.json", "jobs": "jobs.json"}
 
     class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802  the name http.server calls
+        def do_GET(self) -> None:
             seen.append({"path": self.path, **{k.lower(): v for k, v in self.headers.items()}})
             endpoint = self.path.removeprefix("/slurm/v0.0.42/")
             code = (status or {}).get(endpoint, 200)
