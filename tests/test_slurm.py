@@ -199,7 +199,7 @@ def test_without_the_cloud_only_slurms_view_is_judged() -> None:
     assert train["status"] == "findings" and train["complete"] is False
     # The job rules read the same facts: a partition lists them too (they never fire on one).
     assert {n["rule"] for n in train["not_judged"]} == {
-        "SLURM110", "SLURM111", "SLURM120", "SLURM121", "SLURM122", "SLURM130", "SLURM140", "SLURM141",
+        "SLURM110", "SLURM111", "SLURM120", "SLURM121", "SLURM122", "SLURM123", "SLURM130", "SLURM140", "SLURM141",
     }  # fmt: skip
     text = run("slurm", "--from-dump", str(SLURM)).stdout
     assert "not joined to a cloud instance" in " ".join(text.split()) and "NOT FULLY JUDGED" in text
@@ -298,7 +298,7 @@ def test_a_slurm_gcp_cluster_joins_its_instances_by_name(tmp_path: Path) -> None
     """slurm-gcp (Cluster Toolkit) names each GCE instance after its Slurm node, so the demo's GCP instances
     (fixtures/demo/gcp/instances-list.json) join by name. Partition a3h: four A3 High nodes under a tree topology
     whose leaf switch misses one (SLURM101, cluster-toolkit#3316); partition mixed: an A3 High and an A3 Mega node of
-    two compact placement policies (SLURM121)."""
+    two compact placement policies (SLURM121), and so of two instance types (SLURM123)."""
     dump = tmp_path / "slurm"
     dump.mkdir()
     template = json.loads((SLURM / "nodes.json").read_text())
@@ -321,6 +321,8 @@ def test_a_slurm_gcp_cluster_joins_its_instances_by_name(tmp_path: Path) -> None
         ("SLURM101", "a3h-train-3"),
         ("SLURM121", "a3h-train-0"),
         ("SLURM121", "a3m-half-0"),
+        ("SLURM123", "a3h-train-0"),
+        ("SLURM123", "a3m-half-0"),
     }
 
 

@@ -91,6 +91,8 @@ class SlurmSupport(CloudSupport):
             "blocks of the joined instances",
             "island_names": "their names",
             "clouds": "the clouds of the joined instances, comma-separated (aws, azure, gcp)",
+            "instance_types": "distinct instance types of its nodes (the joined instance's, else Slurm's InstanceType)",
+            "instance_type_names": "them, comma-separated",
             "unjoined": "nodes not joined to a cloud instance",
             "unjoined_names": "their names",
         },
@@ -210,9 +212,13 @@ class SlurmSupport(CloudSupport):
             "clouds": ", ".join(sorted({p.cloud for p in parts if p.cloud})),
             "unjoined": len(unjoined),
             "unjoined_names": _names(unjoined),
+            "instance_types": len(types := sorted({node.instance_type for node in nodes if node.instance_type})),
+            "instance_type_names": ", ".join(types),
         }
         facts["unknown"] = _unknown(parts, bool(unjoined))
         untyped = any(p.cloud is None and not node.instance_type for node, p in zip(nodes, parts, strict=True))
+        if untyped:  # a node of no known type may be of any: how many types the partition mixes is not known
+            facts["unknown"] |= dict.fromkeys(("instance_types", "instance_type_names"), NOT_JOINED)
         if untyped and (facts["multi_node_jobs"] or (first.job and len(nodes) > 1)):
             # Slurm alone does not tell a node's type: whether the partition's fabric matters is not known either,
             # so what could not be judged is said, never taken as nothing to judge.
