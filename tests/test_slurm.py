@@ -333,3 +333,37 @@ def test_a_node_without_a_type_is_no_unknown_type() -> None:
     _, report = _report("--from-dump", str(SLURM))
     assert report["summary"]["unknown_instance_types"] == []
     assert not any("capability unknown" in note for note in report["notes"])
+
+
+def test_a_gres_gpu_count_that_is_not_the_instance_types(tmp_path: Path) -> None:
+    """SLURM124: a node whose Gres= gives 4 GPUs on its p5.48xlarge (8 H100s, joined by NodeAddr) is flagged, and
+    only it (Gres= as slurm.conf(5) writes it: name:type:count)."""
+    dump = tmp_path / "slurm"
+    shutil.copytree(SLURM, dump)
+    doc = json.loads((dump / "nodes.json").read_text())
+    for node in doc["nodes"]:
+        if node["name"] == "train-st-p5-2":
+            node["gres"] = "gpu:h100:4"
+    (dump / "nodes.json").write_text(json.dumps(doc))
+    _, report = _report("--from-dump", str(dump), "--cloud-dump", str(AWS))
+    assert {r for rule, r in _findings(report) if rule == "SLURM124"} == {"train-st-p5-2"}
+    _, clean = _report("--from-dump", str(SLURM), "--cloud-dump", str(AWS))
+    assert not {r for rule, r in _findings(clean) if rule == "SLURM124"}
+
+
+def test_a_pending_job_is_judged_on_the_nodes_slurm_plans_it_on(tmp_path: Path) -> None:
+    """squeue --json gives a pending job the nodes the backfill scheduler plans to start it on (`scheduled_nodes`, a
+    host list: SlinkyProject/slurm-client api/v0044 V0044JobInfo); over two zones that is SLURM141 before it runs.
+    A pending job with no planned nodes (the fixture's job 103) is not judged."""
+    _, plain = _report("--from-dump", str(SLURM), "--cloud-dump", str(AWS))
+    assert not any(c["id"].endswith("slurm-job/103") for c in plain["clusters"])
+    dump = tmp_path / "slurm"
+    shutil.copytree(SLURM, dump)
+    doc = json.loads((dump / "jobs.json").read_text())
+    pending = next(j for j in doc["jobs"] if j["job_id"] == 103)
+    pending.update({"partition": "spot", "scheduled_nodes": "spot-dy-p5-[1-2]"})
+    (dump / "jobs.json").write_text(json.dumps(doc))
+    _, report = _report("--from-dump", str(dump), "--cloud-dump", str(AWS))
+    job = [f for f in report["findings"] if f["cluster"].endswith("slurm-job/103")]
+    assert [(f["rule"], f["resources"]) for f in job] == [("SLURM141", ["spot-dy-p5-1", "spot-dy-p5-2"])]
+    assert "Job 103 (partition spot) is planned on 2 nodes in 2 zones" in job[0]["message"]

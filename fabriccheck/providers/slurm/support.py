@@ -72,7 +72,8 @@ class SlurmSupport(CloudSupport):
         },
         cluster={
             "partition": "the Slurm partition",
-            "job": "the running job whose allocation the cluster is, or empty (a partition)",
+            "job": "the running or pending job whose allocation the cluster is, or empty (a partition)",
+            "job_runs": "'runs on' for a running job, 'is planned on' for a pending one (its scheduled_nodes)",
             "slurm_cluster": "Slurm's ClusterName",
             "job_nodes": "the nodes a job script asks for (#SBATCH --nodes), 0 for a partition or a running job",
             "multi_node_jobs": "the partition has two or more nodes and lets a job have more than one",
@@ -191,6 +192,7 @@ class SlurmSupport(CloudSupport):
             "partition": first.partition,
             "slurm_cluster": first.cluster,
             "job": first.job or "",
+            "job_runs": "is planned on" if first.job_pending else "runs on",
             "job_nodes": first.job_nodes,
             # A partition's: a job's allocation is judged by the job rules.
             "multi_node_jobs": len(nodes) > 1 and all(p.multi_node for p in parts) and not first.job,
