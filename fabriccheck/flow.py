@@ -102,7 +102,8 @@ def _run(inventory: Inventory, options: Options) -> Report:
     for finding in findings:
         finding.fingerprint = baselines.fingerprint(finding)
     reported = _cluster_reports(clusters, evaluation, _deselected(loaded, rules), workload, options, facts)
-    reported, joined = join_cloud_instances(reported)  # a run that saw a cloud and its Kubernetes clusters (demo)
+    _slurm_instances(reported, inventory)
+    reported, joined = join_cloud_instances(reported)  # a run that saw a cloud and its Kubernetes or Slurm clusters
     skipped = [_skipped(c) for c in [*every_cluster, *specs] if not c.judged]
     # A capability is a type's: each type of the judged nodes is looked up once, not each node.
     # A node whose source names no type (a Slurm node not joined to its instance) has no type to call unknown: what
@@ -244,6 +245,20 @@ def _not_reported(clusters: list[Cluster], reported: set[str]) -> list[NodeNotRe
             for n in cluster.nodes
         ]
     return out
+
+
+def _slurm_instances(reported: list[ClusterReport], inventory: Inventory) -> None:
+    """Each Slurm cluster's cloud instances: those its nodes were joined to (providers/slurm/join.py), so that a
+    machine a cloud cluster also reports is paid for once, and `merge` joins it to that cloud cluster."""
+    if not inventory.slurm.instances:
+        return
+    joined = {(i.account, i.node): i for i in inventory.slurm.instances}
+    for cluster in reported:
+        if cluster.provider != "slurm":
+            continue
+        found = [joined[(cluster.account, node)] for node in cluster.nodes if (cluster.account, node) in joined]
+        cluster.cloud_instances = [CloudInstance(node=i.node, cloud=i.cloud, instance=i.instance, pods=[i.node])
+                                   for i in found]  # fmt: skip
 
 
 def _skipped(cluster: Cluster) -> SkippedCluster:

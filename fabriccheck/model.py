@@ -257,6 +257,7 @@ class SlurmPart(Frozen):
     group: str | None = None  # the block (topology/block) or leaf switch (topology/tree) that holds the node
     group_size: int = Field(default=0, ge=0)  # the nodes that block or switch holds (of every partition)
     job: str | None = None  # a running job's id: the node as that job's allocation holds it (None: the partition's)
+    job_pending: bool = False  # the job is pending: its nodes are those Slurm plans to start it on (scheduled_nodes)
     # A job script (`fabriccheck slurm --scripts`): the nodes it asks for, and its NCCL_* / FI_* settings.
     job_nodes: Count = 0
     env: tuple[tuple[str, str], ...] = ()

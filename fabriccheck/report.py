@@ -80,15 +80,15 @@ class NotJudged(BaseModel):
 
 
 class CloudInstance(BaseModel):
-    """A Kubernetes node as its cloud names it (from spec.providerID): what joins a k8s report to a cloud report of
-    the same estate in `fabriccheck merge`."""
+    """A Kubernetes node as its cloud names it (from spec.providerID), or a Slurm node as the instance it was joined
+    to: what joins a k8s or Slurm report to a cloud report of the same estate in `fabriccheck merge`."""
 
-    node: str  # the Kubernetes node
+    node: str  # the Kubernetes node, or the Slurm node
     cloud: str  # aws | gcp | azure
     # As the cloud report names its nodes: the EC2 instance id, the GCE instance's name, the Azure VM's resource id.
     instance: str
     account: str | None = None  # the GCP project or Azure subscription it is in (an AWS providerID names none)
-    pods: list[str]  # the cluster's pods on it (ids in its nodes)
+    pods: list[str]  # the cluster's pods on it (ids in its nodes); for a Slurm node, the node itself
 
 
 class ClusterReport(BaseModel):
@@ -111,9 +111,11 @@ class ClusterReport(BaseModel):
     complete: bool = True
     not_judged: list[NotJudged] = []
     penalty: penalty.Penalty
-    # Provider k8s: the cloud instances the workload's scheduled pods run on (a pending pod has none yet).
+    # Provider k8s: the cloud instances the workload's scheduled pods run on (a pending pod has none yet); provider
+    # slurm: the instances its nodes were joined to (a powered-down node joined by its queue has none).
     cloud_instances: list[CloudInstance] = []
-    # Set by `merge` on a k8s cluster: the clusters of the merged cloud reports those instances belong to.
+    # Set by `merge` (and a demo run) on a k8s or Slurm cluster: the clusters of the merged cloud reports those
+    # instances belong to.
     cloud_clusters: list[str] = []
 
     @model_validator(mode="before")
@@ -310,8 +312,14 @@ def tally(findings: list[Finding], clusters: list[ClusterReport], skipped: list[
 
 def machines(cluster: ClusterReport) -> frozenset[str]:
     """The machines a cluster runs on, named as the cloud names them: a cloud cluster's nodes, a Kubernetes
-    workload's cloud instances (its pending pods, on no machine yet, by their own names). Two reports of the same
-    estate name the same machine alike, so its GPU-hours are paid for once."""
+    workload's cloud instances (its pending pods, on no machine yet, by their own names), a Slurm cluster's joined
+    instances (its nodes joined to none by their own names). Two reports of the same estate name the same machine
+    alike, so its GPU-hours are paid for once."""
+    if cluster.provider == "slurm":
+        on = {i.node for i in cluster.cloud_instances}
+        return frozenset("/".join(_key(i.cloud, i.instance)) for i in cluster.cloud_instances) | frozenset(
+            "/".join(_key("slurm", node)) for node in cluster.nodes if node not in on
+        )
     if cluster.provider != "k8s":
         return frozenset("/".join(_key(cluster.provider, node)) for node in cluster.nodes)
     placed = frozenset("/".join(_key(i.cloud, i.instance)) for i in cluster.cloud_instances)

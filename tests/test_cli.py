@@ -53,9 +53,14 @@ def test_demo_runs_outside_the_source_tree_and_shows_every_category() -> None:
     assert {c for p, c in categories if p == "gcp"} == aws
     # The Kubernetes clusters (EKS, GKE, AKS) show missing fabric and a missing daemon (software).
     assert {c for p, c in categories if p == "k8s"} == {"fabric-missing", "software"}
+    # The Slurm cluster (a ParallelCluster on the AWS account) has a partition and a job over two zones.
+    assert {c for p, c in categories if p == "slurm"} == {"fabric-isolated"}
     clean = {c["provider"] for c in report["clusters"] if c["status"] == "clean"}
-    assert clean == {"aws", "azure", "gcp", "k8s"}
+    assert clean == {"aws", "azure", "gcp", "k8s", "slurm"}
     clusters = {c["id"]: c for c in report["clusters"]}
+    slurm = {name: clusters[f"slurm:llm:slurm:{name}"]["status"] for name in (
+        "slurm-partition/train", "slurm-job/101", "slurm-partition/spot", "slurm-job/102")}
+    assert list(slurm.values()) == ["clean", "clean", "findings", "findings"]
     clean = clusters["aws:111122223333:us-east-1:auto-scaling-group/llm-prod"]
     assert clean["findings"] == 0 and clean["penalty"]["slowdown"] == {"low": 1.0, "high": 1.0}
     missing = clusters["aws:111122223333:us-east-1:eks-node-group/research/llm-exp"]

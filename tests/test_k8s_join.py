@@ -88,9 +88,11 @@ def test_merge_joins_the_eks_workloads_to_the_aws_cluster_of_their_nodes(
 def test_one_demo_run_joins_them_too(tmp_path: Path) -> None:
     """`fabriccheck demo` judges every cloud and the Kubernetes clusters in one run: the same join, no merge."""
     report = _json("demo", out=tmp_path / "demo.json")
-    joined = {c["id"]: c["cloud_clusters"] for c in report["clusters"] if c["cloud_clusters"]}
+    k8s_clusters = [c for c in report["clusters"] if c["provider"] == "k8s"]  # the Slurm ones: tests/test_slurm_demo.py
+    joined = {c["id"]: c["cloud_clusters"] for c in k8s_clusters if c["cloud_clusters"]}
     assert joined == {EKS + "PyTorchJob/llama3-1-8b-fsdp": [LLM_PROD], EKS + "MPIJob/nccl-tests": [LLM_PROD]}
-    assert sum(1 for n in report["notes"] if f"node(s) in {LLM_PROD} (aws audit: clean)" in n) == 2
+    k8s = [n for n in report["notes"] if n.startswith("k8s:")]
+    assert sum(1 for n in k8s if f"node(s) in {LLM_PROD} (aws audit: clean)" in n) == 2
 
 
 def test_merge_joins_an_aks_pool_to_its_scale_set_and_its_placement_finding(

@@ -200,7 +200,8 @@ def test_without_the_cloud_only_slurms_view_is_judged() -> None:
     # The job rules read the same facts: a partition lists them too (they never fire on one). SLURM142 leaves a job
     # over more NVLink domains than it needs to SLURM140, so without the nodes' types it is not judged either.
     assert {n["rule"] for n in train["not_judged"]} == {
-        "SLURM110", "SLURM111", "SLURM120", "SLURM121", "SLURM122", "SLURM130", "SLURM140", "SLURM141", "SLURM142",
+        "SLURM110", "SLURM111", "SLURM120", "SLURM121", "SLURM122", "SLURM123", "SLURM130", "SLURM140", "SLURM141",
+        "SLURM142",
     }  # fmt: skip
     text = run("slurm", "--from-dump", str(SLURM)).stdout
     assert "not joined to a cloud instance" in " ".join(text.split()) and "NOT FULLY JUDGED" in text
@@ -260,7 +261,6 @@ def test_bad_dumps_are_one_line_naming_the_file(tmp_path: Path) -> None:
         tmp_path, {"nodes.json": nodes, "topology.yaml": block}
     )
     assert "give one cloud's dump" in _bad(tmp_path, {"nodes.json": nodes}, "--cloud-dump", str(tmp_path / "slurm"))
-    assert "needs --from-dump" in one_clean_line(run("slurm"))
 
 
 SCRIPTS = ROOT / "fixtures" / "slurm" / "scripts"
@@ -329,7 +329,7 @@ def test_a_slurm_gcp_cluster_joins_its_instances_by_name(tmp_path: Path) -> None
     """slurm-gcp (Cluster Toolkit) names each GCE instance after its Slurm node, so the demo's GCP instances
     (fixtures/demo/gcp/instances-list.json) join by name. Partition a3h: four A3 High nodes under a tree topology
     whose leaf switch misses one (SLURM101, cluster-toolkit#3316); partition mixed: an A3 High and an A3 Mega node of
-    two compact placement policies (SLURM121)."""
+    two compact placement policies (SLURM121), and so of two instance types (SLURM123)."""
     dump = tmp_path / "slurm"
     dump.mkdir()
     template = json.loads((SLURM / "nodes.json").read_text())
@@ -352,6 +352,8 @@ def test_a_slurm_gcp_cluster_joins_its_instances_by_name(tmp_path: Path) -> None
         ("SLURM101", "a3h-train-3"),
         ("SLURM121", "a3h-train-0"),
         ("SLURM121", "a3m-half-0"),
+        ("SLURM123", "a3h-train-0"),
+        ("SLURM123", "a3m-half-0"),
     }
 
 
@@ -362,3 +364,37 @@ def test_a_node_without_a_type_is_no_unknown_type() -> None:
     _, report = _report("--from-dump", str(SLURM))
     assert report["summary"]["unknown_instance_types"] == []
     assert not any("capability unknown" in note for note in report["notes"])
+
+
+def test_a_gres_gpu_count_that_is_not_the_instance_types(tmp_path: Path) -> None:
+    """SLURM124: a node whose Gres= gives 4 GPUs on its p5.48xlarge (8 H100s, joined by NodeAddr) is flagged, and
+    only it (Gres= as slurm.conf(5) writes it: name:type:count)."""
+    dump = tmp_path / "slurm"
+    shutil.copytree(SLURM, dump)
+    doc = json.loads((dump / "nodes.json").read_text())
+    for node in doc["nodes"]:
+        if node["name"] == "train-st-p5-2":
+            node["gres"] = "gpu:h100:4"
+    (dump / "nodes.json").write_text(json.dumps(doc))
+    _, report = _report("--from-dump", str(dump), "--cloud-dump", str(AWS))
+    assert {r for rule, r in _findings(report) if rule == "SLURM124"} == {"train-st-p5-2"}
+    _, clean = _report("--from-dump", str(SLURM), "--cloud-dump", str(AWS))
+    assert not {r for rule, r in _findings(clean) if rule == "SLURM124"}
+
+
+def test_a_pending_job_is_judged_on_the_nodes_slurm_plans_it_on(tmp_path: Path) -> None:
+    """squeue --json gives a pending job the nodes the backfill scheduler plans to start it on (`scheduled_nodes`, a
+    host list: SlinkyProject/slurm-client api/v0044 V0044JobInfo); over two zones that is SLURM141 before it runs.
+    A pending job with no planned nodes (the fixture's job 103) is not judged."""
+    _, plain = _report("--from-dump", str(SLURM), "--cloud-dump", str(AWS))
+    assert not any(c["id"].endswith("slurm-job/103") for c in plain["clusters"])
+    dump = tmp_path / "slurm"
+    shutil.copytree(SLURM, dump)
+    doc = json.loads((dump / "jobs.json").read_text())
+    pending = next(j for j in doc["jobs"] if j["job_id"] == 103)
+    pending.update({"partition": "spot", "scheduled_nodes": "spot-dy-p5-[1-2]"})
+    (dump / "jobs.json").write_text(json.dumps(doc))
+    _, report = _report("--from-dump", str(dump), "--cloud-dump", str(AWS))
+    job = [f for f in report["findings"] if f["cluster"].endswith("slurm-job/103")]
+    assert [(f["rule"], f["resources"]) for f in job] == [("SLURM141", ["spot-dy-p5-1", "spot-dy-p5-2"])]
+    assert "Job 103 (partition spot) is planned on 2 nodes in 2 zones" in job[0]["message"]

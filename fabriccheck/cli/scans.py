@@ -105,7 +105,8 @@ def demo_plan_inventory() -> "Inventory":
 
 
 def demo_inventory() -> "Inventory":
-    """The bundled demo: one folder of dump files per cloud, each read by its provider's own dump reader."""
+    """The bundled demo: one folder of dump files per cloud, each read by its provider's own dump reader; the Slurm
+    cluster (a ParallelCluster, tools/build_demo_slurm.py) is joined to the demo's AWS account under it."""
     import importlib
 
     from fabriccheck.inventory import Inventory
@@ -116,6 +117,7 @@ def demo_inventory() -> "Inventory":
         folder = demo_dir() / provider
         if folder.is_dir():
             reader = importlib.import_module(f"fabriccheck.providers.{provider}.dump")
-            inventory.merge(reader.load_dump(folder))
+            cloud = {"cloud_dump": demo_dir() / "aws"} if provider == "slurm" else {}
+            inventory.merge(reader.load_dump(folder, **cloud))
     inventory.source = f"demo ({demo_dir()})"
     return inventory

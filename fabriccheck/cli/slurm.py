@@ -1,6 +1,6 @@
 """`fabriccheck slurm`: does the scheduler place jobs where the fabric is? From a dump of read-only Slurm commands
-(`--print-commands` prints them), joined to the cloud dump underneath (`--cloud-dump`). Live mode (running the
-commands, slurmrestd) is not in this release."""
+(`--print-commands` prints them) or, without --from-dump, the same commands run here on a login node; joined to the
+cloud dump underneath (`--cloud-dump`)."""
 
 import dataclasses
 from pathlib import Path
@@ -23,7 +23,8 @@ class SlurmSource:
         typer.Option(
             "--from-dump",
             metavar="DIR",
-            help="Read the Slurm dump in DIR: nodes.json (scontrol show nodes --json), and where saved "
+            help="Without it, run the read-only commands below here, on a login node (scontrol and squeue on PATH). "
+            "Read the Slurm dump in DIR: nodes.json (scontrol show nodes --json), and where saved "
             "partitions.json (scontrol show partitions --json), jobs.json (squeue --json), topology.txt (scontrol "
             "show topology), topology.conf, topology.yaml, slurm.conf, gres.conf. --print-commands prints how.",
         ),
@@ -44,6 +45,24 @@ class SlurmSource:
             metavar="PATH",
             help="A job script (sbatch) to judge on the partition its #SBATCH --partition names: NCCL / libfabric "
             "settings that turn the fabric off (repeatable).",
+        ),
+    ] = None
+    slurmrestd: Annotated[
+        str | None,
+        typer.Option(
+            "--slurmrestd",
+            metavar="URL",
+            help="Read the cluster from slurmrestd at URL (https://, or http:// to this machine only) with the JWT in "
+            "SLURM_JWT (export $(scontrol token)); the token is never printed. Nodes, partitions and jobs only: the "
+            "REST API serves no topology or config files.",
+        ),
+    ] = None
+    slurm_user: Annotated[
+        str | None,
+        typer.Option(
+            "--slurm-user",
+            metavar="NAME",
+            help="The user slurmrestd is told (X-SLURM-USER-NAME); by default the one SLURM_JWT names (sun claim).",
         ),
     ] = None
     print_commands: Annotated[
@@ -74,11 +93,20 @@ def slurm(*, source: SlurmSource, scan: ScanOptions) -> None:
             raise FabricCheckError(f"--print-commands writes one text: give one --output FILE, not {len(outputs)}")
         emit(_commands(), outputs[0] if outputs else None)
         raise typer.Exit(0)
-    if source.from_dump is None:
-        raise FabricCheckError("fabriccheck slurm needs --from-dump DIR (a live run is not in this release)")
     settled = scan.settle()
-    from fabriccheck.providers.slurm.dump import load_dump
-
     from_dump, cloud_dump, scripts = source.from_dump, source.cloud_dump, list(source.scripts or [])
-    inventory = loaded(from_dump, lambda: load_dump(from_dump, None, cloud_dump, scripts))
+    if from_dump is not None and source.slurmrestd is not None:
+        raise FabricCheckError("--from-dump and --slurmrestd cannot be used together: give one source")
+    if source.slurm_user is not None and source.slurmrestd is None:
+        raise FabricCheckError("--slurm-user is only for --slurmrestd URL")
+    if from_dump is None:
+        from fabriccheck.providers.slurm.live import load_live
+
+        # On a login node: the read-only commands the dump documents, run here, or slurmrestd (providers/slurm/).
+        restd, user = source.slurmrestd, source.slurm_user
+        inventory = loaded("slurm live", lambda: load_live(cloud_dump, scripts, slurmrestd=restd, user=user))
+    else:
+        from fabriccheck.providers.slurm.dump import load_dump
+
+        inventory = loaded(from_dump, lambda: load_dump(from_dump, None, cloud_dump, scripts))
     finish(inventory, scan, settled)

@@ -8,7 +8,8 @@ at 284c3b95): `scontrol show nodes --json` answers `{"nodes": [...], "meta": {"s
 `instance_type` (PARSER_ARRAY(NODE)); `scontrol show partitions --json` answers `{"partitions": [...]}`, each with
 `name`, `nodes.configured`, `maximums.nodes` (UINT32_NO_VAL: `{"set", "infinite", "number"}`) and `topology`
 (PARSER_ARRAY(PARTITION_INFO)); `squeue --json` answers `{"jobs": [...]}`, each with `job_id`, `partition`,
-`job_state` (a list), `nodes` (a host list) and `node_count` (PARSER_ARRAY(JOB_INFO)).
+`job_state` (a list), `nodes` (a host list), `scheduled_nodes` (a pending job's planned host list) and `node_count`
+(PARSER_ARRAY(JOB_INFO)).
 """
 
 from __future__ import annotations
@@ -76,6 +77,7 @@ class Job:
     states: list[str]
     nodes: list[str]
     node_count: int
+    scheduled: list[str] = field(default_factory=list)  # a pending job's planned nodes (scheduled_nodes)
 
 
 @dataclass
@@ -174,7 +176,10 @@ def _jobs(path: Path) -> list[Job]:
         nodes = expand(str(item.get("nodes") or ""), f"{path}: jobs[{index}].nodes")
         count = _number(item.get("node_count")) or len(nodes)
         states = [s.upper() for s in _list(item.get("job_state"))]
-        jobs.append(Job(str(job_id), str(item.get("partition") or ""), states, nodes, count))
+        # scheduled_nodes: where the backfill scheduler plans to start a pending job (a host list, as `nodes`;
+        # SlinkyProject/slurm-client api/v0044 V0044JobInfo, generated from Slurm's OpenAPI).
+        scheduled = expand(str(item.get("scheduled_nodes") or ""))
+        jobs.append(Job(str(job_id), str(item.get("partition") or ""), states, nodes, count, scheduled))
     return jobs
 
 

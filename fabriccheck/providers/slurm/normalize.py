@@ -63,7 +63,9 @@ class Normalizer:
         most = known[partition].max_nodes if known and partition in known else None
         return most is None or most > 1
 
-    def _node(self, slurm: SlurmNode, partition: str, joined: Joined | None, job: str | None = None) -> Node:
+    def _node(
+        self, slurm: SlurmNode, partition: str, joined: Joined | None, job: str | None = None, pending: bool = False
+    ) -> Node:
         plugin, topology = _topology(self.dump, partition)
         group = self._group(topology).get(slurm.name) if topology is not None else None
         part = SlurmPart(
@@ -76,6 +78,7 @@ class Normalizer:
             group=group,
             group_size=topology.size_of(group) if topology is not None and group else 0,
             job=job,
+            job_pending=pending,
             cloud=joined.node.provider if joined else None,
             joined_by=joined.how if joined else None,
         )
@@ -95,16 +98,19 @@ class Normalizer:
         return Node(id=slurm.name, state=slurm.state, interface_ids=ids, topology=published, shape=shape)
 
     def _jobs(self, joins: dict[str, tuple[SlurmNode, Joined | None]]) -> list[Node]:
-        """The nodes of each running job that holds more than one: its allocation, judged as a cluster of its own
-        (a node the job names that nodes.json does not hold is left out: it has nothing to judge it by)."""
+        """The nodes of each running job that holds more than one (its allocation), and of each pending job that Slurm
+        plans on more than one (its scheduled_nodes), judged as a cluster of its own (a node the job names that
+        nodes.json does not hold is left out: it has nothing to judge it by)."""
         nodes = []
         for job in self.dump.jobs or []:
-            if not set(job.states) & ALLOCATED or len(job.nodes) < 2:
-                continue
-            for name in job.nodes:
+            pending = "PENDING" in job.states and not set(job.states) & ALLOCATED
+            held = job.scheduled if pending else job.nodes if set(job.states) & ALLOCATED else []
+            if len(held) < 2:
+                continue  # trains alone, or pending with no planned nodes yet: nothing to judge
+            for name in held:
                 if name in joins:
                     slurm, joined = joins[name]
-                    nodes.append(self._node(slurm, job.partition, joined, job.id))
+                    nodes.append(self._node(slurm, job.partition, joined, job.id, pending))
         return nodes
 
     def _scripts(self, inventory: Inventory) -> None:

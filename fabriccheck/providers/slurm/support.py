@@ -75,7 +75,8 @@ class SlurmSupport(CloudSupport):
         },
         cluster={
             "partition": "the Slurm partition",
-            "job": "the running job whose allocation the cluster is, or empty (a partition)",
+            "job": "the running or pending job whose allocation the cluster is, or empty (a partition)",
+            "job_runs": "'runs on' for a running job, 'is planned on' for a pending one (its scheduled_nodes)",
             "slurm_cluster": "Slurm's ClusterName",
             "job_nodes": "the nodes a job script asks for (#SBATCH --nodes), 0 for a partition or a running job",
             "multi_node_jobs": "the partition has two or more nodes and lets a job have more than one",
@@ -94,6 +95,8 @@ class SlurmSupport(CloudSupport):
             "blocks of the joined instances",
             "island_names": "their names",
             "clouds": "the clouds of the joined instances, comma-separated (aws, azure, gcp)",
+            "instance_types": "distinct instance types of its nodes (the joined instance's, else Slurm's InstanceType)",
+            "instance_type_names": "them, comma-separated",
             "unjoined": "nodes not joined to a cloud instance",
             "unjoined_names": "their names",
         },
@@ -192,6 +195,7 @@ class SlurmSupport(CloudSupport):
             "partition": first.partition,
             "slurm_cluster": first.cluster,
             "job": first.job or "",
+            "job_runs": "is planned on" if first.job_pending else "runs on",
             "job_nodes": first.job_nodes,
             # A partition's: a job's allocation is judged by the job rules.
             "multi_node_jobs": len(nodes) > 1 and all(p.multi_node for p in parts) and not first.job,
@@ -213,9 +217,13 @@ class SlurmSupport(CloudSupport):
             "clouds": ", ".join(sorted({p.cloud for p in parts if p.cloud})),
             "unjoined": len(unjoined),
             "unjoined_names": _names(unjoined),
+            "instance_types": len(types := sorted({node.instance_type for node in nodes if node.instance_type})),
+            "instance_type_names": ", ".join(types),
         }
         facts["unknown"] = _unknown(parts, bool(unjoined))
         untyped = any(p.cloud is None and not node.instance_type for node, p in zip(nodes, parts, strict=True))
+        if untyped:  # a node of no known type may be of any: how many types the partition mixes is not known
+            facts["unknown"] |= dict.fromkeys(("instance_types", "instance_type_names"), NOT_JOINED)
         if untyped and (facts["multi_node_jobs"] or (first.job and len(nodes) > 1)):
             # Slurm alone does not tell a node's type: whether the partition's fabric matters is not known either,
             # so what could not be judged is said, never taken as nothing to judge.
