@@ -287,3 +287,39 @@ def test_bare_pods_that_ask_part_of_a_node_are_not_one_workload() -> None:
     tests = [bare("nccl-host-1", "p5-0", 8), bare("nccl-host-2", "p5-1", 8)]
     found = Normalizer(ClusterObjects(name="c", items={"nodes": nodes, "pods": tests})).inventory("t")
     assert {n.shape.pod.workload for n in found.nodes if n.shape.pod} == {"ml/Pod/nccl-host-*"}
+
+
+_NEURON_JOB = """
+apiVersion: batch/v1
+kind: Job
+metadata: {name: trn-train, namespace: default}
+spec:
+  parallelism: 2
+  completions: 2
+  template:
+    spec:
+      containers:
+        - name: train
+          image: neuron-training
+          resources:
+            limits: {aws.amazon.com/neuron: "16", vpc.amazonaws.com/efa: "8"}
+"""
+
+
+def test_a_neuron_pod_is_never_placed_on_gpu_nodes_that_do_not_advertise_neuron(tmp_path: Path) -> None:
+    """aws-samples' trn1 MPIJob (samples/k8s4/eks-trn1-llama2-train-mpijob.yaml) asks aws.amazon.com/neuron: 16 and
+    8 EFA: with --nodes-from a folder of p5 nodes it was placed on them and reported K8S102 (8 of 32 EFA), a false
+    finding: the scheduler never places it where no node advertises neuron. It stays Pending (not judged); beside
+    trn1 nodes that advertise it (EKS Neuron device plugin), it is placed on those."""
+    p5_only = _dump(tmp_path / "p5", nodes=_p5_nodes(), daemonsets=[_EFA_PLUGIN])
+    code, report = _judge(_NEURON_JOB, p5_only, tmp_path)
+    assert code == 2 and report["complete"] is False
+    assert report["findings"] == [] and {c["status"] for c in report["clusters"]} == {"incomplete"}
+    trn1 = {"aws.amazon.com/neuron": "16", "vpc.amazonaws.com/efa": "8"}
+    both = _p5_nodes() + [
+        _node(f"trn-{i}", "trn1.32xlarge", trn1, f"aws:///us-west-2a/i-t{i}", **{"eks.amazonaws.com/nodegroup": "trn"})
+        for i in range(2)
+    ]
+    _code, report = _judge(_NEURON_JOB, _dump(tmp_path / "both", nodes=both, daemonsets=[_EFA_PLUGIN]), tmp_path)
+    assert not any(rule == "K8S102" for rule, _ in _rules(report)), report["findings"]
+    assert [c["instance_types"] for c in report["clusters"]] == [["trn1.32xlarge"]]

@@ -202,6 +202,7 @@ class _PodSpec:
     env: tuple[tuple[str, str], ...]
     privileged: bool = False
     host_paths: tuple[str, ...] = ()
+    accelerator_resources: tuple[str, ...] = ()  # the accelerator resources it asks for (nvidia.com/gpu, neuron ...)
 
 
 _GPU_NAMES = frozenset(GPU_RESOURCES)
@@ -244,6 +245,7 @@ def read_spec(
         privileged = privileged or security.get("privileged") is True
         ipc_lock = ipc_lock or privileged or "IPC_LOCK" in added
         env += rankenv.container_env(container, config_maps, namespace)
+    wanted = tuple(name for name in GPU_RESOURCES if totals.get(name, 0) > 0)
     gpus = sum(totals.pop(name, 0) for name in GPU_RESOURCES)
     return _PodSpec(
         gpus=min(gpus, MAX_COUNT),
@@ -253,6 +255,7 @@ def read_spec(
         env=tuple(env),
         privileged=privileged,
         host_paths=_device_host_paths(spec),
+        accelerator_resources=wanted,
     )
 
 
@@ -293,10 +296,14 @@ class _Nodes:
         regions = Counter(info.region for info in self.by_name.values() if info.region)
         self.region = regions.most_common(1)[0][0] if regions else UNKNOWN_REGION
 
-    def allowed(self, spec: dict[str, Any], gpus: int, claimed: bool = False) -> list[NodeInfo]:
+    def allowed(
+        self, spec: dict[str, Any], gpus: int, claimed: bool = False, wanted: tuple[str, ...] = ()
+    ) -> list[NodeInfo]:
         """Nodes whose labels satisfy the pod's nodeSelector and the In terms of its required node affinity; with
         accelerators asked for, only nodes that have them (when any do). Accelerators claimed through DRA are no
-        extended resource of the node: then a node whose type has accelerators has them."""
+        extended resource of the node: then a node whose type has accelerators has them. Where the nodes say what
+        they advertise, a pod asking for an accelerator resource (aws.amazon.com/neuron) is scheduled only on nodes
+        that advertise it: none may (the pod stays Pending)."""
         selector = {str(k): str(v) for k, v in (spec.get("nodeSelector") or {}).items()}
         terms = (
             ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
@@ -316,6 +323,8 @@ class _Nodes:
             if all(info.labels.get(k) == v for k, v in selector.items())
             and all(info.labels.get(k) in values for k, values in expressions)
         ]
+        if wanted and any(info.allocatable for info in found):
+            return [info for info in found if any(name in wanted for name, n in info.allocatable if n > 0)]
         if gpus or claimed:
             with_gpus = [info for info in found if info.gpus > 0 or (claimed and _type_has_accelerators(info))]
             found = with_gpus or found
@@ -449,7 +458,9 @@ class Normalizer:
         labels = meta.get("labels") or {}
         node_name = spec.get("nodeName")
         info = self.nodes.by_name.get(str(node_name)) if node_name else None
-        candidates = [info] if info else self.nodes.allowed(spec, read.gpus, claims.count(GPU) > 0)
+        candidates = [info] if info else self.nodes.allowed(
+            spec, read.gpus, claims.count(GPU) > 0, read.accelerator_resources
+        )
         instance_type = _one(c.instance_type for c in candidates)
         default, networks, interfaces = gke_networks(annotations)
         pool = _one(c.pool for c in candidates)
