@@ -65,7 +65,8 @@ def _reader(fifo: Path, read: bool = True) -> Iterator[list[bytes]]:
         yield got
     finally:
         done.set()
-        deadline = time.monotonic() + 60
+        # A hang guard, not a speed check: only a run that never gets there in ten minutes fails it.
+        deadline = time.monotonic() + 600
         while thread.is_alive() and time.monotonic() < deadline:
             # Never opened by the run: open the other end, so that the reader's open returns.
             with suppress(OSError):

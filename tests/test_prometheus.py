@@ -4,6 +4,7 @@ held against the JSON report of the same run."""
 from __future__ import annotations
 
 import json
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -89,12 +90,14 @@ def test_incomplete_scan_says_so() -> None:
 def test_cli_writes_the_textfile_whole_with_duration_and_api_calls(tmp_path: Path) -> None:
     target = tmp_path / "fabriccheck.prom"
     target.write_text("old\n")
+    started = time.monotonic()
     result = run("demo", "-f", "prometheus", "-o", str(target))
+    elapsed = time.monotonic() - started
     assert result.returncode == 0, result.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["fabriccheck.prom"]  # no temporary file left behind
     parsed = metrics(target.read_text())
     [(_, duration)] = parsed["fabriccheck_scan_duration_seconds"]
-    assert 0 < duration < 120
+    assert 0 < duration <= elapsed  # the scan's own time, within the process that ran it (no speed asserted)
     assert parsed["fabriccheck_api_calls"] == [({}, 0.0)]  # the demo reads dumps: no cloud call
     report = json.loads(run("demo", "-f", "json").stdout)
     assert sum(v for _, v in parsed["fabriccheck_findings"]) == len(report["findings"])
