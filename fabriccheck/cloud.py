@@ -227,3 +227,35 @@ def support(provider: str) -> CloudSupport:
     module = importlib.import_module(f"fabriccheck.providers.{provider}.support")
     found: CloudSupport = module.SUPPORT
     return found
+
+
+# The clouds whose instances other providers' nodes run on (Kubernetes nodes, Slurm nodes).
+CLOUDS = ("aws", "azure", "gcp")
+
+
+class HostedSupport(CloudSupport):
+    """A provider whose nodes are a cloud's instances seen through a scheduler (Kubernetes, Slurm): what an instance
+    type is called, its generation and whether it is an HPC type are the owning cloud's answers."""
+
+    def cloud_of(self, instance_type: str) -> CloudSupport | None:
+        """The cloud that sells `instance_type`, if any does."""
+        for name in CLOUDS:
+            cloud = support(name)
+            if cloud.owns(instance_type):
+                return cloud
+        return None
+
+    def family(self, instance_type: str) -> str:
+        cloud = self.cloud_of(instance_type)
+        return cloud.family(instance_type) if cloud else instance_type
+
+    def generation(self, instance_type: str) -> str:
+        cloud = self.cloud_of(instance_type)
+        return cloud.generation(instance_type) if cloud else instance_type
+
+    def owns(self, instance_type: str) -> bool:
+        return False  # a node's type is its cloud's
+
+    def is_hpc(self, instance_type: str) -> bool:
+        cloud = self.cloud_of(instance_type)
+        return cloud.is_hpc(instance_type) if cloud else False

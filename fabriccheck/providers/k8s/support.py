@@ -21,8 +21,16 @@ import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from fabriccheck import catalog
-from fabriccheck.cloud import CloudSupport, FabricAttachment, FactContext, Facts, FactSchema, Signal, TagSignal, support
+from fabriccheck import catalog, ncclenv
+from fabriccheck.cloud import (
+    FabricAttachment,
+    FactContext,
+    Facts,
+    FactSchema,
+    HostedSupport,
+    Signal,
+    TagSignal,
+)
 from fabriccheck.model import MAX_COUNT, Capability, FabricKind, NetworkPath, Node, NodeShape, PodPart
 from fabriccheck.providers.k8s.claims import FABRIC_NIC, IMEX_CHANNEL
 
@@ -32,7 +40,6 @@ if TYPE_CHECKING:
 WORKLOAD_TAG = "fabriccheck.io/workload"  # set by the reader: the pod's workload, namespace/Kind/name
 ROLE_TAG = "fabriccheck.io/role"  # a pod label or annotation: training | inference | ignore
 NODE_POOL = "node-pool"  # placement kind of the pod's node pool
-CLOUDS = ("aws", "azure", "gcp")
 
 EFA_RESOURCE = "vpc.amazonaws.com/efa"
 GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu", "aws.amazon.com/neuron", "aws.amazon.com/neurondevice")
@@ -58,13 +65,6 @@ _NCCL_INSTALLER = {
     FabricKind.RDMA: ("nccl-rdma-installer", "/gpudirect-gib/nccl-plugin-gib"),
 }
 _RXDM = ("tcpgpudmarxd", "rxdm", "tcpx-daemon", "tcpxo-daemon")
-# Settings that turn a fabric off, by the fabric they turn off (None: any). NCCL_IB_DISABLE turns off NCCL's own
-# InfiniBand transport only: on EFA (aws-ofi-nccl) it is common and harmless.
-_FABRIC_OFF: tuple[tuple[str, frozenset[str], frozenset[FabricKind] | None], ...] = (
-    ("NCCL_NET", frozenset({"socket"}), None),
-    ("NCCL_IB_DISABLE", frozenset({"1", "true"}), frozenset({FabricKind.INFINIBAND})),
-    ("FI_PROVIDER", frozenset({"tcp", "sockets", "tcp;ofi_rxm", "udp"}), frozenset({FabricKind.EFA})),
-)
 _ASK = {
     FabricKind.EFA: "request vpc.amazonaws.com/efa equal to the node's {max} EFA interfaces",
     FabricKind.INFINIBAND: "request an RDMA resource of the NVIDIA Network Operator (rdma/ib: {max}, or "
@@ -121,7 +121,7 @@ def _daemonset_has(daemonsets: list[DaemonSet], marks: tuple[str, ...]) -> bool:
     return any(_matches([d.name, *d.images], marks) for d in daemonsets)
 
 
-class K8sSupport(CloudSupport):
+class K8sSupport(HostedSupport):
     name = "k8s"
     signals: tuple[Signal, ...] = (
         TagSignal((WORKLOAD_TAG,), "Kubernetes workload", NetworkPath.POD, slug="kubernetes-workload"),
@@ -178,32 +178,10 @@ class K8sSupport(CloudSupport):
 
     # ---------------------------------------------------------------------------------------- naming
 
-    def _cloud(self, instance_type: str) -> CloudSupport | None:
-        for name in CLOUDS:
-            cloud = support(name)
-            if cloud.owns(instance_type):
-                return cloud
-        return None
-
-    def family(self, instance_type: str) -> str:
-        cloud = self._cloud(instance_type)
-        return cloud.family(instance_type) if cloud else instance_type
-
     def nvlink_domain_gpus(self, instance_type: str, catalog_gpus: int) -> int:
         """As the node's cloud sells its domains (an EKS node in a u-p6e-gb200x36 UltraServer)."""
-        cloud = self._cloud(instance_type)
+        cloud = self.cloud_of(instance_type)
         return cloud.nvlink_domain_gpus(instance_type, catalog_gpus) if cloud else catalog_gpus
-
-    def generation(self, instance_type: str) -> str:
-        cloud = self._cloud(instance_type)
-        return cloud.generation(instance_type) if cloud else instance_type
-
-    def owns(self, instance_type: str) -> bool:
-        return False  # a node's type is its cloud's
-
-    def is_hpc(self, instance_type: str) -> bool:
-        cloud = self._cloud(instance_type)
-        return cloud.is_hpc(instance_type) if cloud else False
 
     def workload_role(self, shapes: Iterable[NodeShape]) -> tuple[str, str] | None:
         kinds = {s.pod.kind for s in shapes if s.pod is not None}
@@ -446,11 +424,7 @@ def _fabric_off(pod: PodPart, fabric: FabricKind) -> str:
     """The first setting that reaches the pod's ranks and turns its node's fabric off: what an MPIJob's launcher
     passes them (mpirun -x), else the pod's own env (ConfigMaps included), which an MPIJob's ranks do not see (they
     take their variables from the launcher's mpirun -x: flagging a worker's own env would be a guess)."""
-    for name, value, where in _rank_env(pod):
-        for setting, values, fabrics in _FABRIC_OFF:
-            if name == setting and value.strip().lower() in values and (fabrics is None or fabric in fabrics):
-                return f"{name}={value}{where}"
-    return ""
+    return ncclenv.fabric_off(_rank_env(pod), fabric)
 
 
 def _rank_env(pod: PodPart) -> list[tuple[str, str, str]]:
@@ -494,20 +468,8 @@ def _env_reaches_ranks(pod: PodPart) -> bool:
 
 
 def _socket_ifname(pod: PodPart) -> str:
-    """NCCL_SOCKET_IFNAME=lo, =docker0, lo,docker ...: every interface it lets NCCL use is the loopback or a Docker
-    bridge. NCCL's bootstrap (and its socket transport) then listens on an address no other node reaches, whatever
-    the fabric: a multi-node job cannot connect. An exclusion list (^...) is not judged: what it leaves depends on the
-    interfaces the pod has."""
-    for name, value, where in _rank_env(pod):
-        if name != "NCCL_SOCKET_IFNAME":
-            continue
-        wanted = value.strip()
-        if wanted.startswith("^"):
-            continue
-        prefixes = [p.strip() for p in wanted.removeprefix("=").split(",") if p.strip()]
-        if prefixes and all(p == "lo" or p.startswith("docker") for p in prefixes):
-            return f"{name}={value}{where}"
-    return ""
+    """NCCL_SOCKET_IFNAME leaving only the loopback or a Docker bridge, as it reaches the pod's ranks."""
+    return ncclenv.local_socket_ifname(_rank_env(pod))
 
 
 # The plugins' own data-NIC lists (GoogleCloudPlatform/container-engine-accelerators gpudirect-tcpx and gpudirect-tcpxo

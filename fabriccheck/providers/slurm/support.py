@@ -16,23 +16,22 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from fabriccheck import catalog
+from fabriccheck import catalog, ncclenv
 from fabriccheck.cloud import (
-    CloudSupport,
+    CLOUDS,
     FabricAttachment,
     FactContext,
     Facts,
     FactSchema,
+    HostedSupport,
     Signal,
     TagSignal,
     support,
 )
-from fabriccheck.model import Capability, NetworkPath, Node, NodeShape, PodPart, SlurmPart
-from fabriccheck.providers.k8s.support import _fabric_off, _socket_ifname
+from fabriccheck.model import Capability, NetworkPath, Node, NodeShape, SlurmPart
 
 PARTITION_TAG = "fabriccheck.io/slurm-partition"  # set by the reader (normalize.py): the partition judged
 JOB_TAG = "fabriccheck.io/slurm-job"  # set by the reader: the running job whose allocation the node is judged in
-CLOUDS = ("aws", "azure", "gcp")
 GROUPED = ("block", "tree")  # the plugins that put nodes in groups a job is kept within
 # Placements that make an island of the fabric: jobs across two of them lose the tight placement, or the fabric.
 ISLANDS = ("placement-group", "scale-set", "availability-set", "resource-policy", "capacity-block")
@@ -55,7 +54,7 @@ def _mixed(groups: dict[str, set[str]]) -> tuple[int, str]:
     return len(mixed), words + (f"; and {len(mixed) - _LISTED} more" if len(mixed) > _LISTED else "")
 
 
-class SlurmSupport(CloudSupport):
+class SlurmSupport(HostedSupport):
     name = "slurm"
     signals: tuple[Signal, ...] = (
         TagSignal((JOB_TAG,), "Slurm job", NetworkPath.HOST, slug="slurm-job"),
@@ -104,30 +103,8 @@ class SlurmSupport(CloudSupport):
 
     # ---------------------------------------------------------------------------------------- naming
 
-    def _cloud(self, instance_type: str) -> CloudSupport | None:
-        for name in CLOUDS:
-            cloud = support(name)
-            if cloud.owns(instance_type):
-                return cloud
-        return None
-
-    def family(self, instance_type: str) -> str:
-        cloud = self._cloud(instance_type)
-        return cloud.family(instance_type) if cloud else instance_type
-
-    def generation(self, instance_type: str) -> str:
-        cloud = self._cloud(instance_type)
-        return cloud.generation(instance_type) if cloud else instance_type
-
-    def owns(self, instance_type: str) -> bool:
-        return False  # a node's type is its cloud's
-
-    def is_hpc(self, instance_type: str) -> bool:
-        cloud = self._cloud(instance_type)
-        return cloud.is_hpc(instance_type) if cloud else False
-
     def default_role(self, instance_type: str) -> str | None:
-        cloud = self._cloud(instance_type)
+        cloud = self.cloud_of(instance_type)
         return cloud.default_role(instance_type) if cloud else None
 
     # ---------------------------------------------------------------------------------------- fabric
@@ -155,10 +132,10 @@ class SlurmSupport(CloudSupport):
         }
         if part.env:
             # The same settings, judged as the Kubernetes provider judges a pod's env (providers/k8s/support.py).
-            env = PodPart(workload=part.job or "", kind="sbatch", env=part.env)
+            env = [(name, value, "") for name, value in part.env]  # a job script's own settings
             cap = context.capability(shape)
-            facts["fabric_off"] = _fabric_off(env, cap.fabric) if cap else ""
-            facts["socket_ifname"] = _socket_ifname(env)
+            facts["fabric_off"] = ncclenv.fabric_off(env, cap.fabric) if cap else ""
+            facts["socket_ifname"] = ncclenv.local_socket_ifname(env)
         unknown: dict[str, str] = {}
         if part.cloud is None:
             # What only the cloud tells: unknown, so no rule reads an empty zone as "one zone".
