@@ -313,11 +313,11 @@ def test_text_wraps_to_columns(width: int, monkeypatch: pytest.MonkeyPatch) -> N
 
 def test_fold_breaks_after_separators_and_keeps_every_character() -> None:
     token = "/subscriptions/1111/resourceGroups/img-rg/providers/Microsoft.Compute/virtualMachines/nd-0"
-    pieces = text.fold(token, 40, "  on ", "     ")
+    pieces = columns.fold(token, 40, "  on ", "     ")
     assert all(len(p) <= 40 for p in pieces) and len(pieces) == 3
     assert pieces[0] == "  on /subscriptions/1111/resourceGroups/"
     assert "".join(pieces).replace(" ", "") == "on" + token
-    assert text.fold("x" * 25, 10, "", "") == ["x" * 10, "x" * 10, "x" * 5]  # no separator: filled
+    assert columns.fold("x" * 25, 10, "", "") == ["x" * 10, "x" * 10, "x" * 5]  # no separator: filled
 
 
 def test_terminal_width(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from fabriccheck.errors import FabricCheckError
     from fabriccheck.estimate import EstimateReport
     from fabriccheck.evidence.judge import Evidence
+    from fabriccheck.jobs import EvidenceKind
     from fabriccheck.rulebook import EvidenceRule
 
 
@@ -237,7 +238,7 @@ def nccl_log(
 
 
 def _evidence(
-    kind: str,
+    kind: "EvidenceKind",
     file: Path,
     scan: ScanOptions,
     provider: str | None,
