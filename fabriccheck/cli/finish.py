@@ -20,7 +20,6 @@ from fabriccheck.cli.options import FailOn, ScanOptions
 from fabriccheck.stdout import write_stdout
 
 if TYPE_CHECKING:
-
     from fabriccheck.gate import Settled
     from fabriccheck.inventory import Inventory
     from fabriccheck.report import Report

@@ -47,6 +47,9 @@ PLAUSIBLE_MAX_GBYTES = 10_000.0
 # With a fabric: busbw above twice the faster of the node's fabric line rate and its per-GPU NVLink/PCIe figure is
 # not a measurement of it (2-node trees read up to 2(n-1)/n x the line rate, nccl-tests doc/PERFORMANCE.md).
 SUSPECT_FACTOR = 2.0
+# The rules a comparison with the fabric decides: a run that cannot be compared leaves them unjudged (NCCL212, the
+# file's own count of wrong values, is judged all the same).
+COMPARED = ("NCCL210", "NCCL211")
 
 
 def ceiling(fabric: penalty.FabricDescription | None) -> tuple[float, str]:
@@ -111,7 +114,8 @@ def _suspect(run: Run, table: _Table, label: str) -> list[Row]:
         bound = f"above {limit:,.0f} GB/s ({why}) for {where}" if not first.suspect else "not a number a run measures"
         table.ev.cannot_judge(
             f"{label}: {len(bad)} row(s) are not measurements, e.g. {what} at {first.size:,} B ({bound}): a damaged "
-            "file, or the wrong --instance-type; those rows are not judged and the run cannot pass"
+            "file, or the wrong --instance-type; those rows are not judged and the run cannot pass",
+            COMPARED,
         )
     return bad
 
@@ -121,7 +125,7 @@ def _nodes(run: Run, table: _Table, label: str) -> int | None:
     nodes = table.nodes if table.nodes is not None else (len(hosts) if hosts and not run.duplicate_rank_zero else None)
     if nodes is None:
         table.ev.cannot_judge(
-            f"{label}: the file names no hosts (no `#  Rank .. on HOST` lines): give --nodes N to compare it"
+            f"{label}: the file names no hosts (no `#  Rank .. on HOST` lines): give --nodes N to compare it", COMPARED
         )
     elif table.nodes is not None and hosts and len(hosts) != table.nodes and not run.duplicate_rank_zero:
         table.ev.notes.append(
@@ -140,11 +144,12 @@ def _op(run: Run, table: _Table, label: str) -> str | None:
         fits = f" (its columns fit {' or '.join(run.op_candidates)})" if run.op_candidates else ""
         table.ev.cannot_judge(
             f"{label}: the file does not name the collective (no `*_perf` command, no `# Collective test starting` "
-            f"line){fits}: give --op ({', '.join(expect.COMPARED_OPS)})"
+            f"line){fits}: give --op ({', '.join(expect.COMPARED_OPS)})",
+            COMPARED,
         )
     else:
         table.ev.cannot_judge(
-            f"{label}: no bandwidth model for {op}: test one of {', '.join(expect.COMPARED_OPS)} to compare"
+            f"{label}: no bandwidth model for {op}: test one of {', '.join(expect.COMPARED_OPS)} to compare", COMPARED
         )
     return None
 
@@ -253,7 +258,8 @@ def _compare(run: Run, table: _Table, label: str, detail: TestRun, bad: list[Row
         if not bad:
             table.ev.cannot_judge(
                 f"{label}: largest message {max(r.size for r in run.rows):,} B is latency-bound; rerun with -e 1G or "
-                f"more (at least {MIN_JUDGED_BYTES:,} B is judged)"
+                f"more (at least {MIN_JUDGED_BYTES:,} B is judged)",
+                COMPARED,
             )
         return None
     best = _best_row(judged, table, label, detail, fabric, nodes, op)
@@ -283,7 +289,7 @@ def _best_row(
         except ValueError as exc:
             ceiling = expect.line_rate_busbw(fabric)
             if ceiling is None:
-                table.ev.cannot_judge(f"{label}: no healthy expectation: {exc}")
+                table.ev.cannot_judge(f"{label}: no healthy expectation: {exc}", COMPARED)
                 return None
             expected = ceiling
             note = (

@@ -48,8 +48,9 @@ class Evidence:
     job: JobEvidence  # what the file shows: its processes or runs, typed
     findings: list[Finding] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    # Why something the user asked for could not be judged (each also a note); any makes the report incomplete.
-    not_judged: list[str] = field(default_factory=list)
+    # Why something the user asked for could not be judged (each also a note), and the rules it kept from judging
+    # (none named: every rule of the kind); any makes the report incomplete.
+    not_judged: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)
     waivers: list[WaiverStatus] = field(default_factory=list)  # what each waiver did (gate.apply_to_evidence)
     baseline: BaselineSummary | None = None  # --baseline / --write-baseline, as a scan reports it
 
@@ -70,9 +71,10 @@ class Evidence:
         """Everything asked for was judged: only then can the report pass a gate."""
         return not self.not_judged
 
-    def cannot_judge(self, why: str) -> None:
-        """Something asked for cannot be judged: a note saying why, and the report is incomplete."""
-        self.not_judged.append(why)
+    def cannot_judge(self, why: str, rules: tuple[str, ...] = ()) -> None:
+        """Something asked for cannot be judged (by `rules`; none: by any rule of the kind): a note saying why, and
+        the report is incomplete."""
+        self.not_judged.append((why, rules))
         self.notes.append(why)
 
 

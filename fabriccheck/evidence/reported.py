@@ -67,10 +67,20 @@ def job_cluster(ev: Evidence, rules: list[str]) -> ClusterReport:
         findings=len(mine),
         status="findings" if mine else ("clean" if ev.complete else "incomplete"),
         complete=ev.complete,
-        not_judged=[NotJudged(rule=rule, reason=why) for why in ev.not_judged for rule in sorted(rules)],
+        not_judged=_not_judged(ev, rules),
         penalty=penalty.Penalty(workload="", estimated=False, reason=UNPRICED),
         evidence=job,
     )
+
+
+def _not_judged(ev: Evidence, rules: list[str]) -> list[NotJudged]:
+    """What could not be judged, by the rules run that it kept from judging (a reason naming none of them: every
+    rule run, as the report stays incomplete all the same)."""
+    out = []
+    for why, kept in ev.not_judged:
+        named = [rule for rule in sorted(rules) if rule in kept] or sorted(rules)
+        out += [NotJudged(rule=rule, reason=why) for rule in named]
+    return out
 
 
 def cluster_id(job: JobEvidence) -> str:

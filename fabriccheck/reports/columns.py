@@ -100,9 +100,7 @@ def table(heads: list[str], rows: list[list[str]], width: int, indent: str = "  
     """Heads and rows in columns two spaces apart, the widest text cells cut (with "…") until a line fits `width`;
     heads and figures are never cut: when they alone cannot fit, each row as `head: cell` lines."""
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(heads)]
-    floors = [
-        max(len(h), MIN_CELL, *(len(r[i]) for r in rows if _numeric(r[i]))) for i, h in enumerate(heads)
-    ]
+    floors = [max(len(h), MIN_CELL, *(len(r[i]) for r in rows if _numeric(r[i]))) for i, h in enumerate(heads)]
     budget = width - len(indent) - 2 * (len(heads) - 1)
     while sum(widths) > budget:
         cuttable = [i for i, w in enumerate(widths) if w > floors[i]]

@@ -65,7 +65,12 @@ def render_sarif(report: Report, color: bool = False) -> str:
         for f in report.findings
     ]
     notifications = [
-        {"level": "error", "message": {"text": f"{e.call} ({e.region}): {e.code}: {e.message}"}} for e in report.errors
+        {
+            "level": "error",
+            "message": {"text": f"{e.call} ({e.region}): {e.code}: {e.message}"},
+            "descriptor": {"id": e.code},  # what kind of failure: AccessDenied, usage, unreadable-input, ...
+        }
+        for e in report.errors
     ]
     s = report.summary
     totals = {

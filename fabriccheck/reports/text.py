@@ -307,8 +307,9 @@ def _job_block(page: _Page, c: ClusterReport, findings: list[Finding], verbose: 
         page.blank()
     for line in table:
         page.add(Text(line))
-    if findings:
-        page.blank()
+    page.blank()
+    if not findings:  # an incomplete job never reads as "no findings": what was not judged may hold them
+        page.para("no findings" if c.complete else "no findings in what could be judged: see the notes", "  ")
     _finding_blocks(page, findings, verbose)
     _not_judged(page, c)
 
@@ -416,7 +417,15 @@ def _summary(page: _Page, report: Report) -> None:
 def _cannot_pass(page: _Page, report: Report) -> None:
     """The summary's last words when the result cannot pass a gate: a cluster not fully judged, an incomplete run."""
     unjudged = sum(1 for c in report.clusters if not c.complete)
-    if unjudged:
+    if unjudged and report.evidence:  # one job, its file: what was not judged is under it and in the notes
+        page.styled(
+            [
+                ("INCOMPLETE: ", STYLE["error"]),
+                ("something asked for could not be judged (see the notes); this result cannot pass a gate.", ""),
+            ],
+            "  ",
+        )
+    elif unjudged:
         page.styled(
             [
                 ("NOT FULLY JUDGED: ", STYLE["error"]),
