@@ -91,6 +91,14 @@ def test_the_measured_figures_are_in_each_format_for_people(tmp_path: Path) -> N
     for fmt in ("text", "markdown", "html"):
         shown = _written(tmp_path, "nccl-tests", fmt, *COMMANDS["nccl-tests"])
         assert measured in shown and expected in shown and "measured/expected" in shown, fmt
+    textfile = _written(tmp_path, "nccl-tests", "prometheus", *COMMANDS["nccl-tests"])
+    (family,) = [f for f in text_string_to_metric_families(textfile) if f.name == "fabriccheck_nccl_busbw_gbytes_per_s"]
+    plotted = {(int(s.labels["bytes"]), s.labels["figure"]): s.value for s in family.samples}
+    assert plotted == {
+        (c["bytes"], figure): c[key]
+        for c in run_["comparisons"]
+        for figure, key in (("measured", "busbw_gbytes_per_s"), ("expected", "expected_busbw_gbytes_per_s"))
+    }
 
 
 def test_the_text_report_fits_columns_and_keeps_its_verdict() -> None:
