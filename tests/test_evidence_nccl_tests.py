@@ -393,7 +393,7 @@ def test_the_ofi_provider_line_means_the_fabric_was_used() -> None:
     # 2 x p3dn, NCCL 2.4.8 (awsdocs/aws-deep-learning-amis): 8.9 GB/s busbw with `Selected Provider is efa` in the
     # file. That is EFA at work, however it compares: never "TCP fallback".
     ev = _judged(lines("tests_with_log_p3dn_nccl248.txt"), _p3dn())
-    assert ev.job.nccl_lines.fabric_seen == ["`Selected Provider is efa`"]
+    assert ev.job.nccl_lines is not None and ev.job.nccl_lines.fabric_seen == ["`Selected Provider is efa`"]
     assert ev.job.runs[0].verdict == "healthy" and ev.findings == []
     slow = _judged(_scaled("tests_with_log_p3dn_nccl248.txt", 0.3, keep="Provider"), _p3dn())
     (f,) = slow.findings
@@ -414,7 +414,7 @@ def test_a_socket_line_in_the_file_is_a_fallback_whatever_the_ratio() -> None:
     fabric, _ = expect.fabric_from_options("g4dn.8xlarge", None, None, None, None, None, False, None)
     assert fabric is not None
     ev = _judged(lines("tests_with_log_g4dn_socket.txt"), fabric, "all_reduce", nodes=2)
-    assert ev.job.nccl_lines.sockets_seen == ["`Using network Socket`"]
+    assert ev.job.nccl_lines is not None and ev.job.nccl_lines.sockets_seen == ["`Using network Socket`"]
     (f,) = [f for f in ev.findings if f.rule == "NCCL210"]
     assert "the NCCL lines in the file say `Using network Socket`" in f.message
 
