@@ -249,7 +249,8 @@ def _evidence(
 
     given = scan.invocation.was_given("fmt")
     out = command.Output(scan.fmt.value, scan.output, scan.fail_on.value, scan.verbose, given)
-    # gate.settle, not scan.settle: the evidence command checks its outputs against its own formats.
+    # gate.settle, not scan.settle: the evidence command resolves its outputs itself, so that a bad --output is a
+    # usage error its error report (json, sarif) names.
     raise typer.Exit(command.run(kind, file, out, provider, judged, lambda: gate.settle(scan.invocation)))
 
 

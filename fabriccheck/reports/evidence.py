@@ -106,7 +106,7 @@ def text_table(found: Section, width: int, verbose: bool) -> list[str]:
     if not found.rows:
         return []
     shown = [[visible(cell) for cell in row] for row in (found.rows if verbose else found.rows[:ROWS_SHOWN])]
-    out = table(found.heads, shown, width, indent="    ")
+    out = table(found.heads, shown, width, indent="  ")
     if len(shown) < len(found.rows):
         out.append(f"  … and {len(found.rows) - len(shown)} more (use --verbose or --format json)")
     return out
