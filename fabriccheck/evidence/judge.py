@@ -1,5 +1,6 @@
-"""NCCL logs -> `findings.Finding`s, with the facts behind them (per process) and notes; the report shape both
-evidence commands share (`Evidence`). nccl-tests tables are judged in `bandwidth`.
+"""NCCL logs -> `findings.Finding`s, with the facts behind them (per process, jobs.NcclProcess) and notes; what the
+judging of one file found (`Evidence`), which evidence.reported makes the report of. nccl-tests tables are judged
+in `bandwidth`.
 
 The checks of the nccl-log rules (NCCL201-206, rules/evidence/) are here, one registered function per rule id
 (`registry.evidence_check`), each reading what the checks of one log share (`LogRun`).
