@@ -147,12 +147,13 @@ def test_previous_of_another_kind_of_report_is_not_compared(tmp_path: Path) -> N
     assert any("nothing to compare" in note for note in report["notes"])
 
 
-def _gke_log(tmp_path: Path) -> Path:
-    """MIXED_LOG with its hosts named as the demo's GKE nodes of nccl-tcpxo-test (also their GCE instances' names):
-    a log whose host names equal instance names must still not be joined to the workload."""
-    text = MIXED_LOG.read_text().replace("x0:", "gke-a3mega-a3-mega-pool-7c1e2f3a-8x2k:")
-    path = tmp_path / "gke-nccl.log"
-    path.write_text(text.replace("x1:", "gke-a3mega-a3-mega-pool-7c1e2f3a-9qzt:"))
+def _eks_log(tmp_path: Path) -> Path:
+    """MIXED_LOG with its hosts named as the EC2 instances of the demo's EKS MPIJob nccl-tests (EC2's resource-based
+    hostnames are the instance id): a log whose host names equal instance ids must still not be joined to the
+    workload, nor its GPUs counted against it."""
+    text = MIXED_LOG.read_text().replace("x0:", "i-0000000000000008b:")
+    path = tmp_path / "eks-nccl.log"
+    path.write_text(text.replace("x1:", "i-000000000000000d0:"))
     return path
 
 
@@ -161,7 +162,7 @@ def test_merge_lists_an_evidence_job_beside_a_k8s_report(tmp_path: Path) -> None
     assert (
         run("k8s", "--from-dump", str(DEMO / "k8s"), "-f", "json", "-o", str(k8s), "--fail-on", "never").returncode == 0
     )
-    made = run("nccl-log", str(_gke_log(tmp_path)), "--provider", "gcp", "-f", "json", "-o", str(log))
+    made = run("nccl-log", str(_eks_log(tmp_path)), "--provider", "aws", "-f", "json", "-o", str(log))
     assert made.returncode == 1, made.stderr
     merged = run("merge", str(k8s), str(log), "-f", "json")
     assert merged.returncode == 1, merged.stderr
@@ -175,7 +176,7 @@ def test_merge_lists_an_evidence_job_beside_a_k8s_report(tmp_path: Path) -> None
     assert report["summary"]["gpu_hours_per_day"] == parts[0]["summary"]["gpu_hours_per_day"]
     assert report["summary"]["lost_gpu_hours_per_day"] == parts[0]["summary"]["lost_gpu_hours_per_day"]
     text = run("merge", str(k8s), str(log)).stdout
-    assert "Job nccl-log:gke-nccl.log" in text
+    assert "Job nccl-log:eks-nccl.log" in text
 
 
 def test_a_failed_run_writes_a_schema_valid_report(tmp_path: Path) -> None:
