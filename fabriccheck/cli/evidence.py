@@ -58,7 +58,7 @@ class Output:
 
     def targets(self) -> list[Target]:
         try:
-            return resolve(self.paths, self.fmt, self.fmt_given, FORMATS, "evidence is shown as")
+            return resolve(self.paths, self.fmt, self.fmt_given, FORMATS, "reports are written as")
         except errors.EvidenceError:
             raise
         except FabricCheckError as exc:
