@@ -106,16 +106,14 @@ def test_topology_yaml_of_the_man_page() -> None:
 
 def test_a_parallelcluster_dump_on_aws() -> None:
     """Three partitions over the demo's EC2 instances: `train` has a node outside every block (SLURM101) and spans
-        two placement groups (SLURM121); `spot` spans us-east-1a and us-east-1b (SLURM120), and so does its block
-    (SLURM111); `dev` (MaxNodes=1) trains
-        alone and is not judged. Of the jobs (squeue --json), 101 runs in one block and zone (clean), 102 across the
-        two zones (SLURM141), 103 is pending (no nodes yet: not judged)."""
+    two placement groups (SLURM121); `spot` spans us-east-1a and us-east-1b (SLURM120), and so does its block, which
+    SLURM120 names (one split, one finding: not SLURM111 again); `dev` (MaxNodes=1) trains alone and is not judged.
+    Of the jobs (squeue --json), 101 runs in one block and zone (clean), 102 across the two zones (SLURM141), 103 is
+    pending (no nodes yet: not judged)."""
     code, report = _report("--from-dump", str(SLURM), "--cloud-dump", str(AWS))
     assert code == 1 and report["complete"] is True
     assert _findings(report) == {
         ("SLURM101", "train-st-p5-5"),
-        ("SLURM111", "spot-dy-p5-1"),  # block2 holds both zones' nodes
-        ("SLURM111", "spot-dy-p5-2"),
         ("SLURM120", "spot-dy-p5-1"),
         ("SLURM120", "spot-dy-p5-2"),
         *{("SLURM121", f"train-st-p5-{n}") for n in range(1, 6)},
@@ -129,6 +127,8 @@ def test_a_parallelcluster_dump_on_aws() -> None:
         "slurm:llm:slurm:slurm-partition/spot": "findings",
         "slurm:llm:slurm:slurm-partition/train": "findings",
     }
+    split = next(f for f in report["findings"] if f["rule"] == "SLURM120")
+    assert "under one block (block2 (us-east-1a, us-east-1b))" in split["message"]
     spot = next(c for c in report["clusters"] if c["id"].endswith("spot"))
     assert spot["gpus"] == 16 and spot["penalty"]["lost_share"] == {"low": 1.0, "high": 1.0}
 
