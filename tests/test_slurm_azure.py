@@ -90,7 +90,7 @@ def _slurm(tmp_path: Path, nodes: dict[str, str], jobs: dict[int, str] | None = 
             "state": ["IDLE"],
             "instance_id": "",
             "instance_type": "",
-        }  # fmt: skip
+        }
         for name, address in nodes.items()
     ]
     doc["meta"]["slurm"]["cluster"] = "ccw"
@@ -134,8 +134,8 @@ def test_ccw_nodes_join_their_vms_by_nodeaddr(tmp_path: Path) -> None:
 def test_a_partition_over_two_scale_sets_is_split_and_one_scale_set_is_clean(tmp_path: Path) -> None:
     """Each scale set is its own InfiniBand fabric (setup-infiniband): the gpu partition over two of them is SLURM122
     on every node; over one it is clean and fully judged."""
-    split = {f"ccw-gpu-{'a' if n <= 2 else 'b'}_{n:08x}": ("ccw-gpu-a" if n <= 2 else "ccw-gpu-b", "1", f"10.8.0.{10 + n}")
-             for n in range(1, 5)}  # fmt: skip
+    sets = {n: "ccw-gpu-a" if n <= 2 else "ccw-gpu-b" for n in range(1, 5)}
+    split = {f"{sets[n]}_{n:08x}": (sets[n], "1", f"10.8.0.{10 + n}") for n in range(1, 5)}
     code, report = _report(_slurm(tmp_path / "x", NODES), _azure(tmp_path / "x", split))
     assert code == 1 and report["complete"] is True
     assert _findings(report) == {("SLURM122", name) for name in NODES}
