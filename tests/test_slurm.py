@@ -398,3 +398,22 @@ def test_a_pending_job_is_judged_on_the_nodes_slurm_plans_it_on(tmp_path: Path) 
     job = [f for f in report["findings"] if f["cluster"].endswith("slurm-job/103")]
     assert [(f["rule"], f["resources"]) for f in job] == [("SLURM141", ["spot-dy-p5-1", "spot-dy-p5-2"])]
     assert "Job 103 (partition spot) is planned on 2 nodes in 2 zones" in job[0]["message"]
+
+
+def test_the_header_says_which_node_types_are_unknown(tmp_path: Path) -> None:
+    """Without the cloud a Slurm node has no type: the cluster's header says so, not "5 nodes × , 0 accelerators";
+    with one node of six not joined (a powered-down node no instance is tagged for), the header counts it apart."""
+    text = " ".join(run("slurm", "--from-dump", str(SLURM)).stdout.split())
+    assert "Slurm partition: 5 nodes of an unknown instance type, accelerators unknown" in text
+    assert "× ," not in text and "0 accelerators" not in text
+    slurm = tmp_path / "slurm"
+    shutil.copytree(SLURM, slurm)
+    nodes = json.loads((slurm / "nodes.json").read_text())
+    ghost = {**nodes["nodes"][0], "name": "train-dy-p5-1", "address": "train-dy-p5-1", "hostname": "train-dy-p5-1",
+             "state": ["IDLE", "CLOUD", "POWERED_DOWN"]}  # fmt: skip
+    nodes["nodes"].append(ghost)
+    (slurm / "nodes.json").write_text(json.dumps(nodes))
+    text = " ".join(run("slurm", "--from-dump", str(slurm), "--cloud-dump", str(AWS)).stdout.split())
+    assert "Slurm partition: 6 nodes: 5 × p5.48xlarge (40 accelerators) and 1 of an unknown instance type" in text
+    markdown = run("slurm", "--from-dump", str(SLURM), "-f", "markdown").stdout
+    assert "5 nodes of an unknown instance type, accelerators unknown" in markdown
