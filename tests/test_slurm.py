@@ -417,3 +417,44 @@ def test_the_header_says_which_node_types_are_unknown(tmp_path: Path) -> None:
     assert "Slurm partition: 6 nodes: 5 × p5.48xlarge (40 accelerators) and 1 of an unknown instance type" in text
     markdown = run("slurm", "--from-dump", str(SLURM), "-f", "markdown").stdout
     assert "5 nodes of an unknown instance type, accelerators unknown" in markdown
+
+
+def test_a_gres_gpu_type_that_is_not_the_instance_types(tmp_path: Path) -> None:
+    """SLURM125: gres.conf(5) `Type=a100` on p5.48xlarge nodes (8 H100s) is flagged once per node, on its partition
+    (not again for job 101, which runs on two of them); the type AutoDetect=nvml reports for an H100 (NVML's `NVIDIA
+    H100 80GB HBM3`, spaces as underscores) in Gres= is the same GPU and clean. Without the cloud the type of the
+    node is unknown: the rule is named as not judged, never passed."""
+    dump = tmp_path / "slurm"
+    shutil.copytree(SLURM, dump)
+    (dump / "gres.conf").write_text("NodeName=train-st-p5-[1-5] Name=gpu Type=a100 File=/dev/nvidia[0-7]\n")
+    doc = json.loads((SLURM / "nodes.json").read_text())
+    for node in doc["nodes"]:
+        node["gres"] = "gpu:8"  # Gres= names no type: gres.conf's Type= is the nodes'
+    (dump / "nodes.json").write_text(json.dumps(doc))
+    _, report = _report("--from-dump", str(dump), "--cloud-dump", str(AWS))
+    flagged = [(f["cluster"].rsplit(":", 1)[-1], r) for f in report["findings"] if f["rule"] == "SLURM125"
+               for r in f["resources"]]  # fmt: skip
+    assert sorted(flagged) == [("slurm-partition/train", f"train-st-p5-{n}") for n in range(1, 6)]
+    finding = next(f for f in report["findings"] if f["rule"] == "SLURM125")
+    assert "(p5.48xlarge, 8 H100) is given GPUs of type a100 (A100)" in finding["message"]
+    code, alone = _report("--from-dump", str(dump))
+    assert code == 2
+    train = next(c for c in alone["clusters"] if c["id"].endswith("train"))
+    assert ("SLURM125", NOT_JOINED) in {(n["rule"], n["reason"]) for n in train["not_judged"]}
+    doc = json.loads((SLURM / "nodes.json").read_text())
+    for node in doc["nodes"]:
+        node["gres"] = "gpu:nvidia_h100_80gb_hbm3:8(S:0-1)"
+    (dump / "nodes.json").write_text(json.dumps(doc))  # the node's own Gres= comes before gres.conf
+    _, clean = _report("--from-dump", str(dump), "--cloud-dump", str(AWS))
+    assert not {r for rule, r in _findings(clean) if rule in ("SLURM124", "SLURM125")}
+
+
+def test_gres_types_as_slurm_writes_them(tmp_path: Path) -> None:
+    from fabriccheck.providers.slurm.gres import gpu_types_of, gres_types
+
+    assert gpu_types_of("gpu:h100:8(S:0-1)") == ("h100",)
+    assert gpu_types_of("gpu:8,nvme:1") == ()
+    assert gpu_types_of("gpu:a100:4,gpu:nvidia_h100_80gb_hbm3:4") == ("a100", "nvidia_h100_80gb_hbm3")
+    conf = tmp_path / "gres.conf"
+    conf.write_text("AutoDetect=nvml\nNodeName=n[1-2] Name=gpu Type=h100 Count=8\nName=gpu File=/dev/nvidia0\n")
+    assert gres_types(conf) == {"n1": ("h100",), "n2": ("h100",)}

@@ -156,7 +156,7 @@ class SlurmSupport(HostedSupport):
                 facts["gpu_type_disagrees"] = _disagreeing(part.gpu_types, cap.accelerator_name)
         if part.cloud is None:
             # What only the cloud tells: unknown, so no rule reads an empty zone as "one zone".
-            unknown = dict.fromkeys(("zone", "network", "fabric"), NOT_JOINED)
+            unknown |= dict.fromkeys(("zone", "network", "fabric"), NOT_JOINED)
         if not part.topology or (part.topology in GROUPED and not part.groups_known):
             unknown["topology_group"] = NO_GROUPS
         if unknown:
