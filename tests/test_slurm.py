@@ -198,10 +198,11 @@ def test_without_the_cloud_only_slurms_view_is_judged() -> None:
     train = next(c for c in report["clusters"] if c["id"].endswith("train"))
     assert train["status"] == "findings" and train["complete"] is False
     # The job rules read the same facts: a partition lists them too (they never fire on one). SLURM142 leaves a job
-    # over more NVLink domains than it needs to SLURM140, so without the nodes' types it is not judged either.
+    # over more NVLink domains than it needs to SLURM140, so without the nodes' types it is not judged either; nor is
+    # the GPU type gres.conf gives the nodes (h100) against a type the dump does not tell (SLURM125).
     assert {n["rule"] for n in train["not_judged"]} == {
-        "SLURM110", "SLURM111", "SLURM120", "SLURM121", "SLURM122", "SLURM123", "SLURM130", "SLURM140", "SLURM141",
-        "SLURM142",
+        "SLURM110", "SLURM111", "SLURM120", "SLURM121", "SLURM122", "SLURM123", "SLURM125", "SLURM130", "SLURM140",
+        "SLURM141", "SLURM142",
     }  # fmt: skip
     text = run("slurm", "--from-dump", str(SLURM)).stdout
     assert "not joined to a cloud instance" in " ".join(text.split()) and "NOT FULLY JUDGED" in text
