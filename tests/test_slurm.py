@@ -128,7 +128,7 @@ def test_a_parallelcluster_dump_on_aws() -> None:
         "slurm:llm:slurm:slurm-partition/train": "findings",
     }
     split = next(f for f in report["findings"] if f["rule"] == "SLURM120")
-    assert "under one block (block2 (us-east-1a, us-east-1b))" in split["message"]
+    assert "in one block: block2 (us-east-1a, us-east-1b); even a job Slurm keeps inside" in split["message"]
     spot = next(c for c in report["clusters"] if c["id"].endswith("spot"))
     assert spot["gpus"] == 16 and spot["penalty"]["lost_share"] == {"low": 1.0, "high": 1.0}
 

@@ -211,8 +211,8 @@ class SlurmSupport(HostedSupport):
             "zone_mixed_names": zone_words,
             "islands": len(islands),
             "zone_islands": max((len(found) for found in by_zone.values()), default=0),
-            "zone_blocks": f" Its topology puts nodes of more than one zone under one {_GROUP[first.topology]} "
-            f"({zone_words}), so even a job Slurm keeps inside one is split." if zone_mixed and in_groups else "",
+            "zone_blocks": f" Its topology also puts nodes of two or more zones in one {_GROUP[first.topology]}: "
+            f"{zone_words}; even a job Slurm keeps inside one is split." if zone_mixed and in_groups else "",
             "island_names": _names(islands),
             "clouds": ", ".join(sorted({p.cloud for p in parts if p.cloud})),
             "unjoined": len(unjoined),
