@@ -418,6 +418,8 @@ def test_the_header_says_which_node_types_are_unknown(tmp_path: Path) -> None:
     assert "Slurm partition: 6 nodes: 5 × p5.48xlarge (40 accelerators) and 1 of an unknown instance type" in text
     markdown = run("slurm", "--from-dump", str(SLURM), "-f", "markdown").stdout
     assert "5 nodes of an unknown instance type, accelerators unknown" in markdown
+    html = run("slurm", "--from-dump", str(SLURM), "-f", "html").stdout
+    assert "5 nodes of an unknown instance type, accelerators unknown" in html and "× ," not in html
 
 
 def test_a_gres_gpu_type_that_is_not_the_instance_types(tmp_path: Path) -> None:
