@@ -31,6 +31,7 @@ from fabriccheck.reports.safe import md_code, md_text
 from fabriccheck.reports.wording import (
     cost_lines,
     lost_cell,
+    node_types,
     penalty_line,
     plural,
     possible_line,
@@ -220,14 +221,12 @@ def _cluster_section(
         "",
         f"## {rank}. {md_code(c.id if c.evidence else name)}",
         "",
-        f"{status} · {md_text(c.grouped_by)} · {plural(len(c.nodes), 'node')} × {types} · "
-        f"{plural(c.gpus, 'accelerator')}  ",
+        f"{status} · {md_text(c.grouped_by)} · {node_types(len(c.nodes), types, c.untyped_nodes, c.gpus)}  ",
     ]
-    if c.evidence is not None:  # a file may name no host and no rank: say what it names
+    if c.evidence is not None:  # what the file shows (it may name no host and no rank), and no penalty: measured
         hosts = _codes(c.nodes) if c.nodes else "no host named"
         ranks = f" · {plural(c.gpus, 'rank')}" if c.gpus else ""
         out[-1] = f"{status} · {md_text(c.grouped_by)}: {hosts}{ranks}  "
-    if c.evidence is not None:  # measured, not priced: what the file shows instead of a penalty
         out += _job_lines(c.evidence)
     else:
         out.append(f"Penalty ({md_text(c.penalty.workload)}): {md_text(penalty_line(c.penalty))}")
