@@ -1,0 +1,264 @@
+"""Hierarchical and regional network firewall policies on GPU networks (issue 28 item 6, the part left).
+
+Shapes: regionNetworkFirewallPolicies.getEffectiveFirewalls answers, as the Compute API v1 defines them
+(RegionNetworkFirewallPoliciesGetEffectiveFirewallsResponse: `firewalls`, the network's VPC firewall rules, and
+`firewallPolicys`, each with `name`, `type` HIERARCHY | NETWORK | NETWORK_REGIONAL | SYSTEM_GLOBAL | SYSTEM_REGIONAL,
+`shortName` / `displayName`, `priority` and `rules`, every rule a FirewallPolicyRule as networkFirewallPolicies.get
+gives it; google-cloud-compute 1.57 compute_v1.types) and as `gcloud compute network-firewall-policies
+get-effective-firewalls --network N --region R --format=json` prints them (googlecloudsdk
+surface/compute/network_firewall_policies/get_effective_firewalls.py: name, type and rules of each policy). Every
+firewall policy ends with the predefined lowest-priority goto_next ingress rules ("Predefined rules for firewall
+policies", https://cloud.google.com/firewall/docs/pre-defined-rules). The evaluation order: hierarchical policies
+(organization, then folders), regional system policies, then VPC rules and the global and regional network policies
+in the network's enforcement order, then the implied deny ("Evaluation order for firewall policies and rules",
+https://cloud.google.com/firewall/docs/firewall-policies-rule-eval-order).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cli_run import run
+from gce_replay import ComputeReplay, fake_service_account_key, serve
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
+from build_demo_gcp import PROJECT, REGION, Project, build
+
+GPU_NET = "a3-gpu-2"
+A3_HIGH = "a3-high"
+GPU_CIDR = "10.102.0.0/16"  # a3-gpu-2's subnet (tools/build_demo_gcp.py: 10.{100 + i}.0.0/16)
+
+
+def _predefined() -> list[dict[str, Any]]:
+    return [
+        {
+            "kind": "compute#firewallPolicyRule",
+            "priority": priority,
+            "direction": "INGRESS",
+            "action": "goto_next",
+            "match": {"srcIpRanges": [source], "layer4Configs": [{"ipProtocol": "all"}]},
+        }
+        for priority, source in ((2147483645, "::/0"), (2147483647, "0.0.0.0/0"))
+    ]
+
+
+def _rule(priority: int, action: str, ranges: list[str], ports: list[str] | None = None) -> dict[str, Any]:
+    layer4: dict[str, Any] = {"ipProtocol": "tcp", **({"ports": ports} if ports else {})}
+    return {
+        "kind": "compute#firewallPolicyRule",
+        "priority": priority,
+        "direction": "INGRESS",
+        "action": action,
+        "match": {"srcIpRanges": ranges, "layer4Configs": [layer4]},
+    }
+
+
+def hierarchy(short_name: str, number: str, *rules: dict[str, Any]) -> dict[str, Any]:
+    """A hierarchical policy as the API answers it: `name` its number, `shortName` what its owner called it."""
+    return {"name": number, "type": "HIERARCHY", "shortName": short_name, "displayName": short_name,
+            "rules": [*rules, *_predefined()]}  # fmt: skip
+
+
+def regional(name: str, *rules: dict[str, Any]) -> dict[str, Any]:
+    return {"name": name, "type": "NETWORK_REGIONAL", "priority": 1000, "rules": [*rules, *_predefined()]}
+
+
+def _project(vpc_rules: bool = True) -> Project:
+    """The demo project, a3-gpu-2's VPC firewall rules removed (`vpc_rules` False) or kept."""
+    project = Project()
+    build(project)
+    if not vpc_rules:
+        project.firewalls = [f for f in project.firewalls if not f["network"].endswith(f"/networks/{GPU_NET}")]
+    return project
+
+
+def _answers(project: Project, policies: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """network-firewall-policies-get-effective-firewalls.json: one gcloud answer per network of the project in its
+    region, `network` and `region` added as the documented jq line adds them; `policies` by network name."""
+    return [
+        {
+            "network": n["name"],
+            "region": REGION,
+            "firewalls": [f for f in project.firewalls if f["network"].endswith(f"/networks/{n['name']}")],
+            "firewallPolicys": policies.get(n["name"], []),
+        }
+        for n in project.networks
+    ]
+
+
+def _report(project: Project, tmp_path: Path, answers: list[dict[str, Any]] | None) -> tuple[int, dict[str, Any]]:
+    folder = tmp_path / f"dump-{len(list(tmp_path.iterdir()))}"
+    project.write(folder)
+    if answers is not None:
+        (folder / "network-firewall-policies-get-effective-firewalls.json").write_text(json.dumps(answers))
+    result = run("gcp", "--from-dump", str(folder), "--select", "GCP110", "-f", "json")
+    assert result.stdout, result.stderr
+    report: dict[str, Any] = json.loads(result.stdout)
+    return result.returncode, report
+
+
+def _cluster(report: dict[str, Any], name: str) -> dict[str, Any]:
+    found: dict[str, Any] = next(c for c in report["clusters"] if c["id"].endswith(f"/{name}"))
+    return found
+
+
+def _gcp110(report: dict[str, Any], name: str = A3_HIGH) -> list[str]:
+    return [f["message"] for f in report["findings"] if f["rule"] == "GCP110" and f["cluster"].endswith(name)]
+
+
+def test_a_hierarchical_deny_blocks_what_the_vpc_rules_allow(tmp_path: Path) -> None:
+    """The organization's policy denies the GPU subnet every TCP port before the VPC rules are evaluated: GCP110,
+    the policy and its rule named; judged (exit 1, complete). Without the answer the cluster was clean."""
+    project = _project()
+    code, before = _report(project, tmp_path, None)
+    assert _cluster(before, A3_HIGH)["status"] == "clean" and code == 0
+    guard = hierarchy("org-gpu-guard", "283749283749", _rule(1000, "deny", ["10.0.0.0/8"]))
+    code, report = _report(project, tmp_path, _answers(project, {GPU_NET: [guard]}))
+    messages = _gcp110(report)
+    assert len(messages) == 4  # one per a3h-train node
+    assert "denied by rule 1000 of hierarchical firewall policy org-gpu-guard" in messages[0]
+    assert f"{GPU_NET} (hierarchical firewall policy org-gpu-guard, then VPC firewall rules" in messages[0]
+    assert code == 1 and report["complete"] is True
+
+
+def test_goto_next_in_the_organization_hands_over_to_the_folder_then_the_vpc(tmp_path: Path) -> None:
+    """The organization's policy sends the GPU subnet on (goto_next); the folder's policy below it decides: its
+    allow is final (clean), its deny blocks (GCP110 naming the folder's policy, not the organization's)."""
+    project = _project(vpc_rules=False)
+    org = hierarchy("org-base", "111", _rule(1000, "goto_next", ["10.0.0.0/8"]), _rule(1100, "deny", ["0.0.0.0/0"]))
+    allow = hierarchy("ml-folder", "222", _rule(500, "allow", [GPU_CIDR]))
+    code, report = _report(project, tmp_path, _answers(project, {GPU_NET: [org, allow]}))
+    assert _cluster(report, A3_HIGH)["status"] == "clean" and code == 0
+    deny = hierarchy("ml-folder", "222", _rule(500, "deny", [GPU_CIDR], ["1-1023"]))
+    project = _project()  # the VPC rules allow the rest
+    code, report = _report(project, tmp_path, _answers(project, {GPU_NET: [org, deny]}))
+    [message, *_] = _gcp110(report)
+    assert "TCP ports 1024-65535 only" in message and "rule 500 of hierarchical firewall policy ml-folder" in message
+    assert "org-base" not in message.split("denied by")[1]
+    assert code == 1
+
+
+def test_a_regional_allow_opens_a_network_without_vpc_rules(tmp_path: Path) -> None:
+    """a3-gpu-2 has no VPC rule: the implied deny (GCP110) until its regional network firewall policy allows
+    the GPU subnet, evaluated after the VPC rules (AFTER_CLASSIC_FIREWALL): clean, complete."""
+    project = _project(vpc_rules=False)
+    code, report = _report(project, tmp_path, _answers(project, {}))
+    assert _gcp110(report) and code == 1
+    opened = regional("gpu-regional", _rule(1000, "allow", [GPU_CIDR]))
+    code, report = _report(project, tmp_path, _answers(project, {GPU_NET: [opened]}))
+    assert _cluster(report, A3_HIGH)["status"] == "clean"
+    assert code == 0 and report["complete"] is True
+
+
+def test_a_regional_policy_comes_after_the_global_one(tmp_path: Path) -> None:
+    """The global network firewall policy denies the GPU subnet: its deny ends the evaluation, so the regional
+    allow after it never decides (GCP110 naming both, the deny's policy as the denier)."""
+    project = _project(vpc_rules=False)
+    network = next(n for n in project.networks if n["name"] == GPU_NET)
+    network["firewallPolicy"] = project.url("global/firewallPolicies/gpu-global")
+    global_policy = {
+        "kind": "compute#firewallPolicy",
+        "name": "gpu-global",
+        "selfLink": project.url("global/firewallPolicies/gpu-global"),
+        "rules": [_rule(1000, "deny", [GPU_CIDR]), *_predefined()],
+    }
+    project.firewall_policies.append(global_policy)
+    opened = regional("gpu-regional", _rule(1000, "allow", [GPU_CIDR]))
+    code, report = _report(project, tmp_path, _answers(project, {GPU_NET: [opened]}))
+    [message, *_] = _gcp110(report)
+    assert "network firewall policy gpu-global and regional network firewall policy gpu-regional" in message
+    assert "denied by rule 1000 of network firewall policy gpu-global" in message and code == 1
+
+
+def test_a_gpu_network_the_answers_leave_out_is_not_judged_and_named(tmp_path: Path) -> None:
+    project = _project()
+    answers = [a for a in _answers(project, {}) if a["network"] != GPU_NET]
+    code, report = _report(project, tmp_path, answers)
+    [gap] = [n for n in _cluster(report, A3_HIGH)["not_judged"] if n["rule"] == "GCP110"]
+    assert f"network {GPU_NET} in {REGION}" in gap["reason"] and "not read" in gap["reason"]
+    assert code == 2 and report["complete"] is False
+
+
+def test_a_hierarchical_rule_for_other_networks_does_not_apply(tmp_path: Path) -> None:
+    """targetResources: the rule applies to the instances of those networks only."""
+    project = _project()
+    rule = {**_rule(1000, "deny", ["10.0.0.0/8"]), "targetResources": [project.url("global/networks/other-vpc")]}
+    code, report = _report(project, tmp_path, _answers(project, {GPU_NET: [hierarchy("org", "1", rule)]}))
+    assert _cluster(report, A3_HIGH)["status"] == "clean" and code == 0
+    rule["targetResources"] = [project.url(f"global/networks/{GPU_NET}")]
+    code, report = _report(project, tmp_path, _answers(project, {GPU_NET: [hierarchy("org", "1", rule)]}))
+    assert _gcp110(report) and code == 1
+
+
+def test_a_file_that_is_not_the_answers_is_one_line_exit_2(tmp_path: Path) -> None:
+    project = _project()
+    folder = tmp_path / "bad"
+    project.write(folder)
+    (folder / "network-firewall-policies-get-effective-firewalls.json").write_text(json.dumps([{"firewalls": []}]))
+    result = run("gcp", "--from-dump", str(folder))
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "network-firewall-policies-get-effective-firewalls.json: [0]: says no `network` and `region`" in (
+        result.stderr
+    )
+
+
+# ------------------------------------------------------------------------------------------- live
+
+
+@pytest.fixture
+def google_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A service-account key google-auth signs its own token with (no token endpoint: reference/testing.md)."""
+    key = tmp_path / "key.json"
+    key.write_text(json.dumps(fake_service_account_key(PROJECT)))
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(key))
+    monkeypatch.setenv("CLOUDSDK_CONFIG", str(tmp_path / "gcloud"))
+    monkeypatch.setenv("NO_GCE_CHECK", "True")
+    monkeypatch.setenv("GCE_METADATA_HOST", "127.0.0.1:9")
+    return key
+
+
+def test_a_live_scan_reads_the_policies_in_effect_through_the_real_client(google_key: Path) -> None:
+    """RegionNetworkFirewallPoliciesClient.get_effective_firewalls (google-cloud-compute) against the replayed
+    Compute API on 127.0.0.1, once per GPU network of the TCPX/TCPXO nodes in their region, never for a host
+    network: the organization's deny is a judged GCP110. A 403 is the run's recorded error naming
+    compute.networks.getRegionEffectiveFirewalls; the reach is then not judged (named), exit 2, never refused."""
+    from fabriccheck import flow
+    from fabriccheck.providers.gcp import collect
+
+    project = _project()
+    replay = ComputeReplay.from_files({PROJECT: project.files()})
+    guard = hierarchy("org-gpu-guard", "283749283749", _rule(1000, "deny", ["10.0.0.0/8"]))
+    replay.effective[(PROJECT, REGION, GPU_NET)] = {"firewalls": [], "firewallPolicys": [guard]}
+    with serve(replay) as url:
+        inventory = collect.collect_live([PROJECT], endpoint_url=url)
+        assert inventory.complete, inventory.errors
+        report = flow.run(inventory, flow.Options())
+        replay.failures[(PROJECT, "effectiveFirewalls")] = 403
+        refused = collect.collect_live([PROJECT], endpoint_url=url)
+    asked = [r for r in replay.requests if r.path.endswith("/getEffectiveFirewalls")]
+    assert asked and {r.path for r in asked} == {f"/compute/v1/projects/{PROJECT}/regions/{REGION}/firewallPolicies/getEffectiveFirewalls"}
+    networks = {r.query["network"].rsplit("/", 1)[-1] for r in asked}
+    assert GPU_NET in networks and not {"a3-host", "a3m-host"} & networks
+    assert len(asked) == 2 * len(networks)  # one call per GPU network, per run
+    messages = [f.message for f in report.findings if f.rule == "GCP110" and (f.cluster or "").endswith(A3_HIGH)]
+    assert messages and "hierarchical firewall policy org-gpu-guard" in messages[0]
+    denied = [e for e in refused.errors if e.call == "regionNetworkFirewallPolicies.getEffectiveFirewalls"]
+    assert denied and {e.permission for e in denied} == {"compute.networks.getRegionEffectiveFirewalls"}
+    assert not refused.complete
+    judged = flow.run(refused, flow.Options())
+    assert not [f for f in judged.findings if f.rule == "GCP110"]
+    [gap] = [n for c in judged.clusters if c.id.endswith(A3_HIGH) for n in c.not_judged if n.rule == "GCP110"]
+    assert "compute.networks.getRegionEffectiveFirewalls" in gap.reason and "not judged" in gap.reason
+    assert judged.complete is False
+
+
+def test_the_role_grants_the_effective_firewalls_permission() -> None:
+    from fabriccheck.providers.gcp import collect
+
+    assert "compute.networks.getRegionEffectiveFirewalls" in collect.custom_role()["includedPermissions"]
+    result = run("gcp", "--print-role")
+    assert result.returncode == 0 and "compute.networks.getRegionEffectiveFirewalls" in result.stdout
