@@ -240,7 +240,8 @@ def test_a_live_scan_reads_the_policies_in_effect_through_the_real_client(google
         replay.failures[(PROJECT, "effectiveFirewalls")] = 403
         refused = collect.collect_live([PROJECT], endpoint_url=url)
     asked = [r for r in replay.requests if r.path.endswith("/getEffectiveFirewalls")]
-    assert asked and {r.path for r in asked} == {f"/compute/v1/projects/{PROJECT}/regions/{REGION}/firewallPolicies/getEffectiveFirewalls"}
+    path = f"/compute/v1/projects/{PROJECT}/regions/{REGION}/firewallPolicies/getEffectiveFirewalls"
+    assert asked and {r.path for r in asked} == {path}
     networks = {r.query["network"].rsplit("/", 1)[-1] for r in asked}
     assert GPU_NET in networks and not {"a3-host", "a3m-host"} & networks
     assert len(asked) == 2 * len(networks)  # one call per GPU network, per run

@@ -54,12 +54,13 @@ def targets(inventory: Inventory) -> list[tuple[str, str, str]]:
 
     found: set[tuple[str, str, str]] = set()
     for node in inventory.nodes:
-        cap = catalog_entry(node.instance_type or "")
+        shape = node.shape
+        cap = catalog_entry(shape.instance_type or "")
         if cap is None or cap.fabric not in (FabricKind.TCPX, FabricKind.TCPXO):
             continue
-        for nic in SUPPORT.fabric_attachment(node, cap).interfaces:
+        for nic in SUPPORT.fabric_attachment(shape, cap).interfaces:
             if nic.network:
-                found.add((GcpIndex.owner(node, nic.network), node.region, nic.network))
+                found.add((GcpIndex.owner(shape, nic.network), shape.region, nic.network))
     return sorted(found)
 
 

@@ -237,7 +237,8 @@ def governed_reach(
     implied deny ("Evaluation order for firewall policies and rules")."""
     ports = _Ports()
     vpc: list[NetworkFirewallPolicy | None] = [None]  # None: the VPC firewall rules' stage
-    for stage in [*first, *(policies + vpc if before_classic else vpc + policies)]:
+    network: list[NetworkFirewallPolicy | None] = [*policies]
+    for stage in [*first, *(network + vpc if before_classic else vpc + network)]:
         why = _classic(rules, cidr, targets, ports) if stage is None else _policy(stage, cidr, targets, ports)
         if why:
             return Reach("unknown", why)
