@@ -263,3 +263,128 @@ def test_the_role_grants_the_effective_firewalls_permission() -> None:
     assert "compute.networks.getRegionEffectiveFirewalls" in collect.custom_role()["includedPermissions"]
     result = run("gcp", "--print-role")
     assert result.returncode == 0 and "compute.networks.getRegionEffectiveFirewalls" in result.stdout
+
+
+# ------------------------------------------------------------------------------------------- plans
+
+
+def _plan_rule(priority: int, action: str, ranges: list[str], **extra: Any) -> dict[str, Any]:
+    """A firewall policy rule resource's values (priority, action, direction, match { src_ip_ranges,
+    layer4_configs { ip_protocol } }: registry.terraform.io/providers/hashicorp/google/latest/docs/resources/
+    compute_region_network_firewall_policy_rule and compute_firewall_policy_rule, the same schema)."""
+    return {"priority": priority, "action": action, "direction": "INGRESS",
+            "match": [{"src_ip_ranges": ranges, "layer4_configs": [{"ip_protocol": "all"}]}], **extra}  # fmt: skip
+
+
+def _plan_report(
+    tmp_path: Path, regional_rules: list[dict[str, Any]] | None = None, org_rules: list[dict[str, Any]] | None = None
+) -> Any:
+    """An A3 High plan in us-central1 whose GPU network gpu-3 has no VPC rules; `regional_rules`: the rules of a
+    google_compute_region_network_firewall_policy associated with gpu-3 in us-central1
+    (google_compute_region_network_firewall_policy_association: attachment_target, firewall_policy, region);
+    `org_rules`: those of a hierarchical google_compute_firewall_policy (parent, short_name) associated with
+    organizations/123 (google_compute_firewall_policy_association: attachment_target, firewall_policy)."""
+    from plan_builder import PlanBuilder, const, ref
+
+    from fabriccheck import flow
+    from fabriccheck.sources.terraform import load_plan
+
+    plan = PlanBuilder()
+    plan.region_settings["google"] = {"project": const("proj"), "region": const(REGION)}
+    nets = ["host", *(f"gpu-{i}" for i in range(4))]
+    for net in nets:
+        plan.resource("google_compute_network", net.replace("-", "_"), {"name": net, "mtu": 8244})
+        if net != "gpu-3":
+            plan.resource(
+                "google_compute_firewall",
+                net.replace("-", "_"),
+                {"name": f"{net}-fw", "allow": [{"protocol": "all"}], "source_ranges": ["10.0.0.0/8"]},
+                unknown={"network": True},
+                expressions={"network": ref(f"google_compute_network.{net.replace('-', '_')}.name")},
+            )
+    if regional_rules is not None:
+        plan.resource("google_compute_region_network_firewall_policy", "gpu", {"name": "gpu-regional",
+                      "region": REGION})  # fmt: skip
+        for i, rule in enumerate(regional_rules):
+            plan.resource(
+                "google_compute_region_network_firewall_policy_rule",
+                f"r{i}",
+                {**rule, "region": REGION},
+                unknown={"firewall_policy": True},
+                expressions={"firewall_policy": ref("google_compute_region_network_firewall_policy.gpu.name")},
+            )
+        plan.resource(
+            "google_compute_region_network_firewall_policy_association",
+            "gpu_3",
+            {"name": "gpu-3-regional", "region": REGION},
+            unknown={"attachment_target": True, "firewall_policy": True},
+            expressions={
+                "attachment_target": ref("google_compute_network.gpu_3.id"),
+                "firewall_policy": ref("google_compute_region_network_firewall_policy.gpu.id"),
+            },
+        )
+    if org_rules is not None:
+        plan.resource("google_compute_firewall_policy", "org", {"parent": "organizations/123",
+                      "short_name": "org-gpu-guard"})  # fmt: skip
+        for i, rule in enumerate(org_rules):
+            plan.resource(
+                "google_compute_firewall_policy_rule",
+                f"o{i}",
+                rule,
+                unknown={"firewall_policy": True},
+                expressions={"firewall_policy": ref("google_compute_firewall_policy.org.id")},
+            )
+        plan.resource(
+            "google_compute_firewall_policy_association",
+            "org",
+            {"name": "org-assoc", "attachment_target": "organizations/123"},
+            unknown={"firewall_policy": True},
+            expressions={"firewall_policy": ref("google_compute_firewall_policy.org.id")},
+        )
+    plan.resource(
+        "google_compute_instance_template",
+        "a3",
+        {"name": "a3-high", "machine_type": "a3-highgpu-8g", "network_interface": [{"nic_type": "GVNIC"} for _ in nets]},
+        unknown={"self_link": True, "network_interface": [{"network": True} for _ in nets]},
+        expressions={
+            "network_interface": [{"network": ref(f"google_compute_network.{n.replace('-', '_')}.name")} for n in nets]
+        },
+    )
+    plan.resource(
+        "google_compute_instance_group_manager",
+        "a3",
+        {"name": "a3", "zone": "us-central1-a", "target_size": 2, "version": [{"name": "v1"}]},
+        unknown={"version": [{"instance_template": True}]},
+        expressions={"version": [{"instance_template": ref("google_compute_instance_template.a3.self_link")}]},
+    )
+    path = tmp_path / f"plan-{len(list(tmp_path.iterdir()))}.json"
+    path.write_text(json.dumps(plan.build()))
+    return flow.run(load_plan(str(path)), flow.Options())
+
+
+def _plan_gcp110(report: Any) -> list[str]:
+    return [f.message for f in report.findings if f.rule == "GCP110"]
+
+
+def test_a_plan_whose_regional_policy_allows_the_gpu_network_is_clean(tmp_path: Path) -> None:
+    """gpu-3 has no VPC rule: GCP110 without a policy; the plan's regional policy for us-central1 allows it."""
+    assert any("gpu-3" in m for m in _plan_gcp110(_plan_report(tmp_path)))
+    report = _plan_report(tmp_path, [_plan_rule(1000, "allow", ["10.0.0.0/8"])])
+    assert _plan_gcp110(report) == [] and report.complete is True
+    denied = _plan_report(tmp_path, [_plan_rule(1000, "deny", ["10.0.0.0/8"])])
+    assert any("regional network firewall policy gpu-regional" in m for m in _plan_gcp110(denied))
+
+
+def test_a_plan_hierarchical_policy_is_judged_only_where_it_changes_nothing(tmp_path: Path) -> None:
+    """The plan associates a hierarchical policy with organizations/123 but does not say the project lies under
+    it. A policy that only hands traffic on (goto_next) changes no verdict: judged. One that denies the GPU
+    subnet would make gpu-0..2 unreachable: not judged, the policy and its association named."""
+    allow = [_plan_rule(1000, "allow", ["10.0.0.0/8"])]
+    report = _plan_report(tmp_path, allow, [_plan_rule(1000, "goto_next", ["10.0.0.0/8"])])
+    assert _plan_gcp110(report) == [] and report.complete is True
+    report = _plan_report(tmp_path, allow, [_plan_rule(1000, "deny", ["10.0.0.0/8"])])
+    assert _plan_gcp110(report) == []
+    [cluster] = report.clusters
+    [gap] = [n for n in cluster.not_judged if n.rule == "GCP110"]
+    assert "hierarchical firewall policy org-gpu-guard (associated with organizations/123) may govern" in gap.reason
+    assert report.complete is False

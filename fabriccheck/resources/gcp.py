@@ -137,6 +137,8 @@ class PolicyRule(Model):
     source_address_groups: list[str] = Field(default_factory=list)
     target_secure_tags: list[str] = Field(default_factory=list)  # tagValues/N: bound to instances, not read
     target_service_accounts: list[str] = Field(default_factory=list)
+    # A hierarchical rule's targetResources: the networks whose instances it applies to (none: every network).
+    target_resources: list[str] = Field(default_factory=list)
 
     @field_validator("entries")
     @classmethod

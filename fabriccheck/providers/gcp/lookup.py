@@ -65,6 +65,9 @@ class GcpIndex:
             self.rules.setdefault((rule.account, rule.network or ""), []).append(rule)
         self.firewall_policies = {(p.account, p.id): p for p in gcp.network_firewall_policies}
         self.effective = {(e.account, e.region, e.network): e for e in gcp.effective_firewalls}
+        # A plan's hierarchical policies: associated with an organization or folder the plan does not place its
+        # projects in, so they may govern its networks or not (plan_policies.hierarchical_associations).
+        self.maybe = tuple(p for p in gcp.network_firewall_policies if p.kind == "HIERARCHY")
         self._networks: dict[tuple[str, str, str], _Found] = {}
         self._reaches: dict[tuple[str, str, str, str | None, frozenset[str] | None], Reach] = {}
 
@@ -173,7 +176,7 @@ class GcpIndex:
         first = tuple(p for p in found if p.kind != "NETWORK_REGIONAL")
         policies = [p for p in found if p.kind == "NETWORK_REGIONAL"]
         order = (network.policy_order if network else None) or "AFTER_CLASSIC_FIREWALL"
-        if not first and (order == "AFTER_CLASSIC_FIREWALL" and classic.verdict == "ok"):
+        if not first and not self.maybe and (order == "AFTER_CLASSIC_FIREWALL" and classic.verdict == "ok"):
             return classic  # the VPC rules allow every port before any network policy sees it
         if network is not None and network.firewall_policy is not None:
             policy, why = self._policy(node, network.firewall_policy)
@@ -185,10 +188,22 @@ class GcpIndex:
                     "ports its GPU NICs reach is not judged",
                 )
             policies.insert(0, policy)  # the global policy before the regional one
-        if not first and not policies:
-            return classic
         rules = self.rules.get((owner, url), [])
-        return governed_reach(rules, policies, order == "BEFORE_CLASSIC_FIREWALL", cidr, targets, first)
+        before = order == "BEFORE_CLASSIC_FIREWALL"
+        reach = governed_reach(rules, policies, before, cidr, targets, first) if first or policies else classic
+        if not self.maybe:
+            return reach
+        held = tuple(_on_network(p, url) for p in self.maybe)
+        governed = governed_reach(rules, policies, before, cidr, targets, held + first)
+        if governed.verdict == reach.verdict:
+            return reach  # the same whether they govern it or not
+        named = ", ".join(f"{p.described} (associated with {p.account})" for p in held)
+        return Reach(
+            "unknown",
+            f"{named} may govern network {name_of(url)}: the plan does not say which organization and folders "
+            f"project {owner} lies under, and the GPU NICs' reach is {reach.verdict} without it, {governed.verdict} "
+            "with it, so it is not judged",
+        )
 
     def _effective(self, node: NodeShape, url: str) -> tuple[list[NetworkFirewallPolicy], str | None]:
         """The hierarchical, system and regional network policies of the network in the node's region, in
@@ -264,6 +279,17 @@ class GcpIndex:
             values.append(network.mtu or DEFAULT_MTU)
         text = ", ".join(str(v) for v in sorted(set(values)))
         return ("ok" if all(v == recommended for v in values) else "other"), text, None
+
+
+def _on_network(policy: NetworkFirewallPolicy, url: str) -> NetworkFirewallPolicy:
+    """A hierarchical policy with the rules that apply to the network's instances (targetResources)."""
+    if policy.rules is None:
+        return policy
+    rules = [r for r in policy.rules if not r.target_resources or url in {_PATH.sub("", t) for t in r.target_resources}]
+    return policy.model_copy(update={"rules": rules})
+
+
+_PATH = re.compile(r"^.*?(?=projects/)")  # a network URL's scheme and host, up to projects/
 
 
 def index_of(context: FactContext) -> GcpIndex:
