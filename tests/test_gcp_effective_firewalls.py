@@ -344,7 +344,7 @@ def _plan_report(
     plan.resource(
         "google_compute_instance_template",
         "a3",
-        {"name": "a3-high", "machine_type": "a3-highgpu-8g", "network_interface": [{"nic_type": "GVNIC"} for _ in nets]},
+        {"name": "a3-high", "machine_type": "a3-highgpu-8g", "network_interface": [{"nic_type": "GVNIC"}] * len(nets)},
         unknown={"self_link": True, "network_interface": [{"network": True} for _ in nets]},
         expressions={
             "network_interface": [{"network": ref(f"google_compute_network.{n.replace('-', '_')}.name")} for n in nets]

@@ -26,8 +26,8 @@ from fabriccheck.model import (
     SourceLocation,
     fact_key,
 )
-from fabriccheck.providers.gcp.normalize import last, region_of_zone, short
 from fabriccheck.providers.gcp import plan_policies as policies
+from fabriccheck.providers.gcp.normalize import last, region_of_zone, short
 from fabriccheck.providers.gcp.plan_policies import POLICY, REGION_POLICY, plan_policies
 from fabriccheck.providers.gcp.support import (
     FLEX_START,

@@ -9,8 +9,8 @@ ports }, src_secure_tags { name }, src_address_groups }, target_secure_tags { na
 schema in @cdktf/provider-google lib/compute-network-firewall-policy-rule/index.d.ts). The regional twins
 google_compute_region_network_firewall_policy (name, region) and google_compute_region_network_firewall_policy_rule
 (firewall_policy, region, the same rule fields; lib/compute-region-network-firewall-policy-rule) are associated with
-a network in one region by google_compute_region_network_firewall_policy_association (attachment_target, firewall_policy,
-region). A hierarchical policy is google_compute_firewall_policy (parent, short_name) with
+a network in one region by google_compute_region_network_firewall_policy_association (attachment_target,
+firewall_policy, region). A hierarchical policy is google_compute_firewall_policy (parent, short_name) with
 google_compute_firewall_policy_rule (firewall_policy, the same rule fields and target_resources, the networks it
 applies to; lib/compute-firewall-policy-rule), associated with an organization or folder by
 google_compute_firewall_policy_association (attachment_target organizations/N or folders/N, firewall_policy). A
@@ -91,7 +91,10 @@ def _rules(plan: Plan, rule_type: str) -> tuple[dict[str, list[PolicyRule]], dic
 
 
 def plan_policies(
-    plan: Plan, project_of: dict[str, str], kind: str = "NETWORK", region_of: Callable[[PlanResource], str] | None = None
+    plan: Plan,
+    project_of: dict[str, str],
+    kind: str = "NETWORK",
+    region_of: Callable[[PlanResource], str] | None = None,
 ) -> dict[str, NetworkFirewallPolicy]:
     """Each planned policy of `kind` by its address, with the rules that name it (`project_of`: each policy's
     project; `region_of`: a regional policy's region)."""
