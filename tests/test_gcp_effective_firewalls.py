@@ -388,3 +388,21 @@ def test_a_plan_hierarchical_policy_is_judged_only_where_it_changes_nothing(tmp_
     [gap] = [n for n in cluster.not_judged if n.rule == "GCP110"]
     assert "hierarchical firewall policy org-gpu-guard (associated with organizations/123) may govern" in gap.reason
     assert report.complete is False
+
+
+def test_a_failing_effective_read_is_recorded_and_the_rest_is_judged(google_key: Path) -> None:
+    """A 500 past the retry budget on getEffectiveFirewalls: a recorded error for the project naming the call, the
+    GPU networks not judged, the VPC-only clusters (no GPU NICs: nothing asked) still judged."""
+    from fabriccheck import flow
+    from fabriccheck.providers.gcp import collect
+
+    replay = ComputeReplay.from_files({PROJECT: _project().files()})
+    replay.failures[(PROJECT, "effectiveFirewalls")] = 500
+    with serve(replay) as url:
+        inventory = collect.collect_live([PROJECT], endpoint_url=url, retry_budget=0.2)
+    failed = [e for e in inventory.errors if e.call == "regionNetworkFirewallPolicies.getEffectiveFirewalls"]
+    assert failed and all(e.account == PROJECT and e.region == REGION for e in failed)
+    assert len(inventory.nodes) == 24  # the lists were read
+    report = flow.run(inventory, flow.Options())
+    [gap] = [n for c in report.clusters if c.id.endswith(A3_HIGH) for n in c.not_judged if n.rule == "GCP110"]
+    assert "reading them failed" in gap.reason and report.complete is False

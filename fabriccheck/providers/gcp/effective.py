@@ -105,9 +105,14 @@ def fetch(
 ) -> tuple[list[EffectiveFirewalls], list[CollectionError]]:
     """One getEffectiveFirewalls per (project, region, network); a failure is recorded for its project and leaves
     that network's reach not judged in that region, naming why, and the rest goes on."""
+    import requests
     from google.api_core import exceptions
+    from google.auth import exceptions as auth_exceptions
 
     from fabriccheck.sources.common import API_CALLS, RETRIES, first_line
+
+    failed = (exceptions.GoogleAPICallError, exceptions.RetryError, auth_exceptions.GoogleAuthError,
+              requests.RequestException, ValueError, TypeError, KeyError)  # fmt: skip
 
     client = clients.effective
     retry = clients.retry_counting(count)
@@ -127,7 +132,7 @@ def fetch(
         except (exceptions.Forbidden, exceptions.Unauthorized) as exc:
             errors.append(scope.denied(CALL, f"{network}: {first_line(exc)}", PERMISSION))
             why = f"reading them was denied ({PERMISSION} is needed on project {project})"
-        except (exceptions.GoogleAPICallError, exceptions.RetryError, ValueError, TypeError) as exc:
+        except failed as exc:  # 429 or 5xx past the retry budget, a reset, an answer of another shape
             errors.append(scope.error(CALL, type(exc).__name__, f"{network}: {first_line(exc)}", PERMISSION))
             why = f"reading them failed ({first_line(exc)})"
         else:
