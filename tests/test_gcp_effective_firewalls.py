@@ -239,12 +239,14 @@ def test_a_live_scan_reads_the_policies_in_effect_through_the_real_client(google
         report = flow.run(inventory, flow.Options())
         replay.failures[(PROJECT, "effectiveFirewalls")] = 403
         refused = collect.collect_live([PROJECT], endpoint_url=url)
+        cli = run("gcp", "--endpoint-url", url, "--project", PROJECT, "--select", "GCP110", "-f", "json")
+    assert cli.returncode == 2 and json.loads(cli.stdout)["complete"] is False
     asked = [r for r in replay.requests if r.path.endswith("/getEffectiveFirewalls")]
     path = f"/compute/v1/projects/{PROJECT}/regions/{REGION}/firewallPolicies/getEffectiveFirewalls"
     assert asked and {r.path for r in asked} == {path}
     networks = {r.query["network"].rsplit("/", 1)[-1] for r in asked}
     assert GPU_NET in networks and not {"a3-host", "a3m-host"} & networks
-    assert len(asked) == 2 * len(networks)  # one call per GPU network, per run
+    assert len(asked) == 3 * len(networks)  # one call per GPU network, per run (two here, one by the CLI)
     messages = [f.message for f in report.findings if f.rule == "GCP110" and (f.cluster or "").endswith(A3_HIGH)]
     assert messages and "hierarchical firewall policy org-gpu-guard" in messages[0]
     denied = [e for e in refused.errors if e.call == "regionNetworkFirewallPolicies.getEffectiveFirewalls"]
