@@ -31,7 +31,9 @@ from fabriccheck.catalog import catalog_entry
 from fabriccheck.errors import FabricCheckError
 from fabriccheck.inventory import Inventory
 from fabriccheck.model import CollectionError, FabricKind, fact_key
+from fabriccheck.providers.gcp.lookup import GcpIndex
 from fabriccheck.providers.gcp.normalize import policy_rule, short
+from fabriccheck.providers.gcp.support import SUPPORT
 from fabriccheck.resources.gcp import EffectiveFirewalls, NetworkFirewallPolicy
 from fabriccheck.sources.common import Scope
 from fabriccheck.sources.fleet import CallCount, RateLimits
@@ -49,9 +51,6 @@ _API = "https://www.googleapis.com/compute/v1/"
 def targets(inventory: Inventory) -> list[tuple[str, str, str]]:
     """(the network's project, the region, the network) of every GPU NIC of a GPUDirect-TCPX/TCPXO node: the
     networks GCP110 judges, each once per region (a Shared VPC network is asked of its host project)."""
-    from fabriccheck.providers.gcp.lookup import GcpIndex
-    from fabriccheck.providers.gcp.support import SUPPORT
-
     found: set[tuple[str, str, str]] = set()
     for node in inventory.nodes:
         shape = node.shape
