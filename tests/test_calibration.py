@@ -349,6 +349,16 @@ def test_gpu_net_gbytes_is_what_its_fitted_row_says() -> None:
     assert check(_row("gh200-2n-ib")).error <= TOLERANCE
 
 
+def test_k_of_n_nics_on_a_node_its_gpus_cap_keeps_what_k_nics_carry() -> None:
+    """On the GB300 RoCE shape (8 x 400 Gbps for 4 GPUs), 4 of 8 NICs still carry 4 NICs' worth (one a GPU: under
+    the GPUs' cap), not half of the capped node; 2 of 8 carry 2 NICs' worth."""
+    fabric = estimate.custom_fabric("GB300", 4, 8, 400, "roce", True, None)
+    per_nic = 400 / 8 * 1e9 * links.EFFICIENCY[FabricKind.RDMA]
+    for used, expected in ((8, 4 * links.GPU_NET_GBYTES * 1e9), (4, 4 * per_nic), (2, 2 * per_nic)):
+        link = links.degraded_link(fabric, penalty.FabricState.partial(used))
+        assert link is not None and link.bandwidth == pytest.approx(expected, rel=1e-6), used
+
+
 def test_acs_share_is_what_its_fitted_row_says() -> None:
     """PCIe ACS: the worst end is the 1-of-4-NIC A100 RoCE run with ACS on (NVIDIA/nccl-tests#112: 9.84 GB/s
     where the NIC alone gives the model's 22.75), the best end the 'halved' NVIDIA's engineer names; without the

@@ -36,6 +36,15 @@ def test_tcp_fallback_on_nd_gb_v6_is_priced_over_its_160_gbps_ethernet(size: str
     assert found.estimated and found.low > 1.0
 
 
+def test_a4x_max_falls_back_over_the_host_nics_its_total_leaves() -> None:
+    """Google Cloud "Networking and GPU machines": A4X Max has 3,600 Gbps in all, 3,200 of them on its 8 MRDMA
+    functions; the other 400 are the host NICs NCCL's sockets fall back to (it was 'not estimated')."""
+    fabric = estimate.fabric_of_type("a4x-maxgpu-4g-metal")
+    assert fabric.ethernet_gbps == 400 and fabric.fabric_gbps == 3200
+    found = penalty.estimate(fabric, 36, penalty.FabricState.tcp_fallback(), FSDP)
+    assert found.estimated and found.low > 1.0
+
+
 def test_a_type_without_an_ethernet_figure_says_which_option_gives_it() -> None:
     report = estimate.run(estimate.fabric_of_type("a3-edgegpu-8g"), 4, "tcp", FSDP)
     assert report.estimated is False
@@ -246,6 +255,7 @@ def test_an_a10_is_priced_with_its_a10g_figures() -> None:
         ("a40", "A40", 149.7, 32, 48),  # hmc-tech.com A40 figures; NVLink bridges pairs only: a ring crosses PCIe Gen4
         ("MI325X", "MI325X", 1307, 448, 256),  # awesomeagents.ai, wiaix.com: MI300X's compute and 7 IF links
         ("Gaudi 3", "Gaudi3", 1835, 525, 128),  # docs.habana.ai Network Configuration: 21 x 200 Gbps scale-up
+        ("rtx pro 4500", "RTX PRO 4500", 109.9, 64, 32),  # hmc-tech.com tensor BF16 dense; PCIe 5.0; exxactcorp 32 GB
     ],
 )
 def test_newly_sourced_accelerators_are_priced(
