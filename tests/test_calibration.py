@@ -359,6 +359,19 @@ def test_k_of_n_nics_on_a_node_its_gpus_cap_keeps_what_k_nics_carry() -> None:
         assert link is not None and link.bandwidth == pytest.approx(expected, rel=1e-6), used
 
 
+def test_a_domain_rings_leave_on_the_rails_of_their_gpus() -> None:
+    """A rack's rings cross on DOMAIN_RING_NICS rails, one a GPU: a GB300 tray with 2 x 400 Gbps a GPU gives each
+    rail what the GPU drives (GPU_NET_GBYTES), not half of it (as 8.9 of its 8 NICs would); a GB200 tray with one
+    NIC a GPU keeps the fitted figure."""
+    gb300 = estimate.custom_fabric("GB300", 4, 8, 400, "roce", True, None)
+    gb200 = estimate.custom_fabric("GB200", 4, 4, 400, "ib", True, None)
+    assert (links.ring_rails(gb300), links.ring_rails(gb200)) == (4, 4)
+    link = links.healthy_link(gb300)
+    assert link is not None
+    group = collectives.units(36, 4, link, 18, None, links.ring_rails(gb300))
+    assert group.link.bandwidth == pytest.approx(collectives.DOMAIN_RING_NICS * links.GPU_NET_GBYTES * 1e9, rel=1e-6)
+
+
 def test_acs_share_is_what_its_fitted_row_says() -> None:
     """PCIe ACS: the worst end is the 1-of-4-NIC A100 RoCE run with ACS on (NVIDIA/nccl-tests#112: 9.84 GB/s
     where the NIC alone gives the model's 22.75), the best end the 'halved' NVIDIA's engineer names; without the

@@ -390,6 +390,14 @@ def gpu_capped(fabric: FabricDescription, bandwidth: float) -> float:
     return min(bandwidth, fabric.gpus_per_node * GPU_NET_GBYTES * GB * fabric.calibration)
 
 
+def ring_rails(fabric: FabricDescription) -> int:
+    """The rails a node's rings leave it on: one a GPU (its own NICs, up to what its channels drive), or one a NIC
+    where the node has fewer NICs than GPUs."""
+    if fabric.nics > 0 and fabric.gpus_per_node > 0:
+        return min(fabric.nics, fabric.gpus_per_node)
+    return max(0, fabric.nics)
+
+
 def acs_share(fabric: FabricDescription, state: FabricState, best: bool) -> float:
     """What PCIe ACS leaves of a fabric's GPUDirect RDMA path (1.0 without ACS, or where no GPU-NIC peer traffic
     runs: no fabric, sockets, GPUDirect RDMA off)."""
