@@ -45,6 +45,16 @@ def test_a4x_max_falls_back_over_the_host_nics_its_total_leaves() -> None:
     assert found.estimated and found.low > 1.0
 
 
+def test_a_node_whose_gpus_cannot_fill_its_nics_says_so() -> None:
+    """p6-b300 (16 x 400 Gbps EFA for 8 B300) and A4X Max (8 x 400 Gbps for 4 GB300) are priced at what their GPUs'
+    channels drive (links.GPU_NET_GBYTES, NVIDIA/aicr#1413), and the report says so; p5 (400 Gbps a GPU) is not."""
+    for size in ("p6-b300.48xlarge", "a4x-maxgpu-4g-metal"):
+        notes = estimate.run(estimate.fabric_of_type(size), 4, "healthy", FSDP).notes
+        assert any("channels drive about 55.3 GB/s" in n for n in notes), size
+    notes = estimate.run(estimate.fabric_of_type("p5.48xlarge"), 4, "healthy", FSDP).notes
+    assert not any("channels drive" in n for n in notes)
+
+
 def test_a_type_without_an_ethernet_figure_says_which_option_gives_it() -> None:
     report = estimate.run(estimate.fabric_of_type("a3-edgegpu-8g"), 4, "tcp", FSDP)
     assert report.estimated is False
