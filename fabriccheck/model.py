@@ -118,9 +118,13 @@ class Frozen(BaseModel):
         return found
 
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
-        """A copy with `update`'s values (not validated: give values of the fields' types), hashed afresh."""
+        """A copy with `update`'s values (not validated: give values of the fields' types), with no value derived
+        from the original's fields: its kept hash and cached properties (NodeShape.primary_interface) are made afresh
+        from the copy's own fields when asked."""
         copied = super().model_copy(update=update, deep=deep)
-        copied.__dict__.pop("_hash", None)
+        fields = type(self).model_fields
+        for derived in [key for key in copied.__dict__ if key not in fields]:
+            del copied.__dict__[derived]
         return copied
 
 
