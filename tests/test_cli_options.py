@@ -5,7 +5,6 @@ In this process: the click commands typer builds, and `fabriccheck.cli.main` as 
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import inspect
 import json
 import typing
@@ -70,7 +69,7 @@ def test_the_declarations_name_options_the_commands_have() -> None:
 
 @pytest.mark.parametrize(("provider", "live"), [("aws", AwsLive), ("azure", AzureLive), ("gcp", GcpLive)])
 def test_a_live_group_is_named_as_collect_live_names_its_keywords(provider: str, live: type[Any]) -> None:
-    collect = importlib.import_module(f"fabriccheck.providers.{provider}.collect")
+    collect = declaration(provider).collector()
     keywords = inspect.signature(collect.collect_live).parameters
     assert set(option_names(live)) <= set(keywords)
     if provider == "aws":
