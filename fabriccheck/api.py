@@ -149,7 +149,8 @@ def only(provider: str, whole: Inventory) -> Inventory:
         }
     )
     for other in registered():
-        if other != provider:  # each provider's namespace of the inventory is named after it
+        # A provider that keeps resources of its own has a namespace of the inventory named after it.
+        if other != provider and other in Inventory.model_fields:
             setattr(kept, other, type(getattr(whole, other))())
     return kept
 
