@@ -21,6 +21,7 @@ from fabriccheck.errors import unknown_model, usage
 from fabriccheck.model import FabricKind, NetworkPath
 from fabriccheck.penalty import links
 from fabriccheck.penalty.collectives import size_label
+from fabriccheck.provider import clouds
 from fabriccheck.workloadfile import PRECISIONS, STRATEGIES, WORKLOAD_FIELDS, workload_from_file
 
 __all__ = ["PRECISIONS", "STRATEGIES", "WORKLOAD_FIELDS", "workload_from_file"]  # the file format's home moved
@@ -116,7 +117,7 @@ def fabric_of_type(instance_type: str) -> penalty.FabricDescription:
 
 
 def _catalog_types() -> list[str]:
-    return sorted(set().union(*(catalog.known_types(p, {}) for p in ("aws", "azure", "gcp"))))
+    return sorted(set().union(*(catalog.known_types(cloud.name, {}) for cloud in clouds())))
 
 
 def _squashed(text: str) -> str:

@@ -14,6 +14,7 @@ from typing import Literal
 
 from fabriccheck import catalog
 from fabriccheck.model import Capability, FabricKind, NetworkPath
+from fabriccheck.provider import SocketDefaults, declared
 
 GB = 1e9
 
@@ -97,11 +98,10 @@ STAGED_GPUS_PER_NIC = 4
 
 # ---- NCCL's socket transport --------------------------------------------------------------------------------
 # NCCL opens NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD sockets per connection and, when neither is set, reads
-# the NIC's PCI vendor: AWS ENA (0x1d0f) 2 threads x 8 sockets, Google gVNIC (0x1ae0) 4 x 1, anything else (an
-# Azure Mellanox VF, a pod's veth with no PCI device) no helper thread and one socket (NVIDIA/nccl@28189e2
-# src/transport/net_socket.cc, ncclNetSocketGetNsockNthread).
-SOCKET_AUTODETECT_THREADS = {"aws": (2, 8), "gcp": (4, 1)}  # (NCCL_SOCKET_NTHREADS, NCCL_NSOCKS_PERTHREAD)
-SOCKET_AUTODETECT = {cloud: threads * each for cloud, (threads, each) in SOCKET_AUTODETECT_THREADS.items()}
+# the NIC's PCI vendor: each provider declares what its host NIC gets (provider.SocketDefaults: AWS ENA 2 x 8,
+# Google gVNIC 4 x 1); anything else (an Azure Mellanox VF, a pod's veth with no PCI device) no helper thread and
+# one socket (NVIDIA/nccl@28189e2 src/transport/net_socket.cc, ncclNetSocketGetNsockNthread).
+SOCKET_UNKNOWN_NIC = (0, 1)  # (NCCL_SOCKET_NTHREADS, NCCL_NSOCKS_PERTHREAD)
 # NCCL's caps on what the two variables ask for (net_socket.cc, same commit): MAX_THREADS 16 threads, MAX_SOCKETS
 # 64 sockets (beyond it NSOCKS_PERTHREAD becomes 64 / threads). With no helper thread (NTHREADS 0, the default on
 # an unknown NIC) nSocks is 0 and the main thread sends over the connection's control socket: one stream.
@@ -124,12 +124,10 @@ STREAM_GBPS = (16.5, 8.0)  # (best, worst)
 # What kernel TCP reaches on a line-rate-bound path: 2 x p4d VMs, 16 sockets over one 100 Gbps ENA, 8.20 GB/s
 # busbw = 66 Gbps (skypilot examples/aws_efa).
 TCP_LINE_EFFICIENCY = 0.66
-# AWS caps a single flow at 5 Gbps between instances not in one cluster placement group, 10 Gbps inside one
-# (penalty-model B row 31, "Amazon EC2 instance network bandwidth"): a stream outside one is at most half as fast.
-AWS_LOOSE_FLOW_SHARE = 0.5
-# Default MTU of the path NCCL's sockets take: AWS VPC 9001 (jumbo frames inside a VPC; EKS VPC CNI pods keep it),
-# GCP VPC 1460 (its default network MTU; GKE pods keep it), Azure 1500 ("Azure virtual network MTU": 1500 default).
-DEFAULT_MTU = {"aws": 9001, "gcp": 1460, "azure": 1500}
+# What a single flow between instances not in one placement group, or across zones, carries of one inside it, and
+# the default MTU of the path NCCL's sockets take: each provider's own (provider.SocketDefaults, with its sources);
+# Ethernet's 1500 where a provider declares none.
+ETHERNET_MTU = 1500
 IP_TCP_HEADER_BYTES = 40
 # A VXLAN overlay (Calico VXLAN, Flannel, AKS overlay) wraps each frame in 50 more bytes (RFC 7348 section 5).
 OVERLAY_HEADER_BYTES = 50
@@ -316,6 +314,12 @@ SPLIT_ONE_MORE = -1
 HEALTHY = FabricState.healthy()
 
 
+def _socket_defaults(provider: str | None) -> SocketDefaults:
+    """What NCCL's sockets find on the provider's host NICs (none known: NCCL's and Ethernet's generic defaults)."""
+    found = declared(provider)
+    return found.sockets if found is not None else SocketDefaults()
+
+
 def uses_fabric(fabric: FabricDescription) -> bool:
     return fabric.fabric is not FabricKind.NONE and fabric.fabric_gbps > 0
 
@@ -324,7 +328,7 @@ def nccl_sockets(threads: int | None, per_thread: int | None, provider: str | No
     """Sockets per NCCL connection as ncclNetSocketGetNsockNthread counts them (net_socket.cc): each variable the
     job sets (None: unset) wins, the other comes from the NIC's PCI vendor (a pod's veth has none), threads are
     capped at 16 and sockets at 64; no helper thread means the control socket alone."""
-    auto = SOCKET_AUTODETECT_THREADS.get(provider or "", (0, 1)) if path == NetworkPath.HOST else (0, 1)
+    auto = _socket_defaults(provider).threads or SOCKET_UNKNOWN_NIC if path == NetworkPath.HOST else SOCKET_UNKNOWN_NIC
     count = min(auto[0] if threads is None else max(0, threads), SOCKET_MAX_THREADS)
     each = auto[1] if per_thread is None else max(0, per_thread)
     if count * each > SOCKET_MAX_SOCKETS:
@@ -346,7 +350,7 @@ def socket_streams(fabric: FabricDescription, state: FabricState) -> int:
 
 def _payload_share(fabric: FabricDescription, state: FabricState) -> float:
     """The share of each frame that is NCCL's data on this path (headers, and an overlay's encapsulation)."""
-    mtu = state.mtu or DEFAULT_MTU.get(fabric.provider or "", 1500)
+    mtu = state.mtu or _socket_defaults(fabric.provider).mtu or ETHERNET_MTU
     overhead = IP_TCP_HEADER_BYTES + (OVERLAY_HEADER_BYTES if state.socket_path == "overlay" else 0)
     return max(0.0, mtu - overhead) / mtu if mtu > overhead else 0.0
 
@@ -357,8 +361,8 @@ def tcp_link(fabric: FabricDescription, state: FabricState, best: bool) -> Link 
     if fabric.ethernet_gbps is None or not fabric.ethernet_gbps > 0:
         return None
     per_stream = STREAM_GBPS[0 if best else 1]
-    if fabric.provider == "aws" and (state.loose_placement or state.cross_zone):
-        per_stream *= AWS_LOOSE_FLOW_SHARE
+    if state.loose_placement or state.cross_zone:
+        per_stream *= _socket_defaults(fabric.provider).loose_flow_share
     share = _payload_share(fabric, state)
     gbps = min(fabric.ethernet_gbps * TCP_LINE_EFFICIENCY, socket_streams(fabric, state) * per_stream) * share
     return Link(gbps / 8 * GB, TCP_LATENCY_S)
