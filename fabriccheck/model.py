@@ -13,19 +13,31 @@ from __future__ import annotations
 import functools
 import operator
 import typing
-from collections.abc import Mapping
 from enum import StrEnum
-from typing import Annotated, Any, Literal, NoReturn, Self
+from typing import Annotated, Any, Literal, NoReturn, TypeVar
 
 from pydantic import (
     AfterValidator,
-    BaseModel,
-    ConfigDict,
     Field,
     SerializerFunctionWrapHandler,
     model_serializer,
     model_validator,
 )
+
+from fabriccheck.resources.azure import AzureNicPart
+from fabriccheck.resources.gcp import GcpNodePart
+
+# The base models and bounds live one room down (values.py), where the provider parts below build on them too; they
+# are read from here as they always were.
+from fabriccheck.values import MAX_COUNT as MAX_COUNT
+from fabriccheck.values import MAX_GBPS as MAX_GBPS
+from fabriccheck.values import MAX_INDEX as MAX_INDEX
+from fabriccheck.values import Count as Count
+from fabriccheck.values import Frozen as Frozen
+from fabriccheck.values import Gbps as Gbps
+from fabriccheck.values import Index as Index
+from fabriccheck.values import Model as Model
+from fabriccheck.values import Scoped as Scoped
 
 SCHEMA_VERSION = 3
 
@@ -40,31 +52,33 @@ PROVIDERS: tuple[Provider, ...] = typing.get_args(Provider)
 Origin = Literal["running", "template", "plan"]
 UNKNOWN_ACCOUNT = "unknown"
 
-# Bounds no real machine comes near (the largest today: 32 network cards and EFA interfaces on p5.48xlarge,
-# 16 accelerators on inf1.24xlarge and trn1, 6,400 Gbps on p6-b300), so a corrupt or hand-edited saved
-# inventory (`accelerators: 1e9`) is one line naming the field rather than a penalty for a billion GPUs.
-MAX_COUNT = 256  # accelerators, fabric interfaces, network cards per node
-MAX_INDEX = MAX_COUNT - 1  # network card and device indexes count from 0
-MAX_GBPS = 100_000.0  # 100 Tbit/s per node
-Count = Annotated[int, Field(ge=0, le=MAX_COUNT)]
-Index = Annotated[int, Field(ge=0, le=MAX_INDEX)]
-Gbps = Annotated[float, Field(ge=0, le=MAX_GBPS, allow_inf_nan=False)]
+# What only one provider's nodes or NICs have is no field of the neutral model: it is a part of that provider's
+# (resources/<provider>.py), held in a node's `extensions` or a NIC's `extension` and told apart by its `provider`.
+# A provider with a part of its own adds it to the union here (issue 30 item 4).
+NodePart = Annotated[GcpNodePart, Field(discriminator="provider")]
+NicPart = Annotated[AzureNicPart, Field(discriminator="provider")]
+Part = TypeVar("Part", bound=Frozen)
+# Keys a flat node or NIC held before a provider's part held them (saved inventories, rule examples, custom rules'
+# examples): read into that part. A null value was "not said", which is the part's absence.
+_NODE_KEYS_MOVED: dict[str, type[Frozen]] = {"firewall_targets": GcpNodePart}
+_NIC_KEYS_MOVED: dict[str, type[Frozen]] = {"accelerated": AzureNicPart}
 
 
-class Model(BaseModel):
-    # Unknown keys in a saved inventory are a user error worth naming, not something to drop silently.
-    model_config = ConfigDict(extra="forbid", frozen=False)
+def _moved_keys(data: dict[str, Any], moved: dict[str, type[Frozen]]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """`data` (a flat node or NIC) without the keys a provider's part holds now, and those parts."""
+    parts: dict[type[Frozen], dict[str, Any]] = {}
+    if not moved.keys() & data.keys():
+        return data, []
+    data = dict(data)
+    for key, part in moved.items():
+        if key in data and (value := data.pop(key)) is not None:
+            parts.setdefault(part, {"provider": part.model_fields["provider"].default})[key] = value
+    return data, list(parts.values())
 
 
-class Scoped(Model):
-    """Anything that belongs to one account and region. Every lookup goes through `scope_key`, so two
-    accounts (or regions) that both have a `trainers` group or an `sg-1` never lend each other facts."""
-
-    account: str
-    region: str
-
-    def scope_key(self, resource_id: str) -> tuple[str, str, str]:
-        return (self.account, self.region, resource_id)
+def part_of(parts: tuple[Frozen, ...], kind: type[Part]) -> Part | None:
+    """The part of `kind` among `parts`, if any."""
+    return next((part for part in parts if isinstance(part, kind)), None)
 
 
 class FabricKind(StrEnum):
@@ -103,31 +117,6 @@ class Capability(Model):
     as_of: str | None = None  # date the row was checked, for catalog rows
 
 
-class Frozen(BaseModel):
-    """A value: immutable once made, equal and hashed by its fields, so equal values share one memo entry (facts,
-    verdicts) whoever made them. Unknown keys are refused, as for every model."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    def __hash__(self) -> int:
-        # Computed once and kept beside the fields: a shape is looked up many times (facts, verdicts, clusters), and
-        # its hash walks every NIC.
-        found: int | None = self.__dict__.get("_hash")
-        if found is None:
-            found = self.__dict__["_hash"] = hash(tuple(self.__dict__[name] for name in type(self).model_fields))
-        return found
-
-    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
-        """A copy with `update`'s values (not validated: give values of the fields' types), with no value derived
-        from the original's fields: its kept hash and cached properties (NodeShape.primary_interface) are made afresh
-        from the copy's own fields when asked."""
-        copied = super().model_copy(update=update, deep=deep)
-        fields = type(self).model_fields
-        for derived in [key for key in copied.__dict__ if key not in fields]:
-            del copied.__dict__[derived]
-        return copied
-
-
 class FrozenTags(dict[str, str]):
     """A node's tags (labels) as a read-only dict: part of a node's shape, which no one may change once made."""
 
@@ -157,9 +146,20 @@ class NetworkInterface(Frozen):
     public_ip: bool | None = False
     network_card_index: Index = 0
     device_index: Index = 0
-    # Whether the cloud accelerates it (Azure accelerated networking, read off the NIC's own record when the
-    # shape is made); None: not said, or the record was not seen.
-    accelerated: bool | None = None
+    # What only its cloud says of it (Azure's accelerated networking: resources.azure.AzureNicPart); None: nothing.
+    extension: NicPart | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _moved_into_parts(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        values, parts = _moved_keys(data, _NIC_KEYS_MOVED)
+        return {**values, "extension": parts[0]} if parts else values
+
+    def part(self, kind: type[Part]) -> Part | None:
+        """Its extension if that is a `kind`, else None."""
+        return part_of((self.extension,) if self.extension is not None else (), kind)
 
 
 class Placement(Frozen):
@@ -300,9 +300,20 @@ class NodeShape(Frozen):
     accelerator: str | None = None  # their kind, as the accelerator table names it ("V100"), else as the API does
     pod: PodPart | None = None  # provider k8s: the pod this node stands for
     slurm: SlurmPart | None = None  # provider slurm: the Slurm node and partition this node stands for
-    # GCP: what VPC firewall rules target it by, its network tags ("tag:NAME", instances.tags.items) and service
-    # accounts ("sa:EMAIL", instances.serviceAccounts[].email); None: not read (rules are then taken to apply).
-    firewall_targets: tuple[str, ...] | None = None
+    # What only one provider's nodes have, at most one part per provider (resources/<provider>.py): a Compute Engine
+    # instance's firewall targets. A Slurm node joined to an instance keeps the instance's parts.
+    extensions: tuple[NodePart, ...] = ()
+
+    @model_validator(mode="after")
+    def _one_part_per_provider(self) -> NodeShape:
+        providers = [part.provider for part in self.extensions]
+        if len(set(providers)) != len(providers):
+            raise ValueError(f"more than one extension of one provider: {', '.join(providers)}")
+        return self
+
+    def part(self, kind: type[Part]) -> Part | None:
+        """Its provider part of `kind`, if it has one."""
+        return part_of(self.extensions, kind)
 
     def placed_by(self, kind: str) -> str | None:
         """The id of this node's placement of `kind`, if any."""
@@ -339,11 +350,11 @@ _OWN_FIELDS = frozenset({"id", "state", "topology", "source", "unknown", "interf
 # The order a flat node's fields are written in (saved inventories).
 _FLAT_ORDER = (
     "account", "region", "id", "provider", "origin", "spec", "zone", "instance_type", "state", "image", "tags",
-    "interfaces", "placement", "network", "software", "accelerators", "accelerator", "pod", "slurm", "topology",
-    "source", "unknown",
+    "interfaces", "placement", "network", "software", "accelerators", "accelerator", "pod", "slurm", "extensions",
+    "topology", "source", "unknown",
 )  # fmt: skip
-# Absent from nodes whose type says it all, and that no one published a topology of.
-_WRITTEN_WHEN_SET = frozenset({"accelerators", "accelerator", "pod", "slurm", "topology"})
+# Absent from nodes whose type says it all, that no one published a topology of, and that have no provider part.
+_WRITTEN_WHEN_SET = frozenset({"accelerators", "accelerator", "pod", "slurm", "extensions", "topology"})
 
 
 class Node(Model):
@@ -377,6 +388,9 @@ class Node(Model):
             levels = data.pop("network_nodes")
             if levels is not None and "topology" not in data:
                 data["topology"] = {"source": "network_nodes", "levels": levels}
+        data, parts = _moved_keys(data, _NODE_KEYS_MOVED)  # keys written before a provider's part held them
+        if parts:
+            data["extensions"] = [*(data.get("extensions") or []), *parts]
         own = {k: v for k, v in data.items() if k in _OWN_FIELDS}
         shape = {k: v for k, v in data.items() if k not in _OWN_FIELDS}
         interfaces = shape.get("interfaces")
@@ -396,7 +410,9 @@ class Node(Model):
         ids = values.pop("interface_ids")
         values["interfaces"] = [{"id": i, **nic} for i, nic in zip(ids, values["interfaces"], strict=True)]
         return {
-            name: values[name] for name in _FLAT_ORDER if name not in _WRITTEN_WHEN_SET or values[name] is not None
+            name: values[name]
+            for name in _FLAT_ORDER
+            if name not in _WRITTEN_WHEN_SET or values[name] not in (None, [], ())
         }
 
     @model_validator(mode="after")

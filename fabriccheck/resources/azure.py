@@ -4,9 +4,20 @@ region whose answer it came from, and is looked up by that scope with its ARM re
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field
 
-from fabriccheck.model import Model, Scoped
+from fabriccheck.values import Frozen, Model, Scoped
+
+
+class AzureNicPart(Frozen):
+    """What only an Azure NIC says, part of a NIC of a node's shape (model.NetworkInterface.extension): whether
+    accelerated networking is on (the NIC resource's enableAcceleratedNetworking, read off the NIC's own record when
+    the shape is resolved); None: not said, or the record was not seen."""
+
+    provider: Literal["azure"] = "azure"
+    accelerated: bool | None = None
 
 
 class Extension(Model):

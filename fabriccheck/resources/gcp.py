@@ -8,14 +8,23 @@ subnetworks and firewalls; fabric-requirements.md section 3, GCP-RP-FIELDS, GCP-
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
-from fabriccheck.model import Model, Scoped
+from fabriccheck.values import Frozen, Model, Scoped
 
 GLOBAL = "global"  # the region of global resources (networks, firewall rules)
 MAX_PORT = 65535
+
+
+class GcpNodePart(Frozen):
+    """What only a Compute Engine instance has, part of its shape (model.NodeShape.extensions): what VPC firewall
+    rules target it by, its network tags ("tag:NAME", instances.tags.items) and service accounts ("sa:EMAIL",
+    instances.serviceAccounts[].email), Compute API v1 Instance; None: not read (rules are then taken to apply)."""
+
+    provider: Literal["gcp"] = "gcp"
+    firewall_targets: tuple[str, ...] | None = None
 
 
 class ResourcePolicy(Scoped):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from fabriccheck.model import Model, Scoped
+from fabriccheck.values import Model, Scoped
 
 
 class TopologyGroup(Scoped):

@@ -26,9 +26,9 @@ from fabriccheck.cloud import (
     Signal,
     TagSignal,
 )
-from fabriccheck.model import Capability, FabricKind, NetworkPath, Node, NodeShape
+from fabriccheck.model import Capability, FabricKind, NetworkInterface, NetworkPath, Node, NodeShape
 from fabriccheck.providers.azure.sizes import capability_from_name
-from fabriccheck.resources.azure import Extension, ScaleSet, VirtualNetwork
+from fabriccheck.resources.azure import AzureNicPart, Extension, ScaleSet, VirtualNetwork
 
 if TYPE_CHECKING:
     from fabriccheck.inventory import Inventory
@@ -169,7 +169,7 @@ def _resolved(
     for nic, record in zip(shape.interfaces, records, strict=True):
         if record is not None:
             accelerated, subnet = record
-            update: dict[str, object] = {"accelerated": accelerated}
+            update: dict[str, object] = {"extension": AzureNicPart(accelerated=accelerated)}
             if subnet and nic.subnet is None:  # a VM's reference to its NIC names no subnet: the record does
                 update |= {"subnet": subnet, "network": vnet_of_subnet(subnet)}
             nic = nic.model_copy(update=update)
@@ -177,6 +177,12 @@ def _resolved(
     if tuple(interfaces) == shape.interfaces and software == shape.software:
         return shape
     return shape.model_copy(update={"interfaces": tuple(interfaces), "software": software})
+
+
+def accelerated(nic: NetworkInterface) -> bool | None:
+    """Whether accelerated networking is on for `nic` (its Azure part); None: not said."""
+    part = nic.part(AzureNicPart)
+    return part.accelerated if part is not None else None
 
 
 def has_ib_driver(extensions: list[Extension]) -> bool:
@@ -394,7 +400,7 @@ class AzureSupport(CloudSupport):
         off = [
             short_name(nic_id)
             for nic_id, nic in zip(node.interface_ids, node.interfaces, strict=True)
-            if nic.accelerated is False
+            if accelerated(nic) is False
         ]
         return {"nics_without_acceleration": ", ".join(off)}
 
@@ -408,7 +414,7 @@ class AzureSupport(CloudSupport):
             return "n/a", None
         if shape.instance_type and self.generation(shape.instance_type) in NO_ACCELERATED_NETWORKING:
             return "unsupported", None
-        flags = [nic.accelerated for nic in shape.interfaces]
+        flags = [accelerated(nic) for nic in shape.interfaces]
         if False in flags:  # absent on its record is ARM's default: off
             return "off", None
         if None in flags:  # a NIC whose record was not seen

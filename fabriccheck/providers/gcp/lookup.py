@@ -22,6 +22,7 @@ from fabriccheck.resources.gcp import (
     GLOBAL,
     EffectiveFirewalls,
     FirewallRule,
+    GcpNodePart,
     Network,
     NetworkFirewallPolicy,
     ResourcePolicy,
@@ -139,7 +140,8 @@ class GcpIndex:
 
     def _reach(self, node: NodeShape, nic: NetworkInterface) -> Reach:
         url = nic.network or ""
-        targets = frozenset(node.firewall_targets) if node.firewall_targets is not None else None
+        part = node.part(GcpNodePart)
+        targets = frozenset(part.firewall_targets) if part and part.firewall_targets is not None else None
         key = (node.account, node.region, url, nic.subnet, targets)
         found = self._reaches.get(key)
         if found is None:

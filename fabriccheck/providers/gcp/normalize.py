@@ -42,6 +42,7 @@ from fabriccheck.providers.gcp.support import (
 from fabriccheck.resources.gcp import (
     GLOBAL,
     FirewallRule,
+    GcpNodePart,
     Network,
     NetworkFirewallPolicy,
     PolicyRule,
@@ -507,7 +508,7 @@ class Normalizer:
                 "tags": _tags_of(inst),
                 "interfaces": [_interface(i, nic) for i, nic in enumerate(inst.get("networkInterfaces") or ())],
                 "placement": self._placement_of(inst, project),
-                "firewall_targets": firewall_targets(inst),
+                "extensions": [GcpNodePart(firewall_targets=tuple(firewall_targets(inst)))],
             }
         )
 
