@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import operator
 import typing
+from collections.abc import Mapping
 from enum import StrEnum
 from typing import Annotated, Any, Literal, NoReturn, TypeVar
 
@@ -26,6 +27,7 @@ from pydantic import (
 
 from fabriccheck.resources.azure import AzureNicPart
 from fabriccheck.resources.gcp import GcpNodePart
+from fabriccheck.resources.slurm import SlurmPart
 
 # The base models and bounds live one room down (values.py), where the provider parts below build on them too; they
 # are read from here as they always were.
@@ -55,25 +57,36 @@ UNKNOWN_ACCOUNT = "unknown"
 # What only one provider's nodes or NICs have is no field of the neutral model: it is a part of that provider's
 # (resources/<provider>.py), held in a node's `extensions` or a NIC's `extension` and told apart by its `provider`.
 # A provider with a part of its own adds it to the union here (issue 30 item 4).
-NodePart = Annotated[GcpNodePart, Field(discriminator="provider")]
+NodePart = Annotated[GcpNodePart | SlurmPart, Field(discriminator="provider")]
 NicPart = Annotated[AzureNicPart, Field(discriminator="provider")]
 Part = TypeVar("Part", bound=Frozen)
 # Keys a flat node or NIC held before a provider's part held them (saved inventories, rule examples, custom rules'
 # examples): read into that part. A null value was "not said", which is the part's absence.
 _NODE_KEYS_MOVED: dict[str, type[Frozen]] = {"firewall_targets": GcpNodePart}
 _NIC_KEYS_MOVED: dict[str, type[Frozen]] = {"accelerated": AzureNicPart}
+# Keys a flat node held a whole part in before its provider's part went into `extensions`.
+_NODE_PARTS_MOVED: dict[str, type[Frozen]] = {"slurm": SlurmPart}
 
 
-def _moved_keys(data: dict[str, Any], moved: dict[str, type[Frozen]]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """`data` (a flat node or NIC) without the keys a provider's part holds now, and those parts."""
-    parts: dict[type[Frozen], dict[str, Any]] = {}
-    if not moved.keys() & data.keys():
+def _moved_keys(
+    data: dict[str, Any], fields: dict[str, type[Frozen]], parts: Mapping[str, type[Frozen]] = {}
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """`data` (a flat node or NIC) without the keys a provider's part holds now, and those parts: `fields` held one
+    field of a part each, `parts` a whole part."""
+    if not (fields.keys() | parts.keys()) & data.keys():
         return data, []
     data = dict(data)
-    for key, part in moved.items():
+    found: dict[type[Frozen], dict[str, Any]] = {}
+    for key, part in fields.items():
         if key in data and (value := data.pop(key)) is not None:
-            parts.setdefault(part, {"provider": part.model_fields["provider"].default})[key] = value
-    return data, list(parts.values())
+            found.setdefault(part, {"provider": part.model_fields["provider"].default})[key] = value
+    for key, part in parts.items():
+        value = data.pop(key, None)
+        if isinstance(value, dict):
+            found[part] = {"provider": part.model_fields["provider"].default, **value}
+        elif value is not None:
+            found[part] = value  # not a part: the validation names it
+    return data, list(found.values())
 
 
 def part_of(parts: tuple[Frozen, ...], kind: type[Part]) -> Part | None:
@@ -249,32 +262,6 @@ class PodPart(Frozen):
     unadvertised: tuple[str, ...] = ()
 
 
-class SlurmPart(Frozen):
-    """What Slurm (provider slurm) says of a node as one partition schedules it: the partition, where the topology
-    plugin puts the node, and the cloud instance it was joined to (providers/slurm/join.py). The instance's type,
-    zone and placement are the rest of its shape. Slurm's topology stays here, Slurm's own words, until the model
-    has a neutral one."""
-
-    cluster: str  # Slurm's ClusterName
-    partition: str
-    multi_node: bool = True  # the partition lets a job have more than one node (MaxNodes unset or above 1)
-    gpus: Count = 0  # GPUs its Gres= gives the node (gpu:8, gpu:h100:8)
-    gpu_types: tuple[str, ...] = ()  # the GPU types its Gres= (gpu:h100:8) or gres.conf Type= give it
-    topology: str = ""  # the topology plugin: block, tree, flat (ring, torus3d); "" when the dump does not say
-    groups_known: bool = False  # the dump says which block or leaf switch holds each node
-    group: str | None = None  # the block (topology/block) or leaf switch (topology/tree) that holds the node
-    group_size: int = Field(default=0, ge=0)  # the nodes that block or switch holds (of every partition)
-    job: str | None = None  # a running job's id: the node as that job's allocation holds it (None: the partition's)
-    job_pending: bool = False  # the job is pending: its nodes are those Slurm plans to start it on (scheduled_nodes)
-    # A job script (`fabriccheck slurm --scripts`): the nodes it asks for, and its NCCL_* / FI_* settings.
-    job_nodes: Count = 0
-    env: tuple[tuple[str, str], ...] = ()
-    # aws | azure | gcp: the cloud of the instance it was joined to. The instance's own id is no part of the shape
-    # (the nodes of one block and pool share one): resources.slurm.SlurmResources.instances holds it.
-    cloud: str | None = None
-    joined_by: str | None = None  # instance_id | address | name: how the join was made (None: not joined)
-
-
 class NodeShape(Frozen):
     """Everything about a node but its name and its own values (state, topology, source location, unknown facts,
     interface ids): the nodes of one scale set, node pool or launch template share one shape, and every fact and
@@ -299,9 +286,9 @@ class NodeShape(Frozen):
     accelerators: Count | None = None
     accelerator: str | None = None  # their kind, as the accelerator table names it ("V100"), else as the API does
     pod: PodPart | None = None  # provider k8s: the pod this node stands for
-    slurm: SlurmPart | None = None  # provider slurm: the Slurm node and partition this node stands for
     # What only one provider's nodes have, at most one part per provider (resources/<provider>.py): a Compute Engine
-    # instance's firewall targets. A Slurm node joined to an instance keeps the instance's parts.
+    # instance's firewall targets, the Slurm node and partition a slurm node stands for. A Slurm node joined to an
+    # instance keeps the instance's parts beside its own.
     extensions: tuple[NodePart, ...] = ()
 
     @model_validator(mode="after")
@@ -314,6 +301,14 @@ class NodeShape(Frozen):
     def part(self, kind: type[Part]) -> Part | None:
         """Its provider part of `kind`, if it has one."""
         return part_of(self.extensions, kind)
+
+    def with_part(self, part: NodePart) -> tuple[NodePart, ...]:
+        """Its extensions with `part` in place of any of that part's kind (for a copy's `extensions`)."""
+        return (*self.without_part(type(part)), part)
+
+    def without_part(self, kind: type[Frozen]) -> tuple[NodePart, ...]:
+        """Its extensions but the one of `kind` (for a copy's `extensions`)."""
+        return tuple(part for part in self.extensions if not isinstance(part, kind))
 
     def placed_by(self, kind: str) -> str | None:
         """The id of this node's placement of `kind`, if any."""
@@ -350,11 +345,11 @@ _OWN_FIELDS = frozenset({"id", "state", "topology", "source", "unknown", "interf
 # The order a flat node's fields are written in (saved inventories).
 _FLAT_ORDER = (
     "account", "region", "id", "provider", "origin", "spec", "zone", "instance_type", "state", "image", "tags",
-    "interfaces", "placement", "network", "software", "accelerators", "accelerator", "pod", "slurm", "extensions",
+    "interfaces", "placement", "network", "software", "accelerators", "accelerator", "pod", "extensions",
     "topology", "source", "unknown",
 )  # fmt: skip
 # Absent from nodes whose type says it all, that no one published a topology of, and that have no provider part.
-_WRITTEN_WHEN_SET = frozenset({"accelerators", "accelerator", "pod", "slurm", "extensions", "topology"})
+_WRITTEN_WHEN_SET = frozenset({"accelerators", "accelerator", "pod", "extensions", "topology"})
 
 
 class Node(Model):
@@ -388,7 +383,8 @@ class Node(Model):
             levels = data.pop("network_nodes")
             if levels is not None and "topology" not in data:
                 data["topology"] = {"source": "network_nodes", "levels": levels}
-        data, parts = _moved_keys(data, _NODE_KEYS_MOVED)  # keys written before a provider's part held them
+        # Keys written before a provider's part held them.
+        data, parts = _moved_keys(data, _NODE_KEYS_MOVED, _NODE_PARTS_MOVED)
         if parts:
             data["extensions"] = [*(data.get("extensions") or []), *parts]
         own = {k: v for k, v in data.items() if k in _OWN_FIELDS}

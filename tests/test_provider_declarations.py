@@ -28,7 +28,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("model.py", "azure"): "model.Provider is the registration line",
     ("model.py", "gcp"): "model.Provider is the registration line",
     ("model.py", "k8s"): "model.Provider is the registration line",
-    ("model.py", "slurm"): "model.Provider is the registration line; NodeShape.slurm is a field of that name",
+    ("model.py", "slurm"): "model.Provider is the registration line; a flat node's `slurm` key of before is read",
     # Schema versions 1 and 2 held AWS's resources at the top level: reading them is a migration of AWS's shape.
     ("sources/snapshot.py", "aws"): "the migration of a saved inventory written before other clouds existed",
     # "AWS Trainium": a word an accelerator's marketing name carries, not the provider.

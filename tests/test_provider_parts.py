@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_run import run
 from pydantic import ValidationError
 
 from fabriccheck import Dump, SavedInventory, audit
@@ -21,12 +22,17 @@ from fabriccheck.errors import FabricCheckError
 from fabriccheck.model import NetworkInterface, NicPart, Node, NodePart, NodeShape
 from fabriccheck.resources.azure import AzureNicPart
 from fabriccheck.resources.gcp import GcpNodePart
+from fabriccheck.resources.slurm import SlurmPart
 from fabriccheck.sources.snapshot import load_inventory, save_inventory
 
 ROOT = Path(__file__).resolve().parent.parent
 # `fabriccheck azure --from-dump fixtures/demo/azure --save-inventory FILE` as main@facb3c0 wrote it, before NICs held
 # accelerated networking in an Azure part: every NIC carries a top-level `accelerated`.
 BEFORE_PARTS = Path(__file__).parent / "snapshots" / "azure-inventory-before-parts.json"
+# `fabriccheck slurm --from-dump fixtures/slurm/pcluster --cloud-dump fixtures/demo/aws --scripts
+# fixtures/slurm/scripts/fsdp-efa.sbatch --save-inventory FILE` as main@facb3c0 wrote it: each node and the job
+# script's spec carry a top-level `slurm` part, each node joined to its EC2 instance.
+SLURM_BEFORE_PARTS = Path(__file__).parent / "snapshots" / "slurm-inventory-before-parts.json"
 
 # Every field of a node's shape and of a NIC, with why it belongs to every provider. A field only one provider fills
 # is a part of that provider's (resources/<provider>.py), not a line here.
@@ -47,7 +53,6 @@ NEUTRAL_SHAPE: dict[str, str] = {
     "accelerators": "GPUs attached beside the type's (GCP N1 today, a pod's node, a Slurm Gres on any cloud)",
     "accelerator": "the kind of those GPUs",
     "pod": "TO MOVE (issue 30 item 4): the k8s pod this node stands for; read in many rooms, moved last",
-    "slurm": "TO MOVE (issue 30 item 4): the Slurm node and partition; providers/slurm is changing under slurmctl",
     "extensions": "the typed slot for provider-only parts (model.NodePart)",
 }
 NEUTRAL_NIC: dict[str, str] = {
@@ -165,3 +170,47 @@ def test_a_saved_gcp_inventory_keeps_its_instances_firewall_targets(tmp_path: Pa
     path = tmp_path / "gcp.json"
     save_inventory(dumped, path)
     assert {n.id: n.shape.part(GcpNodePart) for n in load_inventory(path).nodes} == targets
+
+
+def test_a_saved_slurm_inventory_of_before_reads_its_slurm_key_into_the_part_and_judges_as_its_dump() -> None:
+    before = json.loads(SLURM_BEFORE_PARTS.read_text(encoding="utf-8"))
+    flat = [*before["nodes"], *before["specs"]]
+    assert len(flat) == 13 and all(n["slurm"]["joined_by"] == "address" for n in before["nodes"])
+    inventory = load_inventory(SLURM_BEFORE_PARTS)
+    read = [n.shape.part(SlurmPart) for n in [*inventory.nodes, *inventory.specs]]
+    assert read == [SlurmPart.model_validate(n["slurm"]) for n in flat]
+    assert {n.shape.extensions for n in inventory.nodes} == {(p,) for p in read[:12]}  # no other part on EC2 nodes
+    saved = run("check", str(SLURM_BEFORE_PARTS), "-f", "json")
+    dumped = run(
+        "slurm",
+        "--from-dump",
+        str(ROOT / "fixtures" / "slurm" / "pcluster"),
+        "--cloud-dump",
+        str(ROOT / "fixtures" / "demo" / "aws"),
+        "--scripts",
+        str(ROOT / "fixtures" / "slurm" / "scripts" / "fsdp-efa.sbatch"),
+        "-f",
+        "json",
+    )
+    assert saved.returncode == dumped.returncode == 1, saved.stderr + dumped.stderr
+
+    def judged(report: str) -> list[tuple[str, str | None, tuple[str, ...], str]]:
+        found = json.loads(report)["findings"]
+        return sorted((f["rule"], f["cluster"], tuple(f["resources"]), f["message"]) for f in found)
+
+    assert judged(saved.stdout) == judged(dumped.stdout) != []
+
+
+def test_a_slurm_node_on_a_gcp_instance_keeps_the_instances_part_beside_its_own() -> None:
+    gcp = GcpNodePart(firewall_targets=("tag:gpu",))
+    slurm = SlurmPart(cluster="llm", partition="train", cloud="gcp", joined_by="name")
+    node = Node.flat(
+        id="n1", provider="slurm", account="llm", region="slurm", extensions=[gcp], slurm=slurm.model_dump()
+    )
+    assert node.shape.extensions == (gcp, slurm)
+    assert node.shape.with_part(slurm.model_copy(update={"partition": "debug"})) == (
+        gcp,
+        SlurmPart(cluster="llm", partition="debug", cloud="gcp", joined_by="name"),
+    )
+    assert node.shape.without_part(SlurmPart) == (gcp,)
+    assert Node.flat(**node.model_dump(mode="json")) == node

@@ -22,6 +22,7 @@ from fabriccheck.providers.slurm.dump import load_dump
 from fabriccheck.providers.slurm.files import COMMANDS, gpus_of
 from fabriccheck.providers.slurm.hostlist import expand
 from fabriccheck.providers.slurm.support import NOT_JOINED
+from fabriccheck.resources.slurm import SlurmPart
 
 ROOT = Path(__file__).resolve().parents[1]
 SLURM = ROOT / "fixtures" / "slurm" / "pcluster"
@@ -137,7 +138,7 @@ def test_nodes_join_by_address_and_keep_their_instance() -> None:
     """NodeAddr 10.0.0.6 is i-00000000000000001's PrivateIpAddress in the demo's describe-instances.json."""
     inventory = load_dump(SLURM, None, AWS)
     node = next(n for n in inventory.nodes if n.id == "train-st-p5-1")
-    assert node.shape.slurm is not None and node.shape.slurm.joined_by == "address"
+    assert (part := node.shape.part(SlurmPart)) is not None and part.joined_by == "address"
     joined = {(i.node, i.cloud, i.instance) for i in inventory.slurm.instances}
     assert ("train-st-p5-1", "aws", "i-00000000000000001") in joined
     assert (node.instance_type, node.zone, node.placed_by("placement-group")) == (
@@ -145,8 +146,8 @@ def test_nodes_join_by_address_and_keep_their_instance() -> None:
         "us-east-1a",
         "pg-llm-prod",
     )
-    assert node.shape.slurm.group == "block1" and node.shape.slurm.topology == "block"
-    assert not any(n.id == "dev-st-p5-1" and n.shape.slurm and n.shape.slurm.multi_node for n in inventory.nodes)
+    assert part.group == "block1" and part.topology == "block"
+    assert not any(n.id == "dev-st-p5-1" and (p := n.shape.part(SlurmPart)) and p.multi_node for n in inventory.nodes)
 
 
 def _tagged_aws(tmp_path: Path) -> Path:
@@ -177,7 +178,7 @@ def test_a_powered_down_parallelcluster_node_joins_its_compute_resource(tmp_path
     inventory = load_dump(slurm, None, _tagged_aws(tmp_path))
     node = next(n for n in inventory.nodes if n.id == "train-dy-p5-1")
     assert node.state == "pending" and node.instance_type == "p5.48xlarge"
-    assert node.shape.slurm is not None and node.shape.slurm.joined_by == "name"
+    assert (part := node.shape.part(SlurmPart)) is not None and part.joined_by == "name"
     assert not any(i.node == "train-dy-p5-1" for i in inventory.slurm.instances)  # no instance of its own
     # Not joined (the untagged demo): its zone is unknown, so the partition's zone rule is not judged, not passed.
     code, report = _report("--from-dump", str(slurm), "--cloud-dump", str(AWS))

@@ -22,6 +22,7 @@ from typing import Any
 from cli_run import run
 
 from fabriccheck.providers.slurm.dump import load_dump
+from fabriccheck.resources.slurm import SlurmPart
 
 ROOT = Path(__file__).resolve().parents[1]
 SLURM = ROOT / "fixtures" / "slurm" / "pcluster"
@@ -124,7 +125,7 @@ def test_ccw_nodes_join_their_vms_by_nodeaddr(tmp_path: Path) -> None:
     joined = {i.node: (i.cloud, i.instance.rsplit("/", 1)[-1]) for i in inventory.slurm.instances}
     assert joined == {f"ccw-gpu-{n}": ("azure", f"ccw-gpu-a_{n:08x}") for n in range(1, 5)}
     node = next(n for n in inventory.nodes if n.id == "ccw-gpu-1")
-    assert node.shape.slurm is not None and node.shape.slurm.joined_by == "address"
+    assert (part := node.shape.part(SlurmPart)) is not None and part.joined_by == "address"
     scale_set = (
         f"/subscriptions/{SUB}/resourceGroups/ccw-rg/providers/Microsoft.Compute/virtualMachineScaleSets/ccw-gpu-a"
     )
@@ -170,4 +171,4 @@ def test_a_private_ip_two_vnets_share_joins_no_vm(tmp_path: Path) -> None:
     dump = _slurm(tmp_path, {"ccw-gpu-1": "10.0.0.4", "ccw-gpu-2": "10.0.0.5"})
     inventory = load_dump(dump, None, _azure(tmp_path, {}))
     assert inventory.slurm.instances == []
-    assert all(n.shape.slurm is not None and n.shape.slurm.joined_by is None for n in inventory.nodes)
+    assert all((p := n.shape.part(SlurmPart)) is not None and p.joined_by is None for n in inventory.nodes)

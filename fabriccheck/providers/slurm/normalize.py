@@ -10,13 +10,13 @@ the split).
 from __future__ import annotations
 
 from fabriccheck.inventory import Inventory
-from fabriccheck.model import FrozenTags, Node, NodeShape, NodeSpec, SlurmPart, fact_key
+from fabriccheck.model import FrozenTags, Node, NodeShape, NodeSpec, fact_key
 from fabriccheck.providers.slurm.files import SlurmDump, SlurmNode
 from fabriccheck.providers.slurm.join import Joined, Joiner
 from fabriccheck.providers.slurm.scripts import JobScript
 from fabriccheck.providers.slurm.support import JOB_TAG, PARTITION_TAG
 from fabriccheck.providers.slurm.topology import Topology
-from fabriccheck.resources.slurm import JoinedInstance, TopologyGroup
+from fabriccheck.resources.slurm import JoinedInstance, SlurmPart, TopologyGroup
 
 REGION = "slurm"
 # Job states (data_parser JOB_STATE flags) in which the job holds its nodes.
@@ -90,8 +90,9 @@ class Normalizer:
             # Made once per cloud shape and Slurm part: the nodes of one block and pool share it, as the pools of
             # every source do (sources/pools.py), so facts and verdicts are worked out once for all of them.
             tags = {JOB_TAG: job} if job else {PARTITION_TAG: partition}
+            parts = base.with_part(part) if base is not None else (part,)  # the instance's parts, and Slurm's
             update = {"provider": "slurm", "account": self.dump.cluster, "region": REGION, "origin": "running",
-                      "spec": None, "tags": tags, "slurm": part}  # fmt: skip
+                      "spec": None, "tags": tags, "extensions": parts}  # fmt: skip
             made = {**base.model_dump(), **update} if base is not None else {**update, "instance_type": key[2] or None}
             shape = self._shapes[key] = NodeShape.model_validate(made)
         ids = joined.node.interface_ids if joined is not None else ()
@@ -118,11 +119,11 @@ class Normalizer:
         """Each job script as a spec node of the partition it names, shaped as that partition's first node."""
         first: dict[str, Node] = {}
         for node in inventory.nodes:
-            if node.shape.slurm is not None and node.shape.slurm.job is None:
-                first.setdefault(node.shape.slurm.partition, node)
+            if (own := node.shape.part(SlurmPart)) is not None and own.job is None:
+                first.setdefault(own.partition, node)
         for script in self.scripts:
             found = first.get(script.partition or "")
-            own = found.shape.slurm if found is not None else None
+            own = found.shape.part(SlurmPart) if found is not None else None
             if found is None or own is None:
                 named = f"partition {script.partition}" if script.partition else "no partition (#SBATCH --partition)"
                 inventory.notes.append(f"{script.path} names {named} of the dump: not judged")
@@ -130,7 +131,10 @@ class Normalizer:
             part = own.model_copy(update={"job": script.path, "job_nodes": min(script.nodes, 256), "env": script.env})
             spec = NodeSpec(kind="job-script", name=script.path, role=f"sbatch, {script.nodes} node(s)")
             tags = FrozenTags({JOB_TAG: script.path})
-            shape = found.shape.model_copy(update={"origin": "template", "spec": spec, "slurm": part, "tags": tags})
+            parts = found.shape.with_part(part)
+            shape = found.shape.model_copy(
+                update={"origin": "template", "spec": spec, "extensions": parts, "tags": tags}
+            )
             inventory.specs.append(Node(id=script.path, interface_ids=found.interface_ids, shape=shape))
 
     def inventory(self, source: str) -> Inventory:

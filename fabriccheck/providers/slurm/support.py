@@ -29,8 +29,9 @@ from fabriccheck.cloud import (
     TagSignal,
     support,
 )
-from fabriccheck.model import Capability, NetworkPath, Node, NodeShape, SlurmPart
+from fabriccheck.model import Capability, NetworkPath, Node, NodeShape
 from fabriccheck.provider import clouds
+from fabriccheck.resources.slurm import SlurmPart
 
 if TYPE_CHECKING:
     from fabriccheck.inventory import Inventory
@@ -125,16 +126,16 @@ class SlurmSupport(HostedSupport):
 
     def fabric_attachment(self, shape: NodeShape, cap: Capability | None) -> FabricAttachment:
         """The joined instance's attachment, as its cloud decides it; a node not joined has none that is known."""
-        part = shape.slurm
+        part = shape.part(SlurmPart)
         if part is None or part.cloud not in {d.name for d in clouds()}:
             return FabricAttachment(0, 0)
-        as_cloud = shape.model_copy(update={"provider": part.cloud, "slurm": None})
+        as_cloud = shape.model_copy(update={"provider": part.cloud, "extensions": shape.without_part(SlurmPart)})
         return support(part.cloud).fabric_attachment(as_cloud, cap)
 
     # ---------------------------------------------------------------------------------------- facts
 
     def node_facts(self, shape: NodeShape, context: FactContext, attachment: FabricAttachment) -> Facts:
-        part = shape.slurm or SlurmPart(cluster=shape.account, partition="")
+        part = shape.part(SlurmPart) or SlurmPart(cluster=shape.account, partition="")
         facts: Facts = {
             "partition": part.partition,
             "slurm_gpus": part.gpus,
@@ -177,7 +178,7 @@ class SlurmSupport(HostedSupport):
                 for i in found]  # fmt: skip
 
     def cluster_facts(self, nodes: list[Node], node_facts: list[Facts], context: FactContext) -> Facts:
-        parts = [node.shape.slurm or SlurmPart(cluster=node.account, partition="") for node in nodes]
+        parts = [node.shape.part(SlurmPart) or SlurmPart(cluster=node.account, partition="") for node in nodes]
         first = parts[0]
         grouped = [(node, part) for node, part in zip(nodes, parts, strict=True) if part.group]
         ungrouped = [(node, part) for node, part in zip(nodes, parts, strict=True) if not part.group]
@@ -225,7 +226,9 @@ class SlurmSupport(HostedSupport):
             "islands": len(islands),
             "zone_islands": max((len(found) for found in by_zone.values()), default=0),
             "zone_blocks": f" Its topology also puts nodes of two or more zones in one {_GROUP[first.topology]}: "
-            f"{zone_words}; even a job Slurm keeps inside one is split." if zone_mixed and in_groups else "",
+            f"{zone_words}; even a job Slurm keeps inside one is split."
+            if zone_mixed and in_groups
+            else "",
             "island_names": _names(islands),
             "clouds": ", ".join(sorted({p.cloud for p in parts if p.cloud})),
             "unjoined": len(unjoined),
