@@ -1,0 +1,148 @@
+"""`fabriccheck slurm` against a real slurmctld (tests/slurmctld_run.py: Debian 12's slurm-wlm 22.05.8), read with
+the real scontrol, sinfo and squeue: live, as a user on a login node, and from a dump saved with the documented
+commands (files.COMMANDS). Slurm 22.05 is older than the shapes the fixtures of tests/test_slurm.py hold (25.x):
+scontrol has no --json, `sinfo --json` lists the nodes with `state` a string and `state_flags`, `squeue --json`
+writes `job_state` as a string, and `scontrol show topology` prints an upper switch with every node under it.
+
+The cluster (slurmctld_run.py): partitions train (gpu-[1-4], leaf switches leaf1 and leaf2), wide (gpu-[1-5]; gpu-5
+is in no switch) and solo (gpu-[4-5], MaxNodes=1); a held job in train, and job 2 given gpu-[2-3] (CONFIGURING:
+its cloud nodes are being "resumed" by `true`).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cli_run import run
+from slurmctld_run import WAIT_SECONDS, Controller, skip_without_slurm, slurmctld
+
+from fabriccheck.providers.slurm.files import COMMANDS, read_dump
+
+RUNNING_JOB_NODES = "gpu-[2-3]"
+
+
+def _wait_for_nodes(controller: Controller, job: str) -> None:
+    """Until slurmctld has given `job` its nodes (it schedules on its own loop), at most WAIT_SECONDS."""
+    probe = ["squeue", "--noheader", "--jobs", job, "--format=%N"]
+    for _ in range(int(WAIT_SECONDS / 0.2)):
+        if controller.run(*probe).strip():
+            return
+        subprocess.run(["sleep", "0.2"], check=True)
+    pytest.fail(f"waited {WAIT_SECONDS:g} s for slurmctld to give job {job} its nodes: {controller.log()}")
+
+
+@pytest.fixture(scope="session")
+def controller() -> Iterator[Controller]:
+    skip_without_slurm()
+    with slurmctld() as started:
+        where = str(started.folder)
+        started.run("sbatch", f"--chdir={where}", "--hold", "--partition=train", "--nodes=2", "--wrap=true")
+        started.run("sbatch", f"--chdir={where}", "--partition=train", f"--nodelist={RUNNING_JOB_NODES}",
+                    "--nodes=2", "--wrap=true")  # fmt: skip
+        _wait_for_nodes(started, "2")
+        yield started
+
+
+def _report(controller: Controller, *args: str) -> tuple[int, dict[str, Any]]:
+    result = run("slurm", *args, "-f", "json", env=controller.env)
+    assert result.returncode in (0, 1, 2) and result.stdout, result.stderr
+    report: dict[str, Any] = json.loads(result.stdout)
+    return result.returncode, report
+
+
+def _clusters(report: dict[str, Any]) -> dict[str, list[str]]:
+    return {c["id"].rsplit(":", 1)[-1]: sorted(c["nodes"]) for c in report["clusters"]}
+
+
+def _flagged(report: dict[str, Any], rule: str) -> set[tuple[str, str]]:
+    found = [f for f in report["findings"] if f["rule"] == rule]
+    return {(f["cluster"].rsplit(":", 1)[-1], resource) for f in found for resource in f["resources"]}
+
+
+def _judged_alike(report: dict[str, Any]) -> None:
+    """What the cluster holds comes through, and SLURM101 flags gpu-5 in wide only (solo runs single-node jobs)."""
+    clusters = _clusters(report)
+    assert clusters["slurm-partition/train"] == ["gpu-1", "gpu-2", "gpu-3", "gpu-4"]
+    assert clusters["slurm-partition/wide"] == ["gpu-1", "gpu-2", "gpu-3", "gpu-4", "gpu-5"]
+    assert clusters["slurm-job/2"] == ["gpu-2", "gpu-3"]  # CONFIGURING: holds its nodes
+    assert "slurm-job/1" not in clusters  # held: no node planned
+    assert "spare-1" not in json.dumps(report)  # State=FUTURE: slurmctld does not show it
+    assert _flagged(report, "SLURM101") == {("slurm-partition/wide", "gpu-5")}
+    assert all(report_cluster["account"] == "fctest" for report_cluster in report["clusters"])  # slurm.conf's name
+
+
+def test_live_run_reads_the_real_controller(controller: Controller, tmp_path: Path) -> None:
+    """`fabriccheck slurm` on a login node of a 22.05 cluster: scontrol's --json fails, sinfo --json and the text of
+    scontrol show partitions stand in, and the run is judged as complete as Slurm alone allows."""
+    inventory = tmp_path / "inventory.json"
+    code, report = _report(controller, "--save-inventory", str(inventory))
+    _judged_alike(report)
+    assert report["source"] == "slurm live"
+    assert report["errors"] == []  # every fact Slurm holds was read: only the cloud's are missing
+    saved = json.loads(inventory.read_text())
+    groups = {g["name"]: g["nodes"] for g in saved["slurm"]["groups"]}
+    assert groups == {"leaf1": ["gpu-1", "gpu-2"], "leaf2": ["gpu-3", "gpu-4"]}  # the spine is no leaf switch
+    states = {n["id"]: n["state"] for n in saved["nodes"]}
+    assert states["gpu-1"] == "pending"  # IDLE+CLOUD+POWERED_DOWN: what a job would get when it powers up
+    assert code == 2  # without --cloud-dump the cloud's rules are not judged: never a pass
+
+
+def _save_dump(controller: Controller, folder: Path) -> set[str]:
+    """Each documented command run as a user runs it in an empty folder; the files it made. The cp lines for
+    topology.conf and gres.conf name /etc/slurm: this cluster's files are beside its SLURM_CONF."""
+    folder.mkdir()
+    for name, command in COMMANDS.items():
+        if command.startswith("cp /etc/slurm/"):
+            command = command.replace("/etc/slurm", str(controller.conf.parent))
+        subprocess.run(["sh", "-c", command], cwd=folder, env=controller.env, capture_output=True, check=False)
+        if (folder / name).exists() and (folder / name).stat().st_size == 0:
+            (folder / name).unlink()  # `scontrol show nodes --json > nodes.json` failed: the shell left it empty
+    return {path.name for path in folder.iterdir()}
+
+
+def test_a_dump_saved_with_the_documented_commands(controller: Controller, tmp_path: Path) -> None:
+    """The dump's commands on 22.05: sinfo.json and partitions.txt stand for the --json files scontrol cannot
+    write, and --from-dump judges what the live run judges."""
+    dump = tmp_path / "dump"
+    made = _save_dump(controller, dump)
+    assert made == {"sinfo.json", "partitions.txt", "jobs.json", "topology.txt", "slurm.conf", "topology.conf"}
+    code, report = _report(controller, "--from-dump", str(dump))
+    _judged_alike(report)
+    _, live = _report(controller)
+    assert report["findings"] == live["findings"]
+    assert code == 2
+
+
+def test_the_real_shapes_read_into_records(controller: Controller, tmp_path: Path) -> None:
+    """What each 22.05 file gives the reader: node states with their flags, MaxNodes from the text, job states."""
+    dump = tmp_path / "dump"
+    _save_dump(controller, dump)
+    read = read_dump(dump)
+    assert read.cluster == "fctest" and read.topology_plugin == "tree"
+    nodes = {n.name: n for n in read.nodes}
+    assert sorted(nodes) == ["gpu-1", "gpu-2", "gpu-3", "gpu-4", "gpu-5"]
+    assert nodes["gpu-5"].partitions == ["wide", "solo"] and nodes["gpu-5"].gpus == 8
+    assert {"IDLE", "CLOUD", "POWERED_DOWN"} <= set(nodes["gpu-1"].states)
+    assert read.partitions is not None
+    assert {name: p.max_nodes for name, p in read.partitions.items()} == {"train": None, "wide": None, "solo": 1}
+    jobs = {job.id: job for job in read.jobs or []}
+    assert (jobs["1"].states, jobs["1"].nodes, jobs["1"].node_count) == (["PENDING"], [], 2)
+    assert (jobs["2"].states, jobs["2"].nodes) == (["CONFIGURING"], ["gpu-2", "gpu-3"])
+
+
+def test_the_right_topology_is_not_flagged(controller: Controller, tmp_path: Path) -> None:
+    """The same dump with gpu-5 under a leaf switch of topology.txt: SLURM101 no longer fires (it can pass)."""
+    dump = tmp_path / "dump"
+    _save_dump(controller, dump)
+    text = (dump / "topology.txt").read_text()
+    assert "SwitchName=leaf2 Level=0 LinkSpeed=1 Nodes=gpu-[3-4]\n" in text  # topo_info.c's line, as printed
+    (dump / "topology.txt").write_text(text.replace("Nodes=gpu-[3-4]\n", "Nodes=gpu-[3-5]\n", 1))
+    _, report = _report(controller, "--from-dump", str(dump))
+    assert _flagged(report, "SLURM101") == set()
+    shutil.rmtree(dump)
