@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import slurmctld_run
 from cli_run import run
 from slurmctld_run import WAIT_SECONDS, Controller, skip_without_slurm, slurmctld
 
@@ -146,3 +147,15 @@ def test_the_right_topology_is_not_flagged(controller: Controller, tmp_path: Pat
     _, report = _report(controller, "--from-dump", str(dump))
     assert _flagged(report, "SLURM101") == set()
     shutil.rmtree(dump)
+
+
+def test_missing_slurm_skips_here_and_fails_under_ci(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without slurmctld the real-controller tests skip with the reason; with FABRICCHECK_REQUIRE_SLURM=1 (.ci/run)
+    the same absence is a failure, so CI never passes by skipping them."""
+    monkeypatch.setattr(slurmctld_run, "_which", lambda name: None if name == "slurmctld" else f"/usr/bin/{name}")
+    monkeypatch.delenv(slurmctld_run.REQUIRE, raising=False)
+    with pytest.raises(pytest.skip.Exception, match="slurmctld not installed"):
+        skip_without_slurm()
+    monkeypatch.setenv(slurmctld_run.REQUIRE, "1")
+    with pytest.raises(pytest.fail.Exception, match="FABRICCHECK_REQUIRE_SLURM=1 but slurmctld not installed"):
+        skip_without_slurm()
