@@ -26,6 +26,7 @@ from slurmctld_run import WAIT_SECONDS, Controller, skip_without_slurm, slurmctl
 from fabriccheck.providers.slurm.files import COMMANDS, read_dump
 
 RUNNING_JOB_NODES = "gpu-[2-3]"
+DEBIAN = Path(__file__).resolve().parents[1] / "fixtures" / "slurm" / "debian-22.05"
 
 
 def _wait_for_nodes(controller: Controller, job: str) -> None:
@@ -135,6 +136,31 @@ def test_the_real_shapes_read_into_records(controller: Controller, tmp_path: Pat
     jobs = {job.id: job for job in read.jobs or []}
     assert (jobs["1"].states, jobs["1"].nodes, jobs["1"].node_count) == (["PENDING"], [], 2)
     assert (jobs["2"].states, jobs["2"].nodes) == (["CONFIGURING"], ["gpu-2", "gpu-3"])
+
+
+def _shape(folder: Path) -> dict[str, Any]:
+    """What a dump's files are made of, values aside: the keys of each node and job, the words of the texts."""
+    nodes = json.loads((folder / "sinfo.json").read_text())
+    jobs = json.loads((folder / "jobs.json").read_text())
+    words = {name: sorted({w.split("=")[0] for w in (folder / name).read_text().split() if "=" in w})
+             for name in ("partitions.txt", "topology.txt")}  # fmt: skip
+    return {
+        "meta": nodes["meta"],
+        "node": sorted({key for node in nodes["nodes"] for key in node}),
+        "job": sorted({key for job in jobs["jobs"] for key in job}),
+        "job_state": sorted({job["job_state"] for job in jobs["jobs"]}),
+        **words,
+    }
+
+
+def test_the_captured_fixture_is_what_the_controller_prints(controller: Controller, tmp_path: Path) -> None:
+    """fixtures/slurm/debian-22.05 (read by tests/test_slurm_versions.py where Slurm is not installed) has the
+    shapes this Slurm prints now: a fixture that drifts from the real output fails here."""
+    dump = tmp_path / "dump"
+    _save_dump(controller, dump)
+    assert _shape(dump) == _shape(DEBIAN)
+    for name in ("topology.txt", "topology.conf"):
+        assert (dump / name).read_text() == (DEBIAN / name).read_text()
 
 
 def test_the_right_topology_is_not_flagged(controller: Controller, tmp_path: Path) -> None:
