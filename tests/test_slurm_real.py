@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -35,7 +36,7 @@ def _wait_for_nodes(controller: Controller, job: str) -> None:
     for _ in range(int(WAIT_SECONDS / 0.2)):
         if controller.run(*probe).strip():
             return
-        subprocess.run(["sleep", "0.2"], check=True)
+        time.sleep(0.2)
     pytest.fail(f"waited {WAIT_SECONDS:g} s for slurmctld to give job {job} its nodes: {controller.log()}")
 
 
