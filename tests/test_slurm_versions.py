@@ -53,13 +53,21 @@ def test_a_slurm_22_05_dump_as_the_real_controller_printed_it() -> None:
 
 
 def test_nodes_json_is_read_before_sinfo_json(tmp_path: Path) -> None:
-    """Where a dump holds both, scontrol's nodes.json (it names InstanceId and the cluster) is the one read."""
+    """Where a dump holds both, scontrol's nodes.json (it names InstanceId and the cluster) is the one read, unless
+    the shell left it empty."""
     dump = tmp_path / "dump"
     shutil.copytree(DEBIAN, dump)
     nodes = {"meta": {"slurm": {"cluster": "other"}}, "nodes": [{"name": "gpu-9", "partitions": ["wide"]}]}
     (dump / "nodes.json").write_text(json.dumps(nodes))
     read = read_dump(dump)
     assert [n.name for n in read.nodes] == ["gpu-9"] and read.read[0] == "nodes.json"
+    # Empty, as `scontrol show nodes --json > nodes.json` leaves it where scontrol has no --json: sinfo.json is read.
+    (dump / "nodes.json").write_text("")
+    (dump / "partitions.json").write_text("")
+    read = read_dump(dump)
+    assert read.read[:2] == ["sinfo.json", "partitions.txt"] and len(read.nodes) == 5
+    (dump / "sinfo.json").unlink()  # an empty nodes.json alone is still a damaged file, named
+    assert "nodes.json" in one_clean_line(run("slurm", "--from-dump", str(dump)))
 
 
 def test_an_upper_switch_of_scontrol_show_topology_is_no_leaf() -> None:

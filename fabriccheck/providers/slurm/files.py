@@ -279,11 +279,18 @@ def gres_gpus(path: Path) -> dict[str, int]:
     return found
 
 
+def _given(folder: Path, name: str, instead: str) -> bool:
+    """`name` is there to be read: an empty one beside its stand-in is what `scontrol ... --json > name` leaves
+    where scontrol has no --json (the shell makes the file, scontrol writes nothing), and the stand-in is read."""
+    path = folder / name
+    return path.is_file() and not (path.stat().st_size == 0 and (folder / instead).is_file())
+
+
 def read_dump(folder: Path) -> SlurmDump:
     """The Slurm files of one dump folder; nodes.json (or sinfo.json) must be there."""
     if not folder.is_dir():
         raise FabricCheckError(f"--from-dump {folder}: not a folder")
-    if (folder / REQUIRED).is_file():
+    if _given(folder, REQUIRED, SINFO):
         (nodes, cluster), read = _nodes(folder / REQUIRED), [REQUIRED]
     elif (folder / SINFO).is_file():
         (nodes, cluster), read = _sinfo(folder / SINFO), [SINFO]
@@ -291,7 +298,7 @@ def read_dump(folder: Path) -> SlurmDump:
         how = f"{COMMANDS[REQUIRED]}; before Slurm 23.02: {COMMANDS[SINFO].split('#')[0].strip()}"
         raise FabricCheckError(f"--from-dump {folder}: no {REQUIRED} or {SINFO} (make it with: {how})")
     partitions = jobs = conf = None
-    if (folder / "partitions.json").is_file():
+    if _given(folder, "partitions.json", "partitions.txt"):
         partitions, read = _partitions(folder / "partitions.json"), [*read, "partitions.json"]
     elif (folder / "partitions.txt").is_file():
         partitions, read = _partitions_text(folder / "partitions.txt"), [*read, "partitions.txt"]
