@@ -1,6 +1,7 @@
-"""A real Slurm controller for the tests (Debian's `slurm-wlm` and `munge`, which .ci/run installs): a private munged
-(its own key, socket, pid and log in a temporary folder) and a slurmctld on a free port of 127.0.0.1 with its own
-slurm.conf and topology.conf, read with the real scontrol, sinfo and squeue through SLURM_CONF.
+"""A real Slurm controller for the tests (Debian's `slurm-wlm`, `slurmrestd` and `munge`, which .ci/run installs): a
+private munged (its own key, socket, pid and log in a temporary folder) and a slurmctld on a free port of 127.0.0.1
+with its own slurm.conf and topology.conf, read with the real scontrol, sinfo and squeue through SLURM_CONF, and a
+slurmrestd beside it when a test asks.
 
 The nodes are `State=CLOUD`: slurm.conf(5) "CLOUD: the node exists in the cloud ... [it] will be powered down"
 until a job needs it, so no slurmd has to run, and slurmctld shows them idle~ (IDLE+CLOUD+POWERED_DOWN) for as long
@@ -18,6 +19,7 @@ import getpass
 import os
 import shutil
 import signal
+import socket as socket_module
 import subprocess
 import tempfile
 import time
@@ -31,7 +33,7 @@ from gateway_run import free_port
 
 REQUIRE = "FABRICCHECK_REQUIRE_SLURM"  # =1 (.ci/run): a missing binary fails the tests instead of skipping them
 SBIN = "/usr/sbin:/sbin"  # slurmctld and munged are in sbin, off a non-root user's PATH
-DAEMONS = ("slurmctld", "munged")
+DAEMONS = ("slurmctld", "munged", "slurmrestd")
 CLIENTS = ("scontrol", "sinfo", "squeue", "sbatch", "munge")
 WAIT_SECONDS = 30.0  # for a daemon to answer: bounded, and the failure says what it waited for
 
@@ -63,7 +65,7 @@ def skip_without_slurm() -> None:
     """Skip (fail under CI) when Slurm or munge is not installed."""
     absent = missing()
     if absent:
-        reason = f"{', '.join(absent)} not installed (apt-get install slurm-wlm munge)"
+        reason = f"{', '.join(absent)} not installed (apt-get install slurm-wlm slurmrestd munge)"
         if os.environ.get(REQUIRE) == "1":
             pytest.fail(f"{REQUIRE}=1 but {reason}")
         pytest.skip(reason)
@@ -133,6 +135,9 @@ def _slurm_conf(folder: Path, socket: Path, port: int) -> Path:
     conf = folder / "etc" / "slurm.conf"
     conf.parent.mkdir()
     (folder / "state").mkdir()
+    jwt = folder / "state" / "jwt.key"  # slurmctld signs `scontrol token` with it (jwt.shtml); only it reads it
+    jwt.write_bytes(os.urandom(32))
+    jwt.chmod(0o600)
     conf.write_text(
         f"""# fabriccheck's test controller (tests/slurmctld_run.py)
 ClusterName=fctest
@@ -143,6 +148,8 @@ SlurmUser={user}
 AuthType=auth/munge
 CredType=cred/munge
 AuthInfo=socket={socket}
+AuthAltTypes=auth/jwt
+AuthAltParameters=jwt_key={jwt}
 StateSaveLocation={folder / "state"}
 SlurmdSpoolDir={folder / "spool"}
 SlurmctldPidFile={folder / "slurmctld.pid"}
@@ -176,6 +183,31 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(timeout=WAIT_SECONDS)
+
+
+@contextmanager
+def slurmrestd(controller: Controller) -> Iterator[str]:
+    """slurmrestd on a free port of 127.0.0.1, taking the JWTs slurmctld signs (rest_auth/jwt); its URL. It will not
+    run as root or SlurmUser (src/slurmrestd/slurmrestd.c at slurm-22-05-8-1: "should not be run as the root user"):
+    as root, it drops to `nobody` once its socket is open (slurmrestd(8) -u)."""
+    port = free_port()
+    argv = [str(_which("slurmrestd")), "-f", str(controller.conf), "-a", "rest_auth/jwt", "-s", "openapi/v0.0.38"]
+    argv += ["-u", "nobody"] if os.geteuid() == 0 else []
+    log = controller.folder / "slurmrestd.log"
+    # doc/html/rest.shtml (22.05): "slurmrestd should be provided an invalid SLURM_JWT ... to activate JWT".
+    env = dict(controller.env, SLURM_JWT="daemon")
+    with log.open("ab") as err:
+        proc = subprocess.Popen([*argv, f"127.0.0.1:{port}"], env=env, stdout=err, stderr=err)
+    try:
+        _wait(f"slurmrestd to listen on 127.0.0.1:{port}", lambda: _listens(port), proc, log)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        _stop(proc)
+
+
+def _listens(port: int) -> bool:
+    with socket_module.socket() as probe:
+        return probe.connect_ex(("127.0.0.1", port)) == 0
 
 
 @contextmanager

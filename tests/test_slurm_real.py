@@ -11,6 +11,7 @@ its cloud nodes are being "resumed" by `true`).
 
 from __future__ import annotations
 
+import getpass
 import json
 import shutil
 import subprocess
@@ -22,7 +23,7 @@ from typing import Any
 import pytest
 import slurmctld_run
 from cli_run import run
-from slurmctld_run import WAIT_SECONDS, Controller, skip_without_slurm, slurmctld
+from slurmctld_run import WAIT_SECONDS, Controller, skip_without_slurm, slurmctld, slurmrestd
 
 from fabriccheck.providers.slurm.files import COMMANDS, read_dump
 
@@ -137,6 +138,26 @@ def test_the_real_shapes_read_into_records(controller: Controller, tmp_path: Pat
     jobs = {job.id: job for job in read.jobs or []}
     assert (jobs["1"].states, jobs["1"].nodes, jobs["1"].node_count) == (["PENDING"], [], 2)
     assert (jobs["2"].states, jobs["2"].nodes) == (["CONFIGURING"], ["gpu-2", "gpu-3"])
+
+
+def test_slurmrestd_of_22_05_reads_as_the_commands_do(controller: Controller) -> None:
+    """`--slurmrestd` against the real 22.05.8 daemon, with the token `scontrol token` prints: it serves API v0.0.38
+    only, whose nodes and jobs are the shapes sinfo and squeue print and whose partitions say
+    `maximum_nodes_per_job`. The REST API has no topology: SLURM101 is not judged, not passed."""
+    said = controller.run("scontrol", "token", f"username={getpass.getuser()}").strip()
+    assert said.startswith("SLURM_JWT=")
+    with slurmrestd(controller) as url:
+        result = run("slurm", "--slurmrestd", url, "-f", "json", env=dict(controller.env, SLURM_JWT=said[10:]))
+    assert result.returncode == 2 and result.stdout, result.stderr  # no topology, no cloud: never a pass
+    report: dict[str, Any] = json.loads(result.stdout)
+    assert report["errors"] == [] and said[10:] not in result.stdout + result.stderr
+    clusters = _clusters(report)
+    assert clusters["slurm-partition/wide"] == ["gpu-1", "gpu-2", "gpu-3", "gpu-4", "gpu-5"]
+    assert clusters["slurm-job/2"] == ["gpu-2", "gpu-3"]
+    assert "slurm-partition/solo" not in clusters  # maximum_nodes_per_job 1: single-node jobs, not judged
+    assert _flagged(report, "SLURM101") == set()
+    wide = next(c for c in report["clusters"] if c["id"].endswith("slurm-partition/wide"))
+    assert "SLURM101" in {n["rule"] for n in wide["not_judged"]}
 
 
 def _shape(folder: Path) -> dict[str, Any]:

@@ -207,6 +207,9 @@ def _partitions(path: Path) -> dict[str, Partition]:
             raise FabricCheckError(f"{path}: partitions[{index}] has no name")
         maximums = item.get("maximums")
         most = _number(maximums.get("nodes")) if isinstance(maximums, dict) else None
+        if "maximum_nodes_per_job" in item:  # openapi/v0.0.38 (22.05 slurmrestd): -1 is INFINITE (partitions.c)
+            most = _number(item["maximum_nodes_per_job"])
+            most = None if most is not None and most < 0 else most
         topology = item.get("topology")
         found[item["name"]] = Partition(item["name"], most, topology if isinstance(topology, str) else "")
     return found
