@@ -189,13 +189,17 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 def slurmrestd(controller: Controller) -> Iterator[str]:
     """slurmrestd on a free port of 127.0.0.1, taking the JWTs slurmctld signs (rest_auth/jwt); its URL. It will not
     run as root or SlurmUser (src/slurmrestd/slurmrestd.c at slurm-22-05-8-1: "should not be run as the root user"):
-    as root, it drops to `nobody` once its socket is open (slurmrestd(8) -u)."""
+    as root, it drops to `nobody` once its socket is open (slurmrestd(8) -u); as the user running the tests, who is
+    this controller's SlurmUser, it is told so (slurmrestd(8) SLURMRESTD_SECURITY=disable_user_check)."""
     port = free_port()
     argv = [str(_which("slurmrestd")), "-f", str(controller.conf), "-a", "rest_auth/jwt", "-s", "openapi/v0.0.38"]
-    argv += ["-u", "nobody"] if os.geteuid() == 0 else []
-    log = controller.folder / "slurmrestd.log"
     # doc/html/rest.shtml (22.05): "slurmrestd should be provided an invalid SLURM_JWT ... to activate JWT".
     env = dict(controller.env, SLURM_JWT="daemon")
+    if os.geteuid() == 0:
+        argv += ["-u", "nobody"]
+    else:
+        env["SLURMRESTD_SECURITY"] = "disable_user_check"
+    log = controller.folder / "slurmrestd.log"
     with log.open("ab") as err:
         proc = subprocess.Popen([*argv, f"127.0.0.1:{port}"], env=env, stdout=err, stderr=err)
     try:
