@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from fabriccheck.errors import FabricCheckError
+from fabriccheck.providers.slurm.gres import gpu_types_of, gres_types
 from fabriccheck.providers.slurm.hostlist import expand
 from fabriccheck.providers.slurm.topology import Topology, read_topologies
 from fabriccheck.sources.common import read_json
@@ -68,6 +69,7 @@ class SlurmNode:
     states: list[str] = field(default_factory=list)
     instance_id: str = ""  # set by the cloud plugin, where it does
     instance_type: str = ""
+    gpu_types: tuple[str, ...] = ()  # Gres= gpu types (gpu:h100:8), else gres.conf's Type= (providers/slurm/gres.py)
 
     @property
     def state(self) -> str:
@@ -158,6 +160,7 @@ def _node(item: dict[str, Any], where: str) -> SlurmNode:
         hostname=str(item.get("hostname") or ""),
         partitions=_list(item.get("partitions")),
         gpus=gpus_of(str(item.get("gres") or "")),
+        gpu_types=gpu_types_of(str(item.get("gres") or "")),
         states=_states(item),
         instance_id=str(item.get("instance_id") or ""),
         instance_type=str(item.get("instance_type") or ""),
@@ -190,10 +193,11 @@ def _sinfo(path: Path) -> tuple[list[SlurmNode], str]:
         if not isinstance(names, list | str):
             raise FabricCheckError(f"{where} has no nodes.nodes list")
         part = partition.get("name") if isinstance(partition, dict) else None
-        gpus = gpus_of(str(gres.get("total") or "")) if isinstance(gres, dict) else 0
+        total = str(gres.get("total") or "") if isinstance(gres, dict) else ""
         states = [s.upper() for s in _list(node.get("state"))] if isinstance(node, dict) else []
         for name in expand(names, f"{where}.nodes.nodes") if isinstance(names, str) else [str(n) for n in names]:
-            one = found.setdefault(name, SlurmNode(name, gpus=gpus, states=states))
+            made = SlurmNode(name, gpus=gpus_of(total), gpu_types=gpu_types_of(total), states=states)
+            one = found.setdefault(name, made)
             if isinstance(part, str) and part and part not in one.partitions:
                 one.partitions.append(part)
     return list(found.values()), _cluster(doc)
@@ -311,8 +315,10 @@ def read_dump(folder: Path) -> SlurmDump:
         conf, read = conf_values(folder / "slurm.conf"), [*read, "slurm.conf"]
     if (folder / "gres.conf").is_file():
         by_node, read = gres_gpus(folder / "gres.conf"), [*read, "gres.conf"]
+        typed = gres_types(folder / "gres.conf")
         for node in nodes:
             node.gpus = node.gpus or by_node.get(node.name, 0)  # the node's own Gres= first
+            node.gpu_types = node.gpu_types or typed.get(node.name, ())
     topologies = read_topologies(folder)
     read += [name for name in ("topology.txt", "topology.yaml", "topology.conf") if (folder / name).is_file()]
     plugin = None
