@@ -17,6 +17,7 @@ from fabriccheck.findings import Finding
 from fabriccheck.judge import named_as
 from fabriccheck.model import Capability, Node, NodeShape
 from fabriccheck.penalty.members import TCP_EFFECTS, node_fabric, node_state
+from fabriccheck.resources.k8s import PodPart
 
 Member = tuple[penalty.FabricDescription, penalty.FabricState]  # one node's fabric and what is wrong with it
 # Words that name a test job in a Kubernetes workload's name or its containers' names and images: nccl-tests
@@ -28,7 +29,7 @@ TEST_JOB_WORDS = ("nccl-test", "nccl_test", "health-check", "healthcheck", "node
 def test_job(cluster: Cluster) -> str | None:
     """The word that makes a Kubernetes workload a test job (nccl-tests, a health check), or None."""
     for node in cluster.nodes:
-        pod = node.shape.pod
+        pod = node.shape.part(PodPart)
         if pod is None:
             continue
         texts = [pod.workload.rsplit("/", 1)[-1].lower()] + [f"{c} {i}".lower() for c, i in pod.containers]
@@ -135,7 +136,7 @@ def _key(node: Node, effects: frozenset[str], facts: FactBuilder) -> _MemberKey:
 def _job_sockets(node: Node) -> tuple[int | None, int | None]:
     """NCCL_SOCKET_NTHREADS and NCCL_NSOCKS_PERTHREAD as a pod's containers set them (None: unset, or not a whole
     number NCCL would read): NCCL's socket count follows them (penalty.links.nccl_sockets)."""
-    pod = node.shape.pod
+    pod = node.shape.part(PodPart)
     env = dict(pod.env) if pod is not None else {}
     found = []
     for name in ("NCCL_SOCKET_NTHREADS", "NCCL_NSOCKS_PERTHREAD"):

@@ -27,6 +27,7 @@ from pydantic import (
 
 from fabriccheck.resources.azure import AzureNicPart
 from fabriccheck.resources.gcp import GcpNodePart
+from fabriccheck.resources.k8s import PodPart
 from fabriccheck.resources.slurm import SlurmPart
 
 # The base models and bounds live one room down (values.py), where the provider parts below build on them too; they
@@ -57,7 +58,7 @@ UNKNOWN_ACCOUNT = "unknown"
 # What only one provider's nodes or NICs have is no field of the neutral model: it is a part of that provider's
 # (resources/<provider>.py), held in a node's `extensions` or a NIC's `extension` and told apart by its `provider`.
 # A provider with a part of its own adds it to the union here (issue 30 item 4).
-NodePart = Annotated[GcpNodePart | SlurmPart, Field(discriminator="provider")]
+NodePart = Annotated[GcpNodePart | PodPart | SlurmPart, Field(discriminator="provider")]
 NicPart = Annotated[AzureNicPart, Field(discriminator="provider")]
 Part = TypeVar("Part", bound=Frozen)
 # Keys a flat node or NIC held before a provider's part held them (saved inventories, rule examples, custom rules'
@@ -65,7 +66,7 @@ Part = TypeVar("Part", bound=Frozen)
 _NODE_KEYS_MOVED: dict[str, type[Frozen]] = {"firewall_targets": GcpNodePart}
 _NIC_KEYS_MOVED: dict[str, type[Frozen]] = {"accelerated": AzureNicPart}
 # Keys a flat node held a whole part in before its provider's part went into `extensions`.
-_NODE_PARTS_MOVED: dict[str, type[Frozen]] = {"slurm": SlurmPart}
+_NODE_PARTS_MOVED: dict[str, type[Frozen]] = {"pod": PodPart, "slurm": SlurmPart}
 
 
 def _moved_keys(
@@ -226,42 +227,6 @@ class SourceLocation(Model):
     cloud_id: str | None = None
 
 
-Counts = tuple[tuple[str, int], ...]  # (resource name, quantity) pairs, sorted
-
-
-class PodPart(Frozen):
-    """What a Kubernetes pod (provider k8s) asks of the node it runs on, and what that node offers: the fabric is
-    opt-in a second time in Kubernetes, so the node's type alone does not say what the pod gets. The pod's node
-    (type, zone, pool) is the rest of its shape."""
-
-    workload: str  # namespace/Kind/name of the pod's top owner, or namespace/Pod/name for a bare pod
-    kind: str  # that owner's kind (PyTorchJob, JobSet, StatefulSet ...)
-    node: str | None = None  # the Kubernetes node it runs on; None: pending, or a manifest's pod
-    node_pool: str | None = None  # EKS node group, GKE node pool, AKS agent pool, Karpenter node pool
-    cloud: str | None = None  # aws | gcp | azure: the node's cloud (spec.providerID, else its type)
-    instance: str | None = None  # the node's cloud instance id (from spec.providerID), to join a cloud report
-    cloud_account: str | None = None  # that instance's GCP project or Azure subscription (an AWS providerID names none)
-    gpus: Count = 0  # accelerators the pod requests
-    requests: Counts = ()  # fabric resources it requests (vpc.amazonaws.com/efa, rdma/*, hugepages-*)
-    allocatable: Counts | None = None  # fabric resources its node advertises; None: not known (no node)
-    ipc_lock: bool = False  # some container adds IPC_LOCK (or runs privileged)
-    default_interface: str | None = None  # networking.gke.io/default-interface
-    networks: tuple[str, ...] = ()  # networks mapped in networking.gke.io/interfaces, default one excepted
-    interfaces: tuple[str, ...] = ()  # the interface names that annotation gives those networks (eth1, eth2 ...)
-    host_network: bool = False  # spec.hostNetwork: the pod sees every NIC of its node (not its devices)
-    containers: tuple[tuple[str, str], ...] = ()  # (name, image) of its containers and native sidecars
-    env: tuple[tuple[str, str], ...] = ()  # NCCL_* and FI_* settings in its containers' env
-    # NCCL_* and FI_* settings an MPIJob's launcher passes its ranks (mpirun -x NAME=VALUE, or -x NAME with the
-    # launcher's own value): what the ranks on this worker see, where its own env does not reach them.
-    launcher_env: tuple[tuple[str, str], ...] = ()
-    privileged: bool = False  # some container runs privileged: it sees every device of its node (fabric included)
-    host_paths: tuple[str, ...] = ()  # hostPath volumes under /dev it mounts (/dev/infiniband ...)
-    claimed: Counts = ()  # devices its DRA ResourceClaims give it, by kind (gpu, fabric-nic, imex-channel)
-    claims_unknown: tuple[str, ...] = ()  # claims whose devices could not be told (unknown class, claim not read)
-    # rdma/* resources it requests that none of its node candidates (its node, or those its selector allows) advertise
-    unadvertised: tuple[str, ...] = ()
-
-
 class NodeShape(Frozen):
     """Everything about a node but its name and its own values (state, topology, source location, unknown facts,
     interface ids): the nodes of one scale set, node pool or launch template share one shape, and every fact and
@@ -285,10 +250,9 @@ class NodeShape(Frozen):
     # none, one or several GPUs of a kind they choose); None: the type says (the capability's accelerators).
     accelerators: Count | None = None
     accelerator: str | None = None  # their kind, as the accelerator table names it ("V100"), else as the API does
-    pod: PodPart | None = None  # provider k8s: the pod this node stands for
     # What only one provider's nodes have, at most one part per provider (resources/<provider>.py): a Compute Engine
-    # instance's firewall targets, the Slurm node and partition a slurm node stands for. A Slurm node joined to an
-    # instance keeps the instance's parts beside its own.
+    # instance's firewall targets, the pod a k8s node stands for, the Slurm node and partition a slurm node stands
+    # for. A Slurm node joined to an instance keeps the instance's parts beside its own.
     extensions: tuple[NodePart, ...] = ()
 
     @model_validator(mode="after")
@@ -345,11 +309,11 @@ _OWN_FIELDS = frozenset({"id", "state", "topology", "source", "unknown", "interf
 # The order a flat node's fields are written in (saved inventories).
 _FLAT_ORDER = (
     "account", "region", "id", "provider", "origin", "spec", "zone", "instance_type", "state", "image", "tags",
-    "interfaces", "placement", "network", "software", "accelerators", "accelerator", "pod", "extensions",
+    "interfaces", "placement", "network", "software", "accelerators", "accelerator", "extensions",
     "topology", "source", "unknown",
 )  # fmt: skip
 # Absent from nodes whose type says it all, that no one published a topology of, and that have no provider part.
-_WRITTEN_WHEN_SET = frozenset({"accelerators", "accelerator", "pod", "extensions", "topology"})
+_WRITTEN_WHEN_SET = frozenset({"accelerators", "accelerator", "extensions", "topology"})
 
 
 class Node(Model):

@@ -16,6 +16,7 @@ from fabriccheck import flow
 from fabriccheck.providers.k8s.dump import load_dump
 from fabriccheck.providers.k8s.manifests import load_manifests
 from fabriccheck.providers.k8s.objects import ClusterObjects, Normalizer, quantity
+from fabriccheck.resources.k8s import PodPart
 
 ROOT = Path(__file__).resolve().parents[1]
 CLUSTERS = ROOT / "fixtures" / "demo" / "k8s"
@@ -115,7 +116,7 @@ def test_pods_group_by_top_owner_and_well_known_labels() -> None:
         _pod("e", "n2"),
     ]
     inventory = Normalizer(_objects(pods, nodes, jobs=[job])).inventory("test")
-    workloads = {n.id: n.shape.pod.workload for n in inventory.nodes if n.shape.pod}
+    workloads = {n.id: p.workload for n in inventory.nodes if (p := n.shape.part(PodPart))}
     assert workloads == {
         "ml/a": "ml/JobSet/js",
         "ml/b": "ml/JobSet/js",
@@ -268,7 +269,7 @@ def test_quantity(text: object, expected: int) -> None:
 def test_dump_reader_is_the_one_the_cli_uses() -> None:
     inventory = load_dump(CLUSTERS)
     assert {n.account for n in inventory.nodes} == {"eks-train", "gke-a3mega", "aks-ndv5"}
-    instances = {n.shape.pod.instance for n in inventory.nodes if n.shape.pod and n.account == "eks-train"}
+    instances = {p.instance for n in inventory.nodes if (p := n.shape.part(PodPart)) and n.account == "eks-train"}
     assert all(i and i.startswith("i-") for i in instances)  # each pod names its node's EC2 instance
 
 

@@ -25,6 +25,7 @@ from kube_replay import KubeReplay, kubeconfig, serve
 
 from fabriccheck.providers.k8s.claims import FABRIC_NIC, GPU, IMEX_CHANNEL, Claims
 from fabriccheck.providers.k8s.objects import ClusterObjects, Normalizer
+from fabriccheck.resources.k8s import PodPart
 
 SAMPLES = Path("/work/shared/samples/k8s")
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "k8s" / "dra"
@@ -304,10 +305,11 @@ def test_claims_resolve_a_pods_devices_by_kind() -> None:
         ],
     }
     [node] = Normalizer(ClusterObjects(name="c", items=folder_items)).inventory("t").nodes
-    assert node.shape.pod is not None
-    assert node.shape.accelerators == 4 and node.shape.pod.gpus == 4
-    assert dict(node.shape.pod.claimed) == {FABRIC_NIC: 256, IMEX_CHANNEL: 1}
-    assert GPU not in dict(node.shape.pod.claimed)
+    pod = node.shape.part(PodPart)
+    assert pod is not None
+    assert node.shape.accelerators == 4 and pod.gpus == 4
+    assert dict(pod.claimed) == {FABRIC_NIC: 256, IMEX_CHANNEL: 1}
+    assert GPU not in dict(pod.claimed)
 
 
 def test_resource_slices_say_what_all_takes_and_which_nics_have_rdma() -> None:

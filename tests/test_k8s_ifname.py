@@ -17,8 +17,9 @@ from typing import Any
 import pytest
 from cli_run import run
 
-from fabriccheck.model import FabricKind, PodPart
+from fabriccheck.model import FabricKind
 from fabriccheck.providers.k8s.support import _plugin_ifname, _socket_ifname
+from fabriccheck.resources.k8s import PodPart
 
 CLUSTERS = Path(__file__).resolve().parents[1] / "fixtures" / "demo" / "k8s"
 VM_NAMES = "enp6s0,enp7s0,enp13s0,enp14s0,enp134s0,enp135s0,enp141s0,enp142s0"  # a VM's NICs, not a pod's

@@ -13,6 +13,7 @@ from cli_run import run
 
 from fabriccheck.providers.k8s.objects import ClusterObjects, Normalizer
 from fabriccheck.providers.k8s.rankenv import mpirun_env
+from fabriccheck.resources.k8s import PodPart
 
 SAMPLES = Path("/work/shared/samples")
 EKS_NCCL_MPIJOB = SAMPLES / "k8s" / "eks-nccl-tests-mpijob.yaml"
@@ -155,8 +156,9 @@ def test_hyperpod_node_types_are_the_ec2_type() -> None:
         "spec": {"nodeName": "p5-0", "containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": 8}}}]},
     }
     [node] = Normalizer(ClusterObjects(name="hp", items={"nodes": nodes, "pods": [pod]})).inventory("t").nodes
-    assert node.shape.instance_type == "p5en.48xlarge" and node.shape.pod is not None
-    assert node.shape.pod.cloud == "aws"
+    part = node.shape.part(PodPart)
+    assert node.shape.instance_type == "p5en.48xlarge" and part is not None
+    assert part.cloud == "aws"
 
 
 def _aks_mi300x(tmp_path: Path, allocatable: dict[str, str]) -> Path:
@@ -283,10 +285,13 @@ def test_bare_pods_that_ask_part_of_a_node_are_not_one_workload() -> None:
     nodes = _p5_nodes()
     notebooks = [bare("jupyter-alice", "p5-0", 1), bare("jupyter-bob", "p5-1", 1)]
     found = Normalizer(ClusterObjects(name="c", items={"nodes": nodes, "pods": notebooks})).inventory("t")
-    assert {n.shape.pod.workload for n in found.nodes if n.shape.pod} == {"ml/Pod/jupyter-alice", "ml/Pod/jupyter-bob"}
+    assert {p.workload for n in found.nodes if (p := n.shape.part(PodPart))} == {
+        "ml/Pod/jupyter-alice",
+        "ml/Pod/jupyter-bob",
+    }
     tests = [bare("nccl-host-1", "p5-0", 8), bare("nccl-host-2", "p5-1", 8)]
     found = Normalizer(ClusterObjects(name="c", items={"nodes": nodes, "pods": tests})).inventory("t")
-    assert {n.shape.pod.workload for n in found.nodes if n.shape.pod} == {"ml/Pod/nccl-host-*"}
+    assert {p.workload for n in found.nodes if (p := n.shape.part(PodPart))} == {"ml/Pod/nccl-host-*"}
 
 
 _NEURON_JOB = """

@@ -10,6 +10,7 @@ import pytest
 from fabriccheck import catalog, estimate, losses, penalty
 from fabriccheck.inventory import Inventory
 from fabriccheck.reports import wording
+from fabriccheck.resources.k8s import PodPart
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -139,9 +140,10 @@ def _with_socket_env(inventory: Inventory, env: tuple[tuple[str, str], ...]) -> 
     """The inventory with `env` in the pods of the EKS nccl-tests MPIJob (a job that sets NCCL's socket threads)."""
     nodes = []
     for node in inventory.nodes:
-        pod = node.shape.pod
+        pod = node.shape.part(PodPart)
         if pod is not None and pod.workload.endswith("MPIJob/nccl-tests") and pod.cloud == "aws":
-            shape = node.shape.model_copy(update={"pod": pod.model_copy(update={"env": pod.env + env})})
+            parts = node.shape.with_part(pod.model_copy(update={"env": pod.env + env}))
+            shape = node.shape.model_copy(update={"extensions": parts})
             node = node.model_copy(update={"shape": shape})
         nodes.append(node)
     return inventory.model_copy(update={"nodes": nodes})

@@ -22,6 +22,7 @@ from fabriccheck.errors import FabricCheckError
 from fabriccheck.model import NetworkInterface, NicPart, Node, NodePart, NodeShape
 from fabriccheck.resources.azure import AzureNicPart
 from fabriccheck.resources.gcp import GcpNodePart
+from fabriccheck.resources.k8s import PodPart
 from fabriccheck.resources.slurm import SlurmPart
 from fabriccheck.sources.snapshot import load_inventory, save_inventory
 
@@ -33,6 +34,9 @@ BEFORE_PARTS = Path(__file__).parent / "snapshots" / "azure-inventory-before-par
 # fixtures/slurm/scripts/fsdp-efa.sbatch --save-inventory FILE` as main@facb3c0 wrote it: each node and the job
 # script's spec carry a top-level `slurm` part, each node joined to its EC2 instance.
 SLURM_BEFORE_PARTS = Path(__file__).parent / "snapshots" / "slurm-inventory-before-parts.json"
+# `fabriccheck k8s --from-dump fixtures/demo/k8s --save-inventory FILE` as main@6184cf8 wrote it: each pod's node
+# carries a top-level `pod` part.
+K8S_BEFORE_PARTS = Path(__file__).parent / "snapshots" / "k8s-inventory-before-parts.json"
 
 # Every field of a node's shape and of a NIC, with why it belongs to every provider. A field only one provider fills
 # is a part of that provider's (resources/<provider>.py), not a line here.
@@ -52,7 +56,6 @@ NEUTRAL_SHAPE: dict[str, str] = {
     "software": "agents installed on the node (Azure VM extensions today; any cloud's agents are the same fact)",
     "accelerators": "GPUs attached beside the type's (GCP N1 today, a pod's node, a Slurm Gres on any cloud)",
     "accelerator": "the kind of those GPUs",
-    "pod": "TO MOVE (issue 30 item 4): the k8s pod this node stands for; read in many rooms, moved last",
     "extensions": "the typed slot for provider-only parts (model.NodePart)",
 }
 NEUTRAL_NIC: dict[str, str] = {
@@ -214,3 +217,23 @@ def test_a_slurm_node_on_a_gcp_instance_keeps_the_instances_part_beside_its_own(
     )
     assert node.shape.without_part(SlurmPart) == (gcp,)
     assert Node.flat(**node.model_dump(mode="json")) == node
+
+
+def test_a_saved_k8s_inventory_of_before_reads_its_pod_key_into_the_part_and_judges_as_its_dump() -> None:
+    before = json.loads(K8S_BEFORE_PARTS.read_text(encoding="utf-8"))
+    assert len(before["nodes"]) == 12 and all("pod" in n for n in before["nodes"])
+    inventory = load_inventory(K8S_BEFORE_PARTS)
+    assert [n.shape.part(PodPart) for n in inventory.nodes] == [
+        PodPart.model_validate(n["pod"]) for n in before["nodes"]
+    ]
+    written = json.loads(json.dumps(inventory.model_dump(mode="json")))
+    assert all("pod" not in n and [p["provider"] for p in n["extensions"]] == ["k8s"] for n in written["nodes"])
+    saved = run("check", str(K8S_BEFORE_PARTS), "-f", "json")
+    dumped = run("k8s", "--from-dump", str(ROOT / "fixtures" / "demo" / "k8s"), "-f", "json")
+    assert saved.returncode == dumped.returncode, saved.stderr + dumped.stderr
+
+    def judged(report: str) -> list[tuple[str, str | None, tuple[str, ...], str]]:
+        found = json.loads(report)["findings"]
+        return sorted((f["rule"], f["cluster"], tuple(f["resources"]), f["message"]) for f in found)
+
+    assert judged(saved.stdout) == judged(dumped.stdout) != []

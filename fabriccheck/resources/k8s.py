@@ -9,9 +9,47 @@ plugin or NCCL plugin (their names and images), and the GKE multi-network object
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field
 
-from fabriccheck.values import Model, Scoped
+from fabriccheck.values import Count, Frozen, Model, Scoped
+
+Counts = tuple[tuple[str, int], ...]  # (resource name, quantity) pairs, sorted
+
+
+class PodPart(Frozen):
+    """What a Kubernetes pod asks of the node it runs on, and what that node offers: the fabric is
+    opt-in a second time in Kubernetes, so the node's type alone does not say what the pod gets. The pod's node
+    (type, zone, pool) is the rest of its shape."""
+
+    provider: Literal["k8s"] = "k8s"
+    workload: str  # namespace/Kind/name of the pod's top owner, or namespace/Pod/name for a bare pod
+    kind: str  # that owner's kind (PyTorchJob, JobSet, StatefulSet ...)
+    node: str | None = None  # the Kubernetes node it runs on; None: pending, or a manifest's pod
+    node_pool: str | None = None  # EKS node group, GKE node pool, AKS agent pool, Karpenter node pool
+    cloud: str | None = None  # aws | gcp | azure: the node's cloud (spec.providerID, else its type)
+    instance: str | None = None  # the node's cloud instance id (from spec.providerID), to join a cloud report
+    cloud_account: str | None = None  # that instance's GCP project or Azure subscription (an AWS providerID names none)
+    gpus: Count = 0  # accelerators the pod requests
+    requests: Counts = ()  # fabric resources it requests (vpc.amazonaws.com/efa, rdma/*, hugepages-*)
+    allocatable: Counts | None = None  # fabric resources its node advertises; None: not known (no node)
+    ipc_lock: bool = False  # some container adds IPC_LOCK (or runs privileged)
+    default_interface: str | None = None  # networking.gke.io/default-interface
+    networks: tuple[str, ...] = ()  # networks mapped in networking.gke.io/interfaces, default one excepted
+    interfaces: tuple[str, ...] = ()  # the interface names that annotation gives those networks (eth1, eth2 ...)
+    host_network: bool = False  # spec.hostNetwork: the pod sees every NIC of its node (not its devices)
+    containers: tuple[tuple[str, str], ...] = ()  # (name, image) of its containers and native sidecars
+    env: tuple[tuple[str, str], ...] = ()  # NCCL_* and FI_* settings in its containers' env
+    # NCCL_* and FI_* settings an MPIJob's launcher passes its ranks (mpirun -x NAME=VALUE, or -x NAME with the
+    # launcher's own value): what the ranks on this worker see, where its own env does not reach them.
+    launcher_env: tuple[tuple[str, str], ...] = ()
+    privileged: bool = False  # some container runs privileged: it sees every device of its node (fabric included)
+    host_paths: tuple[str, ...] = ()  # hostPath volumes under /dev it mounts (/dev/infiniband ...)
+    claimed: Counts = ()  # devices its DRA ResourceClaims give it, by kind (gpu, fabric-nic, imex-channel)
+    claims_unknown: tuple[str, ...] = ()  # claims whose devices could not be told (unknown class, claim not read)
+    # rdma/* resources it requests that none of its node candidates (its node, or those its selector allows) advertise
+    unadvertised: tuple[str, ...] = ()
 
 
 class DaemonSet(Scoped):

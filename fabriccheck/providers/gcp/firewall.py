@@ -165,7 +165,7 @@ def _classic(rules: list[FirewallRule], cidr: str | None, targets: frozenset[str
 
 def tcp_reach(rules: list[FirewallRule], cidr: str | None, targets: frozenset[str] | None = None) -> Reach:
     """Which TCP ports the subnet `cidr` reaches through `rules` (those of its network) on a node that firewall
-    rules target by `targets` (NodeShape.firewall_targets)."""
+    rules target by `targets` (resources.gcp.GcpNodePart.firewall_targets)."""
     ports = _Ports()
     why = _classic(rules, cidr, targets, ports)
     return Reach("unknown", why) if why else ports.reach()

@@ -179,7 +179,7 @@ def network_firewall_policy(item: dict[str, Any], project: str) -> NetworkFirewa
 
 def firewall_targets(inst: dict[str, Any]) -> list[str]:
     """What VPC firewall rules target an instance by: its network tags (tags.items) and the email of its service
-    account (serviceAccounts[].email), as NodeShape.firewall_targets holds them (Compute API v1 Instance)."""
+    account (serviceAccounts[].email), as its GcpNodePart holds them (Compute API v1 Instance)."""
     tags = (inst.get("tags") or {}).get("items") or ()
     accounts = [a.get("email") for a in inst.get("serviceAccounts") or () if isinstance(a, dict)]
     return [*(f"tag:{t}" for t in tags), *(f"sa:{e}" for e in accounts if e)]

@@ -14,6 +14,7 @@ from collections import defaultdict
 from fabriccheck import catalog
 from fabriccheck.model import FrozenTags, Node
 from fabriccheck.providers.k8s.support import WORKLOAD_TAG
+from fabriccheck.resources.k8s import PodPart
 from fabriccheck.sources.pools import node as pooled_node
 
 MIN_PREFIX = 3  # characters of common name: "a-0" and "b-0" share nothing a user would call one test
@@ -24,7 +25,7 @@ def grouped(nodes: list[Node]) -> tuple[list[Node], list[str]]:
     alone among others like it)."""
     groups: dict[tuple[str, tuple[str, ...], tuple[str, ...]], list[Node]] = defaultdict(list)
     for node in nodes:
-        pod = node.shape.pod
+        pod = node.shape.part(PodPart)
         if pod is not None and pod.kind == "Pod" and pod.workload.split("/")[1] == "Pod" and _whole_node(node):
             images = tuple(sorted(image for _, image in pod.containers))
             groups[(pod.workload.split("/")[0], images, tuple(sorted(pod.networks)))].append(node)
@@ -53,15 +54,17 @@ def grouped(nodes: list[Node]) -> tuple[list[Node], list[str]]:
 
 def _whole_node(node: Node) -> bool:
     cap = catalog.catalog_entry(node.shape.instance_type) if node.shape.instance_type else None
-    return node.shape.pod is not None and cap is not None and node.shape.pod.gpus >= cap.accelerators > 0
+    pod = node.shape.part(PodPart)
+    return pod is not None and cap is not None and pod.gpus >= cap.accelerators > 0
 
 
 def _renamed(node: Node, workload: str) -> Node:
     shape = node.shape
-    assert shape.pod is not None
-    pod = shape.pod.model_copy(update={"workload": workload})
+    own = shape.part(PodPart)
+    assert own is not None
+    pod = own.model_copy(update={"workload": workload})
     tags = FrozenTags({**shape.tags, WORKLOAD_TAG: workload})
-    return pooled_node(node.id, shape.model_copy(update={"pod": pod, "tags": tags}), node.state)
+    return pooled_node(node.id, shape.model_copy(update={"extensions": shape.with_part(pod), "tags": tags}), node.state)
 
 
 def _common_prefix(names: list[str]) -> str:

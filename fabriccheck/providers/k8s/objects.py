@@ -20,7 +20,7 @@ from typing import Any
 from fabriccheck import catalog
 from fabriccheck.errors import FabricCheckError
 from fabriccheck.inventory import Inventory
-from fabriccheck.model import MAX_COUNT, CollectionError, Node, NodeShape, Origin, Placement, PodPart, fact_key
+from fabriccheck.model import MAX_COUNT, CollectionError, Node, NodeShape, Origin, Placement, fact_key
 from fabriccheck.providers.k8s import bare_pods, rankenv, role
 from fabriccheck.providers.k8s.claims import GPU, Claims, PodClaims
 from fabriccheck.providers.k8s.support import (
@@ -33,7 +33,7 @@ from fabriccheck.providers.k8s.support import (
     is_rdma_resource,
 )
 from fabriccheck.providers.k8s.topology import compute_domain_cliques, node_topology
-from fabriccheck.resources.k8s import DaemonSet, GkeNetwork, GkeNetworkParamSet
+from fabriccheck.resources.k8s import DaemonSet, GkeNetwork, GkeNetworkParamSet, PodPart
 from fabriccheck.sources.common import unexpected_shape
 from fabriccheck.sources.pools import node as pooled_node
 
@@ -421,7 +421,7 @@ class Normalizer:
                 inventory.nodes.append(made)
         inventory.nodes, grouped = bare_pods.grouped(inventory.nodes)
         inventory.notes += [f"{note} (cluster {name})" for note in grouped]
-        unstarted = self._unstarted({n.shape.pod.workload for n in inventory.nodes if n.shape.pod is not None})
+        unstarted = self._unstarted({p.workload for n in inventory.nodes if (p := n.shape.part(PodPart)) is not None})
         for workload, nodes in unstarted.items():
             inventory.nodes += nodes
             inventory.notes.append(
@@ -458,8 +458,8 @@ class Normalizer:
         labels = meta.get("labels") or {}
         node_name = spec.get("nodeName")
         info = self.nodes.by_name.get(str(node_name)) if node_name else None
-        candidates = [info] if info else self.nodes.allowed(
-            spec, read.gpus, claims.count(GPU) > 0, read.accelerator_resources
+        candidates = (
+            [info] if info else self.nodes.allowed(spec, read.gpus, claims.count(GPU) > 0, read.accelerator_resources)
         )
         instance_type = _one(c.instance_type for c in candidates)
         default, networks, interfaces = gke_networks(annotations)
@@ -507,7 +507,7 @@ class Normalizer:
             placement=(Placement(kind=NODE_POOL, id=pool),) if pool else (),
             accelerators=gpus,
             accelerator=cap.accelerator_name if cap else None,
-            pod=part,
+            extensions=(part,),
         )
         shape = self._shapes.setdefault(shape, shape)
         phase = str((item.get("status") or {}).get("phase") or "Pending").lower()

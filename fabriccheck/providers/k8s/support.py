@@ -1,7 +1,7 @@
 """Kubernetes' answers to the neutral stages: a pod (provider k8s) is judged against the node it runs, or would run,
 on. Its type, zone and pool are the node's and its capability comes from the same catalog the cloud audit uses; what
-the pod gets of that fabric is what it asks for (`model.PodPart`), because in Kubernetes the fabric is opt-in a second
-time. Imports no Kubernetes client: dumps, manifests and saved inventories are judged without it.
+the pod gets of that fabric is what it asks for (its `resources.k8s.PodPart`), because in Kubernetes the fabric is
+opt-in a second time. Imports no Kubernetes client: dumps, manifests and saved inventories are judged without it.
 
 Sources (copies in /work/shared/samples/k8s/, named beside each fact):
 - EKS: a pod gets EFA interfaces only by requesting `vpc.amazonaws.com/efa`, advertised by the EFA device plugin
@@ -33,8 +33,9 @@ from fabriccheck.cloud import (
     Signal,
     TagSignal,
 )
-from fabriccheck.model import MAX_COUNT, Capability, FabricKind, NetworkPath, Node, NodeShape, PodPart
+from fabriccheck.model import MAX_COUNT, Capability, FabricKind, NetworkPath, Node, NodeShape
 from fabriccheck.providers.k8s.claims import FABRIC_NIC, IMEX_CHANNEL
+from fabriccheck.resources.k8s import PodPart
 
 if TYPE_CHECKING:
     from fabriccheck.inventory import Inventory
@@ -187,7 +188,7 @@ class K8sSupport(HostedSupport):
         return cloud.nvlink_domain_gpus(instance_type, catalog_gpus) if cloud else catalog_gpus
 
     def workload_role(self, shapes: Iterable[NodeShape]) -> tuple[str, str] | None:
-        kinds = {s.pod.kind for s in shapes if s.pod is not None}
+        kinds = {pod.kind for s in shapes if (pod := s.part(PodPart)) is not None}
         if kinds and kinds <= SERVING_KINDS:
             return "inference", (
                 f"a {'/'.join(sorted(kinds))} serves; label its pods {ROLE_TAG}=training to judge it as training"
@@ -197,7 +198,7 @@ class K8sSupport(HostedSupport):
     def nvlink_domain(self, node: Node) -> str | None:
         """A pod that claims no IMEX channel reaches no other node over NVLink: its node is a domain of its own
         (K8S145 prices what that costs)."""
-        pod = node.shape.pod
+        pod = node.shape.part(PodPart)
         if pod is not None and not imex_channels(pod):
             return f"{pod.node or node.id} (no IMEX channel)"
         return super().nvlink_domain(node)
@@ -210,7 +211,7 @@ class K8sSupport(HostedSupport):
     def fabric_attachment(self, shape: NodeShape, cap: Capability | None) -> FabricAttachment:
         """What of its node's fabric the pod gets: the EFA devices it requests; the InfiniBand ports of its RDMA
         resource (a shared one gives every port); the GPU or RDMA networks its annotation maps."""
-        pod = shape.pod
+        pod = shape.part(PodPart)
         if cap is None or pod is None or not cap.fabric_interfaces:
             return FabricAttachment(0, 0)
         most = cap.fabric_interfaces
@@ -231,7 +232,7 @@ class K8sSupport(HostedSupport):
     # ---------------------------------------------------------------------------------------- facts
 
     def node_facts(self, shape: NodeShape, context: FactContext, attachment: FabricAttachment) -> Facts:
-        pod = shape.pod or PodPart(workload="", kind="")
+        pod = shape.part(PodPart) or PodPart(workload="", kind="")
         cap = context.capability(shape)
         fabric = cap.fabric if cap else FabricKind.NONE
         uses = attachment.attached > 0
@@ -290,7 +291,7 @@ class K8sSupport(HostedSupport):
         pod has none yet), by node name."""
         found: dict[str, tuple[HostInstance, list[str]]] = {}
         for node in nodes:
-            pod = node.shape.pod
+            pod = node.shape.part(PodPart)
             if pod is None or not pod.node or not pod.instance or not pod.cloud:
                 continue
             host = HostInstance(pod.node, pod.cloud, pod.instance, pod.cloud_account, members=())
@@ -299,8 +300,9 @@ class K8sSupport(HostedSupport):
 
     def cluster_facts(self, nodes: list[Node], node_facts: list[Facts], context: FactContext) -> Facts:
         shapes = list(dict.fromkeys(n.shape for n in nodes))
-        scheduled = {n.shape.pod.node for n in nodes if n.shape.pod is not None and n.shape.pod.node}
-        gpus = sum(n.shape.pod.gpus for n in nodes if n.shape.pod is not None)
+        pods = [pod for n in nodes if (pod := n.shape.part(PodPart)) is not None]
+        scheduled = {pod.node for pod in pods if pod.node}
+        gpus = sum(pod.gpus for pod in pods)
         per_node = 0
         unknown: dict[str, str] = {}
         for shape in shapes:
@@ -312,8 +314,9 @@ class K8sSupport(HostedSupport):
             else:
                 per_node = max(per_node, cap.accelerators)
         training = not unknown and (len(scheduled) > 1 or (per_node > 0 and gpus > per_node))
-        pools = sorted({s.pod.node_pool or "?" for s in shapes if s.pod is not None})
-        workload = next((s.pod.workload for s in shapes if s.pod is not None), "")
+        shape_pods = [pod for s in shapes if (pod := s.part(PodPart)) is not None]
+        pools = sorted({pod.node_pool or "?" for pod in shape_pods})
+        workload = next((pod.workload for pod in shape_pods), "")
         neutral = len(nodes) > 1 and sum(1 for f in node_facts if f["fabric_expected"]) > 1
         scale_sets = _ib_scale_sets(shapes, context)
         multi_node = training and _nvlink_multi_node(shapes, context)
@@ -354,7 +357,7 @@ def _ib_scale_sets(shapes: list[NodeShape], context: FactContext) -> dict[str, s
     nodes. A pod whose node is no scale set VM, or not scheduled yet, adds none: only what the ids show counts."""
     found: dict[str, str] = {}
     for shape in shapes:
-        pod = shape.pod
+        pod = shape.part(PodPart)
         match = _SCALE_SET_VM.match(pod.instance or "") if pod is not None and pod.cloud == "azure" else None
         if match is None or not shape.instance_type:
             continue
