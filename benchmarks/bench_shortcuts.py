@@ -38,10 +38,10 @@ SHORTCUTS: list[tuple[str, str, str]] = [
     (
         "collector paused while reading and judging",
         "both",
-        "import contextlib, importlib\nfrom fabriccheck.sources import common\n"
-        "common.paused_gc = lambda freeze=True: contextlib.nullcontext()\n"
+        "import contextlib, importlib\nfrom fabriccheck import gcpause\n"
+        "gcpause.paused_gc = lambda freeze=True: contextlib.nullcontext()\n"
         "for m in ('flow', 'providers.aws.dump', 'providers.azure.dump', 'providers.gcp.dump'):\n"
-        "    importlib.import_module('fabriccheck.' + m).paused_gc = common.paused_gc",
+        "    importlib.import_module('fabriccheck.' + m).paused_gc = gcpause.paused_gc",
     ),
     (
         "facts once per node shape",

@@ -32,7 +32,7 @@ CONFIG_FILE = "fabriccheck.toml"
 PYPROJECT = "pyproject.toml"
 ENV_PREFIX = "FABRICCHECK_"
 # Variables with that prefix that are not settings: the config file's own path, --isolated, the traceback switch,
-# and the retry back-off's scale (sources.common.retry_policy).
+# and the retry back-off's scale (sources.retries.retry_policy).
 ENV_OTHER = frozenset({"FABRICCHECK_CONFIG", "FABRICCHECK_ISOLATED", "FABRICCHECK_DEBUG", "FABRICCHECK_RETRY_BASE"})
 
 FailOn = Literal["error", "warning", "info", "never"]

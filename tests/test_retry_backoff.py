@@ -1,4 +1,4 @@
-"""The retry back-off is a setting (sources.common.RetryPolicy.backoff_base, FABRICCHECK_RETRY_BASE): every
+"""The retry back-off is a setting (sources.retries.RetryPolicy.backoff_base, FABRICCHECK_RETRY_BASE): every
 cloud's real SDK client waits on its scale, making the same attempts. The suite runs at 0.01 (conftest.SAFE_ENV);
 at the default every SDK waits as it does out of the box.
 
@@ -26,7 +26,7 @@ from gce_replay import ComputeReplay, fake_service_account_key
 from gce_replay import serve as serve_gce
 
 from fabriccheck.errors import FabricCheckError
-from fabriccheck.sources.common import RETRIES, RETRY_BASE_ENV, retry_policy
+from fabriccheck.sources.retries import RETRIES, RETRY_BASE_ENV, retry_policy
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
 import build_demo_azure

@@ -354,7 +354,7 @@ def test_the_leak_scan_finds_what_it_looks_for(planted: dict[str, str]) -> None:
 
 
 def test_redaction_masks_credentials_in_sdk_error_text() -> None:
-    from fabriccheck.sources.common import redact
+    from fabriccheck.redaction import redact
 
     text = redact(
         'Could not connect to "http://bob:hunter2@127.0.0.1:9/?X-Amz-Signature=s1g&X-Amz-Credential=AKIAABCDEFGHIJKL" '

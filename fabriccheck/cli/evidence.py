@@ -27,9 +27,9 @@ from fabriccheck.evidence import nccl_tests as parser
 from fabriccheck.evidence.expect import FabricOptions
 from fabriccheck.evidence.judge import Evidence
 from fabriccheck.model import PROVIDERS
+from fabriccheck.outputs import Outputs, same_file
 from fabriccheck.reports import evidence as report
 from fabriccheck.rulebook import EvidenceRule
-from fabriccheck.sources.common import Outputs, same_file
 from fabriccheck.stdout import write_stdout
 from fabriccheck.targets import Target, resolve
 

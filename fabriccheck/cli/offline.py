@@ -56,7 +56,7 @@ def merge(
     from fabriccheck import gate
     from fabriccheck.errors import FabricCheckError
     from fabriccheck.merge import merge_files
-    from fabriccheck.sources.common import same_file
+    from fabriccheck.outputs import same_file
 
     targets = scan.targets()
     for target in targets:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fabriccheck.errors import FabricCheckError
-from fabriccheck.sources.common import Shape
+from fabriccheck.sources.shape import Shape
 
 
 @dataclass(frozen=True)

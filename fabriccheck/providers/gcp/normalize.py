@@ -50,9 +50,10 @@ from fabriccheck.resources.gcp import (
     firewall_entries,
 )
 from fabriccheck.sources import pools
-from fabriccheck.sources.common import BAD_RESPONSE, Scope, Shape, describe, unexpected_shape
 from fabriccheck.sources.items import INTERFACE_FACTS, ITEM_ERRORS, named, salvage, unknown_because
 from fabriccheck.sources.pools import without
+from fabriccheck.sources.scope import BAD_RESPONSE, Scope
+from fabriccheck.sources.shape import Shape, describe, unexpected_shape
 
 # A Compute Engine zone is its region plus a letter: us-central1-a, europe-west4-b.
 ZONE = re.compile(r"^([a-z]+-[a-z]+\d+)-[a-z]$")

@@ -39,17 +39,10 @@ from fabriccheck.model import ScopeStatus
 from fabriccheck.providers.k8s.dump import NotAList, list_items
 from fabriccheck.providers.k8s.objects import ClusterObjects, Normalizer
 from fabriccheck.providers.k8s.role import KINDS, Kind, resource_of, rule_for
-from fabriccheck.sources.common import (
-    API_CALLS,
-    BAD_RESPONSE,
-    UNREACHABLE,
-    Progress,
-    RetryPolicy,
-    Scope,
-    first_line,
-    redact,
-    retry_policy,
-)
+from fabriccheck.redaction import first_line, redact
+from fabriccheck.sources.progress import API_CALLS, Progress
+from fabriccheck.sources.retries import RetryPolicy, retry_policy
+from fabriccheck.sources.scope import BAD_RESPONSE, UNREACHABLE, Scope
 
 PAGE = 500  # objects per list call
 MAX_RETRY_AFTER = 60.0  # seconds: a server that asks for a longer wait is not waited for (the list is recorded)
@@ -271,7 +264,7 @@ class _Lister:
             raise FabricCheckError(
                 f"Kubernetes API server {self.host}: unauthorized (401): check the kubeconfig's credentials"
             )
-        # The words every cloud's collection errors use (sources.common.Scope): denied with the rule it needed,
+        # The words every cloud's collection errors use (sources.scope.Scope): denied with the rule it needed,
         # throttled after the retries, else the HTTP status.
         detail = f"{what}: {exc.status} {exc.reason}"
         if not waited:

@@ -8,12 +8,12 @@ import importlib
 from pathlib import Path
 
 from fabriccheck.errors import FabricCheckError
+from fabriccheck.gcpause import paused_gc
 from fabriccheck.inventory import Inventory
 from fabriccheck.providers.slurm.files import read_dump
 from fabriccheck.providers.slurm.join import Joiner, addresses
 from fabriccheck.providers.slurm.normalize import Normalizer
 from fabriccheck.providers.slurm.scripts import read_script
-from fabriccheck.sources.common import paused_gc
 
 # The file that marks each cloud's dump (the instances answer each reader requires).
 CLOUD_MARKS = {"aws": "describe-instances.json", "azure": "vm-list.json", "gcp": "instances-list.json"}
