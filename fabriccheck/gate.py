@@ -76,10 +76,11 @@ def effective(invocation: Invocation) -> tuple[Config, dict[str, Any]]:
     """The effective settings of a command (and its parameters): its own defaults, the config file (none with
     --isolated), FABRICCHECK_* variables, then the flags given on its command line."""
     from fabriccheck import config
+    from fabriccheck.settings import KEYS
 
     params = dict(invocation.params)
     flags: dict[str, Any] = {}
-    for key in config.KEYS:
+    for key in KEYS:
         if key.param in params and invocation.was_given(key.param):  # a command without the flag: file and env only
             value = params[key.param]
             flags[key.name] = value.value if isinstance(value, StrEnum) else value

@@ -16,7 +16,8 @@ import typer
 
 from fabriccheck.cli.app import STARTED, warn
 from fabriccheck.cli.mode import MODE, color_allowed
-from fabriccheck.cli.options import FailOn, ScanOptions
+from fabriccheck.cli.options import ScanOptions
+from fabriccheck.settings import FailOn
 from fabriccheck.stdout import write_stdout
 
 if TYPE_CHECKING:

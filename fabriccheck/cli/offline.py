@@ -16,7 +16,6 @@ from fabriccheck.cli.options import (
     PUSH,
     REPORT,
     FabricOptions,
-    FailOn,
     FailOnOpt,
     OutputOpt,
     PriceOpt,
@@ -26,6 +25,7 @@ from fabriccheck.cli.options import (
     WorkloadOpt,
     options,
 )
+from fabriccheck.settings import FailOn
 from fabriccheck.stdout import write_stdout
 
 if TYPE_CHECKING:

@@ -9,7 +9,8 @@ import typer
 from fabriccheck.cli.app import Command, app
 from fabriccheck.cli.finish import finish, loaded
 from fabriccheck.cli.live import cloud_sdk
-from fabriccheck.cli.options import FailOn, ScanOptions, options
+from fabriccheck.cli.options import ScanOptions, options
+from fabriccheck.settings import FailOn
 
 if TYPE_CHECKING:
     from fabriccheck.inventory import Inventory
