@@ -25,7 +25,6 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
 from build_demo import SG_EFA, Account, placement_groups, recorded_instance_types, security_groups, subnets, write
 
 

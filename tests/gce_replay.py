@@ -101,7 +101,7 @@ class ComputeReplay:
 
     @classmethod
     def from_files(cls, projects: dict[str, dict[str, list[dict[str, Any]]]], **kwargs: Any) -> ComputeReplay:
-        """`projects`: project -> {dump file name: items}, as tools/build_demo_gcp.Project.files() gives them."""
+        """`projects`: project -> {dump file name: items}, as builders/demo_gcp.Project.files() gives them."""
         by_resource = {
             project: {resource: files.get(name, []) for resource, name in FILES.items()}
             for project, files in projects.items()

@@ -19,9 +19,7 @@ import pytest
 from cli_run import one_clean_line, run, run_installed
 from gce_replay import ComputeReplay, fake_service_account_key, resource_of, serve
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
-from build_demo_gcp import PROJECT, Project, build
-
+from fabriccheck.builders.demo_gcp import PROJECT, Project, build
 from fabriccheck.providers.gcp import collect
 from fabriccheck.providers.gcp.dump import load_dump
 from fabriccheck.providers.gcp.listing import CALLS
@@ -190,7 +188,7 @@ def test_projects_are_collected_in_parallel_each_under_its_own_id() -> None:
 def test_calls_per_project_do_not_grow_with_instances_except_for_pages() -> None:
     counts = []
     for size in (32, 320):
-        from build_demo_gcp import fleet
+        from fabriccheck.builders.demo_gcp import fleet
 
         replay = replay_of(fleet(size))
         with serve(replay) as url:

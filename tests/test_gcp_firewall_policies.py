@@ -14,7 +14,6 @@ firewall policies and rules" (https://cloud.google.com/firewall/docs/firewall-po
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -22,9 +21,7 @@ import pytest
 from cli_run import run
 from gce_replay import ComputeReplay, fake_service_account_key, serve
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
-from build_demo_gcp import PROJECT, Project, build
-
+from fabriccheck.builders.demo_gcp import PROJECT, Project, build
 from fabriccheck.providers.gcp.firewall import tcp_reach
 from fabriccheck.resources.gcp import FirewallRule
 
@@ -152,9 +149,8 @@ def _plan_report(
     compute_network_firewall_policy_rule), or, `policy` given, a policy the plan does not hold, named by its id.
     The association: attachment_target, the network; firewall_policy, the policy (registry.terraform.io/providers/
     hashicorp/google/latest/docs/resources/compute_network_firewall_policy_association)."""
-    from plan_builder import PlanBuilder, const, ref
-
     from fabriccheck import flow
+    from fabriccheck.builders.plan_builder import PlanBuilder, const, ref
     from fabriccheck.sources.terraform import load_plan
 
     plan = PlanBuilder()

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -27,14 +26,12 @@ from cli_run import run
 from gce_replay import ComputeReplay, fake_service_account_key, resource_of, rm_folder, rm_project
 from gce_replay import serve as serve_gce
 
+from fabriccheck.builders import demo_azure
+from fabriccheck.builders.demo_gcp import Project, build
 from fabriccheck.providers.aws import collect as aws_collect
 from fabriccheck.providers.aws import fleet
 from fabriccheck.providers.azure import collect as azure_collect
 from fabriccheck.providers.gcp import collect as gcp_collect
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
-import build_demo_azure
-from build_demo_gcp import Project, build
 
 DEMO = Path(__file__).resolve().parent.parent / "fixtures" / "demo" / "aws"
 ACCOUNTS = ["111111111111", "222222222222"]
@@ -80,7 +77,7 @@ def test_azure_management_group_scan_only_gets_and_the_role_names_exactly_what_i
     cert, key = make_certificate(tmp_path)
     _azure_env(tmp_path, cert, monkeypatch, "fake-token")
     subs = ["11111111-0000-0000-0000-000000000000", "22222222-0000-0000-0000-000000000000"]
-    replay = ArmReplay({s: build_demo_azure.demo(s).files for s in subs}, page_size=3)
+    replay = ArmReplay({s: demo_azure.demo(s).files for s in subs}, page_size=3)
     replay.management_groups = {
         "root": [("subscription", subs[0]), ("group", "gpu")],
         "gpu": [("subscription", subs[1])],
@@ -316,7 +313,7 @@ def test_no_azure_secret_reaches_any_output(planted: dict[str, str], tmp_path: P
     cert, key = make_certificate(tmp_path)
     env = {**planted, "REQUESTS_CA_BUNDLE": str(cert)}
     subs = ["11111111-0000-0000-0000-000000000000", "22222222-0000-0000-0000-000000000000"]
-    replay = ArmReplay({s: build_demo_azure.demo(s).files for s in subs}, page_size=5)
+    replay = ArmReplay({s: demo_azure.demo(s).files for s in subs}, page_size=5)
     replay.management_groups = {"root": [("subscription", s) for s in subs]}
     outputs: list[tuple[str, str]] = []
     with serve_arm(replay, cert, key) as url:
