@@ -21,7 +21,8 @@ from pydantic import BaseModel
 
 from fabriccheck import pipes, textfiles
 from fabriccheck.errors import FabricCheckError
-from fabriccheck.settings import BY_NAME, ENV_PREFIX, KEYS, BadSetting, Key, Severity
+from fabriccheck.settings import BY_NAME, CONFIG_ENV, ENV_PREFIX, ISOLATED_ENV, KEYS, BadSetting, Key, Severity
+from fabriccheck.sources.retries import RETRY_BASE_ENV
 
 if TYPE_CHECKING:
     from fabriccheck.clusters import Cluster
@@ -30,9 +31,9 @@ if TYPE_CHECKING:
 
 CONFIG_FILE = "fabriccheck.toml"
 PYPROJECT = "pyproject.toml"
-# Variables with that prefix that are not settings: the config file's own path, --isolated, the traceback switch,
-# and the retry back-off's scale (sources.retries.retry_policy).
-ENV_OTHER = frozenset({"FABRICCHECK_CONFIG", "FABRICCHECK_ISOLATED", "FABRICCHECK_DEBUG", "FABRICCHECK_RETRY_BASE"})
+# Variables with that prefix that are not settings: the config file's own path, --isolated, the traceback switch
+# (console.py, cli/entry.py), and the retry back-off's scale (sources.retries.retry_policy).
+ENV_OTHER = frozenset({CONFIG_ENV, ISOLATED_ENV, "FABRICCHECK_DEBUG", RETRY_BASE_ENV})
 
 
 @dataclass
@@ -245,8 +246,8 @@ def resolve(
     through its setting's one validator (settings.Key.validate)."""
     settings = {k.name: Setting(_default(k, defaults), "default") for k in KEYS}
     explicit = config_file
-    if explicit is None and env.get("FABRICCHECK_CONFIG"):
-        explicit = Path(env["FABRICCHECK_CONFIG"])
+    if explicit is None and env.get(CONFIG_ENV):
+        explicit = Path(env[CONFIG_ENV])
         if isolated:
             raise FabricCheckError(
                 "--isolated and FABRICCHECK_CONFIG cannot be used together (--isolated reads no config file)"

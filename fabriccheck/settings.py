@@ -17,6 +17,9 @@ from enum import StrEnum
 from typing import Any, Literal, get_args
 
 ENV_PREFIX = "FABRICCHECK_"
+# Variables with that prefix beside the settings' own: the config file's path (config.resolve) and --isolated's.
+CONFIG_ENV = "FABRICCHECK_CONFIG"
+ISOLATED_ENV = "FABRICCHECK_ISOLATED"
 
 Severity = Literal["error", "warning", "info"]
 Role = Literal["training", "inference", "ignore"]

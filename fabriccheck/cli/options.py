@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
-from fabriccheck.settings import BY_PARAM, BadSetting, FailOn
+from fabriccheck.settings import BY_PARAM, ISOLATED_ENV, BadSetting, FailOn
 
 if TYPE_CHECKING:
     from fabriccheck.gate import Invocation, Settled
@@ -172,7 +172,7 @@ IsolatedOpt = Annotated[
     bool,
     typer.Option(
         "--isolated",
-        envvar="FABRICCHECK_ISOLATED",
+        envvar=ISOLATED_ENV,
         help="Read no config file (FABRICCHECK_ISOLATED=1 too): only defaults, FABRICCHECK_* variables and flags.",
     ),
 ]
