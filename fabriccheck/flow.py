@@ -197,7 +197,8 @@ def _cluster_reports(
                 grouped_by=cluster.signal,
                 network_path=cluster.network_path,
                 nodes=[n.id for n in cluster.nodes],
-                instance_types=list(cluster_facts["types"]),
+                instance_types=[t for t in cluster_facts["types"] if t],  # untyped_nodes counts the rest
+                untyped_nodes=sum(1 for n in cluster.nodes if not n.instance_type),
                 gpus=int(cluster_facts["gpus"]),
                 findings=len(cluster_findings),
                 status=status,

@@ -252,6 +252,7 @@ class SlurmPart(Frozen):
     partition: str
     multi_node: bool = True  # the partition lets a job have more than one node (MaxNodes unset or above 1)
     gpus: Count = 0  # GPUs its Gres= gives the node (gpu:8, gpu:h100:8)
+    gpu_types: tuple[str, ...] = ()  # the GPU types its Gres= (gpu:h100:8) or gres.conf Type= give it
     topology: str = ""  # the topology plugin: block, tree, flat (ring, torus3d); "" when the dump does not say
     groups_known: bool = False  # the dump says which block or leaf switch holds each node
     group: str | None = None  # the block (topology/block) or leaf switch (topology/tree) that holds the node

@@ -101,6 +101,9 @@ class ClusterReport(BaseModel):
     network_path: NetworkPath | None = None
     nodes: list[str]
     instance_types: list[str]
+    # Nodes whose instance type is unknown (a Slurm node joined to no cloud instance, whose InstanceType Slurm does
+    # not set): counted in nodes, not in instance_types or gpus.
+    untyped_nodes: int = 0
     gpus: int
     findings: int
     # clean: every applicable selected rule was judged on collected facts and none fired; findings: at least

@@ -62,7 +62,16 @@ ADDED_SINCE = {
     ),
     # cloud_instances, cloud_clusters: a k8s workload's nodes as instances of the clouds (empty on a cloud's clusters)
     # network_path: the path its sockets take, as its grouping signal declares it (issue 30 item 2)
-    "clusters": ("status", "complete", "not_judged", "cloud_instances", "cloud_clusters", "network_path"),
+    # untyped_nodes: nodes whose instance type is unknown (a Slurm node joined to no instance; issue 31)
+    "clusters": (
+        "status",
+        "complete",
+        "not_judged",
+        "cloud_instances",
+        "cloud_clusters",
+        "network_path",
+        "untyped_nodes",
+    ),
     "summary": (
         "clusters_by_status",
         "clusters_not_fully_judged",

@@ -278,7 +278,7 @@ def test_the_dockerfile_builds_and_installs_offline_what_its_image_runs(wheel: P
         )
         assert demo.returncode == 0, demo.stderr
         report = json.loads(demo.stdout)
-        assert report["complete"] is True and len(report["findings"]) == 51  # 48, and the Slurm demo's 3
+        assert report["complete"] is True and len(report["findings"]) == 50  # 48, and the Slurm demo's 2
         runs = [e for e in examples() if e.file == "Dockerfile" or e.file.startswith("kubernetes/")]
         imported: set[str] = set()
         live: set[str] = set()

@@ -98,7 +98,7 @@ def test_an_output_fifo_whose_reader_comes_gets_the_whole_report(tmp_path: Path)
         result = run("demo", "-o", str(fifo), "-o", str(tmp_path / "report.json"))
     assert result.returncode == 0, result.stderr
     assert got == [(tmp_path / "report.json").read_bytes()]
-    assert len(json.loads(got[0])["findings"]) == 51
+    assert len(json.loads(got[0])["findings"]) == 50
 
 
 def test_a_reader_that_stops_reading_ends_the_write_at_the_bound_with_one_line(

@@ -106,16 +106,14 @@ def test_topology_yaml_of_the_man_page() -> None:
 
 def test_a_parallelcluster_dump_on_aws() -> None:
     """Three partitions over the demo's EC2 instances: `train` has a node outside every block (SLURM101) and spans
-        two placement groups (SLURM121); `spot` spans us-east-1a and us-east-1b (SLURM120), and so does its block
-    (SLURM111); `dev` (MaxNodes=1) trains
-        alone and is not judged. Of the jobs (squeue --json), 101 runs in one block and zone (clean), 102 across the
-        two zones (SLURM141), 103 is pending (no nodes yet: not judged)."""
+    two placement groups (SLURM121); `spot` spans us-east-1a and us-east-1b (SLURM120), and so does its block, which
+    SLURM120 names (one split, one finding: not SLURM111 again); `dev` (MaxNodes=1) trains alone and is not judged.
+    Of the jobs (squeue --json), 101 runs in one block and zone (clean), 102 across the two zones (SLURM141), 103 is
+    pending (no nodes yet: not judged)."""
     code, report = _report("--from-dump", str(SLURM), "--cloud-dump", str(AWS))
     assert code == 1 and report["complete"] is True
     assert _findings(report) == {
         ("SLURM101", "train-st-p5-5"),
-        ("SLURM111", "spot-dy-p5-1"),  # block2 holds both zones' nodes
-        ("SLURM111", "spot-dy-p5-2"),
         ("SLURM120", "spot-dy-p5-1"),
         ("SLURM120", "spot-dy-p5-2"),
         *{("SLURM121", f"train-st-p5-{n}") for n in range(1, 6)},
@@ -129,6 +127,8 @@ def test_a_parallelcluster_dump_on_aws() -> None:
         "slurm:llm:slurm:slurm-partition/spot": "findings",
         "slurm:llm:slurm:slurm-partition/train": "findings",
     }
+    split = next(f for f in report["findings"] if f["rule"] == "SLURM120")
+    assert "in one block: block2 (us-east-1a, us-east-1b); even a job Slurm keeps inside" in split["message"]
     spot = next(c for c in report["clusters"] if c["id"].endswith("spot"))
     assert spot["gpus"] == 16 and spot["penalty"]["lost_share"] == {"low": 1.0, "high": 1.0}
 
@@ -198,10 +198,11 @@ def test_without_the_cloud_only_slurms_view_is_judged() -> None:
     train = next(c for c in report["clusters"] if c["id"].endswith("train"))
     assert train["status"] == "findings" and train["complete"] is False
     # The job rules read the same facts: a partition lists them too (they never fire on one). SLURM142 leaves a job
-    # over more NVLink domains than it needs to SLURM140, so without the nodes' types it is not judged either.
+    # over more NVLink domains than it needs to SLURM140, so without the nodes' types it is not judged either; nor is
+    # the GPU type gres.conf gives the nodes (h100) against a type the dump does not tell (SLURM125).
     assert {n["rule"] for n in train["not_judged"]} == {
-        "SLURM110", "SLURM111", "SLURM120", "SLURM121", "SLURM122", "SLURM123", "SLURM130", "SLURM140", "SLURM141",
-        "SLURM142",
+        "SLURM110", "SLURM111", "SLURM120", "SLURM121", "SLURM122", "SLURM123", "SLURM125", "SLURM130", "SLURM140",
+        "SLURM141", "SLURM142",
     }  # fmt: skip
     text = run("slurm", "--from-dump", str(SLURM)).stdout
     assert "not joined to a cloud instance" in " ".join(text.split()) and "NOT FULLY JUDGED" in text
@@ -398,3 +399,65 @@ def test_a_pending_job_is_judged_on_the_nodes_slurm_plans_it_on(tmp_path: Path) 
     job = [f for f in report["findings"] if f["cluster"].endswith("slurm-job/103")]
     assert [(f["rule"], f["resources"]) for f in job] == [("SLURM141", ["spot-dy-p5-1", "spot-dy-p5-2"])]
     assert "Job 103 (partition spot) is planned on 2 nodes in 2 zones" in job[0]["message"]
+
+
+def test_the_header_says_which_node_types_are_unknown(tmp_path: Path) -> None:
+    """Without the cloud a Slurm node has no type: the cluster's header says so, not "5 nodes × , 0 accelerators";
+    with one node of six not joined (a powered-down node no instance is tagged for), the header counts it apart."""
+    text = " ".join(run("slurm", "--from-dump", str(SLURM)).stdout.split())
+    assert "Slurm partition: 5 nodes of an unknown instance type, accelerators unknown" in text
+    assert "× ," not in text and "0 accelerators" not in text
+    slurm = tmp_path / "slurm"
+    shutil.copytree(SLURM, slurm)
+    nodes = json.loads((slurm / "nodes.json").read_text())
+    ghost = {**nodes["nodes"][0], "name": "train-dy-p5-1", "address": "train-dy-p5-1", "hostname": "train-dy-p5-1",
+             "state": ["IDLE", "CLOUD", "POWERED_DOWN"]}  # fmt: skip
+    nodes["nodes"].append(ghost)
+    (slurm / "nodes.json").write_text(json.dumps(nodes))
+    text = " ".join(run("slurm", "--from-dump", str(slurm), "--cloud-dump", str(AWS)).stdout.split())
+    assert "Slurm partition: 6 nodes: 5 × p5.48xlarge (40 accelerators) and 1 of an unknown instance type" in text
+    markdown = run("slurm", "--from-dump", str(SLURM), "-f", "markdown").stdout
+    assert "5 nodes of an unknown instance type, accelerators unknown" in markdown
+    html = run("slurm", "--from-dump", str(SLURM), "-f", "html").stdout
+    assert "5 nodes of an unknown instance type, accelerators unknown" in html and "× ," not in html
+
+
+def test_a_gres_gpu_type_that_is_not_the_instance_types(tmp_path: Path) -> None:
+    """SLURM125: gres.conf(5) `Type=a100` on p5.48xlarge nodes (8 H100s) is flagged once per node, on its partition
+    (not again for job 101, which runs on two of them); the type AutoDetect=nvml reports for an H100 (NVML's `NVIDIA
+    H100 80GB HBM3`, spaces as underscores) in Gres= is the same GPU and clean. Without the cloud the type of the
+    node is unknown: the rule is named as not judged, never passed."""
+    dump = tmp_path / "slurm"
+    shutil.copytree(SLURM, dump)
+    (dump / "gres.conf").write_text("NodeName=train-st-p5-[1-5] Name=gpu Type=a100 File=/dev/nvidia[0-7]\n")
+    doc = json.loads((SLURM / "nodes.json").read_text())
+    for node in doc["nodes"]:
+        node["gres"] = "gpu:8"  # Gres= names no type: gres.conf's Type= is the nodes'
+    (dump / "nodes.json").write_text(json.dumps(doc))
+    _, report = _report("--from-dump", str(dump), "--cloud-dump", str(AWS))
+    flagged = [(f["cluster"].rsplit(":", 1)[-1], r) for f in report["findings"] if f["rule"] == "SLURM125"
+               for r in f["resources"]]  # fmt: skip
+    assert sorted(flagged) == [("slurm-partition/train", f"train-st-p5-{n}") for n in range(1, 6)]
+    finding = next(f for f in report["findings"] if f["rule"] == "SLURM125")
+    assert "(p5.48xlarge, 8 H100) is given GPUs of type a100 (A100)" in finding["message"]
+    code, alone = _report("--from-dump", str(dump))
+    assert code == 2
+    train = next(c for c in alone["clusters"] if c["id"].endswith("train"))
+    assert ("SLURM125", NOT_JOINED) in {(n["rule"], n["reason"]) for n in train["not_judged"]}
+    doc = json.loads((SLURM / "nodes.json").read_text())
+    for node in doc["nodes"]:
+        node["gres"] = "gpu:nvidia_h100_80gb_hbm3:8(S:0-1)"
+    (dump / "nodes.json").write_text(json.dumps(doc))  # the node's own Gres= comes before gres.conf
+    _, clean = _report("--from-dump", str(dump), "--cloud-dump", str(AWS))
+    assert not {r for rule, r in _findings(clean) if rule in ("SLURM124", "SLURM125")}
+
+
+def test_gres_types_as_slurm_writes_them(tmp_path: Path) -> None:
+    from fabriccheck.providers.slurm.gres import gpu_types_of, gres_types
+
+    assert gpu_types_of("gpu:h100:8(S:0-1)") == ("h100",)
+    assert gpu_types_of("gpu:8,nvme:1") == ()
+    assert gpu_types_of("gpu:a100:4,gpu:nvidia_h100_80gb_hbm3:4") == ("a100", "nvidia_h100_80gb_hbm3")
+    conf = tmp_path / "gres.conf"
+    conf.write_text("AutoDetect=nvml\nNodeName=n[1-2] Name=gpu Type=h100 Count=8\nName=gpu File=/dev/nvidia0\n")
+    assert gres_types(conf) == {"n1": ("h100",), "n2": ("h100",)}

@@ -34,7 +34,6 @@ def test_the_demo_slurm_cluster_has_a_right_and_a_wrong_partition_and_job() -> N
     }
     found = {(f["rule"], f["cluster"].rsplit(":", 1)[-1]) for f in report["findings"] if f["provider"] == "slurm"}
     assert found == {
-        ("SLURM111", "slurm-partition/spot"),
         ("SLURM120", "slurm-partition/spot"),
         ("SLURM141", "slurm-job/102"),
     }

@@ -44,6 +44,7 @@ from fabriccheck.reports.safe import visible
 from fabriccheck.reports.wording import (
     lost_cell,
     lost_hours,
+    node_types,
     penalty_line,
     plural,
     possible_cost_line,
@@ -136,6 +137,7 @@ class ClusterView:
     nodes: int
     types: str
     gpus: int
+    shape: str  # nodes, types and accelerators in words (wording.node_types)
     workload: str
     penalty: str
     possible: str | None
@@ -221,6 +223,7 @@ def cluster_view(
         grouped_by=c.grouped_by,
         nodes=len(c.nodes),
         types=", ".join(c.instance_types),
+        shape=node_types(len(c.nodes), ", ".join(c.instance_types), c.untyped_nodes, c.gpus),
         gpus=c.gpus,
         workload=c.penalty.workload,
         penalty=penalty_line(c.penalty) + caveat,

@@ -30,6 +30,7 @@ from fabriccheck.reports.safe import md_code, md_text
 from fabriccheck.reports.wording import (
     cost_lines,
     lost_cell,
+    node_types,
     penalty_line,
     plural,
     possible_line,
@@ -212,8 +213,7 @@ def _cluster_section(
         "",
         f"## {rank}. {md_code(name)}",
         "",
-        f"{status} · {md_text(c.grouped_by)} · {plural(len(c.nodes), 'node')} × {types} · "
-        f"{plural(c.gpus, 'accelerator')}  ",
+        f"{status} · {md_text(c.grouped_by)} · {node_types(len(c.nodes), types, c.untyped_nodes, c.gpus)}  ",
         f"Penalty ({md_text(c.penalty.workload)}): {md_text(penalty_line(c.penalty))}",
     ]
     possible = possible_line(c.penalty, possible_rules(findings))

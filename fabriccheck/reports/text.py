@@ -42,6 +42,7 @@ from fabriccheck.reports.safe import visible
 from fabriccheck.reports.wording import (
     cost_lines,
     lost_cell,
+    node_types,
     penalty_line,
     plural,
     possible_line,
@@ -339,9 +340,7 @@ def _cluster_block(
     if verbose:
         page.para(f"id {visible(c.id)}", "  ", "    ", style="dim")
     types = ", ".join(visible(t) for t in c.instance_types)
-    page.para(
-        f"{visible(c.grouped_by)}: {plural(len(c.nodes), 'node')} × {types}, {plural(c.gpus, 'accelerator')}", "  "
-    )
+    page.para(f"{visible(c.grouped_by)}: {node_types(len(c.nodes), types, c.untyped_nodes, c.gpus)}", "  ")
     _finding_blocks(page, findings, verbose, locations)
     _not_judged(page, c, locations)
     caveat = " (from the rules that could be judged)" if c.not_judged and not findings else ""

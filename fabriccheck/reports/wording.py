@@ -15,6 +15,19 @@ def plural(count: int, word: str, many: str | None = None) -> str:
     return f"{count:,} {word if count == 1 else (many if many is not None else word + 's')}"
 
 
+def node_types(nodes: int, types: str, untyped: int, gpus: int) -> str:
+    """`2 nodes × p5.48xlarge, 16 accelerators`, with `types` already escaped for the report; nodes whose instance
+    type is unknown are said to be (a Slurm node joined to no cloud instance), not shown as `× , 0 accelerators`."""
+    if not types or untyped >= nodes:
+        return f"{plural(nodes, 'node')} of an unknown instance type, accelerators unknown"
+    if untyped:
+        return (
+            f"{plural(nodes, 'node')}: {nodes - untyped:,} × {types} ({plural(gpus, 'accelerator')}) and {untyped:,} "
+            "of an unknown instance type"
+        )
+    return f"{plural(nodes, 'node')} × {types}, {plural(gpus, 'accelerator')}"
+
+
 def verdict_line(report: Report) -> str:
     """The report in one line (--quiet): the findings by severity, the clusters they are in, the GPU-hours a day
     lost, and whether the run can pass a gate."""

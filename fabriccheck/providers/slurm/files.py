@@ -21,6 +21,7 @@ from typing import Any
 
 from fabriccheck.errors import FabricCheckError
 from fabriccheck.jsonfiles import read_json
+from fabriccheck.providers.slurm.gres import gpu_types_of, gres_types
 from fabriccheck.providers.slurm.hostlist import expand
 from fabriccheck.providers.slurm.topology import Topology, read_topologies
 from fabriccheck.textfiles import read_text
@@ -54,6 +55,7 @@ class SlurmNode:
     states: list[str] = field(default_factory=list)
     instance_id: str = ""  # set by the cloud plugin, where it does
     instance_type: str = ""
+    gpu_types: tuple[str, ...] = ()  # Gres= gpu types (gpu:h100:8), else gres.conf's Type= (providers/slurm/gres.py)
 
     @property
     def state(self) -> str:
@@ -142,6 +144,7 @@ def _nodes(path: Path) -> tuple[list[SlurmNode], str]:
                 hostname=str(item.get("hostname") or ""),
                 partitions=_list(item.get("partitions")),
                 gpus=gpus_of(str(item.get("gres") or "")),
+                gpu_types=gpu_types_of(str(item.get("gres") or "")),
                 states=[s.upper() for s in _list(item.get("state"))],
                 instance_id=str(item.get("instance_id") or ""),
                 instance_type=str(item.get("instance_type") or ""),
@@ -231,8 +234,10 @@ def read_dump(folder: Path) -> SlurmDump:
         conf, read = conf_values(folder / "slurm.conf"), [*read, "slurm.conf"]
     if (folder / "gres.conf").is_file():
         by_node, read = gres_gpus(folder / "gres.conf"), [*read, "gres.conf"]
+        typed = gres_types(folder / "gres.conf")
         for node in nodes:
             node.gpus = node.gpus or by_node.get(node.name, 0)  # the node's own Gres= first
+            node.gpu_types = node.gpu_types or typed.get(node.name, ())
     topologies = read_topologies(folder)
     read += [name for name in ("topology.txt", "topology.yaml", "topology.conf") if (folder / name).is_file()]
     plugin = None

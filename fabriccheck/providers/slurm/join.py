@@ -106,14 +106,18 @@ def _ec2_pairs(path: Path) -> Iterator[tuple[str, str]]:
 
 
 def addresses(folder: Path) -> dict[str, str]:
-    """Private IP -> instance id or name, from every answer of the cloud dump that carries them."""
+    """Private IP -> instance id or name, from every answer of the cloud dump that carries them. A private IP is
+    unique only within its network: one that instances of two VPCs, VNets or accounts share names neither, and is
+    left out (a node joined to the wrong instance would be judged on another's zone and placement)."""
     found: dict[str, str] = {}
+    shared: set[str] = set()
     for name in _ADDRESS_FILES:
         for path in sorted(folder.rglob(name)):
             pairs = _ec2_pairs(path) if name == "describe-instances.json" else _pairs(name, read_json(path, True))
             for instance, address in pairs:
-                found.setdefault(address, instance)
-    return found
+                if found.setdefault(address, instance).lower() != instance.lower():
+                    shared.add(address)
+    return {address: instance for address, instance in found.items() if address not in shared}
 
 
 def _keys(node: Node) -> list[str]:

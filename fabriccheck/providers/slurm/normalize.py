@@ -73,6 +73,7 @@ class Normalizer:
             partition=partition,
             multi_node=self._multi_node(partition),
             gpus=min(slurm.gpus, 256),
+            gpu_types=slurm.gpu_types,
             topology=plugin,
             groups_known=topology is not None and bool(topology.groups),
             group=group,

@@ -39,6 +39,8 @@ _LISTED = 8  # names a message lists before "and N more"
 NOT_JOINED = "not joined to a cloud instance (give --cloud-dump DIR holding the instances)"
 NO_GROUPS = "the dump holds no topology (scontrol show topology, topology.yaml or topology.conf)"
 NO_PLUGIN = "the dump says no topology plugin (slurm.conf or a topology file)"
+NO_ACCELERATOR = "the accelerator of the node's instance type is not known"
+_GROUP = {"block": "block", "tree": "leaf switch"}
 
 
 def _names(names: Iterable[str]) -> str:
@@ -65,6 +67,10 @@ class SlurmSupport(HostedSupport):
         node={
             "partition": "the Slurm partition the node is judged in",
             "slurm_gpus": "GPUs its Gres= gives the node",
+            "slurm_gpu_types": "the GPU types its Gres= (gpu:h100:8) or gres.conf Type= give the node, "
+            "comma-separated, or empty",
+            "gpu_type_disagrees": "those of them that name a GPU other than its instance type's (by the accelerator "
+            "table: h100, nvidia_h100_80gb_hbm3 are H100), each with the GPU it names, or empty",
             "cloud": "the cloud of the instance it was joined to: aws, azure, gcp, or empty",
             "joined_by": "instance_id, address or name: how the node was joined to its instance, or empty",
             "topology_group": "the block or leaf switch that holds the node, or empty",
@@ -92,6 +98,9 @@ class SlurmSupport(HostedSupport):
             "zone_mixed_names": "them, each with its zones",
             "islands": "distinct placement groups, scale sets, availability sets, resource policies or capacity "
             "blocks of the joined instances",
+            "zone_islands": "the most of them among the nodes of one zone (a split the zones do not already make)",
+            "zone_blocks": "a sentence naming the blocks or leaf switches that hold nodes of two or more zones, or "
+            "empty",
             "island_names": "their names",
             "clouds": "the clouds of the joined instances, comma-separated (aws, azure, gcp)",
             "instance_types": "distinct instance types of its nodes (the joined instance's, else Slurm's InstanceType)",
@@ -124,6 +133,8 @@ class SlurmSupport(HostedSupport):
         facts: Facts = {
             "partition": part.partition,
             "slurm_gpus": part.gpus,
+            "slurm_gpu_types": ", ".join(part.gpu_types),
+            "gpu_type_disagrees": "",
             "cloud": part.cloud or "",
             "joined_by": part.joined_by or "",
             "topology_group": part.group or "",
@@ -137,9 +148,15 @@ class SlurmSupport(HostedSupport):
             facts["fabric_off"] = ncclenv.fabric_off(env, cap.fabric) if cap else ""
             facts["socket_ifname"] = ncclenv.local_socket_ifname(env)
         unknown: dict[str, str] = {}
+        if part.gpu_types:
+            cap = context.capability(shape)
+            if cap is None or not cap.accelerator_name:
+                unknown["gpu_type_disagrees"] = NOT_JOINED if part.cloud is None else NO_ACCELERATOR
+            else:
+                facts["gpu_type_disagrees"] = _disagreeing(part.gpu_types, cap.accelerator_name)
         if part.cloud is None:
             # What only the cloud tells: unknown, so no rule reads an empty zone as "one zone".
-            unknown = dict.fromkeys(("zone", "network", "fabric"), NOT_JOINED)
+            unknown |= dict.fromkeys(("zone", "network", "fabric"), NOT_JOINED)
         if not part.topology or (part.topology in GROUPED and not part.groups_known):
             unknown["topology_group"] = NO_GROUPS
         if unknown:
@@ -164,6 +181,9 @@ class SlurmSupport(HostedSupport):
             if node.zone:
                 zones.setdefault(part.group, set()).add(node.zone)
         islands = {p.id for node in nodes for p in node.placement if p.kind in ISLANDS}
+        by_zone: dict[str, set[str]] = {}  # the islands of each zone's nodes
+        for node in nodes:
+            by_zone.setdefault(node.zone or "", set()).update(p.id for p in node.placement if p.kind in ISLANDS)
         unjoined = [node.id for node, part in zip(nodes, parts, strict=True) if part.cloud is None]
         nvlink_mixed, nvlink_words = _mixed(domains)
         zone_mixed, zone_words = _mixed(zones)
@@ -190,6 +210,9 @@ class SlurmSupport(HostedSupport):
             "zone_mixed": zone_mixed,
             "zone_mixed_names": zone_words,
             "islands": len(islands),
+            "zone_islands": max((len(found) for found in by_zone.values()), default=0),
+            "zone_blocks": f" Its topology also puts nodes of two or more zones in one {_GROUP[first.topology]}: "
+            f"{zone_words}; even a job Slurm keeps inside one is split." if zone_mixed and in_groups else "",
             "island_names": _names(islands),
             "clouds": ", ".join(sorted({p.cloud for p in parts if p.cloud})),
             "unjoined": len(unjoined),
@@ -211,6 +234,18 @@ class SlurmSupport(HostedSupport):
         return facts
 
 
+def _disagreeing(types: tuple[str, ...], accelerator: str) -> str:
+    """The Slurm GPU types that name a GPU the accelerator table knows and that is not the instance's, in words
+    (`a100 (A100)`); a type the table does not know names nothing to compare (providers/slurm/gres.py)."""
+    own = catalog.accelerator(accelerator)
+    wrong = []
+    for name in types:
+        named = catalog.accelerator(name)
+        if named is not None and own is not None and named.name != own.name:
+            wrong.append(f"{name} ({named.name})")
+    return ", ".join(wrong)
+
+
 def _in_domains(shape: NodeShape, context: FactContext) -> bool:
     """Whether the node's accelerator comes in multi-node NVLink domains (GB200/GB300 NVL72)."""
     cap = context.capability(shape)
@@ -228,7 +263,7 @@ def _unknown(parts: list[SlurmPart], unjoined: bool) -> dict[str, str]:
             ("ungrouped", "ungrouped_names", "ungrouped_gpus", "groups", "groups_needed"), NO_GROUPS
         )
     if unjoined:
-        unknown |= dict.fromkeys(("islands", "island_names", "clouds"), NOT_JOINED)
+        unknown |= dict.fromkeys(("islands", "island_names", "zone_islands", "clouds"), NOT_JOINED)
     if unjoined or "ungrouped" in unknown:
         why = unknown.get("ungrouped", NOT_JOINED)
         unknown |= dict.fromkeys(("nvlink_mixed", "nvlink_mixed_names", "zone_mixed", "zone_mixed_names"), why)
