@@ -25,7 +25,15 @@ import tempfile
 import time
 from pathlib import Path
 
-from build_demo import SG_EFA, Account, placement_groups, recorded_instance_types, security_groups, subnets, write
+from fabriccheck.builders.demo_aws import (
+    SG_EFA,
+    Account,
+    placement_groups,
+    recorded_instance_types,
+    security_groups,
+    subnets,
+    write,
+)
 
 
 def build_fleet(folder: Path, instances: int) -> None:

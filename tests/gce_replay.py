@@ -45,7 +45,7 @@ LIST_KIND = {
 }
 # Collections whose REST path segment is not their API name: networkFirewallPolicies.list is
 # GET .../projects/P/global/firewallPolicies (https://cloud.google.com/compute/docs/reference/rest/v1/networkFirewallPolicies/list).
-RESOURCE_OF_PATH = {"firewallPolicies": "networkFirewallPolicies"}
+RESOURCE_OF_PATH = {"firewallPolicies": "networkFirewallPolicies", "getEffectiveFirewalls": "effectiveFirewalls"}
 
 
 def resource_of(segment: str) -> str:
@@ -85,6 +85,10 @@ class ComputeReplay:
     bodies: dict[tuple[str, str], tuple[str, str]] = field(default_factory=dict)  # -> (content type, body) with 200
     looping: set[tuple[str, str]] = field(default_factory=set)  # page 1's nextPageToken leads back to page 0
     resets: dict[tuple[str, str], int] = field(default_factory=dict)  # connection resets left (-1: always)
+    # regionNetworkFirewallPolicies.getEffectiveFirewalls: GET .../projects/P/regions/R/firewallPolicies/
+    # getEffectiveFirewalls?network=URL answers {"firewalls": [...], "firewallPolicys": [...]} (no kind; Compute API
+    # v1 RegionNetworkFirewallPoliciesGetEffectiveFirewallsResponse), keyed by (project, region, network name).
+    effective: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict)
 
     def reset_now(self, raw_path: str) -> bool:
         """Whether this request's connection is reset instead of answered (counted down per (project, resource))."""
@@ -134,6 +138,9 @@ class ComputeReplay:
             return 200, {"__raw__": self.bodies[(project, resource)]}
         if project not in self.projects:
             return 404, _error(404, f"The resource 'projects/{project}' was not found", "notFound")
+        if resource == "effectiveFirewalls":
+            network = query.get("network", "").rsplit("/", 1)[-1]
+            return 200, self.effective.get((project, parts[5], network), {"firewalls": [], "firewallPolicys": []})
         items = self.projects[project].get(resource, [])
         where = parts[4]
         if where == "zones":
@@ -196,6 +203,8 @@ def rm_folder(folder_id: str, parent: str, state: str = "ACTIVE") -> dict[str, A
 
 
 def _message(status: int, project: str, resource: str) -> str:
+    if status == 403 and resource == "effectiveFirewalls":
+        return f"Required 'compute.networks.getRegionEffectiveFirewalls' permission for 'projects/{project}'"
     if status == 403:
         return f"Required 'compute.{resource}.list' permission for 'projects/{project}'"
     if status == 404:

@@ -361,7 +361,7 @@ def test_demo_takes_rules_dir_as_readme_says(tmp_path: Path) -> None:
 # Terraform, pip, mkdocs, mypy, and the options of the project's own scripts (benchmarks, tools).
 OTHER_TOOLS = (
     *("aws ec2", "az ", "gcloud", "kubectl", "helm ", "docker ", "curl ", "terraform ", "tofu "),
-    *("pip ", "mkdocs", "mypy", "benchmarks/", "tools/"),
+    *("pip ", "mkdocs", "mypy", "benchmarks/", "tools/", "jq "),
     *("sbatch", "srun ", "scontrol ", "squeue ", "sinfo "),  # Slurm's own commands (docs/slurm.md)
 )
 # Options documented ahead of the branches that add them (repeatable outputs and the Pushgateway; the k8s

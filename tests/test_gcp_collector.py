@@ -20,7 +20,7 @@ from cli_run import one_clean_line, run, run_installed
 from gce_replay import ComputeReplay, fake_service_account_key, resource_of, serve
 
 from fabriccheck.builders.demo_gcp import PROJECT, Project, build
-from fabriccheck.providers.gcp import collect
+from fabriccheck.providers.gcp import collect, effective
 from fabriccheck.providers.gcp.dump import load_dump
 from fabriccheck.providers.gcp.listing import CALLS
 
@@ -93,6 +93,8 @@ def test_zones_asked_use_zonal_and_regional_lists() -> None:
         f"/compute/v1/projects/{PROJECT}/global/networks",
         f"/compute/v1/projects/{PROJECT}/global/firewalls",
         f"/compute/v1/projects/{PROJECT}/global/firewallPolicies",
+        # the policies in effect on the GPU networks, in the region of their nodes (effective.py)
+        f"/compute/v1/projects/{PROJECT}/regions/us-central1/firewallPolicies/getEffectiveFirewalls",
     }
 
 
@@ -102,8 +104,14 @@ def test_only_get_requests_and_the_role_names_exactly_the_permissions_used() -> 
         collect.collect_live([PROJECT], endpoint_url=url)
         collect.collect_live([PROJECT], zones=["us-central1-a", "us-central1-b"], endpoint_url=url)
     assert {r.method for r in replay.requests} == {"GET"}
-    used = {f"compute.{resource_of(r.path.rsplit('/', 1)[-1])}.list" for r in replay.requests}
-    assert used == set(collect.custom_role()["includedPermissions"]) == {c.permission for c in CALLS}
+    used = {
+        effective.PERMISSION
+        if r.path.endswith("/getEffectiveFirewalls")
+        else f"compute.{resource_of(r.path.rsplit('/', 1)[-1])}.list"
+        for r in replay.requests
+    }
+    assert used == set(collect.custom_role()["includedPermissions"])
+    assert used == {c.permission for c in CALLS} | {effective.PERMISSION}
 
 
 def test_a_403_on_one_project_is_recorded_with_the_permission_and_the_rest_finishes() -> None:
@@ -268,7 +276,8 @@ def test_bad_options_are_one_line(args: list[str], expected: str) -> None:
 def test_print_role_is_the_permissions_the_calls_need(tmp_path: Path) -> None:
     result = run("gcp", "--print-role")
     assert result.returncode == 0
-    assert json.loads(result.stdout)["includedPermissions"] == sorted(c.permission for c in CALLS)
+    expected = sorted([*(c.permission for c in CALLS), effective.PERMISSION])
+    assert json.loads(result.stdout)["includedPermissions"] == expected
     out = tmp_path / "role.json"
     assert run("gcp", "--print-role", "--output", str(out)).returncode == 0
     assert json.loads(out.read_text()) == json.loads(result.stdout)

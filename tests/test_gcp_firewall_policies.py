@@ -412,9 +412,9 @@ def test_policy_stages_follow_the_enforcement_order() -> None:
 
     policy = network_firewall_policy(_policy(_ingress(1000, "deny", ["10.0.0.0/8"])), PROJECT)
     vpc = [_rule(source_ranges=["10.0.0.0/8"])]
-    assert governed_reach(vpc, policy, False, "10.1.0.0/16").verdict == "ok"
-    assert governed_reach(vpc, policy, True, "10.1.0.0/16").verdict == "missing"
-    assert governed_reach([], policy, False, "10.1.0.0/16").verdict == "missing"
+    assert governed_reach(vpc, [policy], False, "10.1.0.0/16").verdict == "ok"
+    assert governed_reach(vpc, [policy], True, "10.1.0.0/16").verdict == "missing"
+    assert governed_reach([], [policy], False, "10.1.0.0/16").verdict == "missing"
 
 
 @pytest.fixture

@@ -18,6 +18,9 @@ from fabriccheck.providers.gcp import collect
 ORG = "organizations/123456789"
 
 
+DEMO_GPU_NETWORKS = 12  # a3-gpu-0..3 and a3m-gpu-0..7 (tools/build_demo_gcp.py), all in us-central1
+
+
 @pytest.fixture(autouse=True)
 def google_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     key = tmp_path / "key.json"
@@ -59,8 +62,9 @@ def test_organization_lists_active_projects_through_nested_folders() -> None:
     assert sorted(listed) == sorted(
         [(f"/v3/{kind}", parent) for kind in ("projects", "folders") for parent in (ORG, "folders/20", "folders/30")]
     )
-    # Each project's requests are counted: six lists of one page each (network firewall policies the sixth).
-    assert {s.api_calls for s in inventory.scopes} == {6}
+    # Each project's requests are counted: six lists of one page each (network firewall policies the sixth), and
+    # one getEffectiveFirewalls per GPU network of the demo's TCPX/TCPXO nodes (4 of A3 High, 8 of A3 Mega).
+    assert {s.api_calls for s in inventory.scopes} == {6 + DEMO_GPU_NETWORKS}
 
 
 def test_folder_lists_only_what_is_under_it() -> None:
@@ -100,7 +104,8 @@ def test_a_throttled_and_a_failing_project_leave_the_rest_collected_and_retries_
         inventory = collect.collect_live([], endpoint_url=url, organization="123456789", retry_budget=5.0)
     assert not inventory.complete
     scopes = {s.account: s for s in inventory.scopes}
-    assert scopes["team-a"].complete and scopes["team-a"].retries == 1 and scopes["team-a"].api_calls == 7
+    assert scopes["team-a"].complete and scopes["team-a"].retries == 1
+    assert scopes["team-a"].api_calls == 7 + DEMO_GPU_NETWORKS
     assert scopes["top-project"].complete and scopes["top-project"].retries == 0
     assert not scopes["team-b"].complete and "AccessDenied" in (scopes["team-b"].reason or "")
     denied = [e for e in inventory.errors if e.account == "team-b"]

@@ -115,6 +115,9 @@ def test_gcp_organization_scan_only_gets_and_the_role_names_exactly_what_it_used
     used = {
         f"resourcemanager.{r.path.rsplit('/', 1)[1]}.list"
         if r.path.startswith("/v3/")
+        # regionNetworkFirewallPolicies.getEffectiveFirewalls (Compute Engine IAM permissions)
+        else "compute.networks.getRegionEffectiveFirewalls"
+        if r.path.endswith("/getEffectiveFirewalls")
         else f"compute.{resource_of(r.path.rsplit('/', 1)[1])}.list"
         for r in replay.requests
     }

@@ -137,6 +137,8 @@ class PolicyRule(Model):
     source_address_groups: list[str] = Field(default_factory=list)
     target_secure_tags: list[str] = Field(default_factory=list)  # tagValues/N: bound to instances, not read
     target_service_accounts: list[str] = Field(default_factory=list)
+    # A hierarchical rule's targetResources: the networks whose instances it applies to (none: every network).
+    target_resources: list[str] = Field(default_factory=list)
 
     @field_validator("entries")
     @classmethod
@@ -144,15 +146,44 @@ class PolicyRule(Model):
         return checked_entries(entries)
 
 
+# What each type of firewall policy is called in a message (the `type` of an effective firewall policy:
+# RegionNetworkFirewallPoliciesGetEffectiveFirewallsResponseEffectiveFirewallPolicy.type, Compute API v1).
+POLICY_KINDS = {
+    "NETWORK": "network firewall policy",
+    "NETWORK_REGIONAL": "regional network firewall policy",
+    "HIERARCHY": "hierarchical firewall policy",
+    "SYSTEM_REGIONAL": "regional system firewall policy",
+    "SYSTEM_GLOBAL": "system firewall policy",
+}
+
+
 class NetworkFirewallPolicy(Scoped):
-    """A global network firewall policy (networkFirewallPolicies) with its rules. `rules` None: they are not known
-    (an answer that left them out, a plan whose rule is known only after apply), so what it decides is unknown;
-    `unknown_rules` says why."""
+    """A firewall policy with its rules: a global network firewall policy (networkFirewallPolicies; `kind` NETWORK),
+    or one an effective-firewalls answer or a plan names (hierarchical, regional network, regional system). `rules`
+    None: they are not known (an answer that left them out, a plan whose rule is known only after apply), so what
+    it decides is unknown; `unknown_rules` says why."""
 
     id: str  # projects/P/global/firewallPolicies/NAME, as networks[].firewallPolicy names it
     name: str
     rules: list[PolicyRule] | None = None
     unknown_rules: str = ""
+    kind: str = "NETWORK"  # NETWORK | NETWORK_REGIONAL | HIERARCHY | SYSTEM_REGIONAL | SYSTEM_GLOBAL
+
+    @property
+    def described(self) -> str:
+        """'hierarchical firewall policy org-gpu-guard'."""
+        return f"{POLICY_KINDS.get(self.kind, 'firewall policy')} {self.name}"
+
+
+class EffectiveFirewalls(Scoped):
+    """The firewall policies that govern one network in one region besides its global network firewall policy, in
+    evaluation order: the hierarchical policies from the organization down, the regional system policies, and the
+    regional network policies (regionNetworkFirewallPolicies.getEffectiveFirewalls; a plan's regional policies).
+    `policies` None: they could not be read (`unknown` says why), so the network's reach is not judged there."""
+
+    network: str  # projects/P/global/networks/NAME, as a NIC names it
+    policies: list[NetworkFirewallPolicy] | None = None
+    unknown: str = ""
 
 
 class GcpResources(Model):
@@ -161,6 +192,7 @@ class GcpResources(Model):
     subnetworks: list[Subnetwork] = Field(default_factory=list)
     firewalls: list[FirewallRule] = Field(default_factory=list)
     network_firewall_policies: list[NetworkFirewallPolicy] = Field(default_factory=list)
+    effective_firewalls: list[EffectiveFirewalls] = Field(default_factory=list)
 
     def merge(self, other: GcpResources) -> None:
         self.resource_policies.extend(other.resource_policies)
@@ -168,6 +200,7 @@ class GcpResources(Model):
         self.subnetworks.extend(other.subnetworks)
         self.firewalls.extend(other.firewalls)
         self.network_firewall_policies.extend(other.network_firewall_policies)
+        self.effective_firewalls.extend(other.effective_firewalls)
 
 
 def firewall_entries(items: list[dict[str, Any]], protocol_key: str) -> list[str]:

@@ -17,7 +17,7 @@ from fabriccheck.errors import FabricCheckError
 from fabriccheck.gcpause import paused_gc
 from fabriccheck.inventory import Inventory
 from fabriccheck.model import CollectionError
-from fabriccheck.providers.gcp import listing
+from fabriccheck.providers.gcp import effective, listing
 from fabriccheck.providers.gcp.listing import (
     CALLS,
     FIREWALLS,
@@ -36,8 +36,9 @@ from fabriccheck.sources.progress import API_CALLS, Progress
 from fabriccheck.sources.retries import RETRIES, retry_policy
 from fabriccheck.sources.scope import BAD_RESPONSE, UNREACHABLE, Scope
 
-# Every permission the collector uses: aggregatedList and list of each collection need its .list permission.
-PERMISSIONS = tuple(sorted(c.permission for c in CALLS))
+# Every permission the collector uses: aggregatedList and list of each collection need its .list permission, and
+# the effective firewall policies of each GPU network (effective.py) compute.networks.getRegionEffectiveFirewalls.
+PERMISSIONS = tuple(sorted([*(c.permission for c in CALLS), effective.PERMISSION]))
 # --organization / --folder: Resource Manager v3 lists the projects and folders under a parent.
 LISTING_PERMISSIONS = ("resourcemanager.folders.list", "resourcemanager.projects.list")
 SCOPES = ("https://www.googleapis.com/auth/compute.readonly",)
@@ -51,7 +52,7 @@ def custom_role(listing: bool = False) -> dict[str, Any]:
     return {
         "title": "fabriccheck reader",
         "description": "Read-only: lists instances, resource policies, networks, subnetworks, firewall rules and "
-        "network firewall policies"
+        "network firewall policies, and reads the firewall policies in effect on GPU networks"
         + (", and the projects and folders under an organization or folder" if listing else ""),
         "stage": "GA",
         "includedPermissions": sorted(PERMISSIONS + (LISTING_PERMISSIONS if listing else ())),
@@ -87,6 +88,8 @@ class Clients:
             call: getattr(compute_v1, name)(credentials=credentials, client_options=options)
             for call, name in _CLIENTS.items()
         }
+        # regionNetworkFirewallPolicies.getEffectiveFirewalls, per GPU network and region (effective.py).
+        self.effective = compute_v1.RegionNetworkFirewallPoliciesClient(credentials=credentials, client_options=options)
         self.retry = self.retry_counting(CallCount())
 
     def retry_counting(self, count: CallCount) -> Any:
@@ -392,6 +395,10 @@ def collect_live(
             # A misshapen answer makes its project incomplete, naming the field; the others stand.
             part = Inventory(errors=[*errors, Scope("gcp", project).error("normalize", BAD_RESPONSE, str(exc))])
         del answers
+        if part.nodes:
+            read, failed = effective.fetch(clients, effective.targets(part), limits, count)
+            effective.record(part, read)
+            part.errors.extend(failed)
         reasons = [f"{e.call}: {e.code}" for e in part.errors]
         part.scopes.append(scope_status("gcp", project, None, count, len(part.nodes), reasons))
         inventory.merge(part)

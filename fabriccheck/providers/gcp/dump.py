@@ -18,7 +18,7 @@ from fabriccheck.gcpause import paused_gc
 from fabriccheck.inventory import Inventory
 from fabriccheck.jsonfiles import reading
 from fabriccheck.model import UNKNOWN_ACCOUNT, fact_key
-from fabriccheck.providers.gcp import listing
+from fabriccheck.providers.gcp import effective, listing
 from fabriccheck.providers.gcp.listing import CALLS, INSTANCES, GcpCall
 from fabriccheck.providers.gcp.normalize import PROJECT_ID, InstanceFields, Normalizer, project_of
 from fabriccheck.resources.gcp import GLOBAL
@@ -91,8 +91,22 @@ def _load_folder(folder: Path, project: str | None) -> Inventory:
         for account in sorted(owners or {UNKNOWN_ACCOUNT}):
             regions = {region for owner, region in scopes_seen if owner == account} | {GLOBAL}
             part.collected += [fact_key("gcp", account, r, "max_distance") for r in sorted(regions)]
+    _effective(folder, part, owners)
     dumps.record_gaps(part, LAYOUT, folder, sorted(owners) or [UNKNOWN_ACCOUNT], None, truncated, missing)
     return part
+
+
+def _effective(folder: Path, part: Inventory, owners: set[str]) -> None:
+    """The effective firewall policies of the GPU networks (optional; effective.py). The file speaks for every
+    region the folder's nodes are in: a GPU network it leaves out there is not judged, named."""
+    path = folder / effective.DUMP_FILE
+    if not path.exists():
+        return
+    with reading(path):
+        found = effective.load_dump(path, next(iter(owners)) if len(owners) == 1 else None)
+    effective.record(part, found)
+    for account, region in sorted({(n.account, n.region) for n in part.nodes if n.account in owners}):
+        part.collected.append(fact_key("gcp", account, region, effective.FACT))
 
 
 def _read(normalizer: Normalizer, answer: _Answer, part: Inventory) -> set[str]:

@@ -125,11 +125,14 @@ class _Ports:
     def __init__(self) -> None:
         self.allowed = 0
         self.open = EVERY_PORT
+        self.denied_by: list[str] = []  # the policy rules that denied usable ports, in evaluation order
 
-    def decide(self, mask: int, allows: bool) -> None:
+    def decide(self, mask: int, allows: bool, by: str = "") -> None:
         mask &= self.open
         if allows:
             self.allowed |= mask
+        elif by and mask & USABLE_PORTS:
+            self.denied_by.append(by)
         self.open &= ~mask
 
     def reach(self) -> Reach:
@@ -192,13 +195,14 @@ def _policy_match(rule: PolicyRule, cidr: str | None, targets: frozenset[str] | 
 def _policy(
     policy: NetworkFirewallPolicy, cidr: str | None, targets: frozenset[str] | None, ports: _Ports
 ) -> str | None:
-    """A network firewall policy's stage: its enabled ingress rules by priority (unique within a policy); the first
-    that matches a port decides it (allow, deny) or sends it on to the next stage (goto_next), and a port no rule
-    matches goes on too ("Evaluation order for firewall policies and rules",
-    https://cloud.google.com/firewall/docs/firewall-policies-rule-eval-order). Returns why it is unknown, or None."""
+    """A firewall policy's stage (hierarchical, system, network or regional network alike): its enabled ingress
+    rules by priority (unique within a policy); the first that matches a port decides it (allow, deny) or sends it
+    on to the next stage (goto_next), and a port no rule matches goes on too ("Evaluation order for firewall
+    policies and rules", https://cloud.google.com/firewall/docs/firewall-policies-rule-eval-order). Returns why it
+    is unknown, or None."""
     if policy.rules is None:
         why = policy.unknown_rules or "they were not read"
-        return f"the rules of network firewall policy {policy.name} are not known ({why}), so the reach is not judged"
+        return f"the rules of {policy.described} are not known ({why}), so the reach is not judged"
     pending = ports.open  # the ports this stage still evaluates
     for rule in sorted(policy.rules, key=lambda r: r.priority):
         mask = port_mask(rule.entries) & pending
@@ -207,35 +211,42 @@ def _policy(
         matched = _policy_match(rule, cidr, targets)
         if matched is False:
             continue
-        where = f"rule {rule.priority} of network firewall policy {policy.name}"
+        where = f"rule {rule.priority} of {policy.described}"
         if isinstance(matched, str):
             return f"{where} {matched}, so which ports its GPU NICs reach is not judged"
         if rule.action not in ("allow", "deny", "goto_next"):
             return f"{where} hands the traffic to {rule.action} (Layer 7 inspection decides), so it is not judged"
         pending &= ~mask
         if rule.action != "goto_next":
-            ports.decide(mask, rule.action == "allow")
+            ports.decide(mask, rule.action == "allow", where)
     return None
 
 
 def governed_reach(
     rules: list[FirewallRule],
-    policy: NetworkFirewallPolicy,
+    policies: list[NetworkFirewallPolicy],
     before_classic: bool,
     cidr: str | None,
     targets: frozenset[str] | None = None,
+    first: tuple[NetworkFirewallPolicy, ...] = (),
 ) -> Reach:
-    """Which TCP ports reach the node through its network's VPC rules and its global network firewall policy, in
-    the network's enforcement order: VPC rules, then the policy (AFTER_CLASSIC_FIREWALL), or the reverse
-    (BEFORE_CLASSIC_FIREWALL); what neither decides meets the implied deny."""
+    """Which TCP ports reach the node through every stage that governs its network, in Cloud NGFW's order: the
+    hierarchical policies (organization, then each folder down) and the regional system policies (`first`); then
+    the network's VPC rules and its network firewall policies (`policies`: the global one, then the regional one),
+    the VPC rules first (AFTER_CLASSIC_FIREWALL) or last (BEFORE_CLASSIC_FIREWALL); what none decides meets the
+    implied deny ("Evaluation order for firewall policies and rules")."""
     ports = _Ports()
-    if before_classic:
-        why = _policy(policy, cidr, targets, ports) or _classic(rules, cidr, targets, ports)
-    else:
-        why = _classic(rules, cidr, targets, ports) or _policy(policy, cidr, targets, ports)
-    if why:
-        return Reach("unknown", why)
+    vpc: list[NetworkFirewallPolicy | None] = [None]  # None: the VPC firewall rules' stage
+    network: list[NetworkFirewallPolicy | None] = [*policies]
+    for stage in [*first, *(network + vpc if before_classic else vpc + network)]:
+        why = _classic(rules, cidr, targets, ports) if stage is None else _policy(stage, cidr, targets, ports)
+        if why:
+            return Reach("unknown", why)
     reach = ports.reach()
     order = "BEFORE_CLASSIC_FIREWALL" if before_classic else "AFTER_CLASSIC_FIREWALL"
-    via = f"VPC firewall rules and network firewall policy {policy.name}, {order}"
+    via = "VPC firewall rules" + "".join(f" and {p.described}" for p in policies) + f", {order}"
+    if first:
+        via = f"{', '.join(p.described for p in first)}, then {via}"
+    if reach.verdict != "ok" and ports.denied_by:
+        via += f"; denied by {', '.join(dict.fromkeys(ports.denied_by))}"
     return Reach(reach.verdict, f"{reach.detail}, {via}" if reach.detail else via)

@@ -20,6 +20,7 @@ from fabriccheck.model import NetworkInterface, NodeShape, fact_key
 from fabriccheck.providers.gcp.firewall import Reach, governed_reach, tcp_reach
 from fabriccheck.resources.gcp import (
     GLOBAL,
+    EffectiveFirewalls,
     FirewallRule,
     Network,
     NetworkFirewallPolicy,
@@ -63,6 +64,10 @@ class GcpIndex:
         for rule in gcp.firewalls:
             self.rules.setdefault((rule.account, rule.network or ""), []).append(rule)
         self.firewall_policies = {(p.account, p.id): p for p in gcp.network_firewall_policies}
+        self.effective = {(e.account, e.region, e.network): e for e in gcp.effective_firewalls}
+        # A plan's hierarchical policies: associated with an organization or folder the plan does not place its
+        # projects in, so they may govern its networks or not (plan_policies.hierarchical_associations).
+        self.maybe = tuple(p for p in gcp.network_firewall_policies if p.kind == "HIERARCHY")
         self._networks: dict[tuple[str, str, str], _Found] = {}
         self._reaches: dict[tuple[str, str, str, str | None, frozenset[str] | None], Reach] = {}
 
@@ -157,28 +162,68 @@ class GcpIndex:
     def _governed(
         self, node: NodeShape, url: str, cidr: str | None, targets: frozenset[str] | None, classic: Reach
     ) -> Reach:
-        """The reach through the VPC rules and the network's global network firewall policy. Cloud NGFW evaluates
-        a network's global and regional network firewall policies after its VPC firewall rules
-        (AFTER_CLASSIC_FIREWALL, the default) or before them (BEFORE_CLASSIC_FIREWALL), and an allow or deny ends
-        the evaluation ("Evaluation order for firewall policies and rules",
-        https://cloud.google.com/firewall/docs/firewall-policies-rule-eval-order). So after the VPC rules, every
-        port they allow is allowed whatever the policy says; any other port is the policy's to decide, and a
-        policy not read leaves the reach not judged, never refused."""
-        network = self.networks.get((self.owner(node, url), url))
-        if network is None or network.firewall_policy is None:
-            return classic
-        order = network.policy_order or "AFTER_CLASSIC_FIREWALL"
-        if order == "AFTER_CLASSIC_FIREWALL" and classic.verdict == "ok":
-            return classic
-        policy, why = self._policy(node, network.firewall_policy)
-        if policy is not None:
-            rules = self.rules.get((self.owner(node, url), url), [])
-            return governed_reach(rules, policy, order == "BEFORE_CLASSIC_FIREWALL", cidr, targets)
+        """The reach through every stage that governs the network in the node's region: its hierarchical and
+        regional system policies first, then its VPC rules and its global and regional network firewall policies in
+        the network's enforcement order, VPC rules before them (AFTER_CLASSIC_FIREWALL, the default) or after
+        them (BEFORE_CLASSIC_FIREWALL); an allow or deny ends the evaluation ("Evaluation order for firewall
+        policies and rules", https://cloud.google.com/firewall/docs/firewall-policies-rule-eval-order). A policy
+        that governs the network and was not read leaves the reach not judged, named, never refused."""
+        owner = self.owner(node, url)
+        network = self.networks.get((owner, url))
+        found, why = self._effective(node, url)
+        if why:
+            return Reach("unknown", why)
+        first = tuple(p for p in found if p.kind != "NETWORK_REGIONAL")
+        policies = [p for p in found if p.kind == "NETWORK_REGIONAL"]
+        order = (network.policy_order if network else None) or "AFTER_CLASSIC_FIREWALL"
+        if not first and not self.maybe and (order == "AFTER_CLASSIC_FIREWALL" and classic.verdict == "ok"):
+            return classic  # the VPC rules allow every port before any network policy sees it
+        if network is not None and network.firewall_policy is not None:
+            policy, why = self._policy(node, network.firewall_policy)
+            if policy is None:
+                return Reach(
+                    "unknown",
+                    f"network {network.name} is governed by network firewall policy "
+                    f"{name_of(network.firewall_policy)} ({order}), whose rules were not read ({why}), so which "
+                    "ports its GPU NICs reach is not judged",
+                )
+            policies.insert(0, policy)  # the global policy before the regional one
+        rules = self.rules.get((owner, url), [])
+        before = order == "BEFORE_CLASSIC_FIREWALL"
+        reach = governed_reach(rules, policies, before, cidr, targets, first) if first or policies else classic
+        if not self.maybe:
+            return reach
+        held = tuple(_on_network(p, url) for p in self.maybe)
+        governed = governed_reach(rules, policies, before, cidr, targets, held + first)
+        if governed.verdict == reach.verdict:
+            return reach  # the same whether they govern it or not
+        named = ", ".join(f"{p.described} (associated with {p.account})" for p in held)
         return Reach(
             "unknown",
-            f"network {network.name} is governed by network firewall policy {name_of(network.firewall_policy)} "
-            f"({order}), whose rules were not read ({why}), so which ports its GPU NICs reach is not judged",
+            f"{named} may govern network {name_of(url)}: the plan does not say which organization and folders "
+            f"project {owner} lies under, and the GPU NICs' reach is {reach.verdict} without it, {governed.verdict} "
+            "with it, so it is not judged",
         )
+
+    def _effective(self, node: NodeShape, url: str) -> tuple[list[NetworkFirewallPolicy], str | None]:
+        """The hierarchical, system and regional network policies of the network in the node's region, in
+        evaluation order, or why they are unknown. None read for its project and region (a dump or plan saved
+        without them): none, as before they were read."""
+        owner = self.owner(node, url)
+        found: EffectiveFirewalls | None = self.effective.get((owner, node.region, url))
+        if found is None:
+            if fact_key("gcp", owner, node.region, "effective_firewalls") not in self.collected:
+                return [], None
+            return [], (
+                f"the firewall policies in effect on network {name_of(url)} in {node.region} (hierarchical and "
+                f"regional) were not read, so which ports its GPU NICs reach is not judged"
+            )
+        if found.policies is None:
+            return [], (
+                f"the firewall policies in effect on network {name_of(url)} in {node.region} (hierarchical and "
+                f"regional) are not known: {found.unknown}; so which ports its GPU NICs reach is not judged"
+            )
+        return found.policies, None
 
     def _policy(self, node: NodeShape, policy_id: str) -> tuple[NetworkFirewallPolicy | None, str]:
         """The global network firewall policy `policy_id` names, or why it is unknown: its project's policies were
@@ -234,6 +279,17 @@ class GcpIndex:
             values.append(network.mtu or DEFAULT_MTU)
         text = ", ".join(str(v) for v in sorted(set(values)))
         return ("ok" if all(v == recommended for v in values) else "other"), text, None
+
+
+def _on_network(policy: NetworkFirewallPolicy, url: str) -> NetworkFirewallPolicy:
+    """A hierarchical policy with the rules that apply to the network's instances (targetResources)."""
+    if policy.rules is None:
+        return policy
+    rules = [r for r in policy.rules if not r.target_resources or url in {_PATH.sub("", t) for t in r.target_resources}]
+    return policy.model_copy(update={"rules": rules})
+
+
+_PATH = re.compile(r"^.*?(?=projects/)")  # a network URL's scheme and host, up to projects/
 
 
 def index_of(context: FactContext) -> GcpIndex:

@@ -139,7 +139,7 @@ def _firewall(item: dict[str, Any], project: str) -> FirewallRule:
     )
 
 
-def _policy_rule(rule: dict[str, Any]) -> PolicyRule:
+def policy_rule(rule: dict[str, Any]) -> PolicyRule:
     """A FirewallPolicyRule as networkFirewallPolicies.get returns it (match.srcIpRanges, match.layer4Configs[]
     {ipProtocol, ports}, match.srcSecureTags[].name, targetSecureTags[].name; https://cloud.google.com/compute/docs/
     reference/rest/v1/networkFirewallPolicies/get)."""
@@ -167,7 +167,7 @@ def network_firewall_policy(item: dict[str, Any], project: str) -> NetworkFirewa
         region=GLOBAL,
         id=short(item.get("selfLink") or f"projects/{project}/global/firewallPolicies/{name}"),
         name=name,
-        rules=None if rules is None else [_policy_rule(r) for r in rules],
+        rules=None if rules is None else [policy_rule(r) for r in rules],
         unknown_rules=""
         if rules is not None
         else (

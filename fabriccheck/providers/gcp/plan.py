@@ -26,8 +26,9 @@ from fabriccheck.model import (
     SourceLocation,
     fact_key,
 )
+from fabriccheck.providers.gcp import plan_policies as policies
 from fabriccheck.providers.gcp.normalize import last, region_of_zone, short
-from fabriccheck.providers.gcp.plan_policies import POLICY, POLICY_RULE, plan_policies
+from fabriccheck.providers.gcp.plan_policies import POLICY, REGION_POLICY, plan_policies
 from fabriccheck.providers.gcp.support import (
     FLEX_START,
     GKE_CLUSTER_LABEL,
@@ -42,10 +43,7 @@ from fabriccheck.sources.terraform import Plan
 from fabriccheck.sources.terraform_resource import PlanResource, Resolved, is_unknown, unknown_value
 
 TEMPLATE_TYPES = ("google_compute_instance_template", "google_compute_region_instance_template")
-POLICY_ASSOCIATIONS = (
-    "google_compute_network_firewall_policy_association",
-    "google_compute_region_network_firewall_policy_association",
-)
+POLICY_ASSOCIATION = "google_compute_network_firewall_policy_association"
 PLAN_FACTS = (
     "instances",
     "resource_policies",
@@ -65,10 +63,9 @@ TYPES = (
     "google_compute_network",
     "google_compute_subnetwork",
     "google_compute_firewall",
-    POLICY,
-    POLICY_RULE,
     "google_container_node_pool",
-    *POLICY_ASSOCIATIONS,
+    POLICY_ASSOCIATION,
+    *policies.TYPES,
 )
 
 
@@ -194,28 +191,45 @@ class GcpPlan:
             )
         self._policy_associations()
 
+    def _region(self, res: PlanResource) -> str:
+        return str(res.known("region") or self.plan.provider_setting(res, "region") or "unknown")
+
     def _policy_associations(self) -> None:
         """A network firewall policy associated with a network of the plan governs it (Terraform
-        google_compute_network_firewall_policy_association and its regional twin: attachment_target, the network;
-        firewall_policy, the policy; registry.terraform.io/providers/hashicorp/google/latest/docs/resources/
-        compute_network_firewall_policy_association). A global policy of the plan is read with its rules
-        (plan_policies); one the plan does not hold is not judged (lookup.GcpIndex._governed)."""
+        google_compute_network_firewall_policy_association: attachment_target, the network; firewall_policy, the
+        policy; registry.terraform.io/providers/hashicorp/google/latest/docs/resources/
+        compute_network_firewall_policy_association); a regional one governs it in its region, and a hierarchical
+        one may (plan_policies). A policy of the plan is read with its rules; one the plan does not hold is not
+        judged (lookup.GcpIndex._governed)."""
         gcp = self.inventory.gcp
         planned = plan_policies(self.plan, {res.address: self.project(res) for res in self.plan.of_type(POLICY)})
         gcp.network_firewall_policies.extend(planned.values())
-        for res in self.plan.of_type(*POLICY_ASSOCIATIONS):
+        regional = plan_policies(
+            self.plan,
+            {res.address: self.project(res) for res in self.plan.of_type(REGION_POLICY)},
+            "NETWORK_REGIONAL",
+            self._region,
+        )
+
+        def network_of(res: PlanResource) -> str | None:
+            target = self._network_id(res, "attachment_target")
+            return target if target in self.networks else None
+
+        gcp.effective_firewalls.extend(policies.regional_associations(self.plan, regional, network_of, self._region))
+        hierarchical = plan_policies(self.plan, {}, "HIERARCHY")
+        gcp.network_firewall_policies.extend(policies.hierarchical_associations(self.plan, hierarchical))
+        for res in self.plan.of_type(POLICY_ASSOCIATION):
             target = self._network_id(res, "attachment_target")
             network = self.networks.get(target or "")
             if network is None:
                 continue
             policy = res.known("firewall_policy")
             name = short(policy) if isinstance(policy, str) and policy else res.address
-            if res.type == POLICY_ASSOCIATIONS[0]:  # a regional policy is not read: keep naming it
-                if isinstance(policy, str) and policy and "projects/" not in policy:  # a global policy's name
-                    name = f"projects/{self.project(res)}/global/firewallPolicies/{policy}"
-                for item in self.plan.resolve(res, "firewall_policy", unset=[]):
-                    if isinstance(item, PlanResource) and item.address in planned:
-                        name = planned[item.address].id
+            if isinstance(policy, str) and policy and "projects/" not in policy:  # a global policy's name
+                name = f"projects/{self.project(res)}/global/firewallPolicies/{policy}"
+            for item in self.plan.resolve(res, "firewall_policy", unset=[]):
+                if isinstance(item, PlanResource) and item.address in planned:
+                    name = planned[item.address].id
             self.networks[network.id] = updated = network.model_copy(update={"firewall_policy": name})
             gcp.networks = [updated if n is network else n for n in gcp.networks]
 
