@@ -18,7 +18,6 @@ Every failure a user can cause (a missing file, an unknown option, a plan that i
 
 from __future__ import annotations
 
-import importlib
 import inspect
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -29,6 +28,7 @@ from fabriccheck.errors import FabricCheckError
 from fabriccheck.flow import Options
 from fabriccheck.inventory import Inventory
 from fabriccheck.model import PROVIDERS
+from fabriccheck.provider import cloud_sdk, declaration, registered
 from fabriccheck.report import Report
 
 ALL = "all"  # a plan or a saved inventory: every cloud it holds
@@ -124,9 +124,7 @@ def inventory(provider: str, source: Source | str | Path) -> Inventory:
     if isinstance(chosen, Live):
         return _live(provider, chosen)
     if isinstance(chosen, Dump):
-        reader = importlib.import_module(f"fabriccheck.providers.{provider}.dump")
-        found: Inventory = reader.load_dump(_existing(chosen.path), chosen.scope)
-        return found
+        return declaration(provider).load_dump(_existing(chosen.path), chosen.scope)
     if isinstance(chosen, Plan):
         from fabriccheck.sources.terraform import load_plan
 
@@ -150,8 +148,9 @@ def only(provider: str, whole: Inventory) -> Inventory:
             "scopes": [s for s in whole.scopes if s.provider == provider],
         }
     )
-    for other in PROVIDERS:
-        if other != provider:
+    for other in registered():
+        # A provider that keeps resources of its own has a namespace of the inventory named after it.
+        if other != provider and other in Inventory.model_fields:
             setattr(kept, other, type(getattr(whole, other))())
     return kept
 
@@ -178,10 +177,8 @@ def _existing(path: str | Path) -> Path:
 
 
 def _live(provider: str, source: Live) -> Inventory:
-    from fabriccheck.cli.live import cloud_sdk
-
     with cloud_sdk(provider):  # the collector imports its SDK: not installed is the missing extra, one line
-        collect = importlib.import_module(f"fabriccheck.providers.{provider}.collect")
+        collect = declaration(provider).collector()
     accepted = inspect.signature(collect.collect_live).parameters
     unknown = sorted(set(source.options) - set(accepted) - {"progress"})
     if unknown or "progress" in source.options:

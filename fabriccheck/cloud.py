@@ -3,20 +3,21 @@
 The neutral stages (catalog, clusters, facts, rule book, judge, penalty, flow, reports) never name a cloud: they ask the
 node's provider, through `support(node.provider)`, how its type names parse, whether it should use a fabric,
 how much of its fabric is attached, which signals group its nodes, and which extra facts its rules read. Each
-provider implements `CloudSupport` in `fabriccheck/providers/<name>/support.py`; that module imports no SDK,
+provider implements `CloudSupport` in `fabriccheck/providers/<name>/support.py` (its declaration, provider.py, says
+where); that module imports no SDK,
 so judging a saved inventory never loads boto3 or the Azure and Google clients.
 """
 
 from __future__ import annotations
 
 import functools
-import importlib
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from fabriccheck.model import Capability, FabricKind, NetworkInterface, NetworkPath, Node, NodeShape
+from fabriccheck.provider import clouds, declaration
 
 if TYPE_CHECKING:
     from fabriccheck.inventory import Inventory
@@ -71,6 +72,19 @@ class FabricAttachment:
     attached: int
     paths: int
     interfaces: tuple[NetworkInterface, ...] = ()
+
+
+@dataclass(frozen=True)
+class HostInstance:
+    """A cloud instance that members of a scheduler's cluster run on: `node`, as the scheduler names it; `cloud`,
+    `instance` and `account` as that cloud's report names it; `members`, the cluster's nodes on it (a Kubernetes
+    node's pods, a Slurm node itself). What joins a Kubernetes or Slurm report to a cloud report of the estate."""
+
+    node: str
+    cloud: str
+    instance: str
+    account: str | None
+    members: tuple[str, ...]
 
 
 class FactContext(Protocol):
@@ -205,6 +219,11 @@ class CloudSupport:
         the cloud sells smaller domains it does not tell apart."""
         return catalog_gpus
 
+    def host_instances(self, nodes: list[Node], inventory: Inventory) -> list[HostInstance]:
+        """The cloud instances a cluster of `nodes` runs on, as far as its source told (a scheduler's cluster: a
+        cloud's nodes are instances themselves, and run on none)."""
+        return []
+
     def cluster_facts(self, nodes: list[Node], node_facts: list[Facts], context: FactContext) -> Facts:
         """A cluster's facts of this cloud. `node_facts` holds the facts of each node's shape, in order (shared by
         the nodes of one shape, without their names): a node's name is read from `nodes`."""
@@ -223,14 +242,9 @@ def resolve(inventory: Inventory) -> None:
 
 @functools.cache
 def support(provider: str) -> CloudSupport:
-    """The provider's support object, imported on first use."""
-    module = importlib.import_module(f"fabriccheck.providers.{provider}.support")
-    found: CloudSupport = module.SUPPORT
+    """The provider's support object, imported on first use (its declaration says where)."""
+    found: CloudSupport = declaration(provider).module("support").SUPPORT
     return found
-
-
-# The clouds whose instances other providers' nodes run on (Kubernetes nodes, Slurm nodes).
-CLOUDS = ("aws", "azure", "gcp")
 
 
 class HostedSupport(CloudSupport):
@@ -239,7 +253,7 @@ class HostedSupport(CloudSupport):
 
     def cloud_of(self, instance_type: str) -> CloudSupport | None:
         """The cloud that sells `instance_type`, if any does."""
-        for name in CLOUDS:
+        for name in (d.name for d in clouds()):
             cloud = support(name)
             if cloud.owns(instance_type):
                 return cloud

@@ -17,9 +17,6 @@ from fabriccheck.errors import FabricCheckError
 from fabriccheck.redaction import redact
 
 LOOPBACK_NAMES = frozenset({"localhost", "localhost."})
-# What each cloud's requests carry, for the error line.
-AWS_CREDENTIAL = "each request's SigV4 signature and, with temporary credentials, the session token"
-GCP_CREDENTIAL = "the OAuth access token (good for an hour)"
 
 
 def is_loopback(host: str) -> bool:

@@ -19,7 +19,9 @@ from fabriccheck import catalog, penalty
 from fabriccheck.bounds import MAX_NODES
 from fabriccheck.errors import unknown_model, usage
 from fabriccheck.model import FabricKind, NetworkPath
+from fabriccheck.penalty import links
 from fabriccheck.penalty.collectives import size_label
+from fabriccheck.provider import clouds
 from fabriccheck.workloadfile import PRECISIONS, STRATEGIES, WORKLOAD_FIELDS, workload_from_file
 
 __all__ = ["PRECISIONS", "STRATEGIES", "WORKLOAD_FIELDS", "workload_from_file"]  # the file format's home moved
@@ -37,14 +39,15 @@ TRANSPORTS = {
     "tcp": FabricKind.NONE,
 }
 # --state: one fabric word, then modifiers, comma-separated ("tcp,pod,sockets=4", "nics=4,no-placement").
-_BASE = re.compile(r"^(healthy|tcp|no-gdr|no-placement|unreachable|nvlink-split|nvlink-down|nics=(\d+))$")
-_MODIFIER = re.compile(r"^(host|pod|overlay|cross-zone|no-placement|(sockets|channels|mtu|domains)=(\d+))$")
+_BASE = re.compile(r"^(healthy|tcp|no-gdr|no-placement|unreachable|nvlink-split|nvlink-down|pcie-acs|nics=(\d+))$")
+_MODIFIER = re.compile(r"^(host|pod|overlay|cross-zone|no-placement|pcie-acs|(sockets|channels|mtu|domains)=(\d+))$")
 STATE_HELP = (
     "healthy, tcp, nics=K, no-gdr, no-placement, unreachable, nvlink-split (one NVLink domain more than the job "
-    "needs; domains=K for more) or nvlink-down (multi-node NVLink down), then modifiers: host, pod or overlay "
+    "needs; domains=K for more), nvlink-down (multi-node NVLink down) or pcie-acs (PCIe ACS on between GPUs and "
+    "NICs), then modifiers: host, pod or overlay "
     "(how NCCL's sockets reach the network), sockets=N (NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD), channels=N "
     "(NCCL's channels over the sockets, a log's coll channels), mtu=N, "
-    "cross-zone, no-placement, domains=K (NVLink domains the job spans), e.g. tcp,pod"
+    "cross-zone, no-placement, pcie-acs, domains=K (NVLink domains the job spans), e.g. tcp,pod or nics=1,pcie-acs"
 )
 
 
@@ -114,7 +117,7 @@ def fabric_of_type(instance_type: str) -> penalty.FabricDescription:
 
 
 def _catalog_types() -> list[str]:
-    return sorted(set().union(*(catalog.known_types(p, {}) for p in ("aws", "azure", "gcp"))))
+    return sorted(set().union(*(catalog.known_types(cloud.name, {}) for cloud in clouds())))
 
 
 def _squashed(text: str) -> str:
@@ -210,6 +213,7 @@ def _base_state(match: re.Match[str], text: str, nics: int) -> penalty.FabricSta
         "unreachable": penalty.FabricState.unreachable(),
         penalty.NVLINK_SPLIT: penalty.FabricState.nvlink_split(),
         penalty.NVLINK_DOWN: penalty.FabricState.nvlink_down(),
+        penalty.PCIE_ACS: penalty.FabricState.pcie_acs_on(),
     }[match.group(1)]
 
 
@@ -228,6 +232,8 @@ def _modified(state: penalty.FabricState, modifier: re.Match[str]) -> penalty.Fa
         return replace(state, socket_path=NetworkPath(word))
     if word == "cross-zone":
         return replace(state, cross_zone=True)
+    if word == penalty.PCIE_ACS:
+        return replace(state, pcie_acs=True)
     return replace(state, loose_placement=True)
 
 
@@ -329,6 +335,18 @@ def _notes(fabric: penalty.FabricDescription, nodes: int, state: penalty.FabricS
         notes.append(
             "RoCE beyond two nodes: the worst end assumes baseline ECMP hashing (up to 1/1.4 of a tuned fabric's "
             "all_reduce, Meta SIGCOMM 2024); adaptive routing or enhanced ECMP keeps the best end"
+        )
+    if state.pcie_acs:
+        best, worst = links.ACS_SHARE
+        notes.append(
+            f"PCIe ACS on: GPUDirect RDMA through the CPU's root complex at {worst:.2f}-{best:.2f} of the NICs' rate "
+            "(NVIDIA/nccl-tests#112); disable ACS on the PCIe switches, or in the BIOS"
+        )
+    gpus = fabric.gpus_per_node
+    if gpus > 1 and links.gpu_capped(fabric, float("inf")) < fabric.fabric_gbps / 8 * penalty.GB:
+        notes.append(
+            f"{fabric.nics} NICs for {gpus} GPUs: each GPU's NCCL channels drive about "
+            f"{links.GPU_NET_GBYTES:g} GB/s of them (measured on GB300 with 2 x 400 Gbps a GPU, NVIDIA/aicr#1413)"
         )
     if fabric.calibration != 1.0:
         notes.append(f"healthy fabric recalibrated to {fabric.calibration:.2f}x the model's from measured nccl-tests")

@@ -24,7 +24,7 @@ Category = Literal[
     "software",
 ]
 # What a finding does to the cluster's fabric; the penalty model reads this, never a number in the rule.
-# split-nvlink-domain and nvlink-down are penalty.NVLINK_SPLIT and penalty.NVLINK_DOWN.
+# split-nvlink-domain, nvlink-down and pcie-acs are penalty.NVLINK_SPLIT, penalty.NVLINK_DOWN and penalty.PCIE_ACS.
 # gpudirect-off is said by evidence only (NCCL204, penalty.FabricState's word): no inventory shows it.
 Effect = Literal[
     "tcp-fallback",
@@ -34,6 +34,7 @@ Effect = Literal[
     "weaker-fabric",
     "split-nvlink-domain",
     "nvlink-down",
+    "pcie-acs",
     "gpudirect-off",
     "none",
 ]

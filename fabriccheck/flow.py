@@ -102,7 +102,6 @@ def _run(inventory: Inventory, options: Options) -> Report:
     for finding in findings:
         finding.fingerprint = baselines.fingerprint(finding)
     reported = _cluster_reports(clusters, evaluation, _deselected(loaded, rules), workload, options, facts)
-    _slurm_instances(reported, inventory)
     reported, joined = join_cloud_instances(reported)  # a run that saw a cloud and its Kubernetes or Slurm clusters
     skipped = [_skipped(c) for c in [*every_cluster, *specs] if not c.judged]
     # A capability is a type's: each type of the judged nodes is looked up once, not each node.
@@ -205,25 +204,17 @@ def _cluster_reports(
                 complete=complete,
                 not_judged=not_judged,
                 penalty=cost.cluster_cost(cluster, cluster_findings, workload, options.price_per_gpu_hour, facts),
-                cloud_instances=_cloud_instances(cluster),
+                cloud_instances=_cloud_instances(cluster, facts.inventory),
             )
         )
     return reported
 
 
-def _cloud_instances(cluster: Cluster) -> list[CloudInstance]:
-    """The cloud instances a k8s workload's scheduled pods run on (spec.providerID of their nodes), node by node."""
-    found: dict[str, CloudInstance] = {}
-    for node in cluster.nodes:
-        pod = node.shape.pod
-        if pod is None or not pod.node or not pod.instance or not pod.cloud:
-            continue
-        known = found.setdefault(
-            pod.node,
-            CloudInstance(node=pod.node, cloud=pod.cloud, instance=pod.instance, account=pod.cloud_account, pods=[]),
-        )
-        known.pods.append(node.id)
-    return sorted(found.values(), key=lambda c: c.node)
+def _cloud_instances(cluster: Cluster, inventory: Inventory) -> list[CloudInstance]:
+    """The cloud instances a scheduler's cluster runs on (CloudSupport.host_instances; none for a cloud's)."""
+    hosts = support(cluster.provider).host_instances(cluster.nodes, inventory)
+    return [CloudInstance(node=h.node, cloud=h.cloud, instance=h.instance, account=h.account, pods=list(h.members))
+            for h in hosts]  # fmt: skip
 
 
 def _not_reported(clusters: list[Cluster], reported: set[str]) -> list[NodeNotReported]:
@@ -246,20 +237,6 @@ def _not_reported(clusters: list[Cluster], reported: set[str]) -> list[NodeNotRe
             for n in cluster.nodes
         ]
     return out
-
-
-def _slurm_instances(reported: list[ClusterReport], inventory: Inventory) -> None:
-    """Each Slurm cluster's cloud instances: those its nodes were joined to (providers/slurm/join.py), so that a
-    machine a cloud cluster also reports is paid for once, and `merge` joins it to that cloud cluster."""
-    if not inventory.slurm.instances:
-        return
-    joined = {(i.account, i.node): i for i in inventory.slurm.instances}
-    for cluster in reported:
-        if cluster.provider != "slurm":
-            continue
-        found = [joined[(cluster.account, node)] for node in cluster.nodes if (cluster.account, node) in joined]
-        cluster.cloud_instances = [CloudInstance(node=i.node, cloud=i.cloud, instance=i.instance, pods=[i.node])
-                                   for i in found]  # fmt: skip
 
 
 def _skipped(cluster: Cluster) -> SkippedCluster:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import operator
+import typing
 from collections.abc import Mapping
 from enum import StrEnum
 from typing import Annotated, Any, Literal, NoReturn, Self
@@ -31,7 +32,9 @@ SCHEMA_VERSION = 3
 # k8s: a Kubernetes pod, judged against the node (of any cloud) it runs or would run on.
 # slurm: a Slurm node as one partition schedules it, judged against the cloud instance it runs on.
 Provider = Literal["aws", "azure", "gcp", "k8s", "slurm"]
-PROVIDERS: tuple[Provider, ...] = ("aws", "azure", "gcp", "k8s", "slurm")
+# The registration of the providers: each name is a folder fabriccheck/providers/<name>/ whose DECLARATION says the
+# rest (fabriccheck/provider.py). The saved inventory's and the report's provider enum is this list.
+PROVIDERS: tuple[Provider, ...] = typing.get_args(Provider)
 # running: it exists now. template: a launch template / scale-set model / instance template would launch it.
 # plan: a Terraform plan would create it.
 Origin = Literal["running", "template", "plan"]
@@ -115,9 +118,13 @@ class Frozen(BaseModel):
         return found
 
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
-        """A copy with `update`'s values (not validated: give values of the fields' types), hashed afresh."""
+        """A copy with `update`'s values (not validated: give values of the fields' types), with no value derived
+        from the original's fields: its kept hash and cached properties (NodeShape.primary_interface) are made afresh
+        from the copy's own fields when asked."""
         copied = super().model_copy(update=update, deep=deep)
-        copied.__dict__.pop("_hash", None)
+        fields = type(self).model_fields
+        for derived in [key for key in copied.__dict__ if key not in fields]:
+            del copied.__dict__[derived]
         return copied
 
 

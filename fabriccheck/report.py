@@ -20,6 +20,7 @@ from fabriccheck.errors import STDIN_NAME, FabricCheckError
 from fabriccheck.findings import SEVERITY_RANK, Finding
 from fabriccheck.model import CollectionError, NetworkPath, ScopeStatus, SourceLocation
 from fabriccheck.penalty import Range
+from fabriccheck.provider import declared
 from fabriccheck.waivers import WaiverStatus
 
 REPORT_SCHEMA_VERSION = 1
@@ -253,7 +254,7 @@ def join_cloud_instances(clusters: list[ClusterReport]) -> tuple[list[ClusterRep
         return clusters, []  # no Kubernetes workload: nothing to join (most runs)
     owners: dict[tuple[str, str], list[ClusterReport]] = {}
     for cluster in clusters:
-        if cluster.provider != "k8s":
+        if _unplaced(cluster.provider) != "pending":  # a workload's pods name no machine
             for node in cluster.nodes:
                 owners.setdefault(_key(cluster.provider, node), []).append(cluster)
     if not owners:
@@ -281,7 +282,13 @@ def join_cloud_instances(clusters: list[ClusterReport]) -> tuple[list[ClusterRep
 
 def _key(cloud: str, instance: str) -> tuple[str, str]:
     # Azure resource ids are case-insensitive (an AKS providerID writes the node resource group as it likes).
-    return cloud, instance.lower() if cloud == "azure" else instance
+    provider = declared(cloud)
+    return cloud, instance.lower() if provider is not None and provider.ids_ignore_case else instance
+
+
+def _unplaced(provider: str) -> str | None:
+    found = declared(provider)
+    return found.unplaced if found is not None else None
 
 
 def unjudged_rules(cluster: ClusterReport) -> list[NotJudged]:
@@ -318,16 +325,17 @@ def machines(cluster: ClusterReport) -> frozenset[str]:
     workload's cloud instances (its pending pods, on no machine yet, by their own names), a Slurm cluster's joined
     instances (its nodes joined to none by their own names). Two reports of the same estate name the same machine
     alike, so its GPU-hours are paid for once."""
-    if cluster.provider == "slurm":
+    unplaced = _unplaced(cluster.provider)
+    if unplaced == "named":
         on = {i.node for i in cluster.cloud_instances}
         return frozenset("/".join(_key(i.cloud, i.instance)) for i in cluster.cloud_instances) | frozenset(
-            "/".join(_key("slurm", node)) for node in cluster.nodes if node not in on
+            "/".join(_key(cluster.provider, node)) for node in cluster.nodes if node not in on
         )
-    if cluster.provider != "k8s":
+    if unplaced is None:
         return frozenset("/".join(_key(cluster.provider, node)) for node in cluster.nodes)
     placed = frozenset("/".join(_key(i.cloud, i.instance)) for i in cluster.cloud_instances)
     pending = max(0, len(cluster.nodes) - len(cluster.cloud_instances))
-    return placed | frozenset(f"k8s:{cluster.account}:{cluster.id}:pending:{n}" for n in range(pending))
+    return placed | frozenset(f"{cluster.provider}:{cluster.account}:{cluster.id}:pending:{n}" for n in range(pending))
 
 
 def load_report(path: Path) -> Report:

@@ -51,6 +51,10 @@ _CONTRADICTS: dict[str, tuple[tuple[re.Pattern[str], ...], str]] = {
         (FALLBACK, UNREACHABLE),
         "multi-node NVLink is down and every node uses its own NICs (the penalty is a slowdown)",
     ),
+    "pcie-acs": (
+        (FALLBACK, UNREACHABLE),
+        "PCIe ACS sends GPU-NIC traffic through the CPU: the fabric runs slower (the penalty is a slowdown)",
+    ),
     "none": ((FALLBACK, UNREACHABLE), "nothing the penalty counts"),
 }
 

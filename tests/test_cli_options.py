@@ -5,7 +5,6 @@ In this process: the click commands typer builds, and `fabriccheck.cli.main` as 
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import inspect
 import json
 import typing
@@ -16,8 +15,8 @@ import typer
 
 from fabriccheck.cli import app, main
 from fabriccheck.cli.clouds import AwsFleet, AwsLive, AzureLive, GcpLive
-from fabriccheck.cli.live import LIVE_ONLY, PRIVILEGE
 from fabriccheck.cli.options import CloudOptions, FabricOptions, ScanOptions
+from fabriccheck.provider import declaration, declarations
 
 COMMANDS: dict[str, Any] = typer.main.get_command(app).commands  # type: ignore[attr-defined]
 CLOUDS = ("aws", "azure", "gcp")
@@ -59,21 +58,24 @@ def test_the_evidence_commands_and_merge_spell_the_report_options_as_a_scan_does
     assert {spelling(c, name) for c in ("nccl-tests", "nccl-log", "merge")} == {spelling("aws", name)}
 
 
-def test_the_tables_name_options_the_commands_have() -> None:
-    for provider, entries in LIVE_ONLY.items():
-        names = {p.name for p in COMMANDS[provider].params}
-        assert {e.param for e in entries} <= names, provider
-        assert set(PRIVILEGE[provider][2]) <= names, provider
+def test_the_declarations_name_options_the_commands_have() -> None:
+    declared = [d for d in declarations() if d.live_only or d.privilege]
+    assert {d.name for d in declared} == set(CLOUDS)
+    for provider in declared:
+        names = {p.name for p in COMMANDS[provider.name].params}
+        assert {e.param for e in provider.live_only} <= names, provider.name
+        assert set(provider.privilege.shaping if provider.privilege else ()) <= names, provider.name
 
 
 @pytest.mark.parametrize(("provider", "live"), [("aws", AwsLive), ("azure", AzureLive), ("gcp", GcpLive)])
 def test_a_live_group_is_named_as_collect_live_names_its_keywords(provider: str, live: type[Any]) -> None:
-    collect = importlib.import_module(f"fabriccheck.providers.{provider}.collect")
+    collect = declaration(provider).collector()
     keywords = inspect.signature(collect.collect_live).parameters
     assert set(option_names(live)) <= set(keywords)
     if provider == "aws":
         assert "accounts" in keywords  # what AwsFleet.plan() gives
-        assert set(option_names(AwsFleet)) == set(PRIVILEGE["aws"][2])
+        privilege = declaration("aws").privilege
+        assert privilege is not None and set(option_names(AwsFleet)) == set(privilege.shaping)
 
 
 @pytest.mark.parametrize("cloud", CLOUDS)

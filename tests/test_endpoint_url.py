@@ -14,10 +14,12 @@ import pytest
 from cli_run import one_clean_line, run
 from ec2_replay import Ec2Replay, serve
 
-from fabriccheck.endpoints import AWS_CREDENTIAL, check_endpoint_url, is_loopback
+from fabriccheck.endpoints import check_endpoint_url, is_loopback
 from fabriccheck.errors import FabricCheckError
+from fabriccheck.provider import declaration
 from fabriccheck.providers.aws import collect
 
+AWS_CREDENTIAL = declaration("aws").endpoint_credential or ""
 DEMO = Path(__file__).resolve().parent.parent / "fixtures" / "demo" / "aws"
 
 

@@ -29,6 +29,7 @@ from fabriccheck.penalty import (
     step_times,
     steps,
 )
+from fabriccheck.provider import declaration
 
 EFA_EFF = penalty.EFFICIENCY[FabricKind.EFA]
 TCP_LINE = links.TCP_LINE_EFFICIENCY
@@ -332,7 +333,8 @@ def test_a_type_without_a_fabric_is_healthy_on_tcp() -> None:
     s = estimate(NO_FABRIC, 4, HEALTHY, FSDP)
     # GCP: gVNIC's 4 sockets per channel at the best stream rate (66 Gbps) fit under the line (66 Gbps); GCP's
     # default 1460-byte MTU leaves 1420 bytes of each frame to NCCL's data
-    streams = links.SOCKET_CHANNELS * links.SOCKET_AUTODETECT["gcp"]
+    threads, each = declaration("gcp").sockets.threads or (0, 0)
+    streams = links.SOCKET_CHANNELS * threads * each
     best = min(100 * TCP_LINE, streams * links.STREAM_GBPS[0]) * (1460 - 40) / 1460 / 8
     assert s.healthy_gbytes_per_s == pytest.approx(best)
     link = healthy_link(NO_FABRIC)

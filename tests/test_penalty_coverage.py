@@ -36,6 +36,25 @@ def test_tcp_fallback_on_nd_gb_v6_is_priced_over_its_160_gbps_ethernet(size: str
     assert found.estimated and found.low > 1.0
 
 
+def test_a4x_max_falls_back_over_the_host_nics_its_total_leaves() -> None:
+    """Google Cloud "Networking and GPU machines": A4X Max has 3,600 Gbps in all, 3,200 of them on its 8 MRDMA
+    functions; the other 400 are the host NICs NCCL's sockets fall back to (it was 'not estimated')."""
+    fabric = estimate.fabric_of_type("a4x-maxgpu-4g-metal")
+    assert fabric.ethernet_gbps == 400 and fabric.fabric_gbps == 3200
+    found = penalty.estimate(fabric, 36, penalty.FabricState.tcp_fallback(), FSDP)
+    assert found.estimated and found.low > 1.0
+
+
+def test_a_node_whose_gpus_cannot_fill_its_nics_says_so() -> None:
+    """p6-b300 (16 x 400 Gbps EFA for 8 B300) and A4X Max (8 x 400 Gbps for 4 GB300) are priced at what their GPUs'
+    channels drive (links.GPU_NET_GBYTES, NVIDIA/aicr#1413), and the report says so; p5 (400 Gbps a GPU) is not."""
+    for size in ("p6-b300.48xlarge", "a4x-maxgpu-4g-metal"):
+        notes = estimate.run(estimate.fabric_of_type(size), 4, "healthy", FSDP).notes
+        assert any("channels drive about 55.3 GB/s" in n for n in notes), size
+    notes = estimate.run(estimate.fabric_of_type("p5.48xlarge"), 4, "healthy", FSDP).notes
+    assert not any("channels drive" in n for n in notes)
+
+
 def test_a_type_without_an_ethernet_figure_says_which_option_gives_it() -> None:
     report = estimate.run(estimate.fabric_of_type("a3-edgegpu-8g"), 4, "tcp", FSDP)
     assert report.estimated is False
@@ -246,6 +265,7 @@ def test_an_a10_is_priced_with_its_a10g_figures() -> None:
         ("a40", "A40", 149.7, 32, 48),  # hmc-tech.com A40 figures; NVLink bridges pairs only: a ring crosses PCIe Gen4
         ("MI325X", "MI325X", 1307, 448, 256),  # awesomeagents.ai, wiaix.com: MI300X's compute and 7 IF links
         ("Gaudi 3", "Gaudi3", 1835, 525, 128),  # docs.habana.ai Network Configuration: 21 x 200 Gbps scale-up
+        ("rtx pro 4500", "RTX PRO 4500", 109.9, 64, 32),  # hmc-tech.com tensor BF16 dense; PCIe 5.0; exxactcorp 32 GB
     ],
 )
 def test_newly_sourced_accelerators_are_priced(

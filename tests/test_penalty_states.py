@@ -16,6 +16,7 @@ from fabriccheck import calibrate, catalog, estimate, penalty
 from fabriccheck.errors import FabricCheckError
 from fabriccheck.model import FabricKind, NetworkPath
 from fabriccheck.penalty import links, steps
+from fabriccheck.provider import declaration
 from fabriccheck.workloadfile import workload_from_mapping
 
 FSDP = penalty.WORKLOADS["llm-70b-fsdp"]
@@ -81,8 +82,8 @@ def test_an_overlay_and_a_small_mtu_cost_their_headers() -> None:
 def test_outside_one_placement_group_aws_halves_each_flow() -> None:
     """AWS: 5 Gbps per flow outside a cluster placement group, 10 inside (penalty-model row 31)."""
     pod = _link(P5, "tcp,pod")
-    assert _link(P5, "tcp,pod,cross-zone") == pytest.approx(pod * links.AWS_LOOSE_FLOW_SHARE)
-    assert _link(P5, "tcp,pod,no-placement") == pytest.approx(pod * links.AWS_LOOSE_FLOW_SHARE)
+    assert _link(P5, "tcp,pod,cross-zone") == pytest.approx(pod * declaration("aws").sockets.loose_flow_share)
+    assert _link(P5, "tcp,pod,no-placement") == pytest.approx(pod * declaration("aws").sockets.loose_flow_share)
     assert _link(ND_H100, "tcp,cross-zone") == pytest.approx(_link(ND_H100, "tcp"))  # no such cap documented
 
 

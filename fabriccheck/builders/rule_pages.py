@@ -46,6 +46,7 @@ EFFECTS: dict[Effect, str] = {
     "weaker-fabric": "a type with a weaker fabric (or none) where its family offers a stronger one.",
     "split-nvlink-domain": "the job is spread over NVLink domains it could have shared.",
     "nvlink-down": "multi-node NVLink is down: every node of an NVLink domain reaches the others over its own NICs.",
+    "pcie-acs": "PCIe ACS is on between GPUs and NICs: GPUDirect RDMA runs through the CPU, at about half the rate.",
     "gpudirect-off": "GPUDirect RDMA is off: traffic is staged through host memory.",
     "none": "no effect on the fabric's speed; the finding is a risk or a configuration error.",
 }

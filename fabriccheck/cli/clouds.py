@@ -1,9 +1,9 @@
 """The scan commands of the three clouds: `aws`, `azure`, `gcp`, live or from a dump of the cloud CLI's own JSON.
 
-Each one: the least privilege when asked; the options a dump cannot take (live.LIVE_ONLY); the gate settled in one
-call before anything is collected (a bad file fails in a second, not after a long scan); collect; finish. What a
-command passes to its provider's `collect_live` is one options group (AwsLive, AzureLive, GcpLive), named as
-collect_live names it. The cloud's SDK is imported only when its command runs live."""
+Each one: the least privilege when asked; the options a dump cannot take (its declaration's live_only); the
+gate settled in one call before anything is collected (a bad file fails in a second, not after a long scan);
+collect; finish. What a command passes to its provider's `collect_live` is one options group (AwsLive,
+AzureLive, GcpLive), named as collect_live names it. The cloud's SDK is imported only when its command runs live."""
 
 import dataclasses
 from typing import TYPE_CHECKING, Annotated, Any
@@ -12,8 +12,9 @@ import typer
 
 from fabriccheck.cli.app import Command, app
 from fabriccheck.cli.finish import finish
-from fabriccheck.cli.live import check_live_options, cloud_sdk, collected, print_privilege
+from fabriccheck.cli.live import check_live_options, collected, print_privilege
 from fabriccheck.cli.options import CloudOptions, ConcurrencyOpt, EndpointOpt, ScanOptions, options
+from fabriccheck.provider import cloud_sdk
 
 if TYPE_CHECKING:
     from fabriccheck.providers.aws.fleet import Fleet

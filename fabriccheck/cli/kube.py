@@ -106,7 +106,8 @@ def k8s(
         assert nodes_from is not None  # _check
         inventory = loaded(given[0], lambda: load_manifests(given, nodes_from))
     else:
-        from fabriccheck.cli.live import cloud_sdk, collected
+        from fabriccheck.cli.live import collected
+        from fabriccheck.provider import cloud_sdk
 
         with cloud_sdk("k8s"):  # the client (or urllib3, its dependency) not installed: the extra, in one line
             context, kubeconfig = source.context, source.kubeconfig

@@ -8,8 +8,8 @@ import typer
 
 from fabriccheck.cli.app import Command, app
 from fabriccheck.cli.finish import finish, loaded
-from fabriccheck.cli.live import cloud_sdk
 from fabriccheck.cli.options import ScanOptions, options
+from fabriccheck.provider import cloud_sdk
 from fabriccheck.settings import FailOn
 
 if TYPE_CHECKING:
@@ -106,19 +106,17 @@ def demo_plan_inventory() -> "Inventory":
 
 
 def demo_inventory() -> "Inventory":
-    """The bundled demo: one folder of dump files per cloud, each read by its provider's own dump reader; the Slurm
-    cluster (a ParallelCluster, tools/build_demo_slurm.py) is joined to the demo's AWS account under it."""
-    import importlib
-
+    """The bundled demo: one folder of dump files per provider, each read by its provider's own dump reader; a
+    scheduler's cluster is joined to the cloud dump its declaration names (the Slurm ParallelCluster,
+    tools/build_demo_slurm.py, to the demo's AWS account under it)."""
     from fabriccheck.inventory import Inventory
-    from fabriccheck.model import PROVIDERS
+    from fabriccheck.provider import declarations
 
     inventory = Inventory(source="demo")
-    for provider in PROVIDERS:
-        folder = demo_dir() / provider
+    for declared in declarations():
+        folder = demo_dir() / declared.name
         if folder.is_dir():
-            reader = importlib.import_module(f"fabriccheck.providers.{provider}.dump")
-            cloud = {"cloud_dump": demo_dir() / "aws"} if provider == "slurm" else {}
-            inventory.merge(reader.load_dump(folder, **cloud))
+            cloud = {"cloud_dump": demo_dir() / declared.demo_runs_on} if declared.demo_runs_on else {}
+            inventory.merge(declared.load_dump(folder, **cloud))
     inventory.source = f"demo ({demo_dir()})"
     return inventory

@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from fabriccheck import catalog, estimate, penalty
 from fabriccheck.errors import unknown_model, usage
 from fabriccheck.model import FabricKind
+from fabriccheck.provider import transport_provider
 
 # penalty.collective_bandwidth: (algbw, busbw) in GB/s, or None when the model cannot say.
 BandwidthModel = Callable[
@@ -26,8 +27,6 @@ COMPARED_OPS = ("all_reduce", "all_gather", "reduce_scatter", "alltoall")
 
 # The same words and fabrics as `fabriccheck estimate` (one table, in fabriccheck/estimate.py).
 TRANSPORTS = estimate.TRANSPORTS
-# The cloud a transport implies, for findings' `provider` when no instance type says it.
-TRANSPORT_PROVIDER = {"efa": "aws", "tcpx": "gcp", "tcpxo": "gcp"}
 
 _model: BandwidthModel | None = None
 
@@ -121,7 +120,7 @@ def fabric_from_options(
     fabric = estimate.custom_fabric(
         accelerator_named(gpu), gpus_per_node, nics or 0, nic_gbps or 0.0, transport, not no_gdr, ethernet_gbps
     )
-    return fabric, TRANSPORT_PROVIDER.get(transport, "unknown")
+    return fabric, transport_provider(transport) or "unknown"  # the cloud a transport implies (its declaration)
 
 
 def healthy_busbw(fabric: penalty.FabricDescription, nodes: int, op: str, size: float) -> float:

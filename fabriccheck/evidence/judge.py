@@ -24,11 +24,12 @@ from fabriccheck.evidence.nccl_log import UNNAMED_HOST, Log, Process
 from fabriccheck.evidence.nccl_messages import failure_cause
 from fabriccheck.evidence.registry import Hit, evidence_check
 from fabriccheck.findings import Finding
+from fabriccheck.provider import transport_provider
 from fabriccheck.rulebook import EvidenceRule
 from fabriccheck.waivers import WaiverStatus
 
 UNKNOWN_PROVIDER = "unknown"
-FAMILY_PROVIDER = {"gib": "gcp", "tcpx": "gcp", "fastsocket": "gcp"}
+AWS_OFI_NCCL = "aws-ofi-nccl"  # the NCCL plugin's name: OFI with no libfabric provider named is its own
 FABRIC_FAMILIES = {"ib", "ofi", "gib", "tcpx"}
 PLUGIN_FAMILIES = {"ofi", "gib", "tcpx", "fastsocket"}
 # Interfaces no peer on another host can reach, or that are not the node's real network.
@@ -120,19 +121,19 @@ def _socket_causes(proc: Process, log: Log) -> list[str]:
 
 
 def infer_provider(log: Log) -> str:
-    """The cloud the log points to: aws for OFI on the EFA provider (or aws-ofi-nccl's AWS configuration), gcp for
+    """The cloud the log points to, by the transports and plugins its processes name that one provider's instances
+    alone carry (provider.transport_provider): libfabric's EFA provider or aws-ofi-nccl's AWS configuration,
     Google's plugins; unknown otherwise."""
     procs = list(log.processes.values())
     for proc in procs:
-        provider = (proc.ofi_provider or "").split(";")[0].lower()
-        if provider == "efa" or proc.ofi_aws:
-            return "aws"
-        if proc.transport_family in FAMILY_PROVIDER:
-            return FAMILY_PROVIDER[proc.transport_family or ""]
-        if any(p.startswith("FastSocket") for p in proc.plugin_loaded):
-            return "gcp"
+        words = [(proc.ofi_provider or "").split(";")[0].lower(), proc.transport_family or ""]
+        words += [AWS_OFI_NCCL] * proc.ofi_aws
+        words += ["fastsocket" for p in proc.plugin_loaded if p.startswith("FastSocket")]
+        found = next((owner for word in words if (owner := transport_provider(word)) is not None), None)
+        if found is not None:
+            return found
     if any(p.transport_family == "ofi" and not p.ofi_provider for p in procs) or log.libfabric_failures:
-        return "aws"  # AWS's plugin with no provider named: its own cloud
+        return transport_provider(AWS_OFI_NCCL) or UNKNOWN_PROVIDER  # AWS's plugin with no provider named
     return UNKNOWN_PROVIDER
 
 

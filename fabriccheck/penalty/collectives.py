@@ -25,6 +25,7 @@ from fabriccheck.penalty.links import (
     domains_spanned,
     ecmp_share,
     healthy_link_of,
+    ring_rails,
 )
 
 # NCCL's protocols (tuning.cc): LL keeps the small-message latency at a fraction of the bandwidth; Simple reaches
@@ -187,14 +188,15 @@ class Units:
 # of the GPUs at their ends, not on all of the domain's NICs at once. Fitted: 20 GB200 NVL72 racks (1,440 ranks,
 # 4 x 400 Gbps InfiniBand a tray), all_reduce 16 GiB busbw 405.74 GB/s (coreweave/nccl-tests@cb86553 README.md,
 # "20 Racks"): 405.74 / (50 GB/s x 0.91) = 8.9 NICs' worth of the rack's 72. Held out: the same README's 2 racks
-# (810.41 at 16 GiB).
+# (810.41 at 16 GiB). A rail is a GPU's (links.ring_rails): on GB200 one NIC a GPU; a tray with 2 NICs a GPU (GB300
+# on ConnectX-8) gives each rail what the GPU's channels drive (links.GPU_NET_GBYTES).
 DOMAIN_RING_NICS = 8.9
 
 
 def units(nodes: int, gpus: int, link: Link, per_domain: int, domains: int | None, nics: int = 0) -> Units:
     """`nodes` of `gpus` each, grouped into NVLink domains of `per_domain` nodes (1: no domain beyond the node).
-    A domain's link is its nodes' links together, up to what its rings drive (DOMAIN_RING_NICS of the `nics` a
-    node has; 0: no cap)."""
+    A domain's link is its nodes' links together, up to what its rings drive (DOMAIN_RING_NICS of the `nics` rails
+    a node has, links.ring_rails; 0: no cap)."""
     if per_domain <= 1 or nodes <= 1:
         return Units(nodes, gpus, link)
     spanned = domains_spanned(nodes, per_domain, domains)
@@ -235,7 +237,7 @@ def collective_estimate(
         return None
     link = link or Link(1.0, 0.0)
     per_domain = domain_nodes(fabric, accel, state)
-    group = units(nodes, fabric.gpus_per_node, link, per_domain, state.nvlink_domains, fabric.nics)
+    group = units(nodes, fabric.gpus_per_node, link, per_domain, state.nvlink_domains, ring_rails(fabric))
     intra = intra_bandwidth(accel, group.nodes_per_unit > 1)
     trees = two_node_trees(accel, link)
     domain = group.nodes_per_unit > 1

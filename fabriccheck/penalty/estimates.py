@@ -26,6 +26,7 @@ from fabriccheck.penalty.links import (
     healthy_ends,
     healthy_link_of,
     nccl_sockets,
+    ring_rails,
 )
 from fabriccheck.penalty.memory import fitted
 from fabriccheck.penalty.steps import StepTimes, degraded_step_range, step_times
@@ -157,7 +158,7 @@ def _estimate_distinct(
     made: dict[Units, StepTimes] = {}  # the four ends often share links: each step priced once
 
     def steps_on(link: Link, domains: int | None, per: int = per_domain) -> StepTimes:
-        group = units(nodes, gpus, link, per, domains, fabric.nics)
+        group = units(nodes, gpus, link, per, domains, ring_rails(fabric))
         found = made.get(group)
         if found is None:
             found = made[group] = step_times(
@@ -234,7 +235,7 @@ def compute_scale(fabric: FabricDescription, workload: Workload, accel: catalog.
     if isinstance(link, str) and nodes > 1:
         return 1.0
     link = link if isinstance(link, Link) else Link(1.0, 0.0)
-    group = units(nodes, fabric.gpus_per_node, link, domain_nodes(fabric, accel), None, fabric.nics)
+    group = units(nodes, fabric.gpus_per_node, link, domain_nodes(fabric, accel), None, ring_rails(fabric))
     modelled = step_times(workload, group.count, group.gpus, accel, group.link, domain=group.nodes_per_unit > 1)
     communication = modelled.step(overlap=True) - modelled.compute
     compute = workload.measured_step_seconds - communication

@@ -14,6 +14,7 @@ from typing import Literal
 
 from fabriccheck import catalog
 from fabriccheck.model import Capability, FabricKind, NetworkPath
+from fabriccheck.provider import SocketDefaults, declared
 
 GB = 1e9
 
@@ -58,6 +59,22 @@ TCP_LATENCY_S = 200e-6
 INTRA_LATENCY_S = 13e-6
 # Loose placement: no published bandwidth cost for RDMA fabrics (penalty-model F); doubled latency on the high side.
 LOOSE_PLACEMENT_LATENCY_FACTOR = 2.0
+# What one GPU's channels carry over the network when it shares its node with other GPUs (GB/s, achieved). NCCL
+# builds its rings and trees through every GPU of a node and sends each channel out of one NIC near the GPU at its
+# end (NVIDIA/nccl src/graph/search.cc: one NET per channel, channels capped by the GPU's path to one NIC); a GPU
+# given two 400 Gbps NICs does not fill both. Fitted: 2 x p6e-gb300r (4 x GB300, 8 x 400 Gbps ConnectX-8 RoCE, 2 a
+# GPU), NCCL 2.29 over IB verbs, multi-node NVLink not used, all_reduce 8 GB busbw ~387 GB/s = algbw 221 GB/s over
+# 4 GPUs = 55.3 (NVIDIA/aicr#1413, 2026-06-23 comment); the model put all 8 NICs on the rings, x1.64 high. Every
+# published multi-GPU run below it is unchanged (p5 41.5 a GPU, 8 x 400 Gbps H100 45.5, GB200 trays 45.5); a node
+# of one GPU is not capped: one GH200 drove 4 x 200 Gbps at 96 GB/s (NVIDIA/nccl#1579).
+GPU_NET_GBYTES = 55.3
+# PCIe ACS (Access Control Services) on the switches between GPUs and NICs redirects every peer-to-peer transfer
+# through the CPU's root complex: GPUDirect RDMA still runs, at a share of the NIC's rate. Worst end fitted: 2 x 8
+# A100 over 1 of 4 200 Gbps RoCE NICs (NCCL_IB_HCA=mlx5_0), ACS enabled, all_reduce 1-8 GB average busbw 9.84 GB/s
+# where the NIC gives 22.75 (NVIDIA/nccl-tests#112): 0.43. Best end: an NVIDIA engineer's "could explain why
+# bandwidth is halved" (same thread; and "all traffic goes back to the CPU and your bandwidth is halved",
+# NVIDIA/nccl-tests#156): 0.5.
+ACS_SHARE = (0.5, 0.43)  # (best, worst)
 # Single-node all_reduce busbw over NVLink rings, as a fraction of nominal NVLink, for accelerators without a
 # measured figure: A100 231.58 of 300 (0.77) and GB200 679.61 of 900 (0.76) (Azure/AI-benchmarking-guide).
 INTRA_RING_EFFICIENCY = 0.77
@@ -81,11 +98,10 @@ STAGED_GPUS_PER_NIC = 4
 
 # ---- NCCL's socket transport --------------------------------------------------------------------------------
 # NCCL opens NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD sockets per connection and, when neither is set, reads
-# the NIC's PCI vendor: AWS ENA (0x1d0f) 2 threads x 8 sockets, Google gVNIC (0x1ae0) 4 x 1, anything else (an
-# Azure Mellanox VF, a pod's veth with no PCI device) no helper thread and one socket (NVIDIA/nccl@28189e2
-# src/transport/net_socket.cc, ncclNetSocketGetNsockNthread).
-SOCKET_AUTODETECT_THREADS = {"aws": (2, 8), "gcp": (4, 1)}  # (NCCL_SOCKET_NTHREADS, NCCL_NSOCKS_PERTHREAD)
-SOCKET_AUTODETECT = {cloud: threads * each for cloud, (threads, each) in SOCKET_AUTODETECT_THREADS.items()}
+# the NIC's PCI vendor: each provider declares what its host NIC gets (provider.SocketDefaults: AWS ENA 2 x 8,
+# Google gVNIC 4 x 1); anything else (an Azure Mellanox VF, a pod's veth with no PCI device) no helper thread and
+# one socket (NVIDIA/nccl@28189e2 src/transport/net_socket.cc, ncclNetSocketGetNsockNthread).
+SOCKET_UNKNOWN_NIC = (0, 1)  # (NCCL_SOCKET_NTHREADS, NCCL_NSOCKS_PERTHREAD)
 # NCCL's caps on what the two variables ask for (net_socket.cc, same commit): MAX_THREADS 16 threads, MAX_SOCKETS
 # 64 sockets (beyond it NSOCKS_PERTHREAD becomes 64 / threads). With no helper thread (NTHREADS 0, the default on
 # an unknown NIC) nSocks is 0 and the main thread sends over the connection's control socket: one stream.
@@ -108,12 +124,10 @@ STREAM_GBPS = (16.5, 8.0)  # (best, worst)
 # What kernel TCP reaches on a line-rate-bound path: 2 x p4d VMs, 16 sockets over one 100 Gbps ENA, 8.20 GB/s
 # busbw = 66 Gbps (skypilot examples/aws_efa).
 TCP_LINE_EFFICIENCY = 0.66
-# AWS caps a single flow at 5 Gbps between instances not in one cluster placement group, 10 Gbps inside one
-# (penalty-model B row 31, "Amazon EC2 instance network bandwidth"): a stream outside one is at most half as fast.
-AWS_LOOSE_FLOW_SHARE = 0.5
-# Default MTU of the path NCCL's sockets take: AWS VPC 9001 (jumbo frames inside a VPC; EKS VPC CNI pods keep it),
-# GCP VPC 1460 (its default network MTU; GKE pods keep it), Azure 1500 ("Azure virtual network MTU": 1500 default).
-DEFAULT_MTU = {"aws": 9001, "gcp": 1460, "azure": 1500}
+# What a single flow between instances not in one placement group, or across zones, carries of one inside it, and
+# the default MTU of the path NCCL's sockets take: each provider's own (provider.SocketDefaults, with its sources);
+# Ethernet's 1500 where a provider declares none.
+ETHERNET_MTU = 1500
 IP_TCP_HEADER_BYTES = 40
 # A VXLAN overlay (Calico VXLAN, Flannel, AKS overlay) wraps each frame in 50 more bytes (RFC 7348 section 5).
 OVERLAY_HEADER_BYTES = 50
@@ -225,7 +239,9 @@ class FabricState:
 
     Two named states say what happens to multi-node NVLink, for rule effects and `--state` alike (the names are
     stable): NVLINK_SPLIT ("nvlink-split", effect split-nvlink-domain: the job spans more domains than it needs)
-    and NVLINK_DOWN ("nvlink-down", effect nvlink-down: no NVLink between the nodes of a domain)."""
+    and NVLINK_DOWN ("nvlink-down", effect nvlink-down: no NVLink between the nodes of a domain). A third names a
+    PCIe state: PCIE_ACS ("pcie-acs", effect pcie-acs: ACS on between GPUs and NICs; `pcie_acs`, which also
+    combines with a partial fabric)."""
 
     fabric: FabricHealth
     nics_used: int | None = None
@@ -237,6 +253,7 @@ class FabricState:
     nvlink_domains: int | None = None
     multi_node_nvlink: bool = True
     channels: int | None = None  # NCCL channels over the sockets (a log's "N coll channels"); None: SOCKET_CHANNELS
+    pcie_acs: bool = False  # PCIE_ACS: ACS on between GPUs and NICs (GPUDirect RDMA through the root complex)
 
     @classmethod
     def healthy(cls, loose_placement: bool = False) -> FabricState:
@@ -269,23 +286,38 @@ class FabricState:
         """NVLINK_DOWN: the fabric is healthy but multi-node NVLink is down: each node is its own unit."""
         return cls("healthy", loose_placement=loose_placement, multi_node_nvlink=False)
 
+    @classmethod
+    def pcie_acs_on(cls, loose_placement: bool = False) -> FabricState:
+        """PCIE_ACS: the fabric is healthy but PCIe ACS sends GPU-NIC traffic through the CPU's root complex."""
+        return cls("healthy", loose_placement=loose_placement, pcie_acs=True)
+
     @property
     def name(self) -> str:
-        """The named state this is, for NVLink states (NVLINK_SPLIT, NVLINK_DOWN), else the fabric's health."""
+        """The named state this is (NVLINK_SPLIT, NVLINK_DOWN, PCIE_ACS), else the fabric's health."""
         if not self.multi_node_nvlink:
             return NVLINK_DOWN
-        return NVLINK_SPLIT if self.nvlink_domains is not None else self.fabric
+        if self.nvlink_domains is not None:
+            return NVLINK_SPLIT
+        return PCIE_ACS if self.pcie_acs and self.fabric == "healthy" else self.fabric
 
 
 # The named multi-node NVLink states (stable names: rule effects and `--state` use them).
 NVLINK_SPLIT = "nvlink-split"
 NVLINK_DOWN = "nvlink-down"
+# The named PCIe state (stable: rule effect and `--state` use it): ACS on between GPUs and fabric NICs.
+PCIE_ACS = "pcie-acs"
 # nvlink_domains for "one more domain than the job needs" (domains_spanned reads it); any positive count
 # is that many domains.
 SPLIT_ONE_MORE = -1
 
 
 HEALTHY = FabricState.healthy()
+
+
+def _socket_defaults(provider: str | None) -> SocketDefaults:
+    """What NCCL's sockets find on the provider's host NICs (none known: NCCL's and Ethernet's generic defaults)."""
+    found = declared(provider)
+    return found.sockets if found is not None else SocketDefaults()
 
 
 def uses_fabric(fabric: FabricDescription) -> bool:
@@ -296,7 +328,7 @@ def nccl_sockets(threads: int | None, per_thread: int | None, provider: str | No
     """Sockets per NCCL connection as ncclNetSocketGetNsockNthread counts them (net_socket.cc): each variable the
     job sets (None: unset) wins, the other comes from the NIC's PCI vendor (a pod's veth has none), threads are
     capped at 16 and sockets at 64; no helper thread means the control socket alone."""
-    auto = SOCKET_AUTODETECT_THREADS.get(provider or "", (0, 1)) if path == NetworkPath.HOST else (0, 1)
+    auto = _socket_defaults(provider).threads or SOCKET_UNKNOWN_NIC if path == NetworkPath.HOST else SOCKET_UNKNOWN_NIC
     count = min(auto[0] if threads is None else max(0, threads), SOCKET_MAX_THREADS)
     each = auto[1] if per_thread is None else max(0, per_thread)
     if count * each > SOCKET_MAX_SOCKETS:
@@ -318,7 +350,7 @@ def socket_streams(fabric: FabricDescription, state: FabricState) -> int:
 
 def _payload_share(fabric: FabricDescription, state: FabricState) -> float:
     """The share of each frame that is NCCL's data on this path (headers, and an overlay's encapsulation)."""
-    mtu = state.mtu or DEFAULT_MTU.get(fabric.provider or "", 1500)
+    mtu = state.mtu or _socket_defaults(fabric.provider).mtu or ETHERNET_MTU
     overhead = IP_TCP_HEADER_BYTES + (OVERLAY_HEADER_BYTES if state.socket_path == "overlay" else 0)
     return max(0.0, mtu - overhead) / mtu if mtu > overhead else 0.0
 
@@ -329,8 +361,8 @@ def tcp_link(fabric: FabricDescription, state: FabricState, best: bool) -> Link 
     if fabric.ethernet_gbps is None or not fabric.ethernet_gbps > 0:
         return None
     per_stream = STREAM_GBPS[0 if best else 1]
-    if fabric.provider == "aws" and (state.loose_placement or state.cross_zone):
-        per_stream *= AWS_LOOSE_FLOW_SHARE
+    if state.loose_placement or state.cross_zone:
+        per_stream *= _socket_defaults(fabric.provider).loose_flow_share
     share = _payload_share(fabric, state)
     gbps = min(fabric.ethernet_gbps * TCP_LINE_EFFICIENCY, socket_streams(fabric, state) * per_stream) * share
     return Link(gbps / 8 * GB, TCP_LATENCY_S)
@@ -354,6 +386,31 @@ def ecmp_share(fabric: FabricDescription, nodes: int, best: bool) -> float:
     return ECMP_WORST
 
 
+def gpu_capped(fabric: FabricDescription, bandwidth: float) -> float:
+    """What a node's NICs carry (`bandwidth`, bytes/s) up to what its GPUs' channels drive (GPU_NET_GBYTES each;
+    a node of one GPU is not capped)."""
+    if fabric.gpus_per_node <= 1:
+        return bandwidth
+    return min(bandwidth, fabric.gpus_per_node * GPU_NET_GBYTES * GB * fabric.calibration)
+
+
+def ring_rails(fabric: FabricDescription) -> int:
+    """The rails a node's rings leave it on: one a GPU (its own NICs, up to what its channels drive), or one a NIC
+    where the node has fewer NICs than GPUs."""
+    if fabric.nics > 0 and fabric.gpus_per_node > 0:
+        return min(fabric.nics, fabric.gpus_per_node)
+    return max(0, fabric.nics)
+
+
+def acs_share(fabric: FabricDescription, state: FabricState, best: bool) -> float:
+    """What PCIe ACS leaves of a fabric's GPUDirect RDMA path (1.0 without ACS, or where no GPU-NIC peer traffic
+    runs: no fabric, sockets, GPUDirect RDMA off)."""
+    direct = fabric.fabric in RDMA_TRANSPORTS and fabric.gpudirect_rdma is not False and uses_fabric(fabric)
+    if not state.pcie_acs or not direct or state.fabric not in ("healthy", "partial"):
+        return 1.0
+    return ACS_SHARE[0 if best else 1]
+
+
 def fabric_link(fabric: FabricDescription, accel: catalog.Accelerator | None, best: bool) -> Link | str:
     """The fabric itself with nothing wrong, at the best or worst end (they differ only without GPUDirect RDMA)."""
     efficiency, latency = EFFICIENCY.get(fabric.fabric), LATENCY_S.get(fabric.fabric)
@@ -362,7 +419,7 @@ def fabric_link(fabric: FabricDescription, accel: catalog.Accelerator | None, be
         latency = LATENCY_BY_FAMILY_S.get(family, latency)
     if efficiency is None or latency is None:
         return f"no sourced efficiency for {fabric.fabric} fabrics"
-    bandwidth = fabric.fabric_gbps / 8 * GB * efficiency * fabric.calibration
+    bandwidth = gpu_capped(fabric, fabric.fabric_gbps / 8 * GB * efficiency * fabric.calibration)
     if fabric.fabric in RDMA_TRANSPORTS and fabric.gpudirect_rdma is False:
         bandwidth = staged_bandwidth(fabric, accel, bandwidth, best)  # a fabric that never had GPUDirect RDMA
     return Link(bandwidth, latency, fabric.fabric is FabricKind.EFA)
@@ -415,12 +472,19 @@ def degraded_link_of(
             return "no ordinary-Ethernet bandwidth figure for this type"
         link = Link(min(link.bandwidth, tcp.bandwidth), tcp.latency)
     elif kind == "partial" and used is not None and fabric.nics > 0 and uses_fabric(fabric):
-        link = replace(link, bandwidth=link.bandwidth * (min(used, fabric.nics) / fabric.nics))
+        # k of N NICs: the NICs' share of the uncapped line, still up to what the GPUs drive (GPU_NET_GBYTES)
+        nic_line = fabric.fabric_gbps / 8 * GB * EFFICIENCY.get(fabric.fabric, 0.0) * fabric.calibration
+        share = min(used, fabric.nics) / fabric.nics
+        capped = gpu_capped(fabric, nic_line) < nic_line and link.bandwidth >= gpu_capped(fabric, nic_line)
+        link = replace(link, bandwidth=min(link.bandwidth, nic_line * share) if capped else link.bandwidth * share)
     elif kind == "gpudirect-off" and fabric.gpudirect_rdma and uses_fabric(fabric):
         if fabric.fabric in RDMA_TRANSPORTS:
             link = replace(link, bandwidth=staged_bandwidth(fabric, accel, link.bandwidth, best))
     elif not uses_fabric(fabric):
         link = _calibrated(tcp_link(fabric, state, best), fabric) or link  # the state's socket path sets it
+    acs = acs_share(fabric, state, best)
+    if acs != 1.0:
+        link = replace(link, bandwidth=link.bandwidth * acs)
     if state.loose_placement and not best:
         link = replace(link, latency=link.latency * LOOSE_PLACEMENT_LATENCY_FACTOR)
     return link

@@ -7,7 +7,14 @@ from collections.abc import Callable, Collection, Sequence
 
 from fabriccheck import catalog
 from fabriccheck.model import Capability
-from fabriccheck.penalty.links import SPLIT_ONE_MORE, FabricDescription, FabricHealth, FabricState, SocketPath
+from fabriccheck.penalty.links import (
+    PCIE_ACS,
+    SPLIT_ONE_MORE,
+    FabricDescription,
+    FabricHealth,
+    FabricState,
+    SocketPath,
+)
 
 # Effects that leave a node on TCP sockets: no fabric used, or a type without one (judged against its sibling's).
 TCP_EFFECTS = frozenset({"tcp-fallback", "weaker-fabric"})
@@ -32,7 +39,7 @@ def node_state(
 ) -> FabricState:
     """What the effects do to the node's fabric: peers unreachable, TCP sockets, some fabric NICs (`nics_attached`
     of them), looser placement, NVLink domains split (`nvlink_domains`; state NVLINK_SPLIT), multi-node NVLink
-    down (effect nvlink-down; state NVLINK_DOWN)."""
+    down (effect nvlink-down; state NVLINK_DOWN), PCIe ACS on (effect pcie-acs; state PCIE_ACS)."""
     health: FabricHealth = "healthy"
     if "unreachable" in effects:
         health = "unreachable"
@@ -47,4 +54,5 @@ def node_state(
         socket_path=socket_path,
         nvlink_domains=(nvlink_domains or SPLIT_ONE_MORE) if "split-nvlink-domain" in effects else None,
         multi_node_nvlink="nvlink-down" not in effects,
+        pcie_acs=PCIE_ACS in effects,
     )

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from fabriccheck.model import UNKNOWN_ACCOUNT
+from fabriccheck.provider import declared
 
 # Cluster-id kinds (clusters.py: the grouping signal's label, slugged) and the word a person knows them by.
 KINDS = {
@@ -103,19 +104,25 @@ def display_name(cluster_id: str, nodes: Sequence[str] = ()) -> DisplayName:
     cloud = head[0]
     if len(head) >= 3 and head[2].startswith("tag/"):  # provider:account:tag/KEY=VALUE, across regions
         label = "tag " + cluster_id.split(":tag/", 1)[1]
-        where = _shared_group(nodes) if cloud == "azure" or head[1] == UNKNOWN_ACCOUNT else head[1]
+        where = _shared_group(nodes) if _by_resource_group(cloud) or head[1] == UNKNOWN_ACCOUNT else head[1]
         return DisplayName(cloud, where, label)
     if len(head) < 4:
         return DisplayName(cloud, "", cluster_id.split(":", 1)[-1])
     account, region, rest = head[1], head[2], head[3]
     kind, _, name = rest.partition("/")
     if not name or rest.startswith(("/", "projects/", "https://")):  # a node alone: the id is the node's
-        label = f"{'vm' if cloud == 'azure' else 'node'} {_last(rest)}"
+        found = declared(cloud)
+        label = f"{found.node_word if found is not None else 'node'} {_last(rest)}"
     else:
         label = _what(kind, name)
-    if cloud != "azure":
+    if not _by_resource_group(cloud):
         return DisplayName(cloud, region if account == UNKNOWN_ACCOUNT else f"{account}/{region}", label)
     return DisplayName(cloud, _resource_group(name) or _resource_group(rest) or _shared_group(nodes), label)
+
+
+def _by_resource_group(cloud: str) -> bool:
+    found = declared(cloud)
+    return found is not None and found.named_by_resource_group
 
 
 def _shared_group(nodes: Sequence[str]) -> str:

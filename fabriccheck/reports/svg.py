@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from markupsafe import Markup, escape
 
 from fabriccheck.penalty.collectives import size_label
+from fabriccheck.provider import clouds as declared_clouds
 from fabriccheck.reports.busbw import Curves
 from fabriccheck.reports.safe import visible
 
@@ -22,7 +23,6 @@ WIDTH = 440  # viewBox units: a laptop shows them at ~1.3 px, a phone at ~0.8
 LABEL_ROOM = 18  # the label line above each bar
 BAR = 12
 ROW = LABEL_ROOM + BAR + 8
-CLOUDS = ("aws", "azure", "gcp")
 FIGURE_ROOM = 118  # after the longest bar: "1,234–5,678 (cannot run)" at 12px
 
 
@@ -83,7 +83,7 @@ def bars(name: str, title: str, rows: Sequence[Bar]) -> Markup:
 
 def stacked(name: str, title: str, counts: dict[str, dict[str, int]]) -> Markup:
     """One bar per category, a segment per cloud (`counts[category][cloud]`), with a legend of the clouds."""
-    clouds = [c for c in CLOUDS if any(by.get(c) for by in counts.values())]
+    clouds: list[str] = [c.name for c in declared_clouds() if any(by.get(c.name) for by in counts.values())]
     clouds += sorted({c for by in counts.values() for c in by if by[c] and c not in clouds})
     top = max((sum(by.values()) for by in counts.values()), default=0) or 1
     body: list[Markup] = []

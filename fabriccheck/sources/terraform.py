@@ -470,27 +470,22 @@ def check_plan(doc: Any, where: str) -> Plan:
     return Plan(doc, where)
 
 
-# Terraform's provider types -> fabriccheck's provider packages (each has a plan.py with map_plan).
-PROVIDER_PACKAGES = {"aws": "aws", "azurerm": "azure", "google": "gcp"}
-
-
 def load_plan(path: str, terraform_dir: Path | None = None) -> Inventory:
     """The plan at `path` as an inventory: each cloud's resources mapped by its provider's plan module; with
     `terraform_dir`, each node carries the file and line of its resource block."""
-    import importlib
-
     from fabriccheck.cloud import resolve
     from fabriccheck.inventory import Inventory
+    from fabriccheck.provider import declarations
     from fabriccheck.sources.shape import unexpected_shape
 
     where = "standard input" if path == "-" else path
     with unexpected_shape(where):  # a hand-edited or misshapen plan is one line naming the file
         plan = read_plan(path)
         inventory = Inventory(source=f"terraform plan {plan.where}")
-        for provider_type in sorted({r.provider for r in plan.resources}):
-            package = PROVIDER_PACKAGES.get(provider_type)
-            if package is not None:
-                importlib.import_module(f"fabriccheck.providers.{package}.plan").map_plan(plan, inventory)
+        planned = {r.provider for r in plan.resources}  # Terraform's provider names (aws, azurerm, google)
+        for declared in sorted(declarations(), key=lambda d: min(d.terraform_providers, default="")):
+            if planned & set(declared.terraform_providers):
+                declared.map_plan(plan, inventory)
         resolve(inventory)
     if terraform_dir is not None:
         from fabriccheck.sources.terraform_files import block_locations, config_address

@@ -9,12 +9,12 @@ import threading
 from collections.abc import Iterable
 from typing import Any
 
-from fabriccheck.endpoints import AWS_CREDENTIAL, check_endpoint_url
+from fabriccheck.endpoints import check_endpoint_url
 from fabriccheck.errors import FabricCheckError
 from fabriccheck.gcpause import paused_gc
 from fabriccheck.inventory import Inventory
 from fabriccheck.model import UNKNOWN_ACCOUNT, CollectionError, ScopeStatus
-from fabriccheck.providers.aws import fleet
+from fabriccheck.providers.aws import DECLARATION, fleet
 from fabriccheck.providers.aws.normalize import (
     CALLS,
     CAPACITY_RESERVATIONS,
@@ -343,7 +343,7 @@ def _checked(client: Any, given: str | None) -> Any:
         if given
         else f"the {client.meta.service_model.service_id} endpoint (AWS_ENDPOINT_URL or config)"
     )
-    check_endpoint_url(client.meta.endpoint_url, AWS_CREDENTIAL, where)
+    check_endpoint_url(client.meta.endpoint_url, DECLARATION.endpoint_credential or "", where)
     return check(client)
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from fabriccheck import catalog, ncclenv
@@ -28,6 +29,7 @@ from fabriccheck.cloud import (
     Facts,
     FactSchema,
     HostedSupport,
+    HostInstance,
     Signal,
     TagSignal,
 )
@@ -35,6 +37,7 @@ from fabriccheck.model import MAX_COUNT, Capability, FabricKind, NetworkPath, No
 from fabriccheck.providers.k8s.claims import FABRIC_NIC, IMEX_CHANNEL
 
 if TYPE_CHECKING:
+    from fabriccheck.inventory import Inventory
     from fabriccheck.resources.k8s import DaemonSet
 
 WORKLOAD_TAG = "fabriccheck.io/workload"  # set by the reader: the pod's workload, namespace/Kind/name
@@ -281,6 +284,18 @@ class K8sSupport(HostedSupport):
             return None
         index = context.cached("k8s:daemonsets", lambda: _by_scope(context.inventory.k8s.daemonsets))
         return index.get((shape.account, shape.region), [])
+
+    def host_instances(self, nodes: list[Node], inventory: Inventory) -> list[HostInstance]:
+        """The cloud instances the workload's scheduled pods run on, from each node's spec.providerID (a pending
+        pod has none yet), by node name."""
+        found: dict[str, tuple[HostInstance, list[str]]] = {}
+        for node in nodes:
+            pod = node.shape.pod
+            if pod is None or not pod.node or not pod.instance or not pod.cloud:
+                continue
+            host = HostInstance(pod.node, pod.cloud, pod.instance, pod.cloud_account, members=())
+            found.setdefault(pod.node, (host, []))[1].append(node.id)
+        return [replace(host, members=tuple(pods)) for _, (host, pods) in sorted(found.items())]
 
     def cluster_facts(self, nodes: list[Node], node_facts: list[Facts], context: FactContext) -> Facts:
         shapes = list(dict.fromkeys(n.shape for n in nodes))

@@ -4,37 +4,34 @@ folder). The cloud is told by the files the folder holds."""
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 
 from fabriccheck.errors import FabricCheckError
 from fabriccheck.gcpause import paused_gc
 from fabriccheck.inventory import Inventory
+from fabriccheck.provider import ProviderDeclaration, clouds
 from fabriccheck.providers.slurm.files import read_dump
 from fabriccheck.providers.slurm.join import Joiner, addresses
 from fabriccheck.providers.slurm.normalize import Normalizer
 from fabriccheck.providers.slurm.scripts import read_script
 
-# The file that marks each cloud's dump (the instances answer each reader requires).
-CLOUD_MARKS = {"aws": "describe-instances.json", "azure": "vm-list.json", "gcp": "instances-list.json"}
 
-
-def cloud_of(folder: Path) -> str:
-    """The cloud whose dump `folder` is, by the instances answer it holds (at any depth: account, region folders)."""
+def cloud_of(folder: Path) -> ProviderDeclaration:
+    """The cloud whose dump `folder` is, by the file that marks its dump (its instances answer, which each reader
+    requires; at any depth: account, region folders)."""
     if not folder.is_dir():
         raise FabricCheckError(f"--cloud-dump {folder}: not a folder")
-    found = [cloud for cloud, mark in CLOUD_MARKS.items() if next(folder.rglob(mark), None) is not None]
+    marked = [cloud for cloud in clouds() if cloud.dump_mark is not None]
+    found = [cloud for cloud in marked if next(folder.rglob(cloud.dump_mark or ""), None) is not None]
     if len(found) != 1:
-        marks = ", ".join(CLOUD_MARKS.values())
-        which = "none" if not found else " and ".join(CLOUD_MARKS[c] for c in found)
+        marks = ", ".join(cloud.dump_mark or "" for cloud in marked)
+        which = "none" if not found else " and ".join(cloud.dump_mark or "" for cloud in found)
         raise FabricCheckError(f"--cloud-dump {folder}: holds {which} of {marks}: give one cloud's dump")
     return found[0]
 
 
 def load_cloud(folder: Path) -> Inventory:
-    reader = importlib.import_module(f"fabriccheck.providers.{cloud_of(folder)}.dump")
-    cloud: Inventory = reader.load_dump(folder)
-    return cloud
+    return cloud_of(folder).load_dump(folder)
 
 
 def load_dump(

@@ -15,20 +15,25 @@ until `scontrol reconfigure`), nebius/soperator#2614 (one switch over fabrics th
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from fabriccheck import catalog, ncclenv
 from fabriccheck.cloud import (
-    CLOUDS,
     FabricAttachment,
     FactContext,
     Facts,
     FactSchema,
     HostedSupport,
+    HostInstance,
     Signal,
     TagSignal,
     support,
 )
 from fabriccheck.model import Capability, NetworkPath, Node, NodeShape, SlurmPart
+from fabriccheck.provider import clouds
+
+if TYPE_CHECKING:
+    from fabriccheck.inventory import Inventory
 
 PARTITION_TAG = "fabriccheck.io/slurm-partition"  # set by the reader (normalize.py): the partition judged
 JOB_TAG = "fabriccheck.io/slurm-job"  # set by the reader: the running job whose allocation the node is judged in
@@ -121,7 +126,7 @@ class SlurmSupport(HostedSupport):
     def fabric_attachment(self, shape: NodeShape, cap: Capability | None) -> FabricAttachment:
         """The joined instance's attachment, as its cloud decides it; a node not joined has none that is known."""
         part = shape.slurm
-        if part is None or part.cloud not in CLOUDS:
+        if part is None or part.cloud not in {d.name for d in clouds()}:
             return FabricAttachment(0, 0)
         as_cloud = shape.model_copy(update={"provider": part.cloud, "slurm": None})
         return support(part.cloud).fabric_attachment(as_cloud, cap)
@@ -162,6 +167,14 @@ class SlurmSupport(HostedSupport):
         if unknown:
             facts["unknown"] = unknown
         return facts
+
+    def host_instances(self, nodes: list[Node], inventory: Inventory) -> list[HostInstance]:
+        """The instances its nodes were joined to (providers/slurm/join.py): a machine a cloud cluster also reports
+        is paid for once, and `merge` joins the two."""
+        joined = {(i.account, i.node): i for i in inventory.slurm.instances}
+        found = [joined[(node.account, node.id)] for node in nodes if (node.account, node.id) in joined]
+        return [HostInstance(node=i.node, cloud=i.cloud, instance=i.instance, account=None, members=(i.node,))
+                for i in found]  # fmt: skip
 
     def cluster_facts(self, nodes: list[Node], node_facts: list[Facts], context: FactContext) -> Facts:
         parts = [node.shape.slurm or SlurmPart(cluster=node.account, partition="") for node in nodes]
