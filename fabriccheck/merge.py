@@ -33,10 +33,13 @@ def merge_files(paths: list[Path]) -> Report:
 
 
 def merge(parts: list[tuple[Path, Report]]) -> Report:
-    first_path, first = parts[0]
+    # An evidence report (nccl-log, nccl-tests) prices nothing, so it assumed no workload: the priced parts must
+    # agree on theirs. Its job is listed beside the other parts' clusters, joined to none of them.
+    priced = [(path, report) for path, report in parts if report.evidence is None] or parts
+    first_path, first = priced[0]
     owner: dict[str, Path] = {}
     for path, report in parts:
-        if report.workload.get("name") != first.workload.get("name"):
+        if report.evidence is None and report.workload.get("name") != first.workload.get("name"):
             raise FabricCheckError(
                 f"merge: {path} assumed workload {report.workload.get('name')}, {first_path} assumed "
                 f"{first.workload.get('name')}; their penalties do not add up (run both with the same --workload)"
@@ -90,4 +93,6 @@ def merge(parts: list[tuple[Path, Report]]) -> Report:
         api_calls=sum(calls) if calls else None,
         duration_seconds=max((r.duration_seconds for r in reports if r.duration_seconds is not None), default=None),
         gate=carried([(str(path), report.gate) for path, report in parts]),
+        # Every part judged the same kind of evidence: so did the merge; else it is an audit with jobs beside it.
+        evidence=first.evidence if all(r.evidence == first.evidence for r in reports) else None,
     )

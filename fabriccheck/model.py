@@ -464,7 +464,9 @@ class Node(Model):
 class CollectionError(Model):
     """Something that could not be collected. Any of these makes the run incomplete."""
 
-    provider: Provider = "aws"
+    # The provider whose facts were not collected; for an evidence command that could not run (bad usage, unreadable
+    # input), the command itself.
+    provider: Provider | Literal["nccl-log", "nccl-tests"] = "aws"
     account: str = UNKNOWN_ACCOUNT
     region: str | None = None
     call: str  # e.g. "DescribeInstances" or "describe-instances.json"

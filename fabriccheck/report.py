@@ -18,6 +18,7 @@ from fabriccheck import config, losses, penalty
 from fabriccheck.baseline import BaselineSummary
 from fabriccheck.errors import STDIN_NAME, FabricCheckError
 from fabriccheck.findings import SEVERITY_RANK, Finding
+from fabriccheck.jobs import EvidenceKind, JobEvidence
 from fabriccheck.model import CollectionError, NetworkPath, ScopeStatus, SourceLocation
 from fabriccheck.penalty import Range
 from fabriccheck.provider import declared
@@ -121,6 +122,10 @@ class ClusterReport(BaseModel):
     # Set by `merge` (and a demo run) on a k8s or Slurm cluster: the clusters of the merged cloud reports those
     # instances belong to.
     cloud_clusters: list[str] = []
+    # Set for the job an evidence file shows (nccl-log, nccl-tests): what the file says of it. Such a cluster is
+    # measured, not priced (its penalty is not estimated and its GPUs count in no cost figure), and is joined to no
+    # other: a log names hosts, not the cloud's instances.
+    evidence: JobEvidence | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -222,6 +227,9 @@ class Report(BaseModel):
     gate: config.Gate | None = None
     # What changed since the earlier report of --previous (trend.compare; set by the CLI): None without one.
     trend: Trend | None = None
+    # The evidence the report judged (`nccl-log`, `nccl-tests`; its clusters carry what it showed); None for an audit
+    # of what runs or is planned, and for a merge.
+    evidence: EvidenceKind | None = None
 
     @model_validator(mode="after")
     def _complete_only_when_fully_judged(self) -> Report:
@@ -254,7 +262,8 @@ def join_cloud_instances(clusters: list[ClusterReport]) -> tuple[list[ClusterRep
         return clusters, []  # no Kubernetes workload: nothing to join (most runs)
     owners: dict[tuple[str, str], list[ClusterReport]] = {}
     for cluster in clusters:
-        if _unplaced(cluster.provider) != "pending":  # a workload's pods name no machine
+        # A workload's pods name no machine; a log's host names are not instances.
+        if _unplaced(cluster.provider) != "pending" and cluster.evidence is None:
             for node in cluster.nodes:
                 owners.setdefault(_key(cluster.provider, node), []).append(cluster)
     if not owners:
@@ -302,13 +311,14 @@ def _reason(item: Any) -> Any:
 
 def tally(findings: list[Finding], clusters: list[ClusterReport], skipped: list[SkippedCluster]) -> dict[str, Any]:
     """The summary's counts of findings and clusters and what the clusters lose: one report's, or a merge of
-    several."""
+    several. An evidence job is counted, but not in the cost figures: it was measured, not priced."""
+    priced = [c for c in clusters if c.evidence is None]
     return {
         "clusters": len(clusters),
         "findings": {s: sum(1 for f in findings if f.severity == s) for s in ("error", "warning", "info")},
         "by_category": dict(sorted(Counter(f.category for f in findings).items())),
         "by_rule": dict(sorted(Counter(f.rule for f in findings).items())),
-        **losses.totals([(c.gpus, c.penalty) for c in clusters], [machines(c) for c in clusters]),
+        **losses.totals([(c.gpus, c.penalty) for c in priced], [machines(c) for c in priced]),
         "possible_findings": sum(1 for f in findings if f.confidence == "possible"),
         "clusters_by_status": {
             s: sum(1 for c in clusters if c.status == s) for s in ("clean", "findings", "incomplete")

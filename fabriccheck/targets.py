@@ -64,7 +64,7 @@ def resolve(
     written_as: str = "reports are written as",
 ) -> list[Target]:
     """The targets of `--output` (none: stdout), each with its format, by the rule above; `formats` the ones this
-    command writes (`written_as` says so in the error line: "--output a.prom: evidence is shown as text, ...").
+    command writes (`written_as` says so in the error line: "--output a.html: reports are written as text, ...").
     Each file's folder is checked now (check_writable)."""
     chosen = list(outputs or [Path(STDOUT)])
     targets: list[Target] = []

@@ -69,7 +69,10 @@ _KINDS = (("terraform plan", "a Terraform plan"), ("k8s manifests", "Kubernetes 
 
 
 def kind(report: Report) -> str:
-    """What the report judged: a Terraform plan, Kubernetes manifests, or what runs (its `source` says which)."""
+    """What the report judged: an NCCL log or nccl-tests output (its `evidence`), a Terraform plan, Kubernetes
+    manifests, or what runs (its `source` says which)."""
+    if report.evidence is not None:
+        return f"{report.evidence} evidence"
     return next((name for prefix, name in _KINDS if report.source.startswith(prefix)), "what runs")
 
 

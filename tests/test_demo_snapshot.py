@@ -59,10 +59,12 @@ ADDED_SINCE = {
         "trend",  # what changed since --previous (None without it)
         "scanned",  # the scopes the run read facts of (what --previous and diff compare within)
         "nodes_not_reported",  # the nodes summary.nodes_not_in_reported_clusters counts, named (issue 30 item 8)
+        "evidence",  # the evidence an nccl-log or nccl-tests report judged (None for an audit; issue 30 item 3)
     ),
     # cloud_instances, cloud_clusters: a k8s workload's nodes as instances of the clouds (empty on a cloud's clusters)
     # network_path: the path its sockets take, as its grouping signal declares it (issue 30 item 2)
     # untyped_nodes: nodes whose instance type is unknown (a Slurm node joined to no instance; issue 31)
+    # evidence: what an evidence file shows of its job (None on an audited cluster; issue 30 item 3)
     "clusters": (
         "status",
         "complete",
@@ -71,6 +73,7 @@ ADDED_SINCE = {
         "cloud_clusters",
         "network_path",
         "untyped_nodes",
+        "evidence",
     ),
     "summary": (
         "clusters_by_status",

@@ -21,13 +21,13 @@ def test_nccl_tests_finds_tcp_fallback_in_every_format(tmp_path: Path) -> None:
     assert text.returncode == 1, text.stderr
     assert "NCCL210" in text.stdout and "measured/expected" in text.stdout
     report = json.loads(run("nccl-tests", *args, "--format", "json").stdout)
-    assert report["schema_version"] == 1 and report["kind"] == "nccl-tests" and report["complete"]
+    assert report["schema_version"] == 1 and report["evidence"] == "nccl-tests" and report["complete"]
     (finding,) = report["findings"]
     assert finding["rule"] == "NCCL210" and finding["provider"] == "aws" and finding["category"] == "fabric-missing"
     assert {"rule", "severity", "category", "provider", "cluster", "resources", "message", "remediation"} <= set(
         finding
     )
-    run_detail = report["evidence"]["runs"][0]
+    run_detail = report["clusters"][0]["evidence"]["runs"][0]
     assert run_detail["verdict"] == "tcp-fallback" and run_detail["comparisons"][-1]["bytes"] == 536870912
     sarif = json.loads(run("nccl-tests", *args, "--format", "sarif").stdout)
     assert sarif["runs"][0]["results"][0]["ruleId"] == "NCCL210"
@@ -46,10 +46,11 @@ def test_nccl_tests_custom_fabric_and_parse_only() -> None:
         "nccl-tests", TCP_RUN, "--nodes", "2", "--gpu", "A100", "--gpus-per-node", "8", "--nics", "4",
         "--nic-gbps", "100", "--transport", "efa", "--ethernet-gbps", "100", "--format", "json",
     )  # fmt: skip
-    assert custom.returncode == 1 and json.loads(custom.stdout)["provider"] == "aws"
+    assert custom.returncode == 1 and json.loads(custom.stdout)["clusters"][0]["provider"] == "aws"
     parse_only = run("nccl-tests", str(FIXTURES / "tests_allreduce_8x8_v100_ib.txt"), "--format", "json")
     report = json.loads(parse_only.stdout)
-    assert parse_only.returncode == 0 and report["findings"] == [] and report["evidence"]["fabric"] is None
+    assert parse_only.returncode == 0 and report["findings"] == []
+    assert report["clusters"][0]["evidence"]["fabric"] is None
 
 
 def test_nccl_tests_that_cannot_be_compared_exits_2() -> None:
@@ -63,7 +64,7 @@ def test_nccl_log_reports_transports() -> None:
     assert mixed.returncode == 1
     report = json.loads(mixed.stdout)
     assert [f["rule"] for f in report["findings"]] == ["NCCL206", "NCCL201"]
-    assert {p["transport"] for p in report["evidence"]["processes"]} == {"IB", "Socket"}
+    assert {p["transport"] for p in report["clusters"][0]["evidence"]["log"]["processes"]} == {"IB", "Socket"}
     healthy = run("nccl-log", HEALTHY_LOG)
     assert healthy.returncode == 0 and "no findings" in healthy.stdout and "GDR" in healthy.stdout
     assert run("nccl-log", MIXED_LOG, "--provider", "azure", "--format", "json").stdout.count('"azure"') >= 2
@@ -157,10 +158,11 @@ def test_nccl_tests_with_impossible_bandwidth_exits_2(tmp_path: Path) -> None:
     damaged.write_text(text.replace("487.09", "99999.00"))
     args = ["--instance-type", "p5.48xlarge", "--nodes", "2", "--format", "json"]
     healthy = run("nccl-tests", str(FIXTURES / "tests_slurm_label_2x8_p5.txt"), *args)
-    assert healthy.returncode == 0 and json.loads(healthy.stdout)["evidence"]["runs"][0]["verdict"] == "healthy"
+    (healthy_job,) = json.loads(healthy.stdout)["clusters"]
+    assert healthy.returncode == 0 and healthy_job["evidence"]["runs"][0]["verdict"] == "healthy"
     result = run("nccl-tests", str(damaged), *args)
     report = json.loads(result.stdout)
-    assert result.returncode == 2 and report["evidence"]["runs"][0]["verdict"] == "suspect"
+    assert result.returncode == 2 and report["clusters"][0]["evidence"]["runs"][0]["verdict"] == "suspect"
 
 
 def test_nccl_tests_reads_the_nccl_lines_of_its_own_file() -> None:
@@ -169,8 +171,8 @@ def test_nccl_tests_reads_the_nccl_lines_of_its_own_file() -> None:
     args = ["--instance-type", "p3dn.24xlarge", "--format", "json"]
     result = run("nccl-tests", str(FIXTURES / "tests_with_log_p3dn_nccl248.txt"), *args)
     report = json.loads(result.stdout)
-    assert result.returncode == 0 and report["findings"] == [] and report["provider"] == "aws"
-    assert report["evidence"]["nccl_log"]["fabric_seen"] == ["`Selected Provider is efa`"]
+    assert result.returncode == 0 and report["findings"] == [] and report["clusters"][0]["provider"] == "aws"
+    assert report["clusters"][0]["evidence"]["nccl_lines"]["fabric_seen"] == ["`Selected Provider is efa`"]
     socket = run("nccl-tests", str(FIXTURES / "tests_with_log_g4dn_socket.txt"), "--instance-type", "g4dn.8xlarge",
                  "--nodes", "2", "--op", "all_reduce")  # fmt: skip
     assert socket.returncode == 1 and "NCCL210" in socket.stdout and "`Using network Socket`" in socket.stdout

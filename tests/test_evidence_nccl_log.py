@@ -364,6 +364,6 @@ def test_a_multi_node_log_that_never_names_its_transport_is_not_judged() -> None
     # A log cut before any transport line: the 2 x p3dn run's first lines only.
     cut = [line for line in lines("tests_with_log_p3dn_nccl248.txt") if "NET/OFI" not in line]
     ev = judge.judge_log(reader.read_lines(cut))
-    assert not ev.complete and ev.details["nodes"] == 2
+    assert not ev.complete and ev.job.log is not None and ev.job.log.nodes == 2
     # One host, and no transport: nothing inter-node to judge, which is complete.
     assert judge.judge_log(read("log_ofi_efa_missing_cloudwatch.txt")).complete

@@ -180,8 +180,8 @@ def test_tcp_level_busbw_is_a_fabric_missing_finding(flat_model: list[tuple[int,
     )  # fmt: skip
     assert "4.3 GB/s" in f.message and "40.0 GB/s" in f.message
     assert ev.complete
-    comparisons = ev.details["runs"][0]["comparisons"]
-    assert [c["bytes"] for c in comparisons] == [268435456, 536870912]
+    comparisons = ev.job.runs[0].comparisons
+    assert [c.bytes for c in comparisons] == [268435456, 536870912]
     assert {(n, op) for n, op, _, _ in flat_model} == {(8, "all_reduce")}
 
 
@@ -283,8 +283,8 @@ def test_real_p4d_efa_rows_are_not_a_fallback(nodes: int) -> None:
     row = next(rest for count, rest in rows if int(count) == nodes)
     parsed = t.parse_lines([row], "p4d.txt")
     ev = bandwidth.judge_tests(parsed, p4d(), nodes, "aws")
-    (detail,) = ev.details["runs"]
-    assert detail["verdict"] == "healthy", detail["comparisons"]
+    (detail,) = ev.job.runs
+    assert detail.verdict == "healthy", detail.comparisons
     assert not ev.findings
 
 
@@ -312,7 +312,7 @@ def test_slurm_task_labels_are_read() -> None:
     assert (run.op, run.op_source) == ("all_reduce", "columns")  # busbw/algbw = 1.875 = 2 x 15/16
     fabric, _ = expect.fabric_from_options("p5.48xlarge", None, None, None, None, None, False, None)
     ev = bandwidth.judge_tests(t.parse_lines(lines("tests_slurm_label_2x8_p5.txt")), fabric, 2, "aws")
-    assert ev.details["runs"][0]["verdict"] == "healthy" and ev.findings == []
+    assert ev.job.runs[0].verdict == "healthy" and ev.findings == []
 
 
 def test_padded_labels_of_several_tasks_are_runs_of_their_own() -> None:
@@ -352,7 +352,7 @@ def test_an_unknown_collective_is_said_and_op_overrides(flat_model: list[tuple[i
     assert any("fit all_reduce or sendrecv): give --op" in n for n in unknown.notes)
     given = bandwidth.judge_tests(parsed, fabric, None, "aws", op="all_reduce")
     assert given.complete and {op for _, op, _, _ in flat_model} == {"all_reduce"}
-    assert given.details["runs"][0]["op_from"] == "option"
+    assert given.job.runs[0].op_from == "option"
     named = t.parse_lines(["all_gather_perf -b 8 -e 1G\n", *lines("tests_slurm_label_2x8_p5.txt")])
     over = bandwidth.judge_tests(named, fabric, 2, "aws", op="all_reduce")
     assert any("--op all_reduce overrides the all_gather the file names" in n for n in over.notes)
@@ -393,8 +393,8 @@ def test_the_ofi_provider_line_means_the_fabric_was_used() -> None:
     # 2 x p3dn, NCCL 2.4.8 (awsdocs/aws-deep-learning-amis): 8.9 GB/s busbw with `Selected Provider is efa` in the
     # file. That is EFA at work, however it compares: never "TCP fallback".
     ev = _judged(lines("tests_with_log_p3dn_nccl248.txt"), _p3dn())
-    assert ev.details["nccl_log"]["fabric_seen"] == ["`Selected Provider is efa`"]
-    assert ev.details["runs"][0]["verdict"] == "healthy" and ev.findings == []
+    assert ev.job.nccl_lines is not None and ev.job.nccl_lines.fabric_seen == ["`Selected Provider is efa`"]
+    assert ev.job.runs[0].verdict == "healthy" and ev.findings == []
     slow = _judged(_scaled("tests_with_log_p3dn_nccl248.txt", 0.3, keep="Provider"), _p3dn())
     (f,) = slow.findings
     assert f.rule == "NCCL211" and "show the fabric in use (`Selected Provider is efa`)" in f.message
@@ -405,7 +405,7 @@ def test_low_bandwidth_alone_where_tcp_is_as_fast_is_slower_than_expected() -> N
     # bandwidth cannot tell a fallback from a slow fabric.
     ev = _judged(_scaled("tests_with_log_p3dn_nccl248.txt", 0.3), _p3dn())
     (f,) = ev.findings
-    assert (f.rule, ev.details["runs"][0]["verdict"]) == ("NCCL211", "slower-than-expected")
+    assert (f.rule, ev.job.runs[0].verdict) == ("NCCL211", "slower-than-expected")
     assert "cannot tell a TCP fallback" in f.message
 
 
@@ -414,7 +414,7 @@ def test_a_socket_line_in_the_file_is_a_fallback_whatever_the_ratio() -> None:
     fabric, _ = expect.fabric_from_options("g4dn.8xlarge", None, None, None, None, None, False, None)
     assert fabric is not None
     ev = _judged(lines("tests_with_log_g4dn_socket.txt"), fabric, "all_reduce", nodes=2)
-    assert ev.details["nccl_log"]["sockets_seen"] == ["`Using network Socket`"]
+    assert ev.job.nccl_lines is not None and ev.job.nccl_lines.sockets_seen == ["`Using network Socket`"]
     (f,) = [f for f in ev.findings if f.rule == "NCCL210"]
     assert "the NCCL lines in the file say `Using network Socket`" in f.message
 
@@ -430,8 +430,8 @@ def test_bandwidth_no_run_measures_is_suspect_never_healthy(value: str) -> None:
     fabric, _ = expect.fabric_from_options("p5.48xlarge", None, None, None, None, None, False, None)
     for given in (fabric, None):
         ev = bandwidth.judge_tests(t.parse_lines(text), given, 2 if given else None, "aws")
-        (run,) = ev.details["runs"]
-        assert run["verdict"] == "suspect" and not ev.complete, (value, given)
+        (run,) = ev.job.runs
+        assert run.verdict == "suspect" and not ev.complete, (value, given)
         assert any("not measurements" in n for n in ev.notes)
 
 

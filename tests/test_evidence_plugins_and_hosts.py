@@ -98,7 +98,7 @@ def test_an_average_line_without_its_hash_is_read(tmp_path: Path) -> None:
     path = tmp_path / "dstack.txt"
     path.write_text(DSTACK_TABLE)
     report = json.loads(run("nccl-tests", str(path), "-f", "json").stdout)
-    [found] = report["evidence"]["runs"]
+    [found] = report["clusters"][0]["evidence"]["runs"]
     assert found["avg_busbw_gbytes_per_s"] == 677.12 and found["complete"] is True
     assert not any("no `# Avg bus bandwidth` line" in n for n in report["notes"])
 
@@ -130,7 +130,7 @@ def test_a_type_whose_accelerator_the_model_lacks_is_judged_on_its_line_rate(tmp
     result = run("nccl-tests", str(path), "--instance-type", "g7e.8xlarge", "--nodes", "2", "-f", "json")
     report = json.loads(result.stdout)
     assert result.returncode == 0 and report["complete"] is True
-    [judged] = report["evidence"]["runs"]
+    [judged] = report["clusters"][0]["evidence"]["runs"]
     assert judged["verdict"] == "healthy"
     assert any("published line rate" in n and "RTX PRO Server 6000" in n for n in report["notes"])
     slow = tmp_path / "slow.txt"

@@ -166,7 +166,8 @@ def test_quiet_prints_the_verdict_line_and_errors_only(tmp_path: Path) -> None:
     assert json.loads(run("demo", "-q", "-f", "json").stdout)["summary"]["clusters"] == 38
     assert one_clean_line(run("demo", "-q", "--format", "yaml")).startswith("fabriccheck: error: Invalid value")
     evidence = run("nccl-log", str(NCCL / "log_mixed_networks.txt"), "--quiet")
-    assert (evidence.returncode, evidence.stdout) == (1, "fabriccheck nccl-log: 2 error, 0 warning, 0 info\n")
+    said = "fabriccheck nccl-log: 2 errors, 0 warnings, 0 info in 1 job on 2 nodes\n"
+    assert (evidence.returncode, evidence.stdout) == (1, said)
     cut = tmp_path / "cut.txt"
     cut.write_bytes((NCCL / "log_mixed_networks.txt").read_bytes()[:95])
     partial = run("nccl-log", str(cut), "-q")

@@ -336,12 +336,21 @@ def _size(value: Any) -> int:
     return value if isinstance(value, int) else len(value or ())
 
 
+def _job(report: dict[str, Any]) -> dict[str, Any]:
+    """What an evidence report's job showed: its nodes, a log's processes, nccl-tests' runs (none: nothing)."""
+    if not report["clusters"]:
+        return {}
+    evidence = report["clusters"][0]["evidence"]
+    log = evidence["log"] or {}
+    return {"nodes": log.get("nodes"), "processes": log.get("processes"), "runs": evidence["runs"]}
+
+
 def _lost_evidence(report: dict[str, Any], base: dict[str, Any]) -> list[str]:
     """What a green evidence report judged less than the undamaged file's: findings, nodes, processes or runs."""
     lost = []
     if len(report["findings"]) < len(base["findings"]):
         lost.append(f"findings {len(report['findings'])} < {len(base['findings'])}")
-    had, has = base["evidence"], report["evidence"]
+    had, has = _job(base), _job(report)
     for key in ("nodes", "processes", "runs"):
         before, after = had.get(key), has.get(key)
         if before is not None and _size(after) < _size(before):
@@ -351,7 +360,7 @@ def _lost_evidence(report: dict[str, Any], base: dict[str, Any]) -> list[str]:
 
 def _lost(report: dict[str, Any], base: dict[str, Any]) -> list[str]:
     """What a green report judged less than the undamaged input's (what its gate was told to leave out aside)."""
-    if "evidence" in base:
+    if base.get("evidence"):
         return _lost_evidence(report, base)
     lost = []
     if report["summary"]["nodes"] < base["summary"]["nodes"]:

@@ -172,16 +172,17 @@ def test_merge_writes_many_outputs_and_never_over_a_part(tmp_path: Path) -> None
     assert line.endswith(f"--output {part} is one of the reports being merged: write it elsewhere")
 
 
-def test_evidence_commands_take_many_outputs_in_their_own_formats(tmp_path: Path) -> None:
-    as_json, as_md = tmp_path / "log.json", tmp_path / "log.md"
-    result = run("nccl-log", NCCL_LOG, "-o", str(as_json), "-o", str(as_md))
+def test_evidence_commands_take_many_outputs_in_every_format(tmp_path: Path) -> None:
+    as_json, as_md, as_prom = tmp_path / "log.json", tmp_path / "log.md", tmp_path / "log.prom"
+    result = run("nccl-log", NCCL_LOG, "-o", str(as_json), "-o", str(as_md), "-o", str(as_prom))
     assert result.returncode in (0, 1), result.stderr
     document = json.loads(as_json.read_text())
-    assert document["kind"] == "nccl-log" and "NCCL" in as_md.read_text()
-    line = one_clean_line(run("nccl-log", NCCL_LOG, "-o", str(tmp_path / "log.prom")))
-    assert line.endswith(
-        f"--output {tmp_path / 'log.prom'} (prometheus by its suffix): evidence is shown as text, json, sarif, junit "
-        "or markdown"
+    assert document["evidence"] == "nccl-log" and "NCCL" in as_md.read_text()
+    assert sum(v for _, v in samples(as_prom.read_text())["fabriccheck_findings"]) == len(document["findings"])
+    line = one_clean_line(run("nccl-log", NCCL_LOG, "-o", str(tmp_path / "log.yaml")))
+    assert line == (
+        f"fabriccheck: error: bad usage: --output {tmp_path / 'log.yaml'}: no format is known for the suffix .yaml "
+        "(name it .json, .sarif, .xml, .md, .prom, .html, .txt, or give --format)"
     )
 
 

@@ -103,13 +103,6 @@ def test_cli_writes_the_textfile_whole_with_duration_and_api_calls(tmp_path: Pat
     assert sum(v for _, v in parsed["fabriccheck_findings"]) == len(report["findings"])
 
 
-def test_evidence_commands_refuse_prometheus(tmp_path: Path) -> None:
-    log = tmp_path / "nccl.log"
-    log.write_text("x\n")
-    result = run("nccl-log", str(log), "-f", "prometheus")
-    assert result.returncode == 2 and "--format prometheus" in result.stderr
-
-
 def test_api_calls_are_the_requests_the_cloud_received(tmp_path: Path) -> None:
     """A live AWS audit against EC2's protocol on 127.0.0.1: the metric counts exactly the requests served."""
     from ec2_replay import Ec2Replay, serve

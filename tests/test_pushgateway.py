@@ -18,6 +18,7 @@ import pytest
 from cli_run import one_clean_line, run
 from gateway_run import free_port, needs_gateway, pushgateway, samples, served
 from loopback import serving
+from prometheus_client.parser import text_string_to_metric_families
 
 from fabriccheck import flow
 from fabriccheck import pushgateway as pushgateway_module
@@ -140,6 +141,8 @@ CONTRACT: dict[str, tuple[str, tuple[str, ...]]] = {
     "fabriccheck_last_run_timestamp_seconds": ("gauge", ()),
     "fabriccheck_waivers": ("gauge", ("status",)),
 }
+# What an nccl-tests report adds: its measured and expected bus bandwidth per judged message size.
+EVIDENCE_CONTRACT = {"fabriccheck_nccl_busbw_gbytes_per_s": ("gauge", ("cluster", "run", "op", "bytes", "figure"))}
 
 
 def test_metric_names_types_and_labels_are_the_documented_contract() -> None:
@@ -152,10 +155,19 @@ def test_metric_names_types_and_labels_are_the_documented_contract() -> None:
         assert len(labels) == 1, family.name  # every sample of a metric carries the same labels
         found[family.name] = (family.type, labels.pop())
     assert found == CONTRACT
+    # tests/fixtures/nccl/tests_rank_prefixed_truncated.txt: NVIDIA/nccl issue #1453, 2 x p4d.
+    table = ROOT / "tests" / "fixtures" / "nccl" / "tests_rank_prefixed_truncated.txt"
+    evidence = run("nccl-tests", str(table), "--instance-type", "p4d.24xlarge", "--nodes", "2", "-f", "prometheus")
+    added = {
+        family.name: (family.type, {tuple(sorted(s.labels)) for s in family.samples})  # the parser sorts them
+        for family in text_string_to_metric_families(evidence.stdout)
+        if family.name not in CONTRACT
+    }
+    assert added == {name: (kind, {tuple(sorted(names))}) for name, (kind, names) in EVIDENCE_CONTRACT.items()}
     docs = (ROOT / "docs" / "scheduled-audit.md").read_text()
     documented = set(re.findall(r"`(fabriccheck_[a-z_]+)`", docs))
-    assert documented == set(CONTRACT)
-    for name, (_, names) in CONTRACT.items():
+    assert documented == set(CONTRACT) | set(EVIDENCE_CONTRACT)
+    for name, (_, names) in {**CONTRACT, **EVIDENCE_CONTRACT}.items():
         row = next(line for line in docs.splitlines() if line.startswith(f"| `{name}`"))
         assert all(f"`{label}`" in row for label in names), (name, row)
 

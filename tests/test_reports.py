@@ -21,6 +21,7 @@ from fabriccheck.findings import Finding
 from fabriccheck.model import CollectionError
 from fabriccheck.penalty import Penalty, Range
 from fabriccheck.report import ClusterReport, NotJudged, Report, SkippedCluster, Summary
+from fabriccheck.reports import columns as fitting
 from fabriccheck.reports import junit, markdown, names, outline, text, wording
 from fabriccheck.reports.safe import md_code, md_text, visible
 
@@ -313,21 +314,21 @@ def test_text_wraps_to_columns(width: int, monkeypatch: pytest.MonkeyPatch) -> N
 
 def test_fold_breaks_after_separators_and_keeps_every_character() -> None:
     token = "/subscriptions/1111/resourceGroups/img-rg/providers/Microsoft.Compute/virtualMachines/nd-0"
-    pieces = text.fold(token, 40, "  on ", "     ")
+    pieces = fitting.fold(token, 40, "  on ", "     ")
     assert all(len(p) <= 40 for p in pieces) and len(pieces) == 3
     assert pieces[0] == "  on /subscriptions/1111/resourceGroups/"
     assert "".join(pieces).replace(" ", "") == "on" + token
-    assert text.fold("x" * 25, 10, "", "") == ["x" * 10, "x" * 10, "x" * 5]  # no separator: filled
+    assert fitting.fold("x" * 25, 10, "", "") == ["x" * 10, "x" * 10, "x" * 5]  # no separator: filled
 
 
 def test_terminal_width(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("COLUMNS", "40")
-    assert text.terminal_width() == 60
+    assert fitting.terminal_width() == 60
     monkeypatch.setenv("COLUMNS", "132")
-    assert text.terminal_width() == 132
+    assert fitting.terminal_width() == 132
     monkeypatch.delenv("COLUMNS")
     monkeypatch.setattr(sys.stdout, "isatty", lambda: False)
-    assert text.terminal_width() == 100
+    assert fitting.terminal_width() == 100
     assert not lines_too_long(text.render(fleet(5, 5), False, width=10), 60)  # an explicit width is floored too
 
 

@@ -1,9 +1,10 @@
-"""`fabriccheck nccl-tests` and `fabriccheck nccl-log`: options in, one evidence report and an exit code out.
+"""`fabriccheck nccl-tests` and `fabriccheck nccl-log`: options in, the report (report.Report, evidence.reported)
+and an exit code out, written by the writers every command uses (cli.finish.write_reports), in every format.
 
 The CLI only declares the options and calls `run`. A command that cannot run (bad usage, an unknown model,
 unreadable input) prints its one line on stderr, exit 2, and in the json and sarif formats still writes a
 report whose `errors[]` carries the failure's code (`errors.error_entry`), so a pipeline reading the report sees
-why.
+why. With --previous, the report says what changed since an earlier report of the same evidence (trend.compare).
 """
 
 from __future__ import annotations
@@ -18,26 +19,28 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from fabriccheck import errors, gate
-from fabriccheck.cli.mode import MODE
+from fabriccheck import errors, gate, reports
+from fabriccheck.cli.finish import with_trend, write_reports
 from fabriccheck.errors import STDIN_NAME, FabricCheckError
-from fabriccheck.evidence import bandwidth, expect, judge
+from fabriccheck.evidence import bandwidth, expect, judge, reported
 from fabriccheck.evidence import nccl_log as reader
 from fabriccheck.evidence import nccl_tests as parser
 from fabriccheck.evidence.expect import FabricOptions
 from fabriccheck.evidence.judge import Evidence
+from fabriccheck.findings import SEVERITY_RANK
+from fabriccheck.jobs import EvidenceKind
 from fabriccheck.model import PROVIDERS
 from fabriccheck.outputs import Outputs, same_file
-from fabriccheck.reports import evidence as report
+from fabriccheck.report import Report
 from fabriccheck.rulebook import EvidenceRule
-from fabriccheck.stdout import write_stdout
+from fabriccheck.settings import FailOn
 from fabriccheck.targets import Target, resolve
 
 if TYPE_CHECKING:
     from fabriccheck.flow import Options
     from fabriccheck.gate import Settled
 
-FORMATS = ("text", "json", "sarif", "junit", "markdown")
+FORMATS = tuple(reports.FORMATS)  # every report format: the report is the one every command writes
 STDIN = "-"  # the evidence file argument that means standard input
 ERROR_REPORT_FORMATS = ("json", "sarif")
 
@@ -55,7 +58,7 @@ class Output:
 
     def targets(self) -> list[Target]:
         try:
-            return resolve(self.paths, self.fmt, self.fmt_given, FORMATS, "evidence is shown as")
+            return resolve(self.paths, self.fmt, self.fmt_given, FORMATS, "reports are written as")
         except errors.EvidenceError:
             raise
         except FabricCheckError as exc:
@@ -105,34 +108,27 @@ def nccl_log(path: Path, provider: str | None, rules: list[EvidenceRule] | None 
     return judge.judge_log(reader.read_file(path), provider, rules=rules)
 
 
-def failed(kind: str, path: Path, error: FabricCheckError) -> Evidence:
-    """The report of a command that could not run: incomplete, with the failure in `errors[]`."""
-    ev = Evidence(kind, str(path), judge.UNKNOWN_PROVIDER, complete=False)
-    ev.errors.append(errors.error_entry(error))
-    return ev
-
-
-def _emit(ev: Evidence, out: Output, targets: list[Target], baseline: tuple[Path, bytes] | None = None) -> None:
-    """The report in every target: each format rendered once, the files (and the baseline --write-baseline
-    records) put in place together, stdout first."""
-    rendered: dict[str, str] = {}
+def _emit(report: Report, out: Output, targets: list[Target], baseline: tuple[Path, bytes] | None = None) -> None:
+    """The report in every target, by the writers every command uses; the files (and the baseline
+    --write-baseline records) put in place together, stdout first."""
     outputs = Outputs()
     try:
         if baseline is not None:
             outputs.add(baseline[0], baseline[1], "--write-baseline")
-        for target in targets:
-            if target.fmt not in rendered:
-                rendered[target.fmt] = report.render(ev, target.fmt, out.fail_on, out.verbose)
-            if target.path is not None:
-                outputs.add(target.path, rendered[target.fmt].encode(), "--output")
-        for target in targets:
-            if target.path is None:
-                quiet = MODE.quiet and target.fmt == "text"  # --quiet: the verdict alone
-                write_stdout(report.verdict_line(ev) + "\n" if quiet else rendered[target.fmt])
+        write_reports(report, targets, FailOn(out.fail_on), out.verbose, outputs)
         outputs.commit()
     except BaseException:
         outputs.discard()
         raise
+
+
+def exit_code(report: Report, fail_on: str) -> int:
+    """DESIGN.md's exit codes: 2 when the report is incomplete, 1 for a finding at --fail-on that gates, else 0."""
+    if not report.fully_judged():
+        return 2
+    worst = report.worst_severity()
+    failing = fail_on != "never" and worst is not None and SEVERITY_RANK[worst] >= SEVERITY_RANK[fail_on]
+    return 1 if failing else 0
 
 
 def _error_targets(out: Output, path: Path) -> list[Target]:
@@ -170,7 +166,7 @@ def _judged(path: Path, judged: Callable[[Path, list[EvidenceRule]], Evidence], 
             raise errors.EvidenceError(error.code, error.detail.replace(str(readable), STDIN_NAME)) from None
         except FabricCheckError as error:
             raise FabricCheckError(str(error).replace(str(readable), STDIN_NAME)) from None
-    ev.source = STDIN
+    ev.job.file = STDIN
     return ev
 
 
@@ -181,7 +177,7 @@ def _defaults() -> Options:
 
 
 def run(
-    kind: str,
+    kind: EvidenceKind,
     path: Path,
     out: Output,
     provider: str | None,
@@ -189,9 +185,9 @@ def run(
     settle: Callable[[], Settled] | None = None,
 ) -> int:
     """Check the input, settle the gate (`settle`: gate.settle of the command as run; None: the defaults), judge
-    with the rules it leaves on, apply its severity overrides, waivers and baseline, write the report; the exit
-    code. A failure raises (its one line, exit 2) after its report is written in the formats that carry errors,
-    never over the file being read."""
+    with the rules it leaves on, apply its severity overrides, waivers and baseline, write the report (with what
+    changed since --previous); the exit code. A failure raises (its one line, exit 2) after its report is written in
+    the formats that carry errors, never over the file being read."""
     try:
         targets = check_input(path, out, provider)
         settled = settle() if settle is not None else None
@@ -206,10 +202,12 @@ def run(
         with contextlib.suppress(FabricCheckError):  # the failure itself is the line to print
             error_targets = _error_targets(out, path)
             if error_targets:
-                _emit(failed(kind, path, error), out, error_targets)
+                _emit(reported.failed(kind, path, error), out, error_targets)
         raise
+    report = reported.report_of(ev, [r.id for r in chosen], options.gate)
     if settled is not None:
         out = dataclasses.replace(out, fail_on=settled.fail_on)  # --fail-on, or the config file's
+        with_trend(report, settled)
     baseline = (write_baseline, recorded) if write_baseline is not None and recorded is not None else None
-    _emit(ev, out, targets, baseline)
-    return report.exit_code(ev, out.fail_on)
+    _emit(report, out, targets, baseline)
+    return exit_code(report, out.fail_on)

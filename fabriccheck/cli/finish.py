@@ -21,7 +21,6 @@ from fabriccheck.settings import FailOn
 from fabriccheck.stdout import write_stdout
 
 if TYPE_CHECKING:
-
     from fabriccheck.gate import Settled
     from fabriccheck.inventory import Inventory
     from fabriccheck.outputs import Outputs
@@ -75,16 +74,7 @@ def finish(inventory: Inventory, scan: ScanOptions, settled: Settled) -> NoRetur
             gate.write_baseline(report, settled.write_baseline, options, outputs)
         report.duration_seconds = round(time.perf_counter() - STARTED[-1], 3) if STARTED else None
         report.api_calls = API_CALLS.value
-        if settled.previous is not None:
-            from fabriccheck import trend
-
-            where, previous = settled.previous
-            mismatch = trend.other_scope(previous, report, f"--previous {where}")
-            if mismatch is None:
-                report.trend = trend.compare(previous, report, where)
-            else:  # no trend rather than one that calls another account's findings fixed
-                report.notes.append(f"no change since the earlier report is shown: {mismatch}")
-                warn(f"fabriccheck: warning: {mismatch}")
+        with_trend(report, settled)
         write_reports(report, settled.targets, fail_on, scan.verbose, outputs)
         outputs.commit()
     except BaseException:
@@ -96,6 +86,22 @@ def finish(inventory: Inventory, scan: ScanOptions, settled: Settled) -> NoRetur
         warn(f"fabriccheck: warning: no node carries the tag {tag}; grouping by the usual signals")
     push(report, scan)
     exit_for(report, fail_on, scan.allow_incomplete)
+
+
+def with_trend(report: Report, settled: Settled) -> None:
+    """With --previous: what changed since the earlier report, in `report.trend` (a scan's or an evidence
+    command's), or, when the two cannot be compared, a note and a warning saying why."""
+    if settled.previous is None:
+        return
+    from fabriccheck import trend
+
+    where, previous = settled.previous
+    mismatch = trend.other_scope(previous, report, f"--previous {where}")
+    if mismatch is None:
+        report.trend = trend.compare(previous, report, where)
+    else:  # no trend rather than one that calls another account's findings fixed
+        report.notes.append(f"no change since the earlier report is shown: {mismatch}")
+        warn(f"fabriccheck: warning: {mismatch}")
 
 
 def write_reports(

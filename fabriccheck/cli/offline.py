@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from fabriccheck.errors import FabricCheckError
     from fabriccheck.estimate import EstimateReport
     from fabriccheck.evidence.judge import Evidence
+    from fabriccheck.jobs import EvidenceKind
     from fabriccheck.rulebook import EvidenceRule
 
 
@@ -237,7 +238,7 @@ def nccl_log(
 
 
 def _evidence(
-    kind: str,
+    kind: "EvidenceKind",
     file: Path,
     scan: ScanOptions,
     provider: str | None,
@@ -248,7 +249,8 @@ def _evidence(
 
     given = scan.invocation.was_given("fmt")
     out = command.Output(scan.fmt.value, scan.output, scan.fail_on.value, scan.verbose, given)
-    # gate.settle, not scan.settle: the evidence command checks its outputs against its own formats.
+    # gate.settle, not scan.settle: the evidence command resolves its outputs itself, so that a bad --output is a
+    # usage error its error report (json, sarif) names.
     raise typer.Exit(command.run(kind, file, out, provider, judged, lambda: gate.settle(scan.invocation)))
 
 

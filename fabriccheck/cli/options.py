@@ -251,7 +251,18 @@ class ScanOptions:
 
 # The report options alone (merge), the evidence commands' (the report, and the gate a scan has), the push (merge).
 REPORT = ("fmt", "output", "fail_on", "verbose")
-EVIDENCE = (*REPORT, "select", "ignore", "severity", "config", "isolated", "waivers", "baseline", "write_baseline")
+EVIDENCE = (
+    *REPORT,
+    "previous",
+    "select",
+    "ignore",
+    "severity",
+    "config",
+    "isolated",
+    "waivers",
+    "baseline",
+    "write_baseline",
+)
 PUSH = ("pushgateway", "job")
 
 

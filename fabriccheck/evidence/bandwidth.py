@@ -23,10 +23,11 @@ from typing import Any
 
 from fabriccheck import catalog, penalty
 from fabriccheck.evidence import expect, registry
-from fabriccheck.evidence.judge import Evidence, infer_provider, judge_log, transport_seen
+from fabriccheck.evidence.judge import Evidence, infer_provider, judge_log, new_evidence, transport_seen
 from fabriccheck.evidence.nccl_log import Log
 from fabriccheck.evidence.nccl_tests import Parsed, Row, Run
 from fabriccheck.evidence.registry import Hit, evidence_check
+from fabriccheck.jobs import BusbwComparison, ExpectedFabric, TestRun, TransportSeen, Verdict
 from fabriccheck.rulebook import EvidenceRule
 
 # nccl-tests judging thresholds (measured / modelled healthy busbw at the largest bandwidth-bound size).
@@ -46,6 +47,9 @@ PLAUSIBLE_MAX_GBYTES = 10_000.0
 # With a fabric: busbw above twice the faster of the node's fabric line rate and its per-GPU NVLink/PCIe figure is
 # not a measurement of it (2-node trees read up to 2(n-1)/n x the line rate, nccl-tests doc/PERFORMANCE.md).
 SUSPECT_FACTOR = 2.0
+# The rules a comparison with the fabric decides: a run that cannot be compared leaves them unjudged (NCCL212, the
+# file's own count of wrong values, is judged all the same).
+COMPARED = ("NCCL210", "NCCL211")
 
 
 def ceiling(fabric: penalty.FabricDescription | None) -> tuple[float, str]:
@@ -81,7 +85,7 @@ class Comparison:
     """A run's best large-message row against the fabric, and the verdict it gives (NCCL210 and NCCL211 read it)."""
 
     table: _Table
-    verdict: str  # tcp-fallback, slower-than-expected, healthy
+    verdict: Verdict  # tcp-fallback, slower-than-expected, healthy
     against: str  # "all_reduce busbw peaks at ... where ... is expected on ..."
     tcp_text: str
     two: str  # the 2-node caveat, or ""
@@ -96,7 +100,7 @@ class RunCheck:
 
     run: Run
     label: str
-    cluster: str
+    run_id: str  # the resource its findings name: nccl-tests:FILE, or nccl-tests:FILE#N of a file of several runs
     comparison: Comparison | None  # None: the bandwidth was not compared
 
 
@@ -108,10 +112,10 @@ def _suspect(run: Run, table: _Table, label: str) -> list[Row]:
         what = first.suspect or f"busbw {first.best_busbw:,.2f} GB/s"
         where = table.fabric.instance_type if table.fabric and table.fabric.instance_type else "this fabric"
         bound = f"above {limit:,.0f} GB/s ({why}) for {where}" if not first.suspect else "not a number a run measures"
-        table.ev.complete = False
-        table.ev.notes.append(
+        table.ev.cannot_judge(
             f"{label}: {len(bad)} row(s) are not measurements, e.g. {what} at {first.size:,} B ({bound}): a damaged "
-            "file, or the wrong --instance-type; those rows are not judged and the run cannot pass"
+            "file, or the wrong --instance-type; those rows are not judged and the run cannot pass",
+            COMPARED,
         )
     return bad
 
@@ -120,9 +124,8 @@ def _nodes(run: Run, table: _Table, label: str) -> int | None:
     hosts = run.hosts
     nodes = table.nodes if table.nodes is not None else (len(hosts) if hosts and not run.duplicate_rank_zero else None)
     if nodes is None:
-        table.ev.complete = False
-        table.ev.notes.append(
-            f"{label}: the file names no hosts (no `#  Rank .. on HOST` lines): give --nodes N to compare it"
+        table.ev.cannot_judge(
+            f"{label}: the file names no hosts (no `#  Rank .. on HOST` lines): give --nodes N to compare it", COMPARED
         )
     elif table.nodes is not None and hosts and len(hosts) != table.nodes and not run.duplicate_rank_zero:
         table.ev.notes.append(
@@ -137,16 +140,16 @@ def _op(run: Run, table: _Table, label: str) -> str | None:
         table.ev.notes.append(f"{label}: --op {table.op} overrides the {run.op} the file names")
     if op is not None and op in expect.COMPARED_OPS:
         return op
-    table.ev.complete = False
     if op is None:
         fits = f" (its columns fit {' or '.join(run.op_candidates)})" if run.op_candidates else ""
-        table.ev.notes.append(
+        table.ev.cannot_judge(
             f"{label}: the file does not name the collective (no `*_perf` command, no `# Collective test starting` "
-            f"line){fits}: give --op ({', '.join(expect.COMPARED_OPS)})"
+            f"line){fits}: give --op ({', '.join(expect.COMPARED_OPS)})",
+            COMPARED,
         )
     else:
-        table.ev.notes.append(
-            f"{label}: no bandwidth model for {op}: test one of {', '.join(expect.COMPARED_OPS)} to compare"
+        table.ev.cannot_judge(
+            f"{label}: no bandwidth model for {op}: test one of {', '.join(expect.COMPARED_OPS)} to compare", COMPARED
         )
     return None
 
@@ -165,6 +168,7 @@ def _comparison(table: _Table, best: dict[str, Any], op: str, nodes: int) -> Com
     tcp_level = tcp is not None and measured <= tcp * TCP_MARGIN
     fabric_faster = tcp is not None and tcp * TCP_MARGIN <= expected * PARTIAL_RATIO
     said_sockets = bool(table.sockets_seen and not table.fabric_seen)
+    verdict: Verdict
     if said_sockets or (not table.fabric_seen and tcp_level and fabric_faster):
         verdict = "tcp-fallback"
     else:
@@ -180,7 +184,7 @@ def wrong_results(check: RunCheck) -> list[Hit]:
     if not (wrong or run.out_of_bounds_failed):
         return []
     what = f"{wrong} wrong value(s)" if wrong else f"{run.out_of_bounds} out-of-bounds value(s) FAILED"
-    return [([check.cluster], f"{check.label} reported {what}.")]
+    return [([check.run_id], f"{check.label} reported {what}.")]
 
 
 @evidence_check("NCCL210")
@@ -194,7 +198,7 @@ def tcp_fallback(check: RunCheck) -> list[Hit]:
         message = f"{c.against}{c.tcp_text}: the NCCL lines in the file say {said}: the fabric is not used{c.two}."
     else:
         message = f"{c.against}{c.tcp_text}: the fabric is not used{c.two}."
-    return [([check.cluster], message)]
+    return [([check.run_id], message)]
 
 
 @evidence_check("NCCL211")
@@ -214,7 +218,7 @@ def slower_than_expected(check: RunCheck) -> list[Hit]:
         )
     else:
         why = ""
-    return [([check.cluster], f"{c.against} ({c.ratio:.0%} of it){c.tcp_text}{why}{c.two}.")]
+    return [([check.run_id], f"{c.against} ({c.ratio:.0%} of it){c.tcp_text}{why}{c.two}.")]
 
 
 def _fabric_of_run(run: Run, table: _Table, label: str, nodes: int) -> penalty.FabricDescription:
@@ -235,13 +239,13 @@ def _fabric_of_run(run: Run, table: _Table, label: str, nodes: int) -> penalty.F
     return fabric
 
 
-def _compare(run: Run, table: _Table, label: str, detail: dict[str, Any], bad: list[Row]) -> Comparison | None:
+def _compare(run: Run, table: _Table, label: str, detail: TestRun, bad: list[Row]) -> Comparison | None:
     """Compare each judged size; the verdict reads the two largest sizes: the most bandwidth-bound, and where a
     fallback shows (a run can look healthy at 32 MiB and collapse above it, NVIDIA/nccl#1453)."""
     nodes = _nodes(run, table, label)
     if nodes is None:
         return None
-    detail["nodes"] = nodes
+    detail.nodes = nodes
     if nodes < 2:
         table.ev.notes.append(f"{label}: one node: NVLink only, the inter-node fabric was not exercised")
         return None
@@ -252,17 +256,17 @@ def _compare(run: Run, table: _Table, label: str, detail: dict[str, Any], bad: l
     judged = [r for r in run.rows if r.size >= MIN_JUDGED_BYTES and r.best_busbw is not None and r not in bad]
     if not judged:
         if not bad:
-            table.ev.complete = False
-            table.ev.notes.append(
+            table.ev.cannot_judge(
                 f"{label}: largest message {max(r.size for r in run.rows):,} B is latency-bound; rerun with -e 1G or "
-                f"more (at least {MIN_JUDGED_BYTES:,} B is judged)"
+                f"more (at least {MIN_JUDGED_BYTES:,} B is judged)",
+                COMPARED,
             )
         return None
     best = _best_row(judged, table, label, detail, fabric, nodes, op)
     if best is None:
         return None
     comparison = _comparison(replace(table, fabric=fabric), best, op, nodes)
-    detail["verdict"] = "suspect" if bad else comparison.verdict  # a damaged table is never healthy
+    detail.verdict = "suspect" if bad else comparison.verdict  # a damaged table is never healthy
     return comparison
 
 
@@ -270,7 +274,7 @@ def _best_row(
     judged: list[Row],
     table: _Table,
     label: str,
-    detail: dict[str, Any],
+    detail: TestRun,
     fabric: penalty.FabricDescription,
     nodes: int,
     op: str,
@@ -285,8 +289,7 @@ def _best_row(
         except ValueError as exc:
             ceiling = expect.line_rate_busbw(fabric)
             if ceiling is None:
-                table.ev.complete = False
-                table.ev.notes.append(f"{label}: no healthy expectation: {exc}")
+                table.ev.cannot_judge(f"{label}: no healthy expectation: {exc}", COMPARED)
                 return None
             expected = ceiling
             note = (
@@ -299,37 +302,37 @@ def _best_row(
         tcp_worst = expect.tcp_busbw_worst(fabric, nodes, op, float(row.size))
         measured = row.best_busbw or 0.0
         ratio = measured / expected if expected > 0 else 0.0
-        detail["comparisons"].append({
-            "bytes": row.size,
-            "busbw_gbytes_per_s": measured,
-            "expected_busbw_gbytes_per_s": round(expected, 3),
-            "tcp_busbw_gbytes_per_s": round(tcp, 3) if tcp is not None else None,
-            "tcp_busbw_worst_gbytes_per_s": round(tcp_worst, 3) if tcp_worst is not None else None,
-            "ratio": round(ratio, 3),
-        })  # fmt: skip
+        detail.comparisons.append(
+            BusbwComparison(
+                bytes=row.size,
+                busbw_gbytes_per_s=measured,
+                expected_busbw_gbytes_per_s=round(expected, 3),
+                tcp_busbw_gbytes_per_s=round(tcp, 3) if tcp is not None else None,
+                tcp_busbw_worst_gbytes_per_s=round(tcp_worst, 3) if tcp_worst is not None else None,
+                ratio=round(ratio, 3),
+            )
+        )
         if row.size in top_sizes and (best is None or measured > best["measured"]):
             best = {"bytes": row.size, "measured": measured, "expected": expected, "tcp": tcp}
     return best
 
 
-def _judge_run(run: Run, index: int, table: _Table) -> dict[str, Any]:
+def _judge_run(run: Run, index: int, table: _Table) -> TestRun:
     parsed = table.parsed
-    cluster = f"nccl-tests:{Path(parsed.path).name}" + (f"#{index + 1}" if len(parsed.runs) > 1 else "")
+    run_id = file_cluster(parsed) + (f"#{index + 1}" if len(parsed.runs) > 1 else "")
     label = f"run {index + 1}" if len(parsed.runs) > 1 else "the run"
-    detail: dict[str, Any] = {
-        "run": index + 1,
-        "op": table.op or run.op,
-        "op_from": "option" if table.op else run.op_source,
-        "op_candidates": list(run.op_candidates) if not (table.op or run.op) else [],
-        "hosts": run.hosts,
-        "ranks": run.ranks or None,
-        "devices": [d.name for d in run.devices[:1]],
-        "rows": len(run.rows),
-        "avg_busbw_gbytes_per_s": run.avg_busbw,
-        "complete": run.complete,
-        "comparisons": [],
-        "verdict": None,
-    }
+    detail = TestRun(
+        run=index + 1,
+        op=table.op or run.op,
+        op_from="option" if table.op else run.op_source,
+        op_candidates=list(run.op_candidates) if not (table.op or run.op) else [],
+        hosts=run.hosts,
+        ranks=run.ranks or None,
+        devices=[d.name for d in run.devices[:1]],
+        rows=len(run.rows),
+        avg_busbw_gbytes_per_s=run.avg_busbw,
+        complete=run.complete,
+    )
     if not run.complete:
         table.ev.notes.append(
             f"{label}: no `# Avg bus bandwidth` line: the test did not finish or the file was cut short"
@@ -341,27 +344,33 @@ def _judge_run(run: Run, index: int, table: _Table) -> dict[str, Any]:
         )
     bad = _suspect(run, table, label)
     if bad:
-        detail["verdict"] = "suspect"
+        detail.verdict = "suspect"
     comparison = _compare(run, table, label, detail, bad) if table.fabric is not None else None
-    check = RunCheck(run, label, cluster, comparison)
+    check = RunCheck(run, label, run_id, comparison)
+    cluster = file_cluster(parsed)  # the job the file shows; a run is a resource of it
     for rule, run_check in registry.chosen("nccl-tests", table.rules):
         found = run_check(check)
         table.ev.findings += [registry.finding(rule, table.ev.provider, cluster, r, m) for r, m in found]
     return detail
 
 
+def file_cluster(parsed: Parsed) -> str:
+    """The id of the job an nccl-tests file shows: its findings' cluster."""
+    return f"nccl-tests:{Path(parsed.path).name}"
+
+
 def _with_log(ev: Evidence, table: _Table, log: Log) -> None:
     """Judge the NCCL lines of the table's own file, and keep what they say about the transport."""
-    cluster = f"nccl-tests:{Path(table.parsed.path).name}"
-    found = judge_log(log, ev.provider, cluster, table.fabric.instance_type if table.fabric else None, table.rules)
+    instance_type = table.fabric.instance_type if table.fabric else None
+    found = judge_log(log, ev.provider, file_cluster(table.parsed), instance_type, table.rules)
     ev.findings.extend(found.findings)
     table.fabric_seen, table.sockets_seen = transport_seen(log)
-    ev.details["nccl_log"] = {
-        "processes": len(log.processes),
-        "fabric_seen": table.fabric_seen,
-        "sockets_seen": table.sockets_seen,
-        "findings": [f.rule for f in found.findings],
-    }
+    ev.job.nccl_lines = TransportSeen(
+        processes=len(log.processes),
+        fabric_seen=table.fabric_seen,
+        sockets_seen=table.sockets_seen,
+        findings=[f.rule for f in found.findings],
+    )
     seen = table.fabric_seen + table.sockets_seen
     if seen:
         ev.notes.append(f"the file's NCCL lines say which transport ran: {', '.join(seen)}")
@@ -380,7 +389,7 @@ def judge_tests(
     rules among `rules` (None: every built-in one)."""
     if log is not None and log.processes and provider == "unknown":
         provider = infer_provider(log)
-    ev = Evidence("nccl-tests", parsed.path, provider)
+    ev = new_evidence("nccl-tests", parsed.path, provider)
     table = _Table(parsed, fabric, nodes, op, ev, rules)
     if log is not None and log.processes:
         _with_log(ev, table, log)
@@ -391,21 +400,21 @@ def judge_tests(
             "no fabric given (--instance-type T --nodes N, or --gpu ... --transport ...): bandwidth not compared"
         )
     runs = [r for r in parsed.runs if r.rows]
-    ev.details["fabric"] = _fabric_dict(fabric)
-    ev.details["runs"] = [_judge_run(r, i, table) for i, r in enumerate(runs)]
+    ev.job.fabric = _fabric_of(fabric)
+    ev.job.runs = [_judge_run(r, i, table) for i, r in enumerate(runs)]
     return ev
 
 
-def _fabric_dict(fabric: penalty.FabricDescription | None) -> dict[str, Any] | None:
+def _fabric_of(fabric: penalty.FabricDescription | None) -> ExpectedFabric | None:
     if fabric is None:
         return None
-    return {
-        "instance_type": fabric.instance_type,
-        "accelerator": fabric.accelerator,
-        "gpus_per_node": fabric.gpus_per_node,
-        "fabric": fabric.fabric.value,
-        "nics": fabric.nics,
-        "gbps_per_nic": fabric.gbps_per_nic,
-        "gpudirect_rdma": fabric.gpudirect_rdma,
-        "ethernet_gbps": fabric.ethernet_gbps,
-    }
+    return ExpectedFabric(
+        instance_type=fabric.instance_type,
+        accelerator=fabric.accelerator,
+        gpus_per_node=fabric.gpus_per_node,
+        fabric=fabric.fabric.value,
+        nics=fabric.nics,
+        gbps_per_nic=fabric.gbps_per_nic,
+        gpudirect_rdma=fabric.gpudirect_rdma,
+        ethernet_gbps=fabric.ethernet_gbps,
+    )

@@ -1,5 +1,6 @@
-"""NCCL logs -> `findings.Finding`s, with the facts behind them (per process) and notes; the report shape both
-evidence commands share (`Evidence`). nccl-tests tables are judged in `bandwidth`.
+"""NCCL logs -> `findings.Finding`s, with the facts behind them (per process, jobs.NcclProcess) and notes; what the
+judging of one file found (`Evidence`), which evidence.reported makes the report of. nccl-tests tables are judged
+in `bandwidth`.
 
 The checks of the nccl-log rules (NCCL201-206, rules/evidence/) are here, one registered function per rule id
 (`registry.evidence_check`), each reading what the checks of one log share (`LogRun`).
@@ -15,7 +16,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from fabriccheck import catalog
 from fabriccheck.baseline import BaselineSummary
@@ -24,6 +24,7 @@ from fabriccheck.evidence.nccl_log import UNNAMED_HOST, Log, Process
 from fabriccheck.evidence.nccl_messages import failure_cause
 from fabriccheck.evidence.registry import Hit, evidence_check
 from fabriccheck.findings import Finding
+from fabriccheck.jobs import EvidenceKind, JobEvidence, LogFacts, NcclProcess
 from fabriccheck.provider import transport_provider
 from fabriccheck.rulebook import EvidenceRule
 from fabriccheck.waivers import WaiverStatus
@@ -43,16 +44,44 @@ MAX_GPUS_PER_HOST = 16  # a2-megagpu-16g (16 x A100), DGX-2 / HGX-2 (16 x V100):
 
 @dataclass
 class Evidence:
-    kind: str  # "nccl-log" or "nccl-tests"
-    source: str
-    provider: str
+    """What the judging of one file found, before the gate's waivers and baseline; evidence.reported makes the
+    report (report.Report) of it."""
+
+    job: JobEvidence  # what the file shows: its processes or runs, typed
     findings: list[Finding] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    complete: bool = True  # False: something the user asked for could not be judged
-    details: dict[str, Any] = field(default_factory=dict)
-    errors: list[dict[str, str]] = field(default_factory=list)  # {code, message}: why the command could not run
+    # Why something the user asked for could not be judged (each also a note), and the rules it kept from judging
+    # (none named: every rule of the kind); any makes the report incomplete.
+    not_judged: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)
     waivers: list[WaiverStatus] = field(default_factory=list)  # what each waiver did (gate.apply_to_evidence)
     baseline: BaselineSummary | None = None  # --baseline / --write-baseline, as a scan reports it
+
+    @property
+    def kind(self) -> EvidenceKind:
+        return self.job.kind
+
+    @property
+    def source(self) -> str:
+        return self.job.file
+
+    @property
+    def provider(self) -> str:
+        return self.job.provider
+
+    @property
+    def complete(self) -> bool:
+        """Everything asked for was judged: only then can the report pass a gate."""
+        return not self.not_judged
+
+    def cannot_judge(self, why: str, rules: tuple[str, ...] = ()) -> None:
+        """Something asked for cannot be judged (by `rules`; none: by any rule of the kind): a note saying why, and
+        the report is incomplete."""
+        self.not_judged.append((why, rules))
+        self.notes.append(why)
+
+
+def new_evidence(kind: EvidenceKind, source: str, provider: str) -> Evidence:
+    return Evidence(JobEvidence(kind=kind, file=source, provider=provider))
 
 
 # ---------------------------------------------------------------------------------------------- logs
@@ -137,32 +166,46 @@ def infer_provider(log: Log) -> str:
     return UNKNOWN_PROVIDER
 
 
-def process_summary(proc: Process) -> dict[str, Any]:
-    return {
-        "process": proc.key,
-        "host": proc.host,
-        "pid": proc.pid,
-        "devices": sorted(proc.devices),
-        "ranks": sorted(proc.ranks),
-        "nranks": proc.nranks,
-        "nccl_version": proc.version,
-        "networks": list(proc.networks),
-        "transport": proc.inferred_transport,
-        "transport_family": proc.transport_family,
-        "channels": dict(proc.channels),
-        "gpudirect_rdma": proc.gdr,
-        "plugins_loaded": list(proc.plugin_loaded),
-        "plugin_missing": proc.plugin_missing,
-        "plugin_failures": proc.plugin_failures,
-        "ofi_provider": proc.ofi_provider,
-        "ofi_nics": proc.ofi_nics,
-        "ofi_platform": proc.ofi_platform,
-        "ib_nics": list(proc.ib_nics),
-        "socket_interfaces": list(proc.socket_nics),
-        "bootstrap_interface": proc.bootstrap,
-        "env": proc.env,
-        "warnings": proc.warnings,
-    }
+def process_summary(proc: Process) -> NcclProcess:
+    return NcclProcess(
+        process=proc.key,
+        host=proc.host,
+        pid=proc.pid,
+        devices=sorted(proc.devices),
+        ranks=sorted(proc.ranks),
+        nranks=proc.nranks,
+        nccl_version=proc.version,
+        networks=list(proc.networks),
+        transport=proc.inferred_transport,
+        transport_family=proc.transport_family,
+        channels=dict(proc.channels),
+        gpudirect_rdma=proc.gdr,
+        plugins_loaded=list(proc.plugin_loaded),
+        plugin_missing=proc.plugin_missing,
+        plugin_failures=list(proc.plugin_failures),
+        ofi_provider=proc.ofi_provider,
+        ofi_nics=proc.ofi_nics,
+        ofi_platform=proc.ofi_platform,
+        ib_nics=list(proc.ib_nics),
+        socket_interfaces=list(proc.socket_nics),
+        bootstrap_interface=proc.bootstrap,
+        env=dict(proc.env),
+        warnings=proc.warnings,
+    )
+
+
+def log_facts(log: Log) -> LogFacts:
+    procs = list(log.processes.values())
+    return LogFacts(
+        lines=log.lines,
+        nccl_lines=log.nccl_lines,
+        hosts=log.hosts,
+        nodes=log.nodes,
+        nranks=log.nranks,
+        nccl_versions=sorted({p.version for p in procs if p.version} | set(log.versions)),
+        libfabric_failures=list(log.libfabric_failures),
+        processes=[process_summary(p) for p in procs],
+    )
 
 
 @dataclass
@@ -331,35 +374,23 @@ def judge_log(
     never says which network NCCL used between nodes is not judged (incomplete, exit 2): a cut log must not read as
     "no findings"."""
     chosen = provider if provider and provider != UNKNOWN_PROVIDER else infer_provider(log)
-    ev = Evidence("nccl-log", log.path, chosen)
+    ev = new_evidence("nccl-log", log.path, chosen)
     procs = list(log.processes.values())
     nodes = log.nodes
     multi = nodes > 1 or any(p.channels_net for p in procs)
-    ev.details = {
-        "lines": log.lines,
-        "nccl_lines": log.nccl_lines,
-        "hosts": log.hosts,
-        "nodes": nodes,
-        "nranks": log.nranks,
-        "nccl_versions": sorted({p.version for p in procs if p.version} | set(log.versions)),
-        "libfabric_failures": log.libfabric_failures,
-        "processes": [process_summary(p) for p in procs],
-    }
-    if log.ends_mid_line:
-        ev.notes.append(
-            "the log ends in the middle of a line: it was cut short; later lines are not judged (and may hold more "
-            "hosts, or ranks on sockets)"
-        )
+    ev.job.log = log_facts(log)
     if log.ends_mid_line:
         # Cut short: the lines that were not kept may name more hosts, and ranks on sockets. What is judged is
         # reported, but a cut log cannot pass a gate.
-        ev.complete = False
+        ev.cannot_judge(
+            "the log ends in the middle of a line: it was cut short; later lines are not judged (and may hold more "
+            "hosts, or ranks on sockets)"
+        )
     if not multi and any(p.host == UNNAMED_HOST for p in procs):
         # NCCL names every line's host (`host:pid:tid [dev] NCCL INFO`, github.com/NVIDIA/nccl src/debug.cc,
         # ncclDebugLog); lines without it were stripped of it, and
         # may come from any number of hosts: the run is not taken for a one-host run that passes.
-        ev.complete = False
-        ev.notes.append(
+        ev.cannot_judge(
             "lines of the log name no host (`[0] NCCL INFO ...`, without NCCL's `host:pid:tid` prefix): how many "
             "hosts the run spans is unknown, so the inter-node transport is not judged (pass the log as NCCL "
             "wrote it)"
@@ -370,8 +401,7 @@ def judge_log(
             "(pass the log of a multi-node run)"
         )
     elif not any(p.transport_family for p in procs):
-        ev.complete = False
-        ev.notes.append(
+        ev.cannot_judge(
             f"the log shows a {nodes}-node run but not which network NCCL used between the nodes (no `Using "
             "network` line, no `Channel ... via NET/` line, no OFI provider): it was cut short, or NCCL_DEBUG_SUBSYS "
             "left out INIT and NET; the transport is not judged"

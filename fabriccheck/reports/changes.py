@@ -37,6 +37,7 @@ def render(trend: Trend, current: str, markdown: bool = False) -> str:
 def lines(trend: Trend, markdown: bool = False) -> list[str]:
     """The trend's body (render's, and the text report's section under --previous): every value from a report
     escaped for plain text, or for markdown."""
+
     def show(text: str) -> str:
         return md_text(text) if markdown else visible(text)
 

@@ -26,7 +26,7 @@ from markupsafe import Markup, escape
 from fabriccheck.findings import Finding
 from fabriccheck.model import UNKNOWN_ACCOUNT, SourceLocation
 from fabriccheck.report import DESELECTED, ClusterReport, Report, TrendFinding
-from fabriccheck.reports import busbw, changes, planned, svg
+from fabriccheck.reports import busbw, changes, evidence, planned, svg
 from fabriccheck.reports.names import DisplayName, display_name
 from fabriccheck.reports.outline import (
     cluster_names,
@@ -52,6 +52,7 @@ from fabriccheck.reports.wording import (
     possible_rules,
     slowdown_cell,
     span,
+    verdict_line,
 )
 
 RESOURCES_SHOWN = 8  # a rule's resources listed in full; the rest behind "more"
@@ -145,6 +146,7 @@ class ClusterView:
     not_judged: list[tuple[str, list[str], list[str]]]
     chart: Markup | None = None
     chart_note: str | None = None
+    evidence: evidence.Section | None = None  # an evidence job: its lines and table, in place of a penalty
     cells: dict[str, str] = field(default_factory=dict)  # the "cost most" table's
 
 
@@ -236,6 +238,8 @@ def cluster_view(
             "lost": lost_cell(c.penalty),
         },
     )
+    if c.evidence is not None:
+        view.evidence = evidence.section(c.evidence)
     if busbw.degraded(c):
         drawn = busbw.curves(c, findings)
         if isinstance(drawn, str):
@@ -406,7 +410,9 @@ def render(report: Report, color: bool = False) -> str:
         cluster_view(rank, c, by_cluster.get(c.id, []), names[c.id], report, c.id in drawn, fixes)
         for rank, c in enumerate(order, 1)
     ]
-    attention = [v for v, c in zip(views, order, strict=True) if needs_attention(c)]
+    # An evidence job is shown whether clean or not (its figures are what it was run for), and is not priced.
+    attention = [v for v, c in zip(views, order, strict=True) if needs_attention(c) or c.evidence is not None]
+    priced = [v for v in attention if v.evidence is None]
     deselected = sorted({n.rule for c in report.clusters for n in c.not_judged if n.reason == DESELECTED})
     context = {
         "report": report,
@@ -417,11 +423,13 @@ def render(report: Report, color: bool = False) -> str:
         "unseen": unseen(report, names),
         "gate": gate_rows(report),
         "charts": charts(report, order, names),
-        "top": attention[:TOP],
-        "more_top": max(0, len(attention) - TOP),
-        "starred": any(v.cells["lost"].endswith("*") for v in attention[:TOP]),
+        "top": priced[:TOP],
+        "more_top": max(0, len(priced) - TOP),
+        "starred": any(v.cells["lost"].endswith("*") for v in priced[:TOP]),
         "clusters": attention,
-        "clean": [v for v, c in zip(views, order, strict=True) if not needs_attention(c)],
+        "clean": [v for v, c in zip(views, order, strict=True) if not needs_attention(c) and c.evidence is None],
+        "verdict": verdict_line(report),
+        "evidence_rows": evidence.ROWS_MAX,
         "templates": finding_groups(by_cluster.get(None, []), report.locations, fixes),
         "skipped": [(str(names[s.id]), s) for s in report.skipped_clusters],
         "not_judged": [v for v in views if v.not_judged],

@@ -68,7 +68,7 @@ def render(report: Report, color: bool = False, fail_on: str = "error") -> str:
     fails("error", fail_on)  # an unknown threshold is an error even when nothing was found
     suite = ET.Element("testsuite", name="fabriccheck", timestamp=report.generated_at)
     tests = failures = errors = skipped = 0
-    costs = {c.id: penalty_line(c.penalty) for c in report.clusters}
+    costs = {c.id: penalty_line(c.penalty) for c in report.clusters if c.evidence is None}  # a job is not priced
     for finding in report.findings:
         cost = costs.get(finding.cluster or "")
         tests += 1

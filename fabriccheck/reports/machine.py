@@ -10,7 +10,7 @@ from fabriccheck.baseline import fingerprint
 from fabriccheck.findings import Finding
 from fabriccheck.penalty import Penalty
 from fabriccheck.report import Report, unjudged_rules
-from fabriccheck.rulebook import builtin_rules
+from fabriccheck.rulebook import RuleMeta, builtin_evidence_rules, builtin_rules
 from fabriccheck.version import __version__
 
 SARIF_LEVEL = {"error": "error", "warning": "warning", "info": "note"}
@@ -21,7 +21,7 @@ def render_json(report: Report, color: bool = False) -> str:
 
 
 def render_sarif(report: Report, color: bool = False) -> str:
-    known = {r.id: r for r in builtin_rules()}
+    known: dict[str, RuleMeta] = {r.id: r for r in [*builtin_rules(), *builtin_evidence_rules()]}
     used = sorted({f.rule for f in report.findings} | set(report.rules))
     rules: list[dict[str, Any]] = []
     for rule_id in used:
@@ -44,14 +44,15 @@ def render_sarif(report: Report, color: bool = False) -> str:
             }
         )
     index = {r["id"]: i for i, r in enumerate(rules)}
-    costs = {c.id: _cost(c.penalty) for c in report.clusters}
+    costs = {c.id: _cost(c.penalty) for c in report.clusters if c.evidence is None}  # a job measured is not priced
+    files = {c.id: c.evidence.file for c in report.clusters if c.evidence is not None}
     results = [
         {
             "ruleId": f.rule,
             "ruleIndex": index[f.rule],
             "level": SARIF_LEVEL[f.severity],
             "message": {"text": f.message},
-            "locations": [_location(report, f.cluster, resource) for resource in f.resources],
+            "locations": [_location(report, f.cluster, r, files.get(f.cluster or "")) for r in f.resources],
             "properties": {
                 "category": f.category,
                 "cluster": f.cluster,
@@ -64,7 +65,12 @@ def render_sarif(report: Report, color: bool = False) -> str:
         for f in report.findings
     ]
     notifications = [
-        {"level": "error", "message": {"text": f"{e.call} ({e.region}): {e.code}: {e.message}"}} for e in report.errors
+        {
+            "level": "error",
+            "message": {"text": f"{e.call} ({e.region}): {e.code}: {e.message}"},
+            "descriptor": {"id": e.code},  # what kind of failure: AccessDenied, usage, unreadable-input, ...
+        }
+        for e in report.errors
     ]
     s = report.summary
     totals = {
@@ -141,10 +147,10 @@ def tracking(f: Finding) -> dict[str, Any]:
     return out
 
 
-def _location(report: Report, cluster: str | None, resource: str) -> dict[str, Any]:
+def _location(report: Report, cluster: str | None, resource: str, evidence_file: str | None = None) -> dict[str, Any]:
     """Live resources have no file: the cloud's own id stands in as the location (as posture tools do). A planned
     resource is located at its block's file and line when known, and named by its Terraform address and, once it
-    exists, its cloud id."""
+    exists, its cloud id. A process or run of an evidence job is located in the evidence file."""
     source = report.locations.get(resource)
     logical = [
         {
@@ -154,7 +160,8 @@ def _location(report: Report, cluster: str | None, resource: str) -> dict[str, A
         }
     ]
     if source is None:
-        return {"physicalLocation": {"artifactLocation": {"uri": resource}}, "logicalLocations": logical}
+        uri = evidence_file if evidence_file is not None else resource
+        return {"physicalLocation": {"artifactLocation": {"uri": uri}}, "logicalLocations": logical}
     logical = [{"name": source.address, "kind": "resource", "fullyQualifiedName": source.address}]
     if source.cloud_id:
         logical.append({"name": source.cloud_id, "kind": "resource", "fullyQualifiedName": source.cloud_id})

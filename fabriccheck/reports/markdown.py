@@ -11,9 +11,10 @@ neither break a table row nor start a heading.
 from __future__ import annotations
 
 from fabriccheck.findings import Finding
+from fabriccheck.jobs import JobEvidence
 from fabriccheck.model import UNKNOWN_ACCOUNT, SourceLocation
 from fabriccheck.report import ClusterReport, Report
-from fabriccheck.reports import planned
+from fabriccheck.reports import evidence, planned
 from fabriccheck.reports.names import DisplayName
 from fabriccheck.reports.outline import (
     cluster_names,
@@ -60,7 +61,8 @@ def account(value: str) -> str:
 
 def _head(report: Report) -> list[str]:
     s = report.summary
-    out = [f"# fabriccheck report: {md_text(report.source)}", ""]
+    kind = f"{report.evidence} " if report.evidence else ""
+    out = [f"# fabriccheck {kind}report: {md_text(report.source)}", ""]
     if not report.collected():
         out.append(
             f"> **Incomplete:** {plural(len(report.errors), 'collection error')}; some facts could not be "
@@ -80,14 +82,18 @@ def _head(report: Report) -> list[str]:
     if counts["incomplete"]:
         judged.append(f"{counts['incomplete']:,} not fully judged")
     skipped = len(report.skipped_clusters) or s.skipped_clusters
+    judged_what = "job" if report.evidence else "training cluster"  # an evidence report judged the job its file shows
     line = (
-        f"{plural(s.nodes, 'node')}, {plural(s.clusters, 'training cluster')} judged ({', '.join(judged)})"
+        f"{plural(s.nodes, 'node')}, {plural(s.clusters, judged_what)} judged ({', '.join(judged)})"
         + (f", {plural(skipped, 'cluster')} skipped (not training)" if skipped else "")
         + f"; findings: {plural(s.findings.get('error', 0), 'error')}, "
-        f"{plural(s.findings.get('warning', 0), 'warning')}, {plural(s.findings.get('info', 0), 'info', 'info')}. "
-        f"Workload assumed: {md_code(report.workload.get('name', ''))} "
-        f"({md_text(report.workload.get('description', ''))})."
+        f"{plural(s.findings.get('warning', 0), 'warning')}, {plural(s.findings.get('info', 0), 'info', 'info')}."
     )
+    if report.workload:  # an evidence report prices nothing, so it assumes no workload
+        line += (
+            f" Workload assumed: {md_code(report.workload.get('name', ''))} "
+            f"({md_text(report.workload.get('description', ''))})."
+        )
     out.append(line)
     if s.waived or s.in_baseline:
         out += ["", f"Not failing the gate: {plural(s.waived, 'finding')} waived, {s.in_baseline:,} in the baseline."]
@@ -108,8 +114,10 @@ def _head(report: Report) -> list[str]:
 def _top_table(
     order: list[ClusterReport], by_cluster: dict[str | None, list[Finding]], names: dict[str, DisplayName]
 ) -> list[str]:
-    attention = [c for c in order if needs_attention(c)]
+    attention = [c for c in order if needs_attention(c) and c.evidence is None]  # a job measured is not priced
     if not attention:
+        if any(c.evidence for c in order):
+            return []  # the jobs' sections follow
         return ["", "No cluster has findings." if order else "No training cluster was judged."]
     out = [
         "",
@@ -211,11 +219,17 @@ def _cluster_section(
     types = ", ".join(md_code(t) for t in c.instance_types)
     out = [
         "",
-        f"## {rank}. {md_code(name)}",
+        f"## {rank}. {md_code(c.id if c.evidence else name)}",
         "",
         f"{status} · {md_text(c.grouped_by)} · {node_types(len(c.nodes), types, c.untyped_nodes, c.gpus)}  ",
-        f"Penalty ({md_text(c.penalty.workload)}): {md_text(penalty_line(c.penalty))}",
     ]
+    if c.evidence is not None:  # what the file shows (it may name no host and no rank), and no penalty: measured
+        hosts = _codes(c.nodes) if c.nodes else "no host named"
+        ranks = f" · {plural(c.gpus, 'rank')}" if c.gpus else ""
+        out[-1] = f"{status} · {md_text(c.grouped_by)}: {hosts}{ranks}  "
+        out += _job_lines(c.evidence)
+    else:
+        out.append(f"Penalty ({md_text(c.penalty.workload)}): {md_text(penalty_line(c.penalty))}")
     possible = possible_line(c.penalty, possible_rules(findings))
     if possible:
         out[-1] += "  "
@@ -227,6 +241,18 @@ def _cluster_section(
         for reason, rules, resources in groups:
             where = f" (on {_located(resources, locations or {})})" if resources else ""
             out.append(f"- {', '.join(md_text(r) for r in rules)}: {md_text(_cap(reason, 500))}{where}")
+    return out
+
+
+def _job_lines(job: JobEvidence) -> list[str]:
+    """An evidence job's lines and table (reports.evidence), its first ROWS_MAX rows."""
+    found = evidence.section(job)
+    out = [md_text(line) + "  " for line in found.lines]
+    if found.rows:
+        out += ["", "| " + " | ".join(found.heads) + " |", "|" + "---|" * len(found.heads)]
+        out += ["| " + " | ".join(md_text(cell) for cell in row) + " |" for row in found.rows[: evidence.ROWS_MAX]]
+        if len(found.rows) > evidence.ROWS_MAX:
+            out += ["", f"… and {len(found.rows) - evidence.ROWS_MAX:,} more rows (see `--format json`)"]
     return out
 
 
@@ -255,8 +281,10 @@ def _size(lines: list[str]) -> int:
 def render(report: Report, color: bool = False, limit: int = LIMIT) -> str:
     by_cluster = findings_by_cluster(report)
     order = ranked(report)
-    attention = [c for c in order if needs_attention(c)]
-    clean = [c for c in order if not needs_attention(c)]
+    # An evidence job is shown whether clean or not: its figures are what the user ran it for.
+    attention = [c for c in order if needs_attention(c) or c.evidence is not None]
+    shown = {c.id for c in attention}
+    clean = [c for c in order if c.id not in shown]
     names = cluster_names(report)
     head = _head(report) + _top_table(order, by_cluster, names)
     tail = _tail(report, clean, names)

@@ -70,6 +70,26 @@ def _cost(report: Report, registry: CollectorRegistry) -> None:
                 possible.labels(*key, bound).set(getattr(added[0], bound))
 
 
+def _busbw(report: Report, registry: CollectorRegistry) -> None:
+    """nccl-tests' bus bandwidth at each judged message size, measured and expected of the fabric, by job and run:
+    what a dashboard plots against the fabric (only in an nccl-tests report that compared a fabric)."""
+    rows = [
+        (c.id, run, size) for c in report.clusters if c.evidence for run in c.evidence.runs for size in run.comparisons
+    ]
+    if not rows:
+        return
+    busbw = Gauge(
+        "fabriccheck_nccl_busbw_gbytes_per_s",
+        "nccl-tests bus bandwidth (GB/s) at a message size: measured, and expected of a healthy fabric (figure).",
+        ["cluster", "run", "op", "bytes", "figure"],
+        registry=registry,
+    )
+    for cluster, run, size in rows:
+        key = _labels(cluster, str(run.run), run.op or "", str(size.bytes))
+        busbw.labels(*key, "measured").set(size.busbw_gbytes_per_s)
+        busbw.labels(*key, "expected").set(size.expected_busbw_gbytes_per_s)
+
+
 def render(report: Report, color: bool = False) -> str:
     """The textfile: the metrics of `registry_of(report)` in Prometheus' text exposition format."""
     return generate_latest(registry_of(report)).decode()
@@ -94,6 +114,7 @@ def registry_of(report: Report) -> CollectorRegistry:
         findings.labels(*labels).set(count)
 
     _cost(report, registry)
+    _busbw(report, registry)
     clusters = Gauge("fabriccheck_clusters", "Training clusters judged, by status.", ["status"], registry=registry)
     for status, count in sorted(report.summary.clusters_by_status.items()):
         clusters.labels(status).set(count)

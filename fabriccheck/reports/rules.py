@@ -8,8 +8,7 @@ import orjson
 import yaml
 
 from fabriccheck.examples import run_any_example
-from fabriccheck.reports.columns import fit_all
-from fabriccheck.reports.text import MIN_WIDTH, terminal_width, wrap
+from fabriccheck.reports.columns import MIN_WIDTH, fit_all, terminal_width, wrap
 from fabriccheck.rulebook import EvidenceRule, Rule, RuleMeta
 
 TITLE_ROOM = 30  # the narrowest title column worth keeping beside the id, severity, category and source

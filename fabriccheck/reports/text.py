@@ -11,9 +11,6 @@ Colour only when asked for (a terminal without NO_COLOR). Every value that came 
 from __future__ import annotations
 
 import io
-import os
-import sys
-import textwrap
 from collections.abc import Sequence
 
 from rich.console import Console
@@ -23,7 +20,8 @@ from fabriccheck.config import Gate
 from fabriccheck.findings import Finding
 from fabriccheck.model import UNKNOWN_ACCOUNT, SourceLocation
 from fabriccheck.report import ClusterReport, Report
-from fabriccheck.reports import changes, planned
+from fabriccheck.reports import changes, evidence, planned
+from fabriccheck.reports.columns import MIN_WIDTH, terminal_width, wrap
 from fabriccheck.reports.names import DisplayName, shared_scopes
 from fabriccheck.reports.outline import (
     cluster_names,
@@ -51,30 +49,11 @@ from fabriccheck.reports.wording import (
 )
 
 STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan", "incomplete": "bold magenta", "clean": "green"}
-MIN_WIDTH = 60
-DEFAULT_WIDTH = 100  # when the output is not a terminal and COLUMNS is not set
 TOP = 10  # rows of the "cost most" table
 CLEAN_SHOWN = 3  # clean clusters shown as blocks (and named in the count line) without --verbose
 RESOURCES_SHOWN = 6
 ERRORS_SHOWN = 10
 SKIPPED_SHOWN = 10
-
-
-def terminal_width() -> int:
-    """COLUMNS if set, else the terminal's width when stdout is one, else 100; never below 60."""
-    width: int | None = None
-    env = os.environ.get("COLUMNS", "").strip()
-    if env:
-        try:
-            width = int(env)
-        except ValueError:
-            width = None
-    if width is None and sys.stdout is not None and sys.stdout.isatty():
-        try:
-            width = os.get_terminal_size(sys.stdout.fileno()).columns
-        except (OSError, ValueError):
-            width = None
-    return max(MIN_WIDTH, width or DEFAULT_WIDTH)
 
 
 def gate_line(gate: Gate) -> str:
@@ -152,45 +131,6 @@ class _Page:
             cursor = start + len(body)
 
 
-def wrap(text: str, width: int, first: str = "", rest: str = "") -> list[str]:
-    """`text` in lines of at most `width`: broken at spaces, and a token longer than a line (an ARM id, a
-    self-link) folded after a `/`, `:` or `,` where it can be (`fold`)."""
-    lines = textwrap.wrap(
-        text,
-        width=width,
-        initial_indent=first,
-        subsequent_indent=rest,
-        break_long_words=False,  # folded below, at a separator rather than anywhere
-        break_on_hyphens=False,
-    )
-    if not lines:
-        return [first.rstrip()]
-    out: list[str] = []
-    for line in lines:
-        if len(line) <= width:
-            out.append(line)
-            continue
-        indent = first if not out else rest
-        out += fold(line[len(indent) :], width, indent, rest)
-    return out
-
-
-FOLD_AFTER = "/:,"
-
-
-def fold(token: str, width: int, first: str, rest: str) -> list[str]:
-    """A token too long for a line, in pieces: each ends after the last separator that fits (or, with none,
-    fills its line), the first after `first`, the others after `rest`."""
-    pieces, indent = [], first
-    while len(indent) + len(token) > width:
-        room = max(1, width - len(indent))
-        cut = max((token.rfind(sep, 0, room) for sep in FOLD_AFTER), default=-1) + 1
-        cut = cut if cut > room // 3 else room  # a separator near the start would leave a stub
-        pieces.append(indent + token[:cut])
-        token, indent = token[cut:], rest
-    return [*pieces, indent + token] if token else pieces
-
-
 def _shorten(value: str, room: int) -> str:
     """A name cut to `room` from the left, whole segments first ("…/asg vision-train"): its end says what it is."""
     if len(value) <= room:
@@ -212,10 +152,11 @@ def _top_table(
     by_cluster: dict[str | None, list[Finding]],
     names: dict[str, DisplayName],
 ) -> None:
-    shown = [c for c in clusters if needs_attention(c)][:TOP]
+    priced = [c for c in clusters if needs_attention(c) and c.evidence is None]  # a job measured is not priced
+    shown = priced[:TOP]
     if not shown:
         return
-    more = sum(1 for c in clusters if needs_attention(c)) - len(shown)
+    more = len(priced) - len(shown)
     # A cloud whose every row shares its account and region (its resource group, on Azure) names it once, above.
     where = shared_scopes(names[c.id] for c in shown)
     rows = []
@@ -331,12 +272,15 @@ def _cluster_block(
     status, kind = cluster_status(c, findings)
     style = "dim" if kind == "accepted" else STYLE[kind]
     page.blank()
-    shown = visible(name)
-    if len(f"Cluster {shown}  {status}") <= page.width:
-        page.styled([("Cluster ", "bold"), (shown, "bold"), ("  ", ""), (status, style)], "  ")
+    what, shown = ("Job ", visible(c.id)) if c.evidence is not None else ("Cluster ", visible(name))
+    if len(f"{what}{shown}  {status}") <= page.width:
+        page.styled([(what, "bold"), (shown, "bold"), ("  ", ""), (status, style)], "  ")
     else:  # the name alone may be wider than the line; the status is never split from its count
-        page.styled([("Cluster ", "bold"), (shown, "bold")], "  ")
+        page.styled([(what, "bold"), (shown, "bold")], "  ")
         page.styled([("  ", ""), (status, style)], "  ")
+    if c.evidence is not None:
+        _job_block(page, c, findings, verbose)
+        return
     if verbose:
         page.para(f"id {visible(c.id)}", "  ", "    ", style="dim")
     types = ", ".join(visible(t) for t in c.instance_types)
@@ -348,6 +292,25 @@ def _cluster_block(
     possible = possible_line(c.penalty, possible_rules(findings))
     if possible:
         page.para(visible(possible), "  ", " " * 4)
+
+
+def _job_block(page: _Page, c: ClusterReport, findings: list[Finding], verbose: bool) -> None:
+    """An evidence job: what its file is and was compared with, its table (processes, or measured busbw against
+    expected), its findings and what could not be judged; it is measured, so no penalty line."""
+    assert c.evidence is not None
+    found = evidence.section(c.evidence)
+    for line in found.lines:
+        page.para(visible(line), "  ", "    ")
+    table = evidence.text_table(found, page.width, verbose)
+    if table:
+        page.blank()
+    for line in table:
+        page.add(Text(line))
+    page.blank()
+    if not findings:  # an incomplete job never reads as "no findings": what was not judged may hold them
+        page.para("no findings" if c.complete else "no findings in what could be judged: see the notes", "  ")
+    _finding_blocks(page, findings, verbose)
+    _not_judged(page, c)
 
 
 def _clean_line(page: _Page, clean: list[ClusterReport], names: dict[str, DisplayName]) -> None:
@@ -401,13 +364,20 @@ def _summary(page: _Page, report: Report) -> None:
     if counts["incomplete"]:
         judged.append(f"{counts['incomplete']:,} not fully judged")
     skipped = len(report.skipped_clusters) or s.skipped_clusters
+    alone = (
+        f"{plural(s.nodes_not_in_reported_clusters, 'node')} "
+        f"{'trains' if s.nodes_not_in_reported_clusters == 1 else 'train'} alone or "
+        f"{'has' if s.nodes_not_in_reported_clusters == 1 else 'have'} no fabric to use"
+    )
+    # An evidence report judged the one job its file shows, on the hosts the file names.
+    seen = f"{plural(s.clusters, 'job')} judged ({', '.join(judged)}) on" if report.evidence else None
     parts: list[tuple[str, str]] = [
         ("Summary: ", "bold"),
         (
-            f"{plural(s.nodes, 'node')}; {plural(s.clusters, 'training cluster')} judged ({', '.join(judged)}); "
-            f"{plural(s.nodes_not_in_reported_clusters, 'node')} "
-            f"{'trains' if s.nodes_not_in_reported_clusters == 1 else 'train'} alone or "
-            f"{'has' if s.nodes_not_in_reported_clusters == 1 else 'have'} no fabric to use",
+            f"{seen} {plural(s.nodes, 'node')}"
+            if seen
+            else f"{plural(s.nodes, 'node')}; {plural(s.clusters, 'training cluster')} judged ({', '.join(judged)}); "
+            f"{alone}",
             "",
         ),
     ]
@@ -446,7 +416,15 @@ def _summary(page: _Page, report: Report) -> None:
 def _cannot_pass(page: _Page, report: Report) -> None:
     """The summary's last words when the result cannot pass a gate: a cluster not fully judged, an incomplete run."""
     unjudged = sum(1 for c in report.clusters if not c.complete)
-    if unjudged:
+    if unjudged and report.evidence:  # one job, its file: what was not judged is under it and in the notes
+        page.styled(
+            [
+                ("INCOMPLETE: ", STYLE["error"]),
+                ("something asked for could not be judged (see the notes); this result cannot pass a gate.", ""),
+            ],
+            "  ",
+        )
+    elif unjudged:
         page.styled(
             [
                 ("NOT FULLY JUDGED: ", STYLE["error"]),
@@ -495,16 +473,21 @@ def render(report: Report, color: bool = False, verbose: bool = False, width: in
     """The text report. `verbose` lists every clean cluster, skipped cluster, resource and collection error;
     `width` defaults to `terminal_width()` and is never below 60."""
     page = _Page(max(MIN_WIDTH, width) if width is not None else terminal_width())
+    judged = f"{report.evidence} · " if report.evidence else ""  # what an evidence command read, before its file
     page.styled(
-        [("fabriccheck ", "bold"), (f"{visible(report.tool.get('version', ''))} · {visible(report.source)}", "bold")],
+        [
+            ("fabriccheck ", "bold"),
+            (f"{visible(report.tool.get('version', ''))} · {judged}{visible(report.source)}", "bold"),
+        ],
         "  ",
     )
-    page.para(
-        f"workload assumed: {visible(report.workload.get('name', ''))} "
-        f"({visible(report.workload.get('description', ''))})",
-        "",
-        "  ",
-    )
+    if report.workload:  # an evidence report prices nothing, so it assumes no workload
+        page.para(
+            f"workload assumed: {visible(report.workload.get('name', ''))} "
+            f"({visible(report.workload.get('description', ''))})",
+            "",
+            "  ",
+        )
     if report.gate is not None:
         page.para(gate_line(report.gate), "", "  ")
     if not report.collected():

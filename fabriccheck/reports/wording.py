@@ -33,12 +33,16 @@ def verdict_line(report: Report) -> str:
     lost, and whether the run can pass a gate."""
     s = report.summary
     counts = ", ".join(plural(s.findings.get(sev, 0), sev, "info" if sev == "info" else None) for sev in SEVERITIES)
+    cannot_pass = "" if report.fully_judged() else "; INCOMPLETE: this result cannot pass a gate"
+    if report.evidence:  # a job measured: nothing priced
+        jobs = f"{plural(s.clusters, 'job')} on {plural(s.nodes, 'node')}"
+        return f"fabriccheck {report.evidence}: {counts} in {jobs}{cannot_pass}"
     lost = s.lost_gpu_hours_per_day
     line = (
         f"fabriccheck: {counts} in {plural(s.clusters, 'training cluster')} of {plural(s.nodes, 'node')}; "
         f"{span(lost.low, lost.high)} GPU-hours a day lost"
     )
-    return line + ("" if report.fully_judged() else "; INCOMPLETE: this result cannot pass a gate")
+    return line + cannot_pass
 
 
 SEVERITIES = ("error", "warning", "info")
