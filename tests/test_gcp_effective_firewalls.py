@@ -194,6 +194,40 @@ def test_a_hierarchical_rule_for_other_networks_does_not_apply(tmp_path: Path) -
     assert _gcp110(report) and code == 1
 
 
+def test_a_deny_for_other_destinations_does_not_close_the_gpu_subnet(tmp_path: Path) -> None:
+    """match.destIpRanges on an ingress rule: it applies to packets to those addresses only (FirewallPolicyRuleMatcher
+    .destIpRanges, Compute API v1). An organization deny of 10.0.0.0/8 towards another subnet leaves a3-gpu-2 clean;
+    the same deny towards the GPU subnet's range is GCP110. (It was GCP110 both times: the destination was not read.)"""
+    project = _project()
+    deny = _rule(1000, "deny", ["10.0.0.0/8"])
+    deny["match"]["destIpRanges"] = ["10.200.0.0/16"]
+    code, report = _report(project, tmp_path, _answers(project, {GPU_NET: [hierarchy("org", "1", deny)]}))
+    assert not _gcp110(report) and _cluster(report, A3_HIGH)["status"] == "clean" and code == 0
+    deny["match"]["destIpRanges"] = ["10.96.0.0/12"]  # holds 10.102.0.0/16
+    code, report = _report(project, tmp_path, _answers(project, {GPU_NET: [hierarchy("org", "1", deny)]}))
+    assert _gcp110(report) and code == 1
+
+
+def test_a_source_network_context_is_matched_against_the_gpu_peers(tmp_path: Path) -> None:
+    """match.srcNetworkContext (FirewallPolicyRuleMatcher, Compute API v1: INTERNET, INTRA_VPC, NON_INTERNET,
+    VPC_NETWORKS): a deny of 10.0.0.0/8 from the INTERNET context does not reach peers in the same VPC (clean, where
+    it was GCP110), and an INTRA_VPC allow with no other source opens a network without VPC rules (where it was
+    GCP110: a rule without srcIpRanges was taken to match nothing)."""
+    project = _project()
+    deny = _rule(1000, "deny", ["10.0.0.0/8"])
+    deny["match"]["srcNetworkContext"] = "INTERNET"
+    code, report = _report(project, tmp_path, _answers(project, {GPU_NET: [hierarchy("org", "1", deny)]}))
+    assert not _gcp110(report) and code == 0
+    project = _project(vpc_rules=False)
+    allow = _rule(1000, "allow", [])
+    allow["match"] = {"srcNetworkContext": "INTRA_VPC", "layer4Configs": [{"ipProtocol": "tcp"}]}
+    code, report = _report(project, tmp_path, _answers(project, {GPU_NET: [regional("gpu-regional", allow)]}))
+    assert _cluster(report, A3_HIGH)["status"] == "clean" and code == 0
+    allow["match"]["srcNetworkContext"] = "INTERNET"
+    code, report = _report(project, tmp_path, _answers(project, {GPU_NET: [regional("gpu-regional", allow)]}))
+    assert _gcp110(report) and code == 1
+
+
 def test_a_file_that_is_not_the_answers_is_one_line_exit_2(tmp_path: Path) -> None:
     project = _project()
     folder = tmp_path / "bad"
