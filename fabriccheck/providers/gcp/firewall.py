@@ -198,8 +198,10 @@ def _policy_match(rule: PolicyRule, cidr: str | None, targets: frozenset[str] | 
     return False
 
 
-# Source network contexts the GPU peers (instances of the same VPC network, on internal addresses) are in
-# ("Firewall policy rules": source network contexts; FirewallPolicyRuleMatcher.srcNetworkContext, Compute API v1).
+# Source network contexts the GPU peers (instances of the same VPC network, on internal addresses) are in: a
+# context is part of an ingress rule's source combination, with the other source parameters; INTERNET and
+# NON_INTERNET are exclusive, INTRA_VPC and VPC_NETWORKS are parts of NON_INTERNET ("Network contexts",
+# https://cloud.google.com/firewall/docs/understand-network-contexts; FirewallPolicyRuleMatcher.srcNetworkContext).
 _PEER_CONTEXTS = frozenset({"INTRA_VPC", "NON_INTERNET"})
 
 
