@@ -293,6 +293,18 @@ def test_a_live_scan_reads_the_policies_in_effect_through_the_real_client(google
     assert judged.complete is False
 
 
+def test_the_role_names_real_firewall_policy_permissions() -> None:
+    """Global network firewall policies are listed under compute.firewallPolicies.list; no IAM permission is named
+    compute.networkFirewallPolicies.* (roles/compute.viewer and compute.securityAdmin grant compute.firewallPolicies.*
+    and compute.networks.getRegionEffectiveFirewalls: iann0036/iam-dataset@0197cfea gcp/roles/compute.viewer.json),
+    so `gcloud iam roles create` takes the printed role."""
+    from fabriccheck.providers.gcp import collect
+
+    permissions = collect.custom_role()["includedPermissions"]
+    assert "compute.firewallPolicies.list" in permissions
+    assert not [p for p in permissions if p.startswith("compute.networkFirewallPolicies.")]
+
+
 def test_the_role_grants_the_effective_firewalls_permission() -> None:
     from fabriccheck.providers.gcp import collect
 
