@@ -41,7 +41,7 @@ esac
 
 
 def _tools(tmp_path: Path, etc: Path, fail: dict[str, str] | None = None) -> tuple[dict[str, str], Path]:
-    """A PATH whose scontrol and squeue print the fixture files; `fail` maps an argument string to an error."""
+    """A PATH whose scontrol and squeue print the fixture files; `fail` maps a command line to its error."""
     bin_dir, log = tmp_path / "bin", tmp_path / "argv.log"
     bin_dir.mkdir()
     topology = tmp_path / "topology.txt"
@@ -58,12 +58,14 @@ def _tools(tmp_path: Path, etc: Path, fail: dict[str, str] | None = None) -> tup
             f'{etc / "slurm.conf"}"; echo "SLURM_VERSION           = 25.05.3"',
         },
         "squeue": {"--json": f'cat "{SLURM / "jobs.json"}"'},
+        # The fallback of a Slurm without `scontrol ... --json` (before 23.02): run only when that fails.
+        "sinfo": {"--json": 'echo "sinfo: not expected to run while scontrol answers" >&2; exit 1'},
     }
     for tool, answers in outputs.items():
         cases = []
         for args, command in answers.items():
-            if fail and args in fail:
-                command = f'echo "{fail[args]}" >&2; exit 1'
+            if fail and f"{tool} {args}" in fail:
+                command = f'echo "{fail[f"{tool} {args}"]}" >&2; exit 1'
             cases.append(f'  "{args}") {command} ;;')
         script = bin_dir / tool
         script.write_text(_FAKE.format(tool=tool, folder=SLURM, log=log, cases="\n".join(cases)))
@@ -112,8 +114,8 @@ def test_only_the_allowed_read_only_commands_ever_run(tmp_path: Path) -> None:
     env, log = _tools(tmp_path, _etc(tmp_path))
     _report(env)
     ran = log.read_text().splitlines()
-    allowed = {" ".join(argv) for argv in live.ALLOWED}
-    assert sorted(ran) == sorted(allowed)
+    fallbacks = {" ".join(argv) for _, argv in live.FALLBACKS.values()}
+    assert sorted(ran) == sorted({" ".join(argv) for argv in live.ALLOWED} - fallbacks)  # none failed: no fallback
     assert not any(word in line.split() for line in ran for word in ("update", "create", "delete", "reconfigure"))
 
 
@@ -125,9 +127,13 @@ def test_run_refuses_any_argv_outside_the_allow_list() -> None:
 
 def test_a_failing_nodes_command_is_one_line_naming_it(tmp_path: Path) -> None:
     """nodes.json is required: `scontrol show nodes --json` failing stops the run with one line, exit 2."""
-    env, _ = _tools(tmp_path, _etc(tmp_path), fail={"show nodes --json": "slurm_load_node error: Unable to contact"})
+    fail = {"scontrol show nodes --json": "slurm_load_node error: Unable to contact"}
+    env, log = _tools(tmp_path, _etc(tmp_path), fail=fail)
     line = one_clean_line(run("slurm", env=env))
     assert "`scontrol show nodes --json` failed (exit 1): slurm_load_node error: Unable to contact" in line
+    # Its fallback (sinfo --json, for a Slurm before 23.02) was tried, and its failure is named too.
+    assert "; `sinfo --json` failed (exit 1): sinfo: not expected to run" in line
+    assert "sinfo --json" in log.read_text().splitlines()
 
 
 def test_missing_scontrol_is_one_line(tmp_path: Path) -> None:
@@ -140,7 +146,7 @@ def test_missing_scontrol_is_one_line(tmp_path: Path) -> None:
 
 def test_a_failing_optional_command_leaves_the_run_incomplete(tmp_path: Path) -> None:
     """squeue failing: the job rules judge nothing, so the run is incomplete and exits 2 (it never passes)."""
-    env, _ = _tools(tmp_path, _etc(tmp_path), fail={"--json": "squeue: error: Invalid user"})
+    env, _ = _tools(tmp_path, _etc(tmp_path), fail={"squeue --json": "squeue: error: Invalid user"})
     code, report = _report(env, "--cloud-dump", str(AWS))
     assert (code, report["complete"]) == (2, False)
     assert any(

@@ -23,10 +23,12 @@ class SlurmSource:
         typer.Option(
             "--from-dump",
             metavar="DIR",
-            help="Without it, run the read-only commands below here, on a login node (scontrol and squeue on PATH). "
-            "Read the Slurm dump in DIR: nodes.json (scontrol show nodes --json), and where saved "
-            "partitions.json (scontrol show partitions --json), jobs.json (squeue --json), topology.txt (scontrol "
-            "show topology), topology.conf, topology.yaml, slurm.conf, gres.conf. --print-commands prints how.",
+            help="Without it, run the read-only commands below here, on a login node (scontrol, sinfo and squeue on "
+            "PATH). "
+            "Read the Slurm dump in DIR: nodes.json (scontrol show nodes --json; before Slurm 23.02 sinfo.json: "
+            "sinfo --json), and where saved partitions.json (scontrol show partitions --json; or partitions.txt, its "
+            "text), jobs.json (squeue --json), topology.txt (scontrol show topology), topology.conf, topology.yaml, "
+            "slurm.conf, gres.conf. --print-commands prints how.",
         ),
     ] = None
     cloud_dump: Annotated[

@@ -10,6 +10,17 @@ at 284c3b95): `scontrol show nodes --json` answers `{"nodes": [...], "meta": {"s
 (PARSER_ARRAY(PARTITION_INFO)); `squeue --json` answers `{"jobs": [...]}`, each with `job_id`, `partition`,
 `job_state` (a list), `nodes` (a host list), `scheduled_nodes` (a pending job's planned host list) and `node_count`
 (PARSER_ARRAY(JOB_INFO)).
+
+Before Slurm 23.02 scontrol has no --json (Debian 12's slurm-client 22.05.8: "scontrol: unrecognized option
+'--json'"), so a dump of such a cluster holds instead `sinfo --json` (sinfo.json) and the text of `scontrol show
+partitions` (partitions.txt). Their 21.08 and 22.05 shapes are the openapi plugins' (SchedMD/slurm at tag
+slurm-22-05-8-1, src/plugins/openapi/v0.0.38/nodes.c and jobs.c; checked against the real output of Debian's
+22.05.8 in tests/test_slurm_real.py): `sinfo --json` answers `{"nodes": [...]}` as `scontrol show nodes --json`
+later does, except that `state` is the base state alone (a string, "idle") and its flags are in `state_flags`
+(["CLOUD", "POWERED_DOWN"]), and `meta` names no cluster; `squeue --json` writes `job_state` as one string.
+From 23.02 `sinfo --json` answers `{"sinfo": [...]}` instead, one record per partition and node state
+(PARSER_ARRAY(SINFO_DATA) in data_parser/v0.0.43/parsers.c: `nodes.nodes` a host list, `partition.name`,
+`gres.total`, `node.state`): node names, partitions, GPUs and states, but no NodeAddr a node can be joined by.
 """
 
 from __future__ import annotations
@@ -29,7 +40,9 @@ from fabriccheck.textfiles import read_text
 # file in the dump -> the read-only command that makes it (docs/slurm.md, `fabriccheck slurm --print-commands`).
 COMMANDS: dict[str, str] = {
     "nodes.json": "scontrol show nodes --json > nodes.json",
+    "sinfo.json": "sinfo --json > sinfo.json   # instead of nodes.json where scontrol has no --json (before 23.02)",
     "partitions.json": "scontrol show partitions --json > partitions.json",
+    "partitions.txt": "scontrol show partitions > partitions.txt   # instead of partitions.json before 23.02",
     "jobs.json": "squeue --json > jobs.json",
     "topology.txt": "scontrol show topology > topology.txt",
     "slurm.conf": 'cp "$(dirname "$(scontrol show config | awk \'/^SLURM_CONF/ {print $3}\')")"/slurm.conf .',
@@ -38,6 +51,7 @@ COMMANDS: dict[str, str] = {
     "gres.conf": "cp /etc/slurm/gres.conf .   # if the cluster has one",
 }
 REQUIRED = "nodes.json"
+SINFO = "sinfo.json"  # read when nodes.json is not there
 # Node states a node is not scheduled in now (NODE_STATES flags): counted, not judged.
 _OUT = frozenset({"DOWN", "DRAIN", "FAIL", "FUTURE", "INVALID", "INVALID_REG", "MAINTENANCE", "DYNAMIC_FUTURE"})
 # Cloud nodes Slurm powers up when a job needs them (power saving): judged as what a job would get.
@@ -131,29 +145,62 @@ def _items(path: Path, key: str, command: str) -> tuple[list[dict[str, Any]], di
     return doc[key], doc
 
 
-def _nodes(path: Path) -> tuple[list[SlurmNode], str]:
-    items, doc = _items(path, "nodes", "scontrol show nodes --json")
-    nodes = []
-    for index, item in enumerate(items):
-        if not isinstance(item.get("name"), str) or not item["name"]:
-            raise FabricCheckError(f"{path}: nodes[{index}] has no name")
-        nodes.append(
-            SlurmNode(
-                name=item["name"],
-                address=str(item.get("address") or ""),
-                hostname=str(item.get("hostname") or ""),
-                partitions=_list(item.get("partitions")),
-                gpus=gpus_of(str(item.get("gres") or "")),
-                gpu_types=gpu_types_of(str(item.get("gres") or "")),
-                states=[s.upper() for s in _list(item.get("state"))],
-                instance_id=str(item.get("instance_id") or ""),
-                instance_type=str(item.get("instance_type") or ""),
-            )
-        )
+def _states(item: dict[str, Any]) -> list[str]:
+    """A node's state flags: `state` a list (data_parser, 23.02+), or `state` the base state and `state_flags` the
+    flags (openapi v0.0.37 and v0.0.38, 21.08 and 22.05)."""
+    return [s.upper() for s in [*_list(item.get("state")), *_list(item.get("state_flags"))]]
+
+
+def _node(item: dict[str, Any], where: str) -> SlurmNode:
+    if not isinstance(item.get("name"), str) or not item["name"]:
+        raise FabricCheckError(f"{where} has no name")
+    return SlurmNode(
+        name=item["name"],
+        address=str(item.get("address") or ""),
+        hostname=str(item.get("hostname") or ""),
+        partitions=_list(item.get("partitions")),
+        gpus=gpus_of(str(item.get("gres") or "")),
+        gpu_types=gpu_types_of(str(item.get("gres") or "")),
+        states=_states(item),
+        instance_id=str(item.get("instance_id") or ""),
+        instance_type=str(item.get("instance_type") or ""),
+    )
+
+
+def _cluster(doc: dict[str, Any]) -> str:
     meta = doc.get("meta")
     slurm = meta.get("slurm") if isinstance(meta, dict) else None
     cluster = slurm.get("cluster") if isinstance(slurm, dict) else None
-    return nodes, cluster if isinstance(cluster, str) else ""
+    return cluster if isinstance(cluster, str) else ""
+
+
+def _nodes(path: Path, command: str = "scontrol show nodes --json") -> tuple[list[SlurmNode], str]:
+    items, doc = _items(path, "nodes", command)
+    return [_node(item, f"{path}: nodes[{index}]") for index, item in enumerate(items)], _cluster(doc)
+
+
+def _sinfo(path: Path) -> tuple[list[SlurmNode], str]:
+    """sinfo.json: a node list (21.08, 22.05), or one record per partition and state (23.02+) merged by node."""
+    doc = read_json(path, dump_file=True)
+    if isinstance(doc, dict) and isinstance(doc.get("nodes"), list):
+        return _nodes(path, "sinfo --json")
+    items, _ = _items(path, "sinfo", "sinfo --json")
+    found: dict[str, SlurmNode] = {}
+    for index, item in enumerate(items):
+        where = f"{path}: sinfo[{index}]"
+        names, partition, gres, node = item.get("nodes"), item.get("partition"), item.get("gres"), item.get("node")
+        names = names.get("nodes") if isinstance(names, dict) else None
+        if not isinstance(names, list | str):
+            raise FabricCheckError(f"{where} has no nodes.nodes list")
+        part = partition.get("name") if isinstance(partition, dict) else None
+        total = str(gres.get("total") or "") if isinstance(gres, dict) else ""
+        states = [s.upper() for s in _list(node.get("state"))] if isinstance(node, dict) else []
+        for name in expand(names, f"{where}.nodes.nodes") if isinstance(names, str) else [str(n) for n in names]:
+            made = SlurmNode(name, gpus=gpus_of(total), gpu_types=gpu_types_of(total), states=states)
+            one = found.setdefault(name, made)
+            if isinstance(part, str) and part and part not in one.partitions:
+                one.partitions.append(part)
+    return list(found.values()), _cluster(doc)
 
 
 def _partitions(path: Path) -> dict[str, Partition]:
@@ -164,8 +211,30 @@ def _partitions(path: Path) -> dict[str, Partition]:
             raise FabricCheckError(f"{path}: partitions[{index}] has no name")
         maximums = item.get("maximums")
         most = _number(maximums.get("nodes")) if isinstance(maximums, dict) else None
+        if "maximum_nodes_per_job" in item:  # openapi/v0.0.38 (22.05 slurmrestd): -1 is INFINITE (partitions.c)
+            most = _number(item["maximum_nodes_per_job"])
+            most = None if most is not None and most < 0 else most
         topology = item.get("topology")
         found[item["name"]] = Partition(item["name"], most, topology if isinstance(topology, str) else "")
+    return found
+
+
+def _partitions_text(path: Path) -> dict[str, Partition]:
+    """partitions.txt, the text of `scontrol show partitions`: one `PartitionName=NAME` record, then its `Key=Value`
+    words over several lines (SchedMD/slurm src/api/partition_info.c slurm_sprint_partition_info: `MaxNodes=%u` or
+    `MaxNodes=UNLIMITED`, and from 25.05 `Topology=%s`); the same text on every Slurm version."""
+    found: dict[str, Partition] = {}
+    for record in re.split(r"(?m)^(?=PartitionName=)", read_text(path)):
+        pairs = dict(re.findall(r"(\w+)=(\S*)", record))
+        if not record.strip():
+            continue
+        if "PartitionName" not in pairs:
+            raise FabricCheckError(f"{path}: not the output of scontrol show partitions (no PartitionName=)")
+        most = pairs.get("MaxNodes", "UNLIMITED")
+        if most != "UNLIMITED" and not most.isdigit():
+            raise FabricCheckError(f"{path}: partition {pairs['PartitionName']}: MaxNodes={most} is not a number")
+        name = pairs["PartitionName"]
+        found[name] = Partition(name, None if most == "UNLIMITED" else int(most), pairs.get("Topology", ""))
     return found
 
 
@@ -217,17 +286,29 @@ def gres_gpus(path: Path) -> dict[str, int]:
     return found
 
 
+def _given(folder: Path, name: str, instead: str) -> bool:
+    """`name` is there to be read: an empty one beside its stand-in is what `scontrol ... --json > name` leaves
+    where scontrol has no --json (the shell makes the file, scontrol writes nothing), and the stand-in is read."""
+    path = folder / name
+    return path.is_file() and not (path.stat().st_size == 0 and (folder / instead).is_file())
+
+
 def read_dump(folder: Path) -> SlurmDump:
-    """The Slurm files of one dump folder; nodes.json must be there."""
+    """The Slurm files of one dump folder; nodes.json (or sinfo.json) must be there."""
     if not folder.is_dir():
         raise FabricCheckError(f"--from-dump {folder}: not a folder")
-    if not (folder / REQUIRED).is_file():
-        raise FabricCheckError(f"--from-dump {folder}: no {REQUIRED} (make it with: {COMMANDS[REQUIRED]})")
-    nodes, cluster = _nodes(folder / REQUIRED)
-    read = [REQUIRED]
+    if _given(folder, REQUIRED, SINFO):
+        (nodes, cluster), read = _nodes(folder / REQUIRED), [REQUIRED]
+    elif (folder / SINFO).is_file():
+        (nodes, cluster), read = _sinfo(folder / SINFO), [SINFO]
+    else:
+        how = f"{COMMANDS[REQUIRED]}; before Slurm 23.02: {COMMANDS[SINFO].split('#')[0].strip()}"
+        raise FabricCheckError(f"--from-dump {folder}: no {REQUIRED} or {SINFO} (make it with: {how})")
     partitions = jobs = conf = None
-    if (folder / "partitions.json").is_file():
+    if _given(folder, "partitions.json", "partitions.txt"):
         partitions, read = _partitions(folder / "partitions.json"), [*read, "partitions.json"]
+    elif (folder / "partitions.txt").is_file():
+        partitions, read = _partitions_text(folder / "partitions.txt"), [*read, "partitions.txt"]
     if (folder / "jobs.json").is_file():
         jobs, read = _jobs(folder / "jobs.json"), [*read, "jobs.json"]
     if (folder / "slurm.conf").is_file():

@@ -2,8 +2,9 @@
 (files.COMMANDS), run here, their output put in a private folder as the dump files and read by the dump's own reader.
 
 Only the argv in ALLOWED is ever run (a test checks it): no `scontrol update`, nothing that writes. Each command
-has a timeout. nodes.json is required (its command failing is one line, exit 2); every other command failing, or a
-config file that cannot be read, is a collection error: the run is incomplete, and cannot pass a gate.
+has a timeout. nodes.json is required (its command and its fallback, `sinfo --json`, both failing is one line, exit
+2); every other command failing, or a config file that cannot be read, is a collection error: the run is
+incomplete, and cannot pass a gate.
 
 Config files are read from the folder of the slurm.conf that `scontrol show config` names on its `SLURM_CONF = PATH`
 line (SchedMD/slurm src/api/config_info.c adds the pair "SLURM_CONF" default_slurm_config_file); topology.conf,
@@ -33,7 +34,14 @@ RUNS: dict[str, tuple[str, ...]] = {
     "jobs.json": ("squeue", "--json"),
     "topology.txt": ("scontrol", "show", "topology"),
 }
-ALLOWED = frozenset({*RUNS.values(), CONFIG})
+# Where the first command fails, the file the same facts come from instead. Before Slurm 23.02 scontrol has no
+# --json (Debian 12's 22.05.8: "scontrol: unrecognized option '--json'"); sinfo --json (21.08+) lists the nodes and
+# the text of scontrol show partitions gives MaxNodes on every version (files.py reads both).
+FALLBACKS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "nodes.json": ("sinfo.json", ("sinfo", "--json")),
+    "partitions.json": ("partitions.txt", ("scontrol", "show", "partitions")),
+}
+ALLOWED = frozenset({*RUNS.values(), *(argv for _, argv in FALLBACKS.values()), CONFIG})
 CONFIG_FILES = ("slurm.conf", "topology.conf", "topology.yaml", "gres.conf")
 _SLURM_CONF = re.compile(r"^SLURM_CONF\s*=\s*(\S.*?)\s*$", re.MULTILINE)
 
@@ -95,18 +103,32 @@ def _config_files(folder: Path, timeout: float, errors: list[CollectionError]) -
             errors.append(_error(str(path), UNREACHABLE, f"{path}: {exc.strerror or exc}: not read"))
 
 
+def _saved(folder: Path, name: str, argv: tuple[str, ...], timeout: float) -> None:
+    """One command's output saved as `name`, else its fallback's (FALLBACKS); CommandFailed naming both."""
+    try:
+        (folder / name).write_text(run(argv, timeout), encoding="utf-8")
+        return
+    except CommandFailed as exc:
+        if name not in FALLBACKS:
+            raise
+        first = exc
+    other, instead = FALLBACKS[name]
+    try:
+        (folder / other).write_text(run(instead, timeout), encoding="utf-8")
+    except CommandFailed as exc:
+        raise CommandFailed(f"{first}; {exc}") from None
+
+
 def collect(folder: Path, timeout: float = TIMEOUT_SECONDS) -> list[CollectionError]:
     """Run the commands and save their output in `folder` as the dump files; what could not be collected."""
     errors: list[CollectionError] = []
     for name, argv in RUNS.items():
         try:
-            text = run(argv, timeout)
+            _saved(folder, name, argv, timeout)
         except CommandFailed as exc:
             if name == "nodes.json":
                 raise FabricCheckError(str(exc)) from None
             errors.append(_error(shown(argv), UNREACHABLE, f"{exc}: {name} not collected"))
-            continue
-        (folder / name).write_text(text, encoding="utf-8")
     _config_files(folder, timeout, errors)
     return errors
 
@@ -132,6 +154,7 @@ def load_live(
         else:
             errors = collect(folder, timeout)
             names = {name: f"`{shown(argv)}`" for name, argv in RUNS.items()}
+            names.update({name: f"`{shown(argv)}`" for name, argv in FALLBACKS.values()})
             names.update({name: f"{name} (from `{shown(CONFIG)}`)" for name in CONFIG_FILES})
             source = "slurm live"
         try:

@@ -29,7 +29,10 @@ from fabriccheck.sources.common import UNREACHABLE, redact
 CREDENTIAL = "the Slurm JWT (SLURM_JWT) in its X-SLURM-USER-TOKEN header"
 TOKEN_ENV = "SLURM_JWT"
 # Newest first: the first the daemon answers (not 404, rest_quickstart.shtml "Unable to find requested URL") is used.
-VERSIONS = ("v0.0.43", "v0.0.42", "v0.0.41", "v0.0.40")
+# v0.0.38 is Slurm 22.05's (openapi/v0.0.38: the shapes `sinfo --json` and `squeue --json` print there, and partitions
+# with `maximum_nodes_per_job`; tests/test_slurm_real.py reads a real 22.05.8 slurmrestd). v0.0.39 is not asked:
+# no daemon of it was read.
+VERSIONS = ("v0.0.43", "v0.0.42", "v0.0.41", "v0.0.40", "v0.0.38")
 ENDPOINTS = {"nodes.json": "nodes", "partitions.json": "partitions", "jobs.json": "jobs"}
 TIMEOUT = urllib3.Timeout(connect=10.0, read=60.0)
 _HEADER_SAFE = re.compile(r"^[\x21-\x7e]+$")  # a token or user that could not be a header value is never sent

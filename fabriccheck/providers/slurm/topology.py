@@ -3,9 +3,10 @@ slurmctld holds now), topology.yaml (Slurm 25.05+) or topology.conf. Only what t
 (block, tree or flat) and each node's leaf group (the base block, or the leaf switch: the one that lists nodes).
 
 Shapes (SchedMD/slurm at 284c3b95):
-- `scontrol show topology`: `SwitchName=%s Level=%u LinkSpeed=%u[ Nodes=%s][ Switches=%s]` per switch
-  (src/plugins/topology/tree/topology_tree.c _print_topo_record), `BlockName=%s BlockIndex=%u[ Nodes=%s]
-  BlockSize=%u`, aggregated blocks as `AggregatedBlock=` (src/plugins/topology/block/topology_block.c).
+- `scontrol show topology`: `SwitchName=%s Level=%u LinkSpeed=%u[ Nodes=%s][ Switches=%s]` per switch, an upper
+  switch with both (src/plugins/topology/tree/topology_tree.c _print_topo_record; src/api/topo_info.c at
+  slurm-22-05-8-1 the same), `BlockName=%s BlockIndex=%u[ Nodes=%s] BlockSize=%u`, aggregated blocks as
+  `AggregatedBlock=` (src/plugins/topology/block/topology_block.c).
 - topology.conf: `SwitchName=s0 Nodes=dev[0-5]`, `SwitchName=s3 Switches=s[0-2]`, `BlockName=block1
   Nodes=node[1-32]`, `BlockSizes=30,120` (doc/man/man5/topology.conf.5, EXAMPLE).
 - topology.yaml: a list of `{topology: NAME, cluster_default: BOOL, tree: {switches: [{switch, children, nodes}]}
@@ -88,7 +89,11 @@ def from_lines(text: str, source: str) -> Topology:
         topology = topology or Topology(plugin, source)
         if topology.plugin != plugin:
             raise FabricCheckError(f"{source}: line {number}: mixes SwitchName= and BlockName= records")
-        if "nodes" in pairs:  # leaf switches and base blocks list nodes; upper switches list switches
+        # Leaf switches and base blocks list nodes. An upper switch lists its switches, and in the text of
+        # `scontrol show topology` also every node under them (_print_topo_record prints Nodes= and Switches= alike,
+        # as src/api/topo_info.c did at slurm-22-05-8-1; Debian's 22.05.8 prints `SwitchName=spine Level=1
+        # LinkSpeed=1 Nodes=gpu-[1-4] Switches=leaf[1-2]`): it is no leaf group.
+        if "nodes" in pairs and "switches" not in pairs:
             topology.groups[name] = expand(pairs["nodes"], f"{source}: line {number}: Nodes=")
     # No record at all: what `scontrol show topology` prints under topology/flat (nothing to print).
     return topology or Topology(FLAT, source)
