@@ -205,8 +205,9 @@ def rm_folder(folder_id: str, parent: str, state: str = "ACTIVE") -> dict[str, A
 def _message(status: int, project: str, resource: str) -> str:
     if status == 403 and resource == "effectiveFirewalls":
         return f"Required 'compute.networks.getRegionEffectiveFirewalls' permission for 'projects/{project}'"
-    if status == 403:
-        return f"Required 'compute.{resource}.list' permission for 'projects/{project}'"
+    if status == 403:  # the permission follows the REST path: .../global/firewallPolicies is compute.firewallPolicies
+        permission = "firewallPolicies" if resource == "networkFirewallPolicies" else resource
+        return f"Required 'compute.{permission}.list' permission for 'projects/{project}'"
     if status == 404:
         return f"The resource 'projects/{project}' was not found"
     if status == 429:

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from cli_run import one_clean_line, run, run_installed
-from gce_replay import ComputeReplay, fake_service_account_key, resource_of, serve
+from gce_replay import ComputeReplay, fake_service_account_key, serve
 
 from fabriccheck.builders.demo_gcp import PROJECT, Project, build
 from fabriccheck.providers.gcp import collect, effective
@@ -107,7 +107,7 @@ def test_only_get_requests_and_the_role_names_exactly_the_permissions_used() -> 
     used = {
         effective.PERMISSION
         if r.path.endswith("/getEffectiveFirewalls")
-        else f"compute.{resource_of(r.path.rsplit('/', 1)[-1])}.list"
+        else f"compute.{r.path.rsplit('/', 1)[-1]}.list"  # the path's collection names the permission
         for r in replay.requests
     }
     assert used == set(collect.custom_role()["includedPermissions"])

@@ -23,7 +23,7 @@ from arm_replay import serve as serve_arm
 from aws_fleet_replay import FleetReplay
 from aws_fleet_replay import serve as serve_aws
 from cli_run import run
-from gce_replay import ComputeReplay, fake_service_account_key, resource_of, rm_folder, rm_project
+from gce_replay import ComputeReplay, fake_service_account_key, rm_folder, rm_project
 from gce_replay import serve as serve_gce
 
 from fabriccheck.builders import demo_azure
@@ -118,7 +118,7 @@ def test_gcp_organization_scan_only_gets_and_the_role_names_exactly_what_it_used
         # regionNetworkFirewallPolicies.getEffectiveFirewalls (Compute Engine IAM permissions)
         else "compute.networks.getRegionEffectiveFirewalls"
         if r.path.endswith("/getEffectiveFirewalls")
-        else f"compute.{resource_of(r.path.rsplit('/', 1)[1])}.list"
+        else f"compute.{r.path.rsplit('/', 1)[1]}.list"  # the path's collection names the permission
         for r in replay.requests
     }
     assert used == set(gcp_collect.custom_role(listing=True)["includedPermissions"])

@@ -153,6 +153,11 @@ def policy_rule(rule: dict[str, Any]) -> PolicyRule:
         source_ranges=[str(r) for r in match.get("srcIpRanges") or ()],
         source_secure_tags=[str(t.get("name")) for t in match.get("srcSecureTags") or ()],
         source_address_groups=[str(g) for g in match.get("srcAddressGroups") or ()],
+        source_network_context=str(
+            match.get("srcNetworkContext") or match.get("srcNetworkScope") or match.get("srcNetworkType") or ""
+        ),
+        source_networks=[str(n) for n in match.get("srcNetworks") or ()],
+        dest_ranges=[str(r) for r in match.get("destIpRanges") or ()],
         target_secure_tags=[str(t.get("name")) for t in rule.get("targetSecureTags") or ()],
         target_service_accounts=[str(s) for s in rule.get("targetServiceAccounts") or ()],
     )
