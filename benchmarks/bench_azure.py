@@ -1,6 +1,6 @@
 """Benchmark: `fabriccheck azure` on 5,000 VMs.
 
-1. From a dump (az -o json files made by tools/build_demo_azure.fleet: 25 Uniform scale sets and 25 availability
+1. From a dump (az -o json files made by builders/demo_azure.fleet: 25 Uniform scale sets and 25 availability
    sets of 100 VMs, ND H100 v5 and NC A100 v4): normalize + rules + penalty (dump.load_dump, which reads the
    files, then flow.run) against a plain json.load of the same files, each in fresh interpreters, alternating,
    best and median (benchmarks/dump_ratio.py). Target: at most 2.0x. Then the whole command against a whole
@@ -27,11 +27,11 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tools"))
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
-import build_demo_azure as builder  # noqa: E402
 from dump_ratio import measure, measure_whole  # noqa: E402
+
+from fabriccheck.builders import demo_azure as builder  # noqa: E402
 
 
 def _timed(work: Any, runs: int) -> tuple[float, float]:

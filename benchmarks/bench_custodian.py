@@ -31,8 +31,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tools"))
-from build_demo import (  # noqa: E402
+from fabriccheck.builders.demo_aws import (  # noqa: E402
     ACCOUNT,
     SG_EFA,
     Account,

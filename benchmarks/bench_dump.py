@@ -25,8 +25,15 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
-from build_demo import SG_EFA, Account, placement_groups, recorded_instance_types, security_groups, subnets, write
+from fabriccheck.builders.demo_aws import (
+    SG_EFA,
+    Account,
+    placement_groups,
+    recorded_instance_types,
+    security_groups,
+    subnets,
+    write,
+)
 
 
 def build_fleet(folder: Path, instances: int) -> None:

@@ -1,7 +1,7 @@
 """Benchmark: `fabriccheck gcp --from-dump` on a 5,000-instance project against a plain `json.load` of the files,
 and the Compute API calls per project as the fleet grows.
 
-Fleet (tools/build_demo_gcp.fleet): a3-highgpu-8g in GKE node pools of 16, each pool with its compact policy;
+Fleet (fabriccheck/builders/demo_gcp.fleet): a3-highgpu-8g in GKE node pools of 16, each pool with its compact policy;
 every seventh node lacks two GPU NICs, so there are findings to report. Both sides run in fresh processes,
 alternating (benchmarks/dump_ratio.py): the baseline is json.load of the five files; fabriccheck is load_dump
 (read + normalize) + clusters + rules + penalty (flow.run) measured inside its process. Then the whole command
@@ -23,11 +23,11 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tools"))
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from build_demo_gcp import PROJECT, fleet  # noqa: E402  (after the path insert)
 from dump_ratio import measure, measure_whole  # noqa: E402
+
+from fabriccheck.builders.demo_gcp import PROJECT, fleet  # noqa: E402  (after the path insert)
 
 
 def calls(instances: int) -> int:

@@ -7,7 +7,7 @@ is this process's CPU time: the stages run on one thread, and on a shared machin
 neighbours. The rule files are loaded (and cached) before the clock starts too.
 
 Run: python benchmarks/bench_judge.py DUMPS [--repeat 5] [--profile]
-DUMPS holds gcp/ (tools/build_demo_gcp.fleet(5000).write) and az/ (build_demo_azure); either may be missing.
+DUMPS holds gcp/ (fabriccheck/builders/demo_gcp.fleet(5000).write) and az/ (build_demo_azure); either may be missing.
 """
 
 from __future__ import annotations

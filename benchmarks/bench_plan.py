@@ -1,6 +1,6 @@
 """Benchmark: `fabriccheck plan` on a 2,000-resource plan across three clouds (issue 17, item 17).
 
-1. A plan written by tools/plan_builder.PlanBuilder as `terraform show -json` writes it (computed arguments
+1. A plan written by builders/plan_builder.PlanBuilder as `terraform show -json` writes it (computed arguments
    and references unknown until apply, configuration with references and module calls) with 2,000 resources:
    modules of AWS p4d.24xlarge instances (count) from a launch template, with their subnet, cluster placement
    group and self-referencing security group (every other group's template without EFA: AWS101 findings); Azure
@@ -24,16 +24,14 @@ import resource
 import shutil
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tools"))
 
-from plan_builder import PlanBuilder, const, ref  # noqa: E402
+from fabriccheck.builders.plan_builder import PlanBuilder, const, ref  # noqa: E402
 
 
 def _aws_group(plan: PlanBuilder, group: int) -> None:
@@ -176,7 +174,7 @@ def _gcp_group(plan: PlanBuilder, group: int) -> None:
 
 def big_plan(resources: int) -> dict[str, Any]:
     """About `resources` resources, a third per cloud, in groups of eight nodes, written as Terraform writes a plan
-    (tools/plan_builder.PlanBuilder: computed arguments and references unknown until apply)."""
+    (fabriccheck/builders/plan_builder.PlanBuilder: computed arguments and references unknown until apply)."""
     plan = PlanBuilder()
     plan.region_settings["aws"] = {"region": const("us-east-1")}
     plan.region_settings["azurerm"] = {"subscription_id": const("11111111-2222-3333-4444-555555555555")}

@@ -18,7 +18,6 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tools"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 # Each shortcut: (name, the stage it speeds up, the code that switches it off).
@@ -38,10 +37,10 @@ SHORTCUTS: list[tuple[str, str, str]] = [
     (
         "collector paused while reading and judging",
         "both",
-        "import contextlib, importlib\nfrom fabriccheck.sources import common\n"
-        "common.paused_gc = lambda freeze=True: contextlib.nullcontext()\n"
+        "import contextlib, importlib\nfrom fabriccheck import gcpause\n"
+        "gcpause.paused_gc = lambda freeze=True: contextlib.nullcontext()\n"
         "for m in ('flow', 'providers.aws.dump', 'providers.azure.dump', 'providers.gcp.dump'):\n"
-        "    importlib.import_module('fabriccheck.' + m).paused_gc = common.paused_gc",
+        "    importlib.import_module('fabriccheck.' + m).paused_gc = gcpause.paused_gc",
     ),
     (
         "facts once per node shape",
@@ -112,13 +111,13 @@ def build(cloud: str, folder: Path) -> Path:
         build_fleet(folder, 10_000)
         return folder
     if cloud == "azure":
-        import build_demo_azure
+        from fabriccheck.builders import demo_azure
 
-        build_demo_azure.write(build_demo_azure.fleet(5_000), folder / build_demo_azure.SUBSCRIPTION)
+        demo_azure.write(demo_azure.fleet(5_000), folder / demo_azure.SUBSCRIPTION)
         return folder
-    import build_demo_gcp
+    from fabriccheck.builders import demo_gcp
 
-    build_demo_gcp.fleet(5_000).write(folder)
+    demo_gcp.fleet(5_000).write(folder)
     return folder
 
 

@@ -163,7 +163,7 @@ def _source(source: Source | str | Path) -> Source:
     path = _existing(source)
     if path.is_dir():
         return Dump(path)
-    from fabriccheck.sources.common import read_json
+    from fabriccheck.jsonfiles import read_json
 
     data = read_json(path)
     return SavedInventory(path) if isinstance(data, dict) and "schema_version" in data else Plan(path)

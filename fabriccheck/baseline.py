@@ -95,7 +95,7 @@ def dump(findings: Iterable[Finding]) -> bytes:
 
 
 def write(findings: Iterable[Finding], path: Path) -> None:
-    from fabriccheck.sources.common import write_atomic
+    from fabriccheck.outputs import write_atomic
 
     write_atomic(path, dump(findings), "--write-baseline")
 

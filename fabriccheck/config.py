@@ -10,18 +10,19 @@ variable) and the key: a mistyped `fail-on` must not leave the gate at a setting
 
 from __future__ import annotations
 
-import math
 import os
 import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Any, cast
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel
 
 from fabriccheck import pipes, textfiles
-from fabriccheck.errors import FabricCheckError, in_our_words
+from fabriccheck.errors import FabricCheckError
+from fabriccheck.settings import BY_NAME, CONFIG_ENV, ENV_PREFIX, ISOLATED_ENV, KEYS, BadSetting, Key, Severity
+from fabriccheck.sources.retries import RETRY_BASE_ENV
 
 if TYPE_CHECKING:
     from fabriccheck.clusters import Cluster
@@ -30,78 +31,9 @@ if TYPE_CHECKING:
 
 CONFIG_FILE = "fabriccheck.toml"
 PYPROJECT = "pyproject.toml"
-ENV_PREFIX = "FABRICCHECK_"
-# Variables with that prefix that are not settings: the config file's own path, --isolated, the traceback switch,
-# and the retry back-off's scale (sources.common.retry_policy).
-ENV_OTHER = frozenset({"FABRICCHECK_CONFIG", "FABRICCHECK_ISOLATED", "FABRICCHECK_DEBUG", "FABRICCHECK_RETRY_BASE"})
-
-FailOn = Literal["error", "warning", "info", "never"]
-Severity = Literal["error", "warning", "info"]
-Role = Literal["training", "inference", "ignore"]
-
-
-@dataclass(frozen=True)
-class Key:
-    """One setting: its name in a config file, its variable, its flag and the CLI parameter that carries it."""
-
-    name: str  # in fabriccheck.toml: fail-on
-    param: str  # the typer parameter: fail_on
-    flag: str  # --fail-on
-    kind: Literal["text", "list", "map", "paths", "path", "number"]
-    help: str
-
-    @property
-    def env(self) -> str:
-        return ENV_PREFIX + self.name.upper().replace("-", "_")
-
-
-KEYS: tuple[Key, ...] = (
-    Key("fail-on", "fail_on", "--fail-on", "text", "exit 1 on a finding at or above: error, warning, info, never"),
-    Key("select", "select", "--select", "list", "run only these rule ids, id prefixes or categories"),
-    Key("ignore", "ignore", "--ignore", "list", "skip these rule ids, id prefixes or categories"),
-    Key("severity", "severity", "--severity", "map", "severity overrides: rule id or category -> error/warning/info"),
-    Key("cluster-tag", "cluster_tag", "--cluster-tag", "text", "group nodes sharing this tag's value"),
-    Key("roles", "role", "--role", "map", "role per cluster id (glob): training, inference or ignore"),
-    Key("workload", "workload", "--workload", "text", "workload preset for the penalty"),
-    Key("price-per-gpu-hour", "price_per_gpu_hour", "--price-per-gpu-hour", "number", "dollars per GPU-hour"),
-    Key("rules-dir", "rules_dir", "--rules-dir", "paths", "extra rules folders"),
-    Key("waivers", "waivers", "--waivers", "path", "waivers file (YAML or TOML)"),
-)
-BY_NAME = {k.name: k for k in KEYS}
-BY_PARAM = {k.param: k for k in KEYS}
-
-
-class FileSettings(BaseModel):
-    """What a config file (or the environment) may set. Unknown keys are refused."""
-
-    model_config = ConfigDict(extra="forbid", populate_by_name=False, allow_inf_nan=False)
-
-    fail_on: FailOn | None = Field(None, alias="fail-on")
-    select: list[str] | None = None
-    ignore: list[str] | None = None
-    severity: dict[str, Severity] | None = None
-    cluster_tag: str | None = Field(None, alias="cluster-tag", min_length=1)
-    roles: dict[str, Role] | None = None
-    workload: str | None = None
-    price_per_gpu_hour: float | None = Field(None, alias="price-per-gpu-hour", ge=0)
-    rules_dir: list[str] | None = Field(None, alias="rules-dir")
-    waivers: str | None = Field(None, min_length=1)
-
-    @field_validator("cluster_tag")
-    @classmethod
-    def _tag(cls, value: str | None) -> str | None:
-        if value is not None and not value.strip():
-            raise ValueError("an empty tag key groups nothing")
-        return value
-
-    @field_validator("workload")
-    @classmethod
-    def _workload(cls, value: str | None) -> str | None:
-        from fabriccheck.penalty import WORKLOADS, is_workload_file
-
-        if value is not None and value not in WORKLOADS and not is_workload_file(value):
-            raise ValueError(f"unknown workload {value!r} (choose from {', '.join(sorted(WORKLOADS))})")
-        return value
+# Variables with that prefix that are not settings: the config file's own path, --isolated, the traceback switch
+# (console.py, cli/entry.py), and the retry back-off's scale (sources.retries.retry_policy).
+ENV_OTHER = frozenset({CONFIG_ENV, ISOLATED_ENV, "FABRICCHECK_DEBUG", RETRY_BASE_ENV})
 
 
 @dataclass
@@ -166,13 +98,27 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _problem(where: str, exc: ValidationError, key_prefix: str = "") -> FabricCheckError:
-    """One line naming the file (or variable) and the key of the first problem."""
-    first = exc.errors()[0]
-    key = ".".join(str(p) for p in first["loc"])
-    if first["type"] == "extra_forbidden":
-        return FabricCheckError(f"{where}: unknown key {key_prefix}{key!r} (known: {', '.join(k.name for k in KEYS)})")
-    return FabricCheckError(f"{where}: {key_prefix}{key}: {in_our_words(first)}")
+def _checked(key: Key, value: Any, where: str, key_prefix: str = "") -> Any:
+    """`value` through the setting's one validator; a refusal is one line naming the file, variable or flag and
+    the key (severity.AWS121 inside a map)."""
+    try:
+        return key.validate(value)
+    except BadSetting as exc:
+        inside = f"{key.name}.{exc.where}" if exc.where else key.name
+        raise FabricCheckError(f"{where}: {key_prefix}{inside}: {exc.message}") from None
+
+
+def _check_table(table: Mapping[str, Any], where: str, key_prefix: str) -> dict[str, Any]:
+    """A config file's settings table, each value checked; an unknown key is named with the known ones."""
+    checked: dict[str, Any] = {}
+    for name, value in table.items():
+        key = BY_NAME.get(name)
+        if key is None:
+            raise FabricCheckError(
+                f"{where}: unknown key {key_prefix}{name!r} (known: {', '.join(k.name for k in KEYS)})"
+            )
+        checked[name] = _checked(key, value, where, key_prefix)
+    return checked
 
 
 def read_toml(path: Path, what: str) -> dict[str, Any]:
@@ -250,8 +196,7 @@ def parse_pairs(items: list[str], what: str) -> dict[str, str]:
 def _from_env(env: Mapping[str, str]) -> dict[str, tuple[Any, str]]:
     """Settings from FABRICCHECK_* variables: lists comma-separated, maps `K=V,K=V`, folders os.pathsep-separated."""
     known = {k.env: k for k in KEYS}
-    raw: dict[str, Any] = {}
-    names: dict[str, str] = {}
+    found: dict[str, tuple[Any, str]] = {}
     for variable, text in sorted(env.items()):
         if not variable.startswith(ENV_PREFIX) or variable in ENV_OTHER:
             continue
@@ -272,18 +217,17 @@ def _from_env(env: Mapping[str, str]) -> dict[str, tuple[Any, str]]:
                 value = float(text)
             except ValueError:
                 raise FabricCheckError(f"environment variable {variable}: {text!r} is not a number") from None
-        raw[key.name] = value
-        names[key.name] = variable
-    try:
-        checked = FileSettings.model_validate(raw)
-    except ValidationError as exc:
-        first = str(exc.errors()[0]["loc"][0])
-        raise _problem(f"environment variable {names.get(first, first)}", exc) from None
-    return {name: (getattr(checked, _attr(name)), f"env {names[name]}") for name in raw}
+        found[key.name] = (_checked(key, value, f"environment variable {variable}"), f"env {variable}")
+    return found
 
 
-def _attr(name: str) -> str:
-    return name.replace("-", "_")
+def _as_paths(key: Key, value: Any, folder: Path | None = None) -> Any:
+    """A path setting's checked text as paths; one from a config file is relative to that file's folder."""
+    if key.kind == "paths":
+        return [folder / p if folder else Path(p) for p in value]
+    if key.kind == "path":
+        return folder / value if folder else Path(value)
+    return value
 
 
 def resolve(
@@ -298,11 +242,12 @@ def resolve(
     """The effective settings. `defaults` are the command's own (by Key.name), `flags` those given on the command
     line (by Key.name); `config_file` is --config FILE (else FABRICCHECK_CONFIG, else the working directory's).
     `isolated` (--isolated, as ruff has it) reads no config file: the defaults, variables and flags only; naming a
-    config file beside it is a contradiction, so an error."""
+    config file beside it is a contradiction, so an error. Every value, whichever layer it comes from, goes
+    through its setting's one validator (settings.Key.validate)."""
     settings = {k.name: Setting(_default(k, defaults), "default") for k in KEYS}
     explicit = config_file
-    if explicit is None and env.get("FABRICCHECK_CONFIG"):
-        explicit = Path(env["FABRICCHECK_CONFIG"])
+    if explicit is None and env.get(CONFIG_ENV):
+        explicit = Path(env[CONFIG_ENV])
         if isolated:
             raise FabricCheckError(
                 "--isolated and FABRICCHECK_CONFIG cannot be used together (--isolated reads no config file)"
@@ -314,36 +259,19 @@ def resolve(
     if found is not None:
         file, table, prefix = found
         where = f"{file.name} {prefix.strip()}".strip()
-        try:
-            checked = FileSettings.model_validate(table)
-        except ValidationError as exc:
-            raise _problem(f"config file {file}", exc, prefix) from None
-        for key in KEYS:
-            value = getattr(checked, _attr(key.name))
-            if value is None:
-                continue
-            if key.kind == "paths":  # relative to the file, not to wherever the command runs
-                value = [file.parent / p for p in value]
-            elif key.kind == "path":
-                value = file.parent / value
-            settings[key.name] = Setting(value, where)
+        for name, value in _check_table(table, f"config file {file}", prefix).items():
+            if value is not None:  # relative to the file, not to wherever the command runs
+                settings[name] = Setting(_as_paths(BY_NAME[name], value, file.parent), where)
     for name, (value, source) in _from_env(env).items():
-        key = BY_NAME[name]
-        if key.kind == "paths":
-            value = [Path(p) for p in value]
-        elif key.kind == "path":
-            value = Path(value)
-        settings[name] = Setting(value, source)
+        settings[name] = Setting(_as_paths(BY_NAME[name], value), source)
     for name, value in flags.items():
         key = BY_NAME[name]
-        if key.kind == "map":  # --severity RULE=LEVEL, --role CLUSTER=ROLE: the same checks as in a file
-            value = parse_pairs(value, key.flag) if isinstance(value, list) else value
-            try:
-                value = getattr(FileSettings.model_validate({name: value}), _attr(name))
-            except ValidationError as exc:
-                raise _problem(f"flag {key.flag}", exc) from None
-        settings[name] = Setting(value, f"flag {key.flag}")
-    _check_price(settings["price-per-gpu-hour"])
+        if key.kind == "map" and isinstance(value, list):  # --severity RULE=LEVEL, --role CLUSTER=ROLE
+            value = parse_pairs(value, key.flag)
+        elif key.kind in ("path", "paths") and value is not None:  # the CLI hands paths; checked as text
+            value = [str(p) for p in value] if key.kind == "paths" else str(value)
+        value = _checked(key, value, f"flag {key.flag}")
+        settings[name] = Setting(_as_paths(key, value) if value is not None else None, f"flag {key.flag}")
     return Config(settings=settings, file=file, isolated=isolated)
 
 
@@ -351,17 +279,6 @@ def _default(key: Key, defaults: Mapping[str, Any]) -> Any:
     if key.name in defaults:
         return defaults[key.name]
     return {"list": [], "map": {}, "paths": []}.get(key.kind)
-
-
-def _check_price(setting: Setting) -> None:
-    from fabriccheck.bounds import MAX_PRICE_PER_GPU_HOUR
-
-    value = setting.value
-    if value is not None and not (math.isfinite(value) and 0 <= value <= MAX_PRICE_PER_GPU_HOUR):
-        raise FabricCheckError(
-            f"price-per-gpu-hour {value:g} ({setting.source}): not a price (dollars a GPU-hour, 0 to "
-            f"{MAX_PRICE_PER_GPU_HOUR:,.0f})"
-        )
 
 
 def render_text(config: Config) -> str:
@@ -422,7 +339,7 @@ def override_severity(findings: list[Finding], overrides: Mapping[str, str], rul
     for finding in findings:
         override = by_id.get(finding.rule) or by_category.get(finding.category)
         if override is not None:
-            finding.severity = cast(Severity, override)  # checked by FileSettings
+            finding.severity = cast(Severity, override)  # checked by the setting's validator
     findings[:] = sort_findings(findings)  # worst first, as the engine orders them
 
 

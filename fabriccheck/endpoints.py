@@ -14,7 +14,7 @@ import re
 import urllib.parse
 
 from fabriccheck.errors import FabricCheckError
-from fabriccheck.sources.common import redact
+from fabriccheck.redaction import redact
 
 LOOPBACK_NAMES = frozenset({"localhost", "localhost."})
 

@@ -344,9 +344,12 @@ def _notes(fabric: penalty.FabricDescription, nodes: int, state: penalty.FabricS
         )
     gpus = fabric.gpus_per_node
     if gpus > 1 and links.gpu_capped(fabric, float("inf")) < fabric.fabric_gbps / 8 * penalty.GB:
+        # The cap was fitted on one GB300 RoCE run: on another GPU or transport it is an extrapolation, said so.
+        fitted = fabric.accelerator == "GB300" and fabric.fabric is not FabricKind.EFA
+        where = f"; extrapolated to {fabric.accelerator or 'this GPU'} over {fabric.fabric.value}, not measured"
         notes.append(
-            f"{fabric.nics} NICs for {gpus} GPUs: each GPU's NCCL channels drive about "
-            f"{links.GPU_NET_GBYTES:g} GB/s of them (measured on GB300 with 2 x 400 Gbps a GPU, NVIDIA/aicr#1413)"
+            f"{fabric.nics} NICs for {gpus} GPUs: each GPU's NCCL channels drive about {links.GPU_NET_GBYTES:g} GB/s "
+            f"of them (measured on GB300 with 2 x 400 Gbps a GPU, NVIDIA/aicr#1413{'' if fitted else where})"
         )
     if fabric.calibration != 1.0:
         notes.append(f"healthy fabric recalibrated to {fabric.calibration:.2f}x the model's from measured nccl-tests")

@@ -20,6 +20,7 @@ from fabriccheck.clusters import JUDGED_STATES, ROLES, Cluster, build_clusters, 
 from fabriccheck.errors import FabricCheckError
 from fabriccheck.facts import FactBuilder
 from fabriccheck.findings import Finding
+from fabriccheck.gcpause import paused_gc
 from fabriccheck.inventory import Inventory
 from fabriccheck.model import SourceLocation
 from fabriccheck.report import (
@@ -34,7 +35,6 @@ from fabriccheck.report import (
     join_cloud_instances,
     tally,
 )
-from fabriccheck.sources.common import paused_gc
 from fabriccheck.version import __version__
 from fabriccheck.waivers import Waiver
 

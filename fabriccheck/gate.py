@@ -28,9 +28,9 @@ if TYPE_CHECKING:
     from fabriccheck.config import Config, Gate
     from fabriccheck.evidence.judge import Evidence
     from fabriccheck.flow import Options
+    from fabriccheck.outputs import Outputs
     from fabriccheck.report import Report
     from fabriccheck.rulebook import EvidenceRule, RuleMeta
-    from fabriccheck.sources.common import Outputs
     from fabriccheck.targets import Target
 
 
@@ -76,10 +76,11 @@ def effective(invocation: Invocation) -> tuple[Config, dict[str, Any]]:
     """The effective settings of a command (and its parameters): its own defaults, the config file (none with
     --isolated), FABRICCHECK_* variables, then the flags given on its command line."""
     from fabriccheck import config
+    from fabriccheck.settings import KEYS
 
     params = dict(invocation.params)
     flags: dict[str, Any] = {}
-    for key in config.KEYS:
+    for key in KEYS:
         if key.param in params and invocation.was_given(key.param):  # a command without the flag: file and env only
             value = params[key.param]
             flags[key.name] = value.value if isinstance(value, StrEnum) else value
@@ -104,7 +105,7 @@ def settle(invocation: Invocation) -> Settled:
     --fail-on, and the baseline to write."""
     from fabriccheck import config, waivers
     from fabriccheck.flow import Options
-    from fabriccheck.sources.common import reading
+    from fabriccheck.jsonfiles import reading
 
     found, params = effective(invocation)
     check_one_stdin(params)
@@ -184,7 +185,7 @@ def previous_report(params: Mapping[str, Any]) -> tuple[str, Report] | None:
 
 def _baseline(path: Path | None) -> Any:
     from fabriccheck import baseline
-    from fabriccheck.sources.common import reading
+    from fabriccheck.jsonfiles import reading
 
     if path is None:
         return None
@@ -269,7 +270,7 @@ def check_outputs(params: dict[str, Any], found: Config, baseline_path: Path | N
     """No output of the run is a file it reads: the report, saved inventory or baseline written over a dump
     file, the waivers, the config file, the baseline, a rule or workload file, the plan or the inventory being
     checked would destroy the input (or judge what it just wrote). Two outputs on one file are refused too."""
-    from fabriccheck.sources.common import same_file
+    from fabriccheck.outputs import same_file
     from fabriccheck.targets import STDOUT, check_writable
 
     inputs = list(_inputs(params, found, baseline_path))
@@ -295,7 +296,7 @@ def check_outputs(params: dict[str, Any], found: Config, baseline_path: Path | N
 def check_output_reads(output: Path | None, inputs: list[tuple[str, Path | None]]) -> None:
     """The --output of a command with one output and no gate (diff, estimate) is none of the files it reads
     (`inputs`: what each is, and its path): one line naming both."""
-    from fabriccheck.sources.common import same_file
+    from fabriccheck.outputs import same_file
 
     if output is None or str(output) == "-":
         return

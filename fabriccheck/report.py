@@ -351,7 +351,8 @@ def machines(cluster: ClusterReport) -> frozenset[str]:
 def load_report(path: Path) -> Report:
     """A JSON report (`--format json`; `-`: standard input), checked: one line naming the file for anything else
     (`merge`, `diff`, --previous)."""
-    from fabriccheck.sources.common import describe, read_json
+    from fabriccheck.jsonfiles import read_json
+    from fabriccheck.sources.shape import describe
 
     doc: Any = read_json(path)
     name = STDIN_NAME if str(path) == "-" else str(path)  # as read_json names it

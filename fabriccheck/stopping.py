@@ -6,7 +6,7 @@ handlers are installed by the entry point (fabriccheck.console) before anything 
 raise into the code they interrupt: an exception thrown from a signal handler lands in whatever bytecode runs at
 that moment, and library code does not expect it there (pydantic-core building a validator turned it into a
 SchemaError, an "internal error" and exit 2; a C extension may even crash). Instead the handler
-- removes every file this run has staged and not yet put in place (track(), from sources.common.stage), so
+- removes every file this run has staged and not yet put in place (track(), from outputs.stage), so
   that nothing half-written is left and every file an output would replace is as it was;
 - writes its line and ends the process at once (os._exit: no interpreter teardown, which with a cloud SDK
   loaded takes most of a second, and no flush of a half-written report).

@@ -94,7 +94,7 @@ def resolve(
             f"--format {fmt} is the format of no output ({named} by its suffix): drop --format, or add an output "
             f"in {fmt}"
         )
-    from fabriccheck.sources.common import same_file
+    from fabriccheck.outputs import same_file
 
     files = [t.path for t in targets if t.path is not None]
     for index, path in enumerate(files):
@@ -112,7 +112,7 @@ def _listed(formats: Collection[str]) -> str:
 def check_writable(path: Path, option: str) -> None:
     """`path` can be written (created in its folder, or replaced), checked before the run does anything long: one
     line naming `option` and `path` otherwise. A device or pipe (/dev/stdout) is written directly: it needs only
-    to be writable. The real write still fails cleanly (sources.common.stage) on what only it can find out: a full
+    to be writable. The real write still fails cleanly (outputs.stage) on what only it can find out: a full
     disk, a folder made read-only meanwhile."""
     try:
         mode: int | None = path.stat().st_mode
@@ -133,6 +133,6 @@ def check_writable(path: Path, option: str) -> None:
         raise FabricCheckError(f"{option} {path}: cannot write ({exc.strerror or exc})") from None
     if not stat.S_ISDIR(folder_mode):
         raise FabricCheckError(f"{option} {path}: cannot write (Not a directory)")
-    # The temporary file is created beside the target (sources.common.stage): the folder must take a new file.
+    # The temporary file is created beside the target (outputs.stage): the folder must take a new file.
     if not os.access(folder, os.W_OK | os.X_OK):
         raise FabricCheckError(f"{option} {path}: cannot write (Permission denied)")

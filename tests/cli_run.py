@@ -14,7 +14,7 @@ The click command typer builds from the app is built once and invoked for every 
 memoized during calls), as click's own test runner invokes one command object again and again.
 Process-global state is put back after each call: environment, working folder, streams, descriptors, signal
 handlers (importing fabriccheck.console takes SIGTERM and Ctrl-C), logging, warnings, and the cyclic collector
-(the command pauses and freezes it: sources.common.paused_gc, sources.fleet.settle_gc).
+(the command pauses and freezes it: gcpause.paused_gc, sources.fleet.settle_gc).
 
 A run that needs a fresh interpreter goes through `run_installed`: an environment that changes what happens at
 interpreter start-up or at the first import of a library (PYTHONPATH, PYTHON*, and the few variables typer, rich
@@ -44,7 +44,7 @@ from typing import Any, NoReturn, TextIO
 import typer
 import typer.main
 
-from fabriccheck.sources.common import API_CALLS
+from fabriccheck.sources.progress import API_CALLS
 
 # Read by a library once, when it is first imported (or by the interpreter at start-up): a call whose environment
 # sets them otherwise than this process does needs a fresh process.

@@ -35,7 +35,7 @@ SAFE_ENV = {
     "GCE_METADATA_HOST": "127.0.0.1:9",
     "GCE_METADATA_IP": "127.0.0.1:9",
     "AZURE_TOKEN_CREDENTIALS": "AzureCliCredential",
-    # Every SDK's retry back-off at a hundredth of the production waits (sources.common.RetryPolicy): the fault
+    # Every SDK's retry back-off at a hundredth of the production waits (sources.retries.RetryPolicy): the fault
     # scenarios make the same attempts without sleeping through seconds of jitter each.
     "FABRICCHECK_RETRY_BASE": "0.01",
     # No test reads the user's clusters: `fabriccheck k8s` without --kubeconfig finds an empty kubeconfig.

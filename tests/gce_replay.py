@@ -105,7 +105,7 @@ class ComputeReplay:
 
     @classmethod
     def from_files(cls, projects: dict[str, dict[str, list[dict[str, Any]]]], **kwargs: Any) -> ComputeReplay:
-        """`projects`: project -> {dump file name: items}, as tools/build_demo_gcp.Project.files() gives them."""
+        """`projects`: project -> {dump file name: items}, as builders/demo_gcp.Project.files() gives them."""
         by_resource = {
             project: {resource: files.get(name, []) for resource, name in FILES.items()}
             for project, files in projects.items()
@@ -205,8 +205,9 @@ def rm_folder(folder_id: str, parent: str, state: str = "ACTIVE") -> dict[str, A
 def _message(status: int, project: str, resource: str) -> str:
     if status == 403 and resource == "effectiveFirewalls":
         return f"Required 'compute.networks.getRegionEffectiveFirewalls' permission for 'projects/{project}'"
-    if status == 403:
-        return f"Required 'compute.{resource}.list' permission for 'projects/{project}'"
+    if status == 403:  # the permission follows the REST path: .../global/firewallPolicies is compute.firewallPolicies
+        permission = "firewallPolicies" if resource == "networkFirewallPolicies" else resource
+        return f"Required 'compute.{permission}.list' permission for 'projects/{project}'"
     if status == 404:
         return f"The resource 'projects/{project}' was not found"
     if status == 429:

@@ -15,7 +15,7 @@ from aws_fleet_replay import MANAGEMENT, FleetReplay, serve
 from fabriccheck import flow
 from fabriccheck.errors import FabricCheckError
 from fabriccheck.providers.aws import collect, fleet
-from fabriccheck.sources.common import RetryPolicy
+from fabriccheck.sources.retries import RetryPolicy
 
 DEMO = Path(__file__).resolve().parent.parent / "fixtures" / "demo" / "aws"
 ACCOUNTS = ["111111111111", "222222222222", "333333333333", "444444444444"]

@@ -16,11 +16,9 @@ from arm_replay import ArmReplay, fake_az, make_certificate, serve
 from cli_run import one_clean_line, run, run_installed
 
 from fabriccheck import flow
+from fabriccheck.builders import demo_azure as demo_builder
 from fabriccheck.errors import FabricCheckError
 from fabriccheck.providers.azure import collect, dump
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
-import build_demo_azure as demo_builder
 
 SUB = demo_builder.SUBSCRIPTION
 OTHER = "99999999-8888-7777-6666-555555555555"

@@ -14,13 +14,11 @@ import pytest
 from cli_run import one_clean_line, run, run_installed
 
 from fabriccheck import flow, report
+from fabriccheck.builders import demo_azure as demo_builder
 from fabriccheck.errors import FabricCheckError
 from fabriccheck.model import fact_key
 from fabriccheck.providers.azure import dump
 from fabriccheck.providers.azure.normalize import CALLS, role_definition
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
-import build_demo_azure as demo_builder
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / "fixtures" / "demo" / "azure"

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,10 +16,8 @@ from arm_replay import ArmReplay, fake_az, make_certificate, serve
 from cli_run import one_clean_line, run
 
 from fabriccheck import flow, report
+from fabriccheck.builders import demo_azure as demo_builder
 from fabriccheck.providers.azure import collect, dump
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
-import build_demo_azure as demo_builder
 
 SUB = demo_builder.SUBSCRIPTION
 

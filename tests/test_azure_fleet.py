@@ -5,7 +5,6 @@ retries counted, and one denied subscription leaving the rest collected."""
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,11 +12,9 @@ from typing import Any
 import pytest
 from arm_replay import ArmReplay, fake_az, make_certificate, serve
 
+from fabriccheck.builders import demo_azure as demo_builder
 from fabriccheck.errors import FabricCheckError
 from fabriccheck.providers.azure import collect
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
-import build_demo_azure as demo_builder
 
 SUBS = [f"{n}{n}{n}{n}{n}{n}{n}{n}-0000-0000-0000-000000000000" for n in range(1, 5)]
 OUTSIDE = "99999999-0000-0000-0000-000000000000"

@@ -14,15 +14,12 @@ list of Availability Zones in which this Linux Virtual Machine Scale Set should 
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 from fabriccheck import flow, report
+from fabriccheck.builders.demo_plans import _azure_base, _azure_scale_set
+from fabriccheck.builders.plan_builder import PlanBuilder
 from fabriccheck.sources.terraform import load_plan
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
-from build_demo_plans import _azure_base, _azure_scale_set
-from plan_builder import PlanBuilder
 
 HPC_IMAGE = {"source_image_reference": [{"publisher": "microsoft-dsvm", "offer": "ubuntu-hpc", "sku": "2204"}]}
 

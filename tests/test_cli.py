@@ -221,7 +221,7 @@ def test_rules_listing_and_explain() -> None:
     [
         (["aws", "--from-dump", "/nonexistent/dump"], "--from-dump /nonexistent/dump: not a folder"),
         (["demo", "--format", "yaml"], "'yaml' is not one of"),
-        (["demo", "--workload", "gpt5"], "--workload gpt5: unknown workload"),
+        (["demo", "--workload", "gpt5"], "'--workload': unknown workload 'gpt5'"),
         (["demo", "--select", "AWS999"], "no rule or category matches 'AWS999'"),
         (["demo", "--price-per-gpu-hour", "-3"], "--price-per-gpu-hour"),
         (["check", "/nonexistent.json"], "/nonexistent.json: cannot read"),

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 from cli_run import one_clean_line, run, run_installed
 
-from fabriccheck.sources.common import RETRIES
+from fabriccheck.sources.retries import RETRIES
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / "fixtures" / "demo" / "aws"

@@ -77,7 +77,7 @@ def test_env_lists_maps_and_numbers(tmp_path: Path) -> None:
         ('fail_on = "error"\n', "unknown key 'fail_on'"),
         ('fail-on = "sometimes"\n', "fail-on: 'sometimes' is not one of 'error', 'warning', 'info' or 'never'"),
         ('workload = "gpt-9"\n', "workload: unknown workload 'gpt-9'"),
-        ("price-per-gpu-hour = -1\n", "price-per-gpu-hour: -1: less than 0"),
+        ("price-per-gpu-hour = -1\n", "price-per-gpu-hour: -1: not a price (dollars a GPU-hour, 0 to 1,000)"),
         ('[severity]\nAWS121 = "critical"\n', "severity.AWS121"),
         ('[roles]\n"x" = "batch"\n', "roles.x"),
         ('select = "AWS1"\n', "select: 'AWS1': not a list"),

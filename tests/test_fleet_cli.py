@@ -17,7 +17,7 @@ from aws_fleet_replay import FleetReplay, serve
 from cli_run import one_clean_line, run
 from test_cli_gate import silent_endpoint
 
-from fabriccheck.sources.common import RETRIES
+from fabriccheck.sources.retries import RETRIES
 
 DEMO = Path(__file__).resolve().parent.parent / "fixtures" / "demo" / "aws"
 ACCOUNTS = ["111111111111", "222222222222", "333333333333"]

@@ -12,16 +12,13 @@ builder's (tools/build_demo_gcp.py), each with its `kind` as the API and gcloud 
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from cli_run import one_clean_line, run
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
-from build_demo_gcp import PROJECT, Project, build
-
+from fabriccheck.builders.demo_gcp import PROJECT, Project, build
 from fabriccheck.providers.gcp.dump import load_dump
 from fabriccheck.providers.gcp.listing import CALLS, INSTANCES, RESOURCE_POLICIES, page_kinds
 

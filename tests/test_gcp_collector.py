@@ -17,11 +17,9 @@ from typing import Any
 
 import pytest
 from cli_run import one_clean_line, run, run_installed
-from gce_replay import ComputeReplay, fake_service_account_key, resource_of, serve
+from gce_replay import ComputeReplay, fake_service_account_key, serve
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
-from build_demo_gcp import PROJECT, Project, build
-
+from fabriccheck.builders.demo_gcp import PROJECT, Project, build
 from fabriccheck.providers.gcp import collect, effective
 from fabriccheck.providers.gcp.dump import load_dump
 from fabriccheck.providers.gcp.listing import CALLS
@@ -109,7 +107,7 @@ def test_only_get_requests_and_the_role_names_exactly_the_permissions_used() -> 
     used = {
         effective.PERMISSION
         if r.path.endswith("/getEffectiveFirewalls")
-        else f"compute.{resource_of(r.path.rsplit('/', 1)[-1])}.list"
+        else f"compute.{r.path.rsplit('/', 1)[-1]}.list"  # the path's collection names the permission
         for r in replay.requests
     }
     assert used == set(collect.custom_role()["includedPermissions"])
@@ -198,7 +196,7 @@ def test_projects_are_collected_in_parallel_each_under_its_own_id() -> None:
 def test_calls_per_project_do_not_grow_with_instances_except_for_pages() -> None:
     counts = []
     for size in (32, 320):
-        from build_demo_gcp import fleet
+        from fabriccheck.builders.demo_gcp import fleet
 
         replay = replay_of(fleet(size))
         with serve(replay) as url:

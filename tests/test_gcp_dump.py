@@ -5,17 +5,14 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from cli_run import one_clean_line, run
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
-from build_demo_gcp import PROJECT, Project, build
-
 from fabriccheck import flow
+from fabriccheck.builders.demo_gcp import PROJECT, Project, build
 from fabriccheck.clusters import build_clusters
 from fabriccheck.errors import FabricCheckError
 from fabriccheck.examples import load_rules

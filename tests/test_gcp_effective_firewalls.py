@@ -17,7 +17,6 @@ https://cloud.google.com/firewall/docs/firewall-policies-rule-eval-order).
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +24,7 @@ import pytest
 from cli_run import run
 from gce_replay import ComputeReplay, fake_service_account_key, serve
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
-from build_demo_gcp import PROJECT, REGION, Project, build
+from fabriccheck.builders.demo_gcp import PROJECT, REGION, Project, build
 
 GPU_NET = "a3-gpu-2"
 A3_HIGH = "a3-high"
@@ -194,6 +192,40 @@ def test_a_hierarchical_rule_for_other_networks_does_not_apply(tmp_path: Path) -
     assert _gcp110(report) and code == 1
 
 
+def test_a_deny_for_other_destinations_does_not_close_the_gpu_subnet(tmp_path: Path) -> None:
+    """match.destIpRanges on an ingress rule: it applies to packets to those addresses only (FirewallPolicyRuleMatcher
+    .destIpRanges, Compute API v1). An organization deny of 10.0.0.0/8 towards another subnet leaves a3-gpu-2 clean;
+    the same deny towards the GPU subnet's range is GCP110. (It was GCP110 both times: the destination was not read.)"""
+    project = _project()
+    deny = _rule(1000, "deny", ["10.0.0.0/8"])
+    deny["match"]["destIpRanges"] = ["10.200.0.0/16"]
+    code, report = _report(project, tmp_path, _answers(project, {GPU_NET: [hierarchy("org", "1", deny)]}))
+    assert not _gcp110(report) and _cluster(report, A3_HIGH)["status"] == "clean" and code == 0
+    deny["match"]["destIpRanges"] = ["10.96.0.0/12"]  # holds 10.102.0.0/16
+    code, report = _report(project, tmp_path, _answers(project, {GPU_NET: [hierarchy("org", "1", deny)]}))
+    assert _gcp110(report) and code == 1
+
+
+def test_a_source_network_context_is_matched_against_the_gpu_peers(tmp_path: Path) -> None:
+    """match.srcNetworkContext (FirewallPolicyRuleMatcher, Compute API v1: INTERNET, INTRA_VPC, NON_INTERNET,
+    VPC_NETWORKS): a deny of 10.0.0.0/8 from the INTERNET context does not reach peers in the same VPC (clean, where
+    it was GCP110), and an INTRA_VPC allow with no other source opens a network without VPC rules (where it was
+    GCP110: a rule without srcIpRanges was taken to match nothing)."""
+    project = _project()
+    deny = _rule(1000, "deny", ["10.0.0.0/8"])
+    deny["match"]["srcNetworkContext"] = "INTERNET"
+    code, report = _report(project, tmp_path, _answers(project, {GPU_NET: [hierarchy("org", "1", deny)]}))
+    assert not _gcp110(report) and code == 0
+    project = _project(vpc_rules=False)
+    allow = _rule(1000, "allow", [])
+    allow["match"] = {"srcNetworkContext": "INTRA_VPC", "layer4Configs": [{"ipProtocol": "tcp"}]}
+    code, report = _report(project, tmp_path, _answers(project, {GPU_NET: [regional("gpu-regional", allow)]}))
+    assert _cluster(report, A3_HIGH)["status"] == "clean" and code == 0
+    allow["match"]["srcNetworkContext"] = "INTERNET"
+    code, report = _report(project, tmp_path, _answers(project, {GPU_NET: [regional("gpu-regional", allow)]}))
+    assert _gcp110(report) and code == 1
+
+
 def test_a_file_that_is_not_the_answers_is_one_line_exit_2(tmp_path: Path) -> None:
     project = _project()
     folder = tmp_path / "bad"
@@ -259,6 +291,18 @@ def test_a_live_scan_reads_the_policies_in_effect_through_the_real_client(google
     assert judged.complete is False
 
 
+def test_the_role_names_real_firewall_policy_permissions() -> None:
+    """Global network firewall policies are listed under compute.firewallPolicies.list; no IAM permission is named
+    compute.networkFirewallPolicies.* (roles/compute.viewer and compute.securityAdmin grant compute.firewallPolicies.*
+    and compute.networks.getRegionEffectiveFirewalls: iann0036/iam-dataset@0197cfea gcp/roles/compute.viewer.json),
+    so `gcloud iam roles create` takes the printed role."""
+    from fabriccheck.providers.gcp import collect
+
+    permissions = collect.custom_role()["includedPermissions"]
+    assert "compute.firewallPolicies.list" in permissions
+    assert not [p for p in permissions if p.startswith("compute.networkFirewallPolicies.")]
+
+
 def test_the_role_grants_the_effective_firewalls_permission() -> None:
     from fabriccheck.providers.gcp import collect
 
@@ -286,9 +330,8 @@ def _plan_report(
     (google_compute_region_network_firewall_policy_association: attachment_target, firewall_policy, region);
     `org_rules`: those of a hierarchical google_compute_firewall_policy (parent, short_name) associated with
     organizations/123 (google_compute_firewall_policy_association: attachment_target, firewall_policy)."""
-    from plan_builder import PlanBuilder, const, ref
-
     from fabriccheck import flow
+    from fabriccheck.builders.plan_builder import PlanBuilder, const, ref
     from fabriccheck.sources.terraform import load_plan
 
     plan = PlanBuilder()

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,9 +19,7 @@ import pytest
 from cli_run import run
 from gce_replay import ComputeReplay, fake_service_account_key, serve
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
-from build_demo_gcp import PROJECT, Project, build
-
+from fabriccheck.builders.demo_gcp import PROJECT, Project, build
 from fabriccheck.providers.gcp import collect
 from fabriccheck.providers.gcp.listing import CALLS, INSTANCES, NETWORKS
 

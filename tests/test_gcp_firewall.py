@@ -14,16 +14,13 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from cli_run import run
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
-from build_demo_gcp import Project, build
-
+from fabriccheck.builders.demo_gcp import Project, build
 from fabriccheck.errors import FabricCheckError
 from fabriccheck.providers.gcp.dump import load_dump
 from fabriccheck.providers.gcp.firewall import port_mask, port_ranges, tcp_reach

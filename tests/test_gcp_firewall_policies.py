@@ -14,7 +14,6 @@ firewall policies and rules" (https://cloud.google.com/firewall/docs/firewall-po
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -22,9 +21,7 @@ import pytest
 from cli_run import run
 from gce_replay import ComputeReplay, fake_service_account_key, serve
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
-from build_demo_gcp import PROJECT, Project, build
-
+from fabriccheck.builders.demo_gcp import PROJECT, Project, build
 from fabriccheck.providers.gcp.firewall import tcp_reach
 from fabriccheck.resources.gcp import FirewallRule
 
@@ -152,9 +149,8 @@ def _plan_report(
     compute_network_firewall_policy_rule), or, `policy` given, a policy the plan does not hold, named by its id.
     The association: attachment_target, the network; firewall_policy, the policy (registry.terraform.io/providers/
     hashicorp/google/latest/docs/resources/compute_network_firewall_policy_association)."""
-    from plan_builder import PlanBuilder, const, ref
-
     from fabriccheck import flow
+    from fabriccheck.builders.plan_builder import PlanBuilder, const, ref
     from fabriccheck.sources.terraform import load_plan
 
     plan = PlanBuilder()
@@ -438,7 +434,7 @@ def test_a_live_scan_reads_the_policy_rules_through_the_real_client(google_key: 
     GET /compute/v1/projects/P/global/firewallPolicies answers a compute#firewallPolicyList whose items carry their
     rules (https://cloud.google.com/compute/docs/reference/rest/v1/networkFirewallPolicies/list). The policy denies
     the GPU subnet every TCP port: a judged GCP110 on a complete run. A 403 on that list is the run's recorded
-    error naming compute.networkFirewallPolicies.list, and the governed network is not judged, never refused."""
+    error naming compute.firewallPolicies.list, and the governed network is not judged, never refused."""
     from fabriccheck import flow
     from fabriccheck.providers.gcp import collect
 
@@ -457,7 +453,7 @@ def test_a_live_scan_reads_the_policy_rules_through_the_real_client(google_key: 
         refused = collect.collect_live([PROJECT], endpoint_url=url)
     assert f"/compute/v1/projects/{PROJECT}/global/firewallPolicies" in replay.paths()
     [error] = refused.errors
-    assert error.permission == "compute.networkFirewallPolicies.list"
+    assert error.permission == "compute.firewallPolicies.list"
     judged = flow.run(refused, flow.Options())
     assert not [f for f in judged.findings if f.rule == "GCP110" and (f.cluster or "").endswith(A3_HIGH)]
     [gap] = [n for c in judged.clusters if c.id.endswith(A3_HIGH) for n in c.not_judged if n.rule == "GCP110"]

@@ -5,16 +5,13 @@ per project, and one project's failure leaving the rest collected."""
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from gce_replay import ComputeReplay, fake_service_account_key, rm_folder, rm_project, serve
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
-from build_demo_gcp import PROJECT, Project, build
-
+from fabriccheck.builders.demo_gcp import PROJECT, Project, build
 from fabriccheck.errors import FabricCheckError
 from fabriccheck.providers.gcp import collect
 

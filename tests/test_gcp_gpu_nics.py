@@ -11,14 +11,12 @@ users add one.
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 from cli_run import run
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
-from build_demo_gcp import Project, build
+from fabriccheck.builders.demo_gcp import Project, build
 
 
 def _report(tmp_path: Path) -> dict[str, Any]:

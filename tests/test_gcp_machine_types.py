@@ -14,17 +14,14 @@ code-index excerpt 63137923283). The resources are the demo builder's, in the Co
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from cli_run import run
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
-from build_demo_gcp import Project, gke, slurm
-
 from fabriccheck import flow
+from fabriccheck.builders.demo_gcp import Project, gke, slurm
 from fabriccheck.clusters import build_clusters
 from fabriccheck.facts import FactBuilder, fact_key_of
 from fabriccheck.providers.gcp.dump import load_dump

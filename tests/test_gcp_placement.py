@@ -22,14 +22,12 @@ Shapes (the Compute API's JSON, through the demo builder):
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 from cli_run import run
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
-from build_demo_gcp import Project, a3_high_nets, a3_mega_nets, gke, slurm
+from fabriccheck.builders.demo_gcp import Project, a3_high_nets, a3_mega_nets, gke, slurm
 
 
 def report_of(project: Project, tmp_path: Path, *args: str) -> tuple[int, dict[str, Any]]:

@@ -14,7 +14,9 @@ import pytest
 
 from fabriccheck.errors import FabricCheckError
 from fabriccheck.inventory import Inventory
-from fabriccheck.sources.common import in_parallel, read_json, write_atomic
+from fabriccheck.jsonfiles import read_json
+from fabriccheck.outputs import write_atomic
+from fabriccheck.sources.parallel import in_parallel
 from fabriccheck.sources.snapshot import load_inventory, save_inventory
 
 DEMO = Path(__file__).resolve().parent.parent / "fixtures" / "demo" / "aws"
@@ -69,9 +71,9 @@ def test_a_failure_during_the_write_leaves_the_old_file_and_no_temporary(
                 full_disk()
                 return 0
 
-        monkeypatch.setattr("fabriccheck.sources.common.os.fdopen", HalfWriter)
+        monkeypatch.setattr("fabriccheck.outputs.os.fdopen", HalfWriter)
     else:
-        monkeypatch.setattr(f"fabriccheck.sources.common.os.{failing}", full_disk)
+        monkeypatch.setattr(f"fabriccheck.outputs.os.{failing}", full_disk)
     with pytest.raises(FabricCheckError) as caught:
         write_atomic(target, b"a new report that does not fit", "--output")
     assert str(caught.value) == f"--output {target}: cannot write (No space left on device)"
@@ -88,7 +90,7 @@ def test_ctrl_c_during_the_write_leaves_the_old_file_and_no_temporary(
     def interrupted(fd: int) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("fabriccheck.sources.common.os.fsync", interrupted)
+    monkeypatch.setattr("fabriccheck.outputs.os.fsync", interrupted)
     with pytest.raises(KeyboardInterrupt):
         save_inventory(Inventory(), target)
     assert target.read_text() == "the previous inventory"

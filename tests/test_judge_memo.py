@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import random
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fabriccheck import cost, examples, judge, penalty, rulebook
+from fabriccheck.builders import demo_azure, demo_gcp
 from fabriccheck.cli import demo_inventory, demo_plan_inventory
 from fabriccheck.cloud import resolve
 from fabriccheck.clusters import Cluster, build_clusters, spec_clusters
@@ -25,10 +25,6 @@ from fabriccheck.facts import FactBuilder, fact_key_of
 from fabriccheck.findings import Finding
 from fabriccheck.inventory import Inventory
 from fabriccheck.model import Node
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
-import build_demo_azure
-import build_demo_gcp
 
 EFFECTS = ["tcp-fallback", "partial-fabric", "unreachable", "loose-placement", "weaker-fabric", "none"]
 
@@ -54,10 +50,10 @@ def _fleets() -> list[tuple[str, Inventory]]:
     from fabriccheck.providers.gcp import dump as gcp_dump
 
     folder = Path(tempfile.mkdtemp(prefix="fabriccheck-memo-"))
-    build_demo_gcp.fleet(300).write(folder / "gcp")
-    subscription = folder / "azure" / build_demo_azure.SUBSCRIPTION
+    demo_gcp.fleet(300).write(folder / "gcp")
+    subscription = folder / "azure" / demo_azure.SUBSCRIPTION
     subscription.mkdir(parents=True)
-    for name, items in build_demo_azure.fleet(300).files.items():
+    for name, items in demo_azure.fleet(300).files.items():
         (subscription / name).write_text(json.dumps(items), encoding="utf-8")
     return [
         ("demo", demo_inventory()),

@@ -144,3 +144,27 @@ def test_without_the_client_a_live_run_names_the_extra(tmp_path: Path) -> None:
     assert out.returncode == 2
     assert out.stderr.strip().endswith("needs the Kubernetes extra for a live run: pip install 'fabriccheck[k8s]'")
     assert len(out.stderr.strip().splitlines()) == 1
+
+
+def test_the_collector_calls_only_the_clients_public_list_methods() -> None:
+    """The collector drove ApiClient.call_api with the keyword arguments of the client's older generator, which
+    kubernetes 37 (regenerated) no longer takes: every live run became an internal error, so the extra was pinned
+    below 37. It now calls the typed list methods (CoreV1Api, CustomObjectsApi) only, with the options those
+    methods document, and the extra has no upper bound (the live tests here pass on 36 and on 37.0.2)."""
+    import ast
+    import tomllib
+
+    import fabriccheck.providers.k8s.collect as collect
+
+    tree = ast.parse(Path(collect.__file__).read_text(encoding="utf-8"))
+    used = {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
+    of_client = {
+        node.attr
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "client"
+    }
+    assert "call_api" not in used
+    assert of_client <= {"Configuration", "ApiClient", "CoreV1Api", "CustomObjectsApi"}, of_client
+    pyproject = tomllib.loads((Path(__file__).resolve().parent.parent / "pyproject.toml").read_text())
+    (requirement,) = pyproject["project"]["optional-dependencies"]["k8s"]
+    assert requirement.startswith("kubernetes>=") and "<" not in requirement, requirement

@@ -19,7 +19,7 @@ from cli_run import one_clean_line, run
 from kube_replay import TOKEN, KubeReplay, kubeconfig, serve
 
 from fabriccheck.providers.k8s.role import KINDS
-from fabriccheck.sources import common
+from fabriccheck.sources import retries
 
 pytest.importorskip("kubernetes")
 
@@ -103,7 +103,7 @@ def test_a_looping_continue_token_is_stopped(tmp_path: Path) -> None:
 def test_a_reset_and_a_stall_are_retried(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Was: one reset ended the run with no report. A reset, then an answer past the read timeout, then the
     answer: retried with back-off as AWS and GCP retry them, complete, the same verdict as the undamaged run."""
-    monkeypatch.setattr(common, "RETRIES", common.RetryPolicy(read_timeout=0.3))
+    monkeypatch.setattr(retries, "RETRIES", retries.RetryPolicy(read_timeout=0.3))
     clean = _report(_live(KubeReplay.from_dump(EKS), tmp_path))
     replay = KubeReplay.from_dump(EKS, faults={"pods": ["reset", "stall"]})
     result = _live(replay, tmp_path)
@@ -118,17 +118,17 @@ def test_a_reset_and_a_stall_are_retried(tmp_path: Path, monkeypatch: pytest.Mon
 def test_resets_past_the_retries_are_an_incomplete_run_with_a_report(tmp_path: Path) -> None:
     """Eight resets in a row: the pods list is recorded as unreachable with the attempts made, and the kinds after it
     are recorded as not listed (a server that stopped answering is not waited on kind after kind), each by name."""
-    replay = KubeReplay.from_dump(EKS, faults={"pods": ["reset"] * common.RETRIES.max_attempts})
+    replay = KubeReplay.from_dump(EKS, faults={"pods": ["reset"] * retries.RETRIES.max_attempts})
     result = _live(replay, tmp_path)
     report = _report(result)
     assert result.returncode == 2 and report["complete"] is False
     first, *rest = report["errors"]
     assert (first["call"], first["code"]) == ("list pods", "Unreachable")
-    assert first["message"].endswith(f"still failing after {common.RETRIES.max_attempts} attempts")
-    assert _pods_calls(replay) == common.RETRIES.max_attempts
+    assert first["message"].endswith(f"still failing after {retries.RETRIES.max_attempts} attempts")
+    assert _pods_calls(replay) == retries.RETRIES.max_attempts
     assert [e["call"] for e in rest] == [f"list {k.plural}" for k in KINDS[2:]]
     assert all("not listed: the API server stopped answering (list pods failed" in e["message"] for e in rest)
-    assert len(replay.requests) == 1 + common.RETRIES.max_attempts  # nodes, then the pods attempts: no more
+    assert len(replay.requests) == 1 + retries.RETRIES.max_attempts  # nodes, then the pods attempts: no more
 
 
 def test_a_retry_after_past_the_bound_is_not_waited_for(tmp_path: Path) -> None:
@@ -218,7 +218,7 @@ def test_a_malformed_kubeconfig_is_one_line(tmp_path: Path, text: str | None, sa
 
 def test_the_debug_traceback_masks_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
     """FABRICCHECK_DEBUG=1 shows an internal error's traceback: whatever credential its text quotes (a refused
-    Authorization header, a URL's password) is masked there as in every error line (sources.common.redact)."""
+    Authorization header, a URL's password) is masked there as in every error line (fabriccheck.redaction.redact)."""
     import os
 
     from fabriccheck.providers.k8s import role

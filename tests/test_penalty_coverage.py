@@ -56,6 +56,17 @@ def test_a_node_whose_gpus_cannot_fill_its_nics_says_so() -> None:
     assert not any("channels drive" in n for n in notes)
 
 
+def test_the_nic_cap_says_where_it_is_an_extrapolation() -> None:
+    """GPU_NET_GBYTES was fitted on one GB300 RoCE run (NVIDIA/aicr#1413): on A4X Max (GB300, RoCE) it is that
+    figure; on p6-b300 (B300 over EFA) and p6e-gb200 (GB200 over EFA) the note says it is extrapolated."""
+    [fitted] = [n for n in estimate.run(estimate.fabric_of_type("a4x-maxgpu-4g-metal"), 4, "healthy", FSDP).notes
+                if "channels drive" in n]  # fmt: skip
+    assert "extrapolated" not in fitted
+    for size, gpu in (("p6-b300.48xlarge", "B300"), ("p6e-gb200.36xlarge", "GB200")):
+        [note] = [n for n in estimate.run(estimate.fabric_of_type(size), 4, "healthy", FSDP).notes if "channels" in n]
+        assert f"extrapolated to {gpu} over efa, not measured" in note, size
+
+
 def test_a_type_without_an_ethernet_figure_says_which_option_gives_it() -> None:
     report = estimate.run(estimate.fabric_of_type("a3-edgegpu-8g"), 4, "tcp", FSDP)
     assert report.estimated is False

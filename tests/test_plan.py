@@ -13,13 +13,11 @@ import pytest
 from cli_run import one_clean_line, run
 
 from fabriccheck import flow, report
+from fabriccheck.builders import demo_plans as plans
+from fabriccheck.builders.plan_builder import PlanBuilder, const, ref
 from fabriccheck.errors import FabricCheckError
 from fabriccheck.inventory import Inventory
 from fabriccheck.sources.terraform import check_plan, load_plan
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
-import build_demo_plans as plans
-from plan_builder import PlanBuilder, const, ref
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / "fixtures" / "demo"

@@ -4,19 +4,17 @@ no address a user can find), and a rule about RDMA networks is not asked of a no
 Shapes: google_compute_instance_template + google_compute_instance_group_manager as Cluster Toolkit and the
 Terraform registry write them (registry.terraform.io/providers/hashicorp/google/latest/docs/resources/
 compute_instance_template: network_interface { network = "default" }, the registry's own example), built with
-tools/plan_builder.py in the layout of `terraform show -json` (resource_changes, configuration).
+fabriccheck/builders/plan_builder.py in the layout of `terraform show -json` (resource_changes, configuration).
 """
 
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 from cli_run import run
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
-from plan_builder import PlanBuilder, const, ref
+from fabriccheck.builders.plan_builder import PlanBuilder, const, ref
 
 
 def _a3_high_on_default(tmp_path: Path) -> Path:

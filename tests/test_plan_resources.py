@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import json
-import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from fabriccheck import flow, report
+from fabriccheck.builders.plan_builder import PlanBuilder, const, ref
 from fabriccheck.sources.terraform import load_plan
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
-from plan_builder import PlanBuilder, const, ref
 
 
 def _judge(tmp_path: Path, plan: PlanBuilder) -> report.Report:

@@ -1,7 +1,7 @@
 """Plans judge what they know: a value is unknown per fact, not per NIC block (issue 17, item 15), and a resource the
 plan itself creates is looked up among the plan's resources, however the instances reference it (item 16).
 
-Every plan here is written as `terraform show -json` writes it (tools/plan_builder.PlanBuilder):
+Every plan here is written as `terraform show -json` writes it (fabriccheck/builders/plan_builder.PlanBuilder):
 - values known only after apply are left out of `after` (null in a list) and `true` in `after_unknown`
   (hashicorp/terraform internal/command/jsonplan/plan.go, omitUnknowns: "element order is how we correlate
   unknownness, so we must replace unknowns with nulls");
@@ -17,7 +17,6 @@ Every plan here is written as `terraform show -json` writes it (tools/plan_build
 from __future__ import annotations
 
 import json
-import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -25,11 +24,9 @@ from typing import Any
 from cli_run import run
 
 from fabriccheck import flow, report
+from fabriccheck.builders.plan_builder import PlanBuilder, const, ref
 from fabriccheck.inventory import Inventory
 from fabriccheck.sources.terraform import load_plan
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
-from plan_builder import PlanBuilder, const, ref
 
 PROJECT = "train-proj"
 

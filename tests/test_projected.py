@@ -13,9 +13,7 @@ from typing import Any, Union, get_args, get_origin, get_type_hints, is_typeddic
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
-from build_demo_gcp import Project, build, fleet
-
+from fabriccheck.builders.demo_gcp import Project, build, fleet
 from fabriccheck.errors import FabricCheckError
 from fabriccheck.inventory import Inventory
 from fabriccheck.providers.gcp import dump as gcp_dump
@@ -158,8 +156,7 @@ def test_a_misshapen_gcp_dump_fails_as_it_did_when_read_in_full(tmp_path: Path) 
 
 # ---------------------------------------------------------------------------------------- Azure
 
-import build_demo_azure as azure_builder  # noqa: E402  (tools/ is on the path above)
-
+from fabriccheck.builders import demo_azure as azure_builder  # noqa: E402
 from fabriccheck.providers.azure import dump as azure_dump  # noqa: E402
 from fabriccheck.providers.azure import normalize as azure_normalize  # noqa: E402
 

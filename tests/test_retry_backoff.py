@@ -1,4 +1,4 @@
-"""The retry back-off is a setting (sources.common.RetryPolicy.backoff_base, FABRICCHECK_RETRY_BASE): every
+"""The retry back-off is a setting (sources.retries.RetryPolicy.backoff_base, FABRICCHECK_RETRY_BASE): every
 cloud's real SDK client waits on its scale, making the same attempts. The suite runs at 0.01 (conftest.SAFE_ENV);
 at the default every SDK waits as it does out of the box.
 
@@ -25,12 +25,9 @@ from ec2_replay import serve as serve_ec2
 from gce_replay import ComputeReplay, fake_service_account_key
 from gce_replay import serve as serve_gce
 
+from fabriccheck.builders import demo_azure, demo_gcp
 from fabriccheck.errors import FabricCheckError
-from fabriccheck.sources.common import RETRIES, RETRY_BASE_ENV, retry_policy
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
-import build_demo_azure
-import build_demo_gcp
+from fabriccheck.sources.retries import RETRIES, RETRY_BASE_ENV, retry_policy
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -110,13 +107,13 @@ def test_azure_waits_on_the_scale_with_the_same_attempts(
 ) -> None:
     from fabriccheck.providers.azure import collect
 
-    sub = build_demo_azure.SUBSCRIPTION
+    sub = demo_azure.SUBSCRIPTION
     counts = []
 
     def one() -> Any:
         # Retry-After 0 leaves the wait to the client's own back-off.
         replay = ArmReplay(
-            {sub: build_demo_azure.demo(sub).files}, page_size=50, throttle={"vm-list.json": 3}, retry_after="0"
+            {sub: demo_azure.demo(sub).files}, page_size=50, throttle={"vm-list.json": 3}, retry_after="0"
         )
         with serve_arm(replay, *azure_env) as url:
             inventory = collect.collect_live([sub], endpoint_url=url)
@@ -137,8 +134,8 @@ def test_gcp_waits_on_the_scale_with_the_same_attempts(monkeypatch: pytest.Monke
     key.write_text(json.dumps(fake_service_account_key()))
     monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(key))
     monkeypatch.setenv("CLOUDSDK_CONFIG", str(tmp_path / "gcloud"))
-    project = build_demo_gcp.Project(build_demo_gcp.PROJECT)
-    build_demo_gcp.build(project)
+    project = demo_gcp.Project(demo_gcp.PROJECT)
+    demo_gcp.build(project)
     counts = []
 
     def one() -> Any:

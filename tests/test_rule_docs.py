@@ -4,17 +4,14 @@ tools/build_rule_docs.py: these tests keep the pages in step with rules/ and che
 from __future__ import annotations
 
 import shutil
-import sys
 from pathlib import Path
 from typing import get_args
 
 import pytest
 
+from fabriccheck.builders import rule_pages as docs
 from fabriccheck.findings import Effect
 from fabriccheck.rulebook import load_book
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
-import build_rule_docs as docs
 
 ROOT = Path(__file__).resolve().parent.parent
 AWS121 = ROOT / "rules" / "aws" / "AWS121-spread-placement-group.yaml"

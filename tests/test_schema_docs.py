@@ -4,15 +4,12 @@ tools/build_schema_docs.py: kept in step with the report's models, and saying wh
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
+from fabriccheck.builders import schema_page as docs
 from fabriccheck.schema import report_schema
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
-import build_schema_docs as docs
 
 
 def test_the_fields_page_matches_the_report_models() -> None:

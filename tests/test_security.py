@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,17 +23,15 @@ from arm_replay import serve as serve_arm
 from aws_fleet_replay import FleetReplay
 from aws_fleet_replay import serve as serve_aws
 from cli_run import run
-from gce_replay import ComputeReplay, fake_service_account_key, resource_of, rm_folder, rm_project
+from gce_replay import ComputeReplay, fake_service_account_key, rm_folder, rm_project
 from gce_replay import serve as serve_gce
 
+from fabriccheck.builders import demo_azure
+from fabriccheck.builders.demo_gcp import Project, build
 from fabriccheck.providers.aws import collect as aws_collect
 from fabriccheck.providers.aws import fleet
 from fabriccheck.providers.azure import collect as azure_collect
 from fabriccheck.providers.gcp import collect as gcp_collect
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
-import build_demo_azure
-from build_demo_gcp import Project, build
 
 DEMO = Path(__file__).resolve().parent.parent / "fixtures" / "demo" / "aws"
 ACCOUNTS = ["111111111111", "222222222222"]
@@ -80,7 +77,7 @@ def test_azure_management_group_scan_only_gets_and_the_role_names_exactly_what_i
     cert, key = make_certificate(tmp_path)
     _azure_env(tmp_path, cert, monkeypatch, "fake-token")
     subs = ["11111111-0000-0000-0000-000000000000", "22222222-0000-0000-0000-000000000000"]
-    replay = ArmReplay({s: build_demo_azure.demo(s).files for s in subs}, page_size=3)
+    replay = ArmReplay({s: demo_azure.demo(s).files for s in subs}, page_size=3)
     replay.management_groups = {
         "root": [("subscription", subs[0]), ("group", "gpu")],
         "gpu": [("subscription", subs[1])],
@@ -121,7 +118,7 @@ def test_gcp_organization_scan_only_gets_and_the_role_names_exactly_what_it_used
         # regionNetworkFirewallPolicies.getEffectiveFirewalls (Compute Engine IAM permissions)
         else "compute.networks.getRegionEffectiveFirewalls"
         if r.path.endswith("/getEffectiveFirewalls")
-        else f"compute.{resource_of(r.path.rsplit('/', 1)[1])}.list"
+        else f"compute.{r.path.rsplit('/', 1)[1]}.list"  # the path's collection names the permission
         for r in replay.requests
     }
     assert used == set(gcp_collect.custom_role(listing=True)["includedPermissions"])
@@ -319,7 +316,7 @@ def test_no_azure_secret_reaches_any_output(planted: dict[str, str], tmp_path: P
     cert, key = make_certificate(tmp_path)
     env = {**planted, "REQUESTS_CA_BUNDLE": str(cert)}
     subs = ["11111111-0000-0000-0000-000000000000", "22222222-0000-0000-0000-000000000000"]
-    replay = ArmReplay({s: build_demo_azure.demo(s).files for s in subs}, page_size=5)
+    replay = ArmReplay({s: demo_azure.demo(s).files for s in subs}, page_size=5)
     replay.management_groups = {"root": [("subscription", s) for s in subs]}
     outputs: list[tuple[str, str]] = []
     with serve_arm(replay, cert, key) as url:
@@ -357,7 +354,7 @@ def test_the_leak_scan_finds_what_it_looks_for(planted: dict[str, str]) -> None:
 
 
 def test_redaction_masks_credentials_in_sdk_error_text() -> None:
-    from fabriccheck.sources.common import redact
+    from fabriccheck.redaction import redact
 
     text = redact(
         'Could not connect to "http://bob:hunter2@127.0.0.1:9/?X-Amz-Signature=s1g&X-Amz-Credential=AKIAABCDEFGHIJKL" '

@@ -3,27 +3,24 @@ text that is not shipped is parsed as it is."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import orjson
 import pytest
 import yaml
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
-import build_parsed
-
 from fabriccheck import shipped
+from fabriccheck.builders import parsed as shipped_yaml
 
 
 def test_every_shipped_yaml_file_has_its_parse_in_the_cache() -> None:
-    files = build_parsed.shipped_files()
+    files = shipped_yaml.shipped_files()
     assert len(files) >= 20 and any(p.parent.name == "aws" for p in files)  # the rules and the data tables
     cache = orjson.loads((Path(shipped.__file__).parent / "data" / shipped.CACHE).read_bytes())
     for path in files:
         text = path.read_text(encoding="utf-8")
         assert cache.get(shipped.digest(text)) == yaml.safe_load(text), (
-            f"{path} changed since fabriccheck/data/parsed.json was built: run python tools/build_parsed.py"
+            f"{path} changed since fabriccheck/data/parsed.json was built: run python tools/shipped_yaml.py"
         )
         assert shipped.load_yaml(text) == yaml.safe_load(text)
 

@@ -12,9 +12,9 @@ import pytest
 
 from fabriccheck.errors import FabricCheckError
 from fabriccheck.inventory import Inventory
+from fabriccheck.jsonfiles import read_json
 from fabriccheck.providers.aws.dump import load_dump
 from fabriccheck.sources import stream
-from fabriccheck.sources.common import read_json
 
 DEMO = Path(__file__).resolve().parent.parent / "fixtures" / "demo" / "aws"
 

@@ -344,10 +344,8 @@ def test_a_job_a_x36_ultraserver_cannot_hold_is_not_said_to_fit_one(tmp_path: Pa
 
 def _gb200_plan(tmp_path: Path) -> Path:
     """Four planned p6e-gb200.36xlarge of one EKS node group, two in each of two Capacity Reservations."""
-    import sys
 
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
-    from plan_builder import PlanBuilder, const
+    from fabriccheck.builders.plan_builder import PlanBuilder, const
 
     plan = PlanBuilder()
     plan.region_settings["aws"] = {"region": const("us-east-1")}
@@ -466,12 +464,10 @@ def test_a_gcloud_dump_of_a3_ultra_over_two_blocks_is_gcp170_through_the_dump_re
     """`gcloud compute instances list --format=json` items with resourceStatus.physicalHostTopology (Compute
     Engine API reference, Instance.resourceStatus), read by `gcp --from-dump`: two blocks are GCP170, one block
     with two sub-blocks is not; exit code and the rest of the report as without topology."""
-    import sys
 
     from cli_run import run
 
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
-    from build_demo_gcp import Project, gke
+    from fabriccheck.builders.demo_gcp import Project, gke
 
     def dump(blocks: tuple[str, str], folder: Path) -> dict[str, Any]:
         project = Project()

@@ -153,8 +153,8 @@ def say(line: str) -> None:
     """One line on stderr: credentials masked and control characters written out (`\\x1b`, `\\n`), so that a value it
     quotes (a key holding ESC[2J or a newline) can neither clear the screen nor forge a second line; a value of
     any length it quotes is cut to a few hundred characters (safe.clipped)."""
+    from fabriccheck.redaction import redact
     from fabriccheck.reports.safe import clipped, visible
-    from fabriccheck.sources.common import redact
 
     with suppress(OSError, ValueError, AttributeError):  # no stderr left to say it on: nothing more to do
         sys.stderr.write(visible(clipped(redact(line))) + "\n")
@@ -169,7 +169,7 @@ def warn(line: str) -> None:
 
 def write(path: Path, text: str, option: str) -> None:
     """`text` in the file `path` that `option` names, put in place whole (never half written)."""
-    from fabriccheck.sources.common import write_atomic
+    from fabriccheck.outputs import write_atomic
 
     write_atomic(path, text.encode(), option)
 

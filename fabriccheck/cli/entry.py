@@ -86,11 +86,11 @@ def _run(argv: list[str] | None) -> int:
         # SystemExit: a library that called sys.exit() inside a command; its code is no verdict (1 would read as
         # findings), so it is an internal error like any other.
         if os.environ.get("FABRICCHECK_DEBUG"):
-            # Masked as every error line is (sources.common.redact): an SDK's error text can quote the header or
+            # Masked as every error line is (redaction.redact): an SDK's error text can quote the header or
             # URL that carries a credential (http.client quotes a whole Authorization header it refuses).
             import traceback
 
-            from fabriccheck.sources.common import redact
+            from fabriccheck.redaction import redact
 
             with suppress(OSError, ValueError):
                 sys.stderr.write(redact("".join(traceback.format_exception(exc))))

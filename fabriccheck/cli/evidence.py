@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING
 
 from fabriccheck import errors, gate, reports
 from fabriccheck.cli.finish import with_trend, write_reports
-from fabriccheck.cli.options import FailOn
 from fabriccheck.errors import STDIN_NAME, FabricCheckError
 from fabriccheck.evidence import bandwidth, expect, judge, reported
 from fabriccheck.evidence import nccl_log as reader
@@ -31,9 +30,10 @@ from fabriccheck.evidence.judge import Evidence
 from fabriccheck.findings import SEVERITY_RANK
 from fabriccheck.jobs import EvidenceKind
 from fabriccheck.model import PROVIDERS
+from fabriccheck.outputs import Outputs, same_file
 from fabriccheck.report import Report
 from fabriccheck.rulebook import EvidenceRule
-from fabriccheck.sources.common import Outputs, same_file
+from fabriccheck.settings import FailOn
 from fabriccheck.targets import Target, resolve
 
 if TYPE_CHECKING:

@@ -16,21 +16,22 @@ import typer
 
 from fabriccheck.cli.app import STARTED, warn
 from fabriccheck.cli.mode import MODE, color_allowed
-from fabriccheck.cli.options import FailOn, ScanOptions
+from fabriccheck.cli.options import ScanOptions
+from fabriccheck.settings import FailOn
 from fabriccheck.stdout import write_stdout
 
 if TYPE_CHECKING:
     from fabriccheck.gate import Settled
     from fabriccheck.inventory import Inventory
+    from fabriccheck.outputs import Outputs
     from fabriccheck.report import Report
-    from fabriccheck.sources.common import Outputs
     from fabriccheck.targets import Target
 
 
 def loaded(where: object, load: Callable[[], Inventory]) -> Inventory:
     """`load()` of the input `where` (a dump folder, a plan, a saved inventory): a value in it nested too deeply for
     Python, even to quote in an error, is one line naming it."""
-    from fabriccheck.sources.common import reading
+    from fabriccheck.jsonfiles import reading
 
     with reading(str(where)):
         return load()
@@ -43,7 +44,9 @@ def finish(inventory: Inventory, scan: ScanOptions, settled: Settled) -> NoRetur
 
     from fabriccheck import flow, gate
     from fabriccheck.errors import FabricCheckError
-    from fabriccheck.sources.common import API_CALLS, Outputs, paused_gc
+    from fabriccheck.gcpause import paused_gc
+    from fabriccheck.outputs import Outputs
+    from fabriccheck.sources.progress import API_CALLS
 
     options, fail_on = settled.options, FailOn(settled.fail_on)
     # Every file this run writes is staged, and all are put in place together once the report is out: a run
@@ -112,8 +115,8 @@ def write_reports(
     (put in place by the caller's commit, with the run's other files) or, without `outputs`, put in place here all
     together; stdout written first."""
     from fabriccheck import reports
+    from fabriccheck.outputs import Outputs
     from fabriccheck.reports.wording import quiet_text
-    from fabriccheck.sources.common import Outputs
 
     tty = sys.stdout is not None and sys.stdout.isatty()
     rendered: dict[tuple[str, bool], str] = {}

@@ -16,7 +16,6 @@ from fabriccheck.cli.options import (
     PUSH,
     REPORT,
     FabricOptions,
-    FailOn,
     FailOnOpt,
     OutputOpt,
     PriceOpt,
@@ -26,6 +25,7 @@ from fabriccheck.cli.options import (
     WorkloadOpt,
     options,
 )
+from fabriccheck.settings import FailOn
 from fabriccheck.stdout import write_stdout
 
 if TYPE_CHECKING:
@@ -57,7 +57,7 @@ def merge(
     from fabriccheck import gate
     from fabriccheck.errors import FabricCheckError
     from fabriccheck.merge import merge_files
-    from fabriccheck.sources.common import same_file
+    from fabriccheck.outputs import same_file
 
     targets = scan.targets()
     for target in targets:

@@ -8,7 +8,6 @@ with them gathered into one `Group` value."""
 import dataclasses
 import functools
 import inspect
-import math
 import typing
 from collections.abc import Callable, Collection, Iterable, Mapping
 from enum import StrEnum
@@ -16,6 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
+
+from fabriccheck.settings import BY_PARAM, ISOLATED_ENV, BadSetting, FailOn
 
 if TYPE_CHECKING:
     from fabriccheck.gate import Invocation, Settled
@@ -32,19 +33,22 @@ class Format(StrEnum):
     html = "html"
 
 
-class FailOn(StrEnum):
-    error = "error"
-    warning = "warning"
-    info = "info"
-    never = "never"
+def gate_option(param: str) -> Any:
+    """The flag of a gate setting, as the settings table declares it (fabriccheck.settings.KEYS): its name,
+    placeholder, help and, for a single value, its one validator run as the flag is read (a list or a map given
+    as flags is checked with the config file and variables: config.resolve)."""
+    key = BY_PARAM[param]
 
+    def check(value: Any) -> Any:
+        if value is None or key.kind not in ("text", "number"):
+            return value
+        try:
+            key.validate(value.value if isinstance(value, StrEnum) else value)
+        except BadSetting as exc:
+            raise typer.BadParameter(exc.message) from None
+        return value
 
-def _price(value: float | None) -> float | None:
-    from fabriccheck.bounds import MAX_PRICE_PER_GPU_HOUR
-
-    if value is not None and not (math.isfinite(value) and 0 <= value <= MAX_PRICE_PER_GPU_HOUR):
-        raise typer.BadParameter(f"{value:g}: not a price (dollars a GPU-hour, 0 to {MAX_PRICE_PER_GPU_HOUR:,.0f})")
-    return value
+    return typer.Option(key.flag, metavar=key.metavar, help=key.help, callback=check)
 
 
 def _pushgateway(value: str | None) -> str | None:
@@ -73,12 +77,6 @@ def _job(value: str) -> str:
     return value
 
 
-def _cluster_tag(value: str | None) -> str | None:
-    if value is not None and not value.strip():
-        raise typer.BadParameter("an empty tag key groups nothing (give the key, e.g. --cluster-tag job)")
-    return value
-
-
 def _concurrency(value: int | None) -> int | None:
     from fabriccheck.sources.fleet import MAX_CONCURRENCY
 
@@ -88,6 +86,8 @@ def _concurrency(value: int | None) -> int | None:
 
 
 # ---------------------------------------------------------------------------------- report, judging and the gate
+# The gate settings' flags come from the settings table (fabriccheck.settings.KEYS), with the config file and the
+# FABRICCHECK_* variables; the rest are the command's own.
 
 FormatOpt = Annotated[
     Format,
@@ -133,35 +133,12 @@ PreviousOpt = Annotated[
         "fixed and unchanged findings, lost GPU-hours); - reads stdin.",
     ),
 ]
-FailOnOpt = Annotated[
-    FailOn,
-    typer.Option(
-        metavar="SEVERITY", help="Exit 1 when a finding is at or above this severity: error, warning, info or never."
-    ),
-]
-WorkloadOpt = Annotated[
-    str,
-    typer.Option(
-        metavar="NAME|FILE",
-        help="Workload for the penalty: a preset (llm-70b-fsdp, llm-8b-fsdp, llm-8b-ddp, llm-1b-ddp, llm-175b-3d,"
-        " moe-47b-fsdp) or your own in a .yaml/.toml file (the fields of estimate --workload-file).",
-    ),
-]
-PriceOpt = Annotated[
-    float | None,
-    typer.Option(metavar="N", callback=_price, help="Dollars per GPU-hour, to price the GPU-hours the penalty loses."),
-]
-RulesDirOpt = Annotated[
-    list[Path] | None, typer.Option("--rules-dir", metavar="DIR", help="Add rules from DIR (repeatable).")
-]
-SelectOpt = Annotated[
-    list[str] | None,
-    typer.Option(metavar="RULE", help="Run only these rule ids, id prefixes or categories (repeatable)."),
-]
-IgnoreOpt = Annotated[
-    list[str] | None,
-    typer.Option(metavar="RULE", help="Skip these rule ids, id prefixes or categories (repeatable)."),
-]
+FailOnOpt = Annotated[FailOn, gate_option("fail_on")]
+WorkloadOpt = Annotated[str, gate_option("workload")]
+PriceOpt = Annotated[float | None, gate_option("price_per_gpu_hour")]
+RulesDirOpt = Annotated[list[Path] | None, gate_option("rules_dir")]
+SelectOpt = Annotated[list[str] | None, gate_option("select")]
+IgnoreOpt = Annotated[list[str] | None, gate_option("ignore")]
 VerboseOpt = Annotated[
     bool,
     typer.Option(
@@ -179,10 +156,7 @@ AllowIncompleteOpt = Annotated[
         help="An incomplete collection does not by itself exit 2: the findings decide (the report still says so).",
     ),
 ]
-ClusterTagOpt = Annotated[
-    str | None,
-    typer.Option(metavar="KEY", callback=_cluster_tag, help="Group nodes that share this tag's value into a cluster."),
-]
+ClusterTagOpt = Annotated[str | None, gate_option("cluster_tag")]
 # The gate's own options (config.py, waivers.py, baseline.py): gate.settle reads them, with the config file and
 # FABRICCHECK_* variables under them, from the command's Invocation.
 ConfigOpt = Annotated[
@@ -198,14 +172,11 @@ IsolatedOpt = Annotated[
     bool,
     typer.Option(
         "--isolated",
-        envvar="FABRICCHECK_ISOLATED",
+        envvar=ISOLATED_ENV,
         help="Read no config file (FABRICCHECK_ISOLATED=1 too): only defaults, FABRICCHECK_* variables and flags.",
     ),
 ]
-WaiversOpt = Annotated[
-    Path | None,
-    typer.Option(metavar="FILE", help="Waivers (YAML or TOML): findings reported as waived, not failing the gate."),
-]
+WaiversOpt = Annotated[Path | None, gate_option("waivers")]
 BaselineOpt = Annotated[
     Path | None, typer.Option(metavar="FILE", help="Fail only on findings this baseline does not hold.")
 ]
@@ -213,18 +184,8 @@ WriteBaselineOpt = Annotated[
     Path | None,
     typer.Option(metavar="FILE", help="Record this run's findings as the baseline in FILE (and judge against it)."),
 ]
-SeverityOverrideOpt = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--severity", metavar="RULE=LEVEL", help="Report a rule (or category) at error, warning or info (repeatable)."
-    ),
-]
-RoleOpt = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--role", metavar="CLUSTER=ROLE", help="Cluster id (glob) is training, inference or ignore (repeatable)."
-    ),
-]
+SeverityOverrideOpt = Annotated[list[str] | None, gate_option("severity")]
+RoleOpt = Annotated[list[str] | None, gate_option("role")]
 
 
 def _invocation(**fields: Any) -> "Invocation":

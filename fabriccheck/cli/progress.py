@@ -18,8 +18,8 @@ class progress:
         self.verbose = verbose
 
     def __enter__(self) -> Any:
-        from fabriccheck.sources.common import Progress
         from fabriccheck.sources.fleet import Tally
+        from fabriccheck.sources.progress import Progress
 
         self.status = None
         tally = Tally()

@@ -8,8 +8,9 @@ import typer
 
 from fabriccheck.cli.app import Command, app
 from fabriccheck.cli.finish import finish, loaded
-from fabriccheck.cli.options import FailOn, ScanOptions, options
+from fabriccheck.cli.options import ScanOptions, options
 from fabriccheck.provider import cloud_sdk
+from fabriccheck.settings import FailOn
 
 if TYPE_CHECKING:
     from fabriccheck.inventory import Inventory

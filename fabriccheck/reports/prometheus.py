@@ -2,7 +2,7 @@
 Pushgateway (`--pushgateway URL`): one registry, built once, for both.
 
 A scheduled audit writes this file; node_exporter serves it; alerts key on the labels. The file is written
-atomically (`--output` always is: sources.common.write_atomic), so the collector never reads half a scrape.
+atomically (`--output` always is: outputs.write_atomic), so the collector never reads half a scrape.
 Waived findings and those a baseline holds are counted under their own `status`, so an alert on
 `status="open"` stays quiet about accepted exceptions while a dashboard still shows them.
 """

@@ -144,6 +144,12 @@ class PolicyRule(Model):
     # Other sources the collector cannot resolve to addresses: secure tags (tagValues/N), address groups.
     source_secure_tags: list[str] = Field(default_factory=list)
     source_address_groups: list[str] = Field(default_factory=list)
+    # match.srcNetworkContext (or its older names srcNetworkScope, srcNetworkType): INTERNET | NON_INTERNET |
+    # INTRA_VPC | VPC_NETWORKS, with match.srcNetworks for VPC_NETWORKS; it narrows the other sources (both must
+    # match) or stands alone.
+    source_network_context: str = ""
+    source_networks: list[str] = Field(default_factory=list)
+    dest_ranges: list[str] = Field(default_factory=list)  # match.destIpRanges: an ingress rule applies to those only
     target_secure_tags: list[str] = Field(default_factory=list)  # tagValues/N: bound to instances, not read
     target_service_accounts: list[str] = Field(default_factory=list)
     # A hierarchical rule's targetResources: the networks whose instances it applies to (none: every network).

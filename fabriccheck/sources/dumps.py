@@ -18,7 +18,7 @@ from typing import Generic, Protocol, TypeVar
 from fabriccheck.errors import FabricCheckError
 from fabriccheck.inventory import Inventory
 from fabriccheck.model import Provider
-from fabriccheck.sources.common import TRUNCATED, Scope
+from fabriccheck.sources.scope import TRUNCATED, Scope
 
 
 class DumpCall(Protocol):

@@ -4,7 +4,7 @@ itself), a count of the API calls and retries of each scope, and the tally the p
 
 A scope is what a cloud throttles and permits separately: an AWS account in one region, an Azure
 subscription, a GCP project. Scopes are collected concurrently on the shared worker pool
-(`sources.common.in_parallel`); one scope's failure is recorded for that scope and the rest go on.
+(`sources.parallel.in_parallel`); one scope's failure is recorded for that scope and the rest go on.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from fabriccheck.errors import DumpShapeError
-from fabriccheck.sources.common import SHAPE_ERRORS
+from fabriccheck.sources.shape import SHAPE_ERRORS
 
 T = TypeVar("T")
 

@@ -24,7 +24,7 @@ from typing import Any
 import msgspec
 
 from fabriccheck.errors import FabricCheckError
-from fabriccheck.sources.common import open_dump_file
+from fabriccheck.jsonfiles import open_dump_file
 
 # Larger files are read as a stream (sources/stream.py), which holds a window of the file, not the whole of it.
 WHOLE_FILE_LIMIT = 256 << 20

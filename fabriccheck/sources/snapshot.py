@@ -12,8 +12,9 @@ from pydantic import ValidationError
 from fabriccheck.cloud import resolve, support
 from fabriccheck.errors import FabricCheckError, in_our_words
 from fabriccheck.inventory import Inventory
+from fabriccheck.jsonfiles import read_json
 from fabriccheck.model import PROVIDERS, SCHEMA_VERSION, CollectionError, Provider, field_path
-from fabriccheck.sources.common import read_json, write_atomic
+from fabriccheck.outputs import write_atomic
 
 NOT_COLLECTED = "NotCollected"
 

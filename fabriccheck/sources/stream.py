@@ -27,7 +27,7 @@ import msgspec
 import orjson
 
 from fabriccheck.errors import FabricCheckError
-from fabriccheck.sources.common import open_dump_file, too_deep
+from fabriccheck.jsonfiles import open_dump_file, too_deep
 
 Path_ = tuple[str | int, ...]
 Descend = Callable[[Path_, str], bool]

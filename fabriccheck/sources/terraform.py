@@ -476,7 +476,7 @@ def load_plan(path: str, terraform_dir: Path | None = None) -> Inventory:
     from fabriccheck.cloud import resolve
     from fabriccheck.inventory import Inventory
     from fabriccheck.provider import declarations
-    from fabriccheck.sources.common import unexpected_shape
+    from fabriccheck.sources.shape import unexpected_shape
 
     where = "standard input" if path == "-" else path
     with unexpected_shape(where):  # a hand-edited or misshapen plan is one line naming the file

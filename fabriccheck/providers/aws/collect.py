@@ -11,6 +11,7 @@ from typing import Any
 
 from fabriccheck.endpoints import check_endpoint_url
 from fabriccheck.errors import FabricCheckError
+from fabriccheck.gcpause import paused_gc
 from fabriccheck.inventory import Inventory
 from fabriccheck.model import UNKNOWN_ACCOUNT, CollectionError, ScopeStatus
 from fabriccheck.providers.aws import DECLARATION, fleet
@@ -28,19 +29,12 @@ from fabriccheck.providers.aws.normalize import (
     Normalizer,
     owners,
 )
-from fabriccheck.sources.common import (
-    API_CALLS,
-    BAD_RESPONSE,
-    RETRIES,
-    Progress,
-    RetryPolicy,
-    Scope,
-    first_line,
-    in_parallel,
-    paused_gc,
-    retry_policy,
-)
+from fabriccheck.redaction import first_line
 from fabriccheck.sources.fleet import DEFAULT_CONCURRENCY, CallCount, RateLimits, scope_status, settle_gc
+from fabriccheck.sources.parallel import in_parallel
+from fabriccheck.sources.progress import API_CALLS, Progress
+from fabriccheck.sources.retries import RETRIES, RetryPolicy, retry_policy
+from fabriccheck.sources.scope import BAD_RESPONSE, Scope
 
 # Every EC2 operation the collector may issue. DescribeRegions serves --all-regions.
 OPERATIONS = tuple(sorted({c.operation for c in CALLS} | {"DescribeRegions"}))

@@ -12,7 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from fabriccheck.errors import DumpShapeError, FabricCheckError
+from fabriccheck.gcpause import paused_gc
 from fabriccheck.inventory import Inventory
+from fabriccheck.jsonfiles import read_json
 from fabriccheck.model import UNKNOWN_ACCOUNT
 from fabriccheck.providers.aws.fields import ReservationFields
 from fabriccheck.providers.aws.instances import REGION
@@ -29,7 +31,7 @@ from fabriccheck.providers.aws.normalize import (
 )
 from fabriccheck.providers.aws.values import shown
 from fabriccheck.sources import dumps
-from fabriccheck.sources.common import Shape, paused_gc, read_json
+from fabriccheck.sources.shape import Shape
 from fabriccheck.sources.stream import walk
 
 LAYOUT: dumps.Layout[Ec2Call] = dumps.Layout(

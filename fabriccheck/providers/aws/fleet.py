@@ -18,7 +18,8 @@ from typing import Any
 
 from fabriccheck.errors import FabricCheckError
 from fabriccheck.model import CollectionError
-from fabriccheck.sources.common import ACCESS_DENIED, BAD_RESPONSE, Scope, first_line
+from fabriccheck.redaction import first_line
+from fabriccheck.sources.scope import ACCESS_DENIED, BAD_RESPONSE, Scope
 
 # service -> operations this module may issue (besides EC2's, in collect.OPERATIONS).
 OPERATIONS = {"sts": ("AssumeRole",), "organizations": ("ListAccounts",)}

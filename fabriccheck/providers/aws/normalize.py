@@ -34,9 +34,10 @@ from fabriccheck.resources.aws import (
     SecurityRule,
     Subnet,
 )
-from fabriccheck.sources.common import BAD_RESPONSE, Scope, Shape, describe, unexpected_shape
 from fabriccheck.sources.items import ITEM_ERRORS, named, salvage, unknown_because
 from fabriccheck.sources.pools import Pools
+from fabriccheck.sources.scope import BAD_RESPONSE, Scope
+from fabriccheck.sources.shape import Shape, describe, unexpected_shape
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fabriccheck.errors import FabricCheckError
+from fabriccheck.gcpause import paused_gc
 from fabriccheck.inventory import Inventory
 from fabriccheck.model import CollectionError
 from fabriccheck.providers.azure.normalize import (
@@ -29,18 +30,12 @@ from fabriccheck.providers.azure.normalize import (
     ArmCall,
     Normalizer,
 )
-from fabriccheck.sources.common import (
-    API_CALLS,
-    BAD_RESPONSE,
-    RETRIES,
-    Progress,
-    Scope,
-    first_line,
-    in_parallel,
-    paused_gc,
-    retry_policy,
-)
+from fabriccheck.redaction import first_line
 from fabriccheck.sources.fleet import DEFAULT_CONCURRENCY, CallCount, RateLimits, scope_status, settle_gc
+from fabriccheck.sources.parallel import in_parallel
+from fabriccheck.sources.progress import API_CALLS, Progress
+from fabriccheck.sources.retries import RETRIES, retry_policy
+from fabriccheck.sources.scope import BAD_RESPONSE, Scope
 
 
 @dataclass(frozen=True)

@@ -13,12 +13,13 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from fabriccheck.errors import DumpShapeError, FabricCheckError
+from fabriccheck.gcpause import paused_gc
 from fabriccheck.inventory import Inventory
+from fabriccheck.jsonfiles import reading
 from fabriccheck.model import UNKNOWN_ACCOUNT
 from fabriccheck.providers.azure.kinds import what_the_document_is
 from fabriccheck.providers.azure.normalize import CALLS, PROJECTIONS, ArmCall, Normalizer
 from fabriccheck.sources import dumps, projected
-from fabriccheck.sources.common import paused_gc, reading
 from fabriccheck.sources.stream import walk
 
 SUBSCRIPTION_ID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")

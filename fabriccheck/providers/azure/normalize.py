@@ -61,9 +61,10 @@ from fabriccheck.resources.azure import (
     VmExtensions,
 )
 from fabriccheck.sources import pools
-from fabriccheck.sources.common import BAD_RESPONSE, Scope, describe, unexpected_shape
 from fabriccheck.sources.items import INTERFACE_FACTS, ITEM_ERRORS, named, salvage, unknown_because
 from fabriccheck.sources.pools import without
+from fabriccheck.sources.scope import BAD_RESPONSE, Scope
+from fabriccheck.sources.shape import describe, unexpected_shape
 
 
 @dataclass(frozen=True)

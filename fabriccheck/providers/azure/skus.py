@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from fabriccheck import catalog
 from fabriccheck.model import MAX_COUNT, Capability, CollectionError, FabricKind
-from fabriccheck.sources.common import BAD_RESPONSE, Scope
+from fabriccheck.sources.scope import BAD_RESPONSE, Scope
 
 if TYPE_CHECKING:
     from fabriccheck.inventory import Inventory

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from fabriccheck.errors import FabricCheckError
+from fabriccheck.gcpause import paused_gc
 from fabriccheck.inventory import Inventory
 from fabriccheck.model import CollectionError
 from fabriccheck.providers.gcp import effective, listing
@@ -28,19 +29,12 @@ from fabriccheck.providers.gcp.listing import (
     GcpCall,
 )
 from fabriccheck.providers.gcp.normalize import ZONE, Normalizer, region_of_zone
-from fabriccheck.sources.common import (
-    API_CALLS,
-    BAD_RESPONSE,
-    RETRIES,
-    UNREACHABLE,
-    Progress,
-    Scope,
-    first_line,
-    in_parallel,
-    paused_gc,
-    retry_policy,
-)
+from fabriccheck.redaction import first_line
 from fabriccheck.sources.fleet import DEFAULT_CONCURRENCY, CallCount, RateLimits, scope_status, settle_gc
+from fabriccheck.sources.parallel import in_parallel
+from fabriccheck.sources.progress import API_CALLS, Progress
+from fabriccheck.sources.retries import RETRIES, retry_policy
+from fabriccheck.sources.scope import BAD_RESPONSE, UNREACHABLE, Scope
 
 # Every permission the collector uses: aggregatedList and list of each collection need its .list permission, and
 # the effective firewall policies of each GPU network (effective.py) compute.networks.getRegionEffectiveFirewalls.

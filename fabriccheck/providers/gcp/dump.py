@@ -14,14 +14,16 @@ from pathlib import Path
 from typing import Any
 
 from fabriccheck.errors import FabricCheckError
+from fabriccheck.gcpause import paused_gc
 from fabriccheck.inventory import Inventory
+from fabriccheck.jsonfiles import reading
 from fabriccheck.model import UNKNOWN_ACCOUNT, fact_key
 from fabriccheck.providers.gcp import effective, listing
 from fabriccheck.providers.gcp.listing import CALLS, INSTANCES, GcpCall
 from fabriccheck.providers.gcp.normalize import PROJECT_ID, InstanceFields, Normalizer, project_of
 from fabriccheck.resources.gcp import GLOBAL
 from fabriccheck.sources import dumps, projected
-from fabriccheck.sources.common import Shape, paused_gc, reading
+from fabriccheck.sources.shape import Shape
 from fabriccheck.sources.stream import walk
 
 LAYOUT: dumps.Layout[GcpCall] = dumps.Layout(

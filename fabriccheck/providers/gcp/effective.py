@@ -35,8 +35,8 @@ from fabriccheck.providers.gcp.lookup import GcpIndex
 from fabriccheck.providers.gcp.normalize import policy_rule, short
 from fabriccheck.providers.gcp.support import SUPPORT
 from fabriccheck.resources.gcp import EffectiveFirewalls, NetworkFirewallPolicy
-from fabriccheck.sources.common import Scope
 from fabriccheck.sources.fleet import CallCount, RateLimits
+from fabriccheck.sources.scope import Scope
 
 CALL = "regionNetworkFirewallPolicies.getEffectiveFirewalls"
 PERMISSION = "compute.networks.getRegionEffectiveFirewalls"
@@ -108,7 +108,9 @@ def fetch(
     from google.api_core import exceptions
     from google.auth import exceptions as auth_exceptions
 
-    from fabriccheck.sources.common import API_CALLS, RETRIES, first_line
+    from fabriccheck.redaction import first_line
+    from fabriccheck.sources.progress import API_CALLS
+    from fabriccheck.sources.retries import RETRIES
 
     failed = (exceptions.GoogleAPICallError, exceptions.RetryError, auth_exceptions.GoogleAuthError,
               requests.RequestException, ValueError, TypeError, KeyError)  # fmt: skip

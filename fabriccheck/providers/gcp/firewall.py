@@ -184,12 +184,53 @@ def _policy_match(rule: PolicyRule, cidr: str | None, targets: frozenset[str] | 
         and not {f"sa:{s}" for s in rule.target_service_accounts} & targets
     ):
         return False
+    narrowed = _narrowed(rule, cidr)
+    if narrowed is not True:
+        return narrowed
     if covers(rule.source_ranges, cidr):
         return True
+    others = rule.source_ranges or rule.source_secure_tags or rule.source_address_groups
+    if rule.source_network_context and not others:
+        return True  # the network context alone is the rule's source, and the GPU peers are in it
     unseen = rule.source_secure_tags + rule.source_address_groups
     if unseen:
         return f"matches sources by {', '.join(unseen)}, which the collector cannot resolve to addresses"
     return False
+
+
+# Source network contexts the GPU peers (instances of the same VPC network, on internal addresses) are in: a
+# context is part of an ingress rule's source combination, with the other source parameters; INTERNET and
+# NON_INTERNET are exclusive, INTRA_VPC and VPC_NETWORKS are parts of NON_INTERNET ("Network contexts",
+# https://cloud.google.com/firewall/docs/understand-network-contexts; FirewallPolicyRuleMatcher.srcNetworkContext).
+_PEER_CONTEXTS = frozenset({"INTRA_VPC", "NON_INTERNET"})
+
+
+def _narrowed(rule: PolicyRule, cidr: str | None) -> bool | str:
+    """What a policy rule's destination ranges and source network context leave of the GPU peers' traffic to the
+    node: True (it stays in), False (none of it), or why it cannot be told. An ingress rule with destIpRanges applies
+    to packets to those addresses only; a source network context must match beside the other sources."""
+    if rule.dest_ranges:
+        if cidr is None:
+            return f"applies to destinations {', '.join(rule.dest_ranges)} and the GPU subnet's range is not known"
+        subnet = ipaddress.ip_network(cidr, strict=False)
+        dests = [d for d in (_network(t) for t in rule.dest_ranges) if d and d.version == subnet.version]
+        if not any(subnet.subnet_of(d) for d in dests):  # type: ignore[arg-type]
+            if any(subnet.overlaps(d) for d in dests):
+                return f"applies to destinations {', '.join(rule.dest_ranges)}, part of the GPU subnet {cidr}"
+            return False
+    context = rule.source_network_context.upper()
+    if context in ("", "UNSPECIFIED") or context in _PEER_CONTEXTS:
+        return True
+    if context == "VPC_NETWORKS":
+        return f"matches sources by network ({', '.join(rule.source_networks) or 'none named'}), which is not compared"
+    return False  # INTERNET: the peers' internal addresses are not internet traffic
+
+
+def _network(text: str) -> ipaddress.IPv4Network | ipaddress.IPv6Network | None:
+    try:
+        return ipaddress.ip_network(text, strict=False)
+    except ValueError:
+        return None
 
 
 def _policy(

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fabriccheck.errors import FabricCheckError
-from fabriccheck.sources.common import Shape
+from fabriccheck.sources.shape import Shape
 
 
 @dataclass(frozen=True)
@@ -30,6 +30,8 @@ class GcpCall:
     fact: str  # what it tells us, recorded in Inventory.collected (model.fact_key)
     scope: str  # zone, region or global: where the API keeps them (aggregated lists span every zone/region)
     required: bool = True
+    iam: str = ""  # the IAM permissions' collection where it is not `resource`'s
+
 
     @property
     def dump_file(self) -> str:
@@ -39,7 +41,7 @@ class GcpCall:
     @property
     def permission(self) -> str:
         # aggregatedList and list are both covered by compute.<collection>.list (Compute IAM permissions).
-        return f"compute.{self.resource}.list"
+        return f"compute.{self.iam or self.resource}.list"
 
     @property
     def command(self) -> str:
@@ -53,13 +55,18 @@ SUBNETWORKS = GcpCall("subnetworks", "gcloud compute networks subnets list", "su
 FIREWALLS = GcpCall("firewalls", "gcloud compute firewall-rules list", "firewalls", "global")
 # Global network firewall policies with their rules (networkFirewallPolicies.list; each item a FirewallPolicy as
 # networkFirewallPolicies.get returns it, `rules` included: https://cloud.google.com/compute/docs/reference/rest/v1/
-# networkFirewallPolicies/get). Not required: a dump saved before them leaves governed networks not judged.
+# networkFirewallPolicies/get). Not required: a dump saved before them leaves governed networks not judged. Its
+# permissions are compute.firewallPolicies.*, as hierarchical policies' are: there is no compute.networkFirewallPolicies
+# permission (roles/compute.viewer and roles/compute.securityAdmin grant compute.firewallPolicies.list,
+# iann0036/iam-dataset@0197cfea gcp/roles/compute.viewer.json; `gcloud compute network-firewall-policies
+# test-iam-permissions` tests compute.firewallPolicies.get on a network firewall policy).
 NETWORK_FIREWALL_POLICIES = GcpCall(
     "networkFirewallPolicies",
     "gcloud compute network-firewall-policies list",
     "network_firewall_policies",
     "global",
     required=False,
+    iam="firewallPolicies",
 )
 INSTANCES = GcpCall("instances", "gcloud compute instances list", "instances", "zone")
 CALLS = (RESOURCE_POLICIES, NETWORKS, SUBNETWORKS, FIREWALLS, NETWORK_FIREWALL_POLICIES, INSTANCES)

@@ -53,7 +53,7 @@ class _Found(NamedTuple):
 class GcpIndex:
     def __init__(self, context: FactContext) -> None:
         # The index keeps no reference to the context that holds it: the two would form a cycle, left to the cyclic
-        # collector (tests/test_sources_common.py holds a run to making none).
+        # collector (tests/test_collector_plumbing.py holds a run to making none).
         gcp = context.inventory.gcp
         self.collected = set(context.inventory.collected)
         self.policies: dict[tuple[str, str, str], ResourcePolicy] = {

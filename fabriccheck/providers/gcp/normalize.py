@@ -51,9 +51,10 @@ from fabriccheck.resources.gcp import (
     firewall_entries,
 )
 from fabriccheck.sources import pools
-from fabriccheck.sources.common import BAD_RESPONSE, Scope, Shape, describe, unexpected_shape
 from fabriccheck.sources.items import INTERFACE_FACTS, ITEM_ERRORS, named, salvage, unknown_because
 from fabriccheck.sources.pools import without
+from fabriccheck.sources.scope import BAD_RESPONSE, Scope
+from fabriccheck.sources.shape import Shape, describe, unexpected_shape
 
 # A Compute Engine zone is its region plus a letter: us-central1-a, europe-west4-b.
 ZONE = re.compile(r"^([a-z]+-[a-z]+\d+)-[a-z]$")
@@ -153,6 +154,11 @@ def policy_rule(rule: dict[str, Any]) -> PolicyRule:
         source_ranges=[str(r) for r in match.get("srcIpRanges") or ()],
         source_secure_tags=[str(t.get("name")) for t in match.get("srcSecureTags") or ()],
         source_address_groups=[str(g) for g in match.get("srcAddressGroups") or ()],
+        source_network_context=str(
+            match.get("srcNetworkContext") or match.get("srcNetworkScope") or match.get("srcNetworkType") or ""
+        ),
+        source_networks=[str(n) for n in match.get("srcNetworks") or ()],
+        dest_ranges=[str(r) for r in match.get("destIpRanges") or ()],
         target_secure_tags=[str(t.get("name")) for t in rule.get("targetSecureTags") or ()],
         target_service_accounts=[str(s) for s in rule.get("targetServiceAccounts") or ()],
     )

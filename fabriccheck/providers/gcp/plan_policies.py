@@ -69,6 +69,11 @@ def policy_rule(res: PlanResource) -> PolicyRule | str:
         source_ranges=[str(r) for r in match.get("src_ip_ranges") or ()],
         source_secure_tags=_names(match.get("src_secure_tags")),
         source_address_groups=[str(g) for g in match.get("src_address_groups") or ()],
+        source_network_context=str(
+            match.get("src_network_context") or match.get("src_network_scope") or match.get("src_network_type") or ""
+        ),
+        source_networks=[str(n) for n in match.get("src_networks") or ()],
+        dest_ranges=[str(r) for r in match.get("dest_ip_ranges") or ()],
         target_secure_tags=_names(res.known("target_secure_tags")),
         target_service_accounts=[str(s) for s in res.known("target_service_accounts") or ()],
         target_resources=[str(r) for r in res.known("target_resources") or ()],

@@ -9,8 +9,12 @@ reader's own check) and a continue token that leads back to a page already read 
 run is incomplete, never an empty cluster. An API server that cannot be reached is one line, exit 2; so is a
 server URL that would send the user's credential over plain http:// to another machine (endpoints.py).
 
-The client's raw answers (`_preload_content=False`) are read as the API's own JSON, the same objects a
-`kubectl get -o json` dump holds, so both go through one normalizer (objects.py).
+Every list goes through the client's typed, public API: CoreV1Api for the core group (nodes, pods, ConfigMaps)
+and CustomObjectsApi's generic lists for every other group (apps and batch too: the path is the same
+/apis/GROUP/VERSION/PLURAL), with the options each of those methods documents (`limit`, `_continue`,
+`_request_timeout`, and `_preload_content=False`: the answer unread, the urllib3 response). Nothing drives
+ApiClient.call_api, whose signature the client's regenerated 37 changed. The raw answers are read as the API's own
+JSON, the same objects a `kubectl get -o json` dump holds, so both go through one normalizer (objects.py).
 """
 
 from __future__ import annotations
@@ -39,17 +43,10 @@ from fabriccheck.model import ScopeStatus
 from fabriccheck.providers.k8s.dump import NotAList, list_items
 from fabriccheck.providers.k8s.objects import ClusterObjects, Normalizer
 from fabriccheck.providers.k8s.role import KINDS, Kind, resource_of, rule_for
-from fabriccheck.sources.common import (
-    API_CALLS,
-    BAD_RESPONSE,
-    UNREACHABLE,
-    Progress,
-    RetryPolicy,
-    Scope,
-    first_line,
-    redact,
-    retry_policy,
-)
+from fabriccheck.redaction import first_line, redact
+from fabriccheck.sources.progress import API_CALLS, Progress
+from fabriccheck.sources.retries import RetryPolicy, retry_policy
+from fabriccheck.sources.scope import BAD_RESPONSE, UNREACHABLE, Scope
 
 PAGE = 500  # objects per list call
 MAX_RETRY_AFTER = 60.0  # seconds: a server that asks for a longer wait is not waited for (the list is recorded)
@@ -154,7 +151,6 @@ class _Lister:
         """Every object of `kind` (in `namespace`), page by page, at the first of its versions the server serves;
         None when it could not be read whole (recorded: forbidden, throttled, failing, or an answer that is not the
         list asked for)."""
-        where = f"/namespaces/{namespace}" if namespace else ""
         what = f"list {kind.plural}" + (f" in namespace {namespace}" if namespace else "")
         if self.down is not None:
             # A server that stopped answering one list through every retry is not waited on again for each kind
@@ -163,18 +159,17 @@ class _Lister:
             self.errors.append(self.scope.error(what, UNREACHABLE, detail))
             return None
         for version in (kind.version, *kind.fallback):
-            base = f"/api/{version}" if not kind.group else f"/apis/{kind.group}/{version}"
-            items = self._pages(f"{base}{where}/{resource_of(kind)}", kind, what)
+            items = self._pages(_ListCall(kind, version, namespace), what)
             if items is not _NOT_SERVED:
                 return items
         return []  # the custom resource is not installed: there are none
 
-    def _pages(self, path: str, kind: Kind, what: str) -> list[dict[str, Any]] | None:
+    def _pages(self, call: _ListCall, what: str) -> list[dict[str, Any]] | None:
+        kind = call.kind
         items: list[dict[str, Any]] = []
         token, seen = "", set[str]()
         for number in range(1, MAX_PAGES + 1):
-            query: list[tuple[str, Any]] = [("limit", PAGE)] + ([("continue", token)] if token else [])
-            page = self._get(path, query, kind, what)
+            page = self._get(call, token, what)
             if page is None or page is _NOT_SERVED_PAGE:
                 return None if page is None else _NOT_SERVED
             try:
@@ -204,14 +199,14 @@ class _Lister:
         self.errors.append(self.scope.error(what, BAD_RESPONSE, f"{what}: {detail}"))
         return None
 
-    def _get(self, path: str, query: list[tuple[str, Any]], kind: Kind, what: str) -> Any:
+    def _get(self, call: _ListCall, token: str, what: str) -> Any:
         """One page's JSON (None when recorded): a 429 or 5xx, a reset or a read timeout are retried with
         back-off, as AWS and GCP retry them; a Retry-After longer than MAX_RETRY_AFTER is not waited for."""
-        policy = self.policy
+        policy, kind = self.policy, call.kind
         for attempt in range(policy.max_attempts):
             last = attempt + 1 == policy.max_attempts
             try:
-                data = self._call(path, query)
+                data = self._call(call, token)
             except ApiException as exc:
                 if exc.status not in _RETRIED or last:
                     return self._failed(exc, kind, what)
@@ -242,22 +237,19 @@ class _Lister:
             return page
         raise AssertionError("not reached: the last attempt returns or raises")
 
-    def _call(self, path: str, query: list[tuple[str, Any]]) -> bytes:
-        """One GET, its body read whole (a reset mid-body is raised here too)."""
+    def _call(self, call: _ListCall, token: str) -> bytes:
+        """One page's GET through the typed API, its body read whole (a reset mid-body is raised here too)."""
         self.calls += 1
         API_CALLS.add(1)
-        policy = self.policy
-        response = self.api.call_api(
-            path,
-            "GET",
-            query_params=query,
-            header_params={"Accept": "application/json"},
-            auth_settings=["BearerToken"],
-            _preload_content=False,
-            _request_timeout=(policy.connect_timeout, policy.read_timeout),
-        )
-        raw = response[0] if isinstance(response, tuple) else response
-        data: bytes = raw.data
+        options: dict[str, Any] = {
+            "limit": PAGE,
+            "_preload_content": False,  # the urllib3 response, unread: the API's own JSON, not the client's models
+            "_request_timeout": (self.policy.connect_timeout, self.policy.read_timeout),
+        }
+        if token:
+            options["_continue"] = token
+        response = call.method(self.api)(*call.arguments, **options)
+        data: bytes = response.data
         return data
 
     def _retry(self, seconds: float) -> None:
@@ -271,7 +263,7 @@ class _Lister:
             raise FabricCheckError(
                 f"Kubernetes API server {self.host}: unauthorized (401): check the kubeconfig's credentials"
             )
-        # The words every cloud's collection errors use (sources.common.Scope): denied with the rule it needed,
+        # The words every cloud's collection errors use (sources.scope.Scope): denied with the rule it needed,
         # throttled after the retries, else the HTTP status.
         detail = f"{what}: {exc.status} {exc.reason}"
         if not waited:
@@ -284,6 +276,38 @@ class _Lister:
         else:
             self.errors.append(self.scope.error(what, f"HTTP{exc.status}", detail))
         return None
+
+
+@dataclass(frozen=True)
+class _ListCall:
+    """Which public list method reads one kind at one version (in one namespace, or all)."""
+
+    kind: Kind
+    version: str
+    namespace: str | None
+
+    def method(self, api: client.ApiClient) -> Any:
+        if not self.kind.group:  # the core group: CoreV1Api's own method per kind
+            core = client.CoreV1Api(api)
+            # Across the cluster (every namespace), and in one namespace. Nodes are not namespaced.
+            lists = {
+                "nodes": (core.list_node, core.list_node),
+                "pods": (core.list_pod_for_all_namespaces, core.list_namespaced_pod),
+                "configmaps": (core.list_config_map_for_all_namespaces, core.list_namespaced_config_map),
+            }
+            if self.version != "v1" or self.kind.plural not in lists:
+                raise AssertionError(f"no CoreV1Api list for {self.kind.plural} at {self.version}")
+            every, one = lists[self.kind.plural]
+            return one if self.namespace else every
+        custom = client.CustomObjectsApi(api)
+        return custom.list_namespaced_custom_object if self.namespace else custom.list_cluster_custom_object
+
+    @property
+    def arguments(self) -> tuple[str, ...]:
+        where = (self.namespace,) if self.namespace else ()
+        if not self.kind.group:
+            return where
+        return (self.kind.group, self.version, *where, resource_of(self.kind))
 
 
 def _shown(exc: NotAList) -> str:

@@ -9,9 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from fabriccheck.errors import FabricCheckError
+from fabriccheck.gcpause import paused_gc
 from fabriccheck.inventory import Inventory
+from fabriccheck.jsonfiles import read_json
 from fabriccheck.providers.k8s.objects import KINDS, REQUIRED, ClusterObjects, Normalizer
-from fabriccheck.sources.common import paused_gc, read_json
 from fabriccheck.sources.dumps import subfolders
 
 LOOP = (
@@ -102,7 +103,7 @@ def load_dump(directory: Path, scope: object = None) -> Inventory:
     inventory = Inventory(source=f"k8s dump {directory}")
     for folder in cluster_folders(directory):
         # Parsing and normalizing build a great many small objects: the cyclic collector would rescan the parsed
-        # files again and again (sources.common.paused_gc).
+        # files again and again (gcpause.paused_gc).
         with paused_gc():
             part = Normalizer(read_cluster(folder)).inventory(f"k8s dump {folder}")
         inventory.merge(part)

@@ -20,7 +20,7 @@ from fabriccheck.providers.k8s import bare_pods, role
 from fabriccheck.providers.k8s.dump import read_list
 from fabriccheck.providers.k8s.objects import KINDS, ClusterObjects, Normalizer, read_shape
 from fabriccheck.providers.k8s.templates import RUNTIME_KINDS, BadField, Runtimes, pods_of, runtime_of, templates
-from fabriccheck.sources.common import Scope
+from fabriccheck.sources.scope import Scope
 
 SUFFIXES = (".yaml", ".yml", ".json")
 # Objects in the manifests that the judging reads besides pods: applied with them.

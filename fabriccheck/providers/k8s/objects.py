@@ -34,8 +34,8 @@ from fabriccheck.providers.k8s.support import (
 )
 from fabriccheck.providers.k8s.topology import compute_domain_cliques, node_topology
 from fabriccheck.resources.k8s import DaemonSet, GkeNetwork, GkeNetworkParamSet, PodPart
-from fabriccheck.sources.common import unexpected_shape
 from fabriccheck.sources.pools import node as pooled_node
+from fabriccheck.sources.shape import unexpected_shape
 
 # The plural each kind is dumped and listed as, and its kind (role.KINDS: every kind read).
 KINDS = {k.plural: k.kind for k in role.KINDS}
@@ -373,7 +373,7 @@ def _one(values: Iterable[str | None]) -> str | None:
 
 @contextmanager
 def read_shape(where: str) -> Iterator[None]:
-    """sources.common.unexpected_shape, and a value nested past Python's recursion limit (a label that is a list
+    """sources.shape.unexpected_shape, and a value nested past Python's recursion limit (a label that is a list
     1,000 deep has no str()) as one line too."""
     try:
         with unexpected_shape(where):
@@ -388,7 +388,7 @@ class Normalizer:
     def __init__(self, objects: ClusterObjects) -> None:
         self.objects = objects
         # An object the API would never answer (labels as a list, a spec that is a string) is one line naming the
-        # cluster, never an internal error (sources.common.unexpected_shape, as every cloud's normalizer does).
+        # cluster, never an internal error (sources.shape.unexpected_shape, as every cloud's normalizer does).
         with read_shape(f"cluster {objects.name}"):
             self.nodes = _Nodes(objects.items.get("nodes", []))
             self.owners = {

@@ -7,13 +7,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from fabriccheck.errors import FabricCheckError
+from fabriccheck.gcpause import paused_gc
 from fabriccheck.inventory import Inventory
 from fabriccheck.provider import ProviderDeclaration, clouds
 from fabriccheck.providers.slurm.files import read_dump
 from fabriccheck.providers.slurm.join import Joiner, addresses
 from fabriccheck.providers.slurm.normalize import Normalizer
 from fabriccheck.providers.slurm.scripts import read_script
-from fabriccheck.sources.common import paused_gc
 
 
 def cloud_of(folder: Path) -> ProviderDeclaration:

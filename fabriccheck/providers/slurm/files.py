@@ -31,10 +31,10 @@ from pathlib import Path
 from typing import Any
 
 from fabriccheck.errors import FabricCheckError
+from fabriccheck.jsonfiles import read_json
 from fabriccheck.providers.slurm.gres import gpu_types_of, gres_types
 from fabriccheck.providers.slurm.hostlist import expand
 from fabriccheck.providers.slurm.topology import Topology, read_topologies
-from fabriccheck.sources.common import read_json
 from fabriccheck.textfiles import read_text
 
 # file in the dump -> the read-only command that makes it (docs/slurm.md, `fabriccheck slurm --print-commands`).

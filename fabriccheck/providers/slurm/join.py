@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypedDict
 
+from fabriccheck.jsonfiles import read_json
 from fabriccheck.model import Node
 from fabriccheck.providers.slurm.files import SlurmNode
-from fabriccheck.sources.common import read_json
 from fabriccheck.sources.stream import walk
 
 PCLUSTER_NAME = re.compile(r"^(?P<queue>.+)-(?:st|dy)-(?P<resource>.+)-\d+$")

@@ -23,7 +23,8 @@ from pathlib import Path
 from fabriccheck.errors import FabricCheckError
 from fabriccheck.inventory import Inventory
 from fabriccheck.model import CollectionError
-from fabriccheck.sources.common import MISSING_DUMP, UNREACHABLE, redact
+from fabriccheck.redaction import redact
+from fabriccheck.sources.scope import MISSING_DUMP, UNREACHABLE
 
 TIMEOUT_SECONDS = 60.0
 CONFIG = ("scontrol", "show", "config")

@@ -24,7 +24,8 @@ import urllib3
 from fabriccheck.endpoints import check_endpoint_url
 from fabriccheck.errors import FabricCheckError
 from fabriccheck.model import CollectionError
-from fabriccheck.sources.common import UNREACHABLE, redact
+from fabriccheck.redaction import redact
+from fabriccheck.sources.scope import UNREACHABLE
 
 CREDENTIAL = "the Slurm JWT (SLURM_JWT) in its X-SLURM-USER-TOKEN header"
 TOKEN_ENV = "SLURM_JWT"

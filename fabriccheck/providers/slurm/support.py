@@ -254,11 +254,18 @@ def _disagreeing(types: tuple[str, ...], accelerator: str) -> str:
     """The Slurm GPU types that name a GPU the accelerator table knows and that is not the instance's, in words
     (`a100 (A100)`); a type the table does not know names nothing to compare (providers/slurm/gres.py)."""
     own = catalog.accelerator(accelerator)
+    if own is None:
+        return ""
+    # gres.conf(5) "Type": a type may be a substring of the name AutoDetect reports, NVML's name with spaces as
+    # underscores ("NVIDIA GB200" -> nvidia_gb200). Such a type (b200 on a GB200, b300 on a GB300) is the node's own
+    # GPU to Slurm, whatever GPU the table reads it as.
+    detected = [f"nvidia_{alias}".lower().replace(" ", "_") for alias in (own.name, *own.aliases)]
     wrong = []
     for name in types:
         named = catalog.accelerator(name)
-        if named is not None and own is not None and named.name != own.name:
-            wrong.append(f"{name} ({named.name})")
+        if named is None or named.name == own.name or any(name.lower() in d for d in detected):
+            continue
+        wrong.append(f"{name} ({named.name})")
     return ", ".join(wrong)
 
 

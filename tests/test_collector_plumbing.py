@@ -12,8 +12,11 @@ import pytest
 from fabriccheck import flow
 from fabriccheck.cli import demo_inventory, demo_plan_inventory
 from fabriccheck.errors import FabricCheckError
+from fabriccheck.gcpause import paused_gc
+from fabriccheck.jsonfiles import read_json
 from fabriccheck.providers.aws.dump import load_dump
-from fabriccheck.sources.common import Scope, in_parallel, paused_gc, read_json
+from fabriccheck.sources.parallel import in_parallel
+from fabriccheck.sources.scope import Scope
 
 DEMO = Path(__file__).resolve().parent.parent / "fixtures" / "demo" / "aws"
 
