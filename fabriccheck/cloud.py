@@ -219,10 +219,11 @@ class CloudSupport:
         the cloud sells smaller domains it does not tell apart."""
         return catalog_gpus
 
-    def host_instances(self, nodes: list[Node], inventory: Inventory) -> list[HostInstance]:
-        """The cloud instances a cluster of `nodes` runs on, as far as its source told (a scheduler's cluster: a
-        cloud's nodes are instances themselves, and run on none)."""
-        return []
+    def host_instances(self, clusters: list[list[Node]], inventory: Inventory) -> list[list[HostInstance]]:
+        """The cloud instances each cluster (its nodes) runs on, in the clusters' order, as far as its source told (a
+        scheduler's cluster: a cloud's nodes are instances themselves, and run on none). Asked once a run for all
+        of a provider's clusters, so a look-up over the inventory is built once, not once a cluster."""
+        return [[] for _ in clusters]
 
     def cluster_facts(self, nodes: list[Node], node_facts: list[Facts], context: FactContext) -> Facts:
         """A cluster's facts of this cloud. `node_facts` holds the facts of each node's shape, in order (shared by

@@ -15,7 +15,7 @@ from fabriccheck import baseline as baselines
 from fabriccheck import config, cost, examples, judge, penalty, rulebook
 from fabriccheck import waivers as waiving
 from fabriccheck.baseline import Baseline
-from fabriccheck.cloud import resolve, support
+from fabriccheck.cloud import HostInstance, resolve, support
 from fabriccheck.clusters import JUDGED_STATES, ROLES, Cluster, build_clusters, current_id, spec_clusters
 from fabriccheck.errors import FabricCheckError
 from fabriccheck.facts import FactBuilder
@@ -175,6 +175,7 @@ def _cluster_reports(
     for finding in evaluation.findings:
         if finding.cluster:
             by_cluster.setdefault(finding.cluster, []).append(finding)
+    hosts = _cloud_instances(clusters, facts.inventory)
     reported: list[ClusterReport] = []
     for cluster in clusters:
         cluster_findings = by_cluster.get(cluster.id, [])
@@ -204,17 +205,28 @@ def _cluster_reports(
                 complete=complete,
                 not_judged=not_judged,
                 penalty=cost.cluster_cost(cluster, cluster_findings, workload, options.price_per_gpu_hour, facts),
-                cloud_instances=_cloud_instances(cluster, facts.inventory),
+                cloud_instances=[_cloud_instance(h) for h in hosts[cluster.id]],
             )
         )
     return reported
 
 
-def _cloud_instances(cluster: Cluster, inventory: Inventory) -> list[CloudInstance]:
-    """The cloud instances a scheduler's cluster runs on (CloudSupport.host_instances; none for a cloud's)."""
-    hosts = support(cluster.provider).host_instances(cluster.nodes, inventory)
-    return [CloudInstance(node=h.node, cloud=h.cloud, instance=h.instance, account=h.account, pods=list(h.members))
-            for h in hosts]  # fmt: skip
+def _cloud_instances(clusters: list[Cluster], inventory: Inventory) -> dict[str, list[HostInstance]]:
+    """The cloud instances each scheduler's cluster runs on (CloudSupport.host_instances; none for a cloud's), by
+    cluster id: one question a provider, whatever the number of its clusters."""
+    by_provider: dict[str, list[Cluster]] = {}
+    for cluster in clusters:
+        by_provider.setdefault(cluster.provider, []).append(cluster)
+    found: dict[str, list[HostInstance]] = {}
+    for provider, group in by_provider.items():
+        answers = support(provider).host_instances([c.nodes for c in group], inventory)
+        found |= {c.id: hosts for c, hosts in zip(group, answers, strict=True)}
+    return found
+
+
+def _cloud_instance(host: HostInstance) -> CloudInstance:
+    return CloudInstance(node=host.node, cloud=host.cloud, instance=host.instance, account=host.account,
+                         pods=list(host.members))  # fmt: skip
 
 
 def _not_reported(clusters: list[Cluster], reported: set[str]) -> list[NodeNotReported]:

@@ -286,9 +286,13 @@ class K8sSupport(HostedSupport):
         index = context.cached("k8s:daemonsets", lambda: _by_scope(context.inventory.k8s.daemonsets))
         return index.get((shape.account, shape.region), [])
 
-    def host_instances(self, nodes: list[Node], inventory: Inventory) -> list[HostInstance]:
-        """The cloud instances the workload's scheduled pods run on, from each node's spec.providerID (a pending
+    def host_instances(self, clusters: list[list[Node]], inventory: Inventory) -> list[list[HostInstance]]:
+        """The cloud instances each workload's scheduled pods run on, from each node's spec.providerID (a pending
         pod has none yet), by node name."""
+        return [self._pods_hosts(nodes) for nodes in clusters]
+
+    @staticmethod
+    def _pods_hosts(nodes: list[Node]) -> list[HostInstance]:
         found: dict[str, tuple[HostInstance, list[str]]] = {}
         for node in nodes:
             pod = node.shape.part(PodPart)

@@ -169,13 +169,15 @@ class SlurmSupport(HostedSupport):
             facts["unknown"] = unknown
         return facts
 
-    def host_instances(self, nodes: list[Node], inventory: Inventory) -> list[HostInstance]:
-        """The instances its nodes were joined to (providers/slurm/join.py): a machine a cloud cluster also reports
-        is paid for once, and `merge` joins the two."""
-        joined = {(i.account, i.node): i for i in inventory.slurm.instances}
-        found = [joined[(node.account, node.id)] for node in nodes if (node.account, node.id) in joined]
-        return [HostInstance(node=i.node, cloud=i.cloud, instance=i.instance, account=None, members=(i.node,))
-                for i in found]  # fmt: skip
+    def host_instances(self, clusters: list[list[Node]], inventory: Inventory) -> list[list[HostInstance]]:
+        """The instances each cluster's nodes were joined to (providers/slurm/join.py): a machine a cloud cluster
+        also reports is paid for once, and `merge` joins the two."""
+        joined = {
+            (i.account, i.node): HostInstance(node=i.node, cloud=i.cloud, instance=i.instance, account=None,
+                                              members=(i.node,))
+            for i in inventory.slurm.instances
+        }  # fmt: skip
+        return [[joined[(n.account, n.id)] for n in nodes if (n.account, n.id) in joined] for nodes in clusters]
 
     def cluster_facts(self, nodes: list[Node], node_facts: list[Facts], context: FactContext) -> Facts:
         parts = [node.shape.part(SlurmPart) or SlurmPart(cluster=node.account, partition="") for node in nodes]
