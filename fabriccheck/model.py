@@ -41,6 +41,7 @@ from fabriccheck.values import Gbps as Gbps
 from fabriccheck.values import Index as Index
 from fabriccheck.values import Model as Model
 from fabriccheck.values import Scoped as Scoped
+from fabriccheck.values import Topology as Topology
 
 SCHEMA_VERSION = 3
 
@@ -182,30 +183,6 @@ class Placement(Frozen):
 
     kind: str  # e.g. "placement-group", "capacity-block", "capacity-reservation", "scale-set", "resource-policy"
     id: str
-
-
-class Topology(Frozen):
-    """Where a node sits in the network and NVLink fabric its cloud (or its scheduler) publishes: one neutral fact
-    whoever published it, so rules (and a Slurm reader later) read one thing. `levels` are the network levels above
-    the host, coarsest first, each as an id unique in the whole estate (a path where the cloud's ids are only unique
-    under their parent): EC2 DescribeInstanceTopology NetworkNodes (layer 1..3 or 4), EKS's
-    topology.k8s.aws/network-node-layer-N labels, GCP resourceStatus.physicalHostTopology (cluster, block, sub-block),
-    GKE's cloud.google.com/gce-topology-block/-subblock labels. `level_names` says what the cloud calls each level.
-    `nvlink_domain`: the multi-node NVLink domain (a GB200/GB300 NVL72 rack) the node's GPUs share NVLink with: an
-    UltraServer's Capacity Block, an A4X sub-block, NVIDIA's nvidia.com/gpu.clique; `nvlink_domain_gpus`: how many GPUs
-    the domain holds when the publisher says (else the accelerator table's figure)."""
-
-    source: str  # who published it: "DescribeInstanceTopology", "physicalHostTopology", "node labels" ...
-    levels: tuple[str, ...] = ()
-    level_names: tuple[str, ...] = ()
-    nvlink_domain: str | None = None
-    nvlink_domain_gpus: Count | None = None
-
-    @model_validator(mode="after")
-    def _one_name_per_level(self) -> Topology:
-        if self.level_names and len(self.level_names) != len(self.levels):
-            raise ValueError(f"{len(self.level_names)} level names for {len(self.levels)} levels")
-        return self
 
 
 class NodeSpec(Frozen):

@@ -1,13 +1,14 @@
 """The base of every model and value, below the neutral model (model.py) and the provider parts that model holds
 (resources/<provider>.py), so both can build on it without an import circle: a model that refuses unknown keys, a
-value that is frozen and hashed by its fields, what belongs to one account and region, and the bounds of counts."""
+value that is frozen and hashed by its fields, what belongs to one account and region, the bounds of counts, and
+where a node sits in its cloud's topology (a provider part holds it too: a reservation's topology before launch)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Annotated, Any, Self
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 # Bounds no real machine comes near (the largest today: 32 network cards and EFA interfaces on p5.48xlarge,
 # 16 accelerators on inf1.24xlarge and trn1, 6,400 Gbps on p6-b300), so a corrupt or hand-edited saved
@@ -59,3 +60,27 @@ class Frozen(BaseModel):
         for derived in [key for key in copied.__dict__ if key not in fields]:
             del copied.__dict__[derived]
         return copied
+
+
+class Topology(Frozen):
+    """Where a node sits in the network and NVLink fabric its cloud (or its scheduler) publishes: one neutral fact
+    whoever published it, so rules (and a Slurm reader later) read one thing. `levels` are the network levels above
+    the host, coarsest first, each as an id unique in the whole estate (a path where the cloud's ids are only unique
+    under their parent): EC2 DescribeInstanceTopology NetworkNodes (layer 1..3 or 4), EKS's
+    topology.k8s.aws/network-node-layer-N labels, GCP resourceStatus.physicalHostTopology (cluster, block, sub-block),
+    GKE's cloud.google.com/gce-topology-block/-subblock labels. `level_names` says what the cloud calls each level.
+    `nvlink_domain`: the multi-node NVLink domain (a GB200/GB300 NVL72 rack) the node's GPUs share NVLink with: an
+    UltraServer's Capacity Block, an A4X sub-block, NVIDIA's nvidia.com/gpu.clique; `nvlink_domain_gpus`: how many GPUs
+    the domain holds when the publisher says (else the accelerator table's figure)."""
+
+    source: str  # who published it: "DescribeInstanceTopology", "physicalHostTopology", "node labels" ...
+    levels: tuple[str, ...] = ()
+    level_names: tuple[str, ...] = ()
+    nvlink_domain: str | None = None
+    nvlink_domain_gpus: Count | None = None
+
+    @model_validator(mode="after")
+    def _one_name_per_level(self) -> Topology:
+        if self.level_names and len(self.level_names) != len(self.levels):
+            raise ValueError(f"{len(self.level_names)} level names for {len(self.levels)} levels")
+        return self

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from fabriccheck.model import Model, Scoped, Topology
+from fabriccheck.values import Model, Scoped, Topology
 
 
 class PlacementGroup(Scoped):
