@@ -10,7 +10,7 @@ as the test runs. ResumeProgram is `true`: when a job is given cloud nodes slurm
 `State=FUTURE` (slurm.conf(5): "not yet exist ... not shown"). The jobs the fixture submits are writes to its own
 controller; `fabriccheck slurm` itself only reads (providers/slurm/live.py ALLOWED).
 
-Without the binaries the tests skip with the reason; under CI (FABRICCHECK_REQUIRE_SLURM=1, set by .ci/run) they fail.
+Without the binaries the tests skip with the reason; under CI (REQUIRE_SLURM_TESTS=1, set by .ci/run) they fail.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from pathlib import Path
 import pytest
 from gateway_run import free_port
 
-REQUIRE = "FABRICCHECK_REQUIRE_SLURM"  # =1 (.ci/run): a missing binary fails the tests instead of skipping them
+REQUIRE = "REQUIRE_SLURM_TESTS"  # =1 (.ci/run): a missing binary fails the tests instead of skipping them
 SBIN = "/usr/sbin:/sbin"  # slurmctld and munged are in sbin, off a non-root user's PATH
 DAEMONS = ("slurmctld", "munged", "slurmrestd")
 CLIENTS = ("scontrol", "sinfo", "squeue", "sbatch", "munge")

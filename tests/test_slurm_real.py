@@ -198,12 +198,12 @@ def test_the_right_topology_is_not_flagged(controller: Controller, tmp_path: Pat
 
 
 def test_missing_slurm_skips_here_and_fails_under_ci(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Without slurmctld the real-controller tests skip with the reason; with FABRICCHECK_REQUIRE_SLURM=1 (.ci/run)
+    """Without slurmctld the real-controller tests skip with the reason; with REQUIRE_SLURM_TESTS=1 (.ci/run)
     the same absence is a failure, so CI never passes by skipping them."""
     monkeypatch.setattr(slurmctld_run, "_which", lambda name: None if name == "slurmctld" else f"/usr/bin/{name}")
     monkeypatch.delenv(slurmctld_run.REQUIRE, raising=False)
     with pytest.raises(pytest.skip.Exception, match="slurmctld not installed"):
         skip_without_slurm()
     monkeypatch.setenv(slurmctld_run.REQUIRE, "1")
-    with pytest.raises(pytest.fail.Exception, match="FABRICCHECK_REQUIRE_SLURM=1 but slurmctld not installed"):
+    with pytest.raises(pytest.fail.Exception, match="REQUIRE_SLURM_TESTS=1 but slurmctld not installed"):
         skip_without_slurm()
