@@ -20,7 +20,7 @@ def test_every_shipped_yaml_file_has_its_parse_in_the_cache() -> None:
     for path in files:
         text = path.read_text(encoding="utf-8")
         assert cache.get(shipped.digest(text)) == yaml.safe_load(text), (
-            f"{path} changed since fabriccheck/data/parsed.json was built: run python tools/shipped_yaml.py"
+            f"{path} changed since fabriccheck/data/parsed.json was built: run python tools/build_parsed.py"
         )
         assert shipped.load_yaml(text) == yaml.safe_load(text)
 

@@ -15,7 +15,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]  # the checkout: fabriccheck/builders/ is two folders down
+from fabriccheck.builders import checkout
+
+ROOT = checkout()
 ACCOUNT = "111122223333"
 VPC = "vpc-0a1b2c3d4e5f60001"
 SUBNETS = {

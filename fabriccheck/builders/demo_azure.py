@@ -13,7 +13,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]  # the checkout: fabriccheck/builders/ is two folders down
+from fabriccheck.builders import checkout
+
+ROOT = checkout()
 
 SUBSCRIPTION = "11111111-2222-3333-4444-555555555555"
 LOCATION = "eastus"

@@ -10,9 +10,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+from fabriccheck.builders import checkout
 from fabriccheck.builders.plan_builder import PlanBuilder, const, ref
 
-ROOT = Path(__file__).resolve().parents[2]  # the checkout: fabriccheck/builders/ is two folders down
+ROOT = checkout()
 
 
 # ---------------------------------------------------------------------------------------------- AWS

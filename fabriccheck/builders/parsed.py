@@ -11,9 +11,10 @@ from typing import Any
 import orjson
 import yaml
 
+from fabriccheck.builders import checkout
 from fabriccheck.shipped import CACHE, digest
 
-ROOT = Path(__file__).resolve().parents[2]  # the checkout: fabriccheck/builders/ is two folders down
+ROOT = checkout()
 SHIPPED = (ROOT / "rules", ROOT / "fabriccheck" / "data")
 
 

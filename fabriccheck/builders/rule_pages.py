@@ -18,11 +18,12 @@ from pathlib import Path
 
 import yaml
 
+from fabriccheck.builders import checkout
 from fabriccheck.findings import Effect
 from fabriccheck.reports.rules import PlainDumper
 from fabriccheck.rulebook import EvidenceRule, Remediation, Rule, RuleMeta, load_book
 
-ROOT = Path(__file__).resolve().parents[2]  # the checkout: fabriccheck/builders/ is two folders down
+ROOT = checkout()
 RULES = ROOT / "rules"
 OUT = ROOT / "docs" / "rules"
 
