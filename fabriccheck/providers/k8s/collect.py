@@ -33,7 +33,8 @@ from typing import Any
 import orjson
 import urllib3
 import yaml
-from kubernetes import client, config
+from kubernetes import client
+from kubernetes import config as kube_config
 from kubernetes.client.exceptions import ApiException
 
 from fabriccheck.endpoints import check_endpoint_url
@@ -63,6 +64,9 @@ def _configuration(context: str | None, kubeconfig: Path | None) -> tuple[client
     """The client's configuration and the cluster's name (the context's): kubeconfig, else the pod's service
     account when running in a cluster."""
     configuration = client.Configuration()
+    # kubernetes 37 ships its config loaders without annotations (36 had them): typed as Any here, so mypy --strict
+    # passes on either release the extra allows.
+    config: Any = kube_config
     in_cluster = (
         kubeconfig is None
         and context is None
