@@ -15,7 +15,7 @@ def _is_checkout(folder: Path) -> bool:
 def checkout() -> Path:
     """The checkout to build in: the one this package sits in (tools/ scripts, an editable install), else the one
     the current folder is in (the tests, run from the repository against an installed wheel, as .ci/run does)."""
-    own = Path(__file__).resolve().parents[1].parent
+    own = Path(__file__).resolve().parents[2]  # fabriccheck/builders/__init__.py: two folders down
     if _is_checkout(own):
         return own
     here = Path.cwd().resolve()
