@@ -440,12 +440,20 @@ def with_overrides(
     return fabric
 
 
+def _links_said(f: FabricSummary) -> str:
+    """The node's links as the header says them: its fabric NICs, or (no fabric) the one Ethernet NIC sockets use."""
+    if f.nics == 0 and f.transport == "tcp":
+        nic = f"{f.ethernet_gbps:g} Gbps" if f.ethernet_gbps is not None else "bandwidth unknown"
+        return f"tcp over Ethernet ({nic}), no fabric"
+    gdr = "on" if f.gpudirect_rdma else "off" if f.gpudirect_rdma is False else "unknown"
+    return f"{f.transport} {f.nics} x {f.gbps_per_nic:g} Gbps (GPUDirect RDMA {gdr})"
+
+
 def render_text(report: EstimateReport) -> str:
     f = report.fabric
     head = f.instance_type or f"{f.gpus_per_node} x {f.accelerator}"
     lines = [
-        f"fabriccheck estimate · {report.nodes} x {head} · {f.transport} {f.nics} x {f.gbps_per_nic:g} Gbps"
-        f" (GPUDirect RDMA {'on' if f.gpudirect_rdma else 'off' if f.gpudirect_rdma is False else 'unknown'})"
+        f"fabriccheck estimate · {report.nodes} x {head} · {_links_said(f)}"
         f" · state {report.state} · workload {report.workload}",
         "",
     ]

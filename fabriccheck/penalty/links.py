@@ -469,7 +469,9 @@ def degraded_link_of(
     if kind in ("tcp-fallback", "unreachable"):
         tcp = tcp_link(fabric, state, best)
         if tcp is None:
-            return "no ordinary-Ethernet bandwidth figure for this type"
+            # Name the type and the one figure: the fabric is priced, only the fallback NIC is unknown.
+            named = fabric.instance_type or "this node type"
+            return f"no ordinary-Ethernet bandwidth figure for {named} (no source gives its host NIC's share)"
         link = Link(min(link.bandwidth, tcp.bandwidth), tcp.latency)
     elif kind == "partial" and used is not None and fabric.nics > 0 and uses_fabric(fabric):
         # k of N NICs: the NICs' share of the uncapped line, still up to what the GPUs drive (GPU_NET_GBYTES)
