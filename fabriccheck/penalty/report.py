@@ -34,6 +34,9 @@ class Penalty(BaseModel):
     healthy_step_seconds: float | None = None
     degraded_step_seconds: Range | None = None
     inter_node_gbytes_per_s: dict[str, float] | None = None  # healthy, degraded best, degraded worst
+    # A figure the slowdown rests on that is extrapolated, not measured (today the per-GPU NIC cap,
+    # links.GPU_NET_GBYTES, beyond the GB300 RoCE run it was fitted on), said beside the price; None otherwise.
+    extrapolated: str | None = None
     # The penalty if the findings their rules mark `confidence: possible` hold too (flow.cluster_cost); not
     # counted in the headline figures above.
     possible: Penalty | None = None
