@@ -36,6 +36,7 @@ MODEL_FIGURES = (
     "inter_node_gbytes_per_s",
     "reason",
     "workload",
+    "extrapolated",  # issue 32: the extrapolated figure a price rests on (the per-GPU NIC cap), said beside it
 )
 DEMO_ACCOUNT = "111122223333"
 
