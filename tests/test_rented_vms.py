@@ -147,3 +147,28 @@ def test_the_scan_text_and_json_carry_the_caveat(tmp_path: Path) -> None:
     doc = json.loads(cli_run.run("aws", "--from-dump", str(folder), "-f", "json").stdout)
     [cluster] = doc["clusters"]
     assert "extrapolated to B300 over efa" in cluster["penalty"]["extrapolated"]
+
+
+@pytest.mark.parametrize(
+    ("size", "gpus", "gbps"),
+    [("g4-standard-48", 1, 50), ("g4-standard-96", 2, 100), ("g4-standard-192", 4, 200), ("g4-standard-384", 8, 400)],
+)
+def test_gcp_g4_is_rtx_pro_6000_over_its_ethernet(size: str, gpus: int, gbps: float) -> None:
+    """Google Cloud, GPU machine types, G4 table: RTX PRO 6000 Blackwell, 1-8 a VM, 50-400 Gbps, no GPU NICs."""
+    fabric = estimate.fabric_of_type(size)
+    assert (fabric.accelerator, fabric.gpus_per_node, fabric.nics, fabric.ethernet_gbps) == (
+        "RTX PRO 6000",
+        gpus,
+        0,
+        gbps,
+    )
+    assert estimate.run(fabric, 2, "healthy", DDP).estimated
+
+
+def test_aws_g7e_names_its_gpu_as_describe_instance_types_does() -> None:
+    """The recorded DescribeInstanceTypes answer calls g7e's GPU "RTX PRO Server 6000": it is the RTX PRO 6000 row,
+    so a g7e falling back to sockets is priced."""
+    fabric = estimate.fabric_of_type("g7e.48xlarge")
+    assert fabric.accelerator == "RTX PRO Server 6000"
+    report = estimate.run(estimate.with_overrides(fabric, 100, False), 2, "tcp", DDP)
+    assert report.estimated and report.slowdown is not None and report.slowdown.low > 1.0
