@@ -62,6 +62,23 @@ class Frozen(BaseModel):
         return copied
 
 
+Setting = tuple[str, str, str]  # an NCCL/libfabric setting: (name, value, where it was set, in words for a message)
+
+
+class JobPart(Frozen):
+    """A provider's node part that stands for a job on the node (a Kubernetes pod, a Slurm job script): what names
+    the job and the NCCL settings its ranks see. Neutral stages (cost) read a job through these two, never through a
+    provider's part; a part that knows neither keeps the empty defaults."""
+
+    def job_words(self) -> tuple[str, ...]:
+        """Lower-case texts that say what the job is (its name, its containers' names and images)."""
+        return ()
+
+    def rank_env(self) -> tuple[Setting, ...]:
+        """The NCCL_* and FI_* settings that reach the job's ranks on this node, in the order they apply."""
+        return ()
+
+
 class Topology(Frozen):
     """Where a node sits in the network and NVLink fabric its cloud (or its scheduler) publishes: one neutral fact
     whoever published it, so rules (and a Slurm reader later) read one thing. `levels` are the network levels above

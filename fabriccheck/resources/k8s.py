@@ -13,12 +13,12 @@ from typing import Literal
 
 from pydantic import Field
 
-from fabriccheck.values import Count, Frozen, Model, Scoped
+from fabriccheck.values import Count, JobPart, Model, Scoped, Setting
 
 Counts = tuple[tuple[str, int], ...]  # (resource name, quantity) pairs, sorted
 
 
-class PodPart(Frozen):
+class PodPart(JobPart):
     """What a Kubernetes pod asks of the node it runs on, and what that node offers: the fabric is
     opt-in a second time in Kubernetes, so the node's type alone does not say what the pod gets. The pod's node
     (type, zone, pool) is the rest of its shape."""
@@ -50,6 +50,22 @@ class PodPart(Frozen):
     claims_unknown: tuple[str, ...] = ()  # claims whose devices could not be told (unknown class, claim not read)
     # rdma/* resources it requests that none of its node candidates (its node, or those its selector allows) advertise
     unadvertised: tuple[str, ...] = ()
+
+    def job_words(self) -> tuple[str, ...]:
+        """Its workload's name and its containers' names and images, lower-cased."""
+        return (self.workload.rsplit("/", 1)[-1].lower(), *(f"{c} {i}".lower() for c, i in self.containers))
+
+    def env_reaches_ranks(self) -> bool:
+        """Whether the pod's own env is what its NCCL ranks see. An MPIJob's ranks are started by the launcher's
+        mpirun over ssh: they get the variables mpirun passes (-x NAME=VALUE, Azure/aks-rdma-infiniband's MPIJob
+        template), not the worker container's env, which an ssh session does not inherit."""
+        return self.kind != "MPIJob"
+
+    def rank_env(self) -> tuple[Setting, ...]:
+        """The settings that reach its ranks: the launcher's mpirun -x first, then its own env where ranks see it."""
+        passed = tuple((name, value, " (passed by the launcher's mpirun -x)") for name, value in self.launcher_env)
+        own = tuple((name, value, "") for name, value in self.env) if self.env_reaches_ranks() else ()
+        return passed + own
 
 
 class DaemonSet(Scoped):
