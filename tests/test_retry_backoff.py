@@ -7,7 +7,6 @@ and records the waits the SDK asks for (not sleeping through them): the same num
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import sys
@@ -22,7 +21,7 @@ from arm_replay import serve as serve_arm
 from cli_run import one_clean_line, run
 from ec2_replay import Ec2Replay
 from ec2_replay import serve as serve_ec2
-from gce_replay import ComputeReplay, fake_service_account_key
+from gce_replay import ComputeReplay, use_fake_google_key
 from gce_replay import serve as serve_gce
 
 from fabriccheck.builders import demo_azure, demo_gcp
@@ -130,10 +129,7 @@ def test_azure_waits_on_the_scale_with_the_same_attempts(
 def test_gcp_waits_on_the_scale_with_the_same_attempts(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     from fabriccheck.providers.gcp import collect
 
-    key = tmp_path / "key.json"
-    key.write_text(json.dumps(fake_service_account_key()))
-    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(key))
-    monkeypatch.setenv("CLOUDSDK_CONFIG", str(tmp_path / "gcloud"))
+    use_fake_google_key(tmp_path, monkeypatch)
     project = demo_gcp.Project(demo_gcp.PROJECT)
     demo_gcp.build(project)
     counts = []
