@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from arm_replay import ArmReplay, fake_az, make_certificate
+from arm_replay import ArmReplay, make_certificate, use_fake_az
 from arm_replay import serve as serve_arm
 from cli_run import one_clean_line, run
 from ec2_replay import Ec2Replay
@@ -95,9 +95,7 @@ def test_aws_waits_on_the_scale_with_the_same_attempts(monkeypatch: pytest.Monke
 def azure_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Path, Path]]:
     """AzureCliCredential only, a fake `az` first on PATH, and a test certificate trusted (reference/testing.md)."""
     cert, key = make_certificate(tmp_path)
-    monkeypatch.setenv("AZURE_TOKEN_CREDENTIALS", "AzureCliCredential")
-    monkeypatch.setenv("PATH", f"{fake_az(tmp_path / 'bin')}{os.pathsep}{os.environ['PATH']}")
-    monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(cert))
+    use_fake_az(tmp_path, cert, monkeypatch)
     yield cert, key
 
 
