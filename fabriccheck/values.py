@@ -37,6 +37,15 @@ class Scoped(Model):
         return (self.account, self.region, resource_id)
 
 
+class ProviderResources(Model):
+    """A provider's namespace of the inventory (resources/<provider>.py): lists only, so merging two inventories
+    appends each of the other's lists to this one's, field by field (a list added later is merged too)."""
+
+    def merge(self, other: Self) -> None:
+        for name in type(self).model_fields:
+            getattr(self, name).extend(getattr(other, name))
+
+
 class Frozen(BaseModel):
     """A value: immutable once made, equal and hashed by its fields, so equal values share one memo entry (facts,
     verdicts) whoever made them. Unknown keys are refused, as for every model."""

@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from fabriccheck.values import Count, JobPart, Model, Scoped, Setting
+from fabriccheck.values import Count, JobPart, ProviderResources, Scoped, Setting
 
 Counts = tuple[tuple[str, int], ...]  # (resource name, quantity) pairs, sorted
 
@@ -89,12 +89,7 @@ class GkeNetworkParamSet(Scoped):
     device_mode: str | None = None  # NetDevice (TCPX/TCPXO GPU NICs) or RDMA
 
 
-class K8sResources(Model):
+class K8sResources(ProviderResources):
     daemonsets: list[DaemonSet] = Field(default_factory=list)
     networks: list[GkeNetwork] = Field(default_factory=list)
     network_param_sets: list[GkeNetworkParamSet] = Field(default_factory=list)
-
-    def merge(self, other: K8sResources) -> None:
-        self.daemonsets.extend(other.daemonsets)
-        self.networks.extend(other.networks)
-        self.network_param_sets.extend(other.network_param_sets)

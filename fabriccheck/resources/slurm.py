@@ -14,7 +14,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from fabriccheck.values import Count, JobPart, Model, Scoped, Setting
+from fabriccheck.values import Count, JobPart, ProviderResources, Scoped, Setting
 
 
 class SlurmPart(JobPart):
@@ -65,10 +65,6 @@ class JoinedInstance(Scoped):
     instance: str  # the instance's id (EC2 instance id, Azure VM id, GCE instance name)
 
 
-class SlurmResources(Model):
+class SlurmResources(ProviderResources):
     groups: list[TopologyGroup] = Field(default_factory=list)
     instances: list[JoinedInstance] = Field(default_factory=list)
-
-    def merge(self, other: SlurmResources) -> None:
-        self.groups.extend(other.groups)
-        self.instances.extend(other.instances)
