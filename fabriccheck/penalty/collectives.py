@@ -14,9 +14,12 @@ from dataclasses import dataclass, replace
 
 from fabriccheck import catalog
 from fabriccheck.penalty.links import (
+    FIRST_NVLS_TREE_NCCL,
     GB,
     HEALTHY,
     INTRA_RING_EFFICIENCY,
+    LAST_THRESHOLD_NCCL,
+    THRESHOLD_TREE_MIN_GPUS,
     FabricDescription,
     FabricState,
     Link,
@@ -100,8 +103,8 @@ def algorithm(
       the node's achieved NIC bandwidth (or NVLink, if slower);
     - tree (all_reduce only; double binary tree): log2(N) latency; each node sends and receives the buffer once
       at 2 nodes and twice beyond, while the chain inside the node moves 2(g-1)/g of it over NVLink.
-    Trees win small messages at scale; at 2 nodes they also win large ones, where NCCL runs them: with NVLSTree
-    (NVLS accelerators) or a plugin's tuner (`two_node_tree`); otherwise NCCL's model keeps rings there.
+    Trees win small messages at scale; at 2 nodes they also win large ones, where NCCL runs them (`two_node_tree`,
+    by NCCL release: two_node_trees); otherwise NCCL's model keeps rings there.
     Inside one node, and inside the units when they are multi-node NVLink domains (`domain`), every NVLink hop
     costs NCCL's own step latency (NVLINK_STEP_S): a ring of 1,440 ranks pays for its 2,840 hops inside racks."""
     ranks = nodes * gpus
@@ -167,9 +170,14 @@ def collective_seconds(
     return algorithm(op, size, nodes, gpus, link, intra, two_node_tree, domain)[1]
 
 
-def two_node_trees(accel: catalog.Accelerator, link: Link) -> bool:
-    """Whether NCCL runs a tree for large all_reduces at 2 nodes: NVLSTree on NVLS accelerators, or a tuner."""
-    return accel.nvls or link.tuned_trees
+def two_node_trees(accel: catalog.Accelerator, link: Link, gpus: int = 8) -> bool:
+    """Whether NCCL runs a tree for large all_reduces at 2 nodes of `gpus` GPUs, by the release the link's job runs
+    (links.NcclVersion): NCCL 2.4's threshold ran trees there on NVLink nodes of 3 GPUs and more; from 2.18 NVLSTree
+    does on NVLS accelerators; a plugin's tuner (tuned_trees) picks them on its fabric."""
+    version = link.nccl_version
+    if version <= LAST_THRESHOLD_NCCL:
+        return bool(accel.nvlink_gbytes) and gpus >= THRESHOLD_TREE_MIN_GPUS
+    return (accel.nvls and version >= FIRST_NVLS_TREE_NCCL) or link.tuned_trees
 
 
 @dataclass(frozen=True)
@@ -239,7 +247,7 @@ def collective_estimate(
     per_domain = domain_nodes(fabric, accel, state)
     group = units(nodes, fabric.gpus_per_node, link, per_domain, state.nvlink_domains, ring_rails(fabric))
     intra = intra_bandwidth(accel, group.nodes_per_unit > 1)
-    trees = two_node_trees(accel, link)
+    trees = two_node_trees(accel, link, group.gpus)
     domain = group.nodes_per_unit > 1
     name, seconds = algorithm(op, size_bytes, group.count, group.gpus, group.link, intra, trees, domain)
     if seconds <= 0:
