@@ -16,8 +16,8 @@ from typing import Any
 import yaml
 
 from fabriccheck import penalty, textfiles
-from fabriccheck.penalty import links
 from fabriccheck.errors import FabricCheckError
+from fabriccheck.penalty import links
 
 # Layout words users write, as the model's three traffic shapes: ZeRO-1/2 move what DDP moves (one gradient
 # all-reduce, as reduce-scatter + all-gather), ZeRO-3 is FSDP's full sharding.
@@ -61,7 +61,7 @@ WORKLOAD_FIELDS = {
     "nccl_socket_nthreads": "NCCL_SOCKET_NTHREADS as the job sets it (NCCL's default for the NIC if absent)",
     "nccl_nsocks_perthread": "NCCL_NSOCKS_PERTHREAD as the job sets it (NCCL's default for the NIC if absent)",
     "nccl_channels": "NCCL channels over sockets, from a log of the job (`N coll channels`)",
-    "nccl_version": "the NCCL release the job runs, e.g. 2.21 or 2.21.5 (default: the model's, named in every estimate)",
+    "nccl_version": "the NCCL release the job runs, e.g. 2.21 or 2.21.5 (default: the model's, in every estimate)",
     "fsdp_wrap": "fsdp: layer (each transformer block, the default), model (one unit) or hybrid (HSDP)",
 }
 _SUFFIX = {"k": 1e3, "m": 1e6, "b": 1e9, "t": 1e12}
@@ -201,7 +201,7 @@ def _nccl_version(doc: dict[str, Any], where: str) -> tuple[int, int] | None:
     value = doc["nccl_version"]
     found = links.nccl_version_of(value) if isinstance(value, str) else None
     if found is None:
-        raise FabricCheckError(f"{where}: nccl_version {value!r} is not an NCCL release (quote it: \"2.21\", \"2.21.5\")")
+        raise FabricCheckError(f'{where}: nccl_version {value!r} is not an NCCL release (quote it: "2.21", "2.21.5")')
     return found
 
 

@@ -468,7 +468,9 @@ def healthy_link_of(
     """A node's inter-node link with nothing wrong with its fabric, or why there is none. Without a fabric, TCP
     over the ordinary NIC on the state's socket path is the healthy state. The link carries the state's NCCL
     version (the default where it names none)."""
-    link = fabric_link(fabric, accel, best) if uses_fabric(fabric) else _calibrated(tcp_link(fabric, state, best), fabric)
+    link = (
+        fabric_link(fabric, accel, best) if uses_fabric(fabric) else _calibrated(tcp_link(fabric, state, best), fabric)
+    )
     if link is None:
         return f"no bandwidth figure for {fabric.instance_type or 'this node type'}"
     if isinstance(link, str) or state.nccl_version is None:
