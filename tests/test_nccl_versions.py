@@ -1,0 +1,115 @@
+"""The NCCL release a job runs decides the algorithm NCCL picks for a large all_reduce at 2 nodes (issue 32 item 4).
+
+Each gate is read from NVIDIA/nccl's own tags (fabriccheck/penalty/links.py names them): NCCL 2.4 picked trees by a
+threshold (v2.4.8-1 src/init.cc, ncclTreeThreshold), NVLSTree first ships in v2.18.1-1 (src/include/devcomm.h).
+The fabrics below are the calibration table's own (fabriccheck/data/calibration.yaml: xe9680-2n-ib, 2 x 8 H100 and
+8 x 400 Gbps InfiniBand, NVIDIA/nccl-tests#309; dgx1-v100-2n-tree, 2 x DGX-1 and 4 x 100 Gbps, NVIDIA/nccl#307).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from cli_run import one_clean_line, run
+
+from fabriccheck import estimate, penalty
+from fabriccheck.penalty import links
+
+GIB16 = 16 * 2**30
+H100_IB = ("H100", 8, 8, 400.0, "ib")  # xe9680-2n-ib
+V100_IB = ("V100", 8, 4, 100.0, "ib")  # dgx1-v100-2n-tree
+
+
+def _fabric(spec: tuple[str, int, int, float, str], gpus: int | None = None) -> penalty.FabricDescription:
+    gpu, per_node, nics, gbps, transport = spec
+    return estimate.custom_fabric(gpu, gpus or per_node, nics, gbps, transport, True, None)
+
+
+def _all_reduce(fabric: penalty.FabricDescription, version: tuple[int, int]) -> penalty.CollectiveEstimate:
+    state = replace(links.HEALTHY, nccl_version=version)
+    found = penalty.collective_estimate(fabric, 2, "all_reduce", GIB16, state)
+    assert found is not None
+    return found
+
+
+def test_nvls_tree_at_2_nodes_needs_nccl_2_18() -> None:
+    """H100 is an NVLS accelerator: from 2.18 NVLSTree carries a 2-node all_reduce (each node sends the buffer
+    once, bounded here by the NVLink chain), before it NCCL keeps rings, which move it twice over the NICs."""
+    fabric = _fabric(H100_IB)
+    old, new = _all_reduce(fabric, (2, 17)), _all_reduce(fabric, links.FIRST_NVLS_TREE_NCCL)
+    assert (old.algorithm, new.algorithm) == ("ring", "tree")
+    assert new.algbw > 1.25 * old.algbw
+    assert abs(new.algbw - 250.667) / 250.667 < 0.25  # xe9680-2n-ib, NCCL 2.26.2: NVLSTree's release
+
+
+def test_nccl_2_4_ran_trees_at_2_nodes_on_nvlink_nodes() -> None:
+    fabric = _fabric(V100_IB)
+    assert _all_reduce(fabric, (2, 4)).algorithm == "tree"
+    assert _all_reduce(fabric, (2, 5)).algorithm == "ring"  # 2.5 on: NCCL's tuning model, no NVLSTree on V100
+    assert _all_reduce(_fabric(V100_IB, gpus=2), (2, 4)).algorithm == "ring"  # under the threshold's GPUs
+
+
+def test_threshold_gpus_recomputed_from_nccl_2_4() -> None:
+    """v2.4.8-1 src/init.cc ncclTreeThreshold: ringlat = 6 us x (ranks - 1), treelat = 15 us x log2(nodes) +
+    4 us x (ranks a node - 1); trees run while ringlat > treelat (and on NVLink a 2-node tree's bandwidth tops the
+    ring's). At 2 nodes the fewest GPUs a node for which that holds:"""
+    fewest = next(g for g in range(1, 17) if 6 * (2 * g - 1) > 15 * math.log2(2) + 4 * (g - 1))
+    assert fewest == links.THRESHOLD_TREE_MIN_GPUS
+
+
+@pytest.mark.parametrize(
+    ("text", "version"),
+    [("2.27", (2, 27)), ("2.21.5", (2, 21)), ("v2.21.5-1", (2, 21)), ("2.29.2+cuda12.8", (2, 29)), ("3.1", None)],
+)
+def test_versions_as_people_and_logs_write_them(text: str, version: tuple[int, int] | None) -> None:
+    assert links.nccl_version_of(text) == version
+
+
+def _json(*args: str) -> dict[str, object]:
+    result = run("estimate", "--gpu", "H100", "--nodes", "2", "--format", "json", *args)
+    assert result.returncode == 0, result.stderr
+    report: dict[str, object] = json.loads(result.stdout)
+    return report
+
+
+def _big_all_reduce(report: dict[str, object]) -> str:
+    found = [c for c in report["collectives"] if c["op"] == "all_reduce" and c["bytes"] == GIB16]  # type: ignore[attr-defined]
+    return str(found[0]["algorithm"])
+
+
+def test_every_estimate_names_its_nccl_release() -> None:
+    default = _json()
+    assert any(str(n).startswith("NCCL 2.27 (the default; --nccl-version") for n in default["notes"])  # type: ignore[attr-defined]
+    assert _big_all_reduce(default) == "tree"
+    told = _json("--nccl-version", "2.17.1")
+    assert any(str(n).startswith("NCCL 2.17 (--nccl-version)") for n in told["notes"])  # type: ignore[attr-defined]
+    assert _big_all_reduce(told) == "ring"
+
+
+def test_workload_file_names_the_release(tmp_path: Path) -> None:
+    path = tmp_path / "job.yaml"
+    shape = "parameters: 8B\nlayers: 32\nhidden: 4096\nseq_len: 8192\ntokens_per_gpu: 16384\n"
+    path.write_text(shape + 'nccl_version: "2.17"\n')
+    report = _json("--workload-file", str(path))
+    assert any(str(n).startswith("NCCL 2.17 (the workload's nccl_version)") for n in report["notes"])  # type: ignore[attr-defined]
+    assert _big_all_reduce(report) == "ring"
+    path.write_text(shape + "nccl_version: 2.21\n")  # a YAML float: 2.20 would read 2.2
+    bad = run("estimate", "--gpu", "H100", "--nodes", "2", "--workload-file", str(path))
+    assert f"--workload-file {path}: nccl_version 2.21 is not an NCCL release" in one_clean_line(bad)
+
+
+@pytest.mark.parametrize("value", ["3.1", "latest", "2"])
+def test_bad_nccl_version_is_one_line(value: str) -> None:
+    line = one_clean_line(run("estimate", "--gpu", "H100", "--nodes", "2", "--nccl-version", value))
+    assert f"--nccl-version {value!r}: not an NCCL release" in line
+
+
+def test_sharp_is_said_to_be_priced_as_the_ring() -> None:
+    infiniband = _json()
+    assert estimate.SHARP_NOTE in infiniband["notes"]  # type: ignore[operator]
+    efa = run("estimate", "--instance-type", "p5.48xlarge", "--nodes", "4", "--format", "json")
+    assert estimate.SHARP_NOTE not in json.loads(efa.stdout)["notes"]
