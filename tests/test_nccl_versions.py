@@ -113,3 +113,44 @@ def test_sharp_is_said_to_be_priced_as_the_ring() -> None:
     assert estimate.SHARP_NOTE in infiniband["notes"]  # type: ignore[operator]
     efa = run("estimate", "--instance-type", "p5.48xlarge", "--nodes", "4", "--format", "json")
     assert estimate.SHARP_NOTE not in json.loads(efa.stdout)["notes"]
+
+
+FIXTURES = Path(__file__).parent / "fixtures" / "nccl"
+NCCL_TESTS_FABRIC = ("--gpu", "H100", "--gpus-per-node", "8", "--nics", "8", "--nic-gbps", "400", "--transport", "ib")
+
+
+def _two_node_h100_run(tmp_path: Path, version_line: str | None) -> Path:
+    """A 2 x 8 H100 all_reduce: the header and 16 rank lines of tests_header_2x8_h100_gcp.txt (its SOURCES.md row),
+    one 8 GiB row at the busbw NVIDIA/nccl-tests#309 reports for 2 x XE9680 ('470 GB/s'), and, when given, the
+    INFO line NCCL prints its release on (the shape of log_fastsocket_2.20.5.txt)."""
+    header = (FIXTURES / "tests_header_2x8_h100_gcp.txt").read_text().splitlines()[6:29]
+    columns = [
+        "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw"
+        " #wrong",
+        "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)",
+        "  8589934592    2147483648     float     sum      -1    34270  250.66  469.98      0    34300  250.43  469.56"
+        "      0",
+        "# Out of bounds values : 0 OK",
+        "# Avg bus bandwidth    : 469.77",
+    ]
+    lines = ([version_line] if version_line else []) + header + columns
+    path = tmp_path / "all_reduce.txt"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _expected_busbw(path: Path) -> tuple[float, list[str]]:
+    result = run("nccl-tests", str(path), *NCCL_TESTS_FABRIC, "-f", "json")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    comparison = report["clusters"][0]["evidence"]["runs"][0]["comparisons"][-1]
+    return float(comparison["expected_busbw_gbytes_per_s"]), list(report["notes"])
+
+
+def test_nccl_tests_judged_by_the_release_the_file_prints(tmp_path: Path) -> None:
+    default, default_notes = _expected_busbw(_two_node_h100_run(tmp_path, None))
+    line = "ztan-mig-235z:6899:6899 [0] NCCL INFO NCCL version 2.17.1+cuda12.1"
+    old, notes = _expected_busbw(_two_node_h100_run(tmp_path, line))
+    assert old < 0.8 * default  # 2.17 has no NVLSTree: a ring's busbw, the NICs' rate, not the 2-node tree's
+    assert any(n.startswith("judged as NCCL 2.17, the release the file's NCCL lines print") for n in notes)
+    assert not any(n.startswith("judged as NCCL") for n in default_notes)
