@@ -154,3 +154,14 @@ def test_nccl_tests_judged_by_the_release_the_file_prints(tmp_path: Path) -> Non
     assert old < 0.8 * default  # 2.17 has no NVLSTree: a ring's busbw, the NICs' rate, not the 2-node tree's
     assert any(n.startswith("judged as NCCL 2.17, the release the file's NCCL lines print") for n in notes)
     assert not any(n.startswith("judged as NCCL") for n in default_notes)
+
+
+def test_no_trees_before_nccl_2_4() -> None:
+    """v2.3.7-1 has no tree algorithm (trees arrive with v2.4.2-1's ncclTreeThreshold): a small all_reduce over 8
+    nodes, which a tree's log2 latency wins today, is a ring there."""
+    fabric = _fabric(H100_IB)
+    today = penalty.collective_estimate(fabric, 8, "all_reduce", 8192, links.HEALTHY)
+    old = penalty.collective_estimate(fabric, 8, "all_reduce", 8192, replace(links.HEALTHY, nccl_version=(2, 3)))
+    assert today is not None and old is not None
+    assert (today.algorithm, old.algorithm) == ("tree", "ring")
+    assert old.algbw < today.algbw

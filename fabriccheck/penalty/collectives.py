@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from fabriccheck import catalog
 from fabriccheck.penalty.links import (
     FIRST_NVLS_TREE_NCCL,
+    FIRST_TREE_NCCL,
     GB,
     HEALTHY,
     INTRA_RING_EFFICIENCY,
@@ -125,7 +126,7 @@ def algorithm(
     ring_bandwidth = min(link.bandwidth, intra) if gpus > 1 else link.bandwidth
     ring_hops = hops * nodes * (gpus - 1) if domain else 0  # NCCL's (nsteps - nInterSteps) inside the domains
     ring = _protocol(steps * link.latency / 2, link.latency, factor * size / ring_bandwidth, ring_hops, "ring")
-    if op != "all_reduce":
+    if op != "all_reduce" or link.nccl_version < FIRST_TREE_NCCL:
         return "ring", ring
     if nodes == 2 and not two_node_tree:
         return "ring", ring
@@ -171,10 +172,12 @@ def collective_seconds(
 
 
 def two_node_trees(accel: catalog.Accelerator, link: Link, gpus: int = 8) -> bool:
-    """Whether NCCL runs a tree for large all_reduces at 2 nodes of `gpus` GPUs, by the release the link's job runs
-    (links.NcclVersion): NCCL 2.4's threshold ran trees there on NVLink nodes of 3 GPUs and more; from 2.18 NVLSTree
-    does on NVLS accelerators; a plugin's tuner (tuned_trees) picks them on its fabric."""
+    """Whether NCCL runs a tree for large all_reduces at 2 nodes of `gpus` GPUs, by the release the link's job
+    runs (links.NcclVersion): none before 2.4; 2.4's threshold ran trees there on NVLink nodes of 3 GPUs and more;
+    from 2.18 NVLSTree does on NVLS accelerators; a plugin's tuner (tuned_trees) picks them on its fabric."""
     version = link.nccl_version
+    if version < FIRST_TREE_NCCL:
+        return False  # no trees before 2.4
     if version <= LAST_THRESHOLD_NCCL:
         return bool(accel.nvlink_gbytes) and gpus >= THRESHOLD_TREE_MIN_GPUS
     return (accel.nvls and version >= FIRST_NVLS_TREE_NCCL) or link.tuned_trees

@@ -150,6 +150,9 @@ ECMP_FREE_NODES = 2  # a 2-node ring's flows run between two NIC pairs: nothing 
 # estimate. Read from the NCCL source of each release (NVIDIA/nccl tags):
 NcclVersion = tuple[int, int]  # (major, minor): 2.21.5-1 is (2, 21)
 DEFAULT_NCCL_VERSION: NcclVersion = (2, 27)
+# Trees first ship in 2.4 (v2.4.2-1 src/init.cc ncclTreeThreshold; v2.3.7-1 has no tree at all): older NCCL runs
+# rings for every size and node count.
+FIRST_TREE_NCCL: NcclVersion = (2, 4)
 # NCCL 2.4 picks trees by a threshold, not a tuning model (v2.4.8-1 src/init.cc, ncclTreeThreshold): on NVLink
 # nodes at 2 nodes a tree's bandwidth is counted as 2 x 3/4 of a ring's, above it, so trees run for every size
 # wherever their latency (15 us + 4 us a GPU) is under the ring's (6 us a rank): from 3 GPUs a node.
