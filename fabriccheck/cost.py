@@ -53,7 +53,23 @@ def cluster_cost(
     if any(f.confidence != "certain" and f.effect != "none" for f in findings):
         found.possible = cluster_penalty(cluster, findings, workload, price_per_gpu_hour, facts)
     word = test_job(cluster)
-    return found if word is None else _as_test_job(found, word)
+    return _unpriced(found, certain) if word is None else _as_test_job(found, word)
+
+
+def _unpriced(found: penalty.Penalty, certain: list[Finding]) -> penalty.Penalty:
+    """A cluster whose certain findings change no state the model prices (effect none: a placement spread, a host
+    NIC's setting) says which findings went unpriced: "no slowdown (the fabric is fully used)" would contradict a
+    finding whose own text says its cost is not estimated."""
+    rules = sorted({f.rule for f in certain if f.effect == "none"})
+    flat = found.slowdown is not None and found.slowdown.high < 1.005
+    if not rules or not found.estimated or found.cannot_run or not flat or found.reason:
+        return found
+    verb = "changes" if len(rules) == 1 else "change"
+    said = (
+        f"no slowdown priced: {', '.join(rules)} {verb} no fabric state the cost model prices (the finding says what "
+        "it may cost)"
+    )
+    return found.model_copy(update={"reason": said})
 
 
 def _as_test_job(found: penalty.Penalty, word: str) -> penalty.Penalty:

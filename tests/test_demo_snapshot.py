@@ -92,7 +92,15 @@ ADDED_SINCE = {
 }
 # A penalty's cost figures then (GPUs x 24 x (slowdown - 1)) and now (out of GPUs x 24: penalty.penalty_of).
 COST_THEN = ("extra_gpu_hours_per_day", "extra_dollars_per_day")
-COST_NOW = ("gpu_hours_per_day", "lost_share", "lost_gpu_hours_per_day", "lost_dollars_per_day", "possible")
+# compute_prior: issue 32, the MFU prior (or measured step) a slowdown rests on, said beside it
+COST_NOW = (
+    "gpu_hours_per_day",
+    "lost_share",
+    "lost_gpu_hours_per_day",
+    "lost_dollars_per_day",
+    "possible",
+    "compute_prior",
+)
 SUMMARY_COST_NOW = (
     "gpu_hours_per_day",
     "lost_gpu_hours_per_day",

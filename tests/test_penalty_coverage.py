@@ -311,3 +311,21 @@ def test_an_accelerator_without_a_published_figure_says_which_and_where_it_goes(
     line, _ = estimate.figure_lines(name)
     assert line is not None and missing in line
     assert line.endswith("(give them, with their source, in fabriccheck/data/accelerators.yaml)")
+
+
+def test_every_priced_slowdown_says_the_mfu_prior_or_measured_step_it_rests_on() -> None:
+    """Issue 32 item 6: the assumed MFU is printed beside the figure, in every report (penalty_line serves text,
+    Markdown, HTML and JUnit; JSON carries `compute_prior`): published for H100, assumed for L4 (no published
+    multi-node MFU), and the workload's own measured step when it gives one."""
+    h100 = estimate.fabric_of_type("p5.48xlarge")
+    found = penalty.penalty_of(penalty.estimate(h100, 4, penalty.FabricState.tcp_fallback(), FSDP), FSDP, 32, None)
+    assert found.compute_prior == "compute at H100's MFU prior of 45% (published)"
+    assert wording.penalty_line(found).endswith("; compute at H100's MFU prior of 45% (published)")
+    l4 = estimate.fabric_of_type("g6.48xlarge")
+    cheap = penalty.penalty_of(penalty.estimate(l4, 4, penalty.FabricState.tcp_fallback(), FSDP), FSDP, 32, None)
+    assert cheap.compute_prior is not None and cheap.compute_prior.endswith("(assumed)")
+    measured = FSDP.__class__(**{**FSDP.__dict__, "measured_step_seconds": 20.0, "measured_nodes": 4})
+    own = penalty.estimate(h100, 4, penalty.FabricState.tcp_fallback(), measured)
+    assert own.compute_prior == "compute from the measured step (20 s on 4)"
+    healthy = penalty.penalty_of(penalty.estimate(h100, 4, penalty.FabricState.healthy(), FSDP), FSDP, 32, None)
+    assert "MFU" not in wording.penalty_line(healthy)  # nothing lost: nothing rests on the prior

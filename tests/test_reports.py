@@ -879,3 +879,26 @@ def test_a_rule_says_when_it_may_be_wrong(tmp_path: Path) -> None:
         FabricCheckError, match=r"AZ940.yaml: field confidence: 'maybe' is not one of 'certain' or 'possible'"
     ):
         load_rules([tmp_path], {"azure"})
+
+
+def test_a_cluster_whose_findings_are_unpriced_is_never_called_fully_used() -> None:
+    """AWS150 (nodes under two top-layer network nodes) and AZ150 (accelerated networking off on a host NIC) change
+    no fabric state the cost model prices, and their own text says their cost is not estimated: their clusters'
+    penalty names them, not "the fabric is fully used" (issue 32 item 6). A cluster with no finding keeps it."""
+    data = json.loads(run_demo("-f", "json"))
+    rules: dict[str, set[str]] = {}
+    for f in data["findings"]:
+        if f["confidence"] == "certain":
+            rules.setdefault(f["cluster"], set()).add(f["rule"])
+    unpriced = {"AWS150", "AZ150"}
+    checked = 0
+    for cluster in data["clusters"]:
+        found = rules.get(cluster["id"], set())
+        penalty = cluster["penalty"]
+        if found and found <= unpriced:
+            checked += 1
+            assert penalty["reason"].startswith("no slowdown priced: ") and all(r in penalty["reason"] for r in found)
+    assert checked == 2
+    out = " ".join(run_demo(columns=200).split())
+    assert "no slowdown priced: AWS150 changes no fabric state" in out
+    assert "AWS150 placement" in out and "(the fabric is fully used)" not in out

@@ -57,6 +57,7 @@ class Slowdown:
     degraded_best_gbytes_per_s: float | None = None
     degraded_worst_gbytes_per_s: float | None = None
     workload: str | None = None  # the named workload priced in place of one that does not fit (penalty.memory)
+    compute_prior: str | None = None  # what the step's compute rests on (compute_prior): said beside the figure
 
 
 @dataclass(frozen=True)
@@ -184,7 +185,17 @@ def _estimate_distinct(
         healthy_gbytes_per_s=links.healthy.bandwidth / GB,
         degraded_best_gbytes_per_s=links.best.bandwidth / GB,
         degraded_worst_gbytes_per_s=links.worst.bandwidth / GB,
+        compute_prior=compute_prior(accel, workload),
     )
+
+
+def compute_prior(accel: catalog.Accelerator, workload: Workload) -> str:
+    """What a step's compute time rests on, in a few words for a report: the workload's measured step, or the
+    accelerator's MFU prior and whether a published run gives it (fabriccheck/data/accelerators.yaml)."""
+    if workload.measured_step_seconds > 0 and workload.measured_nodes >= 1:
+        return f"compute from the measured step ({workload.measured_step_seconds:g} s on {workload.measured_nodes})"
+    kind = "assumed" if "mfu" in accel.assumed else "published"
+    return f"compute at {accel.name}'s MFU prior of {accel.mfu or 0:.0%} ({kind})"
 
 
 def job_sockets(fabric: FabricDescription, state: FabricState, workload: Workload) -> FabricState:

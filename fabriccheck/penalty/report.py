@@ -34,6 +34,9 @@ class Penalty(BaseModel):
     healthy_step_seconds: float | None = None
     degraded_step_seconds: Range | None = None
     inter_node_gbytes_per_s: dict[str, float] | None = None  # healthy, degraded best, degraded worst
+    # What the step's compute time rests on, said beside the slowdown: the accelerator's MFU prior (published or
+    # assumed, fabriccheck/data/accelerators.yaml) or the workload file's measured step. None when not estimated.
+    compute_prior: str | None = None
     # The penalty if the findings their rules mark `confidence: possible` hold too (flow.cluster_cost); not
     # counted in the headline figures above.
     possible: Penalty | None = None
@@ -98,5 +101,6 @@ def penalty_of(
         healthy_step_seconds=slowdown.healthy_step_seconds,
         degraded_step_seconds=degraded,
         inter_node_gbytes_per_s=bandwidth or None,
+        compute_prior=slowdown.compute_prior,
         **figures,
     )
