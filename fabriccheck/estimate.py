@@ -19,7 +19,7 @@ from fabriccheck import catalog, penalty
 from fabriccheck.bounds import MAX_NODES
 from fabriccheck.errors import unknown_model, usage
 from fabriccheck.model import FabricKind, NetworkPath
-from fabriccheck.penalty import links
+from fabriccheck.penalty import links, releases
 from fabriccheck.penalty.collectives import size_label
 from fabriccheck.provider import clouds
 from fabriccheck.workloadfile import PRECISIONS, STRATEGIES, WORKLOAD_FIELDS, workload_from_file
@@ -304,25 +304,25 @@ def run(
     )
 
 
-def nccl_version_named(text: str, option: str = "--nccl-version") -> links.NcclVersion:
+def nccl_version_named(text: str, option: str = "--nccl-version") -> releases.NcclVersion:
     """An NCCL release the user typed, or one line naming the option (exit 2)."""
-    found = links.nccl_version_of(text)
+    found = releases.nccl_version_of(text)
     if found is None:
         raise usage(f"{option} {text!r}: not an NCCL release (e.g. 2.27 or 2.21.5; NCCL 2.x)")
     return found
 
 
-def _version(text: str | None, workload: penalty.Workload) -> tuple[links.NcclVersion, str]:
+def _version(text: str | None, workload: penalty.Workload) -> tuple[releases.NcclVersion, str]:
     """The NCCL release priced and who said so: --nccl-version, the workload file, or the model's default."""
     if text is not None:
         return nccl_version_named(text), "--nccl-version"
     if workload.nccl_version is not None:
         return workload.nccl_version, "the workload's nccl_version"
-    return links.DEFAULT_NCCL_VERSION, "the default"
+    return releases.DEFAULT_NCCL_VERSION, "the default"
 
 
-def _version_note(version: links.NcclVersion, told: str) -> str:
-    label = links.version_label(version)
+def _version_note(version: releases.NcclVersion, told: str) -> str:
+    label = releases.version_label(version)
     change = "; --nccl-version or a workload file's nccl_version to change" if told == "the default" else ""
     return f"NCCL {label} ({told}{change}): it decides the algorithm NCCL picks for all_reduce at 2 nodes"
 

@@ -17,7 +17,7 @@ import yaml
 
 from fabriccheck import penalty, textfiles
 from fabriccheck.errors import FabricCheckError
-from fabriccheck.penalty import links
+from fabriccheck.penalty import releases
 
 # Layout words users write, as the model's three traffic shapes: ZeRO-1/2 move what DDP moves (one gradient
 # all-reduce, as reduce-scatter + all-gather), ZeRO-3 is FSDP's full sharding.
@@ -199,7 +199,7 @@ def _nccl_version(doc: dict[str, Any], where: str) -> tuple[int, int] | None:
     if "nccl_version" not in doc:
         return None
     value = doc["nccl_version"]
-    found = links.nccl_version_of(value) if isinstance(value, str) else None
+    found = releases.nccl_version_of(value) if isinstance(value, str) else None
     if found is None:
         raise FabricCheckError(f'{where}: nccl_version {value!r} is not an NCCL release (quote it: "2.21", "2.21.5")')
     return found

@@ -20,7 +20,7 @@ import yaml
 
 from fabriccheck import catalog, estimate, penalty
 from fabriccheck.model import FabricKind
-from fabriccheck.penalty import collectives, links, steps
+from fabriccheck.penalty import collectives, links, releases, steps
 from fabriccheck.workloadfile import workload_from_mapping
 
 TOLERANCE = 0.25
@@ -86,7 +86,7 @@ def state_of(row: dict[str, Any], fabric: penalty.FabricDescription) -> penalty.
     state = estimate.state_named(row["state"], fabric)
     if "nccl_version" not in row:
         return state
-    version = links.nccl_version_of(str(row["nccl_version"]))
+    version = releases.nccl_version_of(str(row["nccl_version"]))
     assert version is not None, f"{row['id']}: nccl_version {row['nccl_version']!r} is not an NCCL release"
     return replace(state, nccl_version=version)
 

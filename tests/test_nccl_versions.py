@@ -17,7 +17,7 @@ import pytest
 from cli_run import one_clean_line, run
 
 from fabriccheck import estimate, penalty
-from fabriccheck.penalty import links
+from fabriccheck.penalty import links, releases
 
 GIB16 = 16 * 2**30
 H100_IB = ("H100", 8, 8, 400.0, "ib")  # xe9680-2n-ib
@@ -40,7 +40,7 @@ def test_nvls_tree_at_2_nodes_needs_nccl_2_18() -> None:
     """H100 is an NVLS accelerator: from 2.18 NVLSTree carries a 2-node all_reduce (each node sends the buffer
     once, bounded here by the NVLink chain), before it NCCL keeps rings, which move it twice over the NICs."""
     fabric = _fabric(H100_IB)
-    old, new = _all_reduce(fabric, (2, 17)), _all_reduce(fabric, links.FIRST_NVLS_TREE_NCCL)
+    old, new = _all_reduce(fabric, (2, 17)), _all_reduce(fabric, releases.FIRST_NVLS_TREE_NCCL)
     assert (old.algorithm, new.algorithm) == ("ring", "tree")
     assert new.algbw > 1.25 * old.algbw
     assert abs(new.algbw - 250.667) / 250.667 < 0.25  # xe9680-2n-ib, NCCL 2.26.2: NVLSTree's release
@@ -58,7 +58,7 @@ def test_threshold_gpus_recomputed_from_nccl_2_4() -> None:
     4 us x (ranks a node - 1); trees run while ringlat > treelat (and on NVLink a 2-node tree's bandwidth tops the
     ring's). At 2 nodes the fewest GPUs a node for which that holds:"""
     fewest = next(g for g in range(1, 17) if 6 * (2 * g - 1) > 15 * math.log2(2) + 4 * (g - 1))
-    assert fewest == links.THRESHOLD_TREE_MIN_GPUS
+    assert fewest == releases.THRESHOLD_TREE_MIN_GPUS
 
 
 @pytest.mark.parametrize(
@@ -66,7 +66,7 @@ def test_threshold_gpus_recomputed_from_nccl_2_4() -> None:
     [("2.27", (2, 27)), ("2.21.5", (2, 21)), ("v2.21.5-1", (2, 21)), ("2.29.2+cuda12.8", (2, 29)), ("3.1", None)],
 )
 def test_versions_as_people_and_logs_write_them(text: str, version: tuple[int, int] | None) -> None:
-    assert links.nccl_version_of(text) == version
+    assert releases.nccl_version_of(text) == version
 
 
 def _json(*args: str) -> dict[str, object]:

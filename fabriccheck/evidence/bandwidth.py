@@ -28,7 +28,7 @@ from fabriccheck.evidence.nccl_log import Log
 from fabriccheck.evidence.nccl_tests import Parsed, Row, Run
 from fabriccheck.evidence.registry import Hit, evidence_check
 from fabriccheck.jobs import BusbwComparison, ExpectedFabric, TestRun, TransportSeen, Verdict
-from fabriccheck.penalty import links
+from fabriccheck.penalty import releases
 from fabriccheck.rulebook import EvidenceRule
 
 # nccl-tests judging thresholds (measured / modelled healthy busbw at the largest bandwidth-bound size).
@@ -377,11 +377,11 @@ def _with_log(ev: Evidence, table: _Table, log: Log) -> None:
     if seen:
         ev.notes.append(f"the file's NCCL lines say which transport ran: {', '.join(seen)}")
     printed = [p.version for p in log.processes.values() if p.version] + log.versions
-    versions = sorted({v for v in map(links.nccl_version_of, printed) if v is not None})
+    versions = sorted({v for v in map(releases.nccl_version_of, printed) if v is not None})
     if versions:
         table.nccl_version = versions[0]  # mixed releases in one job: the oldest decides what all of them run
         ev.notes.append(
-            f"judged as NCCL {links.version_label(versions[0])}, the release the file's NCCL lines print (it "
+            f"judged as NCCL {releases.version_label(versions[0])}, the release the file's NCCL lines print (it "
             "decides the algorithm NCCL picks at 2 nodes)"
         )
 

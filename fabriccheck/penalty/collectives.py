@@ -14,13 +14,9 @@ from dataclasses import dataclass, replace
 
 from fabriccheck import catalog
 from fabriccheck.penalty.links import (
-    FIRST_NVLS_TREE_NCCL,
-    FIRST_TREE_NCCL,
     GB,
     HEALTHY,
     INTRA_RING_EFFICIENCY,
-    LAST_THRESHOLD_NCCL,
-    THRESHOLD_TREE_MIN_GPUS,
     FabricDescription,
     FabricState,
     Link,
@@ -30,6 +26,12 @@ from fabriccheck.penalty.links import (
     ecmp_share,
     healthy_link_of,
     ring_rails,
+)
+from fabriccheck.penalty.releases import (
+    FIRST_NVLS_TREE_NCCL,
+    FIRST_TREE_NCCL,
+    LAST_THRESHOLD_NCCL,
+    THRESHOLD_TREE_MIN_GPUS,
 )
 
 # NCCL's protocols (tuning.cc): LL keeps the small-message latency at a fraction of the bandwidth; Simple reaches
