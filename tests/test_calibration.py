@@ -21,7 +21,7 @@ import yaml
 
 from fabriccheck import catalog, estimate, penalty
 from fabriccheck.model import FabricKind
-from fabriccheck.penalty import collectives, links, steps
+from fabriccheck.penalty import collectives, links, releases, steps
 from fabriccheck.workloadfile import workload_from_mapping
 
 TOLERANCE = 0.25
@@ -82,6 +82,16 @@ def _fabric(spec: dict[str, Any]) -> penalty.FabricDescription:
     )
 
 
+def state_of(row: dict[str, Any], fabric: penalty.FabricDescription) -> penalty.FabricState:
+    """The row's state, under the NCCL release its source names (`nccl_version`; absent: the model's default)."""
+    state = estimate.state_named(row["state"], fabric)
+    if "nccl_version" not in row:
+        return state
+    version = releases.nccl_version_of(str(row["nccl_version"]))
+    assert version is not None, f"{row['id']}: nccl_version {row['nccl_version']!r} is not an NCCL release"
+    return replace(state, nccl_version=version)
+
+
 def _group(row: dict[str, Any], fabric: penalty.FabricDescription) -> str:
     state = row.get("state", "healthy").split(",")
     words = {"tcp": "TCP", "no-gdr": "GDR off", "no-placement": "loose placement"}
@@ -99,7 +109,7 @@ def _group(row: dict[str, Any], fabric: penalty.FabricDescription) -> str:
 def _collective(row: dict[str, Any]) -> Check:
     fabric = _fabric(row["fabric"])
     nodes: int = row["nodes"]
-    state = estimate.state_named(row["state"], fabric)
+    state = state_of(row, fabric)
     factor = penalty.bus_factor(row["op"], nodes * fabric.gpus_per_node)
     best = penalty.collective_bandwidth(fabric, nodes, row["op"], row["bytes"], state)
     worst = penalty.collective_bandwidth(fabric, nodes, row["op"], row["bytes"], state, worst=True)
@@ -266,7 +276,7 @@ def link_gbps(row: dict[str, Any]) -> float:
     """What a row says its nodes' links carried (Gbps, one direction): algbw for a 2-node tree (each node sends
     the buffer once), busbw for a ring."""
     fabric = _fabric(row["fabric"])
-    state = estimate.state_named(row["state"], fabric)
+    state = state_of(row, fabric)
     found = penalty.collective_estimate(fabric, row["nodes"], row["op"], row["bytes"], state)
     assert found is not None
     factor = penalty.bus_factor(row["op"], row["nodes"] * fabric.gpus_per_node)
@@ -302,7 +312,7 @@ def test_socket_constants_are_what_their_fitted_rows_say() -> None:
     for side, name in ((0, "STREAM_GBPS best"), (1, "STREAM_GBPS worst")):
         (row,) = _fitted(name)
         fabric = _fabric(row["fabric"])
-        streams = links.socket_streams(fabric, estimate.state_named(row["state"], fabric))
+        streams = links.socket_streams(fabric, state_of(row, fabric))
         assert links.STREAM_GBPS[side] == pytest.approx(link_gbps(row) / streams, rel=0.03), name
 
 
