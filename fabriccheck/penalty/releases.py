@@ -11,7 +11,7 @@ import re
 # estimate. Read from the NCCL source of each release (NVIDIA/nccl tags):
 NcclVersion = tuple[int, int]  # (major, minor): 2.21.5-1 is (2, 21)
 DEFAULT_NCCL_VERSION: NcclVersion = (2, 27)
-# Trees first ship in 2.4 (v2.4.2-1 src/init.cc ncclTreeThreshold; v2.3.7-1 has no tree at all): older NCCL runs
+# Trees first ship in 2.4 (v2.4.2-1 src/init.cu ncclTreeThreshold; v2.3.7-1 has no tree at all): older NCCL runs
 # rings for every size and node count.
 FIRST_TREE_NCCL: NcclVersion = (2, 4)
 # NCCL 2.4 picks trees by a threshold, not a tuning model (v2.4.8-1 src/init.cc, ncclTreeThreshold): on NVLink
@@ -22,6 +22,9 @@ THRESHOLD_TREE_MIN_GPUS = 3
 # NVLSTree, the 2-node tree of NVLS (NVLink SHARP) accelerators, first ships in 2.18 (v2.18.1-1
 # src/include/devcomm.h: NCCL_ALGO_NVLS_TREE 5; absent from v2.17.1-1): older NCCL keeps rings there.
 FIRST_NVLS_TREE_NCCL: NcclVersion = (2, 18)
+# A fabric plugin's tuner (aws-ofi-nccl's on EFA) can pick the algorithm only from 2.19, the first release that
+# loads one (v2.19.1-1 src/misc/tuner.cc, NCCL_TUNER_PLUGIN; v2.18.6-1 has no tuner): older NCCL keeps its own choice.
+FIRST_TUNER_NCCL: NcclVersion = (2, 19)
 _NCCL_VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.\d+)?(?:-\d+)?(?:\+\S*)?$")
 
 
