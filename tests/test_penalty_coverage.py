@@ -147,7 +147,13 @@ def test_a_nccl_tests_job_keeps_its_slowdown_but_loses_no_day_of_training() -> N
     assert tests.slowdown is not None and tests.slowdown.low > 2
     assert tests.lost_gpu_hours_per_day == penalty.Range(low=0.0, high=0.0)
     assert tests.reason is not None and tests.reason.startswith("a test job (nccl-test)")
-    assert wording.penalty_line(tests).endswith("its findings hold for the training jobs on these nodes")
+    # the compute prior closes the line, after the reason: put between the slowdown and "a test job" it read as if
+    # the prior were the test job
+    line = wording.penalty_line(tests)
+    assert " slower steps: a test job (nccl-test): " in line
+    assert line.endswith(
+        "its findings hold for the training jobs on these nodes; compute at H100's MFU prior of 45% (published)"
+    )
     training = by_id["PyTorchJob/llama3-1-8b-fsdp"].penalty
     assert training.reason is None or "test job" not in training.reason
 

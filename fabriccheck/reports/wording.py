@@ -80,15 +80,16 @@ def penalty_line(p: Penalty) -> str:
     if p.cannot_run or p.slowdown is None:
         every = f"; loses all {paid:,.0f} of its GPU-hours a day{money}" if paid is not None else ""
         return f"cannot run: {p.reason}{every}"
+    # What the slowdown rests on closes the line, after the reason a test job gives (never between them).
     prior = f"; {p.compute_prior}" if p.compute_prior else ""
+    rests = f"; the price rests on: {p.extrapolated}" if p.extrapolated else ""
     if p.slowdown.high >= 1.005 and lost is not None and lost.high == 0 and p.reason:
-        return f"{span(p.slowdown.low, p.slowdown.high, '{:.2f}x')} slower steps{prior}: {p.reason}"  # a test job
+        return f"{span(p.slowdown.low, p.slowdown.high, '{:.2f}x')} slower steps: {p.reason}{prior}"  # a test job
     if p.slowdown.high < 1.005 or lost is None or share is None or paid is None:
         if p.possible is not None and lost_hours(p.possible) >= 0.5:
             # A finding that may be wrong says the fabric may not be used: "fully used" would contradict it.
             return p.reason or "no slowdown from the findings certain to hold (a possible one may cost, below)"
         return p.reason or "no slowdown (the fabric is fully used)"
-    rests = f"; the price rests on: {p.extrapolated}" if p.extrapolated else ""
     return (
         f"{span(p.slowdown.low, p.slowdown.high, '{:.2f}x')} slower steps: loses "
         f"{span(share.low, share.high, '{:.0%}')} of its {paid:,.0f} GPU-hours a day "
