@@ -314,8 +314,13 @@ def run(
         notes.append(missing)
     if assumed is not None:
         notes.append(assumed)
-    notes.extend(prior_lines(fabric.accelerator, workload))
+    if slowdown.healthy_step_seconds is not None:  # no step time: nothing rests on the compute prior
+        notes.extend(prior_lines(fabric.accelerator, workload))
     notes.append(f"layout: {penalty.layout_line(workload)}")
+    if not result.estimated:  # nothing priced: no note on how a price was made
+        notes = [
+            n for n in notes if n != SHARP_NOTE and not n.startswith("layout:") and n != links.nic_cap_line(fabric)
+        ]
     step = None
     if slowdown.degraded_step_seconds_low is not None and slowdown.degraded_step_seconds_high is not None:
         step = Range(low=slowdown.degraded_step_seconds_low, high=slowdown.degraded_step_seconds_high)

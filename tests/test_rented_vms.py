@@ -119,6 +119,12 @@ def test_estimate_cli_prices_the_newly_sourced_devices_and_names_what_mi355x_lac
     doc = json.loads(result.stdout)
     assert doc["estimated"] is False and "dense BF16/FP16 peak throughput for MI355X" in doc["reason"]
     assert "MFU prior" not in doc["reason"]  # the one assumed figure is not what is missing
+    # nothing was priced, so no note says how a price was made (SHARP as the ring, the FSDP layout)
+    assert not [n for n in doc["notes"] if n.startswith(("InfiniBand SHARP", "layout:"))], doc["notes"]
+    assert doc["notes"][0].startswith("NCCL 2.27")  # every estimate names its release
+    result = cli_run.run("estimate", "--instance-type", "p6e-gb200.36xlarge", "--nodes", "2", "--state", "tcp")
+    assert "not estimated: no ordinary-Ethernet bandwidth figure" in result.stdout
+    assert "MFU prior" not in result.stdout and "55.3 GB/s" not in result.stdout  # no step time, no NIC cap priced
 
 
 def _scan(folder: Path, size: str, efa: int) -> dict[str, object]:
