@@ -425,6 +425,12 @@ def _notes(fabric: penalty.FabricDescription, nodes: int, state: penalty.FabricS
             f"PCIe ACS on: GPUDirect RDMA through the CPU's root complex at {worst:.2f}-{best:.2f} of the NICs' rate "
             "(NVIDIA/nccl-tests#112); disable ACS on the PCIe switches, or in the BIOS"
         )
+    no_domain = links.domain_nodes(fabric, catalog.accelerator(fabric.accelerator)) == 1
+    if no_domain and (not state.multi_node_nvlink or state.nvlink_domains is not None):
+        notes.append(  # else a state that cannot happen here would read as one that costs nothing
+            f"{fabric.accelerator or 'these'} nodes have no multi-node NVLink domain (NVLink ends at the node), so "
+            "nvlink-down and nvlink-split change nothing here: priced as the fabric state without them"
+        )
     cap = links.nic_cap_line(fabric)  # fitted on one GB300 RoCE run: elsewhere an extrapolation, said so
     if cap is not None:
         notes.append(cap)

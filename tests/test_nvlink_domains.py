@@ -128,3 +128,16 @@ def test_the_nvlink_down_effect_maps_to_the_named_state() -> None:
     assert node_state({"nvlink-down"}, None, NetworkPath.HOST, 0).name == penalty.NVLINK_DOWN
     assert node_state({"split-nvlink-domain"}, None, NetworkPath.HOST, 0).name == penalty.NVLINK_SPLIT
     assert node_state({"split-nvlink-domain"}, None, NetworkPath.HOST, 3).nvlink_domains == 3
+
+
+def test_nvlink_states_on_a_fabric_without_a_multi_node_domain_say_they_change_nothing() -> None:
+    """An H100 node's NVLink ends at the node: 'nvlink-down' there is priced as healthy, and the estimate says so
+    rather than let 1.00x read as multi-node NVLink going down costing nothing; an NVL72 rack's estimate says no
+    such thing."""
+    fabric = estimate.fabric_of_type("Standard_ND96isr_H100_v5")
+    for state in ("nvlink-down", "nvlink-split,domains=2"):
+        report = estimate.run(fabric, 2, state, penalty.WORKLOADS["llm-70b-fsdp"])
+        assert any(n.startswith("H100 nodes have no multi-node NVLink domain") for n in report.notes), state
+    rack = estimate.run(estimate.fabric_of_type("a4x-highgpu-4g"), 36, "nvlink-down", penalty.WORKLOADS["llm-70b-fsdp"])
+    assert rack.slowdown is not None and rack.slowdown.high > 1.005
+    assert not any("no multi-node NVLink domain" in n for n in rack.notes)
