@@ -468,7 +468,7 @@ def prior_lines(name: str, workload: penalty.Workload) -> list[str]:
                 "healthy nodes (replaces the MFU prior)"]  # fmt: skip
     kind = "assumed: no published multi-node MFU" if "mfu" in accel.assumed else "from published runs"
     return [
-        f"compute at an MFU prior of {accel.mfu:.0%} of {accel.name}'s {accel.peak_tflops:g} TFLOPS dense BF16 "
+        f"compute at an MFU prior of {accel.mfu:.0%} of {accel.name}'s {accel.peak_tflops:g} TFLOPS dense BF16/FP16 "
         f"({kind}; fabriccheck/data/accelerators.yaml); a workload file's step_seconds replaces it"
     ]
 

@@ -382,3 +382,10 @@ def test_no_gpu_type_or_accelerator_is_taken_for_a_tpu() -> None:
     assert len(types) > 100
     for name in [*types, *catalog.accelerators()]:
         estimate.not_nccl("--instance-type", name)  # raises for a TPU name only
+
+
+def test_the_compute_prior_names_the_peak_as_16_bit_not_bf16_alone() -> None:
+    """T4 and V100 have no BF16 (their peaks in data/accelerators.yaml are FP16 tensor figures): the prior line
+    calls the peak dense BF16/FP16, true of every accelerator in the table."""
+    [line] = estimate.prior_lines("T4", FSDP)
+    assert "T4's 65 TFLOPS dense BF16/FP16 (assumed" in line
