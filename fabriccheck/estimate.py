@@ -367,6 +367,8 @@ def _version(text: str | None, workload: penalty.Workload) -> tuple[releases.Ncc
 def _version_note(version: releases.NcclVersion, told: str) -> str:
     label = releases.version_label(version)
     change = "; --nccl-version or a workload file's nccl_version to change" if told == "the default" else ""
+    if version < releases.FIRST_TREE_NCCL:  # no trees at all: rings at every node count, not only at 2
+        return f"NCCL {label} ({told}{change}): before 2.4 NCCL has no tree, so all_reduce runs rings at every size"
     return f"NCCL {label} ({told}{change}): it decides the algorithm NCCL picks for all_reduce at 2 nodes"
 
 

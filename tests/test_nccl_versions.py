@@ -165,6 +165,12 @@ def test_no_trees_before_nccl_2_4() -> None:
     assert today is not None and old is not None
     assert (today.algorithm, old.algorithm) == ("tree", "ring")
     assert old.algbw < today.algbw
+    # the estimate's release note says so, not that the release only matters at 2 nodes
+    notes = json.loads(run("estimate", "--gpu", "H100", "--nodes", "8", "-f", "json", "--nccl-version", "2.3.7").stdout)
+    assert (
+        "NCCL 2.3 (--nccl-version): before 2.4 NCCL has no tree, so all_reduce runs rings at every size"
+        in notes["notes"]
+    )
 
 
 def _p4d_all_reduce(version: tuple[int, int]) -> str:
