@@ -462,3 +462,17 @@ def test_gres_types_as_slurm_writes_them(tmp_path: Path) -> None:
     conf = tmp_path / "gres.conf"
     conf.write_text("AutoDetect=nvml\nNodeName=n[1-2] Name=gpu Type=h100 Count=8\nName=gpu File=/dev/nvidia0\n")
     assert gres_types(conf) == {"n1": ("h100",), "n2": ("h100",)}
+
+
+def test_a_slurm_job_named_for_nccl_tests_is_a_test_job() -> None:
+    """squeue --json names job 102 of the pcluster dump `nccl-tests` (jobs.json): the cost stage reads that through
+    values.JobPart.job_words, as it reads a pod's, so its nodes' findings are not priced as a day of training; job
+    101 (`llama-pretrain`) is training."""
+    from fabriccheck import cost
+    from fabriccheck.clusters import build_clusters
+
+    clusters = {c.id.rsplit("/", 1)[-1]: c for c in build_clusters(load_dump(SLURM, None, AWS)) if "slurm-job" in c.id}
+    assert cost.test_job(clusters["102"]) == "nccl-test"
+    assert cost.test_job(clusters["101"]) is None
+    part = clusters["102"].nodes[0].shape.part(SlurmPart)
+    assert part is not None and part.job_words() == ("nccl-tests",)

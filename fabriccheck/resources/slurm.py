@@ -35,6 +35,7 @@ class SlurmPart(JobPart):
     group_size: int = Field(default=0, ge=0)  # the nodes that block or switch holds (of every partition)
     job: str | None = None  # a running job's id: the node as that job's allocation holds it (None: the partition's)
     job_pending: bool = False  # the job is pending: its nodes are those Slurm plans to start it on (scheduled_nodes)
+    job_name: str = ""  # the running or pending job's name (squeue --json `name`; "" when not a job or not given)
     # A job script (`fabriccheck slurm --scripts`): the nodes it asks for, and its NCCL_* / FI_* settings.
     job_nodes: Count = 0
     env: tuple[tuple[str, str], ...] = ()
@@ -42,6 +43,10 @@ class SlurmPart(JobPart):
     # (the nodes of one block and pool share one): resources.slurm.SlurmResources.instances holds it.
     cloud: str | None = None
     joined_by: str | None = None  # instance_id | address | name: how the join was made (None: not joined)
+
+    def job_words(self) -> tuple[str, ...]:
+        """The job's name, and a job script's path (job holds it), lower-cased: `nccl-tests` says it is a test."""
+        return tuple(text.lower() for text in (self.job_name, self.job if self.job_nodes else "") if text)
 
     def rank_env(self) -> tuple[Setting, ...]:
         """A job script's own NCCL_* / FI_* settings: its ranks inherit the script's environment (srun exports it)."""

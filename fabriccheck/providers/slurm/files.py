@@ -94,6 +94,7 @@ class Job:
     nodes: list[str]
     node_count: int
     scheduled: list[str] = field(default_factory=list)  # a pending job's planned nodes (scheduled_nodes)
+    name: str = ""  # the job's name (squeue --json `name`): what says it is a test (nccl-tests) or training
 
 
 @dataclass
@@ -251,7 +252,8 @@ def _jobs(path: Path) -> list[Job]:
         # scheduled_nodes: where the backfill scheduler plans to start a pending job (a host list, as `nodes`;
         # SlinkyProject/slurm-client api/v0044 V0044JobInfo, generated from Slurm's OpenAPI).
         scheduled = expand(str(item.get("scheduled_nodes") or ""))
-        jobs.append(Job(str(job_id), str(item.get("partition") or ""), states, nodes, count, scheduled))
+        name = str(item.get("name") or "")
+        jobs.append(Job(str(job_id), str(item.get("partition") or ""), states, nodes, count, scheduled, name))
     return jobs
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from fabriccheck.inventory import Inventory
 from fabriccheck.model import FrozenTags, Node, NodeShape, NodeSpec, fact_key
-from fabriccheck.providers.slurm.files import SlurmDump, SlurmNode
+from fabriccheck.providers.slurm.files import Job, SlurmDump, SlurmNode
 from fabriccheck.providers.slurm.join import Joined, Joiner
 from fabriccheck.providers.slurm.scripts import JobScript
 from fabriccheck.providers.slurm.support import JOB_TAG, PARTITION_TAG
@@ -64,7 +64,7 @@ class Normalizer:
         return most is None or most > 1
 
     def _node(
-        self, slurm: SlurmNode, partition: str, joined: Joined | None, job: str | None = None, pending: bool = False
+        self, slurm: SlurmNode, partition: str, joined: Joined | None, job: Job | None = None, pending: bool = False
     ) -> Node:
         plugin, topology = _topology(self.dump, partition)
         group = self._group(topology).get(slurm.name) if topology is not None else None
@@ -78,8 +78,9 @@ class Normalizer:
             groups_known=topology is not None and bool(topology.groups),
             group=group,
             group_size=topology.size_of(group) if topology is not None and group else 0,
-            job=job,
+            job=job.id if job else None,
             job_pending=pending,
+            job_name=job.name if job else "",
             cloud=joined.node.provider if joined else None,
             joined_by=joined.how if joined else None,
         )
@@ -89,7 +90,7 @@ class Normalizer:
         if shape is None:
             # Made once per cloud shape and Slurm part: the nodes of one block and pool share it, as the pools of
             # every source do (sources/pools.py), so facts and verdicts are worked out once for all of them.
-            tags = {JOB_TAG: job} if job else {PARTITION_TAG: partition}
+            tags = {JOB_TAG: job.id} if job else {PARTITION_TAG: partition}
             parts = base.with_part(part) if base is not None else (part,)  # the instance's parts, and Slurm's
             update = {"provider": "slurm", "account": self.dump.cluster, "region": REGION, "origin": "running",
                       "spec": None, "tags": tags, "extensions": parts}  # fmt: skip
@@ -112,7 +113,7 @@ class Normalizer:
             for name in held:
                 if name in joins:
                     slurm, joined = joins[name]
-                    nodes.append(self._node(slurm, job.partition, joined, job.id, pending))
+                    nodes.append(self._node(slurm, job.partition, joined, job, pending))
         return nodes
 
     def _scripts(self, inventory: Inventory) -> None:
