@@ -4,7 +4,8 @@ GPUDirect-TCPX/TCPXO opens many TCP connections between the GPU NICs, on ports N
 manager pick, so a GPU network needs ingress from its subnet allowed on every TCP port (G4; CTK-MULTIVPC's rule
 "allow all internal TCP, UDP, and ICMP traffic within the network"). A VPC network denies ingress by default; a
 port is decided by the rule of highest precedence that matches it (the lowest priority number), and at equal
-priority a deny rule wins (VPC firewall rules overview: priority, action on match, implied rules).
+priority a deny rule wins (VPC firewall rules overview: priority, action on match, implied rules). The connection
+must also leave the sender: the same stages run again for its egress rules (egress.py), whose implied rule allows.
 
 Ports are read as what they allow, for every protocol item of a rule: gcloud's `--rules=tcp:0-65535,udp:0-65535,
 icmp` (Google's GPUDirect pages, Cluster Toolkit modules/network/vpc) is stored as {"IPProtocol": "tcp", "ports":
