@@ -429,3 +429,21 @@ def test_a_plan_egress_deny_is_gcp110(tmp_path: Path) -> None:
     assert any(
         "gpu-2" in m and "egress rule 1000 of regional network firewall policy gpu-regional" in m for m in messages
     )
+
+
+def test_an_egress_rule_applies_to_the_nodes_it_targets_only() -> None:
+    """An egress deny with targetTags applies to the instances that carry one of them ("Rule assignment",
+    https://cloud.google.com/firewall/docs/firewalls#rule_assignment): a node tagged otherwise still sends, one so
+    tagged does not; a node whose tags were not read (an inventory saved before them) is not judged."""
+    inbound = FirewallRule.model_validate(
+        {"account": "p", "region": "global", "name": "in", "entries": ["all"], "source_ranges": [GPU_CIDR]}
+    )
+    deny = FirewallRule.model_validate(
+        {"account": "p", "region": "global", "name": "no-east-west", "direction": "EGRESS", "action": "deny",
+         "entries": ["all"], "destination_ranges": ["10.0.0.0/8"], "target_tags": ["locked"]}
+    )  # fmt: skip
+    assert tcp_reach([inbound, deny], GPU_CIDR, frozenset({"tag:gpu"})).verdict == "ok"
+    denied = tcp_reach([inbound, deny], GPU_CIDR, frozenset({"tag:locked"}))
+    assert denied.verdict == "missing" and "denied by egress firewall rule no-east-west" in denied.detail
+    unread = tcp_reach([inbound, deny], GPU_CIDR, None)
+    assert unread.verdict == "unknown" and "egress firewall rule no-east-west targets some" in unread.detail

@@ -125,11 +125,11 @@ def _applies(rule: FirewallRule, cidr: str | None, targets: frozenset[str] | Non
 
 def _sends(rule: FirewallRule, cidr: str | None, targets: frozenset[str] | None) -> egress.Match:
     """An enabled egress rule that applies to the node (the sender) and matches what it sends to the GPU subnet."""
-    if rule.disabled or rule.direction != "EGRESS" or not _targets(rule, targets):
+    if rule.disabled or rule.direction != "EGRESS" or rule.action not in ("allow", "deny"):
         return False
-    if rule.action not in ("allow", "deny"):
-        return False
-    return egress.vpc_rule(rule, cidr)
+    if targets is None and (rule.target_tags or rule.target_service_accounts):
+        return "targets some instances only, and the node's tags and service accounts were not read"
+    return egress.vpc_rule(rule, cidr) if _targets(rule, targets) else False
 
 
 class _Ports:
