@@ -17,26 +17,28 @@ from fabriccheck.findings import Finding
 from fabriccheck.judge import named_as
 from fabriccheck.model import Capability, Node, NodeShape
 from fabriccheck.penalty.members import TCP_EFFECTS, node_fabric, node_state
-from fabriccheck.resources.k8s import PodPart
+from fabriccheck.values import JobPart
 
 Member = tuple[penalty.FabricDescription, penalty.FabricState]  # one node's fabric and what is wrong with it
-# Words that name a test job in a Kubernetes workload's name or its containers' names and images: nccl-tests
+# Words that name a test job in a job's name or its containers' names and images: nccl-tests
 # (NVIDIA/nccl-tests images, GKE's and AKS's nccl-test samples) and node health checks. A test runs minutes; what
 # its findings say holds for the training jobs of its nodes, but it is not a day of training to price.
 TEST_JOB_WORDS = ("nccl-test", "nccl_test", "health-check", "healthcheck", "node-health")
 
 
 def test_job(cluster: Cluster) -> str | None:
-    """The word that makes a Kubernetes workload a test job (nccl-tests, a health check), or None."""
+    """The word that makes the job on a cluster's nodes a test job (nccl-tests, a health check), or None."""
     for node in cluster.nodes:
-        pod = node.shape.part(PodPart)
-        if pod is None:
-            continue
-        texts = [pod.workload.rsplit("/", 1)[-1].lower()] + [f"{c} {i}".lower() for c, i in pod.containers]
+        texts = [text for part in _jobs(node.shape) for text in part.job_words()]
         for word in TEST_JOB_WORDS:
             if any(word in text for text in texts):
                 return word
     return None
+
+
+def _jobs(shape: NodeShape) -> list[JobPart]:
+    """The parts of a node's shape that stand for a job on it (a pod, a Slurm job script)."""
+    return [part for part in shape.extensions if isinstance(part, JobPart)]
 
 
 def cluster_cost(
@@ -150,10 +152,10 @@ def _key(node: Node, effects: frozenset[str], facts: FactBuilder) -> _MemberKey:
 
 
 def _job_sockets(node: Node) -> tuple[int | None, int | None]:
-    """NCCL_SOCKET_NTHREADS and NCCL_NSOCKS_PERTHREAD as a pod's containers set them (None: unset, or not a whole
-    number NCCL would read): NCCL's socket count follows them (penalty.links.nccl_sockets)."""
-    pod = node.shape.part(PodPart)
-    env = dict(pod.env) if pod is not None else {}
+    """NCCL_SOCKET_NTHREADS and NCCL_NSOCKS_PERTHREAD as they reach the job's ranks on the node (a pod's env, an
+    MPIJob launcher's mpirun -x, a Slurm job script; None: unset, or not a whole number NCCL would read): NCCL's
+    socket count follows them (penalty.links.nccl_sockets). The last setting that reaches the ranks wins."""
+    env = {name: value for part in _jobs(node.shape) for name, value, _ in part.rank_env()}
     found = []
     for name in ("NCCL_SOCKET_NTHREADS", "NCCL_NSOCKS_PERTHREAD"):
         value = env.get(name, "").strip()

@@ -19,7 +19,7 @@ from fabriccheck import catalog, penalty
 from fabriccheck.bounds import MAX_NODES
 from fabriccheck.errors import unknown_model, usage
 from fabriccheck.model import FabricKind, NetworkPath
-from fabriccheck.penalty import links
+from fabriccheck.penalty import links, releases
 from fabriccheck.penalty.collectives import size_label
 from fabriccheck.provider import clouds
 from fabriccheck.workloadfile import PRECISIONS, STRATEGIES, WORKLOAD_FIELDS, workload_from_file
@@ -48,6 +48,17 @@ STATE_HELP = (
     "(how NCCL's sockets reach the network), sockets=N (NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD), channels=N "
     "(NCCL's channels over the sockets, a log's coll channels), mtu=N, "
     "cross-zone, no-placement, pcie-acs, domains=K (NVLink domains the job spans), e.g. tcp,pod or nics=1,pcie-acs"
+)
+
+
+# InfiniBand SHARP (in-switch reduction, NCCL's CollNet algorithms) is priced as the ring: it runs only where the
+# job loads the NCCL-RDMA-SHARP plugin and sets NCCL_COLLNET_ENABLE=1 (NVIDIA HPC-X 2.25 docs, "NCCL-RDMA-SHARP
+# Plugins"), and no published all_reduce of one cluster with and without it was found (docs/cost-model.md says
+# what was searched); the one SHARP run we have sits 6.5% above the ring (coreweave/nccl-tests@cb86553 README.md,
+# calibration row coreweave-h100-8n-sharp).
+SHARP_NOTE = (
+    "InfiniBand SHARP (CollNet: the NCCL-RDMA-SHARP plugin with NCCL_COLLNET_ENABLE=1) is priced as the ring: no "
+    "published run of one cluster with and without it; the one SHARP run we have (8 x 8 H100) is 6.5% above it"
 )
 
 
@@ -244,15 +255,19 @@ def run(
     workload: penalty.Workload,
     price_per_gpu_hour: float | None = None,
     calibration_notes: list[str] | None = None,
+    nccl_version: str | None = None,
 ) -> EstimateReport:
     if nodes < 1:
         raise usage("--nodes must be at least 1")
     if nodes > MAX_NODES:
         raise usage(f"--nodes {nodes:,}: more than {MAX_NODES:,} nodes is not a cluster (a typo?)")
     state = state_named(state_text, fabric)
+    version, told = _version(nccl_version, workload)
+    state = replace(state, nccl_version=version)
     slowdown = penalty.estimate(fabric, nodes, state, workload)
     result = penalty.penalty_of(slowdown, workload, nodes * fabric.gpus_per_node, price_per_gpu_hour)
-    notes = _notes(fabric, nodes, state) + [f"calibration run: {line}" for line in calibration_notes or ()]
+    notes = [_version_note(version, told), *_notes(fabric, nodes, state)]
+    notes += [f"calibration run: {line}" for line in calibration_notes or ()]
     missing, assumed = figure_lines(fabric.accelerator)
     reason = _how_to_give(result.reason)
     if missing is not None and result.estimated is False and nodes > 1:
@@ -287,6 +302,29 @@ def run(
         lost_gpu_hours_per_day=_range(result.lost_gpu_hours_per_day),
         lost_dollars_per_day=_range(result.lost_dollars_per_day),
     )
+
+
+def nccl_version_named(text: str, option: str = "--nccl-version") -> releases.NcclVersion:
+    """An NCCL release the user typed, or one line naming the option (exit 2)."""
+    found = releases.nccl_version_of(text)
+    if found is None:
+        raise usage(f"{option} {text!r}: not an NCCL release (e.g. 2.27 or 2.21.5; NCCL 2.x)")
+    return found
+
+
+def _version(text: str | None, workload: penalty.Workload) -> tuple[releases.NcclVersion, str]:
+    """The NCCL release priced and who said so: --nccl-version, the workload file, or the model's default."""
+    if text is not None:
+        return nccl_version_named(text), "--nccl-version"
+    if workload.nccl_version is not None:
+        return workload.nccl_version, "the workload's nccl_version"
+    return releases.DEFAULT_NCCL_VERSION, "the default"
+
+
+def _version_note(version: releases.NcclVersion, told: str) -> str:
+    label = releases.version_label(version)
+    change = "; --nccl-version or a workload file's nccl_version to change" if told == "the default" else ""
+    return f"NCCL {label} ({told}{change}): it decides the algorithm NCCL picks for all_reduce at 2 nodes"
 
 
 def collectives(fabric: penalty.FabricDescription, nodes: int, state: penalty.FabricState) -> list[Collective]:
@@ -331,6 +369,8 @@ def _notes(fabric: penalty.FabricDescription, nodes: int, state: penalty.FabricS
                 f"(NCCL_ALGO, a tuner plugin) reads up to {ratio:.2f}x that, as nccl-tests' busbw formula overstates "
                 "there: compare algbw between 2-node runs"
             )
+    if fabric.fabric is FabricKind.INFINIBAND and nodes > 1 and state.fabric == "healthy":
+        notes.append(SHARP_NOTE)
     if fabric.fabric is FabricKind.RDMA and nodes > 2:
         notes.append(
             "RoCE beyond two nodes: the worst end assumes baseline ECMP hashing (up to 1/1.4 of a tuned fabric's "

@@ -6,8 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from fabriccheck.model import FabricKind
-
-Setting = tuple[str, str, str]
+from fabriccheck.values import Setting
 
 # Settings that turn a fabric off, by the fabric they turn off (None: any). NCCL_IB_DISABLE turns off NCCL's own
 # InfiniBand transport only: on EFA (aws-ofi-nccl) it is common and harmless.

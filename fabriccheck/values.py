@@ -37,6 +37,15 @@ class Scoped(Model):
         return (self.account, self.region, resource_id)
 
 
+class ProviderResources(Model):
+    """A provider's namespace of the inventory (resources/<provider>.py): lists only, so merging two inventories
+    appends each of the other's lists to this one's, field by field (a list added later is merged too)."""
+
+    def merge(self, other: Self) -> None:
+        for name in type(self).model_fields:
+            getattr(self, name).extend(getattr(other, name))
+
+
 class Frozen(BaseModel):
     """A value: immutable once made, equal and hashed by its fields, so equal values share one memo entry (facts,
     verdicts) whoever made them. Unknown keys are refused, as for every model."""
@@ -60,6 +69,23 @@ class Frozen(BaseModel):
         for derived in [key for key in copied.__dict__ if key not in fields]:
             del copied.__dict__[derived]
         return copied
+
+
+Setting = tuple[str, str, str]  # an NCCL/libfabric setting: (name, value, where it was set, in words for a message)
+
+
+class JobPart(Frozen):
+    """A provider's node part that stands for a job on the node (a Kubernetes pod, a Slurm job script): what names
+    the job and the NCCL settings its ranks see. Neutral stages (cost) read a job through these two, never through a
+    provider's part; a part that knows neither keeps the empty defaults."""
+
+    def job_words(self) -> tuple[str, ...]:
+        """Lower-case texts that say what the job is (its name, its containers' names and images)."""
+        return ()
+
+    def rank_env(self) -> tuple[Setting, ...]:
+        """The NCCL_* and FI_* settings that reach the job's ranks on this node, in the order they apply."""
+        return ()
 
 
 class Topology(Frozen):

@@ -17,6 +17,7 @@ import yaml
 
 from fabriccheck import penalty, textfiles
 from fabriccheck.errors import FabricCheckError
+from fabriccheck.penalty import releases
 
 # Layout words users write, as the model's three traffic shapes: ZeRO-1/2 move what DDP moves (one gradient
 # all-reduce, as reduce-scatter + all-gather), ZeRO-3 is FSDP's full sharding.
@@ -60,6 +61,7 @@ WORKLOAD_FIELDS = {
     "nccl_socket_nthreads": "NCCL_SOCKET_NTHREADS as the job sets it (NCCL's default for the NIC if absent)",
     "nccl_nsocks_perthread": "NCCL_NSOCKS_PERTHREAD as the job sets it (NCCL's default for the NIC if absent)",
     "nccl_channels": "NCCL channels over sockets, from a log of the job (`N coll channels`)",
+    "nccl_version": "the NCCL release the job runs, e.g. 2.21 or 2.21.5 (default: the model's, in every estimate)",
     "fsdp_wrap": "fsdp: layer (each transformer block, the default), model (one unit) or hybrid (HSDP)",
 }
 _SUFFIX = {"k": 1e3, "m": 1e6, "b": 1e9, "t": 1e12}
@@ -189,7 +191,18 @@ def workload_from_mapping(doc: Any, where: str, name: str = "workload", source: 
         socket_channels=_count(doc, "nccl_channels", where),
         fsdp_wrap=_wrap(doc, where),
         ddp_overlap=_flag(doc, "ddp_overlap", True, where),
+        nccl_version=_nccl_version(doc, where),
     )
+
+
+def _nccl_version(doc: dict[str, Any], where: str) -> tuple[int, int] | None:
+    if "nccl_version" not in doc:
+        return None
+    value = doc["nccl_version"]
+    found = releases.nccl_version_of(value) if isinstance(value, str) else None
+    if found is None:
+        raise FabricCheckError(f'{where}: nccl_version {value!r} is not an NCCL release (quote it: "2.21", "2.21.5")')
+    return found
 
 
 def _flag(doc: dict[str, Any], key: str, default: bool, where: str) -> bool:

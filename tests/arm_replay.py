@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import os
 import re
 import socket
 import ssl
@@ -26,6 +27,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 # path tail (after /subscriptions/{s}) -> dump file holding the answer
 _ROUTES = (
@@ -322,3 +325,16 @@ def fake_az(folder: Path) -> Path:
     script.write_text(f"#!/bin/sh\necho \"$@\" >> {folder / 'az.log'}\ncat <<'EOF'\n{json.dumps(token)}\nEOF\n")
     script.chmod(0o755)
     return folder
+
+
+def use_fake_az(folder: Path, certificate: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """AzureCliCredential only, the fake `az` (in `folder`/bin) first on PATH, and the test certificate (its PEM
+    file) trusted (reference/testing.md); returns the variables set."""
+    env = {
+        "AZURE_TOKEN_CREDENTIALS": "AzureCliCredential",
+        "PATH": f"{fake_az(folder / 'bin')}{os.pathsep}{os.environ['PATH']}",
+        "REQUESTS_CA_BUNDLE": str(certificate),
+    }
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    return env

@@ -4,6 +4,7 @@ need a particular account, layout or tag. tests/test_scope.py checks them agains
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -125,4 +126,22 @@ def write(folder: Path, docs: dict[str, Any]) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     for name, doc in docs.items():
         (folder / name).write_text(json.dumps(doc))
+    return folder
+
+
+DEMO_AWS = Path(__file__).resolve().parent.parent / "fixtures" / "demo" / "aws"
+
+
+def demo_with_groups_renamed(folder: Path, names: dict[str, str]) -> Path:
+    """The demo's AWS dump (fixtures/demo/aws) copied to `folder`, its Auto Scaling group names (the
+    aws:autoscaling:groupName tags) renamed by `names` (old -> new); returns `folder`."""
+    shutil.copytree(DEMO_AWS, folder)
+    path = folder / "describe-instances.json"
+    answer = json.loads(path.read_text())
+    for reservation in answer["Reservations"]:
+        for item in reservation["Instances"]:
+            for tag in item.get("Tags", []):
+                if tag["Key"] == "aws:autoscaling:groupName" and tag["Value"] in names:
+                    tag["Value"] = names[tag["Value"]]
+    path.write_text(json.dumps(answer, indent=2))
     return folder

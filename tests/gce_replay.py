@@ -24,9 +24,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
+from pathlib import Path
 from typing import Any
 
+import pytest
 from loopback import serving
+
+from fabriccheck.builders.demo_gcp import Project, build
+from fabriccheck.builders.plan_builder import PlanBuilder, const, ref
 
 KIND = {
     "instances": "compute#instanceAggregatedList",
@@ -279,3 +284,147 @@ def fake_service_account_key(project: str = "fabriccheck-demo") -> dict[str, str
         "token_uri": "https://oauth2.googleapis.com/token",
         "universe_domain": "googleapis.com",
     }
+
+
+def use_fake_google_key(folder: Path, monkeypatch: pytest.MonkeyPatch, project: str = "fabriccheck-demo") -> Path:
+    """Application default credentials from a fake service-account key (written to `folder`/key.json), no gcloud
+    configuration and no metadata server (reference/testing.md); returns the key's path."""
+    key = folder / "key.json"
+    key.write_text(json.dumps(fake_service_account_key(project)))
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(key))
+    monkeypatch.setenv("CLOUDSDK_CONFIG", str(folder / "gcloud"))
+    monkeypatch.setenv("NO_GCE_CHECK", "True")
+    monkeypatch.setenv("GCE_METADATA_HOST", "127.0.0.1:9")
+    return key
+
+
+# ------------------------------------------------ what the firewall policy tests share (global, hierarchical, regional)
+
+
+def demo_project(drop_rules_of: str | None = None) -> Project:
+    """The demo project (fabriccheck/builders/demo_gcp.build), the VPC firewall rules of network `drop_rules_of`
+    removed, so that only the firewall policies a test adds can let its traffic in."""
+    project = Project()
+    build(project)
+    if drop_rules_of:
+        project.firewalls = [f for f in project.firewalls if not f["network"].endswith(f"/networks/{drop_rules_of}")]
+    return project
+
+
+def policy_rule(priority: int, action: str, ranges: list[str], ports: list[str] | None = None, **extra: Any) -> Any:
+    """An ingress FirewallPolicyRule on TCP (every port, or `ports`) from `ranges`, as networkFirewallPolicies.get
+    and getEffectiveFirewalls give it (https://cloud.google.com/compute/docs/reference/rest/v1/networkFirewallPolicies/get)."""
+    layer4: dict[str, Any] = {"ipProtocol": "tcp", **({"ports": ports} if ports else {})}
+    return {
+        "kind": "compute#firewallPolicyRule",
+        "priority": priority,
+        "direction": "INGRESS",
+        "action": action,
+        "match": {"srcIpRanges": ranges, "layer4Configs": [layer4]},
+        **extra,
+    }
+
+
+def predefined_rules(**extra: Any) -> list[dict[str, Any]]:
+    """The lowest-priority goto_next ingress rules every firewall policy ends with, ::/0 at 2147483645 and
+    0.0.0.0/0 at 2147483647 ("Predefined rules for firewall policies",
+    https://cloud.google.com/firewall/docs/pre-defined-rules); `extra`: fields a describe answer adds to each."""
+    return [
+        {
+            "kind": "compute#firewallPolicyRule",
+            "priority": priority,
+            "direction": "INGRESS",
+            "action": "goto_next",
+            "match": {"srcIpRanges": [source], "layer4Configs": [{"ipProtocol": "all"}]},
+            **extra,
+        }
+        for priority, source in ((2147483645, "::/0"), (2147483647, "0.0.0.0/0"))
+    ]
+
+
+def gcp110_report(project: Project, folder: Path, extra_files: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    """`fabriccheck gcp --from-dump --select GCP110 -f json` over the project's dump written to `folder`, with
+    `extra_files` (dump file name -> its JSON) added; the exit code and the report."""
+    from cli_run import run
+
+    project.write(folder)
+    for name, doc in extra_files.items():
+        (folder / name).write_text(json.dumps(doc))
+    result = run("gcp", "--from-dump", str(folder), "--select", "GCP110", "-f", "json")
+    assert result.stdout, result.stderr
+    report: dict[str, Any] = json.loads(result.stdout)
+    return result.returncode, report
+
+
+def cluster_of(report: dict[str, Any], name: str) -> dict[str, Any]:
+    """The report's cluster whose id ends in /`name`."""
+    found: dict[str, Any] = next(c for c in report["clusters"] if c["id"].endswith(f"/{name}"))
+    return found
+
+
+def plan_policy_rule(priority: int, action: str, ranges: list[str]) -> dict[str, Any]:
+    """A firewall policy rule resource's values in a plan, every protocol from `ranges` (priority, action,
+    direction, match { src_ip_ranges, layer4_configs { ip_protocol } }: registry.terraform.io/providers/hashicorp/
+    google/latest/docs/resources/compute_network_firewall_policy_rule; compute_region_network_firewall_policy_rule
+    and compute_firewall_policy_rule have the same schema)."""
+    return {
+        "priority": priority,
+        "action": action,
+        "direction": "INGRESS",
+        "match": [{"src_ip_ranges": ranges, "layer4_configs": [{"ip_protocol": "all"}]}],
+    }
+
+
+A3_PLAN_NETWORKS = ["host", *(f"gpu-{i}" for i in range(4))]
+
+
+def a3_plan(region: str | None = None) -> PlanBuilder:
+    """The start of an A3 High Terraform plan in project proj (fabriccheck/builders/plan_builder.py): the host
+    and four GPU networks, each but gpu-3 with a VPC firewall rule allowing all from 10.0.0.0/8 (gpu-3 is left to
+    the firewall policies a test adds; google_compute_firewall, registry.terraform.io/providers/hashicorp/google/
+    latest/docs/resources/compute_firewall). End it with `judge_a3_plan`."""
+    plan = PlanBuilder()
+    plan.region_settings["google"] = {"project": const("proj"), **({"region": const(region)} if region else {})}
+    for net in A3_PLAN_NETWORKS:
+        plan.resource("google_compute_network", net.replace("-", "_"), {"name": net, "mtu": 8244})
+        if net != "gpu-3":
+            plan.resource(
+                "google_compute_firewall",
+                net.replace("-", "_"),
+                {"name": f"{net}-fw", "allow": [{"protocol": "all"}], "source_ranges": ["10.0.0.0/8"]},
+                unknown={"network": True},
+                expressions={"network": ref(f"google_compute_network.{net.replace('-', '_')}.name")},
+            )
+    return plan
+
+
+def judge_a3_plan(plan: PlanBuilder, folder: Path) -> Any:
+    """The plan with its A3 High nodes added (an instance template with a GVNIC on each network, a managed instance
+    group of two), written to `folder` as `terraform show -json` writes it, and judged: the flow's report."""
+    from fabriccheck import flow
+    from fabriccheck.sources.terraform import load_plan
+
+    nets = A3_PLAN_NETWORKS
+    plan.resource(
+        "google_compute_instance_template",
+        "a3",
+        {
+            "name": "a3-high",
+            "machine_type": "a3-highgpu-8g",
+            "network_interface": [{"nic_type": "GVNIC"} for _ in nets],
+        },
+        unknown={"self_link": True, "network_interface": [{"network": True} for _ in nets]},
+        expressions={
+            "network_interface": [{"network": ref(f"google_compute_network.{n.replace('-', '_')}.name")} for n in nets]
+        },
+    )
+    plan.resource(
+        "google_compute_instance_group_manager",
+        "a3",
+        {"name": "a3", "zone": "us-central1-a", "target_size": 2, "version": [{"name": "v1"}]},
+        unknown={"version": [{"instance_template": True}]},
+        expressions={"version": [{"instance_template": ref("google_compute_instance_template.a3.self_link")}]},
+    )
+    path = folder / f"plan-{len(list(folder.iterdir()))}.json"
+    path.write_text(json.dumps(plan.build()))
+    return flow.run(load_plan(str(path)), flow.Options())

@@ -29,12 +29,29 @@ def closing_endpoint() -> Iterator[tuple[str, threading.Event]]:
     """127.0.0.1: takes each connection and closes it at once, and sets the event. A command that must fail before
     it calls anything shows that it called nothing (the event is not set), whatever the time it took; one that
     calls by mistake fails fast (a reset connection) instead of hanging for its read timeout."""
+    with _accepting(hold=False) as endpoint:
+        yield endpoint
+
+
+@contextmanager
+def silent_endpoint() -> Iterator[tuple[str, threading.Event]]:
+    """127.0.0.1: accepts connections and never answers, so every call hangs until its read timeout; the event is
+    set at the first connection."""
+    with _accepting(hold=True) as endpoint:
+        yield endpoint
+
+
+@contextmanager
+def _accepting(hold: bool) -> Iterator[tuple[str, threading.Event]]:
+    """A bare socket on 127.0.0.1 that accepts every connection and sets the event; `hold`: keeps each one open,
+    unanswered, until the block ends (else closes it at once)."""
     server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     server.bind(("127.0.0.1", 0))
     server.listen(64)
     server.settimeout(0.2)
     connected = threading.Event()
     stop = threading.Event()
+    held: list[socket.socket] = []
 
     def accept() -> None:
         while not stop.is_set():
@@ -42,8 +59,11 @@ def closing_endpoint() -> Iterator[tuple[str, threading.Event]]:
                 conn, _ = server.accept()
             except OSError:
                 continue
+            if hold:
+                held.append(conn)
             connected.set()
-            conn.close()
+            if not hold:
+                conn.close()
 
     thread = threading.Thread(target=accept, daemon=True)
     thread.start()
@@ -52,4 +72,6 @@ def closing_endpoint() -> Iterator[tuple[str, threading.Event]]:
     finally:
         stop.set()
         thread.join(timeout=5)
+        for conn in held:
+            conn.close()
         server.close()

@@ -25,6 +25,8 @@ from ec2_shapes import answers, instance
 
 from fabriccheck import flow
 from fabriccheck.errors import FabricCheckError
+from fabriccheck.inventory import Inventory
+from fabriccheck.model import CollectionError
 from fabriccheck.providers.aws import collect, fleet
 from fabriccheck.providers.aws.normalize import CALLS
 
@@ -190,15 +192,22 @@ def _organization() -> FleetReplay:
     return FleetReplay({"222222222222": {"us-east-1": answers([instance("i-00000000000000001")])}})
 
 
-def test_a_wrong_assume_role_answer_is_that_accounts_bad_response(monkeypatch: pytest.MonkeyPatch) -> None:
+def _assumed_with(monkeypatch: pytest.MonkeyPatch, answer: tuple[str, str]) -> tuple[Inventory, CollectionError]:
+    """A live collection of the organization's one account whose AssumeRole is answered with `answer` (content
+    type, body): the inventory and its one error, that account's BadResponse on AssumeRole."""
     replay = _organization()
-    replay.wrong["AssumeRole"] = CAPTIVE_PORTAL
+    replay.wrong["AssumeRole"] = answer
     with serve_fleet(replay) as url:
         monkeypatch.setenv("AWS_ENDPOINT_URL", url)
         plan = fleet.Fleet(role_arn="arn:aws:iam::222222222222:role/Auditor")
         inventory = collect.collect_live(["us-east-1"], session=boto3.session.Session(), accounts=plan)
     [error] = inventory.errors
     assert (error.account, error.call, error.code) == ("222222222222", "AssumeRole", "BadResponse")
+    return inventory, error
+
+
+def test_a_wrong_assume_role_answer_is_that_accounts_bad_response(monkeypatch: pytest.MonkeyPatch) -> None:
+    inventory, error = _assumed_with(monkeypatch, CAPTIVE_PORTAL)
     assert "Content-Type text/html" in error.message and not inventory.complete
 
 
@@ -268,14 +277,7 @@ def test_a_list_accounts_answer_that_is_not_json_is_one_line(monkeypatch: pytest
 def test_an_assume_role_answer_of_the_other_protocol_is_bad_response(
     monkeypatch: pytest.MonkeyPatch, answer: tuple[str, str], said: str
 ) -> None:
-    replay = _organization()
-    replay.wrong["AssumeRole"] = answer
-    with serve_fleet(replay) as url:
-        monkeypatch.setenv("AWS_ENDPOINT_URL", url)
-        plan = fleet.Fleet(role_arn="arn:aws:iam::222222222222:role/Auditor")
-        inventory = collect.collect_live(["us-east-1"], session=boto3.session.Session(), accounts=plan)
-    [error] = inventory.errors
-    assert (error.account, error.call, error.code) == ("222222222222", "AssumeRole", "BadResponse")
+    inventory, error = _assumed_with(monkeypatch, answer)
     assert said in error.message and not inventory.complete and inventory.nodes == []
 
 

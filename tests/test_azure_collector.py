@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from arm_replay import ArmReplay, fake_az, make_certificate, serve
+from arm_replay import ArmReplay, make_certificate, serve, use_fake_az
 from cli_run import one_clean_line, run, run_installed
 
 from fabriccheck import flow
@@ -34,14 +34,7 @@ def azure_env(
     tmp_path: Path, certificate: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[dict[str, str]]:
     """AzureCliCredential only, a fake `az` first on PATH, and the test certificate trusted."""
-    az_dir = fake_az(tmp_path / "bin")
-    env = {
-        "AZURE_TOKEN_CREDENTIALS": "AzureCliCredential",
-        "PATH": f"{az_dir}{os.pathsep}{os.environ['PATH']}",
-        "REQUESTS_CA_BUNDLE": str(certificate[0]),
-    }
-    for key, value in env.items():
-        monkeypatch.setenv(key, value)
+    env = use_fake_az(tmp_path, certificate[0], monkeypatch)
     yield {**os.environ, **env}
 
 

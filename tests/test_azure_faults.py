@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from arm_replay import ArmReplay, fake_az, make_certificate, serve
+from arm_replay import ArmReplay, make_certificate, serve, use_fake_az
 from cli_run import one_clean_line, run
 
 from fabriccheck import flow, report
@@ -190,14 +190,7 @@ def azure_env(
 ) -> Iterator[dict[str, str]]:
     """AzureCliCredential with a fake `az` first on PATH, the test certificate trusted, and one retry per call
     (azure-core's first retry waits no time), so that a fault costs a second, not a minute."""
-    az_dir = fake_az(tmp_path / "bin")
-    env = {
-        "AZURE_TOKEN_CREDENTIALS": "AzureCliCredential",
-        "PATH": f"{az_dir}{os.pathsep}{os.environ['PATH']}",
-        "REQUESTS_CA_BUNDLE": str(certificate[0]),
-    }
-    for key, value in env.items():
-        monkeypatch.setenv(key, value)
+    env = use_fake_az(tmp_path, certificate[0], monkeypatch)
     monkeypatch.setattr(collect, "RETRY_TOTAL", 1)
     yield {**os.environ, **env}
 

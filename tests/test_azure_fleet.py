@@ -4,13 +4,12 @@ retries counted, and one denied subscription leaving the rest collected."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from arm_replay import ArmReplay, fake_az, make_certificate, serve
+from arm_replay import ArmReplay, make_certificate, serve, use_fake_az
 
 from fabriccheck.builders import demo_azure as demo_builder
 from fabriccheck.errors import FabricCheckError
@@ -27,10 +26,7 @@ def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 @pytest.fixture(autouse=True)
 def azure_env(tmp_path: Path, certificate: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    az_dir = fake_az(tmp_path / "bin")
-    monkeypatch.setenv("AZURE_TOKEN_CREDENTIALS", "AzureCliCredential")
-    monkeypatch.setenv("PATH", f"{az_dir}{os.pathsep}{os.environ['PATH']}")
-    monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(certificate[0]))
+    use_fake_az(tmp_path, certificate[0], monkeypatch)
     yield
 
 

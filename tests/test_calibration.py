@@ -1,7 +1,8 @@
 """The penalty model against published measurements (fabriccheck/data/calibration.yaml).
 
 Collective rows are predicted with the same `penalty.collective_bandwidth` that `estimate`, the scan and the
-nccl-tests judge use; scaling rows with `penalty.scaling`, the step model the scan prices clusters with. Rows
+nccl-tests judge use; scaling rows with `penalty.scaling` and slowdown rows with `penalty.estimate`, the step model
+the scan prices clusters with. Rows
 marked held_out fitted no constant: each must stay within its own tolerance, so a change that makes the model drift
 away from a measurement it never saw fails here. The constants the fitted rows name are recomputed from those rows.
 Run `python tests/test_calibration.py` for the table, the error on each set and by fabric and state.
@@ -20,7 +21,7 @@ import yaml
 
 from fabriccheck import catalog, estimate, penalty
 from fabriccheck.model import FabricKind
-from fabriccheck.penalty import collectives, links, steps
+from fabriccheck.penalty import collectives, links, releases, steps
 from fabriccheck.workloadfile import workload_from_mapping
 
 TOLERANCE = 0.25
@@ -42,9 +43,9 @@ ROWS = _rows()
 class Check:
     row_id: str
     held_out: bool
-    kind: str  # "collective" or "scaling"
+    kind: str  # "collective", "scaling" or "slowdown"
     group: str  # fabric and state, for the summary
-    metric: str  # "algbw", "busbw" or "ratio"
+    metric: str  # "algbw", "busbw", "ratio" (scaling) or "slowdown"
     measured: float
     predicted: float  # best end
     predicted_worst: float
@@ -81,6 +82,16 @@ def _fabric(spec: dict[str, Any]) -> penalty.FabricDescription:
     )
 
 
+def state_of(row: dict[str, Any], fabric: penalty.FabricDescription) -> penalty.FabricState:
+    """The row's state, under the NCCL release its source names (`nccl_version`; absent: the model's default)."""
+    state = estimate.state_named(row["state"], fabric)
+    if "nccl_version" not in row:
+        return state
+    version = releases.nccl_version_of(str(row["nccl_version"]))
+    assert version is not None, f"{row['id']}: nccl_version {row['nccl_version']!r} is not an NCCL release"
+    return replace(state, nccl_version=version)
+
+
 def _group(row: dict[str, Any], fabric: penalty.FabricDescription) -> str:
     state = row.get("state", "healthy").split(",")
     words = {"tcp": "TCP", "no-gdr": "GDR off", "no-placement": "loose placement"}
@@ -98,7 +109,7 @@ def _group(row: dict[str, Any], fabric: penalty.FabricDescription) -> str:
 def _collective(row: dict[str, Any]) -> Check:
     fabric = _fabric(row["fabric"])
     nodes: int = row["nodes"]
-    state = estimate.state_named(row["state"], fabric)
+    state = state_of(row, fabric)
     factor = penalty.bus_factor(row["op"], nodes * fabric.gpus_per_node)
     best = penalty.collective_bandwidth(fabric, nodes, row["op"], row["bytes"], state)
     worst = penalty.collective_bandwidth(fabric, nodes, row["op"], row["bytes"], state, worst=True)
@@ -130,26 +141,60 @@ def workload_of(row: dict[str, Any]) -> penalty.Workload:
     return penalty.WORKLOADS[spec] if isinstance(spec, str) else workload_from_mapping(spec, row["id"])
 
 
-def scaling_ratio(row: dict[str, Any]) -> float:
-    """The model's per-GPU throughput on nodes_to over nodes_from (healthy: both ends of its range agree)."""
+def scaling_ends(row: dict[str, Any]) -> tuple[float, float]:
+    """The model's per-GPU throughput on nodes_to nodes in the row's state (healthy unless it names one) over
+    nodes_from healthy nodes, at both ends of its range (healthy: the ends agree)."""
     fabric, workload = _fabric(row["fabric"]), workload_of(row)
-    to = penalty.scaling(fabric, row["nodes_to"], penalty.FabricState.healthy(), workload)
+    state = estimate.state_named(row.get("state", "healthy"), fabric)
+    to = penalty.scaling(fabric, row["nodes_to"], state, workload)
     start = penalty.scaling(fabric, row["nodes_from"], penalty.FabricState.healthy(), workload)
     assert to is not None and start is not None, f"{row['id']}: the model cannot price this row"
-    return to.low / start.low
+    return to.high / start.high, to.low / start.low
+
+
+def scaling_ratio(row: dict[str, Any]) -> float:
+    """The model's scaling ratio at the low end of its range (the only one for a healthy fabric)."""
+    return scaling_ends(row)[1]
+
+
+def _training_group(row: dict[str, Any], fabric: penalty.FabricDescription) -> str:
+    """Training rows by fabric and state: `infiniband TCP training`, `gpudirect-tcpx TCP training`, `rdma scaling`."""
+    if row.get("state", "healthy") == "healthy":
+        return f"{fabric.fabric.value} scaling"
+    return f"{_group(row, fabric).split(',')[0]} training"
 
 
 def _scaling(row: dict[str, Any]) -> Check:
     fabric = _fabric(row["fabric"])
-    predicted = scaling_ratio(row)
+    best, worst = scaling_ends(row)
     tolerance = row.get("tolerance", SCALING_TOLERANCE)
-    group = f"{fabric.fabric.value} scaling"
-    return Check(row["id"], bool(row.get("held_out")), "scaling", group, "ratio", row["ratio"], predicted, predicted,
-                 False, tolerance)  # fmt: skip
+    in_range = row.get("check") == "range"
+    predicted = best if in_range else worst
+    return Check(row["id"], bool(row.get("held_out")), "scaling", _training_group(row, fabric), "ratio",
+                 row["ratio"], predicted, worst, in_range, tolerance)  # fmt: skip
+
+
+def slowdown_ends(row: dict[str, Any]) -> tuple[float, float]:
+    """The model's slowdown of the row's workload on `nodes` nodes in its state: healthy step time over the state's,
+    as a range (low, high); the row's `ratio` is the throughput measured healthy over in the state."""
+    fabric, workload = _fabric(row["fabric"]), workload_of(row)
+    found = penalty.estimate(fabric, row["nodes"], estimate.state_named(row["state"], fabric), workload)
+    assert found.estimated and found.workload is None, f"{row['id']}: the model cannot price this row as written"
+    return found.low, found.high
+
+
+def _slowdown(row: dict[str, Any]) -> Check:
+    fabric = _fabric(row["fabric"])
+    low, high = slowdown_ends(row)
+    in_range = row.get("check") == "range"
+    tolerance = row.get("tolerance", TOLERANCE)
+    return Check(row["id"], bool(row.get("held_out")), "slowdown", _training_group(row, fabric), "slowdown",
+                 row["ratio"], low, high, in_range, tolerance)  # fmt: skip
 
 
 def check(row: dict[str, Any]) -> Check:
-    return _scaling(row) if row.get("kind") == "scaling" else _collective(row)
+    kind = row.get("kind", "collective")
+    return _scaling(row) if kind == "scaling" else _slowdown(row) if kind == "slowdown" else _collective(row)
 
 
 def _param(row: dict[str, Any]) -> Any:
@@ -172,7 +217,7 @@ def test_rows_are_sourced_and_a_third_is_held_out() -> None:
     assert len(ids) == len(set(ids))
     for r in ROWS:
         assert r["source"].strip() and r["conditions"].strip(), r["id"]
-        measured = ("ratio",) if r.get("kind") == "scaling" else ("busbw", "algbw")
+        measured = ("ratio",) if r.get("kind") in ("scaling", "slowdown") else ("busbw", "algbw")
         assert any(key in r for key in measured), r["id"]
         assert bool(r.get("held_out")) != bool(r.get("fits")), f"{r['id']}: held out, or names the constant it fits"
     held = sum(1 for r in ROWS if r.get("held_out"))
@@ -231,7 +276,7 @@ def link_gbps(row: dict[str, Any]) -> float:
     """What a row says its nodes' links carried (Gbps, one direction): algbw for a 2-node tree (each node sends
     the buffer once), busbw for a ring."""
     fabric = _fabric(row["fabric"])
-    state = estimate.state_named(row["state"], fabric)
+    state = state_of(row, fabric)
     found = penalty.collective_estimate(fabric, row["nodes"], row["op"], row["bytes"], state)
     assert found is not None
     factor = penalty.bus_factor(row["op"], row["nodes"] * fabric.gpus_per_node)
@@ -267,7 +312,7 @@ def test_socket_constants_are_what_their_fitted_rows_say() -> None:
     for side, name in ((0, "STREAM_GBPS best"), (1, "STREAM_GBPS worst")):
         (row,) = _fitted(name)
         fabric = _fabric(row["fabric"])
-        streams = links.socket_streams(fabric, estimate.state_named(row["state"], fabric))
+        streams = links.socket_streams(fabric, state_of(row, fabric))
         assert links.STREAM_GBPS[side] == pytest.approx(link_gbps(row) / streams, rel=0.03), name
 
 

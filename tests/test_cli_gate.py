@@ -10,18 +10,15 @@ import os
 import re
 import resource
 import signal
-import socket
 import subprocess
 import sys
-import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 from cli_run import one_clean_line, run, run_installed
+from loopback import silent_endpoint
 
 from fabriccheck.sources.retries import RETRIES
 
@@ -234,38 +231,6 @@ def test_devices_are_written_directly() -> None:
 
 
 # --------------------------------------------------------------------------------------------- 22: Ctrl-C
-
-
-@contextmanager
-def silent_endpoint() -> Iterator[tuple[str, threading.Event]]:
-    """127.0.0.1: accepts connections and never answers, so every EC2 call hangs until its read timeout."""
-    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    server.bind(("127.0.0.1", 0))
-    server.listen(64)
-    server.settimeout(0.2)
-    connected = threading.Event()
-    stop = threading.Event()
-    held: list[socket.socket] = []
-
-    def accept() -> None:
-        while not stop.is_set():
-            try:
-                conn, _ = server.accept()
-            except OSError:
-                continue
-            held.append(conn)
-            connected.set()
-
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.getsockname()[1]}", connected
-    finally:
-        stop.set()
-        thread.join(timeout=5)
-        for conn in held:
-            conn.close()
-        server.close()
 
 
 # More regions than the collector's 8 workers: some calls run, the rest wait in the pool.

@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 from cli_run import one_clean_line, run
@@ -73,6 +74,19 @@ DEEP = "[" * 1_000 + "]" * 1_000  # valid JSON, a thousand lists deep
 AWS121 = ROOT / "rules" / "aws" / "AWS121-spread-placement-group.yaml"
 
 
+def _read_or_named(result: subprocess.CompletedProcess[str], path: Path, undamaged: dict[str, Any]) -> None:
+    """The damaged dump was read with nothing lost (the undamaged report's findings and nodes), or refused in one
+    line naming the file `path` too deep to read."""
+    if result.returncode == 2:
+        assert one_clean_line(result) == (
+            f"fabriccheck: error: {path}: nested too deeply to read (more than about 1,000 levels of lists or objects)"
+        )
+    else:
+        report = json.loads(result.stdout)
+        assert [f["fingerprint"] for f in report["findings"]] == [f["fingerprint"] for f in undamaged["findings"]]
+        assert report["summary"]["nodes"] == undamaged["summary"]["nodes"]
+
+
 @pytest.mark.parametrize("layout", ["as the CLI writes it", "on one line"])
 @pytest.mark.parametrize("cloud", sorted(LIST_FILES))
 def test_json_nested_a_thousand_deep_in_a_dump_is_read_or_one_line_naming_the_file(
@@ -89,15 +103,7 @@ def test_json_nested_a_thousand_deep_in_a_dump_is_read_or_one_line_naming_the_fi
     first["Deep"] = "DEEP"
     text = json.dumps(document, indent=2 if layout == "as the CLI writes it" else None)
     path.write_text(text.replace('"DEEP"', DEEP))
-    result = run(cloud, "--from-dump", str(folder), "-f", "json")
-    if result.returncode == 2:
-        assert one_clean_line(result) == (
-            f"fabriccheck: error: {path}: nested too deeply to read (more than about 1,000 levels of lists or objects)"
-        )
-    else:
-        report = json.loads(result.stdout)
-        assert [f["fingerprint"] for f in report["findings"]] == [f["fingerprint"] for f in undamaged["findings"]]
-        assert report["summary"]["nodes"] == undamaged["summary"]["nodes"]
+    _read_or_named(run(cloud, "--from-dump", str(folder), "-f", "json"), path, undamaged)
 
 
 EVERY_DUMP_FILE = [(c, p.relative_to(DEMO / c)) for c in sorted(LIST_FILES) for p in sorted((DEMO / c).rglob("*.json"))]
@@ -118,15 +124,7 @@ def test_every_dump_file_nested_too_deep_is_read_or_names_itself(
     assert items and isinstance(items[0], dict), f"{name}: the demo's file has no item to damage"
     items[0]["Deep"] = "DEEP"
     path.write_text(json.dumps(document, indent=indent).replace('"DEEP"', DEEP))
-    result = run(cloud, "--from-dump", str(folder), "-f", "json")
-    if result.returncode == 2:
-        assert one_clean_line(result) == (
-            f"fabriccheck: error: {path}: nested too deeply to read (more than about 1,000 levels of lists or objects)"
-        )
-    else:
-        report = json.loads(result.stdout)
-        assert [f["fingerprint"] for f in report["findings"]] == [f["fingerprint"] for f in undamaged["findings"]]
-        assert report["summary"]["nodes"] == undamaged["summary"]["nodes"]
+    _read_or_named(run(cloud, "--from-dump", str(folder), "-f", "json"), path, undamaged)
 
 
 def test_json_nested_too_deep_in_a_plan_or_an_inventory_is_one_line(tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from aws_fleet_replay import FleetReplay, serve
 from cli_run import one_clean_line, run
-from test_cli_gate import silent_endpoint
+from loopback import silent_endpoint
 
 from fabriccheck.sources.retries import RETRIES
 

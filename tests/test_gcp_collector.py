@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from cli_run import one_clean_line, run, run_installed
-from gce_replay import ComputeReplay, fake_service_account_key, serve
+from gce_replay import ComputeReplay, fake_service_account_key, serve, use_fake_google_key
 
 from fabriccheck.builders.demo_gcp import PROJECT, Project, build
 from fabriccheck.providers.gcp import collect, effective
@@ -31,12 +31,7 @@ DEMO = ROOT / "fixtures" / "demo" / "gcp"
 @pytest.fixture(autouse=True)
 def google_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A fake service-account key for ADC; no gcloud config, no metadata server (reference/testing.md)."""
-    key = tmp_path / "key.json"
-    key.write_text(json.dumps(fake_service_account_key()))
-    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(key))
-    monkeypatch.setenv("CLOUDSDK_CONFIG", str(tmp_path / "gcloud"))
-    monkeypatch.setenv("NO_GCE_CHECK", "True")
-    monkeypatch.setenv("GCE_METADATA_HOST", "127.0.0.1:9")
+    key = use_fake_google_key(tmp_path, monkeypatch)
     monkeypatch.delenv("GOOGLE_CLOUD_PROJECT", raising=False)
     yield key
 

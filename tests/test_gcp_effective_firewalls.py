@@ -22,56 +22,41 @@ from typing import Any
 
 import pytest
 from cli_run import run
-from gce_replay import ComputeReplay, fake_service_account_key, serve
+from gce_replay import (
+    ComputeReplay,
+    a3_plan,
+    cluster_of,
+    demo_project,
+    gcp110_report,
+    judge_a3_plan,
+    plan_policy_rule,
+    policy_rule,
+    predefined_rules,
+    serve,
+    use_fake_google_key,
+)
 
-from fabriccheck.builders.demo_gcp import PROJECT, REGION, Project, build
+from fabriccheck.builders.demo_gcp import PROJECT, REGION, Project
+from fabriccheck.builders.plan_builder import ref
 
 GPU_NET = "a3-gpu-2"
 A3_HIGH = "a3-high"
 GPU_CIDR = "10.102.0.0/16"  # a3-gpu-2's subnet (tools/build_demo_gcp.py: 10.{100 + i}.0.0/16)
 
 
-def _predefined() -> list[dict[str, Any]]:
-    return [
-        {
-            "kind": "compute#firewallPolicyRule",
-            "priority": priority,
-            "direction": "INGRESS",
-            "action": "goto_next",
-            "match": {"srcIpRanges": [source], "layer4Configs": [{"ipProtocol": "all"}]},
-        }
-        for priority, source in ((2147483645, "::/0"), (2147483647, "0.0.0.0/0"))
-    ]
-
-
-def _rule(priority: int, action: str, ranges: list[str], ports: list[str] | None = None) -> dict[str, Any]:
-    layer4: dict[str, Any] = {"ipProtocol": "tcp", **({"ports": ports} if ports else {})}
-    return {
-        "kind": "compute#firewallPolicyRule",
-        "priority": priority,
-        "direction": "INGRESS",
-        "action": action,
-        "match": {"srcIpRanges": ranges, "layer4Configs": [layer4]},
-    }
-
-
 def hierarchy(short_name: str, number: str, *rules: dict[str, Any]) -> dict[str, Any]:
     """A hierarchical policy as the API answers it: `name` its number, `shortName` what its owner called it."""
     return {"name": number, "type": "HIERARCHY", "shortName": short_name, "displayName": short_name,
-            "rules": [*rules, *_predefined()]}  # fmt: skip
+            "rules": [*rules, *predefined_rules()]}  # fmt: skip
 
 
 def regional(name: str, *rules: dict[str, Any]) -> dict[str, Any]:
-    return {"name": name, "type": "NETWORK_REGIONAL", "priority": 1000, "rules": [*rules, *_predefined()]}
+    return {"name": name, "type": "NETWORK_REGIONAL", "priority": 1000, "rules": [*rules, *predefined_rules()]}
 
 
 def _project(vpc_rules: bool = True) -> Project:
     """The demo project, a3-gpu-2's VPC firewall rules removed (`vpc_rules` False) or kept."""
-    project = Project()
-    build(project)
-    if not vpc_rules:
-        project.firewalls = [f for f in project.firewalls if not f["network"].endswith(f"/networks/{GPU_NET}")]
-    return project
+    return demo_project(None if vpc_rules else GPU_NET)
 
 
 def _answers(project: Project, policies: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
@@ -90,18 +75,8 @@ def _answers(project: Project, policies: dict[str, list[dict[str, Any]]]) -> lis
 
 def _report(project: Project, tmp_path: Path, answers: list[dict[str, Any]] | None) -> tuple[int, dict[str, Any]]:
     folder = tmp_path / f"dump-{len(list(tmp_path.iterdir()))}"
-    project.write(folder)
-    if answers is not None:
-        (folder / "network-firewall-policies-get-effective-firewalls.json").write_text(json.dumps(answers))
-    result = run("gcp", "--from-dump", str(folder), "--select", "GCP110", "-f", "json")
-    assert result.stdout, result.stderr
-    report: dict[str, Any] = json.loads(result.stdout)
-    return result.returncode, report
-
-
-def _cluster(report: dict[str, Any], name: str) -> dict[str, Any]:
-    found: dict[str, Any] = next(c for c in report["clusters"] if c["id"].endswith(f"/{name}"))
-    return found
+    files = {} if answers is None else {"network-firewall-policies-get-effective-firewalls.json": answers}
+    return gcp110_report(project, folder, files)
 
 
 def _gcp110(report: dict[str, Any], name: str = A3_HIGH) -> list[str]:
@@ -113,8 +88,8 @@ def test_a_hierarchical_deny_blocks_what_the_vpc_rules_allow(tmp_path: Path) -> 
     the policy and its rule named; judged (exit 1, complete). Without the answer the cluster was clean."""
     project = _project()
     code, before = _report(project, tmp_path, None)
-    assert _cluster(before, A3_HIGH)["status"] == "clean" and code == 0
-    guard = hierarchy("org-gpu-guard", "283749283749", _rule(1000, "deny", ["10.0.0.0/8"]))
+    assert cluster_of(before, A3_HIGH)["status"] == "clean" and code == 0
+    guard = hierarchy("org-gpu-guard", "283749283749", policy_rule(1000, "deny", ["10.0.0.0/8"]))
     code, report = _report(project, tmp_path, _answers(project, {GPU_NET: [guard]}))
     messages = _gcp110(report)
     assert len(messages) == 4  # one per a3h-train node
@@ -127,11 +102,13 @@ def test_goto_next_in_the_organization_hands_over_to_the_folder_then_the_vpc(tmp
     """The organization's policy sends the GPU subnet on (goto_next); the folder's policy below it decides: its
     allow is final (clean), its deny blocks (GCP110 naming the folder's policy, not the organization's)."""
     project = _project(vpc_rules=False)
-    org = hierarchy("org-base", "111", _rule(1000, "goto_next", ["10.0.0.0/8"]), _rule(1100, "deny", ["0.0.0.0/0"]))
-    allow = hierarchy("ml-folder", "222", _rule(500, "allow", [GPU_CIDR]))
+    org = hierarchy(
+        "org-base", "111", policy_rule(1000, "goto_next", ["10.0.0.0/8"]), policy_rule(1100, "deny", ["0.0.0.0/0"])
+    )
+    allow = hierarchy("ml-folder", "222", policy_rule(500, "allow", [GPU_CIDR]))
     code, report = _report(project, tmp_path, _answers(project, {GPU_NET: [org, allow]}))
-    assert _cluster(report, A3_HIGH)["status"] == "clean" and code == 0
-    deny = hierarchy("ml-folder", "222", _rule(500, "deny", [GPU_CIDR], ["1-1023"]))
+    assert cluster_of(report, A3_HIGH)["status"] == "clean" and code == 0
+    deny = hierarchy("ml-folder", "222", policy_rule(500, "deny", [GPU_CIDR], ["1-1023"]))
     project = _project()  # the VPC rules allow the rest
     code, report = _report(project, tmp_path, _answers(project, {GPU_NET: [org, deny]}))
     [message, *_] = _gcp110(report)
@@ -146,9 +123,9 @@ def test_a_regional_allow_opens_a_network_without_vpc_rules(tmp_path: Path) -> N
     project = _project(vpc_rules=False)
     code, report = _report(project, tmp_path, _answers(project, {}))
     assert _gcp110(report) and code == 1
-    opened = regional("gpu-regional", _rule(1000, "allow", [GPU_CIDR]))
+    opened = regional("gpu-regional", policy_rule(1000, "allow", [GPU_CIDR]))
     code, report = _report(project, tmp_path, _answers(project, {GPU_NET: [opened]}))
-    assert _cluster(report, A3_HIGH)["status"] == "clean"
+    assert cluster_of(report, A3_HIGH)["status"] == "clean"
     assert code == 0 and report["complete"] is True
 
 
@@ -162,10 +139,10 @@ def test_a_regional_policy_comes_after_the_global_one(tmp_path: Path) -> None:
         "kind": "compute#firewallPolicy",
         "name": "gpu-global",
         "selfLink": project.url("global/firewallPolicies/gpu-global"),
-        "rules": [_rule(1000, "deny", [GPU_CIDR]), *_predefined()],
+        "rules": [policy_rule(1000, "deny", [GPU_CIDR]), *predefined_rules()],
     }
     project.firewall_policies.append(global_policy)
-    opened = regional("gpu-regional", _rule(1000, "allow", [GPU_CIDR]))
+    opened = regional("gpu-regional", policy_rule(1000, "allow", [GPU_CIDR]))
     code, report = _report(project, tmp_path, _answers(project, {GPU_NET: [opened]}))
     [message, *_] = _gcp110(report)
     assert "network firewall policy gpu-global and regional network firewall policy gpu-regional" in message
@@ -176,7 +153,7 @@ def test_a_gpu_network_the_answers_leave_out_is_not_judged_and_named(tmp_path: P
     project = _project()
     answers = [a for a in _answers(project, {}) if a["network"] != GPU_NET]
     code, report = _report(project, tmp_path, answers)
-    [gap] = [n for n in _cluster(report, A3_HIGH)["not_judged"] if n["rule"] == "GCP110"]
+    [gap] = [n for n in cluster_of(report, A3_HIGH)["not_judged"] if n["rule"] == "GCP110"]
     assert f"network {GPU_NET} in {REGION}" in gap["reason"] and "not read" in gap["reason"]
     assert code == 2 and report["complete"] is False
 
@@ -184,9 +161,9 @@ def test_a_gpu_network_the_answers_leave_out_is_not_judged_and_named(tmp_path: P
 def test_a_hierarchical_rule_for_other_networks_does_not_apply(tmp_path: Path) -> None:
     """targetResources: the rule applies to the instances of those networks only."""
     project = _project()
-    rule = {**_rule(1000, "deny", ["10.0.0.0/8"]), "targetResources": [project.url("global/networks/other-vpc")]}
+    rule = {**policy_rule(1000, "deny", ["10.0.0.0/8"]), "targetResources": [project.url("global/networks/other-vpc")]}
     code, report = _report(project, tmp_path, _answers(project, {GPU_NET: [hierarchy("org", "1", rule)]}))
-    assert _cluster(report, A3_HIGH)["status"] == "clean" and code == 0
+    assert cluster_of(report, A3_HIGH)["status"] == "clean" and code == 0
     rule["targetResources"] = [project.url(f"global/networks/{GPU_NET}")]
     code, report = _report(project, tmp_path, _answers(project, {GPU_NET: [hierarchy("org", "1", rule)]}))
     assert _gcp110(report) and code == 1
@@ -197,10 +174,10 @@ def test_a_deny_for_other_destinations_does_not_close_the_gpu_subnet(tmp_path: P
     .destIpRanges, Compute API v1). An organization deny of 10.0.0.0/8 towards another subnet leaves a3-gpu-2 clean;
     the same deny towards the GPU subnet's range is GCP110. (It was GCP110 both times: the destination was not read.)"""
     project = _project()
-    deny = _rule(1000, "deny", ["10.0.0.0/8"])
+    deny = policy_rule(1000, "deny", ["10.0.0.0/8"])
     deny["match"]["destIpRanges"] = ["10.200.0.0/16"]
     code, report = _report(project, tmp_path, _answers(project, {GPU_NET: [hierarchy("org", "1", deny)]}))
-    assert not _gcp110(report) and _cluster(report, A3_HIGH)["status"] == "clean" and code == 0
+    assert not _gcp110(report) and cluster_of(report, A3_HIGH)["status"] == "clean" and code == 0
     deny["match"]["destIpRanges"] = ["10.96.0.0/12"]  # holds 10.102.0.0/16
     code, report = _report(project, tmp_path, _answers(project, {GPU_NET: [hierarchy("org", "1", deny)]}))
     assert _gcp110(report) and code == 1
@@ -212,15 +189,15 @@ def test_a_source_network_context_is_matched_against_the_gpu_peers(tmp_path: Pat
     it was GCP110), and an INTRA_VPC allow with no other source opens a network without VPC rules (where it was
     GCP110: a rule without srcIpRanges was taken to match nothing)."""
     project = _project()
-    deny = _rule(1000, "deny", ["10.0.0.0/8"])
+    deny = policy_rule(1000, "deny", ["10.0.0.0/8"])
     deny["match"]["srcNetworkContext"] = "INTERNET"
     code, report = _report(project, tmp_path, _answers(project, {GPU_NET: [hierarchy("org", "1", deny)]}))
     assert not _gcp110(report) and code == 0
     project = _project(vpc_rules=False)
-    allow = _rule(1000, "allow", [])
+    allow = policy_rule(1000, "allow", [])
     allow["match"] = {"srcNetworkContext": "INTRA_VPC", "layer4Configs": [{"ipProtocol": "tcp"}]}
     code, report = _report(project, tmp_path, _answers(project, {GPU_NET: [regional("gpu-regional", allow)]}))
-    assert _cluster(report, A3_HIGH)["status"] == "clean" and code == 0
+    assert cluster_of(report, A3_HIGH)["status"] == "clean" and code == 0
     allow["match"]["srcNetworkContext"] = "INTERNET"
     code, report = _report(project, tmp_path, _answers(project, {GPU_NET: [regional("gpu-regional", allow)]}))
     assert _gcp110(report) and code == 1
@@ -244,13 +221,7 @@ def test_a_file_that_is_not_the_answers_is_one_line_exit_2(tmp_path: Path) -> No
 @pytest.fixture
 def google_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A service-account key google-auth signs its own token with (no token endpoint: reference/testing.md)."""
-    key = tmp_path / "key.json"
-    key.write_text(json.dumps(fake_service_account_key(PROJECT)))
-    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(key))
-    monkeypatch.setenv("CLOUDSDK_CONFIG", str(tmp_path / "gcloud"))
-    monkeypatch.setenv("NO_GCE_CHECK", "True")
-    monkeypatch.setenv("GCE_METADATA_HOST", "127.0.0.1:9")
-    return key
+    return use_fake_google_key(tmp_path, monkeypatch, PROJECT)
 
 
 def test_a_live_scan_reads_the_policies_in_effect_through_the_real_client(google_key: Path) -> None:
@@ -263,7 +234,7 @@ def test_a_live_scan_reads_the_policies_in_effect_through_the_real_client(google
 
     project = _project()
     replay = ComputeReplay.from_files({PROJECT: project.files()})
-    guard = hierarchy("org-gpu-guard", "283749283749", _rule(1000, "deny", ["10.0.0.0/8"]))
+    guard = hierarchy("org-gpu-guard", "283749283749", policy_rule(1000, "deny", ["10.0.0.0/8"]))
     replay.effective[(PROJECT, REGION, GPU_NET)] = {"firewalls": [], "firewallPolicys": [guard]}
     with serve(replay) as url:
         inventory = collect.collect_live([PROJECT], endpoint_url=url)
@@ -314,14 +285,6 @@ def test_the_role_grants_the_effective_firewalls_permission() -> None:
 # ------------------------------------------------------------------------------------------- plans
 
 
-def _plan_rule(priority: int, action: str, ranges: list[str], **extra: Any) -> dict[str, Any]:
-    """A firewall policy rule resource's values (priority, action, direction, match { src_ip_ranges,
-    layer4_configs { ip_protocol } }: registry.terraform.io/providers/hashicorp/google/latest/docs/resources/
-    compute_region_network_firewall_policy_rule and compute_firewall_policy_rule, the same schema)."""
-    return {"priority": priority, "action": action, "direction": "INGRESS",
-            "match": [{"src_ip_ranges": ranges, "layer4_configs": [{"ip_protocol": "all"}]}], **extra}  # fmt: skip
-
-
 def _plan_report(
     tmp_path: Path, regional_rules: list[dict[str, Any]] | None = None, org_rules: list[dict[str, Any]] | None = None
 ) -> Any:
@@ -330,23 +293,7 @@ def _plan_report(
     (google_compute_region_network_firewall_policy_association: attachment_target, firewall_policy, region);
     `org_rules`: those of a hierarchical google_compute_firewall_policy (parent, short_name) associated with
     organizations/123 (google_compute_firewall_policy_association: attachment_target, firewall_policy)."""
-    from fabriccheck import flow
-    from fabriccheck.builders.plan_builder import PlanBuilder, const, ref
-    from fabriccheck.sources.terraform import load_plan
-
-    plan = PlanBuilder()
-    plan.region_settings["google"] = {"project": const("proj"), "region": const(REGION)}
-    nets = ["host", *(f"gpu-{i}" for i in range(4))]
-    for net in nets:
-        plan.resource("google_compute_network", net.replace("-", "_"), {"name": net, "mtu": 8244})
-        if net != "gpu-3":
-            plan.resource(
-                "google_compute_firewall",
-                net.replace("-", "_"),
-                {"name": f"{net}-fw", "allow": [{"protocol": "all"}], "source_ranges": ["10.0.0.0/8"]},
-                unknown={"network": True},
-                expressions={"network": ref(f"google_compute_network.{net.replace('-', '_')}.name")},
-            )
+    plan = a3_plan(REGION)
     if regional_rules is not None:
         plan.resource("google_compute_region_network_firewall_policy", "gpu", {"name": "gpu-regional",
                       "region": REGION})  # fmt: skip
@@ -386,25 +333,7 @@ def _plan_report(
             unknown={"firewall_policy": True},
             expressions={"firewall_policy": ref("google_compute_firewall_policy.org.id")},
         )
-    plan.resource(
-        "google_compute_instance_template",
-        "a3",
-        {"name": "a3-high", "machine_type": "a3-highgpu-8g", "network_interface": [{"nic_type": "GVNIC"}] * len(nets)},
-        unknown={"self_link": True, "network_interface": [{"network": True} for _ in nets]},
-        expressions={
-            "network_interface": [{"network": ref(f"google_compute_network.{n.replace('-', '_')}.name")} for n in nets]
-        },
-    )
-    plan.resource(
-        "google_compute_instance_group_manager",
-        "a3",
-        {"name": "a3", "zone": "us-central1-a", "target_size": 2, "version": [{"name": "v1"}]},
-        unknown={"version": [{"instance_template": True}]},
-        expressions={"version": [{"instance_template": ref("google_compute_instance_template.a3.self_link")}]},
-    )
-    path = tmp_path / f"plan-{len(list(tmp_path.iterdir()))}.json"
-    path.write_text(json.dumps(plan.build()))
-    return flow.run(load_plan(str(path)), flow.Options())
+    return judge_a3_plan(plan, tmp_path)
 
 
 def _plan_gcp110(report: Any) -> list[str]:
@@ -414,9 +343,9 @@ def _plan_gcp110(report: Any) -> list[str]:
 def test_a_plan_whose_regional_policy_allows_the_gpu_network_is_clean(tmp_path: Path) -> None:
     """gpu-3 has no VPC rule: GCP110 without a policy; the plan's regional policy for us-central1 allows it."""
     assert any("gpu-3" in m for m in _plan_gcp110(_plan_report(tmp_path)))
-    report = _plan_report(tmp_path, [_plan_rule(1000, "allow", ["10.0.0.0/8"])])
+    report = _plan_report(tmp_path, [plan_policy_rule(1000, "allow", ["10.0.0.0/8"])])
     assert _plan_gcp110(report) == [] and report.complete is True
-    denied = _plan_report(tmp_path, [_plan_rule(1000, "deny", ["10.0.0.0/8"])])
+    denied = _plan_report(tmp_path, [plan_policy_rule(1000, "deny", ["10.0.0.0/8"])])
     assert any("regional network firewall policy gpu-regional" in m for m in _plan_gcp110(denied))
 
 
@@ -424,10 +353,10 @@ def test_a_plan_hierarchical_policy_is_judged_only_where_it_changes_nothing(tmp_
     """The plan associates a hierarchical policy with organizations/123 but does not say the project lies under
     it. A policy that only hands traffic on (goto_next) changes no verdict: judged. One that denies the GPU
     subnet would make gpu-0..2 unreachable: not judged, the policy and its association named."""
-    allow = [_plan_rule(1000, "allow", ["10.0.0.0/8"])]
-    report = _plan_report(tmp_path, allow, [_plan_rule(1000, "goto_next", ["10.0.0.0/8"])])
+    allow = [plan_policy_rule(1000, "allow", ["10.0.0.0/8"])]
+    report = _plan_report(tmp_path, allow, [plan_policy_rule(1000, "goto_next", ["10.0.0.0/8"])])
     assert _plan_gcp110(report) == [] and report.complete is True
-    report = _plan_report(tmp_path, allow, [_plan_rule(1000, "deny", ["10.0.0.0/8"])])
+    report = _plan_report(tmp_path, allow, [plan_policy_rule(1000, "deny", ["10.0.0.0/8"])])
     assert _plan_gcp110(report) == []
     [cluster] = report.clusters
     [gap] = [n for n in cluster.not_judged if n.rule == "GCP110"]

@@ -13,15 +13,26 @@ firewall policies and rules" (https://cloud.google.com/firewall/docs/firewall-po
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_run import run
-from gce_replay import ComputeReplay, fake_service_account_key, serve
+from gce_replay import (
+    ComputeReplay,
+    a3_plan,
+    cluster_of,
+    demo_project,
+    gcp110_report,
+    judge_a3_plan,
+    plan_policy_rule,
+    policy_rule,
+    predefined_rules,
+    serve,
+    use_fake_google_key,
+)
 
 from fabriccheck.builders.demo_gcp import PROJECT, Project, build
+from fabriccheck.builders.plan_builder import ref
 from fabriccheck.providers.gcp.firewall import tcp_reach
 from fabriccheck.resources.gcp import FirewallRule
 
@@ -34,14 +45,11 @@ A3_HIGH = "a3-high"
 def _project(order: str | None = None, vpc_rules: bool = False) -> Project:
     """The demo project whose GPU network a3-gpu-2 is governed by a global network firewall policy, with its VPC
     firewall rules removed (`vpc_rules` False) or kept."""
-    project = Project()
-    build(project)
+    project = demo_project(None if vpc_rules else GPU_NET)
     network = next(n for n in project.networks if n["name"] == GPU_NET)
     network["firewallPolicy"] = POLICY
     if order:
         network["networkFirewallPolicyEnforcementOrder"] = order
-    if not vpc_rules:
-        project.firewalls = [f for f in project.firewalls if not f["network"].endswith(f"/networks/{GPU_NET}")]
     return project
 
 
@@ -49,18 +57,8 @@ def _report(
     project: Project, tmp_path: Path, policies: list[dict[str, Any]] | None = None
 ) -> tuple[int, dict[str, Any]]:
     """The GCP110 report of the project's dump; `policies`: the network-firewall-policies-list.json it also holds."""
-    folder = tmp_path / "dump"
-    project.write(folder)
-    if policies is not None:
-        (folder / "network-firewall-policies-list.json").write_text(json.dumps(policies))
-    result = run("gcp", "--from-dump", str(folder), "--select", "GCP110", "-f", "json")
-    report: dict[str, Any] = json.loads(result.stdout)
-    return result.returncode, report
-
-
-def _cluster(report: dict[str, Any], name: str) -> dict[str, Any]:
-    found: dict[str, Any] = next(c for c in report["clusters"] if c["id"].endswith(f"/{name}"))
-    return found
+    files = {} if policies is None else {"network-firewall-policies-list.json": policies}
+    return gcp110_report(project, tmp_path / "dump", files)
 
 
 def test_a_gpu_network_governed_by_a_policy_not_read_is_not_judged_never_refused(tmp_path: Path) -> None:
@@ -68,7 +66,7 @@ def test_a_gpu_network_governed_by_a_policy_not_read_is_not_judged_never_refused
     may allow the traffic, so the reach is not judged, the policy named, and the run cannot pass (exit 2)."""
     code, report = _report(_project(), tmp_path)
     assert [f for f in report["findings"] if f["rule"] == "GCP110"] == []
-    cluster = _cluster(report, A3_HIGH)
+    cluster = cluster_of(report, A3_HIGH)
     assert cluster["status"] == "incomplete" and cluster["complete"] is False
     [gap] = [n for n in cluster["not_judged"] if n["rule"] == "GCP110"]
     assert "network firewall policy gpu-fabric-policy" in gap["reason"] and "not judged" in gap["reason"]
@@ -83,20 +81,20 @@ def test_vpc_rules_that_allow_every_port_before_the_policy_decide(tmp_path: Path
     to the GPU subnet decides it too."""
     project = _project(vpc_rules=True)
     code, report = _report(project, tmp_path)
-    assert _cluster(report, A3_HIGH)["status"] == "incomplete" and code == 2
+    assert cluster_of(report, A3_HIGH)["status"] == "incomplete" and code == 2
     inbound = next(f for f in project.firewalls if f["name"] == f"{GPU_NET}-allow-internal-traffic")
     outbound = {**inbound, "name": f"{GPU_NET}-allow-internal-egress", "direction": "EGRESS"}
     outbound["destinationRanges"] = outbound.pop("sourceRanges")
     project.firewalls.append(outbound)
     code, report = _report(project, tmp_path)
-    assert _cluster(report, A3_HIGH)["status"] == "clean"
+    assert cluster_of(report, A3_HIGH)["status"] == "clean"
     assert code == 0 and report["complete"] is True
 
 
 def test_a_policy_evaluated_before_the_vpc_rules_leaves_them_undecided(tmp_path: Path) -> None:
     """BEFORE_CLASSIC_FIREWALL: the policy's rules come first and may deny what the VPC rules allow."""
     code, report = _report(_project(order="BEFORE_CLASSIC_FIREWALL", vpc_rules=True), tmp_path)
-    cluster = _cluster(report, A3_HIGH)
+    cluster = cluster_of(report, A3_HIGH)
     assert cluster["status"] == "incomplete"
     assert any("BEFORE_CLASSIC_FIREWALL" in n["reason"] for n in cluster["not_judged"])
     assert code == 2
@@ -124,7 +122,7 @@ def test_a_rule_targeting_tags_the_nodes_lack_allows_nothing_to_them(tmp_path: P
 
 def test_a_rule_targeting_the_nodes_own_tag_reaches_them(tmp_path: Path) -> None:
     _, report = _report(_tagged_project(["gpu-nodes"], ["gpu-nodes"]), tmp_path)
-    assert _cluster(report, A3_HIGH)["status"] == "clean"
+    assert cluster_of(report, A3_HIGH)["status"] == "clean"
 
 
 def _rule(**fields: object) -> FirewallRule:
@@ -159,23 +157,7 @@ def _plan_report(
     compute_network_firewall_policy_rule), or, `policy` given, a policy the plan does not hold, named by its id.
     The association: attachment_target, the network; firewall_policy, the policy (registry.terraform.io/providers/
     hashicorp/google/latest/docs/resources/compute_network_firewall_policy_association)."""
-    from fabriccheck import flow
-    from fabriccheck.builders.plan_builder import PlanBuilder, const, ref
-    from fabriccheck.sources.terraform import load_plan
-
-    plan = PlanBuilder()
-    plan.region_settings["google"] = {"project": const("proj")}
-    nets = ["host", *(f"gpu-{i}" for i in range(4))]
-    for net in nets:
-        plan.resource("google_compute_network", net.replace("-", "_"), {"name": net, "mtu": 8244})
-        if net != "gpu-3":  # gpu-3 is left to its policy
-            plan.resource(
-                "google_compute_firewall",
-                net.replace("-", "_"),
-                {"name": f"{net}-fw", "allow": [{"protocol": "all"}], "source_ranges": ["10.0.0.0/8"]},
-                unknown={"network": True},
-                expressions={"network": ref(f"google_compute_network.{net.replace('-', '_')}.name")},
-            )
+    plan = a3_plan()
     plan.resource("google_compute_network_firewall_policy", "gpu", {"name": "gpu-policy"})
     for i, rule in enumerate(rules):
         plan.resource(
@@ -201,42 +183,11 @@ def _plan_report(
         unknown=unknown,
         expressions=expressions,
     )
-    plan.resource(
-        "google_compute_instance_template",
-        "a3",
-        {
-            "name": "a3-high",
-            "machine_type": "a3-highgpu-8g",
-            "network_interface": [{"nic_type": "GVNIC"} for _ in nets],
-        },
-        unknown={"self_link": True, "network_interface": [{"network": True} for _ in nets]},
-        expressions={
-            "network_interface": [{"network": ref(f"google_compute_network.{n.replace('-', '_')}.name")} for n in nets]
-        },
-    )
-    plan.resource(
-        "google_compute_instance_group_manager",
-        "a3",
-        {"name": "a3", "zone": "us-central1-a", "target_size": 2, "version": [{"name": "v1"}]},
-        unknown={"version": [{"instance_template": True}]},
-        expressions={"version": [{"instance_template": ref("google_compute_instance_template.a3.self_link")}]},
-    )
-    path = tmp_path / f"plan-{len(list(tmp_path.iterdir()))}.json"
-    path.write_text(json.dumps(plan.build()))
-    return flow.run(load_plan(str(path)), flow.Options())
-
-
-def _plan_rule(priority: int, action: str, ranges: list[str]) -> dict[str, Any]:
-    return {
-        "priority": priority,
-        "action": action,
-        "direction": "INGRESS",
-        "match": [{"src_ip_ranges": ranges, "layer4_configs": [{"ip_protocol": "all"}]}],
-    }
+    return judge_a3_plan(plan, tmp_path)
 
 
 def test_a_plan_whose_policy_allows_the_gpu_network_is_clean(tmp_path: Path) -> None:
-    report = _plan_report(tmp_path, [_plan_rule(1000, "allow", ["10.0.0.0/8"])])
+    report = _plan_report(tmp_path, [plan_policy_rule(1000, "allow", ["10.0.0.0/8"])])
     assert [f.rule for f in report.findings if f.rule == "GCP110"] == []
     [cluster] = report.clusters
     assert not [n for n in cluster.not_judged if n.rule == "GCP110"] and report.complete is True
@@ -245,7 +196,7 @@ def test_a_plan_whose_policy_allows_the_gpu_network_is_clean(tmp_path: Path) -> 
 def test_a_plan_whose_new_policy_has_no_allow_rule_is_gcp110(tmp_path: Path) -> None:
     """A policy the plan creates holds the rules the plan gives it (and the predefined goto_next ones): a deny, or
     none at all, leaves gpu-3 to the implied deny. Judged (it was not judged before the rules were read)."""
-    for rules in ([], [_plan_rule(1000, "deny", ["10.0.0.0/8"])]):
+    for rules in ([], [plan_policy_rule(1000, "deny", ["10.0.0.0/8"])]):
         report = _plan_report(tmp_path, rules)
         messages = [f.message for f in report.findings if f.rule == "GCP110"]
         assert messages and all(
@@ -264,7 +215,7 @@ def test_a_plan_association_with_a_policy_the_plan_does_not_hold_leaves_the_reac
 
 
 def test_a_plan_rule_known_only_after_apply_is_not_judged(tmp_path: Path) -> None:
-    report = _plan_report(tmp_path, [_plan_rule(1000, "allow", ["10.0.0.0/8"])], unknown_match=True)
+    report = _plan_report(tmp_path, [plan_policy_rule(1000, "allow", ["10.0.0.0/8"])], unknown_match=True)
     [cluster] = report.clusters
     [gap] = [n for n in cluster.not_judged if n.rule == "GCP110"]
     assert "google_compute_network_firewall_policy_rule.r0's match is known only after apply" in gap.reason
@@ -281,17 +232,7 @@ def _policy(*rules: dict[str, Any]) -> dict[str, Any]:
     targetSecureTags[].name; https://cloud.google.com/compute/docs/reference/rest/v1/networkFirewallPolicies/get).
     Every policy carries the lowest possible priority goto_next ingress rules, ::/0 at 2147483645 and 0.0.0.0/0 at
     2147483647 ("Predefined rules for firewall policies", https://cloud.google.com/firewall/docs/pre-defined-rules)."""
-    default = [
-        {
-            "kind": "compute#firewallPolicyRule",
-            "priority": priority,
-            "direction": "INGRESS",
-            "action": "goto_next",
-            "match": {"srcIpRanges": [source], "layer4Configs": [{"ipProtocol": "all"}]},
-            "ruleTupleCount": 2,
-        }
-        for priority, source in ((2147483645, "::/0"), (2147483647, "0.0.0.0/0"))
-    ]
+    default = predefined_rules(ruleTupleCount=2)
     return {
         "kind": "compute#firewallPolicy",
         "id": "4136870237186423810",
@@ -309,20 +250,6 @@ def _policy(*rules: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _ingress(priority: int, action: str, ranges: list[str], ports: list[str] | None = None, **extra: Any) -> Any:
-    layer4: dict[str, Any] = {"ipProtocol": "tcp"}
-    if ports:
-        layer4["ports"] = ports
-    return {
-        "kind": "compute#firewallPolicyRule",
-        "priority": priority,
-        "direction": "INGRESS",
-        "action": action,
-        "match": {"srcIpRanges": ranges, "layer4Configs": [layer4]},
-        **extra,
-    }
-
-
 def _gpu_cidr(project: Project) -> str:
     cidr: str = next(s["ipCidrRange"] for s in project.subnetworks if s["network"].endswith(f"/networks/{GPU_NET}"))
     return cidr
@@ -332,8 +259,8 @@ def test_a_policy_that_allows_the_gpu_subnet_every_port_is_judged_clean(tmp_path
     """The issue's estate with the policy read: its allow rule for the GPU subnet on tcp (every port) decides, and
     the run passes (exit 0, complete)."""
     project = _project()
-    code, report = _report(project, tmp_path, [_policy(_ingress(1000, "allow", [_gpu_cidr(project)]))])
-    assert _cluster(report, A3_HIGH)["status"] == "clean"
+    code, report = _report(project, tmp_path, [_policy(policy_rule(1000, "allow", [_gpu_cidr(project)]))])
+    assert cluster_of(report, A3_HIGH)["status"] == "clean"
     assert code == 0 and report["complete"] is True
 
 
@@ -341,7 +268,7 @@ def test_a_policy_that_allows_nothing_to_the_gpu_subnet_is_gcp110(tmp_path: Path
     """Only the default goto_next rule: no VPC rule either, so the implied deny-ingress rule ends it. A judged
     error now (exit 1), the policy and network named."""
     project = _project()
-    code, report = _report(project, tmp_path, [_policy(_ingress(1000, "allow", ["35.235.240.0/20"], ["22"]))])
+    code, report = _report(project, tmp_path, [_policy(policy_rule(1000, "allow", ["35.235.240.0/20"], ["22"]))])
     findings = [f for f in report["findings"] if f["rule"] == "GCP110" and f["cluster"].endswith(A3_HIGH)]
     assert len(findings) == 4  # one per a3h-train node
     assert f"{GPU_NET} (VPC firewall rules and network firewall policy gpu-fabric-policy" in findings[0]["message"]
@@ -352,7 +279,7 @@ def test_a_policy_deny_of_higher_precedence_takes_ports_back(tmp_path: Path) -> 
     """deny tcp:1-1023 at 900, allow every TCP port at 1000: a partial reach, the ports named."""
     project = _project()
     cidr = _gpu_cidr(project)
-    policy = _policy(_ingress(900, "deny", [cidr], ["1-1023"]), _ingress(1000, "allow", [cidr]))
+    policy = _policy(policy_rule(900, "deny", [cidr], ["1-1023"]), policy_rule(1000, "allow", [cidr]))
     code, report = _report(project, tmp_path, [policy])
     findings = [f for f in report["findings"] if f["rule"] == "GCP110" and f["cluster"].endswith(A3_HIGH)]
     assert findings and all("TCP ports 1024-65535 only" in f["message"] for f in findings)
@@ -364,9 +291,9 @@ def test_goto_next_hands_the_ports_to_the_vpc_rules_before_classic(tmp_path: Pat
     whose allow-internal rule then decides (clean); a policy deny there would have won first."""
     project = _project(order="BEFORE_CLASSIC_FIREWALL", vpc_rules=True)
     cidr = _gpu_cidr(project)
-    code, report = _report(project, tmp_path, [_policy(_ingress(1000, "goto_next", [cidr]))])
-    assert _cluster(report, A3_HIGH)["status"] == "clean" and code == 0
-    denied = _policy(_ingress(1000, "deny", [cidr]))
+    code, report = _report(project, tmp_path, [_policy(policy_rule(1000, "goto_next", [cidr]))])
+    assert cluster_of(report, A3_HIGH)["status"] == "clean" and code == 0
+    denied = _policy(policy_rule(1000, "deny", [cidr]))
     code, report = _report(project, tmp_path / "deny", [denied])
     assert any(f["rule"] == "GCP110" and f["cluster"].endswith(A3_HIGH) for f in report["findings"])
     assert code == 1
@@ -376,14 +303,14 @@ def test_a_rule_by_secure_tags_is_not_judged_and_named(tmp_path: Path) -> None:
     """targetSecureTags ([{name: tagValues/N, state}]) bind to instances through Resource Manager tag bindings the
     collector does not read: the rule that could decide is named, the reach not judged (exit 2)."""
     project = _project()
-    tagged = _ingress(
+    tagged = policy_rule(
         1000,
         "allow",
         [_gpu_cidr(project)],
         targetSecureTags=[{"name": "tagValues/281484836404786", "state": "EFFECTIVE"}],
     )
     code, report = _report(project, tmp_path, [_policy(tagged)])
-    [gap] = [n for n in _cluster(report, A3_HIGH)["not_judged"] if n["rule"] == "GCP110"]
+    [gap] = [n for n in cluster_of(report, A3_HIGH)["not_judged"] if n["rule"] == "GCP110"]
     assert "rule 1000 of network firewall policy gpu-fabric-policy" in gap["reason"]
     assert "tagValues/281484836404786" in gap["reason"]
     assert code == 2 and report["complete"] is False
@@ -396,10 +323,10 @@ def test_target_service_accounts_of_a_policy_rule_match_the_nodes(tmp_path: Path
     for inst in project.instances:
         if inst["name"].startswith("a3h-train-"):
             inst["serviceAccounts"] = [{"email": email, "scopes": ["https://www.googleapis.com/auth/cloud-platform"]}]
-    rule = _ingress(1000, "allow", [_gpu_cidr(project)], targetServiceAccounts=[email])
+    rule = policy_rule(1000, "allow", [_gpu_cidr(project)], targetServiceAccounts=[email])
     _, report = _report(project, tmp_path, [_policy(rule)])
-    assert _cluster(report, A3_HIGH)["status"] == "clean"
-    other = _ingress(1000, "allow", [_gpu_cidr(project)], targetServiceAccounts=["web@p.iam.gserviceaccount.com"])
+    assert cluster_of(report, A3_HIGH)["status"] == "clean"
+    other = policy_rule(1000, "allow", [_gpu_cidr(project)], targetServiceAccounts=["web@p.iam.gserviceaccount.com"])
     code, report = _report(project, tmp_path / "other", [_policy(other)])
     assert any(f["rule"] == "GCP110" and f["cluster"].endswith(A3_HIGH) for f in report["findings"]) and code == 1
 
@@ -410,7 +337,7 @@ def test_a_policy_listed_without_its_rules_is_not_judged(tmp_path: Path) -> None
     policy = _policy()
     del policy["rules"]
     code, report = _report(project, tmp_path, [policy])
-    [gap] = [n for n in _cluster(report, A3_HIGH)["not_judged"] if n["rule"] == "GCP110"]
+    [gap] = [n for n in cluster_of(report, A3_HIGH)["not_judged"] if n["rule"] == "GCP110"]
     assert "rules of network firewall policy gpu-fabric-policy are not known" in gap["reason"]
     assert "saved without its rules" in gap["reason"] and code == 2
 
@@ -420,7 +347,7 @@ def test_policy_stages_follow_the_enforcement_order() -> None:
     from fabriccheck.providers.gcp.firewall import governed_reach
     from fabriccheck.providers.gcp.normalize import network_firewall_policy
 
-    policy = network_firewall_policy(_policy(_ingress(1000, "deny", ["10.0.0.0/8"])), PROJECT)
+    policy = network_firewall_policy(_policy(policy_rule(1000, "deny", ["10.0.0.0/8"])), PROJECT)
     vpc = [_rule(source_ranges=["10.0.0.0/8"])]
     assert governed_reach(vpc, [policy], False, "10.1.0.0/16").verdict == "ok"
     assert governed_reach(vpc, [policy], True, "10.1.0.0/16").verdict == "missing"
@@ -430,13 +357,7 @@ def test_policy_stages_follow_the_enforcement_order() -> None:
 @pytest.fixture
 def google_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A service-account key google-auth signs its own token with (no token endpoint: reference/testing.md)."""
-    key = tmp_path / "key.json"
-    key.write_text(json.dumps(fake_service_account_key(PROJECT)))
-    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(key))
-    monkeypatch.setenv("CLOUDSDK_CONFIG", str(tmp_path / "gcloud"))
-    monkeypatch.setenv("NO_GCE_CHECK", "True")
-    monkeypatch.setenv("GCE_METADATA_HOST", "127.0.0.1:9")
-    return key
+    return use_fake_google_key(tmp_path, monkeypatch, PROJECT)
 
 
 def test_a_live_scan_reads_the_policy_rules_through_the_real_client(google_key: Path) -> None:
@@ -450,7 +371,7 @@ def test_a_live_scan_reads_the_policy_rules_through_the_real_client(google_key: 
 
     project = _project()
     files = project.files()
-    denied = _policy(_ingress(1000, "deny", [_gpu_cidr(project)]))
+    denied = _policy(policy_rule(1000, "deny", [_gpu_cidr(project)]))
     replay = ComputeReplay.from_files({PROJECT: {**files, "network-firewall-policies-list.json": [denied]}})
     with serve(replay) as url:
         inventory = collect.collect_live([PROJECT], endpoint_url=url)

@@ -4,12 +4,11 @@ per project, and one project's failure leaving the rest collected."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from gce_replay import ComputeReplay, fake_service_account_key, rm_folder, rm_project, serve
+from gce_replay import ComputeReplay, rm_folder, rm_project, serve, use_fake_google_key
 
 from fabriccheck.builders.demo_gcp import PROJECT, Project, build
 from fabriccheck.errors import FabricCheckError
@@ -23,10 +22,7 @@ DEMO_GPU_NETWORKS = 12  # a3-gpu-0..3 and a3m-gpu-0..7 (tools/build_demo_gcp.py)
 
 @pytest.fixture(autouse=True)
 def google_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    key = tmp_path / "key.json"
-    key.write_text(json.dumps(fake_service_account_key()))
-    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(key))
-    monkeypatch.setenv("CLOUDSDK_CONFIG", str(tmp_path / "gcloud"))
+    key = use_fake_google_key(tmp_path, monkeypatch)
     monkeypatch.delenv("GOOGLE_CLOUD_PROJECT", raising=False)
     yield key
 

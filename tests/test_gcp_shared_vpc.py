@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 from cli_run import run
-from gce_replay import ComputeReplay, fake_service_account_key, serve
+from gce_replay import ComputeReplay, serve, use_fake_google_key
 
 from fabriccheck import flow
 from fabriccheck.builders.demo_gcp import Project, a3_high_nets
@@ -90,12 +90,7 @@ def test_a_host_project_not_collected_is_unknown_and_named_never_missing(tmp_pat
 
 @pytest.fixture
 def google_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    key = tmp_path / "key.json"
-    key.write_text(json.dumps(fake_service_account_key(SERVICE)))
-    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(key))
-    monkeypatch.setenv("CLOUDSDK_CONFIG", str(tmp_path / "gcloud"))
-    monkeypatch.setenv("NO_GCE_CHECK", "True")
-    monkeypatch.setenv("GCE_METADATA_HOST", "127.0.0.1:9")
+    key = use_fake_google_key(tmp_path, monkeypatch, SERVICE)
     yield key
 
 

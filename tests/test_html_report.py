@@ -17,6 +17,7 @@ from xml.etree import ElementTree
 
 import pytest
 from cli_run import run
+from ec2_shapes import demo_with_groups_renamed
 from test_demo_snapshot import ROOT
 
 from fabriccheck import flow, trend
@@ -36,16 +37,7 @@ SVG = "{http://www.w3.org/2000/svg}"
 
 def hostile_dump(folder: Path) -> Path:
     """The demo's AWS dump with markup in two Auto Scaling group names (and a right-to-left override)."""
-    shutil.copytree(DEMO_AWS, folder)
-    path = folder / "describe-instances.json"
-    answer = json.loads(path.read_text())
-    for reservation in answer["Reservations"]:
-        for instance in reservation["Instances"]:
-            for tag in instance.get("Tags", []):
-                if tag["Key"] == "aws:autoscaling:groupName" and tag["Value"] in HOSTILE:
-                    tag["Value"] = HOSTILE[tag["Value"]]
-    path.write_text(json.dumps(answer, indent=2))
-    return folder
+    return demo_with_groups_renamed(folder, HOSTILE)
 
 
 class _Elements(HTMLParser):

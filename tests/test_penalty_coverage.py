@@ -147,13 +147,14 @@ def test_a_nccl_tests_job_keeps_its_slowdown_but_loses_no_day_of_training() -> N
     assert training.reason is None or "test job" not in training.reason
 
 
-def _with_socket_env(inventory: Inventory, env: tuple[tuple[str, str], ...]) -> Inventory:
-    """The inventory with `env` in the pods of the EKS nccl-tests MPIJob (a job that sets NCCL's socket threads)."""
+def _with_socket_env(inventory: Inventory, env: tuple[tuple[str, str], ...], field: str = "launcher_env") -> Inventory:
+    """The inventory with `env` in the pods of the EKS nccl-tests MPIJob (a job that sets NCCL's socket threads):
+    passed by its launcher's mpirun -x (`launcher_env`, what its ranks see), or in the workers' own `env`."""
     nodes = []
     for node in inventory.nodes:
         pod = node.shape.part(PodPart)
         if pod is not None and pod.workload.endswith("MPIJob/nccl-tests") and pod.cloud == "aws":
-            parts = node.shape.with_part(pod.model_copy(update={"env": pod.env + env}))
+            parts = node.shape.with_part(pod.model_copy(update={field: getattr(pod, field) + env}))
             shape = node.shape.model_copy(update={"extensions": parts})
             node = node.model_copy(update={"shape": shape})
         nodes.append(node)
@@ -161,19 +162,24 @@ def _with_socket_env(inventory: Inventory, env: tuple[tuple[str, str], ...]) -> 
 
 
 def test_a_pods_nccl_socket_settings_price_its_fallback() -> None:
-    """NCCL_SOCKET_NTHREADS=4 and NCCL_NSOCKS_PERTHREAD=4 in the pods' env (what NCCL reads, net_socket.cc):
-    16 sockets per channel instead of the veth's one, so the pods' TCP fallback is faster and costs less."""
+    """NCCL_SOCKET_NTHREADS=4 and NCCL_NSOCKS_PERTHREAD=4 as the MPIJob's launcher passes them to its ranks
+    (mpirun -x; what NCCL reads, net_socket.cc): 16 sockets per channel instead of the veth's one, so the pods' TCP
+    fallback is faster and costs less. The same settings in the workers' own env do not reach ranks mpirun starts
+    over ssh, so they change nothing (the rules read ranks' settings the same way: PodPart.rank_env)."""
     from fabriccheck import flow
     from fabriccheck.providers.k8s.dump import load_dump
 
     plain = load_dump(ROOT / "fixtures" / "demo" / "k8s")
-    tuned = _with_socket_env(plain, (("NCCL_SOCKET_NTHREADS", "4"), ("NCCL_NSOCKS_PERTHREAD", "4")))
+    sixteen = (("NCCL_SOCKET_NTHREADS", "4"), ("NCCL_NSOCKS_PERTHREAD", "4"))
+    tuned = _with_socket_env(plain, sixteen)
 
     def slowdown(inventory: Inventory) -> penalty.Penalty:
         report = flow.run(inventory, flow.Options())
         return next(c.penalty for c in report.clusters if c.id.startswith("k8s:eks-train") and "nccl-tests" in c.id)
 
     before, after = slowdown(plain), slowdown(tuned)
+    workers_only = slowdown(_with_socket_env(plain, sixteen, "env"))
+    assert workers_only.slowdown == before.slowdown
     assert before.slowdown is not None and after.slowdown is not None
     assert after.slowdown.low < before.slowdown.low
     assert before.inter_node_gbytes_per_s is not None and after.inter_node_gbytes_per_s is not None

@@ -299,14 +299,15 @@ def _aws(plan: PlanBuilder) -> None:
         )
 
 
-def _efa_nics(plan: PlanBuilder, cards: int) -> None:
-    for i in range(cards):
+def _efa_nics(plan: PlanBuilder) -> None:
+    """aws_network_interface.efa (count = 8): the four EFA interfaces of each of _p4d's two nodes."""
+    for i in range(8):
         plan.resource(
             "aws_network_interface",
             "efa",
             {"interface_type": "efa"},
             index=i,
-            count=cards * 2,
+            count=8,
             expressions={"subnet_id": ref("aws_subnet.a.id"), "security_groups": ref("aws_security_group.efa.id")},
         )
 
@@ -337,15 +338,7 @@ def test_aws_placement_group_the_configuration_leaves_unset_is_none(tmp_path: Pa
     expression. That is no placement group (AWS120 fires), not a group "known after apply" that hides it."""
     plan = PlanBuilder()
     _aws(plan)
-    for i in range(8):
-        plan.resource(
-            "aws_network_interface",
-            "efa",
-            {"interface_type": "efa"},
-            index=i,
-            count=8,
-            expressions={"subnet_id": ref("aws_subnet.a.id"), "security_groups": ref("aws_security_group.efa.id")},
-        )
+    _efa_nics(plan)
     _p4d(plan)
     doc = plan.build()
     change = next(c for c in doc["resource_changes"] if c["address"] == "aws_instance.node[0]")["change"]
@@ -361,15 +354,7 @@ def test_aws_placement_group_referenced_by_id_is_the_plans_own(tmp_path: Path) -
     plan = PlanBuilder()
     _aws(plan)
     plan.resource("aws_placement_group", "train", {"name": "train", "strategy": "cluster"})
-    for i in range(8):
-        plan.resource(
-            "aws_network_interface",
-            "efa",
-            {"interface_type": "efa"},
-            index=i,
-            count=8,
-            expressions={"subnet_id": ref("aws_subnet.a.id"), "security_groups": ref("aws_security_group.efa.id")},
-        )
+    _efa_nics(plan)
     _p4d(plan, placement_group=ref("aws_placement_group.train.id"))
     report = _judge(tmp_path, plan)
     assert report.findings == [] and _not_judged(report) == {}

@@ -105,6 +105,44 @@ def test_no_neutral_room_builds_a_provider_module_name_or_names_a_provider() -> 
     assert found == [], "read the provider's declaration (fabriccheck/provider.py) instead:\n" + "\n".join(found)
 
 
+# The neutral rooms that may import a provider's resource module (fabriccheck/resources/<provider>.py): the model,
+# whose NodePart union registers each provider's part, and the inventory, whose namespaces hold their resources.
+RESOURCE_IMPORTERS = {"model.py", "inventory.py"}
+
+
+def provider_resource_imports(source: str) -> list[tuple[int, str]]:
+    """(line, module) for each import of a provider's resource module (fabriccheck.resources.<provider>)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.Import | ast.ImportFrom):
+            continue
+        names = [a.name for a in node.names]
+        if isinstance(node, ast.ImportFrom):
+            names = [node.module or "", *(f"{node.module}.{a.name}" for a in node.names)]
+        for name in names:
+            if name.startswith("fabriccheck.resources.") and name.split(".")[2] in PROVIDERS:
+                found.append((node.lineno, ".".join(name.split(".")[:3])))
+                break
+    return found
+
+
+def test_no_neutral_stage_reads_a_providers_part_directly() -> None:
+    """A neutral stage reads a job on a node through values.JobPart (job_words, rank_env), which the pod and Slurm
+    parts implement, not through PodPart: cost.py imported resources.k8s to price a pod's socket settings, so a Slurm
+    job script's or an MPIJob launcher's settings could not be priced alike (issue 30's leftover)."""
+    assert provider_resource_imports("from fabriccheck.resources.k8s import PodPart\n") == [
+        (1, "fabriccheck.resources.k8s")
+    ]
+    assert provider_resource_imports("from fabriccheck.values import JobPart\n") == []
+    found = []
+    for path in _neutral_files():
+        where = path.relative_to(PACKAGE).as_posix()
+        if where.startswith("resources/") or where in RESOURCE_IMPORTERS:
+            continue
+        found += [f"{where}:{line}: {module}" for line, module in provider_resource_imports(path.read_text("utf-8"))]
+    assert found == []
+
+
 def test_every_allowance_is_still_needed() -> None:
     used = set()
     for path in _neutral_files():

@@ -6,18 +6,15 @@ Scaling group's name (the tag its nodes carry) holding an escape sequence and a 
 
 from __future__ import annotations
 
-import json
 import re
-import shutil
 from pathlib import Path
 
 from cli_run import one_clean_line, run
+from ec2_shapes import demo_with_groups_renamed
 from prometheus_client.parser import text_string_to_metric_families
 
 from fabriccheck.reports.safe import md_code, md_text
 
-ROOT = Path(__file__).resolve().parent.parent
-DEMO_AWS = ROOT / "fixtures" / "demo" / "aws"
 FORGED = "\x1b[2J\nfabriccheck: all clear"
 
 
@@ -45,17 +42,7 @@ def test_a_waiver_reason_in_a_pull_request_comment_mentions_nobody(tmp_path: Pat
 
 
 def _tagged_dump(tmp_path: Path) -> Path:
-    folder = tmp_path / "aws"
-    shutil.copytree(DEMO_AWS, folder)
-    path = folder / "describe-instances.json"
-    answer = json.loads(path.read_text())
-    for reservation in answer["Reservations"]:
-        for instance in reservation["Instances"]:
-            for tag in instance.get("Tags", []):
-                if tag["Key"] == "aws:autoscaling:groupName" and tag["Value"] == "bert-ft":
-                    tag["Value"] = "bert\x1b[2J\r\x00ft"
-    path.write_text(json.dumps(answer, indent=2))
-    return folder
+    return demo_with_groups_renamed(tmp_path / "aws", {"bert-ft": "bert\x1b[2J\r\x00ft"})
 
 
 def test_prometheus_label_values_carry_no_control_character(tmp_path: Path) -> None:

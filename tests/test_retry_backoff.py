@@ -7,7 +7,6 @@ and records the waits the SDK asks for (not sleeping through them): the same num
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import sys
@@ -17,12 +16,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from arm_replay import ArmReplay, fake_az, make_certificate
+from arm_replay import ArmReplay, make_certificate, use_fake_az
 from arm_replay import serve as serve_arm
 from cli_run import one_clean_line, run
 from ec2_replay import Ec2Replay
 from ec2_replay import serve as serve_ec2
-from gce_replay import ComputeReplay, fake_service_account_key
+from gce_replay import ComputeReplay, use_fake_google_key
 from gce_replay import serve as serve_gce
 
 from fabriccheck.builders import demo_azure, demo_gcp
@@ -96,9 +95,7 @@ def test_aws_waits_on_the_scale_with_the_same_attempts(monkeypatch: pytest.Monke
 def azure_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Path, Path]]:
     """AzureCliCredential only, a fake `az` first on PATH, and a test certificate trusted (reference/testing.md)."""
     cert, key = make_certificate(tmp_path)
-    monkeypatch.setenv("AZURE_TOKEN_CREDENTIALS", "AzureCliCredential")
-    monkeypatch.setenv("PATH", f"{fake_az(tmp_path / 'bin')}{os.pathsep}{os.environ['PATH']}")
-    monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(cert))
+    use_fake_az(tmp_path, cert, monkeypatch)
     yield cert, key
 
 
@@ -130,10 +127,7 @@ def test_azure_waits_on_the_scale_with_the_same_attempts(
 def test_gcp_waits_on_the_scale_with_the_same_attempts(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     from fabriccheck.providers.gcp import collect
 
-    key = tmp_path / "key.json"
-    key.write_text(json.dumps(fake_service_account_key()))
-    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(key))
-    monkeypatch.setenv("CLOUDSDK_CONFIG", str(tmp_path / "gcloud"))
+    use_fake_google_key(tmp_path, monkeypatch)
     project = demo_gcp.Project(demo_gcp.PROJECT)
     demo_gcp.build(project)
     counts = []

@@ -23,7 +23,7 @@ from arm_replay import serve as serve_arm
 from aws_fleet_replay import FleetReplay
 from aws_fleet_replay import serve as serve_aws
 from cli_run import run
-from gce_replay import ComputeReplay, fake_service_account_key, rm_folder, rm_project
+from gce_replay import ComputeReplay, fake_service_account_key, rm_folder, rm_project, use_fake_google_key
 from gce_replay import serve as serve_gce
 
 from fabriccheck.builders import demo_azure
@@ -217,10 +217,7 @@ def _azure_env(tmp_path: Path, cert: Path, monkeypatch: pytest.MonkeyPatch, toke
 
 
 def _gcp_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    key = tmp_path / "key.json"
-    key.write_text(json.dumps(fake_service_account_key()))
-    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(key))
-    monkeypatch.setenv("CLOUDSDK_CONFIG", str(tmp_path / "gcloud"))
+    use_fake_google_key(tmp_path, monkeypatch)
     monkeypatch.delenv("GOOGLE_CLOUD_PROJECT", raising=False)
 
 

@@ -165,16 +165,22 @@ def _tagged_aws(tmp_path: Path) -> Path:
     return cloud
 
 
-def test_a_powered_down_parallelcluster_node_joins_its_compute_resource(tmp_path: Path) -> None:
-    """A powered-down dynamic node has no instance (NodeAddr is its name): its name QUEUE-dy-RESOURCE-N gives the
-    compute resource whose instances it would be, so it takes their type and placement, but no instance id."""
-    slurm = tmp_path / "slurm"
+def _with_a_powered_down_node(slurm: Path) -> Path:
+    """The ParallelCluster dump copied to `slurm`, with a powered-down dynamic node train-dy-p5-1 added to nodes.json
+    (a CLOUD node that is POWERED_DOWN has no instance: its NodeAddr and hostname are its name)."""
     shutil.copytree(SLURM, slurm)
     nodes = json.loads((slurm / "nodes.json").read_text())
     ghost = {**nodes["nodes"][0], "name": "train-dy-p5-1", "address": "train-dy-p5-1", "hostname": "train-dy-p5-1",
              "state": ["IDLE", "CLOUD", "POWERED_DOWN"]}  # fmt: skip
     nodes["nodes"].append(ghost)
     (slurm / "nodes.json").write_text(json.dumps(nodes))
+    return slurm
+
+
+def test_a_powered_down_parallelcluster_node_joins_its_compute_resource(tmp_path: Path) -> None:
+    """A powered-down dynamic node has no instance (NodeAddr is its name): its name QUEUE-dy-RESOURCE-N gives the
+    compute resource whose instances it would be, so it takes their type and placement, but no instance id."""
+    slurm = _with_a_powered_down_node(tmp_path / "slurm")
     inventory = load_dump(slurm, None, _tagged_aws(tmp_path))
     node = next(n for n in inventory.nodes if n.id == "train-dy-p5-1")
     assert node.state == "pending" and node.instance_type == "p5.48xlarge"
@@ -408,13 +414,7 @@ def test_the_header_says_which_node_types_are_unknown(tmp_path: Path) -> None:
     text = " ".join(run("slurm", "--from-dump", str(SLURM)).stdout.split())
     assert "Slurm partition: 5 nodes of an unknown instance type, accelerators unknown" in text
     assert "× ," not in text and "0 accelerators" not in text
-    slurm = tmp_path / "slurm"
-    shutil.copytree(SLURM, slurm)
-    nodes = json.loads((slurm / "nodes.json").read_text())
-    ghost = {**nodes["nodes"][0], "name": "train-dy-p5-1", "address": "train-dy-p5-1", "hostname": "train-dy-p5-1",
-             "state": ["IDLE", "CLOUD", "POWERED_DOWN"]}  # fmt: skip
-    nodes["nodes"].append(ghost)
-    (slurm / "nodes.json").write_text(json.dumps(nodes))
+    slurm = _with_a_powered_down_node(tmp_path / "slurm")
     text = " ".join(run("slurm", "--from-dump", str(slurm), "--cloud-dump", str(AWS)).stdout.split())
     assert "Slurm partition: 6 nodes: 5 × p5.48xlarge (40 accelerators) and 1 of an unknown instance type" in text
     markdown = run("slurm", "--from-dump", str(SLURM), "-f", "markdown").stdout

@@ -116,72 +116,9 @@ class Account:
         for _ in range(count):
             instance_id = self._id("i")
             interfaces = nics() if callable(nics) else (nics or [self.nic(0, 0, "interface", subnet, [SG_WEB])])
-            item: dict[str, Any] = {
-                "AmiLaunchIndex": 0,
-                "ImageId": "ami-0123456789abcdef0",
-                "InstanceId": instance_id,
-                "InstanceType": instance_type,
-                "LaunchTime": "2026-11-20T08:00:00+00:00",
-                "Monitoring": {"State": "disabled"},
-                "Placement": {"AvailabilityZone": zone, "GroupName": placement_group, "Tenancy": "default"},
-                "PrivateDnsName": f"ip-10-0-0-{len(made) + 4}.ec2.internal",
-                "PrivateIpAddress": interfaces[0].get("PrivateIpAddress", "10.0.0.4"),
-                "ProductCodes": [],
-                "PublicDnsName": "",
-                "State": {"Code": 16 if state == "running" else 80, "Name": state},
-                "StateTransitionReason": "",
-                "SubnetId": subnet,
-                "VpcId": VPC,
-                "Architecture": "x86_64",
-                "EbsOptimized": True,
-                "EnaSupport": True,
-                "Hypervisor": "xen",
-                "NetworkInterfaces": interfaces,
-                "RootDeviceName": "/dev/sda1",
-                "RootDeviceType": "ebs",
-                "SecurityGroups": [
-                    {"GroupId": g["GroupId"], "GroupName": g["GroupName"]} for g in interfaces[0]["Groups"]
-                ],
-                "SourceDestCheck": True,
-                "Tags": [{"Key": k, "Value": v} for k, v in (tags or {}).items()],
-                "VirtualizationType": "hvm",
-                "PlatformDetails": "Linux/UNIX",
-                "UsageOperation": "RunInstances",
-                "UsageOperationUpdateTime": "2026-11-20T08:00:00+00:00",
-                "BlockDeviceMappings": [
-                    {
-                        "DeviceName": "/dev/sda1",
-                        "Ebs": {
-                            "AttachTime": "2026-11-20T08:00:01+00:00",
-                            "DeleteOnTermination": True,
-                            "Status": "attached",
-                            "VolumeId": self._id("vol"),
-                        },
-                    }
-                ],
-                "ClientToken": self._id("token"),
-                "CpuOptions": {"CoreCount": 48, "ThreadsPerCore": 2},
-                "CapacityReservationSpecification": {"CapacityReservationPreference": "open"},
-                "HibernationOptions": {"Configured": False},
-                "MetadataOptions": {
-                    "State": "applied",
-                    "HttpTokens": "required",
-                    "HttpPutResponseHopLimit": 2,
-                    "HttpEndpoint": "enabled",
-                    "HttpProtocolIpv6": "disabled",
-                    "InstanceMetadataTags": "disabled",
-                },
-                "EnclaveOptions": {"Enabled": False},
-                "BootMode": "uefi-preferred",
-                "PrivateDnsNameOptions": {
-                    "HostnameType": "ip-name",
-                    "EnableResourceNameDnsARecord": False,
-                    "EnableResourceNameDnsAAAARecord": False,
-                },
-                "MaintenanceOptions": {"AutoRecovery": "default", "RebootMigration": "default"},
-                "CurrentInstanceBootMode": "uefi",
-                "Operator": {"Managed": False},
-            }
+            item = self._instance(
+                instance_id, instance_type, interfaces, len(made), zone, subnet, placement_group, tags or {}, state
+            )
             if reservation:
                 item["CapacityReservationId"] = reservation
             if capacity_block:
@@ -191,6 +128,115 @@ class Account:
         self.reservations.append({"Groups": [], "Instances": items, "OwnerId": ACCOUNT, "ReservationId": self._id("r")})
         return made
 
+    def _instance(
+        self,
+        instance_id: str,
+        instance_type: str,
+        interfaces: Nics,
+        index: int,
+        zone: str,
+        subnet: str,
+        placement_group: str,
+        tags: dict[str, str],
+        state: str,
+    ) -> dict[str, Any]:
+        """One instance of a reservation, as describe-instances prints it (`index`: its place in the reservation)."""
+        return {
+            "AmiLaunchIndex": 0,
+            "ImageId": "ami-0123456789abcdef0",
+            "InstanceId": instance_id,
+            "InstanceType": instance_type,
+            "LaunchTime": "2026-11-20T08:00:00+00:00",
+            "Monitoring": {"State": "disabled"},
+            "Placement": {"AvailabilityZone": zone, "GroupName": placement_group, "Tenancy": "default"},
+            "PrivateDnsName": f"ip-10-0-0-{index + 4}.ec2.internal",
+            "PrivateIpAddress": interfaces[0].get("PrivateIpAddress", "10.0.0.4"),
+            "ProductCodes": [],
+            "PublicDnsName": "",
+            "State": {"Code": 16 if state == "running" else 80, "Name": state},
+            "StateTransitionReason": "",
+            "SubnetId": subnet,
+            "VpcId": VPC,
+            "Architecture": "x86_64",
+            "EbsOptimized": True,
+            "EnaSupport": True,
+            "Hypervisor": "xen",
+            "NetworkInterfaces": interfaces,
+            "RootDeviceName": "/dev/sda1",
+            "RootDeviceType": "ebs",
+            "SecurityGroups": [{"GroupId": g["GroupId"], "GroupName": g["GroupName"]} for g in interfaces[0]["Groups"]],
+            "SourceDestCheck": True,
+            "Tags": [{"Key": k, "Value": v} for k, v in tags.items()],
+            "VirtualizationType": "hvm",
+            "PlatformDetails": "Linux/UNIX",
+            "UsageOperation": "RunInstances",
+            "UsageOperationUpdateTime": "2026-11-20T08:00:00+00:00",
+            "BlockDeviceMappings": [
+                {
+                    "DeviceName": "/dev/sda1",
+                    "Ebs": {
+                        "AttachTime": "2026-11-20T08:00:01+00:00",
+                        "DeleteOnTermination": True,
+                        "Status": "attached",
+                        "VolumeId": self._id("vol"),
+                    },
+                }
+            ],
+            "ClientToken": self._id("token"),
+            **_launch_options(),
+        }
+
+
+def _launch_options() -> dict[str, Any]:
+    """The settings every demo instance launched with (CPU, metadata service, boot), a fresh copy each."""
+    return {
+        "CpuOptions": {"CoreCount": 48, "ThreadsPerCore": 2},
+        "CapacityReservationSpecification": {"CapacityReservationPreference": "open"},
+        "HibernationOptions": {"Configured": False},
+        "MetadataOptions": {
+            "State": "applied",
+            "HttpTokens": "required",
+            "HttpPutResponseHopLimit": 2,
+            "HttpEndpoint": "enabled",
+            "HttpProtocolIpv6": "disabled",
+            "InstanceMetadataTags": "disabled",
+        },
+        "EnclaveOptions": {"Enabled": False},
+        "BootMode": "uefi-preferred",
+        "PrivateDnsNameOptions": {
+            "HostnameType": "ip-name",
+            "EnableResourceNameDnsARecord": False,
+            "EnableResourceNameDnsAAAARecord": False,
+        },
+        "MaintenanceOptions": {"AutoRecovery": "default", "RebootMigration": "default"},
+        "CurrentInstanceBootMode": "uefi",
+        "Operator": {"Managed": False},
+    }
+
+
+def _permission(
+    protocol: str, pairs: list[dict[str, str]], ranges: list[dict[str, str]], ports: tuple[int, int] | None = None
+) -> dict[str, Any]:
+    """One IpPermissions entry: a protocol (and port range) to or from other groups and address ranges."""
+    permission: dict[str, Any] = {"IpProtocol": protocol}
+    if ports:
+        permission |= {"FromPort": ports[0], "ToPort": ports[1]}
+    return permission | {"UserIdGroupPairs": pairs, "IpRanges": ranges, "Ipv6Ranges": [], "PrefixListIds": []}
+
+
+def _group(
+    description: str, name: str, group_id: str, ingress: list[dict[str, Any]], egress: list[dict[str, Any]]
+) -> dict[str, Any]:
+    return {
+        "Description": description,
+        "GroupName": name,
+        "GroupId": group_id,
+        "OwnerId": ACCOUNT,
+        "VpcId": VPC,
+        "IpPermissions": ingress,
+        "IpPermissionsEgress": egress,
+    }
+
 
 def security_groups() -> dict[str, Any]:
     def pair(group: str) -> list[dict[str, str]]:
@@ -199,90 +245,27 @@ def security_groups() -> dict[str, Any]:
     everywhere = [{"CidrIp": "0.0.0.0/0"}]
     return {
         "SecurityGroups": [
-            {
-                "Description": "EFA: all traffic with itself",
-                "GroupName": "efa",
-                "GroupId": SG_EFA,
-                "OwnerId": ACCOUNT,
-                "VpcId": VPC,
-                "IpPermissions": [
-                    {
-                        "IpProtocol": "-1",
-                        "UserIdGroupPairs": pair(SG_EFA),
-                        "IpRanges": [],
-                        "Ipv6Ranges": [],
-                        "PrefixListIds": [],
-                    }
-                ],
-                "IpPermissionsEgress": [
-                    {
-                        "IpProtocol": "-1",
-                        "UserIdGroupPairs": pair(SG_EFA),
-                        "IpRanges": [],
-                        "Ipv6Ranges": [],
-                        "PrefixListIds": [],
-                    },
-                    {
-                        "IpProtocol": "-1",
-                        "UserIdGroupPairs": [],
-                        "IpRanges": everywhere,
-                        "Ipv6Ranges": [],
-                        "PrefixListIds": [],
-                    },
-                ],
-            },
-            {
-                "Description": "self ingress only; egress to anywhere",
-                "GroupName": "efa-open-egress",
-                "GroupId": SG_OPEN_EGRESS,
-                "OwnerId": ACCOUNT,
-                "VpcId": VPC,
-                "IpPermissions": [
-                    {
-                        "IpProtocol": "-1",
-                        "UserIdGroupPairs": pair(SG_OPEN_EGRESS),
-                        "IpRanges": [],
-                        "Ipv6Ranges": [],
-                        "PrefixListIds": [],
-                    }
-                ],
-                "IpPermissionsEgress": [
-                    {
-                        "IpProtocol": "-1",
-                        "UserIdGroupPairs": [],
-                        "IpRanges": everywhere,
-                        "Ipv6Ranges": [],
-                        "PrefixListIds": [],
-                    }
-                ],
-            },
-            {
-                "Description": "web",
-                "GroupName": "web",
-                "GroupId": SG_WEB,
-                "OwnerId": ACCOUNT,
-                "VpcId": VPC,
-                "IpPermissions": [
-                    {
-                        "IpProtocol": "tcp",
-                        "FromPort": 443,
-                        "ToPort": 443,
-                        "UserIdGroupPairs": [],
-                        "IpRanges": everywhere,
-                        "Ipv6Ranges": [],
-                        "PrefixListIds": [],
-                    }
-                ],
-                "IpPermissionsEgress": [
-                    {
-                        "IpProtocol": "-1",
-                        "UserIdGroupPairs": [],
-                        "IpRanges": everywhere,
-                        "Ipv6Ranges": [],
-                        "PrefixListIds": [],
-                    }
-                ],
-            },
+            _group(
+                "EFA: all traffic with itself",
+                "efa",
+                SG_EFA,
+                [_permission("-1", pair(SG_EFA), [])],
+                [_permission("-1", pair(SG_EFA), []), _permission("-1", [], everywhere)],
+            ),
+            _group(
+                "self ingress only; egress to anywhere",
+                "efa-open-egress",
+                SG_OPEN_EGRESS,
+                [_permission("-1", pair(SG_OPEN_EGRESS), [])],
+                [_permission("-1", [], everywhere)],
+            ),
+            _group(
+                "web",
+                "web",
+                SG_WEB,
+                [_permission("tcp", [], everywhere, ports=(443, 443))],
+                [_permission("-1", [], everywhere)],
+            ),
         ]
     }
 
@@ -379,20 +362,22 @@ def write(folder: Path, answers: dict[str, Any]) -> None:
         (folder / name).write_text(json.dumps(answer, indent=4) + "\n")
 
 
-def build_demo(folder: Path) -> None:
-    a = Account()
+def _efa(a: Account, n: int, sg: str = SG_EFA, subnet: str = "subnet-0a00000000000000a") -> Callable[[], Nics]:
+    # A factory, so every instance gets its own interfaces (and interface ids).
+    return lambda: a.efa_layout(n, subnet, [sg])
 
-    def efa(n: int, sg: str = SG_EFA, subnet: str = "subnet-0a00000000000000a") -> Callable[[], Nics]:
-        # A factory, so every instance gets its own interfaces (and interface ids).
-        return lambda: a.efa_layout(n, subnet, [sg])
 
-    def asg(name: str) -> dict[str, str]:
-        return {"aws:autoscaling:groupName": name, "Name": name}
+def _asg(name: str) -> dict[str, str]:
+    return {"aws:autoscaling:groupName": name, "Name": name}
 
+
+def _fabric_clusters(a: Account) -> list[str]:
+    """The healthy cluster and one per fabric rule (missing, partial, isolated by group, zones, families); returns
+    the healthy cluster's instances."""
     # 1. The healthy one: 4 x p5.48xlarge, all 32 EFAs, self-referencing SG, one cluster placement group.
-    prod = a.instances(4, "p5.48xlarge", nics=efa(32), placement_group="pg-llm-prod", tags=asg("llm-prod"))
+    prod = a.instances(4, "p5.48xlarge", nics=_efa(a, 32), placement_group="pg-llm-prod", tags=_asg("llm-prod"))
     # 2. fabric-missing + placement: p4d nodes launched with only the primary ENA and no placement group.
-    a.instances(2, "p4d.24xlarge", tags=asg("vision-train"))
+    a.instances(2, "p4d.24xlarge", tags=_asg("vision-train"))
     # 3. fabric-partial: an EKS node group whose nodes got one EFA each (the public-IP workaround).
     a.instances(
         4,
@@ -402,59 +387,68 @@ def build_demo(folder: Path) -> None:
         tags={"eks:cluster-name": "research", "eks:nodegroup-name": "llm-exp"},
     )
     # 4. fabric-isolated (security group): self ingress, but egress only to 0.0.0.0/0.
-    a.instances(2, "p4d.24xlarge", nics=efa(4, SG_OPEN_EGRESS), placement_group="pg-bert", tags=asg("bert-ft"))
+    a.instances(2, "p4d.24xlarge", nics=_efa(a, 4, SG_OPEN_EGRESS), placement_group="pg-bert", tags=_asg("bert-ft"))
     # 5. fabric-isolated (zones): a ParallelCluster queue spread over two zones.
     pc = {
         "parallelcluster:cluster-name": "hpc-demo",
         "parallelcluster:queue-name": "gpu",
         "parallelcluster:node-type": "Compute",
     }
-    a.instances(2, "p5.48xlarge", nics=efa(32), placement_group="pg-research", tags=pc)
+    a.instances(2, "p5.48xlarge", nics=_efa(a, 32), placement_group="pg-research", tags=pc)
     a.instances(
         1,
         "p5.48xlarge",
         zone="us-east-1b",
         subnet="subnet-0b00000000000000b",
-        nics=efa(32, subnet="subnet-0b00000000000000b"),
+        nics=_efa(a, 32, subnet="subnet-0b00000000000000b"),
         tags=pc,
     )
     a.instances(1, "c5.large", tags={**pc, "parallelcluster:node-type": "HeadNode"})
     # 6. fabric-isolated (families): a Karpenter node pool mixing p4d and p5.
     kp = {"karpenter.sh/nodepool": "mixed-gpu"}
-    a.instances(1, "p4d.24xlarge", nics=efa(4), placement_group="pg-mixed", tags=kp)
-    a.instances(1, "p5.48xlarge", nics=efa(32), placement_group="pg-mixed", tags=kp)
+    a.instances(1, "p4d.24xlarge", nics=_efa(a, 4), placement_group="pg-mixed", tags=kp)
+    a.instances(1, "p5.48xlarge", nics=_efa(a, 32), placement_group="pg-mixed", tags=kp)
+    return prod
+
+
+def _other_clusters(a: Account) -> list[str]:
+    """A spread placement group, subnets split in one zone, a type without EFA, a Capacity Block and the instances
+    that are no training cluster; returns the Capacity Block's instances."""
     # 7. placement: p5e nodes in a spread placement group.
     a.instances(
         2,
         "p5e.48xlarge",
-        nics=efa(32),
+        nics=_efa(a, 32),
         placement_group="pg-spread",
         tags={"eks:cluster-name": "research", "eks:nodegroup-name": "h200"},
     )
     # 8. fabric-isolated warning: Trainium nodes with EFAs in two subnets of one zone.
-    a.instances(1, "trn1.32xlarge", nics=efa(8), placement_group="pg-trn", tags=asg("trn"))
+    a.instances(1, "trn1.32xlarge", nics=_efa(a, 8), placement_group="pg-trn", tags=_asg("trn"))
     a.instances(
         1,
         "trn1.32xlarge",
         subnet="subnet-0a00000000000000c",
-        nics=efa(8, subnet="subnet-0a00000000000000c"),
+        nics=_efa(a, 8, subnet="subnet-0a00000000000000c"),
         placement_group="pg-trn",
-        tags=asg("trn"),
+        tags=_asg("trn"),
     )
     # 9. instance-choice: multi-node training on g5.4xlarge, which has no EFA (g5.8xlarge and up do).
-    a.instances(4, "g5.4xlarge", tags=asg("legacy-g5"))
+    a.instances(4, "g5.4xlarge", tags=_asg("legacy-g5"))
     # 10. A Capacity Block: no placement group needed. Topology shows two top-layer nodes (info).
     block = a.instances(
-        2, "p5.48xlarge", nics=efa(32), reservation="cr-0cb000000000000b1", capacity_block="cb-0cb000000000000b1"
+        2, "p5.48xlarge", nics=_efa(a, 32), reservation="cr-0cb000000000000b1", capacity_block="cb-0cb000000000000b1"
     )
     # 11. Not training clusters: a dev box alone, a web fleet, EFA-capable CPU nodes, a terminated node.
     a.instances(1, "p5.48xlarge", tags={"Name": "dev-box"})
-    a.instances(3, "c5.large", tags=asg("web"))
-    a.instances(2, "c5n.18xlarge", tags=asg("etl"))
-    a.instances(1, "p4d.24xlarge", tags=asg("vision-train"), state="terminated")
+    a.instances(3, "c5.large", tags=_asg("web"))
+    a.instances(2, "c5n.18xlarge", tags=_asg("etl"))
+    a.instances(1, "p4d.24xlarge", tags=_asg("vision-train"), state="terminated")
+    return block
 
-    used = {i["InstanceType"] for r in a.reservations for i in r["Instances"]} | {"g5.8xlarge", "g5.12xlarge"}
-    topology = {
+
+def _instance_topology(prod: list[str], block: list[str]) -> dict[str, Any]:
+    """describe-instance-topology: the healthy cluster under one spine, the Capacity Block's two under two."""
+    return {
         "Instances": [
             {
                 "InstanceId": iid,
@@ -478,6 +472,62 @@ def build_demo(folder: Path) -> None:
             for i, iid in enumerate(block)
         ]
     }
+
+
+def _launch_template_versions() -> dict[str, Any]:
+    return {
+        "LaunchTemplateVersions": [
+            template_version(
+                "lt-0000000000000a001", "llm-prod", 3, "p5.48xlarge", template_nics(32), True, "pg-llm-prod"
+            ),
+            template_version("lt-0000000000000a002", "gpu-nodes", 1, "p5.48xlarge", [], True),
+            template_version("lt-0000000000000a002", "gpu-nodes", 2, "p5.48xlarge", template_nics(32), False),
+            template_version(
+                "lt-0000000000000a003",
+                "p4d-public",
+                4,
+                "p4d.24xlarge",
+                template_nics(4, public_first=True),
+                True,
+            ),
+            template_version("lt-0000000000000a004", "p4d-one-efa", 1, "p4d.24xlarge", template_nics(1), True),
+            template_version("lt-0000000000000a005", "web", 7, "c5.large", [], True),
+        ]
+    }
+
+
+def _capacity_block_reservation() -> dict[str, Any]:
+    """describe-capacity-reservations: the Capacity Block the demo's block instances run in."""
+    return {
+        "CapacityReservations": [
+            {
+                "CapacityReservationId": "cr-0cb000000000000b1",
+                "OwnerId": ACCOUNT,
+                "InstanceType": "p5.48xlarge",
+                "InstancePlatform": "Linux/UNIX",
+                "AvailabilityZone": "us-east-1a",
+                "Tenancy": "default",
+                "TotalInstanceCount": 2,
+                "AvailableInstanceCount": 0,
+                "State": "active",
+                "ReservationType": "capacity-block",
+                "CapacityBlockId": "cb-0cb000000000000b1",
+                "StartDate": "2026-11-20T00:00:00+00:00",
+                "EndDate": "2026-12-04T11:30:00+00:00",
+                "EndDateType": "limited",
+                "InstanceMatchCriteria": "targeted",
+                "CreateDate": "2026-11-10T00:00:00+00:00",
+            },
+        ]
+    }
+
+
+def build_demo(folder: Path) -> None:
+    a = Account()
+    prod = _fabric_clusters(a)
+    block = _other_clusters(a)
+    used = {i["InstanceType"] for r in a.reservations for i in r["Instances"]} | {"g5.8xlarge", "g5.12xlarge"}
+    topology = _instance_topology(prod, block)
     in_block = next(i for i in topology["Instances"] if "CapacityBlockId" in i)
     write(
         folder,
@@ -497,47 +547,8 @@ def build_demo(folder: Path) -> None:
             ),
             "describe-security-groups.json": security_groups(),
             "describe-subnets.json": subnets(),
-            "describe-launch-template-versions.json": {
-                "LaunchTemplateVersions": [
-                    template_version(
-                        "lt-0000000000000a001", "llm-prod", 3, "p5.48xlarge", template_nics(32), True, "pg-llm-prod"
-                    ),
-                    template_version("lt-0000000000000a002", "gpu-nodes", 1, "p5.48xlarge", [], True),
-                    template_version("lt-0000000000000a002", "gpu-nodes", 2, "p5.48xlarge", template_nics(32), False),
-                    template_version(
-                        "lt-0000000000000a003",
-                        "p4d-public",
-                        4,
-                        "p4d.24xlarge",
-                        template_nics(4, public_first=True),
-                        True,
-                    ),
-                    template_version("lt-0000000000000a004", "p4d-one-efa", 1, "p4d.24xlarge", template_nics(1), True),
-                    template_version("lt-0000000000000a005", "web", 7, "c5.large", [], True),
-                ]
-            },
-            "describe-capacity-reservations.json": {
-                "CapacityReservations": [
-                    {
-                        "CapacityReservationId": "cr-0cb000000000000b1",
-                        "OwnerId": ACCOUNT,
-                        "InstanceType": "p5.48xlarge",
-                        "InstancePlatform": "Linux/UNIX",
-                        "AvailabilityZone": "us-east-1a",
-                        "Tenancy": "default",
-                        "TotalInstanceCount": 2,
-                        "AvailableInstanceCount": 0,
-                        "State": "active",
-                        "ReservationType": "capacity-block",
-                        "CapacityBlockId": "cb-0cb000000000000b1",
-                        "StartDate": "2026-11-20T00:00:00+00:00",
-                        "EndDate": "2026-12-04T11:30:00+00:00",
-                        "EndDateType": "limited",
-                        "InstanceMatchCriteria": "targeted",
-                        "CreateDate": "2026-11-10T00:00:00+00:00",
-                    },
-                ]
-            },
+            "describe-launch-template-versions.json": _launch_template_versions(),
+            "describe-capacity-reservations.json": _capacity_block_reservation(),
             "describe-instance-topology.json": topology,
             # Where the Capacity Block's reservation sits (EC2 API reference, CapacityReservationTopology; no
             # CapacityBlockId: that names UltraServer reservations only): the layers its first instance reports.

@@ -158,49 +158,7 @@ class Subscription:
                 }
             )
             self.files["network-nic-list.json"].append(
-                {
-                    "id": nic_id,
-                    "name": f"{name}-nic",
-                    "location": self.location,
-                    "etag": 'W/"00000000-0000-0000-0000-000000000001"',
-                    "type": "Microsoft.Network/networkInterfaces",
-                    "properties": {
-                        "provisioningState": "Succeeded",
-                        "resourceGuid": _guid(nic_id),
-                        "ipConfigurations": [
-                            {
-                                "name": "ipconfig1",
-                                "id": f"{nic_id}/ipConfigurations/ipconfig1",
-                                "type": "Microsoft.Network/networkInterfaces/ipConfigurations",
-                                "properties": {
-                                    "provisioningState": "Succeeded",
-                                    "privateIPAddress": f"10.0.{i // 250}.{i % 250 + 4}",
-                                    "privateIPAllocationMethod": "Dynamic",
-                                    "subnet": {"id": subnet},
-                                    "primary": True,
-                                    "privateIPAddressVersion": "IPv4",
-                                },
-                            }
-                        ],
-                        "dnsSettings": {
-                            "dnsServers": [],
-                            "appliedDnsServers": [],
-                            "internalDomainNameSuffix": "x1y2z3.bx.internal.cloudapp.net",
-                        },
-                        "macAddress": "60-45-BD-00-00-00",
-                        "vnetEncryptionSupported": False,
-                        "enableIPForwarding": False,
-                        "enableAcceleratedNetworking": accelerated,
-                        "primary": True,
-                        "virtualMachine": {"id": vm_id},
-                        "hostedWorkloads": [],
-                        "tapConfigurations": [],
-                        "nicType": "Standard",
-                        "allowPort25Out": False,
-                        "auxiliaryMode": "None",
-                        "auxiliarySku": "None",
-                    },
-                }
+                _nic(nic_id, f"{name}-nic", vm_id, f"10.0.{i // 250}.{i % 250 + 4}", subnet, accelerated, self.location)
             )
 
     def scale_set(
@@ -256,35 +214,100 @@ class Subscription:
                      tags=vm_tags or tags, scale_set=set_id, power=power)  # fmt: skip
             return set_id
         for i in range(count):
-            vm_id = f"{set_id}/virtualMachines/{i}"
             self.files["vmss-list-instances.json"].append(
-                {
-                    "id": vm_id,
-                    "name": f"{name}_{i}",
-                    "instanceId": str(i),
-                    "location": self.location,
-                    "zones": ["1"],
-                    "sku": {"name": size, "tier": "Standard"},
-                    "tags": vm_tags or tags or {},
-                    "properties": {
-                        "latestModelApplied": True,
-                        "vmId": _guid(vm_id),
-                        "hardwareProfile": {},
-                        "storageProfile": {
-                            "imageReference": image or HPC_IMAGE,
-                            "osDisk": _os_disk(group, f"{name}_{i}"),
-                            "dataDisks": [],
-                        },
-                        "osProfile": _os_profile(f"{name}{i:06x}"),
-                        "networkProfileConfiguration": {"networkInterfaceConfigurations": [nic_config]},
-                        "networkProfile": {"networkInterfaces": [{"id": f"{vm_id}/networkInterfaces/{name}-nic"}]},
-                        "provisioningState": "Succeeded",
-                        "instanceView": _instance_view(power),
-                    },
-                    "resources": [_extension(vm_id, p, t) for p, t in extensions],
-                }
+                self._uniform_instance(
+                    set_id, group, name, i, size, nic_config, image, extensions, vm_tags or tags, power
+                )
             )
         return set_id
+
+    def _uniform_instance(
+        self,
+        set_id: str,
+        group: str,
+        name: str,
+        i: int,
+        size: str,
+        nic_config: Item,
+        image: Item | None,
+        extensions: tuple[tuple[str, str], ...],
+        tags: dict[str, str] | None,
+        power: str,
+    ) -> Item:
+        """Instance `i` of a Uniform scale set, as `az vmss list-instances --expand instanceView` lists it."""
+        vm_id = f"{set_id}/virtualMachines/{i}"
+        return {
+            "id": vm_id,
+            "name": f"{name}_{i}",
+            "instanceId": str(i),
+            "location": self.location,
+            "zones": ["1"],
+            "sku": {"name": size, "tier": "Standard"},
+            "tags": tags or {},
+            "properties": {
+                "latestModelApplied": True,
+                "vmId": _guid(vm_id),
+                "hardwareProfile": {},
+                "storageProfile": {
+                    "imageReference": image or HPC_IMAGE,
+                    "osDisk": _os_disk(group, f"{name}_{i}"),
+                    "dataDisks": [],
+                },
+                "osProfile": _os_profile(f"{name}{i:06x}"),
+                "networkProfileConfiguration": {"networkInterfaceConfigurations": [nic_config]},
+                "networkProfile": {"networkInterfaces": [{"id": f"{vm_id}/networkInterfaces/{name}-nic"}]},
+                "provisioningState": "Succeeded",
+                "instanceView": _instance_view(power),
+            },
+            "resources": [_extension(vm_id, p, t) for p, t in extensions],
+        }
+
+
+def _nic(nic_id: str, name: str, vm_id: str, address: str, subnet: str, accelerated: bool, location: str) -> Item:
+    """A standalone VM's network interface, as `az network nic list` lists it: one IP configuration on `subnet`."""
+    return {
+        "id": nic_id,
+        "name": name,
+        "location": location,
+        "etag": 'W/"00000000-0000-0000-0000-000000000001"',
+        "type": "Microsoft.Network/networkInterfaces",
+        "properties": {
+            "provisioningState": "Succeeded",
+            "resourceGuid": _guid(nic_id),
+            "ipConfigurations": [
+                {
+                    "name": "ipconfig1",
+                    "id": f"{nic_id}/ipConfigurations/ipconfig1",
+                    "type": "Microsoft.Network/networkInterfaces/ipConfigurations",
+                    "properties": {
+                        "provisioningState": "Succeeded",
+                        "privateIPAddress": address,
+                        "privateIPAllocationMethod": "Dynamic",
+                        "subnet": {"id": subnet},
+                        "primary": True,
+                        "privateIPAddressVersion": "IPv4",
+                    },
+                }
+            ],
+            "dnsSettings": {
+                "dnsServers": [],
+                "appliedDnsServers": [],
+                "internalDomainNameSuffix": "x1y2z3.bx.internal.cloudapp.net",
+            },
+            "macAddress": "60-45-BD-00-00-00",
+            "vnetEncryptionSupported": False,
+            "enableIPForwarding": False,
+            "enableAcceleratedNetworking": accelerated,
+            "primary": True,
+            "virtualMachine": {"id": vm_id},
+            "hostedWorkloads": [],
+            "tapConfigurations": [],
+            "nicType": "Standard",
+            "allowPort25Out": False,
+            "auxiliaryMode": "None",
+            "auxiliarySku": "None",
+        },
+    }
 
 
 def _instance_view(power: str) -> Item:
@@ -463,4 +486,3 @@ def write(s: Subscription, folder: Path, cli_shape: bool = True) -> None:
 def main() -> None:
     root = ROOT / "fixtures" / "demo" / "azure"
     write(demo(), root / SUBSCRIPTION)
-

@@ -298,41 +298,43 @@ def a3_mega_nets(project: Project) -> list[str]:
     return ["a3m-host"] + [f"a3m-gpu-{i}" for i in range(8)]
 
 
+def iap_ssh_policy(project: Project) -> Item:
+    """A global network firewall policy no network is associated with (it governs nothing): IAP's TCP forwarding
+    range on SSH, as `gcloud compute network-firewall-policies describe` prints it (FirewallPolicy with its rules
+    and the predefined lowest-priority goto_next rule; https://cloud.google.com/compute/docs/reference/rest/v1/
+    networkFirewallPolicies/get, https://cloud.google.com/firewall/docs/pre-defined-rules)."""
+    return {
+        "kind": "compute#firewallPolicy",
+        "id": "4136870237186423810",  # fixed: the other resources' ids stay as they were
+        "name": "ssh-from-iap",
+        "selfLink": project.url("global/firewallPolicies/ssh-from-iap"),
+        "rules": [
+            {
+                "kind": "compute#firewallPolicyRule",
+                "priority": 1000,
+                "direction": "INGRESS",
+                "action": "allow",
+                "match": {
+                    "srcIpRanges": ["35.235.240.0/20"],
+                    "layer4Configs": [{"ipProtocol": "tcp", "ports": ["22"]}],
+                },
+            },
+            {
+                "kind": "compute#firewallPolicyRule",
+                "priority": 2147483647,
+                "direction": "INGRESS",
+                "action": "goto_next",
+                "match": {"srcIpRanges": ["0.0.0.0/0"], "layer4Configs": [{"ipProtocol": "all"}]},
+            },
+        ],
+    }
+
+
 def build(project: Project) -> None:
     """One correct cluster and one per GCP rule category (each cluster's name says what it shows)."""
     host, *gpu = a3_high_nets(project)
     tcpx = [(host, "GVNIC")] + [(n, "GVNIC") for n in gpu]
-    # A global network firewall policy no network is associated with (it governs nothing): IAP's TCP forwarding
-    # range on SSH, as `gcloud compute network-firewall-policies describe` prints it (FirewallPolicy with its rules
-    # and the predefined lowest-priority goto_next rule; https://cloud.google.com/compute/docs/reference/rest/v1/
-    # networkFirewallPolicies/get, https://cloud.google.com/firewall/docs/pre-defined-rules).
-    project.firewall_policies.append(
-        {
-            "kind": "compute#firewallPolicy",
-            "id": "4136870237186423810",  # fixed: the other resources' ids stay as they were
-            "name": "ssh-from-iap",
-            "selfLink": project.url("global/firewallPolicies/ssh-from-iap"),
-            "rules": [
-                {
-                    "kind": "compute#firewallPolicyRule",
-                    "priority": 1000,
-                    "direction": "INGRESS",
-                    "action": "allow",
-                    "match": {
-                        "srcIpRanges": ["35.235.240.0/20"],
-                        "layer4Configs": [{"ipProtocol": "tcp", "ports": ["22"]}],
-                    },
-                },
-                {
-                    "kind": "compute#firewallPolicyRule",
-                    "priority": 2147483647,
-                    "direction": "INGRESS",
-                    "action": "goto_next",
-                    "match": {"srcIpRanges": ["0.0.0.0/0"], "layer4Configs": [{"ipProtocol": "all"}]},
-                },
-            ],
-        }
-    )
+    project.firewall_policies.append(iap_ssh_policy(project))
 
     # Correct: A3 High, 4 GPU NICs on 4 VPCs, one compact policy, GPU networks open internally, MTU 8244.
     project.policy("a3h-train-compact", vm_count=4)
@@ -417,4 +419,3 @@ def main() -> None:
     out = ROOT / "fixtures" / "demo" / "gcp"
     project.write(out)
     print(f"wrote {len(project.instances)} instances to {out}")
-

@@ -125,25 +125,36 @@ def aws_wrong() -> dict[str, Any]:
     traffic flow and a spread placement group; an old instance is being destroyed."""
     plan = PlanBuilder()
     _aws_base(plan)
+    _vision_train_group(plan)
+    _gpu_module(plan)
+    plan.destroy("aws_instance", "old_trainer", {"id": "i-0aaaaaaaaaaaaaaa1", "instance_type": "p4d.24xlarge"})
+    return plan.build()
+
+
+def _cidr_ingress(protocol: str, from_port: int, to_port: int, cidr: str) -> dict[str, Any]:
+    """One inline ingress block of an aws_security_group as the plan's values give it: from one address range."""
+    return {
+        "protocol": protocol,
+        "from_port": from_port,
+        "to_port": to_port,
+        "cidr_blocks": [cidr],
+        "security_groups": [],
+        "self": False,
+        "ipv6_cidr_blocks": [],
+        "prefix_list_ids": [],
+        "description": "",
+    }
+
+
+def _vision_train_group(plan: PlanBuilder) -> None:
+    """The demo account's vision-train group: p4d.24xlarge with a web security group, no EFA, no placement group."""
     plan.resource(
         "aws_security_group",
         "web",
         {
             "name": "web",
             "description": "web",
-            "ingress": [
-                {
-                    "protocol": "tcp",
-                    "from_port": 443,
-                    "to_port": 443,
-                    "cidr_blocks": ["0.0.0.0/0"],
-                    "security_groups": [],
-                    "self": False,
-                    "ipv6_cidr_blocks": [],
-                    "prefix_list_ids": [],
-                    "description": "",
-                }
-            ],
+            "ingress": [_cidr_ingress("tcp", 443, 443, "0.0.0.0/0")],
         },
         unknown={"vpc_id": True, "egress": True, "arn": True},
         expressions={"vpc_id": ref("aws_vpc.train.id")},
@@ -177,6 +188,11 @@ def aws_wrong() -> dict[str, Any]:
             "launch_template": [{"id": ref("aws_launch_template.vision-train.id")}],
         },
     )
+
+
+def _gpu_module(plan: PlanBuilder) -> None:
+    """module.gpu: p5.48xlarge workers with all 32 EFA interfaces, but a security group that lets EFA traffic in
+    only from an address range (not from itself) and a spread placement group."""
     plan.module("module.gpu", "./modules/gpu", {"subnet_id": ref("aws_subnet.a.id")})
     plan.resource("aws_placement_group", "workers", {"name": "gpu-workers", "strategy": "spread"}, module="module.gpu")
     plan.resource(
@@ -185,19 +201,7 @@ def aws_wrong() -> dict[str, Any]:
         {
             "name": "gpu-efa",
             "description": "EFA",
-            "ingress": [
-                {
-                    "protocol": "-1",
-                    "from_port": 0,
-                    "to_port": 0,
-                    "cidr_blocks": ["10.0.0.0/16"],
-                    "security_groups": [],
-                    "self": False,
-                    "ipv6_cidr_blocks": [],
-                    "prefix_list_ids": [],
-                    "description": "",
-                }
-            ],
+            "ingress": [_cidr_ingress("-1", 0, 0, "10.0.0.0/16")],
         },
         module="module.gpu",
         unknown={"vpc_id": True, "egress": True, "arn": True},
@@ -240,8 +244,6 @@ def aws_wrong() -> dict[str, Any]:
             unknown={"instance_type": False, "launch_template": [{"id": True, "name": True}], "arn": True},
             expressions={"launch_template": [{"id": ref("aws_launch_template.worker.id")}]},
         )
-    plan.destroy("aws_instance", "old_trainer", {"id": "i-0aaaaaaaaaaaaaaa1", "instance_type": "p4d.24xlarge"})
-    return plan.build()
 
 
 # ---------------------------------------------------------------------------------------------- Azure

@@ -101,6 +101,14 @@ def estimate(
             " recalibrated to what was measured, and every state priced from it.",
         ),
     ] = None,
+    nccl_version: Annotated[
+        str | None,
+        typer.Option(
+            metavar="VERSION",
+            help="The NCCL release the job runs (2.21, 2.21.5): it decides the algorithm NCCL picks at 2 nodes."
+            " Default: the model's, named in every estimate; a workload file's nccl_version otherwise.",
+        ),
+    ] = None,
     fmt: TextOrJson = "text",
     output: OutputOpt = None,
 ) -> None:
@@ -120,7 +128,7 @@ def estimate(
     ]
     gate.check_output_reads(output, read)
     try:
-        result = _estimate(nodes, fabric, state, workload, workload_file, price_per_gpu_hour, calibrate)
+        result = _estimate(nodes, fabric, state, workload, workload_file, price_per_gpu_hour, calibrate, nccl_version)
     except FabricCheckError as error:
         # A script reading the JSON sees why there is no estimate: the same errors[].code as the evidence reports.
         if fmt == "json" and (output is None or str(output) == "-"):  # stdout: a file is not written over
@@ -153,6 +161,7 @@ def _estimate(
     workload_file: Path | None,
     price_per_gpu_hour: float | None,
     calibrate: Path | None,
+    nccl_version: str | None = None,
 ) -> "EstimateReport":
     from fabriccheck import estimate as estimating
     from fabriccheck.errors import usage
@@ -179,7 +188,7 @@ def _estimate(
         from fabriccheck.calibrate import calibrated
 
         described, measured = calibrated(described, calibrate)
-    return estimating.run(described, nodes, state, chosen, price_per_gpu_hour, measured)
+    return estimating.run(described, nodes, state, chosen, price_per_gpu_hour, measured, nccl_version)
 
 
 @app.command("nccl-tests", cls=Command)

@@ -28,6 +28,7 @@ from fabriccheck.evidence.nccl_log import Log
 from fabriccheck.evidence.nccl_tests import Parsed, Row, Run
 from fabriccheck.evidence.registry import Hit, evidence_check
 from fabriccheck.jobs import BusbwComparison, ExpectedFabric, TestRun, TransportSeen, Verdict
+from fabriccheck.penalty import releases
 from fabriccheck.rulebook import EvidenceRule
 
 # nccl-tests judging thresholds (measured / modelled healthy busbw at the largest bandwidth-bound size).
@@ -78,6 +79,7 @@ class _Table:
     rules: Sequence[EvidenceRule] | None = None  # the rules chosen (None: every built-in one)
     fabric_seen: list[str] = field(default_factory=list)
     sockets_seen: list[str] = field(default_factory=list)
+    nccl_version: tuple[int, int] | None = None  # the release the file's NCCL lines print (None: the default)
 
 
 @dataclass(frozen=True)
@@ -285,7 +287,7 @@ def _best_row(
     best: dict[str, Any] | None = None
     for row in judged:
         try:
-            expected = expect.healthy_busbw(fabric, nodes, op, float(row.size))
+            expected = expect.healthy_busbw(fabric, nodes, op, float(row.size), table.nccl_version)
         except ValueError as exc:
             ceiling = expect.line_rate_busbw(fabric)
             if ceiling is None:
@@ -374,6 +376,14 @@ def _with_log(ev: Evidence, table: _Table, log: Log) -> None:
     seen = table.fabric_seen + table.sockets_seen
     if seen:
         ev.notes.append(f"the file's NCCL lines say which transport ran: {', '.join(seen)}")
+    printed = [p.version for p in log.processes.values() if p.version] + log.versions
+    versions = sorted({v for v in map(releases.nccl_version_of, printed) if v is not None})
+    if versions:
+        table.nccl_version = versions[0]  # mixed releases in one job: the oldest decides what all of them run
+        ev.notes.append(
+            f"judged as NCCL {releases.version_label(versions[0])}, the release the file's NCCL lines print (it "
+            "decides the algorithm NCCL picks at 2 nodes)"
+        )
 
 
 def judge_tests(

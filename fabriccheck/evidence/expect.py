@@ -123,15 +123,19 @@ def fabric_from_options(
     return fabric, transport_provider(transport) or "unknown"  # the cloud a transport implies (its declaration)
 
 
-def healthy_busbw(fabric: penalty.FabricDescription, nodes: int, op: str, size: float) -> float:
-    """Expected busbw (GB/s) of a healthy run. A fabric without GPUDirect RDMA (`--no-gdr`, or a type that has
-    none) is judged against that: the model's GPUDirect-off state of the same fabric. ValueError when the
-    model cannot say (no figure for the accelerator or the fabric)."""
+def healthy_busbw(
+    fabric: penalty.FabricDescription, nodes: int, op: str, size: float, nccl: tuple[int, int] | None = None
+) -> float:
+    """Expected busbw (GB/s) of a healthy run under NCCL release `nccl` (None: the model's default; it decides
+    the 2-node algorithm). A fabric without GPUDirect RDMA (`--no-gdr`, or a type that has none) is judged
+    against that: the model's GPUDirect-off state of the same fabric. ValueError when the model cannot say (no
+    figure for the accelerator or the fabric)."""
     fn = model()
     if fabric.fabric is not FabricKind.NONE and fabric.gpudirect_rdma is False:
-        found = fn(replace(fabric, gpudirect_rdma=True), nodes, op, size, penalty.FabricState.gpudirect_off())
+        off = replace(penalty.FabricState.gpudirect_off(), nccl_version=nccl)
+        found = fn(replace(fabric, gpudirect_rdma=True), nodes, op, size, off)
     else:
-        found = fn(fabric, nodes, op, size, None)
+        found = fn(fabric, nodes, op, size, replace(penalty.FabricState.healthy(), nccl_version=nccl) if nccl else None)
     if found is None:
         what = fabric.instance_type or f"{fabric.gpus_per_node} x {fabric.accelerator or '?'}"
         missing = (

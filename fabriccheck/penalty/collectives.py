@@ -27,6 +27,12 @@ from fabriccheck.penalty.links import (
     healthy_link_of,
     ring_rails,
 )
+from fabriccheck.penalty.releases import (
+    FIRST_NVLS_TREE_NCCL,
+    FIRST_TREE_NCCL,
+    LAST_THRESHOLD_NCCL,
+    THRESHOLD_TREE_MIN_GPUS,
+)
 
 # NCCL's protocols (tuning.cc): LL keeps the small-message latency at a fraction of the bandwidth; Simple reaches
 # full bandwidth after a start-up. Fitted on the mid-size rows of data/calibration.yaml: 2 x p5 all_reduce reaches
@@ -100,8 +106,8 @@ def algorithm(
       the node's achieved NIC bandwidth (or NVLink, if slower);
     - tree (all_reduce only; double binary tree): log2(N) latency; each node sends and receives the buffer once
       at 2 nodes and twice beyond, while the chain inside the node moves 2(g-1)/g of it over NVLink.
-    Trees win small messages at scale; at 2 nodes they also win large ones, where NCCL runs them: with NVLSTree
-    (NVLS accelerators) or a plugin's tuner (`two_node_tree`); otherwise NCCL's model keeps rings there.
+    Trees win small messages at scale; at 2 nodes they also win large ones, where NCCL runs them (`two_node_tree`,
+    by NCCL release: two_node_trees); otherwise NCCL's model keeps rings there.
     Inside one node, and inside the units when they are multi-node NVLink domains (`domain`), every NVLink hop
     costs NCCL's own step latency (NVLINK_STEP_S): a ring of 1,440 ranks pays for its 2,840 hops inside racks."""
     ranks = nodes * gpus
@@ -122,7 +128,7 @@ def algorithm(
     ring_bandwidth = min(link.bandwidth, intra) if gpus > 1 else link.bandwidth
     ring_hops = hops * nodes * (gpus - 1) if domain else 0  # NCCL's (nsteps - nInterSteps) inside the domains
     ring = _protocol(steps * link.latency / 2, link.latency, factor * size / ring_bandwidth, ring_hops, "ring")
-    if op != "all_reduce":
+    if op != "all_reduce" or link.nccl_version < FIRST_TREE_NCCL:
         return "ring", ring
     if nodes == 2 and not two_node_tree:
         return "ring", ring
@@ -167,9 +173,16 @@ def collective_seconds(
     return algorithm(op, size, nodes, gpus, link, intra, two_node_tree, domain)[1]
 
 
-def two_node_trees(accel: catalog.Accelerator, link: Link) -> bool:
-    """Whether NCCL runs a tree for large all_reduces at 2 nodes: NVLSTree on NVLS accelerators, or a tuner."""
-    return accel.nvls or link.tuned_trees
+def two_node_trees(accel: catalog.Accelerator, link: Link, gpus: int = 8) -> bool:
+    """Whether NCCL runs a tree for large all_reduces at 2 nodes of `gpus` GPUs, by the release the link's job
+    runs (links.NcclVersion): none before 2.4; 2.4's threshold ran trees there on NVLink nodes of 3 GPUs and more;
+    from 2.18 NVLSTree does on NVLS accelerators; a plugin's tuner (tuned_trees) picks them on its fabric."""
+    version = link.nccl_version
+    if version < FIRST_TREE_NCCL:
+        return False  # no trees before 2.4
+    if version <= LAST_THRESHOLD_NCCL:
+        return bool(accel.nvlink_gbytes) and gpus >= THRESHOLD_TREE_MIN_GPUS
+    return (accel.nvls and version >= FIRST_NVLS_TREE_NCCL) or link.tuned_trees
 
 
 @dataclass(frozen=True)
@@ -239,7 +252,7 @@ def collective_estimate(
     per_domain = domain_nodes(fabric, accel, state)
     group = units(nodes, fabric.gpus_per_node, link, per_domain, state.nvlink_domains, ring_rails(fabric))
     intra = intra_bandwidth(accel, group.nodes_per_unit > 1)
-    trees = two_node_trees(accel, link)
+    trees = two_node_trees(accel, link, group.gpus)
     domain = group.nodes_per_unit > 1
     name, seconds = algorithm(op, size_bytes, group.count, group.gpus, group.link, intra, trees, domain)
     if seconds <= 0:

@@ -199,13 +199,15 @@ def compute_prior(accel: catalog.Accelerator, workload: Workload) -> str:
 
 
 def job_sockets(fabric: FabricDescription, state: FabricState, workload: Workload) -> FabricState:
-    """The state with the job's own socket settings (NCCL_SOCKET_NTHREADS, NCCL_NSOCKS_PERTHREAD, channels) where
-    the state does not give its own."""
+    """The state with the job's own socket settings (NCCL_SOCKET_NTHREADS, NCCL_NSOCKS_PERTHREAD, channels) and
+    NCCL release where the state does not give its own."""
     threads, each, channels = workload.socket_threads, workload.sockets_per_thread, workload.socket_channels
     if state.sockets is None and (threads is not None or each is not None):
         state = replace(state, sockets=nccl_sockets(threads, each, fabric.provider, state.socket_path))
     if state.channels is None and channels:
         state = replace(state, channels=channels)
+    if state.nccl_version is None and workload.nccl_version is not None:
+        state = replace(state, nccl_version=workload.nccl_version)
     return state
 
 
@@ -246,6 +248,8 @@ def compute_scale(fabric: FabricDescription, workload: Workload, accel: catalog.
     if isinstance(link, str) and nodes > 1:
         return 1.0
     link = link if isinstance(link, Link) else Link(1.0, 0.0)
+    if workload.nccl_version is not None:
+        link = replace(link, nccl_version=workload.nccl_version)
     group = units(nodes, fabric.gpus_per_node, link, domain_nodes(fabric, accel), None, ring_rails(fabric))
     modelled = step_times(workload, group.count, group.gpus, accel, group.link, domain=group.nodes_per_unit > 1)
     communication = modelled.step(overlap=True) - modelled.compute

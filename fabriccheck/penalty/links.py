@@ -14,6 +14,7 @@ from typing import Literal
 
 from fabriccheck import catalog
 from fabriccheck.model import Capability, FabricKind, NetworkPath
+from fabriccheck.penalty.releases import DEFAULT_NCCL_VERSION, NcclVersion
 from fabriccheck.provider import SocketDefaults, declared
 
 GB = 1e9
@@ -141,6 +142,9 @@ ECMP_WORST = 1 / 1.4
 ECMP_FREE_NODES = 2  # a 2-node ring's flows run between two NIC pairs: nothing to hash onto shared uplinks
 
 
+# NCCL releases (penalty.releases): a link carries the one its job runs.
+
+
 @dataclass(frozen=True)
 class Link:
     """One direction of a node's inter-node path: achieved bandwidth (bytes/s) and the latency of a 2-node
@@ -155,6 +159,9 @@ class Link:
     # The units this link joins are multi-node NVLink domains (penalty.collectives.units): their NVLink hops cost
     # NCCL's step latency (collectives.NVLINK_STEP_S), which a node's measured latency does not hold.
     domain_units: bool = False
+    # The NCCL release the job runs (DEFAULT_NCCL_VERSION unless a workload or estimate says): which algorithm it
+    # picks at 2 nodes (collectives.two_node_trees).
+    nccl_version: NcclVersion = DEFAULT_NCCL_VERSION
 
 
 FabricHealth = Literal["healthy", "tcp-fallback", "partial", "gpudirect-off", "unreachable"]
@@ -254,6 +261,7 @@ class FabricState:
     multi_node_nvlink: bool = True
     channels: int | None = None  # NCCL channels over the sockets (a log's "N coll channels"); None: SOCKET_CHANNELS
     pcie_acs: bool = False  # PCIE_ACS: ACS on between GPUs and NICs (GPUDirect RDMA through the root complex)
+    nccl_version: NcclVersion | None = None  # the NCCL release the job runs; None: DEFAULT_NCCL_VERSION
 
     @classmethod
     def healthy(cls, loose_placement: bool = False) -> FabricState:
@@ -429,11 +437,16 @@ def healthy_link_of(
     fabric: FabricDescription, accel: catalog.Accelerator | None, state: FabricState = HEALTHY, best: bool = True
 ) -> Link | str:
     """A node's inter-node link with nothing wrong with its fabric, or why there is none. Without a fabric, TCP
-    over the ordinary NIC on the state's socket path is the healthy state."""
-    if uses_fabric(fabric):
-        return fabric_link(fabric, accel, best)
-    link = _calibrated(tcp_link(fabric, state, best), fabric)
-    return link if link is not None else f"no bandwidth figure for {fabric.instance_type or 'this node type'}"
+    over the ordinary NIC on the state's socket path is the healthy state. The link carries the state's NCCL
+    version (the default where it names none)."""
+    link = (
+        fabric_link(fabric, accel, best) if uses_fabric(fabric) else _calibrated(tcp_link(fabric, state, best), fabric)
+    )
+    if link is None:
+        return f"no bandwidth figure for {fabric.instance_type or 'this node type'}"
+    if isinstance(link, str) or state.nccl_version is None:
+        return link
+    return replace(link, nccl_version=state.nccl_version)
 
 
 def _calibrated(link: Link | None, fabric: FabricDescription) -> Link | None:
@@ -470,7 +483,7 @@ def degraded_link_of(
         tcp = tcp_link(fabric, state, best)
         if tcp is None:
             return "no ordinary-Ethernet bandwidth figure for this type"
-        link = Link(min(link.bandwidth, tcp.bandwidth), tcp.latency)
+        link = Link(min(link.bandwidth, tcp.bandwidth), tcp.latency, nccl_version=link.nccl_version)
     elif kind == "partial" and used is not None and fabric.nics > 0 and uses_fabric(fabric):
         # k of N NICs: the NICs' share of the uncapped line, still up to what the GPUs drive (GPU_NET_GBYTES)
         nic_line = fabric.fabric_gbps / 8 * GB * EFFICIENCY.get(fabric.fabric, 0.0) * fabric.calibration
@@ -511,7 +524,8 @@ def bottleneck(links: list[Link]) -> Link:
     """A collective runs at its slowest member's pace: least bandwidth, most latency."""
     if len(links) == 1:
         return links[0]
-    return Link(min(x.bandwidth for x in links), max(x.latency for x in links), all(x.tuned_trees for x in links))
+    slowest = Link(min(x.bandwidth for x in links), max(x.latency for x in links), all(x.tuned_trees for x in links))
+    return replace(slowest, nccl_version=links[0].nccl_version)  # one job, one NCCL
 
 
 def domain_nodes(fabric: FabricDescription, accel: catalog.Accelerator | None, state: FabricState = HEALTHY) -> int:

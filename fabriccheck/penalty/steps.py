@@ -130,7 +130,7 @@ def _data_parallel(
         # the last bucket is reduced after the backward pass ends. Without overlap (ddp_overlap false) every
         # bucket waits for the backward pass to end: nothing hides.
         buckets = max(1, math.ceil(size / max(1.0, w.bucket_bytes)))
-        trees = two_node_trees(accel, link)
+        trees = two_node_trees(accel, link, gpus)
         bucket = collective_seconds("all_reduce", size / buckets, nodes, gpus, link, intra, trees)
         window = backward / m if w.ddp_overlap else 0.0
         return StepTimes(compute, experts + bucket, (Phase((buckets - 1) * bucket, window),))
@@ -178,7 +178,7 @@ def _hsdp(
     forward, backward = compute / 3, 2 * compute / 3
     gather = collective_seconds("all_gather", size / w.layers, 1, gpus, link, intra)
     scatter = w.layers * collective_seconds("reduce_scatter", size / w.layers, 1, gpus, link, intra)
-    trees = two_node_trees(accel, link)
+    trees = two_node_trees(accel, link, gpus)
     reduce = collective_seconds("all_reduce", size / w.layers, nodes, gpus, link, intra, trees) if nodes > 1 else 0.0
     fwd = Phase(m * (w.layers - 1) * gather, forward)
     bwd = Phase(m * w.layers * gather + scatter + (w.layers - 1) * reduce, backward)
@@ -207,7 +207,7 @@ def _three_d(
     last_backward = 2 * compute / 3 / microbatches  # Megatron overlaps the gradient reduce with the last backward
     compute *= 1 + (stages - 1) / microbatches  # 1F1B pipeline bubble (A.7), present when healthy too
     stage_bytes = w.parameters * w.bytes_per_value / stages / tp_nodes  # a node's gradients, reduced across replicas
-    trees = two_node_trees(accel, link)
+    trees = two_node_trees(accel, link, gpus)
     dp = collective_seconds("all_reduce", stage_bytes, replicas, gpus, link, intra, trees) if replicas > 1 else 0.0
     activation = w.micro_batch * w.seq_len * w.hidden * w.bytes_per_value
     sends = 2 * (microbatches + stages - 1) if stages > 1 else 0  # forward activations + backward gradients

@@ -55,6 +55,9 @@ class Workload:
     # backward computation"; the default), or only after it ends (DeepSpeed ZeRO-1, whose backward hooks reduce
     # nothing, microsoft/DeepSpeed#1246; ZeRO-2 with zero_optimization.overlap_comm false).
     ddp_overlap: bool = True
+    # The NCCL release the job runs, (major, minor) (None: links.DEFAULT_NCCL_VERSION): it decides the algorithm
+    # NCCL picks at 2 nodes (collectives.two_node_trees).
+    nccl_version: tuple[int, int] | None = None
 
 
 WORKLOADS = {

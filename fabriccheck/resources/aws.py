@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from fabriccheck.values import Model, Scoped, Topology
+from fabriccheck.values import Model, ProviderResources, Scoped, Topology
 
 
 class PlacementGroup(Scoped):
@@ -54,14 +54,8 @@ class CapacityReservation(Scoped):
     topology: Topology | None = None
 
 
-class AwsResources(Model):
+class AwsResources(ProviderResources):
     placement_groups: list[PlacementGroup] = Field(default_factory=list)
     security_groups: list[SecurityGroup] = Field(default_factory=list)
     subnets: list[Subnet] = Field(default_factory=list)
     capacity_reservations: list[CapacityReservation] = Field(default_factory=list)
-
-    def merge(self, other: AwsResources) -> None:
-        self.placement_groups.extend(other.placement_groups)
-        self.security_groups.extend(other.security_groups)
-        self.subnets.extend(other.subnets)
-        self.capacity_reservations.extend(other.capacity_reservations)

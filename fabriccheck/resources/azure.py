@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from fabriccheck.values import Frozen, Model, Scoped
+from fabriccheck.values import Frozen, Model, ProviderResources, Scoped
 
 
 class AzureNicPart(Frozen):
@@ -85,18 +85,10 @@ class VmExtensions(Scoped):
     extensions: list[Extension] = Field(default_factory=list)
 
 
-class AzureResources(Model):
+class AzureResources(ProviderResources):
     scale_sets: list[ScaleSet] = Field(default_factory=list)
     availability_sets: list[AvailabilitySet] = Field(default_factory=list)
     proximity_placement_groups: list[ProximityPlacementGroup] = Field(default_factory=list)
     nics: list[Nic] = Field(default_factory=list)
     virtual_networks: list[VirtualNetwork] = Field(default_factory=list)
     extensions: list[VmExtensions] = Field(default_factory=list)
-
-    def merge(self, other: AzureResources) -> None:
-        self.scale_sets.extend(other.scale_sets)
-        self.availability_sets.extend(other.availability_sets)
-        self.proximity_placement_groups.extend(other.proximity_placement_groups)
-        self.nics.extend(other.nics)
-        self.virtual_networks.extend(other.virtual_networks)
-        self.extensions.extend(other.extensions)

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
-from fabriccheck.values import Frozen, Model, Scoped
+from fabriccheck.values import Frozen, Model, ProviderResources, Scoped
 
 GLOBAL = "global"  # the region of global resources (networks, firewall rules)
 MAX_PORT = 65535
@@ -210,21 +210,13 @@ class EffectiveFirewalls(Scoped):
     unknown: str = ""
 
 
-class GcpResources(Model):
+class GcpResources(ProviderResources):
     resource_policies: list[ResourcePolicy] = Field(default_factory=list)
     networks: list[Network] = Field(default_factory=list)
     subnetworks: list[Subnetwork] = Field(default_factory=list)
     firewalls: list[FirewallRule] = Field(default_factory=list)
     network_firewall_policies: list[NetworkFirewallPolicy] = Field(default_factory=list)
     effective_firewalls: list[EffectiveFirewalls] = Field(default_factory=list)
-
-    def merge(self, other: GcpResources) -> None:
-        self.resource_policies.extend(other.resource_policies)
-        self.networks.extend(other.networks)
-        self.subnetworks.extend(other.subnetworks)
-        self.firewalls.extend(other.firewalls)
-        self.network_firewall_policies.extend(other.network_firewall_policies)
-        self.effective_firewalls.extend(other.effective_firewalls)
 
 
 def firewall_entries(items: list[dict[str, Any]], protocol_key: str) -> list[str]:

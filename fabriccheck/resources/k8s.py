@@ -13,12 +13,12 @@ from typing import Literal
 
 from pydantic import Field
 
-from fabriccheck.values import Count, Frozen, Model, Scoped
+from fabriccheck.values import Count, JobPart, ProviderResources, Scoped, Setting
 
 Counts = tuple[tuple[str, int], ...]  # (resource name, quantity) pairs, sorted
 
 
-class PodPart(Frozen):
+class PodPart(JobPart):
     """What a Kubernetes pod asks of the node it runs on, and what that node offers: the fabric is
     opt-in a second time in Kubernetes, so the node's type alone does not say what the pod gets. The pod's node
     (type, zone, pool) is the rest of its shape."""
@@ -51,6 +51,22 @@ class PodPart(Frozen):
     # rdma/* resources it requests that none of its node candidates (its node, or those its selector allows) advertise
     unadvertised: tuple[str, ...] = ()
 
+    def job_words(self) -> tuple[str, ...]:
+        """Its workload's name and its containers' names and images, lower-cased."""
+        return (self.workload.rsplit("/", 1)[-1].lower(), *(f"{c} {i}".lower() for c, i in self.containers))
+
+    def env_reaches_ranks(self) -> bool:
+        """Whether the pod's own env is what its NCCL ranks see. An MPIJob's ranks are started by the launcher's
+        mpirun over ssh: they get the variables mpirun passes (-x NAME=VALUE, Azure/aks-rdma-infiniband's MPIJob
+        template), not the worker container's env, which an ssh session does not inherit."""
+        return self.kind != "MPIJob"
+
+    def rank_env(self) -> tuple[Setting, ...]:
+        """The settings that reach its ranks: the launcher's mpirun -x first, then its own env where ranks see it."""
+        passed = tuple((name, value, " (passed by the launcher's mpirun -x)") for name, value in self.launcher_env)
+        own = tuple((name, value, "") for name, value in self.env) if self.env_reaches_ranks() else ()
+        return passed + own
+
 
 class DaemonSet(Scoped):
     namespace: str
@@ -73,12 +89,7 @@ class GkeNetworkParamSet(Scoped):
     device_mode: str | None = None  # NetDevice (TCPX/TCPXO GPU NICs) or RDMA
 
 
-class K8sResources(Model):
+class K8sResources(ProviderResources):
     daemonsets: list[DaemonSet] = Field(default_factory=list)
     networks: list[GkeNetwork] = Field(default_factory=list)
     network_param_sets: list[GkeNetworkParamSet] = Field(default_factory=list)
-
-    def merge(self, other: K8sResources) -> None:
-        self.daemonsets.extend(other.daemonsets)
-        self.networks.extend(other.networks)
-        self.network_param_sets.extend(other.network_param_sets)

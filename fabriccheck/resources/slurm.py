@@ -14,10 +14,10 @@ from typing import Literal
 
 from pydantic import Field
 
-from fabriccheck.values import Count, Frozen, Model, Scoped
+from fabriccheck.values import Count, JobPart, ProviderResources, Scoped, Setting
 
 
-class SlurmPart(Frozen):
+class SlurmPart(JobPart):
     """What Slurm says of a node as one partition schedules it, part of the node's shape (model.NodeShape.extensions):
     the partition, where the topology plugin puts the node, and the cloud instance it was joined to
     (providers/slurm/join.py). The instance's type, zone, placement and parts are the rest of its shape. Slurm's
@@ -43,6 +43,10 @@ class SlurmPart(Frozen):
     cloud: str | None = None
     joined_by: str | None = None  # instance_id | address | name: how the join was made (None: not joined)
 
+    def rank_env(self) -> tuple[Setting, ...]:
+        """A job script's own NCCL_* / FI_* settings: its ranks inherit the script's environment (srun exports it)."""
+        return tuple((name, value, "") for name, value in self.env)
+
 
 class TopologyGroup(Scoped):
     """A Slurm block (topology/block) or leaf switch (topology/tree), as topology.conf, topology.yaml or
@@ -61,10 +65,6 @@ class JoinedInstance(Scoped):
     instance: str  # the instance's id (EC2 instance id, Azure VM id, GCE instance name)
 
 
-class SlurmResources(Model):
+class SlurmResources(ProviderResources):
     groups: list[TopologyGroup] = Field(default_factory=list)
     instances: list[JoinedInstance] = Field(default_factory=list)
-
-    def merge(self, other: SlurmResources) -> None:
-        self.groups.extend(other.groups)
-        self.instances.extend(other.instances)

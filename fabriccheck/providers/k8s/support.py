@@ -451,10 +451,7 @@ def _fabric_off(pod: PodPart, fabric: FabricKind) -> str:
 
 def _rank_env(pod: PodPart) -> list[tuple[str, str, str]]:
     """(name, value, where) of the settings that reach the pod's ranks: the launcher's mpirun -x first."""
-    found = [(name, value, " (passed by the launcher's mpirun -x)") for name, value in pod.launcher_env]
-    if _env_reaches_ranks(pod):
-        found += [(name, value, "") for name, value in pod.env]
-    return found
+    return list(pod.rank_env())
 
 
 def _efa_hidden(pod: PodPart, fabric: FabricKind) -> str:
@@ -482,13 +479,6 @@ def _rdma_not_advertised(pod: PodPart) -> str:
     return ", ".join(pod.unadvertised)
 
 
-def _env_reaches_ranks(pod: PodPart) -> bool:
-    """Whether the pod's own env is what its NCCL ranks see. An MPIJob's ranks are started by the launcher's mpirun
-    over ssh: they get the variables mpirun passes (-x NAME=VALUE, Azure/aks-rdma-infiniband's MPIJob template), not
-    the worker container's env, which an ssh session does not inherit."""
-    return pod.kind != "MPIJob"
-
-
 def _socket_ifname(pod: PodPart) -> str:
     """NCCL_SOCKET_IFNAME leaving only the loopback or a Docker bridge, as it reaches the pod's ranks."""
     return ncclenv.local_socket_ifname(_rank_env(pod))
@@ -505,7 +495,7 @@ def _plugin_ifname(pod: PodPart, fabric: FabricKind) -> str:
     the pod's networking.gke.io/interfaces maps. A pod on the host's network sees the node's own names, not known
     here; a pod that maps no GPU NIC is K8S101's."""
     variable = _PLUGIN_IFNAME.get(fabric)
-    if variable is None or pod.host_network or not pod.interfaces or not _env_reaches_ranks(pod):
+    if variable is None or pod.host_network or not pod.interfaces or not pod.env_reaches_ranks():
         return ""
     for name, value in pod.env:
         if name != variable:

@@ -149,7 +149,7 @@ class SlurmSupport(HostedSupport):
         }
         if part.env:
             # The same settings, judged as the Kubernetes provider judges a pod's env (providers/k8s/support.py).
-            env = [(name, value, "") for name, value in part.env]  # a job script's own settings
+            env = part.rank_env()  # a job script's own settings
             cap = context.capability(shape)
             facts["fabric_off"] = ncclenv.fabric_off(env, cap.fabric) if cap else ""
             facts["socket_ifname"] = ncclenv.local_socket_ifname(env)
