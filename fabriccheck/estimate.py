@@ -117,7 +117,26 @@ class EstimateReport(BaseModel):
     lost_dollars_per_day: Range | None
 
 
+# Cloud TPUs exchange data over their inter-chip interconnect (ICI) inside a slice and, between slices, through their
+# hosts over the data-center network, in collectives the XLA compiler generates ("Cloud TPU Multislice Overview",
+# https://cloud.google.com/tpu/docs/multislice-introduction): no NCCL and no NIC fabric a setting leaves unused, so
+# the model has nothing to price. Names people type: "TPU v5p", "v5litepod-16", and the Compute Engine machine types
+# ct4p-, ct5l-, ct5lp-, ct5p-, ct6e- (Cyclenerd/google-cloud-pricing-cost-calculator#89 lists ct5lp-hightpu-1t/4t/8t).
+_TPU = re.compile(r"tpu|^ct\d+[a-z]*-|^v\d+(litepod|lite|e|p)?-\d+$", re.I)
+
+
+def not_nccl(option: str, name: str) -> None:
+    """Refuse a Cloud TPU in one line that says why it is not estimated (rather than "unknown")."""
+    if _TPU.search(name.strip()):
+        raise unknown_model(
+            f"{option} {name}: a Cloud TPU, whose chips talk over their inter-chip interconnect inside a slice and "
+            "over the data-center network between slices in collectives XLA generates, not NCCL over a NIC fabric: "
+            "fabriccheck prices NCCL fabrics only (GPUs, Trainium, Gaudi), so a TPU is not estimated"
+        )
+
+
 def fabric_of_type(instance_type: str) -> penalty.FabricDescription:
+    not_nccl("--instance-type", instance_type)
     cap = catalog.resolve(instance_type, {})
     if cap is None:
         named = type_named(instance_type)
@@ -166,6 +185,7 @@ def accelerator_named(name: str) -> str:
     """The accelerator table's name for `--gpu NAME` (any case, maker and memory words allowed)."""
     found = catalog.accelerator(name.strip())
     if found is None:
+        not_nccl("--gpu", name)
         known = sorted(catalog.accelerators())
         close = difflib.get_close_matches(name.strip(), known, n=3, cutoff=0.5)
         hint = f"; did you mean {', '.join(close)}?" if close else ""

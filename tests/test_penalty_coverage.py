@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import cli_run
 import pytest
 
 from fabriccheck import catalog, estimate, losses, penalty
@@ -335,3 +336,34 @@ def test_every_priced_slowdown_says_the_mfu_prior_or_measured_step_it_rests_on()
     assert own.compute_prior == "compute from the measured step (20 s on 4)"
     healthy = penalty.penalty_of(penalty.estimate(h100, 4, penalty.FabricState.healthy(), FSDP), FSDP, 32, None)
     assert "MFU" not in wording.penalty_line(healthy)  # nothing lost: nothing rests on the prior
+
+
+@pytest.mark.parametrize(
+    ("option", "name"),
+    [
+        ("--gpu", "TPU v5p"),
+        ("--instance-type", "ct5p-hightpu-4t"),
+        ("--instance-type", "v5litepod-16"),
+        ("--instance-type", "ct6e-standard-4t"),
+    ],
+)
+def test_a_cloud_tpu_is_refused_with_why_not_as_unknown(option: str, name: str) -> None:
+    """Issue 32 item 5: a TPU was told to "describe the fabric" (--gpu) it has none of. TPUs talk over ICI inside a
+    slice and the data-center network between slices, in XLA's collectives, not NCCL ("Cloud TPU Multislice
+    Overview"): one line says so, exit 2, no did-you-mean to a GPU type."""
+    from fabriccheck.errors import FabricCheckError
+
+    with pytest.raises(FabricCheckError) as refused:
+        estimate.fabric_of_type(name) if option == "--instance-type" else estimate.accelerator_named(name)
+    said = str(refused.value)
+    assert f"{option} {name}: a Cloud TPU" in said and "not NCCL" in said and "did you mean" not in said
+    result = cli_run.run("estimate", option, name, "--nodes", "2")
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.count("\n") == 1 and f"{option} {name}: a Cloud TPU" in result.stderr
+
+
+def test_no_gpu_type_or_accelerator_is_taken_for_a_tpu() -> None:
+    types = estimate._catalog_types()
+    assert len(types) > 100
+    for name in [*types, *catalog.accelerators()]:
+        estimate.not_nccl("--instance-type", name)  # raises for a TPU name only
