@@ -229,7 +229,7 @@ def accelerators() -> dict[str, Accelerator]:
 
 
 def _device_words(name: str) -> str:
-    words = name.replace("-SXM", " SXM").replace("_", " ").split()
+    words = re.sub(r"-sxm", " sxm", name, flags=re.IGNORECASE).replace("_", " ").split()  # "h100-sxm5" too
     kept = [w for w in words if w.lower() not in _VENDOR_WORDS and not _MEMORY.match(w.lower())]
     return " ".join(kept).lower()
 

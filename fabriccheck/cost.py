@@ -128,7 +128,18 @@ def cluster_penalty(
     members = dict.fromkeys(_member(key, cluster.provider, capabilities, facts, where) for key in keys)
     slowdown = _slowdown(tuple(members), len(cluster.nodes), workload)
     gpus = min(c.accelerators for c in known) * cluster.size
-    return penalty.penalty_of(slowdown, workload, gpus, price_per_gpu_hour)
+    found = penalty.penalty_of(slowdown, workload, gpus, price_per_gpu_hour)
+    return _with_extrapolated(found, [fabric for fabric, _ in members], len(cluster.nodes))
+
+
+def _with_extrapolated(found: penalty.Penalty, fabrics: list[penalty.FabricDescription], nodes: int) -> penalty.Penalty:
+    """The penalty, saying beside its price the extrapolated figure it rests on: a slowdown between nodes whose
+    fabric the per-GPU NIC cap holds below its NICs' rate (the cap was measured on GB300 RoCE only)."""
+    slower = found.slowdown is not None and found.slowdown.high >= 1.005
+    if not found.estimated or found.cannot_run or not slower or nodes < 2:
+        return found
+    lines = list(dict.fromkeys(line for f in fabrics if (line := penalty.links.nic_cap_extrapolated(f)) is not None))
+    return found.model_copy(update={"extrapolated": "; ".join(lines)}) if lines else found
 
 
 @functools.lru_cache(maxsize=4096)

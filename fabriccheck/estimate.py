@@ -143,6 +143,14 @@ def fabric_of_type(instance_type: str) -> penalty.FabricDescription:
         cap = catalog.resolve(named, {}) if named is not None else None
     if cap is None:
         raise unknown_model(f"--instance-type {instance_type}: not in the catalog; {_did_you_mean(instance_type)}")
+    family = _family_of(instance_type)
+    if cap.accelerators == 0 and cap.instance_type not in _catalog_types() and family:
+        # Read from the name alone as a size without accelerators (`g2` as Azure's G2): the user more likely means
+        # the catalog's GPU family of that name (g2-standard-*).
+        raise unknown_model(
+            f"--instance-type {instance_type}: read as {cap.provider}'s {cap.instance_type}, which has no "
+            f"accelerators; did you mean {', '.join(family[:6])}?"
+        )
     return penalty.FabricDescription.from_capability(cap)
 
 
@@ -170,12 +178,22 @@ def type_named(text: str) -> str | None:
     return None
 
 
+def _family_of(text: str) -> list[str]:
+    """The catalog types of the family `text` names (`g2`: g2-standard-4 ...), smallest first."""
+    wanted = text.strip().lower()
+    found = [t for t in _catalog_types() if t.lower().startswith((wanted + "-", wanted + "."))]
+    return sorted(found, key=lambda t: (len(t), t))
+
+
+def _spoken(text: str) -> list[str]:
+    """The catalog types whose names hold every word of `text` (`nd h100 v5`, `g2`)."""
+    words = [_squashed(w) for w in re.split(r"[\s_.-]+", text.lower()) if _squashed(w)]
+    return [t for t in _catalog_types() if words and all(w in _squashed(t) for w in words)]
+
+
 def _did_you_mean(text: str) -> str:
     """One clause: the catalog types the name may mean, or how to describe the fabric instead."""
-    words = [_squashed(w) for w in re.split(r"[\s_.-]+", text.lower()) if _squashed(w)]
-    types = _catalog_types()
-    spoken = [t for t in types if words and all(w in _squashed(t) for w in words)]
-    close = spoken[:6] or difflib.get_close_matches(text, types, n=4, cutoff=0.6)
+    close = _spoken(text)[:6] or difflib.get_close_matches(text, _catalog_types(), n=4, cutoff=0.6)
     if close:
         return f"did you mean {', '.join(close)}?"
     return "describe the fabric instead (--gpu, --gpus-per-node, --nics, --nic-gbps, --transport, --ethernet-gbps)"
@@ -402,15 +420,9 @@ def _notes(fabric: penalty.FabricDescription, nodes: int, state: penalty.FabricS
             f"PCIe ACS on: GPUDirect RDMA through the CPU's root complex at {worst:.2f}-{best:.2f} of the NICs' rate "
             "(NVIDIA/nccl-tests#112); disable ACS on the PCIe switches, or in the BIOS"
         )
-    gpus = fabric.gpus_per_node
-    if gpus > 1 and links.gpu_capped(fabric, float("inf")) < fabric.fabric_gbps / 8 * penalty.GB:
-        # The cap was fitted on one GB300 RoCE run: on another GPU or transport it is an extrapolation, said so.
-        fitted = fabric.accelerator == "GB300" and fabric.fabric is not FabricKind.EFA
-        where = f"; extrapolated to {fabric.accelerator or 'this GPU'} over {fabric.fabric.value}, not measured"
-        notes.append(
-            f"{fabric.nics} NICs for {gpus} GPUs: each GPU's NCCL channels drive about {links.GPU_NET_GBYTES:g} GB/s "
-            f"of them (measured on GB300 with 2 x 400 Gbps a GPU, NVIDIA/aicr#1413{'' if fitted else where})"
-        )
+    cap = links.nic_cap_line(fabric)  # fitted on one GB300 RoCE run: elsewhere an extrapolation, said so
+    if cap is not None:
+        notes.append(cap)
     if fabric.calibration != 1.0:
         notes.append(f"healthy fabric recalibrated to {fabric.calibration:.2f}x the model's from measured nccl-tests")
     return notes
@@ -500,12 +512,20 @@ def with_overrides(
     return fabric
 
 
+def _links_said(f: FabricSummary) -> str:
+    """The node's links as the header says them: its fabric NICs, or (no fabric) the one Ethernet NIC sockets use."""
+    if f.nics == 0 and f.transport == "tcp":
+        nic = f"{f.ethernet_gbps:g} Gbps" if f.ethernet_gbps is not None else "bandwidth unknown"
+        return f"tcp over Ethernet ({nic}), no fabric"
+    gdr = "on" if f.gpudirect_rdma else "off" if f.gpudirect_rdma is False else "unknown"
+    return f"{f.transport} {f.nics} x {f.gbps_per_nic:g} Gbps (GPUDirect RDMA {gdr})"
+
+
 def render_text(report: EstimateReport) -> str:
     f = report.fabric
     head = f.instance_type or f"{f.gpus_per_node} x {f.accelerator}"
     lines = [
-        f"fabriccheck estimate · {report.nodes} x {head} · {f.transport} {f.nics} x {f.gbps_per_nic:g} Gbps"
-        f" (GPUDirect RDMA {'on' if f.gpudirect_rdma else 'off' if f.gpudirect_rdma is False else 'unknown'})"
+        f"fabriccheck estimate · {report.nodes} x {head} · {_links_said(f)}"
         f" · state {report.state} · workload {report.workload}",
         "",
     ]

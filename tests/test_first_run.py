@@ -156,7 +156,7 @@ def test_quiet_prints_the_verdict_line_and_errors_only(tmp_path: Path) -> None:
     assert quiet.returncode == 1 and quiet.stderr == ""
     assert quiet.stdout == (
         "fabriccheck: 35 errors, 14 warnings, 1 info in 38 training clusters of 103 nodes; "
-        "4,872–5,060 GPU-hours a day lost\n"
+        "4,971–5,159 GPU-hours a day lost\n"
     )
     loud = run("demo", "--cluster-tag", "no-such-tag")
     assert "warning: no node carries the tag no-such-tag" in loud.stderr and "Clusters that cost most" in loud.stdout

@@ -410,7 +410,9 @@ def test_no_estimate_without_an_ethernet_figure_when_one_is_needed() -> None:
     assert estimate(no_ena, 4, HEALTHY, FSDP).estimated  # the fabric alone is enough when it works
     for state in (TCP, FabricState.partial(0)):
         s = estimate(no_ena, 4, state, FSDP)
-        assert not s.estimated and s.reason == "no ordinary-Ethernet bandwidth figure for this type"
+        assert not s.estimated and s.reason == (
+            "no ordinary-Ethernet bandwidth figure for p5.48xlarge (no source gives its host NIC's share)"
+        )
     nothing = FabricDescription("H100", 8, FabricKind.NONE, 0, 0.0, None, None, "a3-highgpu-4g")
     s = estimate(nothing, 4, HEALTHY, FSDP)
     assert not s.estimated and s.reason == "no bandwidth figure for a3-highgpu-4g"

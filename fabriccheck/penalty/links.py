@@ -402,6 +402,26 @@ def gpu_capped(fabric: FabricDescription, bandwidth: float) -> float:
     return min(bandwidth, fabric.gpus_per_node * GPU_NET_GBYTES * GB * fabric.calibration)
 
 
+def nic_cap_line(fabric: FabricDescription) -> str | None:
+    """When GPU_NET_GBYTES holds a node's fabric below its NICs' rate, the line that says so, and that outside the one
+    GB300 RoCE run it was fitted on it is extrapolated, not measured; None when the NICs bind first (or one GPU)."""
+    gpus = fabric.gpus_per_node
+    if not uses_fabric(fabric) or gpus <= 1 or gpu_capped(fabric, float("inf")) >= fabric.fabric_gbps / 8 * GB:
+        return None
+    fitted = fabric.accelerator == "GB300" and fabric.fabric is not FabricKind.EFA
+    where = f"; extrapolated to {fabric.accelerator or 'this GPU'} over {fabric.fabric.value}, not measured"
+    return (
+        f"{fabric.nics} NICs for {gpus} GPUs: each GPU's NCCL channels drive about {GPU_NET_GBYTES:g} GB/s "
+        f"of them (measured on GB300 with 2 x 400 Gbps a GPU, NVIDIA/aicr#1413{'' if fitted else where})"
+    )
+
+
+def nic_cap_extrapolated(fabric: FabricDescription) -> str | None:
+    """`nic_cap_line` only where it is an extrapolation: what a price resting on it must say beside the figure."""
+    line = nic_cap_line(fabric)
+    return line if line is not None and line.endswith("not measured)") else None
+
+
 def ring_rails(fabric: FabricDescription) -> int:
     """The rails a node's rings leave it on: one a GPU (its own NICs, up to what its channels drive), or one a NIC
     where the node has fewer NICs than GPUs."""
@@ -482,7 +502,11 @@ def degraded_link_of(
     if kind in ("tcp-fallback", "unreachable"):
         tcp = tcp_link(fabric, state, best)
         if tcp is None:
-            return "no ordinary-Ethernet bandwidth figure for this type"
+            # Name the type and the one figure: the fabric is priced, only the fallback NIC is unknown.
+            if fabric.instance_type:
+                why = "no source gives its host NIC's share"
+                return f"no ordinary-Ethernet bandwidth figure for {fabric.instance_type} ({why})"
+            return "no ordinary-Ethernet bandwidth figure for this node type (none given)"
         link = Link(min(link.bandwidth, tcp.bandwidth), tcp.latency, nccl_version=link.nccl_version)
     elif kind == "partial" and used is not None and fabric.nics > 0 and uses_fabric(fabric):
         # k of N NICs: the NICs' share of the uncapped line, still up to what the GPUs drive (GPU_NET_GBYTES)

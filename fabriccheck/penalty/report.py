@@ -37,6 +37,9 @@ class Penalty(BaseModel):
     # What the step's compute time rests on, said beside the slowdown: the accelerator's MFU prior (published or
     # assumed, fabriccheck/data/accelerators.yaml) or the workload file's measured step. None when not estimated.
     compute_prior: str | None = None
+    # A figure the slowdown rests on that is extrapolated, not measured (today the per-GPU NIC cap,
+    # links.GPU_NET_GBYTES, beyond the GB300 RoCE run it was fitted on), said beside the price; None otherwise.
+    extrapolated: str | None = None
     # The penalty if the findings their rules mark `confidence: possible` hold too (flow.cluster_cost); not
     # counted in the headline figures above.
     possible: Penalty | None = None

@@ -88,10 +88,11 @@ def penalty_line(p: Penalty) -> str:
             # A finding that may be wrong says the fabric may not be used: "fully used" would contradict it.
             return p.reason or "no slowdown from the findings certain to hold (a possible one may cost, below)"
         return p.reason or "no slowdown (the fabric is fully used)"
+    rests = f"; the price rests on: {p.extrapolated}" if p.extrapolated else ""
     return (
         f"{span(p.slowdown.low, p.slowdown.high, '{:.2f}x')} slower steps: loses "
         f"{span(share.low, share.high, '{:.0%}')} of its {paid:,.0f} GPU-hours a day "
-        f"({span(lost.low, lost.high)}{money}){prior}"
+        f"({span(lost.low, lost.high)}{money}){prior}{rests}"
     )
 
 
