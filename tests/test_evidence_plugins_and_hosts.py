@@ -142,6 +142,23 @@ def test_g7e_is_judged_by_the_model_now_its_accelerator_has_figures(tmp_path: Pa
     )["findings"]
 
 
+def test_one_gpu_a_node_without_the_accelerators_figures_is_judged_by_the_line_rate_alone(tmp_path: Path) -> None:
+    """A custom fabric of one MI355X a node (no sourced dense peak or Infinity Fabric figure, so no model expectation)
+    on one 400 Gbps RoCE NIC: the run is held to the NIC's line rate x RoCE's efficiency, and a note says so; a run
+    at socket speed is flagged (g7e was this path's example until its GPU got figures)."""
+    fabric = ("--gpu", "MI355X", "--gpus-per-node", "1", "--nics", "1", "--nic-gbps", "400", "--transport", "roce")
+    path = tmp_path / "mi355x.txt"
+    path.write_text(_g7e_table(45.0))
+    report = json.loads(run("nccl-tests", str(path), *fabric, "--nodes", "2", "-f", "json").stdout)
+    [judged] = report["clusters"][0]["evidence"]["runs"]
+    assert judged["verdict"] == "healthy"
+    [note] = [n for n in report["notes"] if "published line rate alone" in n]
+    assert "(400 Gbps: " in note and "MI355X" in note
+    path.write_text(_g7e_table(1.1))
+    slow = json.loads(run("nccl-tests", str(path), *fabric, "--nodes", "2", "-f", "json").stdout)
+    assert slow["clusters"][0]["evidence"]["runs"][0]["verdict"] != "healthy" and slow["findings"]
+
+
 def test_a_fabric_fact_the_tables_lack_reads_as_not_known_in_text(tmp_path: Path) -> None:
     """g7e's GPUDirect RDMA is in no table (None): the text report says so in words, never "None"."""
     path = tmp_path / "g7e.txt"
