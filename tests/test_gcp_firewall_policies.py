@@ -75,8 +75,18 @@ def test_a_gpu_network_governed_by_a_policy_not_read_is_not_judged_never_refused
 
 
 def test_vpc_rules_that_allow_every_port_before_the_policy_decide(tmp_path: Path) -> None:
-    """AFTER_CLASSIC_FIREWALL (the default): the VPC rules' allow is final, the policy never sees those ports."""
-    code, report = _report(_project(vpc_rules=True), tmp_path)
+    """AFTER_CLASSIC_FIREWALL (the default): the VPC rules' allow is final, the policy never sees those ports, when
+    they decide both ways. The demo's rule allows ingress only: the policy, not read, may deny the sender's egress
+    (evaluated in the same order; the implied allow egress comes last), so that is not judged until an egress allow
+    to the GPU subnet decides it too."""
+    project = _project(vpc_rules=True)
+    code, report = _report(project, tmp_path)
+    assert cluster_of(report, A3_HIGH)["status"] == "incomplete" and code == 2
+    inbound = next(f for f in project.firewalls if f["name"] == f"{GPU_NET}-allow-internal-traffic")
+    outbound = {**inbound, "name": f"{GPU_NET}-allow-internal-egress", "direction": "EGRESS"}
+    outbound["destinationRanges"] = outbound.pop("sourceRanges")
+    project.firewalls.append(outbound)
+    code, report = _report(project, tmp_path)
     assert cluster_of(report, A3_HIGH)["status"] == "clean"
     assert code == 0 and report["complete"] is True
 

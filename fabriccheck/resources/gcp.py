@@ -109,6 +109,10 @@ class FirewallRule(Scoped):
     protocols: list[str] = Field(default_factory=list)
     all_ports: bool | None = None
     source_ranges: list[str] = Field(default_factory=list)
+    # destinationRanges: an egress rule applies to packets to those addresses only; an egress rule without them
+    # applies to every destination (gcloud --destination-ranges defaults to 0.0.0.0/0). None: not read (an
+    # inventory saved before them, a plan that knows them only after apply), so an egress rule's match is unknown.
+    destination_ranges: list[str] | None = None
     source_tags: list[str] = Field(default_factory=list)
     source_service_accounts: list[str] = Field(default_factory=list)
     # The instances a rule applies to: those with one of these network tags, or running as one of these service
@@ -149,7 +153,12 @@ class PolicyRule(Model):
     # match) or stands alone.
     source_network_context: str = ""
     source_networks: list[str] = Field(default_factory=list)
-    dest_ranges: list[str] = Field(default_factory=list)  # match.destIpRanges: an ingress rule applies to those only
+    dest_ranges: list[str] = Field(default_factory=list)  # match.destIpRanges: the rule applies to those only
+    # An egress rule's other destinations (match.destAddressGroups, destFqdns, destRegionCodes,
+    # destThreatIntelligences), which the collector cannot resolve to addresses, and match.destNetworkContext (or
+    # destNetworkType): INTERNET | NON_INTERNET (Compute API v1 FirewallPolicyRuleMatcher).
+    dest_unresolved: list[str] = Field(default_factory=list)
+    dest_network_context: str = ""
     target_secure_tags: list[str] = Field(default_factory=list)  # tagValues/N: bound to instances, not read
     target_service_accounts: list[str] = Field(default_factory=list)
     # A hierarchical rule's targetResources: the networks whose instances it applies to (none: every network).
@@ -219,3 +228,9 @@ def firewall_entries(items: list[dict[str, Any]], protocol_key: str) -> list[str
         ports = item.get("ports") or ()
         found += [f"{protocol}:{str(port).strip()}" for port in ports] if ports else [protocol]
     return found
+
+
+def unresolved_destinations(match: dict[str, Any], kinds: dict[str, str]) -> list[str]:
+    """A policy rule's destinations the collector cannot resolve to addresses, as `PolicyRule.dest_unresolved`
+    ('address group G', 'FQDN example.com'), from its match by `kinds` (the match's field: what it is called)."""
+    return [f"{what} {value}" for key, what in kinds.items() for value in match.get(key) or ()]

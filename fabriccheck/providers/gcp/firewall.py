@@ -4,7 +4,8 @@ GPUDirect-TCPX/TCPXO opens many TCP connections between the GPU NICs, on ports N
 manager pick, so a GPU network needs ingress from its subnet allowed on every TCP port (G4; CTK-MULTIVPC's rule
 "allow all internal TCP, UDP, and ICMP traffic within the network"). A VPC network denies ingress by default; a
 port is decided by the rule of highest precedence that matches it (the lowest priority number), and at equal
-priority a deny rule wins (VPC firewall rules overview: priority, action on match, implied rules).
+priority a deny rule wins (VPC firewall rules overview: priority, action on match, implied rules). The connection
+must also leave the sender: the same stages run again for its egress rules (egress.py), whose implied rule allows.
 
 Ports are read as what they allow, for every protocol item of a rule: gcloud's `--rules=tcp:0-65535,udp:0-65535,
 icmp` (Google's GPUDirect pages, Cluster Toolkit modules/network/vpc) is stored as {"IPProtocol": "tcp", "ports":
@@ -18,8 +19,10 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
+from fabriccheck.providers.gcp import egress
 from fabriccheck.resources.gcp import FIREWALL_ENTRY, MAX_PORT, FirewallRule, NetworkFirewallPolicy, PolicyRule
 
 TCP = frozenset({"tcp", "6", "all"})  # IPProtocol values whose rule items reach TCP ports
@@ -31,11 +34,12 @@ _ONES = re.compile("1+")
 
 @dataclass(frozen=True)
 class Reach:
-    """What reaches a GPU network's NICs from its subnet over TCP: ok (every port), partial, missing (no port),
-    or unknown; `detail` says which ports for partial, why for unknown."""
+    """What reaches a GPU network's NICs from its subnet over TCP, out of the sender and into the receiver: ok (every
+    port), partial, missing (no port), or unknown; `detail` says which ports for partial, why for unknown."""
 
     verdict: str
     detail: str = ""
+    settled: bool = False  # tcp_reach: the VPC rules alone decide every port, both ways
 
 
 def port_mask(entries: list[str], protocols: frozenset[str] = TCP) -> int:
@@ -119,13 +123,40 @@ def _applies(rule: FirewallRule, cidr: str | None, targets: frozenset[str] | Non
     return covers(rule.source_ranges, cidr) or (by_instance and _from_peers(rule, targets))
 
 
-class _Ports:
-    """Where the evaluation of one connection's TCP ports stands: those allowed, and those no stage decided yet."""
+def _sends(rule: FirewallRule, cidr: str | None, targets: frozenset[str] | None) -> egress.Match:
+    """An enabled egress rule that applies to the node (the sender) and matches what it sends to the GPU subnet."""
+    if rule.disabled or rule.direction != "EGRESS" or rule.action not in ("allow", "deny"):
+        return False
+    if targets is None and (rule.target_tags or rule.target_service_accounts):
+        return "targets some instances only, and the node's tags and service accounts were not read"
+    return egress.vpc_rule(rule, cidr) if _targets(rule, targets) else False
 
-    def __init__(self) -> None:
+
+class _Ports:
+    """Where the evaluation of one direction of a connection's TCP ports stands: those allowed, and those no stage
+    decided yet. What no stage decides meets the implied rule: deny ingress, allow egress (VPC firewall rules
+    overview, "Implied rules")."""
+
+    def __init__(self, outgoing: bool = False, guess: str = "") -> None:
+        self.outgoing = outgoing
         self.allowed = 0
         self.open = EVERY_PORT
-        self.denied_by: list[str] = []  # the policy rules that denied usable ports, in evaluation order
+        self.denied_by: list[str] = []  # the rules that denied usable ports, in evaluation order
+        # How an allow or deny rule whose match cannot be told is taken ("allow": the allow rules match and the
+        # deny rules do not; "deny": the reverse; "": not at all, the stage is unknown), and the first such rule.
+        self.guess = guess
+        self.unsure = ""
+
+    def unsure_of(self, rule_action: str, why: str) -> bool | None:
+        """How a rule whose match cannot be told (`why`) is taken: matching, not, or None (the stage is unknown)."""
+        if not self.guess or rule_action not in ("allow", "deny"):
+            return None
+        self.unsure = self.unsure or why
+        return rule_action == self.guess
+
+    @property
+    def direction(self) -> str:
+        return "EGRESS" if self.outgoing else "INGRESS"
 
     def decide(self, mask: int, allows: bool, by: str = "") -> None:
         mask &= self.open
@@ -135,55 +166,97 @@ class _Ports:
             self.denied_by.append(by)
         self.open &= ~mask
 
-    def reach(self) -> Reach:
-        """The verdict once every stage ran: ports still open meet the implied deny-ingress rule."""
-        allowed = self.allowed & USABLE_PORTS
-        if allowed == USABLE_PORTS:
-            return Reach("ok")
-        if not allowed:
-            return Reach("missing")
-        return Reach("partial", f"TCP ports {port_ranges(allowed)} only")
+    def passed(self) -> int:
+        """The usable ports let through once every stage ran."""
+        return (self.allowed | (self.open if self.outgoing else 0)) & USABLE_PORTS
+
+
+Stages = Callable[[_Ports], "str | None"]  # runs every stage of one direction, or says why one is unknown
+
+
+def _both_ways(run: Stages) -> tuple[_Ports, _Ports] | str:
+    """The receiver's ingress and the sender's egress through every stage (`run`), or why they are unknown. An
+    egress rule whose match cannot be told is taken both ways, its allow matching and its deny not, then the
+    reverse: an allow can only add ports and a deny only take them away, so when both readings reach the same ports
+    every reading does, and the verdict stands; when they differ it is not judged, the rule named."""
+    incoming, most, least = _Ports(), _Ports(outgoing=True, guess="allow"), _Ports(outgoing=True, guess="deny")
+    for ports in (incoming, most, least):
+        why = run(ports)
+        if why:
+            return why
+    if incoming.passed() & most.passed() != incoming.passed() & least.passed():
+        return most.unsure
+    return incoming, most
+
+
+def _verdict(incoming: _Ports, outgoing: _Ports) -> Reach:
+    """A port is reached when the sender's egress and the receiver's ingress both let it through."""
+    allowed = incoming.passed() & outgoing.passed()
+    if allowed == USABLE_PORTS:
+        return Reach("ok")
+    if not allowed:
+        return Reach("missing")
+    return Reach("partial", f"TCP ports {port_ranges(allowed)} only")
 
 
 def _classic(rules: list[FirewallRule], cidr: str | None, targets: frozenset[str] | None, ports: _Ports) -> str | None:
     """The VPC firewall rules' stage: each port goes to the matching rule of highest precedence (a deny first at
     equal priority); a port no rule matches goes on to the next stage. Returns why the stage is unknown, or None."""
-    matching: list[tuple[int, bool, int]] = []  # (priority, is an allow rule, its TCP ports)
+    matching: list[tuple[int, bool, int, str]] = []  # (priority, is an allow rule, its TCP ports, what denies)
     for rule in rules:
-        if not _applies(rule, cidr, targets):
+        matched: bool | str | None = _sends(rule, cidr, targets) if ports.outgoing else _applies(rule, cidr, targets)
+        if isinstance(matched, str):
+            why = f"egress firewall rule {rule.name} {matched}, so which ports its GPU NICs reach is not judged"
+            matched = ports.unsure_of(rule.action, why)
+            if matched is None:
+                return why
+        if not matched:
             continue
         entries = rule.known_entries()
         if entries is None:
             return f"firewall rule {rule.name} was saved without its ports (collect it again)"
         mask = port_mask(entries)
-        if mask:
-            matching.append((rule.priority, rule.action == "allow", mask))
-    for _, allows, mask in sorted(matching):  # by priority, deny (False) before allow at the same priority
-        ports.decide(mask, allows)
+        if mask:  # an egress deny is named: its network's ingress rules look fine
+            by = f"egress firewall rule {rule.name}" if ports.outgoing else ""
+            matching.append((rule.priority, rule.action == "allow", mask, by))
+    for _, allows, mask, by in sorted(matching):  # by priority, deny (False) before allow at the same priority
+        ports.decide(mask, allows, by)
     return None
 
 
 def tcp_reach(rules: list[FirewallRule], cidr: str | None, targets: frozenset[str] | None = None) -> Reach:
     """Which TCP ports the subnet `cidr` reaches through `rules` (those of its network) on a node that firewall
-    rules target by `targets` (resources.gcp.GcpNodePart.firewall_targets)."""
-    ports = _Ports()
-    why = _classic(rules, cidr, targets, ports)
-    return Reach("unknown", why) if why else ports.reach()
+    rules target by `targets` (resources.gcp.GcpNodePart.firewall_targets), both ways. `settled`: the rules decide
+    every port both ways, so no network firewall policy evaluated after them changes the verdict."""
+    found = _both_ways(lambda ports: _classic(rules, cidr, targets, ports))
+    if isinstance(found, str):
+        return Reach("unknown", found)
+    incoming, outgoing = found
+    reach = _verdict(incoming, outgoing)
+    denied = ", ".join(dict.fromkeys(outgoing.denied_by))
+    if reach.verdict != "ok" and denied:
+        reach = Reach(reach.verdict, ", ".join(filter(None, (reach.detail, f"denied by {denied}"))))
+    settled = not (incoming.open | outgoing.open) & USABLE_PORTS and not outgoing.unsure
+    return Reach(reach.verdict, reach.detail, settled)
+
+
+def _policy_targets(rule: PolicyRule, targets: frozenset[str] | None) -> bool | str:
+    """Whether a policy rule applies to the node, or why it cannot be told. Secure tags are bound to instances
+    through Resource Manager tag bindings, which the collector does not read; target service accounts match the
+    node's (FirewallPolicyRule.targetSecureTags / targetServiceAccounts)."""
+    if rule.target_secure_tags:
+        return f"targets secure tags {', '.join(rule.target_secure_tags)}, whose bindings to instances are not read"
+    if not rule.target_service_accounts or targets is None:
+        return True
+    return bool({f"sa:{s}" for s in rule.target_service_accounts} & targets)
 
 
 def _policy_match(rule: PolicyRule, cidr: str | None, targets: frozenset[str] | None) -> bool | str:
     """Whether a policy rule matches the GPU peers' traffic to the node: True, False, or why it cannot be told.
-    Targets: secure tags are bound to instances through Resource Manager tag bindings, which the collector does not
-    read; target service accounts match the node's (FirewallPolicyRule.targetSecureTags / targetServiceAccounts).
     Sources: srcIpRanges against the subnet; srcSecureTags and srcAddressGroups name addresses it cannot see."""
-    if rule.target_secure_tags:
-        return f"targets secure tags {', '.join(rule.target_secure_tags)}, whose bindings to instances are not read"
-    if (
-        rule.target_service_accounts
-        and targets is not None
-        and not {f"sa:{s}" for s in rule.target_service_accounts} & targets
-    ):
-        return False
+    applies = _policy_targets(rule, targets)
+    if applies is not True:
+        return applies
     narrowed = _narrowed(rule, cidr)
     if narrowed is not True:
         return narrowed
@@ -196,6 +269,12 @@ def _policy_match(rule: PolicyRule, cidr: str | None, targets: frozenset[str] | 
     if unseen:
         return f"matches sources by {', '.join(unseen)}, which the collector cannot resolve to addresses"
     return False
+
+
+def _policy_sends(rule: PolicyRule, cidr: str | None, targets: frozenset[str] | None) -> bool | str:
+    """Whether an egress policy rule matches what the node sends to its GPU peers (egress.policy_rule)."""
+    applies = _policy_targets(rule, targets)
+    return egress.policy_rule(rule, cidr) if applies is True else applies
 
 
 # Source network contexts the GPU peers (instances of the same VPC network, on internal addresses) are in: a
@@ -213,7 +292,7 @@ def _narrowed(rule: PolicyRule, cidr: str | None) -> bool | str:
         if cidr is None:
             return f"applies to destinations {', '.join(rule.dest_ranges)} and the GPU subnet's range is not known"
         subnet = ipaddress.ip_network(cidr, strict=False)
-        dests = [d for d in (_network(t) for t in rule.dest_ranges) if d and d.version == subnet.version]
+        dests = [d for d in (egress.network(t) for t in rule.dest_ranges) if d and d.version == subnet.version]
         if not any(subnet.subnet_of(d) for d in dests):  # type: ignore[arg-type]
             if any(subnet.overlaps(d) for d in dests):
                 return f"applies to destinations {', '.join(rule.dest_ranges)}, part of the GPU subnet {cidr}"
@@ -226,35 +305,34 @@ def _narrowed(rule: PolicyRule, cidr: str | None) -> bool | str:
     return False  # INTERNET: the peers' internal addresses are not internet traffic
 
 
-def _network(text: str) -> ipaddress.IPv4Network | ipaddress.IPv6Network | None:
-    try:
-        return ipaddress.ip_network(text, strict=False)
-    except ValueError:
-        return None
-
-
 def _policy(
     policy: NetworkFirewallPolicy, cidr: str | None, targets: frozenset[str] | None, ports: _Ports
 ) -> str | None:
-    """A firewall policy's stage (hierarchical, system, network or regional network alike): its enabled ingress
-    rules by priority (unique within a policy); the first that matches a port decides it (allow, deny) or sends it
-    on to the next stage (goto_next), and a port no rule matches goes on too ("Evaluation order for firewall
+    """A firewall policy's stage (hierarchical, system, network or regional network alike): its enabled rules of the
+    direction by priority (unique within a policy); the first that matches a port decides it (allow, deny) or sends
+    it on to the next stage (goto_next), and a port no rule matches goes on too ("Evaluation order for firewall
     policies and rules", https://cloud.google.com/firewall/docs/firewall-policies-rule-eval-order). Returns why it
     is unknown, or None."""
     if policy.rules is None:
         why = policy.unknown_rules or "they were not read"
         return f"the rules of {policy.described} are not known ({why}), so the reach is not judged"
     pending = ports.open  # the ports this stage still evaluates
+    matches = _policy_sends if ports.outgoing else _policy_match
     for rule in sorted(policy.rules, key=lambda r: r.priority):
         mask = port_mask(rule.entries) & pending
-        if rule.disabled or rule.direction != "INGRESS" or not mask:
+        if rule.disabled or rule.direction != ports.direction or not mask:
             continue
-        matched = _policy_match(rule, cidr, targets)
+        matched = matches(rule, cidr, targets)
         if matched is False:
             continue
-        where = f"rule {rule.priority} of {policy.described}"
+        where = f"{'egress ' if ports.outgoing else ''}rule {rule.priority} of {policy.described}"
         if isinstance(matched, str):
-            return f"{where} {matched}, so which ports its GPU NICs reach is not judged"
+            why = f"{where} {matched}, so which ports its GPU NICs reach is not judged"
+            taken = ports.unsure_of(rule.action, why)
+            if taken is None:
+                return why
+            if not taken:
+                continue
         if rule.action not in ("allow", "deny", "goto_next"):
             return f"{where} hands the traffic to {rule.action} (Layer 7 inspection decides), so it is not judged"
         pending &= ~mask
@@ -275,19 +353,29 @@ def governed_reach(
     hierarchical policies (organization, then each folder down) and the regional system policies (`first`); then
     the network's VPC rules and its network firewall policies (`policies`: the global one, then the regional one),
     the VPC rules first (AFTER_CLASSIC_FIREWALL) or last (BEFORE_CLASSIC_FIREWALL); what none decides meets the
-    implied deny ("Evaluation order for firewall policies and rules")."""
-    ports = _Ports()
+    implied rule ("Evaluation order for firewall policies and rules"). The same order runs twice: for the receiver's
+    ingress and for the sender's egress (egress.py)."""
     vpc: list[NetworkFirewallPolicy | None] = [None]  # None: the VPC firewall rules' stage
     network: list[NetworkFirewallPolicy | None] = [*policies]
-    for stage in [*first, *(network + vpc if before_classic else vpc + network)]:
-        why = _classic(rules, cidr, targets, ports) if stage is None else _policy(stage, cidr, targets, ports)
-        if why:
-            return Reach("unknown", why)
-    reach = ports.reach()
+    stages = [*first, *(network + vpc if before_classic else vpc + network)]
+
+    def run(ports: _Ports) -> str | None:
+        for stage in stages:
+            why = _classic(rules, cidr, targets, ports) if stage is None else _policy(stage, cidr, targets, ports)
+            if why:
+                return why
+        return None
+
+    found = _both_ways(run)
+    if isinstance(found, str):
+        return Reach("unknown", found)
+    incoming, outgoing = found
+    reach = _verdict(incoming, outgoing)
     order = "BEFORE_CLASSIC_FIREWALL" if before_classic else "AFTER_CLASSIC_FIREWALL"
     via = "VPC firewall rules" + "".join(f" and {p.described}" for p in policies) + f", {order}"
     if first:
         via = f"{', '.join(p.described for p in first)}, then {via}"
-    if reach.verdict != "ok" and ports.denied_by:
-        via += f"; denied by {', '.join(dict.fromkeys(ports.denied_by))}"
+    denied = incoming.denied_by + outgoing.denied_by
+    if reach.verdict != "ok" and denied:
+        via += f"; denied by {', '.join(dict.fromkeys(denied))}"
     return Reach(reach.verdict, f"{reach.detail}, {via}" if reach.detail else via)

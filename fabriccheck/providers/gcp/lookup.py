@@ -178,8 +178,8 @@ class GcpIndex:
         first = tuple(p for p in found if p.kind != "NETWORK_REGIONAL")
         policies = [p for p in found if p.kind == "NETWORK_REGIONAL"]
         order = (network.policy_order if network else None) or "AFTER_CLASSIC_FIREWALL"
-        if not first and not self.maybe and (order == "AFTER_CLASSIC_FIREWALL" and classic.verdict == "ok"):
-            return classic  # the VPC rules allow every port before any network policy sees it
+        if not first and not self.maybe and order == "AFTER_CLASSIC_FIREWALL" and classic.settled:
+            return classic  # the VPC rules decide every port both ways before any network policy sees it
         if network is not None and network.firewall_policy is not None:
             policy, why = self._policy(node, network.firewall_policy)
             if policy is None:

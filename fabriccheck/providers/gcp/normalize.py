@@ -49,6 +49,7 @@ from fabriccheck.resources.gcp import (
     ResourcePolicy,
     Subnetwork,
     firewall_entries,
+    unresolved_destinations,
 )
 from fabriccheck.sources import pools
 from fabriccheck.sources.items import INTERFACE_FACTS, ITEM_ERRORS, named, salvage, unknown_because
@@ -133,6 +134,7 @@ def _firewall(item: dict[str, Any], project: str) -> FirewallRule:
         action="deny" if item.get("denied") else "allow",
         entries=firewall_entries(entries, "IPProtocol"),
         source_ranges=[str(r) for r in item.get("sourceRanges") or ()],
+        destination_ranges=[str(r) for r in item.get("destinationRanges") or ()],
         source_tags=[str(t) for t in item.get("sourceTags") or ()],
         source_service_accounts=[str(s) for s in item.get("sourceServiceAccounts") or ()],
         target_tags=[str(t) for t in item.get("targetTags") or ()],
@@ -159,9 +161,22 @@ def policy_rule(rule: dict[str, Any]) -> PolicyRule:
         ),
         source_networks=[str(n) for n in match.get("srcNetworks") or ()],
         dest_ranges=[str(r) for r in match.get("destIpRanges") or ()],
+        dest_unresolved=unresolved_destinations(match, DEST_KINDS),
+        dest_network_context=str(match.get("destNetworkContext") or match.get("destNetworkType") or ""),
         target_secure_tags=[str(t.get("name")) for t in rule.get("targetSecureTags") or ()],
         target_service_accounts=[str(s) for s in rule.get("targetServiceAccounts") or ()],
     )
+
+
+# An egress rule's destinations besides destIpRanges, by their field in the API's match (Terraform's: plan_policies),
+# and what a message calls each (FirewallPolicyRuleMatcher, Compute API v1; "Destinations for egress rules",
+# https://cloud.google.com/firewall/docs/firewall-policies-rule-details).
+DEST_KINDS = {
+    "destAddressGroups": "address group",
+    "destFqdns": "FQDN",
+    "destRegionCodes": "geolocation",
+    "destThreatIntelligences": "threat intelligence list",
+}
 
 
 def network_firewall_policy(item: dict[str, Any], project: str) -> NetworkFirewallPolicy:

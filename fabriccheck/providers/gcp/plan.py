@@ -183,6 +183,7 @@ class GcpPlan:
                     action="deny" if denied else "allow",
                     entries=firewall_entries(entries, "protocol"),
                     source_ranges=[str(r) for r in res.known("source_ranges") or ()],
+                    destination_ranges=_destinations(res),
                     source_tags=[str(t) for t in res.known("source_tags") or ()],
                     source_service_accounts=[str(s) for s in res.known("source_service_accounts") or ()],
                     target_tags=[str(t) for t in res.known("target_tags") or ()],
@@ -506,3 +507,12 @@ def _text(value: Any) -> str | None:
 
 def map_plan(plan: Plan, inventory: Inventory) -> None:
     GcpPlan(plan, inventory).run()
+
+
+def _destinations(res: PlanResource) -> list[str] | None:
+    """A google_compute_firewall's destination_ranges, None when set from what is known only after apply. The
+    argument is optional and computed (terraform-provider-google resource_compute_firewall.go schema), so a rule
+    that leaves it out shows it unknown in the plan, and the API applies such an egress rule to every destination."""
+    if not res.unknown_at("destination_ranges"):
+        return [str(r) for r in res.known("destination_ranges") or ()]
+    return None if "destination_ranges" in (res.config.get("expressions") or {}) else []

@@ -24,7 +24,14 @@ from collections.abc import Callable
 from typing import Any
 
 from fabriccheck.model import UNKNOWN_ACCOUNT
-from fabriccheck.resources.gcp import GLOBAL, EffectiveFirewalls, NetworkFirewallPolicy, PolicyRule, firewall_entries
+from fabriccheck.resources.gcp import (
+    GLOBAL,
+    EffectiveFirewalls,
+    NetworkFirewallPolicy,
+    PolicyRule,
+    firewall_entries,
+    unresolved_destinations,
+)
 from fabriccheck.sources.terraform import Plan
 from fabriccheck.sources.terraform_resource import PlanResource
 
@@ -48,6 +55,15 @@ _DECIDING = (
     "target_service_accounts",
     "target_resources",
 )
+
+# An egress rule's destinations besides dest_ip_ranges (the match block of the three *_firewall_policy_rule
+# resources; the API's names in normalize.DEST_KINDS).
+_DEST_KINDS = {
+    "dest_address_groups": "address group",
+    "dest_fqdns": "FQDN",
+    "dest_region_codes": "geolocation",
+    "dest_threat_intelligences": "threat intelligence list",
+}
 
 
 def _names(blocks: Any) -> list[str]:
@@ -74,6 +90,8 @@ def policy_rule(res: PlanResource) -> PolicyRule | str:
         ),
         source_networks=[str(n) for n in match.get("src_networks") or ()],
         dest_ranges=[str(r) for r in match.get("dest_ip_ranges") or ()],
+        dest_unresolved=unresolved_destinations(match, _DEST_KINDS),
+        dest_network_context=str(match.get("dest_network_context") or match.get("dest_network_type") or ""),
         target_secure_tags=_names(res.known("target_secure_tags")),
         target_service_accounts=[str(s) for s in res.known("target_service_accounts") or ()],
         target_resources=[str(r) for r in res.known("target_resources") or ()],
