@@ -171,16 +171,3 @@ def test_no_trees_before_nccl_2_4() -> None:
         "NCCL 2.3 (--nccl-version): before 2.4 NCCL has no tree, so all_reduce runs rings at every size"
         in notes["notes"]
     )
-
-
-def _p4d_all_reduce(version: tuple[int, int]) -> str:
-    fabric = estimate.fabric_of_type("p4d.24xlarge")
-    return _all_reduce(fabric, version).algorithm
-
-
-def test_efa_tuner_trees_need_nccl_2_19() -> None:
-    """aws-ofi-nccl's tuner picks 2-node trees on EFA, but NCCL loads a tuner plugin only from v2.19.1-1
-    (src/misc/tuner.cc, NCCL_TUNER_PLUGIN; v2.18.6-1 has no tuner at all): a p4d job (A100, no NVLSTree) on 2.18
-    runs NCCL's own choice, rings, and is not priced as the tuner's tree."""
-    assert _p4d_all_reduce((2, 18)) == "ring"
-    assert _p4d_all_reduce(releases.FIRST_TUNER_NCCL) == "tree"

@@ -30,7 +30,6 @@ from fabriccheck.penalty.links import (
 from fabriccheck.penalty.releases import (
     FIRST_NVLS_TREE_NCCL,
     FIRST_TREE_NCCL,
-    FIRST_TUNER_NCCL,
     LAST_THRESHOLD_NCCL,
     THRESHOLD_TREE_MIN_GPUS,
 )
@@ -177,13 +176,13 @@ def collective_seconds(
 def two_node_trees(accel: catalog.Accelerator, link: Link, gpus: int = 8) -> bool:
     """Whether NCCL runs a tree for large all_reduces at 2 nodes of `gpus` GPUs, by the release the link's job
     runs (links.NcclVersion): none before 2.4; 2.4's threshold ran trees there on NVLink nodes of 3 GPUs and more;
-    from 2.18 NVLSTree does on NVLS accelerators; from 2.19 a plugin's tuner (tuned_trees) picks them on its fabric."""
+    from 2.18 NVLSTree does on NVLS accelerators; a plugin's tuner (tuned_trees) picks them on its fabric."""
     version = link.nccl_version
     if version < FIRST_TREE_NCCL:
         return False  # no trees before 2.4
     if version <= LAST_THRESHOLD_NCCL:
         return bool(accel.nvlink_gbytes) and gpus >= THRESHOLD_TREE_MIN_GPUS
-    return (accel.nvls and version >= FIRST_NVLS_TREE_NCCL) or (link.tuned_trees and version >= FIRST_TUNER_NCCL)
+    return (accel.nvls and version >= FIRST_NVLS_TREE_NCCL) or link.tuned_trees
 
 
 @dataclass(frozen=True)

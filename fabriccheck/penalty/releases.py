@@ -22,9 +22,6 @@ THRESHOLD_TREE_MIN_GPUS = 3
 # NVLSTree, the 2-node tree of NVLS (NVLink SHARP) accelerators, first ships in 2.18 (v2.18.1-1
 # src/include/devcomm.h: NCCL_ALGO_NVLS_TREE 5; absent from v2.17.1-1): older NCCL keeps rings there.
 FIRST_NVLS_TREE_NCCL: NcclVersion = (2, 18)
-# A fabric plugin's tuner (aws-ofi-nccl's on EFA) can pick the algorithm only from 2.19, the first release that
-# loads one (v2.19.1-1 src/misc/tuner.cc, NCCL_TUNER_PLUGIN; v2.18.6-1 has no tuner): older NCCL keeps its own choice.
-FIRST_TUNER_NCCL: NcclVersion = (2, 19)
 _NCCL_VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.\d+)?(?:-\d+)?(?:\+\S*)?$")
 
 
