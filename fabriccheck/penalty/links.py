@@ -152,9 +152,11 @@ class Link:
 
     bandwidth: float
     latency: float
-    # The fabric's NCCL plugin ships a tuner that picks tree algorithms for large all_reduces on few nodes:
-    # aws-ofi-nccl (EFA) does (aws/aws-ofi-nccl src/tuner/nccl_ofi_regions.cpp); NCCL's own model on its own
-    # picks rings at 2 nodes unless NVLSTree applies (tuning.cc).
+    # NCCL runs trees for large all_reduces at 2 nodes on this fabric: EFA. aws-ofi-nccl's tuner picks them on
+    # p5/p5e/p5en/p6-b200 (aws/aws-ofi-nccl@0e2a0f4 src/tuner/nccl_ofi_tuner.cpp: any other type falls back to
+    # NCCL's tuner), but the measured 2-node runs of p4d (77 GB/s busbw on 50 GB/s of EFA) and p3dn (2019, before
+    # any tuner plugin) are trees too: NCCL's own choice there, which its model (tuning.cc) is not followed far
+    # enough here to reproduce, so the flag stands for every EFA fabric.
     tuned_trees: bool = False
     # The units this link joins are multi-node NVLink domains (penalty.collectives.units): their NVLink hops cost
     # NCCL's step latency (collectives.NVLINK_STEP_S), which a node's measured latency does not hold.
