@@ -447,3 +447,22 @@ def test_an_egress_rule_applies_to_the_nodes_it_targets_only() -> None:
     assert denied.verdict == "missing" and "denied by egress firewall rule no-east-west" in denied.detail
     unread = tcp_reach([inbound, deny], GPU_CIDR, None)
     assert unread.verdict == "unknown" and "egress firewall rule no-east-west targets some" in unread.detail
+
+
+def test_an_ingress_rule_applies_only_to_the_destinations_it_names() -> None:
+    """An ingress rule with destinationRanges applies only to packets sent to those addresses (Firewall
+    .destinationRanges, Compute API v1). A deny of every port from 10.0.0.0/8 to another subnet does not touch the
+    GPU peers, who send to the GPU subnet: it was applied to them (a false GCP110). Aimed at the GPU subnet it
+    denies them; aimed at part of it, which ports the peers reach cannot be told, and the rule is named."""
+    rule = {"account": "p", "region": "global", "entries": ["all"], "source_ranges": ["10.0.0.0/8"]}
+    allow = FirewallRule.model_validate({**rule, "name": "allow-internal", "priority": 1000})
+
+    def deny_to(destinations: list[str]) -> FirewallRule:
+        return FirewallRule.model_validate(
+            {**rule, "name": "deny-db", "action": "deny", "priority": 900, "destination_ranges": destinations}
+        )
+
+    assert tcp_reach([allow, deny_to(["10.200.0.0/16"])], GPU_CIDR).verdict == "ok"
+    assert tcp_reach([allow, deny_to([GPU_CIDR])], GPU_CIDR).verdict == "missing"
+    partial = tcp_reach([allow, deny_to(["10.102.4.0/24"])], GPU_CIDR)
+    assert partial.verdict == "unknown" and partial.detail.startswith("firewall rule deny-db applies to destinations")

@@ -110,11 +110,18 @@ def _from_peers(rule: FirewallRule, targets: frozenset[str] | None) -> bool:
     return bool(wanted & targets)
 
 
-def _applies(rule: FirewallRule, cidr: str | None, targets: frozenset[str] | None) -> bool:
+def _applies(rule: FirewallRule, cidr: str | None, targets: frozenset[str] | None) -> bool | str:
     """An enabled ingress rule that applies to the node and matches its subnet's own traffic (by range, or by the
-    peers' tags or service accounts)."""
+    peers' tags or service accounts), or why that cannot be told. An ingress rule with destination ranges applies
+    only to packets sent to those addresses (Firewall.destinationRanges, Compute API v1: "If destination ranges are
+    specified, the firewall rule applies only to traffic that has destination IP address in these ranges"): the GPU
+    peers send to the GPU subnet, so a rule whose destinations miss it does not touch them."""
     if rule.disabled or rule.direction != "INGRESS" or not _targets(rule, targets):
         return False
+    if rule.destination_ranges:
+        to_peers = egress.holds(rule.destination_ranges, cidr, "destinations")
+        if to_peers is not True:
+            return to_peers
     by_instance = bool(rule.source_tags or rule.source_service_accounts)
     if targets is None and by_instance:
         return rule.action == "allow"
@@ -206,7 +213,8 @@ def _classic(rules: list[FirewallRule], cidr: str | None, targets: frozenset[str
     for rule in rules:
         matched: bool | str | None = _sends(rule, cidr, targets) if ports.outgoing else _applies(rule, cidr, targets)
         if isinstance(matched, str):
-            why = f"egress firewall rule {rule.name} {matched}, so which ports its GPU NICs reach is not judged"
+            kind = "egress firewall rule" if ports.outgoing else "firewall rule"
+            why = f"{kind} {rule.name} {matched}, so which ports its GPU NICs reach is not judged"
             matched = ports.unsure_of(rule.action, why)
             if matched is None:
                 return why
