@@ -76,13 +76,19 @@ def _unpriced(found: penalty.Penalty, certain: list[Finding]) -> penalty.Penalty
 
 def _as_test_job(found: penalty.Penalty, word: str) -> penalty.Penalty:
     """A test job keeps its slowdown (what its own run will show) but loses no day of training: 0 GPU-hours and
-    dollars a day, so no total counts it as one (its nodes are still paid for)."""
-    if not found.estimated or found.cannot_run:
+    dollars a day, so no total counts it as one (its nodes are still paid for). One that cannot run says so first:
+    the training jobs of its nodes cannot run either, and the clusters they run in count that loss."""
+    if not found.estimated:
         return found
     said = (
         f"a test job ({word}): it runs minutes, not a day of {found.workload} training, so no GPU-hours a day are "
         "counted lost; its findings hold for the training jobs on these nodes"
     )
+    if found.cannot_run:  # its own run fails; the training on its nodes fails too, and its clusters count that
+        said = (
+            f"{penalty.CANNOT_CONNECT}; a test job ({word}): it runs minutes, not a day of {found.workload} training, "
+            "so no GPU-hours a day are counted lost here; the training jobs on these nodes cannot run either"
+        )
     none = penalty.Range(low=0.0, high=0.0)
     cleared = {"lost_gpu_hours_per_day": none, "lost_dollars_per_day": none if found.price_per_gpu_hour else None}
     possible = found.possible.model_copy(update=cleared) if found.possible is not None else None

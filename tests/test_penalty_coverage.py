@@ -389,3 +389,24 @@ def test_the_compute_prior_names_the_peak_as_16_bit_not_bf16_alone() -> None:
     calls the peak dense BF16/FP16, true of every accelerator in the table."""
     [line] = estimate.prior_lines("T4", FSDP)
     assert "T4's 65 TFLOPS dense BF16/FP16 (assumed" in line
+
+
+def test_a_test_job_that_cannot_run_counts_no_day_of_training_lost() -> None:
+    """Issue 32 item 6: test jobs are not priced as 24-hour training, whether slow or unable to run. The demo's Slurm
+    job 102 (named nccl-tests) spans two zones: it cannot run, and says so, but counts no GPU-hours a day lost (it
+    was 384, ranked beside the training clusters); the partition of the same nodes still counts its loss."""
+    from fabriccheck import flow
+    from fabriccheck.providers.slurm.dump import load_dump as load_slurm
+
+    report = flow.run(
+        load_slurm(ROOT / "fixtures" / "demo" / "slurm", cloud_dump=ROOT / "fixtures" / "demo" / "aws"), flow.Options()
+    )
+    by_id = {c.id: c.penalty for c in report.clusters}
+    job = by_id["slurm:llm:slurm:slurm-job/102"]
+    assert job.cannot_run and job.lost_gpu_hours_per_day == penalty.Range(low=0.0, high=0.0)
+    line = wording.penalty_line(job)
+    assert line.startswith("cannot run: peers cannot reach each other") and "a test job (nccl-test)" in line
+    assert "loses all" not in line and "every reserved GPU-hour is lost" not in line
+    partition = by_id["slurm:llm:slurm:slurm-partition/spot"]
+    assert partition.cannot_run and partition.lost_gpu_hours_per_day == penalty.Range(low=384.0, high=384.0)
+    assert "loses all 384 of its GPU-hours a day" in wording.penalty_line(partition)

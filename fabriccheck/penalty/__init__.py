@@ -25,6 +25,7 @@ from fabriccheck.penalty.collectives import (
     two_node_trees,
 )
 from fabriccheck.penalty.estimates import (
+    CANNOT_CONNECT,
     CANNOT_RUN,
     ONE_NODE,
     Scaling,
@@ -70,6 +71,7 @@ from fabriccheck.penalty.workloads import (
 )
 
 __all__ = [
+    "CANNOT_CONNECT",
     "CANNOT_RUN",
     "COLLECTIVES",
     "DDP_BUCKET_BYTES",

@@ -35,9 +35,8 @@ from fabriccheck.penalty.workloads import WORKLOADS, Workload
 # Peers that cannot reach each other over the fabric do not fall back to TCP one pair at a time: NCCL picks its
 # network at start, and on EFA a blocked security group or a cross-zone peer fails the connection ("Unable to
 # insert remote address into address vector", aws/aws-ofi-nccl#663) or hangs (fabric-requirements A5, A6, A8).
-CANNOT_RUN = (
-    "peers cannot reach each other over the fabric: NCCL fails or hangs at start, every reserved GPU-hour is lost"
-)
+CANNOT_CONNECT = "peers cannot reach each other over the fabric: NCCL fails or hangs at start"
+CANNOT_RUN = f"{CANNOT_CONNECT}, every reserved GPU-hour is lost"
 ONE_NODE = "a single node does not use the inter-node fabric"
 
 

@@ -78,7 +78,8 @@ def penalty_line(p: Penalty) -> str:
     if p.lost_dollars_per_day is not None:
         money = f", {span(p.lost_dollars_per_day.low, p.lost_dollars_per_day.high, '${:,.0f}')}"
     if p.cannot_run or p.slowdown is None:
-        every = f"; loses all {paid:,.0f} of its GPU-hours a day{money}" if paid is not None else ""
+        counted = paid is not None and (lost is None or lost.high > 0)  # a test job counts none (cost._as_test_job)
+        every = f"; loses all {paid:,.0f} of its GPU-hours a day{money}" if counted else ""
         return f"cannot run: {p.reason}{every}"
     # What the slowdown rests on closes the line, after the reason a test job gives (never between them).
     prior = f"; {p.compute_prior}" if p.compute_prior else ""
