@@ -123,6 +123,7 @@ def _run(inventory: Inventory, options: Options) -> Report:
             "description": workload.description,
             "source": workload.source,
             "layout": penalty.layout_line(workload),
+            "nccl": penalty.release_line(workload),
         },
         rules=rulebook.active_ids(rules),  # the rules that ran: those of the clouds in the inventory
         findings=findings,

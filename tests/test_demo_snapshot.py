@@ -140,6 +140,7 @@ def _without_additions(report: dict[str, Any]) -> dict[str, Any]:
         stripped.pop(key)
     stripped["rules"] = [r for r in stripped["rules"] if r not in RULES_SINCE]
     stripped["workload"].pop("layout")  # issue 32: the data-parallel layout priced, its defaults named
+    stripped["workload"].pop("nccl")  # issue 32: the NCCL release priced, the default named
     for cluster in stripped["clusters"]:
         for key in ADDED_SINCE["clusters"]:
             cluster.pop(key)

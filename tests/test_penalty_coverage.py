@@ -3,6 +3,7 @@ priors a figure rests on are printed beside it (issue 32, items 4-6)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import cli_run
@@ -410,3 +411,20 @@ def test_a_test_job_that_cannot_run_counts_no_day_of_training_lost() -> None:
     partition = by_id["slurm:llm:slurm:slurm-partition/spot"]
     assert partition.cannot_run and partition.lost_gpu_hours_per_day == penalty.Range(low=384.0, high=384.0)
     assert "loses all 384 of its GPU-hours a day" in wording.penalty_line(partition)
+
+
+def test_every_scan_report_names_the_nccl_release_it_priced(tmp_path: Path) -> None:
+    """The release decides the 2-node algorithm (penalty/releases.py); `estimate` named it, scans did not: the
+    JSON workload says it, and the text and Markdown headers, the default named as one, a workload file's as its."""
+    result = cli_run.run("demo", "-f", "json")
+    said = json.loads(result.stdout)["workload"]["nccl"]
+    assert said == "NCCL 2.27 (the default; a workload file's nccl_version sets it)"
+    mine = tmp_path / "w.yaml"
+    mine.write_text(
+        "name: mine\nparameters: 8B\nlayers: 32\nhidden: 4096\nseq_len: 8192\ntokens_per_gpu: 16384\n"
+        'parallelism: fsdp\nnccl_version: "2.17"\n'
+    )
+    text = " ".join(cli_run.run("demo", "--workload", str(mine)).stdout.split("\n\n")[0].split())
+    assert "workload assumed: mine (fsdp workload from" in text
+    assert "; NCCL 2.17 (the workload file's nccl_version)" in text
+    assert "; NCCL 2.27 (the default;" in cli_run.run("demo", "-f", "markdown").stdout

@@ -68,6 +68,7 @@ from fabriccheck.penalty.workloads import (
     Workload,
     is_workload_file,
     layout_line,
+    release_line,
 )
 
 __all__ = [
@@ -124,6 +125,7 @@ __all__ = [
     "lost_share",
     "one_node_step",
     "penalty_of",
+    "release_line",
     "scaling",
     "step_times",
     "two_node_trees",

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from fabriccheck.penalty import releases
+
 # PyTorch DDP default gradient bucket (bucket_cap_mb=25, pytorch/pytorch#118421).
 DDP_BUCKET_BYTES = 25e6
 
@@ -138,6 +140,14 @@ WORKLOADS = {
     )
 }
 DEFAULT_WORKLOAD = "llm-70b-fsdp"
+
+
+def release_line(w: Workload) -> str:
+    """The NCCL release the step is priced with (it decides the 2-node algorithm), default named, for every report."""
+    if w.nccl_version is not None:
+        return f"NCCL {releases.version_label(w.nccl_version)} (the workload file's nccl_version)"
+    default = releases.version_label(releases.DEFAULT_NCCL_VERSION)
+    return f"NCCL {default} (the default; a workload file's nccl_version sets it)"
 
 
 def layout_line(w: Workload) -> str:

@@ -92,7 +92,8 @@ def _head(report: Report) -> list[str]:
     if report.workload:  # an evidence report prices nothing, so it assumes no workload
         line += (
             f" Workload assumed: {md_code(report.workload.get('name', ''))} "
-            f"({md_text(report.workload.get('description', ''))})."
+            f"({md_text(report.workload.get('description', ''))})"
+            + (f"; {md_text(report.workload['nccl'])}." if report.workload.get("nccl") else ".")
         )
     out.append(line)
     if s.waived or s.in_baseline:

@@ -484,7 +484,8 @@ def render(report: Report, color: bool = False, verbose: bool = False, width: in
     if report.workload:  # an evidence report prices nothing, so it assumes no workload
         page.para(
             f"workload assumed: {visible(report.workload.get('name', ''))} "
-            f"({visible(report.workload.get('description', ''))})",
+            f"({visible(report.workload.get('description', ''))})"
+            + (f"; {visible(report.workload['nccl'])}" if report.workload.get("nccl") else ""),
             "",
             "  ",
         )
