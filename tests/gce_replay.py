@@ -398,13 +398,15 @@ def a3_plan(region: str | None = None) -> PlanBuilder:
     return plan
 
 
-def judge_a3_plan(plan: PlanBuilder, folder: Path) -> Any:
-    """The plan with its A3 High nodes added (an instance template with a GVNIC on each network, a managed instance
-    group of two), written to `folder` as `terraform show -json` writes it, and judged: the flow's report."""
+def judge_a3_plan(plan: PlanBuilder, folder: Path, by_subnetwork: bool = False) -> Any:
+    """The plan with its A3 High nodes added (an instance template with a GVNIC on each network, named by network
+    or, `by_subnetwork`, by its google_compute_subnetwork as Cluster Toolkit writes them; a managed instance group of
+    two), written to `folder` as `terraform show -json` writes it, and judged: the flow's report."""
     from fabriccheck import flow
     from fabriccheck.sources.terraform import load_plan
 
     nets = A3_PLAN_NETWORKS
+    field, attribute = ("subnetwork", "self_link") if by_subnetwork else ("network", "name")
     plan.resource(
         "google_compute_instance_template",
         "a3",
@@ -413,9 +415,11 @@ def judge_a3_plan(plan: PlanBuilder, folder: Path) -> Any:
             "machine_type": "a3-highgpu-8g",
             "network_interface": [{"nic_type": "GVNIC"} for _ in nets],
         },
-        unknown={"self_link": True, "network_interface": [{"network": True} for _ in nets]},
+        unknown={"self_link": True, "network_interface": [{field: True} for _ in nets]},
         expressions={
-            "network_interface": [{"network": ref(f"google_compute_network.{n.replace('-', '_')}.name")} for n in nets]
+            "network_interface": [
+                {field: ref(f"google_compute_{field}.{n.replace('-', '_')}.{attribute}")} for n in nets
+            ]
         },
     )
     plan.resource(

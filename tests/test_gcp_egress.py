@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 from cli_run import run
-from gce_replay import ComputeReplay, fake_service_account_key, serve
+from gce_replay import A3_PLAN_NETWORKS, ComputeReplay, fake_service_account_key, judge_a3_plan, serve
 
 from fabriccheck.builders.demo_gcp import API, PROJECT, REGION, Project, build
 from fabriccheck.providers.gcp.firewall import tcp_reach
@@ -308,14 +308,11 @@ def _plan(tmp_path: Path, extra: list[tuple[str, str, dict[str, Any], dict[str, 
     """An A3 High plan in us-central1 whose networks (host, gpu-0..3; subnets 10.{i}.0.0/16, the NICs set by
     subnetwork as Cluster Toolkit writes them) each allow ingress from 10.0.0.0/8, with `extra` resources (type,
     name, values, unknown, expressions)."""
-    from fabriccheck import flow
     from fabriccheck.builders.plan_builder import PlanBuilder, const, ref
-    from fabriccheck.sources.terraform import load_plan
 
     plan = PlanBuilder()
     plan.region_settings["google"] = {"project": const("proj"), "region": const(REGION)}
-    nets = ["host", *(f"gpu-{i}" for i in range(4))]
-    for i, net in enumerate(nets):
+    for i, net in enumerate(A3_PLAN_NETWORKS):
         key = net.replace("-", "_")
         plan.resource("google_compute_network", key, {"name": net, "mtu": 8244})
         plan.resource(
@@ -334,27 +331,7 @@ def _plan(tmp_path: Path, extra: list[tuple[str, str, dict[str, Any], dict[str, 
         )
     for type_, name, values, unknown, expressions in extra:
         plan.resource(type_, name, values, unknown=unknown, expressions=expressions)
-    plan.resource(
-        "google_compute_instance_template",
-        "a3",
-        {"name": "a3-high", "machine_type": "a3-highgpu-8g", "network_interface": [{"nic_type": "GVNIC"}] * len(nets)},
-        unknown={"self_link": True, "network_interface": [{"subnetwork": True} for _ in nets]},
-        expressions={
-            "network_interface": [
-                {"subnetwork": ref(f"google_compute_subnetwork.{n.replace('-', '_')}.self_link")} for n in nets
-            ]
-        },
-    )
-    plan.resource(
-        "google_compute_instance_group_manager",
-        "a3",
-        {"name": "a3", "zone": "us-central1-a", "target_size": 2, "version": [{"name": "v1"}]},
-        unknown={"version": [{"instance_template": True}]},
-        expressions={"version": [{"instance_template": ref("google_compute_instance_template.a3.self_link")}]},
-    )
-    path = tmp_path / f"plan-{len(list(tmp_path.iterdir()))}.json"
-    path.write_text(json.dumps(plan.build()))
-    return flow.run(load_plan(str(path)), flow.Options())
+    return judge_a3_plan(plan, tmp_path, by_subnetwork=True)
 
 
 def test_a_plan_egress_deny_is_gcp110(tmp_path: Path) -> None:
