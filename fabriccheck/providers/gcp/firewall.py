@@ -154,10 +154,14 @@ class _Ports:
         self.guess = guess
         self.unsure = ""
 
-    def unsure_of(self, rule_action: str, why: str) -> bool | None:
-        """How a rule whose match cannot be told (`why`) is taken: matching, not, or None (the stage is unknown)."""
+    def taken(self, matched: bool | str, rule_action: str, where: str) -> bool | str:
+        """Whether a rule is taken to match: its match, or for one whose match cannot be told (`matched` says why)
+        as this reading takes its action (see `guess`); a string when the stage is unknown (why, naming `where`)."""
+        if not isinstance(matched, str):
+            return matched
+        why = f"{where} {matched}, so which ports its GPU NICs reach is not judged"
         if not self.guess or rule_action not in ("allow", "deny"):
-            return None
+            return why
         self.unsure = self.unsure or why
         return rule_action == self.guess
 
@@ -211,14 +215,12 @@ def _classic(rules: list[FirewallRule], cidr: str | None, targets: frozenset[str
     equal priority); a port no rule matches goes on to the next stage. Returns why the stage is unknown, or None."""
     matching: list[tuple[int, bool, int, str]] = []  # (priority, is an allow rule, its TCP ports, what denies)
     for rule in rules:
-        matched: bool | str | None = _sends(rule, cidr, targets) if ports.outgoing else _applies(rule, cidr, targets)
-        if isinstance(matched, str):
-            kind = "egress firewall rule" if ports.outgoing else "firewall rule"
-            why = f"{kind} {rule.name} {matched}, so which ports its GPU NICs reach is not judged"
-            matched = ports.unsure_of(rule.action, why)
-            if matched is None:
-                return why
-        if not matched:
+        matched = _sends(rule, cidr, targets) if ports.outgoing else _applies(rule, cidr, targets)
+        kind = "egress firewall rule" if ports.outgoing else "firewall rule"
+        taken = ports.taken(matched, rule.action, f"{kind} {rule.name}")
+        if isinstance(taken, str):
+            return taken
+        if not taken:
             continue
         entries = rule.known_entries()
         if entries is None:
@@ -330,17 +332,12 @@ def _policy(
         mask = port_mask(rule.entries) & pending
         if rule.disabled or rule.direction != ports.direction or not mask:
             continue
-        matched = matches(rule, cidr, targets)
-        if matched is False:
-            continue
         where = f"{'egress ' if ports.outgoing else ''}rule {rule.priority} of {policy.described}"
-        if isinstance(matched, str):
-            why = f"{where} {matched}, so which ports its GPU NICs reach is not judged"
-            taken = ports.unsure_of(rule.action, why)
-            if taken is None:
-                return why
-            if not taken:
-                continue
+        taken = ports.taken(matches(rule, cidr, targets), rule.action, where)
+        if isinstance(taken, str):
+            return taken
+        if not taken:
+            continue
         if rule.action not in ("allow", "deny", "goto_next"):
             return f"{where} hands the traffic to {rule.action} (Layer 7 inspection decides), so it is not judged"
         pending &= ~mask
