@@ -304,7 +304,7 @@ def run(
     state = replace(state, nccl_version=version)
     slowdown = penalty.estimate(fabric, nodes, state, workload)
     result = penalty.penalty_of(slowdown, workload, nodes * fabric.gpus_per_node, price_per_gpu_hour)
-    notes = [_version_note(version, told), *_notes(fabric, nodes, state)]
+    notes = [_version_note(version, told), *_notes(fabric, nodes, state, priced=result.estimated)]
     notes += [f"calibration run: {line}" for line in calibration_notes or ()]
     missing, assumed = figure_lines(fabric.accelerator)
     reason = _how_to_give(result.reason)
@@ -316,11 +316,8 @@ def run(
         notes.append(assumed)
     if slowdown.healthy_step_seconds is not None:  # no step time: nothing rests on the compute prior
         notes.extend(prior_lines(fabric.accelerator, workload))
-    notes.append(f"layout: {penalty.layout_line(workload)}")
-    if not result.estimated:  # nothing priced: no note on how a price was made
-        notes = [
-            n for n in notes if n != SHARP_NOTE and not n.startswith("layout:") and n != links.nic_cap_line(fabric)
-        ]
+    if result.estimated:  # nothing priced: no note on how a price was made
+        notes.append(f"layout: {penalty.layout_line(workload)}")
     step = None
     if slowdown.degraded_step_seconds_low is not None and slowdown.degraded_step_seconds_high is not None:
         step = Range(low=slowdown.degraded_step_seconds_low, high=slowdown.degraded_step_seconds_high)
@@ -395,7 +392,9 @@ def collectives(fabric: penalty.FabricDescription, nodes: int, state: penalty.Fa
     return found
 
 
-def _notes(fabric: penalty.FabricDescription, nodes: int, state: penalty.FabricState) -> list[str]:
+def _notes(fabric: penalty.FabricDescription, nodes: int, state: penalty.FabricState, priced: bool) -> list[str]:
+    """What the estimate of `fabric` in `state` rests on; without a price (`priced` false), none of how one is made
+    (SHARP, the NIC cap)."""
     notes = []
     if nodes == 1:
         notes.append("one node: no inter-node fabric is used, so no fabric state costs anything")
@@ -414,7 +413,7 @@ def _notes(fabric: penalty.FabricDescription, nodes: int, state: penalty.FabricS
                 f"(NCCL_ALGO, a tuner plugin) reads up to {ratio:.2f}x that, as nccl-tests' busbw formula overstates "
                 "there: compare algbw between 2-node runs"
             )
-    if fabric.fabric is FabricKind.INFINIBAND and nodes > 1 and state.fabric == "healthy":
+    if priced and fabric.fabric is FabricKind.INFINIBAND and nodes > 1 and state.fabric == "healthy":
         notes.append(SHARP_NOTE)
     if fabric.fabric is FabricKind.RDMA and nodes > 2:
         notes.append(
@@ -434,7 +433,7 @@ def _notes(fabric: penalty.FabricDescription, nodes: int, state: penalty.FabricS
             "nvlink-down and nvlink-split change nothing here: priced as the fabric state without them"
         )
     cap = links.nic_cap_line(fabric)  # fitted on one GB300 RoCE run: elsewhere an extrapolation, said so
-    if cap is not None:
+    if priced and cap is not None:
         notes.append(cap)
     if fabric.calibration != 1.0:
         notes.append(f"healthy fabric recalibrated to {fabric.calibration:.2f}x the model's from measured nccl-tests")
