@@ -142,9 +142,6 @@ ECMP_WORST = 1 / 1.4
 ECMP_FREE_NODES = 2  # a 2-node ring's flows run between two NIC pairs: nothing to hash onto shared uplinks
 
 
-# NCCL releases (penalty.releases): a link carries the one its job runs.
-
-
 @dataclass(frozen=True)
 class Link:
     """One direction of a node's inter-node path: achieved bandwidth (bytes/s) and the latency of a 2-node
@@ -410,18 +407,21 @@ def nic_cap_line(fabric: FabricDescription) -> str | None:
     gpus = fabric.gpus_per_node
     if not uses_fabric(fabric) or gpus <= 1 or gpu_capped(fabric, float("inf")) >= fabric.fabric_gbps / 8 * GB:
         return None
-    fitted = fabric.accelerator == "GB300" and fabric.fabric is not FabricKind.EFA
     where = f"; extrapolated to {fabric.accelerator or 'this GPU'} over {fabric.fabric.value}, not measured"
     return (
         f"{fabric.nics} NICs for {gpus} GPUs: each GPU's NCCL channels drive about {GPU_NET_GBYTES:g} GB/s "
-        f"of them (measured on GB300 with 2 x 400 Gbps a GPU, NVIDIA/aicr#1413{'' if fitted else where})"
+        f"of them (measured on GB300 with 2 x 400 Gbps a GPU, NVIDIA/aicr#1413{'' if _cap_measured(fabric) else where})"
     )
+
+
+def _cap_measured(fabric: FabricDescription) -> bool:
+    """GPU_NET_GBYTES was fitted on GB300 over RoCE (NVIDIA/aicr#1413): anywhere else it is an extrapolation."""
+    return fabric.accelerator == "GB300" and fabric.fabric is not FabricKind.EFA
 
 
 def nic_cap_extrapolated(fabric: FabricDescription) -> str | None:
     """`nic_cap_line` only where it is an extrapolation: what a price resting on it must say beside the figure."""
-    line = nic_cap_line(fabric)
-    return line if line is not None and line.endswith("not measured)") else None
+    return None if _cap_measured(fabric) else nic_cap_line(fabric)
 
 
 def ring_rails(fabric: FabricDescription) -> int:
@@ -550,8 +550,12 @@ def bottleneck(links: list[Link]) -> Link:
     """A collective runs at its slowest member's pace: least bandwidth, most latency."""
     if len(links) == 1:
         return links[0]
-    slowest = Link(min(x.bandwidth for x in links), max(x.latency for x in links), all(x.tuned_trees for x in links))
-    return replace(slowest, nccl_version=links[0].nccl_version)  # one job, one NCCL
+    return Link(
+        min(x.bandwidth for x in links),
+        max(x.latency for x in links),
+        all(x.tuned_trees for x in links),
+        nccl_version=links[0].nccl_version,  # one job, one NCCL
+    )
 
 
 def domain_nodes(fabric: FabricDescription, accel: catalog.Accelerator | None, state: FabricState = HEALTHY) -> int:
